@@ -1,0 +1,68 @@
+// Typed errors, so callers (agent, verifiers) can branch on `instanceof` or `.code`.
+
+export class WorkloadError extends Error {
+  code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+export class UnknownTemplateError extends WorkloadError {
+  constructor(nameOrId: string) {
+    super("UNKNOWN_TEMPLATE", `unknown workload template: ${nameOrId}`);
+  }
+}
+
+export type CheckpointFormatCode =
+  | "BAD_MAGIC" | "BAD_VERSION" | "TRUNCATED" | "TRAILING_BYTES" | "INCONSISTENT";
+
+export class CheckpointFormatError extends WorkloadError {
+  constructor(code: CheckpointFormatCode, message: string) {
+    super(code, `invalid checkpoint/state blob: ${message}`);
+  }
+}
+
+export class NonFiniteError extends WorkloadError {
+  tensor: string;
+  index: number;
+  constructor(tensor: string, index: number, value: number) {
+    super("NON_FINITE", `tensor ${tensor} holds ${value} at index ${index}`);
+    this.tensor = tensor;
+    this.index = index;
+  }
+}
+
+export class HashMismatchError extends WorkloadError {
+  expected: string;
+  actual: string;
+  constructor(expected: string, actual: string) {
+    super("HASH_MISMATCH", `blob content hash ${actual} does not match requested ${expected}`);
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+export class NotFoundError extends WorkloadError {
+  constructor(hash: string) {
+    super("NOT_FOUND", `no blob stored under ${hash}`);
+  }
+}
+
+export class ExecutionProviderError extends WorkloadError {
+  constructor(provider: string, cause: unknown) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      "EXECUTION_PROVIDER_UNAVAILABLE",
+      `execution provider '${provider}' is not available in this onnxruntime-node build/machine ` +
+        `(${detail}). Use 'cpu', or install onnxruntime-node with CUDA binaries on a GPU machine.`,
+    );
+  }
+}
+
+export class StepOrderError extends WorkloadError {
+  constructor(stateStep: number, step: number) {
+    super("STEP_ORDER", `step ${step} must follow state at step ${step - 1}, got state at step ${stateStep}`);
+  }
+}

