@@ -1,0 +1,69 @@
+/**
+ * Typed ethers handles on the deployed protocol. ABIs come from Hardhat's build artifacts at run time (the
+ * generated TypeChain types are used for types only, so plain Node can run this file).
+ */
+import { readFileSync } from "node:fs";
+import { Contract, Interface, JsonRpcProvider, type ContractRunner } from "ethers";
+import type { JobEscrow, ProviderRegistry, TestUSDC } from "../types/ethers-contracts/index.ts";
+import type { Deployment } from "./deployment.ts";
+
+const ARTIFACTS = new URL("../artifacts/contracts/", import.meta.url);
+
+function abiOf(file: string, name: string): Interface {
+  const url = new URL(`${file}/${name}.json`, ARTIFACTS);
+  try {
+    return new Interface(JSON.parse(readFileSync(url, "utf8")).abi);
+  } catch {
+    throw new Error(`missing build artifact ${url.pathname}: run \`npx hardhat build\` first`);
+  }
+}
+
+let cached: { escrow: Interface; registry: Interface; usdc: Interface } | undefined;
+
+/** The contracts' ABIs (cached). */
+export function protocolInterfaces() {
+  cached ??= {
+    escrow: abiOf("JobEscrow.sol", "JobEscrow"),
+    registry: abiOf("ProviderRegistry.sol", "ProviderRegistry"),
+    usdc: abiOf("test/TestUSDC.sol", "TestUSDC"),
+  };
+  return cached;
+}
+
+export interface Protocol {
+  escrow: JobEscrow;
+  registry: ProviderRegistry;
+  usdc: TestUSDC;
+}
+
+export function connectProtocol(deployment: Deployment, runner: ContractRunner): Protocol {
+  const abi = protocolInterfaces();
+  return {
+    escrow: new Contract(deployment.escrow, abi.escrow, runner) as unknown as JobEscrow,
+    registry: new Contract(deployment.registry, abi.registry, runner) as unknown as ProviderRegistry,
+    usdc: new Contract(deployment.usdc, abi.usdc, runner) as unknown as TestUSDC,
+  };
+}
+
+/** A JSON-RPC provider that polls quickly (local chains mine on demand) and does not retry forever on start. */
+export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
+  const provider = new JsonRpcProvider(url, undefined, { staticNetwork: false, polling: true });
+  provider.pollingInterval = pollingMs;
+  return provider;
+}
+
+/** Job statuses, mirroring IJobEscrow.JobStatus (index = enum value). */
+export const JOB_STATUS = [
+  "None",
+  "Open",
+  "Running",
+  "DisputeWindow",
+  "Settleable",
+  "Disputed",
+  "ArbiterTimedOut",
+  "Settled",
+  "Cancelled",
+] as const;
+export type JobStatusName = (typeof JOB_STATUS)[number];
+
+export const UNASSIGN_REASON = ["Coordinator", "LeaseLapsed", "Refused"] as const;

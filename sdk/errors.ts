@@ -1,0 +1,68 @@
+/**
+ * Classifies what went wrong with a chain call, so keepers and the agent can decide: retry (the RPC was down),
+ * warn (another keeper got there first: an expected race), or fail loudly.
+ */
+import type { Interface } from "ethers";
+
+export type ErrorClass = "retryable" | "race" | "fatal";
+
+/** Custom errors that mean "the state moved on before our transaction landed". */
+const RACE_ERRORS = new Set([
+  "JobEscrowUnexpectedStatus",
+  "JobEscrowStaleEpoch",
+  "JobEscrowNoSuchPendingCheckpoint",
+  "JobEscrowCheckpointPending",
+  "JobEscrowNotAssignee",
+  "JobEscrowNoEarnings",
+  "JobEscrowNothingOwed",
+]);
+
+const RETRYABLE_CODES = new Set(["NETWORK_ERROR", "TIMEOUT", "SERVER_ERROR", "ECONNREFUSED", "ECONNRESET", "UND_ERR_SOCKET"]);
+
+export interface DecodedError {
+  name: string;
+  args: unknown[];
+}
+
+/** The custom error a revert carries, decoded with the contract's ABI, if any. */
+export function decodeCustomError(err: unknown, iface: Interface): DecodedError | undefined {
+  const data = findRevertData(err);
+  if (!data) return undefined;
+  try {
+    const parsed = iface.parseError(data);
+    return parsed ? { name: parsed.name, args: [...parsed.args] } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function classifyError(err: unknown, iface: Interface): ErrorClass {
+  const decoded = decodeCustomError(err, iface);
+  if (decoded) return RACE_ERRORS.has(decoded.name) ? "race" : "fatal";
+  const e = err as { code?: string; cause?: { code?: string }; message?: string };
+  if (e?.code && RETRYABLE_CODES.has(e.code)) return "retryable";
+  if (e?.cause?.code && RETRYABLE_CODES.has(e.cause.code)) return "retryable";
+  if (/ECONNREFUSED|ECONNRESET|socket hang up|fetch failed|timeout|could not detect network/i.test(e?.message ?? "")) {
+    return "retryable";
+  }
+  return "fatal";
+}
+
+/** One line describing the error: the custom error and its values when there is one. */
+export function describeError(err: unknown, iface: Interface): string {
+  const decoded = decodeCustomError(err, iface);
+  if (decoded) return `${decoded.name}(${decoded.args.map(String).join(", ")})`;
+  const e = err as { shortMessage?: string; message?: string };
+  return e?.shortMessage ?? e?.message ?? String(err);
+}
+
+function findRevertData(err: unknown, depth = 0): string | undefined {
+  if (!err || typeof err !== "object" || depth > 5) return undefined;
+  const e = err as Record<string, unknown>;
+  if (typeof e.data === "string" && e.data.startsWith("0x") && e.data.length >= 10) return e.data;
+  for (const key of ["error", "info", "cause", "revert"]) {
+    const found = findRevertData(e[key], depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}

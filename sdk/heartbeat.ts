@@ -1,0 +1,60 @@
+/**
+ * The off-chain heartbeat from a provider agent to the coordinator keeper (fast failure detection, seconds).
+ * Transport: HTTP POST of one JSON `SignedHeartbeat` to `<coordinator>/heartbeat`. The provider signs it
+ * (EIP-191) so nobody can keep a dead provider "alive" or make a live one look dead by replaying old beats.
+ * The on-chain lease is the slow, trustless layer; this one only makes failover faster.
+ */
+import { Wallet, verifyMessage } from "ethers";
+
+export interface Heartbeat {
+  chainId: string;
+  provider: string; // checksummed address
+  jobId: string; // "0" when idle (alive and available)
+  epoch: string; // the epoch the provider believes it holds ("0" when idle)
+  step: number; // last trained step
+  loss?: number;
+  stepsPerSecond?: number;
+  sentAt: number; // ms since epoch, provider's clock
+}
+
+export interface SignedHeartbeat extends Heartbeat {
+  signature: string;
+}
+
+export const HEARTBEAT_DEFAULTS = { intervalMs: 1_000, timeoutMs: 5_000, maxClockSkewMs: 30_000 };
+
+export function heartbeatMessage(h: Heartbeat): string {
+  return ["gpuchain-heartbeat", h.chainId, h.provider, h.jobId, h.epoch, h.step, h.sentAt].join("|");
+}
+
+export async function signHeartbeat(wallet: Wallet, h: Heartbeat): Promise<SignedHeartbeat> {
+  return { ...h, signature: await wallet.signMessage(heartbeatMessage(h)) };
+}
+
+export type HeartbeatCheck = { ok: true } | { ok: false; reason: string };
+
+/** Pure check of one heartbeat against the coordinator's clock and the provider's previous beat. */
+export function checkHeartbeat(
+  h: SignedHeartbeat,
+  expectedChainId: string,
+  nowMs: number,
+  previousSentAt: number | undefined,
+  maxClockSkewMs = HEARTBEAT_DEFAULTS.maxClockSkewMs,
+): HeartbeatCheck {
+  if (h.chainId !== expectedChainId) return { ok: false, reason: `wrong chain ${h.chainId}` };
+  if (Math.abs(nowMs - h.sentAt) > maxClockSkewMs) return { ok: false, reason: "stale or future timestamp" };
+  if (previousSentAt !== undefined && h.sentAt <= previousSentAt) return { ok: false, reason: "replayed heartbeat" };
+  let signer: string;
+  try {
+    signer = verifyMessage(heartbeatMessage(h), h.signature);
+  } catch {
+    return { ok: false, reason: "malformed signature" };
+  }
+  if (signer.toLowerCase() !== h.provider.toLowerCase()) return { ok: false, reason: "signature not by provider" };
+  return { ok: true };
+}
+
+/** A provider is live for a job while its last beat for that job and epoch is younger than `timeoutMs`. */
+export function isLive(lastBeatAt: number | undefined, nowMs: number, timeoutMs: number): boolean {
+  return lastBeatAt !== undefined && nowMs - lastBeatAt <= timeoutMs;
+}
