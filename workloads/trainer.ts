@@ -67,9 +67,11 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
   const ds = loadDataset(d.data);
   const F = ds.features;
   const C = ds.classes;
-  const [grad, reduce, update, evaluate] = await Promise.all(
-    [t.graphs.gradient, t.graphs.reduce, t.graphs.update, t.graphs.evaluate].map((g) => createSession(g, provider)),
-  );
+  // One at a time: an unavailable provider then fails once, on the first session.
+  const grad = await createSession(t.graphs.gradient, provider);
+  const reduce = await createSession(t.graphs.reduce, provider);
+  const update = await createSession(t.graphs.update, provider);
+  const evaluate = await createSession(t.graphs.evaluate, provider);
   const heldout = gather(ds, ds.heldoutX, ds.heldoutY, Array.from({ length: ds.heldoutCount }, (_, i) => i));
   const heldoutFeeds = { x: f32(heldout.x, [ds.heldoutCount, F]), y: f32(heldout.y, [ds.heldoutCount, C]) };
 

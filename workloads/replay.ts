@@ -1,0 +1,69 @@
+// Verifier helpers: which steps to replay, how likely sampling is to catch bad steps, replaying
+// one committed step, and checking that a checkpoint continues the previous accepted one.
+import { ZERO_HASH, type Checkpoint } from "./checkpoint.ts";
+import { uniformInt, u32Stream } from "./prng.ts";
+import { stateHash } from "./state.ts";
+import { getState, type CheckpointStore } from "./store.ts";
+import { replayStep, type Trainer } from "./trainer.ts";
+
+/**
+ * k distinct steps of (startStep, endStep], chosen by the counter stream
+ * ("gpuchain/sample-steps", salt, startStep). The salt must be unknown to the provider when it
+ * commits (e.g. the verifier's own randomness), or the provider could fake only unsampled steps.
+ */
+export function sampleSteps(salt: string, startStep: number, endStep: number, k: number): number[] {
+  const n = endStep - startStep;
+  const pool = Array.from({ length: n }, (_, i) => startStep + 1 + i);
+  const rng = u32Stream("gpuchain/sample-steps", salt, startStep);
+  const take = Math.min(k, n);
+  for (let i = 0; i < take; i++) {
+    const j = i + uniformInt(rng, n - i);
+    [pool[i], pool[j]] = [pool[j], pool[i]];
+  }
+  return pool.slice(0, take).sort((a, b) => a - b);
+}
+
+/** P(at least one of `bad` wrong steps among n is in a uniform sample of k) = 1 - C(n-bad,k)/C(n,k). */
+export function detectionProbability(n: number, k: number, bad: number): number {
+  if (bad <= 0) return 0;
+  if (k + bad > n) return 1;
+  let miss = 1;
+  for (let i = 0; i < k; i++) miss *= (n - bad - i) / (n - i);
+  return 1 - miss;
+}
+
+export type StepCheck = { step: number; ok: boolean; expected: string; actual: string };
+
+/** Fetches the committed state before `step`, replays `step`, compares with the committed hash. */
+export async function replayCommittedStep(
+  tr: Trainer, store: CheckpointStore, c: Checkpoint, step: number,
+): Promise<StepCheck> {
+  if (step <= c.startStep || step > c.step) throw new RangeError(`step ${step} outside (${c.startStep}, ${c.step}]`);
+  const i = step - c.startStep - 1;
+  const prevHash = i === 0 ? c.startStateHash : c.stepHashes[i - 1];
+  const expected = c.stepHashes[i];
+  const prev = await getState(store, prevHash);
+  if (prev.step !== step - 1) return { step, ok: false, expected, actual: `state blob at step ${prev.step}` };
+  const actual = stateHash(await replayStep(tr, prev, c.seed, step));
+  return { step, ok: actual === expected, expected, actual };
+}
+
+/**
+ * Problems (empty = none) with `cur` as the successor of the accepted checkpoint `prev` whose
+ * blob hash is `prevHash` (pass prev = undefined for a job's first checkpoint).
+ */
+export function chainProblems(cur: Checkpoint, prev?: Checkpoint, prevHash?: string): string[] {
+  const out: string[] = [];
+  if (!prev) {
+    if (cur.prevCheckpointHash !== ZERO_HASH) out.push("first checkpoint must have a zero previous hash");
+    if (cur.startStep !== 0) out.push("first checkpoint must start at step 0");
+    return out;
+  }
+  if (cur.prevCheckpointHash !== prevHash) out.push("does not link to the previous accepted checkpoint");
+  if (cur.templateId !== prev.templateId) out.push("template changed");
+  if (cur.seed !== prev.seed) out.push("seed changed");
+  if (cur.startStep !== prev.step) out.push(`starts at step ${cur.startStep}, previous ended at ${prev.step}`);
+  if (cur.startStateHash !== stateHash(prev.state)) out.push("start state differs from the previous checkpoint's state");
+  if (cur.step <= prev.step) out.push("makes no progress (old or replayed checkpoint)");
+  return out;
+}
