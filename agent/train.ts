@@ -1,0 +1,55 @@
+/**
+ * Trains one segment (checkpoint interval) step by step, with the training-time faults applied. The hooks let the
+ * agent check fencing and the stop signal between steps and show progress; verifier tests call it without hooks.
+ */
+import type { Trainer } from "../workloads/index.ts";
+import { fabricateSkipped, shouldDie, stepOptions, stepsToTrain, type Fault } from "./faults.ts";
+import type { Segment, SegmentStart } from "./segment.ts";
+
+export interface TrainHooks {
+  /** Called before each step; return false to abandon the segment (fenced, stopping). */
+  beforeStep?: (step: number) => boolean | Promise<boolean>;
+  /** Called after each trained step. */
+  afterStep?: (step: number, loss: number) => void | Promise<void>;
+  /** die-at:N: called right after step N (the default throws; the agent kills its process). */
+  die?: (step: number) => void;
+}
+
+/** Returned when a hook abandoned the segment before its end. */
+export interface Abandoned {
+  abandoned: true;
+  atStep: number;
+}
+
+export async function trainSegment(
+  trainer: Trainer,
+  start: SegmentStart,
+  toStep: number,
+  fault?: Fault,
+  hooks: TrainHooks = {},
+): Promise<Segment | Abandoned> {
+  const from = start.start.step;
+  if (toStep <= from) throw new RangeError(`segment must end after step ${from}, got ${toStep}`);
+  const claimed = toStep - from;
+  const toTrain = stepsToTrain(fault, claimed);
+  const opts = stepOptions(fault, start.seed);
+  const states = [];
+  let state = start.start;
+  let loss = Number.NaN;
+  for (let i = 0; i < toTrain; i++) {
+    const step = from + i + 1;
+    if (hooks.beforeStep && !(await hooks.beforeStep(step))) return { abandoned: true, atStep: state.step };
+    ({ state, loss } = await trainer.trainStep(state, start.seed, step, opts));
+    states.push(state);
+    await hooks.afterStep?.(step, loss);
+    if (shouldDie(fault, step)) {
+      (hooks.die ?? ((s: number) => { throw new Error(`die-at:${s}`); }))(step);
+    }
+  }
+  states.push(...fabricateSkipped(start.start, states, claimed));
+  return { ...start, states, trainedSteps: toTrain, loss };
+}
+
+export function isAbandoned(r: Segment | Abandoned): r is Abandoned {
+  return (r as Abandoned).abandoned === true;
+}
