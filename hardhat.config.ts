@@ -27,7 +27,8 @@ export default defineConfig({
   },
   networks: {
     hardhatMainnet: { type: "edr-simulated", chainType: "l1" },
-    localhost: { type: "http", chainType: "l1", url: "http://127.0.0.1:8545" },
+    // `npm start` points this at the chain it started (GPUCHAIN_RPC_URL); plain `--network localhost` uses 8545.
+    localhost: { type: "http", chainType: "l1", url: process.env.GPUCHAIN_RPC_URL ?? "http://127.0.0.1:8545" },
     baseSepolia: {
       type: "http",
       chainType: "op",

@@ -1,0 +1,78 @@
+/** The embedded local chain (Hardhat's simulated network as a JSON-RPC node) and the Ignition deployment on it. */
+import { createRequire } from "node:module";
+import { createServer } from "node:net";
+import path from "node:path";
+import { JsonRpcProvider } from "ethers";
+import { sleep } from "../sdk/retry.ts";
+import { runToEnd, type ProcessGroup } from "./processes.ts";
+
+const require = createRequire(import.meta.url);
+export const HARDHAT_CLI = path.join(path.dirname(require.resolve("hardhat/package.json")), "dist/src/cli.js");
+
+/** Hardhat's well-known test accounts (mnemonic "test … junk"): local chains only. */
+export const TEST_KEYS = {
+  owner: "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+  coordinator: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+  arbiter: "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+  verifier1: "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
+  verifier2: "0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a",
+  verifier3: "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba",
+  feeRecipient: "0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e",
+  client: "0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356",
+  keeper: "0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97",
+} as const;
+
+export async function freePort(preferred: number): Promise<number> {
+  const tryPort = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", () => {
+        const { port: got } = server.address() as { port: number };
+        server.close(() => resolve(got));
+      });
+    });
+  return tryPort(preferred).catch(() => tryPort(0));
+}
+
+/** Starts `hardhat node` on `port` and waits until it answers. */
+export async function startChain(group: ProcessGroup, port: number, timeoutMs = 90_000): Promise<string> {
+  group.start("chain", [HARDHAT_CLI, "node", "--port", String(port), "--hostname", "127.0.0.1"]);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!group.has("chain")) throw new Error("the local chain exited during start-up (see its output above)");
+    const provider = new JsonRpcProvider(url, undefined, { staticNetwork: true });
+    try {
+      await provider.send("eth_chainId", []);
+      return url;
+    } catch {
+      await sleep(500);
+    } finally {
+      provider.destroy();
+    }
+  }
+  throw new Error(`the local chain did not answer on ${url} within ${timeoutMs / 1000} s`);
+}
+
+/** Deploys GPUChainLocal through Ignition (the same module the tests deploy) and returns the addresses file. */
+export async function deployLocal(rpcUrl: string, deploymentId: string): Promise<string> {
+  const { code, output } = await runToEnd(
+    [
+      HARDHAT_CLI,
+      "ignition",
+      "deploy",
+      "ignition/modules/GPUChainLocal.ts",
+      "--network",
+      "localhost",
+      "--parameters",
+      "ignition/parameters/local.json",
+      "--deployment-id",
+      deploymentId,
+      "--reset",
+    ],
+    { GPUCHAIN_RPC_URL: rpcUrl },
+  );
+  if (code !== 0) throw new Error(`Ignition deployment failed:\n${output}`);
+  return path.join("ignition", "deployments", deploymentId, "deployed_addresses.json");
+}

@@ -1,0 +1,68 @@
+/**
+ * The child processes `npm start` runs (chain, keepers, verifiers, providers): spawned on this Node, their output
+ * read line by line, stopped together on exit or Ctrl-C. Nothing is left running behind.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+
+export type LineHandler = (name: string, line: string, stream: "stdout" | "stderr") => void;
+
+export class ProcessGroup {
+  private readonly children = new Map<string, ChildProcess>();
+  private readonly onLine: LineHandler;
+
+  constructor(onLine: LineHandler) {
+    this.onLine = onLine;
+  }
+
+  /** Starts `node <args>` under `name`. */
+  start(name: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+    const child = spawn(process.execPath, args, {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.children.set(name, child);
+    for (const stream of ["stdout", "stderr"] as const) {
+      createInterface({ input: child[stream]! }).on("line", (line) => this.onLine(name, line, stream));
+    }
+    child.on("exit", () => this.children.delete(name));
+    return child;
+  }
+
+  has(name: string): boolean {
+    return this.children.has(name);
+  }
+
+  /** Sends `signal` to one child; resolves when it has exited. */
+  async kill(name: string, signal: NodeJS.Signals): Promise<void> {
+    const child = this.children.get(name);
+    if (!child) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill(signal);
+    await exited;
+  }
+
+  /** SIGTERM to everyone, then SIGKILL to whoever is still there after `graceMs`. */
+  async stopAll(graceMs = 5_000): Promise<void> {
+    const pending = [...this.children.entries()].map(async ([name, child]) => {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => this.children.get(name)?.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+    });
+    await Promise.all(pending);
+  }
+}
+
+/** Runs `node <args>` to completion and returns its exit code and output (for deploy steps). */
+export function runToEnd(args: string[], env: Record<string, string> = {}): Promise<{ code: number; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code: code ?? 1, output }));
+  });
+}

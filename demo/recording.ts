@@ -1,0 +1,55 @@
+/**
+ * A recording of one run: every decision line, chain event, metric sample and badge, as JSON lines with the time
+ * since the start. `npm start -- --replay FILE` plays it back (with the "Recorded" badge).
+ */
+import { createReadStream, createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import path from "node:path";
+import { createInterface } from "node:readline";
+
+export interface RecordedEntry {
+  ms: number; // since the run started
+  kind: "badge" | "event" | "log" | "metric" | "summary" | "note";
+  source: string;
+  data: unknown;
+}
+
+export class Recorder {
+  private readonly out: WriteStream;
+  private readonly started = Date.now();
+  readonly file: string;
+
+  constructor(file: string) {
+    mkdirSync(path.dirname(file), { recursive: true });
+    this.file = file;
+    this.out = createWriteStream(file, { flags: "w" });
+  }
+
+  add(kind: RecordedEntry["kind"], source: string, data: unknown): void {
+    const entry: RecordedEntry = { ms: Date.now() - this.started, kind, source, data };
+    this.out.write(JSON.stringify(entry, (_k, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.out.end(resolve));
+  }
+}
+
+/** Plays a recording back, printing what a live run printed, `speed` times faster. */
+export async function replay(file: string, print: (line: string) => void, speed = 20): Promise<number> {
+  print(`[Recorded] playing back ${file} (${speed}× speed)`);
+  let last = 0;
+  let failed = false;
+  for await (const text of createInterface({ input: createReadStream(file) })) {
+    if (!text.trim()) continue;
+    const entry = JSON.parse(text) as RecordedEntry;
+    const wait = Math.min(1_000, (entry.ms - last) / speed);
+    last = entry.ms;
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (entry.kind === "note" || entry.kind === "summary") {
+      const lines = Array.isArray(entry.data) ? entry.data : [String(entry.data)];
+      for (const line of lines) print(`[Recorded] ${line}`);
+      if (entry.kind === "summary" && lines.some((l: string) => l.includes("BROKEN"))) failed = true;
+    }
+  }
+  return failed ? 1 : 0;
+}

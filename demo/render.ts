@@ -1,0 +1,55 @@
+/**
+ * Turns the children's structured log lines into the short live view `npm start` prints. Progress lines are
+ * thinned out (one per process every 2 s); decisions, warnings and errors are always shown.
+ */
+const lastShown = new Map<string, number>();
+const trained = new Map<string, number>();
+const THROTTLE_MS = 2_000;
+
+/** The highest step a provider said it trained (for the work-lost figure). */
+export function lastTrainedStep(name: string): number | undefined {
+  return trained.get(name);
+}
+
+export function renderChildLine(name: string, line: string, stream: "stdout" | "stderr"): string | undefined {
+  if (name === "chain") return undefined; // the node's own RPC log is noise here; chain events are shown instead
+  const record = parse(line);
+  if (!record) {
+    const text = line.trim();
+    if (!text || stream === "stdout") return text ? `[${name}] ${text}` : undefined;
+    return /error|warn|fail/i.test(text) ? `[${name}] ${text}` : undefined;
+  }
+  if (typeof record.step === "number") trained.set(name, Math.max(record.step, trained.get(name) ?? 0));
+  const level = String(record.level ?? "info");
+  const msg = String(record.msg ?? "");
+  const important = level === "warn" || level === "error" || /fault|fenced|refus|accept|assign|unassign|regist|verdict|settle|dispute|reserves|kill|stop/i.test(msg);
+  const key = `${name}:${important ? msg : "progress"}`;
+  const now = Date.now();
+  if (!important || /progress|training|heartbeat/i.test(msg)) {
+    if (now - (lastShown.get(key) ?? 0) < THROTTLE_MS) return undefined;
+  }
+  lastShown.set(key, now);
+  return `[${name}] ${level === "info" ? "" : level.toUpperCase() + " "}${msg}${fields(record)}`;
+}
+
+const SHOWN_FIELDS = ["job", "jobId", "epoch", "step", "loss", "stepsPerSecond", "action", "reason", "reasons", "accuracy", "fault"];
+
+function fields(r: Record<string, unknown>): string {
+  const parts = SHOWN_FIELDS.filter((k) => r[k] !== undefined).map((k) => `${k}=${format(r[k])}`);
+  return parts.length ? `  ${parts.join(" ")}` : "";
+}
+
+function format(v: unknown): string {
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toFixed(4);
+  if (Array.isArray(v)) return v.join("; ");
+  return String(v);
+}
+
+function parse(line: string): Record<string, unknown> | undefined {
+  if (!line.startsWith("{")) return undefined;
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,371 @@
+/**
+ * The whole network on one machine, keeping its three promises in front of the user:
+ * a job survives a provider killed mid-job (SIGKILL → failover from the last accepted checkpoint), a faulty
+ * provider is refused by the Quality Guard, and the escrow pays each provider exactly for accepted steps.
+ * Used by `npm start` (real MNIST template) and by the end-to-end test (a shorter configuration).
+ */
+import { mkdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import { JsonRpcProvider, Wallet, type Log } from "ethers";
+import { connectProtocol, JOB_STATUS, type Protocol } from "../sdk/contracts.ts";
+import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
+import { loadOrCreateKey, writeKey } from "../sdk/keys.ts";
+import { sleep } from "../sdk/retry.ts";
+import { loadTemplate } from "../workloads/index.ts";
+import { deployLocal, freePort, startChain, TEST_KEYS } from "./chain.ts";
+import { ProcessGroup } from "./processes.ts";
+import { Recorder } from "./recording.ts";
+import { formatTable, formatUsdc, settlementRows, type EscrowEvent, type PromiseCheck } from "./report.ts";
+import { lastTrainedStep, renderChildLine } from "./render.ts";
+
+export interface ScenarioOptions {
+  template: string;
+  totalSteps: number;
+  checkpointInterval: number;
+  dispute: boolean;
+  fault: string;
+  runDir: string;
+  deploymentId: string;
+  timeoutMs: number;
+  print: (line: string) => void;
+  /** Stops the run early (Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+export interface ScenarioResult {
+  ok: boolean;
+  checks: PromiseCheck[];
+  failoverSeconds?: number;
+  lostSteps?: number;
+  accuracy?: number;
+  recording: string;
+  jobId?: bigint;
+  deployment?: Deployment;
+}
+
+const PRICE = { mallory: "0.0008", alice: "0.0010", bob: "0.0012" } as const; // USDC per step
+const MAX_PRICE = 1_500n; // 0.0015 USDC per step, in base units
+
+export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
+  rmSync(o.runDir, { recursive: true, force: true });
+  mkdirSync(o.runDir, { recursive: true });
+  const recorder = new Recorder(path.join(o.runDir, "recording.jsonl"));
+  const note = (line: string) => {
+    o.print(line);
+    recorder.add("note", "start", line);
+  };
+  const group = new ProcessGroup((name, line, stream) => {
+    recorder.add("log", name, safeJson(line) ?? line);
+    const shown = renderChildLine(name, line, stream);
+    if (shown) note(shown);
+  });
+  let provider: JsonRpcProvider | undefined;
+  try {
+    const badges = ["Local chain", "Synthetic (CPU workload standing in for a GPU)", "Capped profile (bob)", "Injected fault (mallory)"];
+    recorder.add("badge", "start", badges);
+    note(`badges: ${badges.map((b) => `[${b}]`).join(" ")}`);
+
+    const port = await freePort(8545);
+    note(`starting the local chain on 127.0.0.1:${port} …`);
+    const rpc = await startChain(group, port);
+    note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
+    const deploymentFile = await deployLocal(rpc, o.deploymentId);
+    const deployment = loadDeployment(deploymentFile);
+    provider = new JsonRpcProvider(rpc, undefined, { staticNetwork: true, polling: true, pollingInterval: 250 } as never);
+    const owner = new Wallet(TEST_KEYS.owner, provider);
+    const protocol = connectProtocol(deployment, owner);
+    const template = loadTemplate(o.template);
+    await (await protocol.escrow.setTemplateApproval(template.templateId, true)).wait();
+    note(`escrow ${deployment.escrow}; verifier Safe ${deployment.verifierSafe}; template ${template.descriptor.name} approved (${template.templateId.slice(0, 10)}…)`);
+
+    const actors = await prepareActors(o, provider, protocol);
+    const ports = { coordinator: await freePort(8600), collector: await freePort(8601) };
+    startOffChain(group, o, rpc, deploymentFile, actors, ports);
+    note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
+    await waitFor(() => providersRegistered(protocol, actors.providers), 120_000, "providers to register", o.signal);
+    await sleep(3_000, o.signal); // let every provider's first heartbeats reach the coordinator
+
+    const jobId = await createJob(o, protocol, actors.client, template.templateId, deployment.escrow);
+    note(`client posted job ${jobId}: ${o.totalSteps} steps of ${template.descriptor.name}, checkpoint every ${o.checkpointInterval}, budget ${formatUsdc(MAX_PRICE * BigInt(o.totalSteps))} USDC locked`);
+
+    const watch = await watchJob(o, provider, protocol, group, recorder, note, jobId, actors);
+    return await finish(o, provider, protocol, recorder, note, jobId, actors, watch, deployment);
+  } finally {
+    await group.stopAll();
+    provider?.destroy();
+    await recorder.close();
+  }
+}
+
+interface Actors {
+  client: Wallet;
+  providers: { name: keyof typeof PRICE; wallet: Wallet; keyFile: string }[];
+  keyFiles: Record<string, string>;
+}
+
+async function prepareActors(o: ScenarioOptions, provider: JsonRpcProvider, protocol: Protocol): Promise<Actors> {
+  const keyFiles: Record<string, string> = {};
+  for (const [role, key] of Object.entries(TEST_KEYS)) {
+    keyFiles[role] = path.join(o.runDir, "keys", `${role}.key`);
+    writeKey(keyFiles[role], key);
+  }
+  const client = new Wallet(TEST_KEYS.client, provider);
+  await (await protocol.usdc.mint(client.address, 1_000_000_000n)).wait();
+  const providers = (["mallory", "alice", "bob"] as const).map((name) => {
+    const keyFile = path.join(o.runDir, "providers", name, "key");
+    return { name, keyFile, wallet: loadOrCreateKey(keyFile, true).wallet.connect(provider) };
+  });
+  for (const p of providers) await provider.send("hardhat_setBalance", [p.wallet.address, "0x56BC75E2D63100000"]); // 100 ETH for gas
+  return { client, providers, keyFiles };
+}
+
+function startOffChain(
+  group: ProcessGroup,
+  o: ScenarioOptions,
+  rpc: string,
+  deployment: string,
+  actors: Actors,
+  ports: { coordinator: number; collector: number },
+) {
+  const cli = "cli/gpuchain.ts";
+  const store = path.join(o.runDir, "store");
+  const common = ["--rpc", rpc, "--deployment", deployment];
+  const coordinatorUrl = `http://127.0.0.1:${ports.coordinator}`;
+  const collectorUrl = `http://127.0.0.1:${ports.collector}`;
+  group.start("keepers", [
+    cli, "keeper", "all", ...common,
+    "--key", actors.keyFiles.coordinator,
+    "--coordinator-port", String(ports.coordinator),
+    "--collector-port", String(ports.collector),
+    "--state-file", path.join(o.runDir, "collector-state.json"),
+  ]);
+  for (const i of [1, 2, 3]) {
+    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}`], "--store", store, "--collector", collectorUrl]);
+  }
+  for (const p of actors.providers) {
+    const extra = p.name === "bob" ? ["--memory-cap", "1"] : p.name === "mallory" ? ["--fault", o.fault] : [];
+    group.start(p.name, [cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile, "--store", store, "--coordinator", coordinatorUrl, ...extra]);
+  }
+}
+
+async function providersRegistered(protocol: Protocol, providers: Actors["providers"]): Promise<boolean> {
+  const records = await Promise.all(providers.map((p) => protocol.registry.isActive(p.wallet.address)));
+  return records.every(Boolean);
+}
+
+async function createJob(o: ScenarioOptions, protocol: Protocol, client: Wallet, templateId: string, escrow: string): Promise<bigint> {
+  const budget = MAX_PRICE * BigInt(o.totalSteps);
+  const usdc = protocol.usdc.connect(client);
+  await (await usdc.approve(escrow, budget)).wait();
+  const receipt = await (
+    await protocol.escrow.connect(client).createJob({
+      templateId,
+      totalSteps: o.totalSteps,
+      checkpointInterval: o.checkpointInterval,
+      maxPricePerStep: MAX_PRICE,
+      budget,
+      disputeWindow: 60,
+    })
+  ).wait();
+  const created = receipt!.logs.map((l) => protocol.escrow.interface.parseLog(l)).find((e) => e?.name === "JobCreated");
+  return created!.args.jobId as bigint;
+}
+
+interface WatchResult {
+  events: EscrowEvent[];
+  failoverSeconds?: number;
+  lostSteps?: number;
+}
+
+/** Follows the job's events until it settles; kills alice after her first accepted checkpoint. */
+async function watchJob(
+  o: ScenarioOptions,
+  provider: JsonRpcProvider,
+  protocol: Protocol,
+  group: ProcessGroup,
+  recorder: Recorder,
+  note: (line: string) => void,
+  jobId: bigint,
+  actors: Actors,
+): Promise<WatchResult> {
+  const names = nameBook(actors);
+  const events: EscrowEvent[] = [];
+  const result: WatchResult = { events };
+  const alice = actors.providers.find((p) => p.name === "alice")!.wallet.address.toLowerCase();
+  let killedAt: number | undefined;
+  let fromBlock = 0;
+  let timeAdvanced = false;
+  const deadline = Date.now() + o.timeoutMs;
+  while (Date.now() < deadline) {
+    if (o.signal?.aborted) throw new Error("stopped by the user");
+    const head = await provider.getBlockNumber();
+    const logs = await provider.getLogs({ address: await protocol.escrow.getAddress(), fromBlock, toBlock: head });
+    fromBlock = head + 1;
+    for (const log of logs) {
+      const e = decode(protocol, log);
+      if (!e) continue;
+      events.push(e);
+      recorder.add("event", "chain", e);
+      note(describeEvent(e, names));
+      if (e.name === "CheckpointAccepted" && String(e.args.provider).toLowerCase() === alice && killedAt === undefined) {
+        const trained = lastTrainedStep("alice") ?? Number(e.args.step);
+        await group.kill("alice", "SIGKILL");
+        killedAt = Date.now();
+        result.lostSteps = Math.max(0, trained - Number(e.args.step));
+        note(`>>> killed alice (SIGKILL) after her checkpoint at step ${e.args.step}; she had trained to step ${trained}`);
+      } else if (e.name === "CheckpointAccepted" && killedAt !== undefined && result.failoverSeconds === undefined) {
+        result.failoverSeconds = (Date.now() - killedAt) / 1000;
+        note(`>>> failover complete: first checkpoint from the replacement accepted ${result.failoverSeconds.toFixed(1)} s after the kill`);
+      } else if (e.name === "VerdictSubmitted" && !timeAdvanced) {
+        timeAdvanced = true;
+        await afterVerdict(o, provider, protocol, actors, note, jobId);
+      } else if (e.name === "JobSettled") {
+        return result;
+      }
+    }
+    const metric = await protocol.escrow.reserves();
+    recorder.add("metric", "reserves", { held: metric[0], owes: metric[1] });
+    await sleep(400, o.signal);
+  }
+  throw new Error(`the job did not settle within ${o.timeoutMs / 1000} s (status ${JOB_STATUS[Number(await protocol.escrow.statusOf(jobId))]})`);
+}
+
+/** Without --dispute: close the dispute window. With it: the client disputes, the arbiter stays silent 3 days. */
+async function afterVerdict(o: ScenarioOptions, provider: JsonRpcProvider, protocol: Protocol, actors: Actors, note: (l: string) => void, jobId: bigint) {
+  if (o.dispute) {
+    const bond = await protocol.escrow.disputeBond();
+    await (await protocol.usdc.connect(actors.client).approve(await protocol.escrow.getAddress(), bond)).wait();
+    await (await protocol.escrow.connect(actors.client).dispute(jobId)).wait();
+    note(`client disputed the verdict with a ${formatUsdc(bond)} USDC bond; the arbiter stays silent`);
+    await advanceTime(provider, 3 * 24 * 3600 + 1);
+    note("advanced the local chain's clock by 3 days + 1 s: the arbiter's deadline passed, anyone may settle");
+  } else {
+    await advanceTime(provider, 61);
+    note("advanced the local chain's clock by 61 s: the 60 s dispute window passed without a dispute");
+  }
+}
+
+async function advanceTime(provider: JsonRpcProvider, seconds: number) {
+  await provider.send("evm_increaseTime", [seconds]);
+  await provider.send("evm_mine", []);
+}
+
+async function finish(
+  o: ScenarioOptions,
+  provider: JsonRpcProvider,
+  protocol: Protocol,
+  recorder: Recorder,
+  note: (line: string) => void,
+  jobId: bigint,
+  actors: Actors,
+  watch: WatchResult,
+  deployment: Deployment,
+): Promise<ScenarioResult> {
+  // Providers and the client pull their money, as they would on their own machines.
+  for (const w of [...actors.providers.map((p) => p.wallet), actors.client]) {
+    const escrow = protocol.escrow.connect(w);
+    if ((await escrow.earningsOf(jobId, w.address)) > 0n) await (await escrow.claimEarnings(jobId, w.address)).wait().catch(() => undefined);
+    if ((await escrow.owed(w.address)) > 0n) await (await escrow.withdraw()).wait();
+  }
+  const all = (await provider.getLogs({ address: deployment.escrow, fromBlock: 0 })).map((l) => decode(protocol, l)).filter((e): e is EscrowEvent => !!e);
+  const names = nameBook(actors);
+  const rows = settlementRows(jobId, all, names).filter((r) => actors.providers.some((p) => p.wallet.address.toLowerCase() === r.address.toLowerCase()));
+  const job = await protocol.escrow.jobOf(jobId);
+  const verdict = await protocol.escrow.verdictOf(jobId);
+  const [held, owes] = await protocol.escrow.reserves();
+  const refund = all.filter((e) => e.name === "JobSettled" && BigInt(e.args.jobId as bigint) === jobId).map((e) => BigInt(e.args.refund as bigint))[0] ?? 0n;
+  const bondBack = all.filter((e) => e.name === "JobSettled" && BigInt(e.args.jobId as bigint) === jobId).map((e) => BigInt(e.args.bondReturned as bigint))[0] ?? 0n;
+  const accuracy = Number(verdict.metric) / 100;
+  const template = loadTemplate(o.template);
+  const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
+  const priceOf = (n: keyof typeof PRICE) => BigInt(Math.round(Number(PRICE[n]) * 1e6));
+  const checks: PromiseCheck[] = [
+    { promise: "the job settled", held: Number(await protocol.escrow.statusOf(jobId)) === 7, detail: JOB_STATUS[Number(await protocol.escrow.statusOf(jobId))] },
+    { promise: "the faulty provider was refused and paid nothing", held: byName.mallory?.checkpointsRefused > 0 && byName.mallory?.earned === 0n, detail: `refused ${byName.mallory?.checkpointsRefused}, earned ${formatUsdc(byName.mallory?.earned ?? 0n)}` },
+    { promise: "the killed provider was paid exactly for its accepted steps", held: byName.alice?.stepsAccepted > 0 && byName.alice.earned === BigInt(byName.alice.stepsAccepted) * priceOf("alice"), detail: `${byName.alice?.stepsAccepted} steps × ${PRICE.alice} = ${formatUsdc(byName.alice?.earned ?? 0n)}` },
+    { promise: "the job survived the kill (failover)", held: watch.failoverSeconds !== undefined && job.acceptedStep === job.totalSteps, detail: `${watch.failoverSeconds?.toFixed(1)} s, ${watch.lostSteps} steps lost` },
+    { promise: "every step was paid once, only for accepted work", held: rows.reduce((s, r) => s + r.stepsAccepted, 0) === o.totalSteps && rows.reduce((s, r) => s + r.earned, 0n) === job.paid, detail: `paid ${formatUsdc(job.paid)} of ${formatUsdc(job.budget)}` },
+    { promise: "the client got the unspent budget back", held: refund === job.budget - job.paid, detail: `${formatUsdc(refund)} USDC` },
+    { promise: "proof of reserves holds", held: held >= owes, detail: `held ${formatUsdc(held)} ≥ owed ${formatUsdc(owes)}` },
+    { promise: "the final model beats the job's target", held: verdict.passed && accuracy / 100 >= template.descriptor.evalRules.targetAccuracy, detail: `${accuracy.toFixed(2)} % held-out accuracy (target ${(template.descriptor.evalRules.targetAccuracy * 100).toFixed(0)} %)` },
+  ];
+  if (o.dispute) checks.push({ promise: "arbiter silent 3 days: verdict stands, bond returned", held: bondBack > 0n, detail: `bond returned ${formatUsdc(bondBack)} USDC` });
+  const ok = checks.every((c) => c.held);
+  const summary = [
+    "",
+    `final model: held-out accuracy ${accuracy.toFixed(2)} % (${verdict.passed ? "passed" : "failed"} the template's rules)`,
+    "",
+    ...formatTable(rows),
+    "",
+    `client refund: ${formatUsdc(refund)} USDC${o.dispute ? `; dispute bond returned: ${formatUsdc(bondBack)} USDC` : ""}`,
+    `proof of reserves: held ${formatUsdc(held)} USDC, owed ${formatUsdc(owes)} USDC → ${held >= owes ? "HOLDS" : "FAILED"}`,
+    `failover: ${watch.failoverSeconds?.toFixed(1) ?? "n/a"} s from SIGKILL to the replacement's first accepted checkpoint; ${watch.lostSteps ?? "n/a"} steps lost`,
+    "",
+    ...checks.map((c) => `${c.held ? "✔" : "✘"} ${c.promise}: ${c.detail}`),
+    "",
+    ok ? "every promise held" : "a promise was BROKEN",
+    `recording: ${recorder.file}`,
+  ];
+  recorder.add("summary", "start", summary);
+  for (const line of summary) o.print(line);
+  return { ok, checks, failoverSeconds: watch.failoverSeconds, lostSteps: watch.lostSteps, accuracy, recording: recorder.file, jobId, deployment };
+}
+
+// ------------------------------------------------------------------ helpers
+
+function nameBook(actors: Actors): Record<string, string> {
+  return Object.fromEntries(actors.providers.map((p) => [p.wallet.address.toLowerCase(), p.name]));
+}
+
+function decode(protocol: Protocol, log: Log): EscrowEvent | undefined {
+  try {
+    const parsed = protocol.escrow.interface.parseLog(log);
+    if (!parsed) return undefined;
+    const args: Record<string, unknown> = {};
+    parsed.fragment.inputs.forEach((input, i) => (args[input.name] = parsed.args[i]));
+    return { name: parsed.name, args, blockNumber: log.blockNumber };
+  } catch {
+    return undefined;
+  }
+}
+
+function describeEvent(e: EscrowEvent, names: Record<string, string>): string {
+  const who = (a: unknown) => names[String(a).toLowerCase()] ?? String(a).slice(0, 10);
+  const a = e.args;
+  switch (e.name) {
+    case "ProviderAssigned":
+      return `[chain] job ${a.jobId} assigned to ${who(a.provider)} (epoch ${a.epoch}, ${formatUsdc(BigInt(a.pricePerStep as bigint))} USDC/step), resuming at step ${a.resumeStep}`;
+    case "CheckpointReported":
+      return `[chain] ${who(a.provider)} reported step ${a.step} (epoch ${a.epoch}) ${String(a.checkpointHash).slice(0, 10)}…`;
+    case "CheckpointAccepted":
+      return `[chain] ✔ Quality Guard accepted ${who(a.provider)}'s step ${a.step}: +${a.stepsCredited} steps, ${formatUsdc(BigInt(a.amount as bigint))} USDC credited`;
+    case "CheckpointRefused":
+      return `[chain] ✘ Quality Guard refused ${who(a.provider)}'s step ${a.step}: fenced off the job`;
+    case "ProviderUnassigned":
+      return `[chain] ${who(a.provider)} unassigned (${["missed heartbeats", "lease lapsed", "refused"][Number(a.reason)]}); epoch → ${a.newEpoch}`;
+    case "VerdictSubmitted":
+      return `[chain] verdict: model ${String(a.modelHash).slice(0, 10)}…, accuracy ${(Number(a.metric) / 100).toFixed(2)} %, ${a.passed ? "passed" : "failed"}`;
+    case "JobSettled":
+      return `[chain] job ${a.jobId} settled: refund ${formatUsdc(BigInt(a.refund as bigint))} USDC, providers ${formatUsdc(BigInt(a.providersPaid as bigint))} USDC`;
+    default:
+      return `[chain] ${e.name}`;
+  }
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string, signal?: AbortSignal) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (signal?.aborted) throw new Error("stopped by the user");
+    if (await check().catch(() => false)) return;
+    await sleep(500, signal);
+  }
+  throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+}
+
+function safeJson(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
