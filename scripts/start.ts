@@ -41,6 +41,7 @@ async function main(): Promise<number> {
     checkpointInterval: Number(values.interval ?? (values.quick ? 20 : 100)),
     dispute: values.dispute,
     fault: values.fault,
+    kill: true,
     runDir: values["run-dir"],
     deploymentId: "gpuchain-start",
     timeoutMs: Number(values.timeout) * 1000,
