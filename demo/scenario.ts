@@ -33,6 +33,8 @@ export interface ScenarioOptions {
   print: (line: string) => void;
   /** Stops the run early (Ctrl-C). */
   signal?: AbortSignal;
+  /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
+  beforeStop?: (chain: { provider: JsonRpcProvider; protocol: Protocol; jobId: bigint; rpc: string; deploymentFile: string }) => Promise<void>;
 }
 
 export interface ScenarioResult {
@@ -94,7 +96,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     note(`client posted job ${jobId}: ${o.totalSteps} steps of ${template.descriptor.name}, checkpoint every ${o.checkpointInterval}, budget ${formatUsdc(MAX_PRICE * BigInt(o.totalSteps))} USDC locked`);
 
     const watch = await watchJob(o, provider, protocol, group, recorder, note, jobId, actors);
-    return await finish(o, provider, protocol, recorder, note, jobId, actors, watch, deployment);
+    const result = await finish(o, provider, protocol, recorder, note, jobId, actors, watch, deployment);
+    await o.beforeStop?.({ provider, protocol, jobId, rpc, deploymentFile });
+    return result;
   } finally {
     await group.stopAll();
     provider?.destroy();

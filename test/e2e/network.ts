@@ -1,0 +1,72 @@
+/**
+ * End to end: the `npm start` scenario in a shorter configuration (the small synthetic template), with real
+ * processes: a hardhat node, Ignition deployment, keepers, three verifiers, three provider agents.
+ */
+import { expect } from "chai";
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { runScenario, type ScenarioResult } from "../../demo/scenario.ts";
+
+describe("the whole network, end to end (short configuration)", function () {
+  this.timeout(600_000);
+  const deploymentId = `e2e-${process.pid}`;
+  const reservesAtEveryBlock: { block: number; held: bigint; owes: bigint }[] = [];
+  let result: ScenarioResult;
+  const lines: string[] = [];
+
+  before(async function () {
+    result = await runScenario({
+      template: "blobs-tiny",
+      totalSteps: 60,
+      checkpointInterval: 10,
+      dispute: false,
+      fault: "garbage-weights",
+      kill: true,
+      runDir: path.join(".gpuchain", `e2e-${process.pid}`),
+      deploymentId,
+      timeoutMs: 420_000,
+      print: (l) => lines.push(l),
+      beforeStop: async ({ provider, protocol }) => {
+        const head = await provider.getBlockNumber();
+        const deployedAt = (await provider.getLogs({ address: await protocol.escrow.getAddress(), fromBlock: 0 }))[0].blockNumber;
+        for (let block = deployedAt; block <= head; block++) {
+          const [held, owes] = await protocol.escrow.reserves({ blockTag: block });
+          reservesAtEveryBlock.push({ block, held, owes });
+        }
+      },
+    });
+    if (!result.ok) console.log(lines.join("\n"));
+  });
+
+  after(function () {
+    rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
+  });
+
+  it("settles the job and keeps every promise", function () {
+    const broken = result.checks.filter((c) => !c.held).map((c) => `${c.promise}: ${c.detail}`);
+    expect(broken).to.deep.equal([]);
+    expect(result.ok).to.equal(true);
+  });
+
+  it("pays the faulty provider nothing for refused work", function () {
+    expect(result.checks.find((c) => c.promise.startsWith("the faulty provider"))?.held).to.equal(true);
+  });
+
+  it("pays the killed provider exactly for its accepted steps and fails the job over", function () {
+    expect(result.checks.find((c) => c.promise.startsWith("the killed provider"))?.held).to.equal(true);
+    expect(result.failoverSeconds).to.be.a("number");
+  });
+
+  it("returns the unspent budget to the client", function () {
+    expect(result.checks.find((c) => c.promise.startsWith("the client got"))?.held).to.equal(true);
+  });
+
+  it("holds proof of reserves at every block", function () {
+    expect(reservesAtEveryBlock.length).to.be.greaterThan(10);
+    for (const r of reservesAtEveryBlock) expect(r.held >= r.owes, `block ${r.block}`).to.equal(true);
+  });
+
+  it("ends with a final model that beats the job's target accuracy", function () {
+    expect(result.checks.find((c) => c.promise.startsWith("the final model"))?.held).to.equal(true);
+  });
+});
