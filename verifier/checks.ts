@@ -1,0 +1,391 @@
+/**
+ * The Quality Guard's decision logic: is a reported checkpoint honest training from the job's accepted state, and
+ * what is the final model worth? No chain I/O here: the caller passes the job's on-chain facts and a checkpoint
+ * store; the only effects are store reads and onnxruntime runs (replay and evaluation).
+ *
+ * A checkpoint is accepted only if all of these hold (see docs/ARCHITECTURE.md and ../shared/DESIGN.md):
+ * 1. integrity: the blob's sha256 equals the reported hash, it decodes, holds no NaN/Inf, names the job's template
+ *    and seed, ends at the reported step and links to the job's accepted checkpoint (an old checkpoint replayed
+ *    links elsewhere);
+ * 2. hash chain: it starts at the accepted state's hash and every committed intermediate state blob is stored
+ *    (its last hash equals the embedded state's hash, which decoding checks);
+ * 3. replay: k sampled steps (the verifier's own salt, so the provider cannot guess them) plus the last step,
+ *    recomputed from the committed state before each, reproduce the committed hashes bit for bit;
+ * 4. evaluation: held-out accuracy does not drop more than the template's maxRegression below the accepted
+ *    state's accuracy, and the loss is finite; a violation escalates to replaying every step (see below).
+ */
+import {
+  blobHash, CheckpointFormatError, decodeCheckpoint, getState, HashMismatchError, initialState, NonFiniteError,
+  NotFoundError, replayStep, sampleSteps, stateHash, ZERO_HASH,
+  type Checkpoint, type CheckpointStore, type EvalResult, type Template, type Trainer, type TrainingState,
+} from "../workloads/index.ts";
+
+/** Why a checkpoint was refused. Tests and logs branch on these codes, never on the detail text. */
+export type ReasonCode =
+  | "blob-missing" // the reported blob is not in the store (the runner waits a grace period before refusing)
+  | "hash-mismatch" // a blob's bytes do not hash to the hash that names it
+  | "undecodable" // not a checkpoint / state blob of a known format
+  | "inconsistent" // structure inconsistent, e.g. the embedded state does not match the last committed hash
+  | "non-finite" // NaN or ±Infinity in weights or momentum
+  | "wrong-template" // checkpoint names another template than the job
+  | "wrong-seed" // checkpoint names another data-order seed than the job
+  | "wrong-step" // checkpoint ends at another step than the one reported on chain
+  | "wrong-link" // previous-checkpoint link is not the job's accepted checkpoint (old checkpoint replayed)
+  | "wrong-start" // segment does not start at the job's accepted step (skipped steps)
+  | "chain-start" // first committed hash is not the accepted state's hash
+  | "chain-gap" // a committed intermediate state blob is missing from the store
+  | "replay-mismatch" // a replayed step does not reproduce the committed state hash
+  | "regression" // held-out accuracy dropped more than the template allows, or the loss is not finite
+  | "behaviour"; // a non-honest verifier mode decided without checking (tests and demos only)
+
+export type CheckpointVerdict = {
+  accept: boolean;
+  /** `code: detail`, one per problem found; empty when accepted. */
+  reasons: string[];
+  codes: ReasonCode[];
+  metrics: CheckpointMetrics;
+};
+
+export type CheckpointMetrics = {
+  /** Held-out accuracy of the checkpoint state (null when refused before evaluation). */
+  accuracy: number | null;
+  loss: number | null;
+  /** Accuracy of the job's accepted state, the regression baseline. */
+  baselineAccuracy: number | null;
+  replayedSteps: number;
+  /** Steps the checkpoint claims (reported step − accepted step). */
+  intervalSteps: number;
+  /** This verification's CPU time (process.cpuUsage: user + system), replay and evaluation included. */
+  cpuMs: number;
+  /** Mean CPU time of one replayed step: an estimate of one training step's cost on this machine. */
+  stepCpuMs: number | null;
+  /** intervalSteps × stepCpuMs: the training compute this verification checked. */
+  trainingCpuMsEstimate: number | null;
+  /** True when an evaluation-rule violation escalated the check to replaying every step. */
+  fullReplay: boolean;
+  /** Remarks that did not change the decision. */
+  notes: string[];
+};
+
+export type JobFacts = {
+  seed: string;
+  templateId: string;
+  acceptedStep: number;
+  /** ZERO_HASH before the first accepted checkpoint. */
+  acceptedHash: string;
+};
+
+export type Report = { step: number; hash: string };
+
+/** Memo of evaluations and accepted states, keyed by content hash; a verifier keeps one for its lifetime. */
+export type VerifyCache = {
+  evals: Map<string, EvalResult>;
+  states: Map<string, { state: TrainingState; hash: string }>;
+};
+
+export const newVerifyCache = (): VerifyCache => ({ evals: new Map(), states: new Map() });
+
+export type VerifyCheckpointInput = {
+  template: Template;
+  trainer: Trainer;
+  store: CheckpointStore;
+  job: JobFacts;
+  report: Report;
+  /** bytes32 hex, secret to this verifier (see sampleSalt in work.ts). */
+  sampleSalt: string;
+  /** Steps replayed besides the last one, which is always replayed. */
+  samples: number;
+  cache?: VerifyCache;
+};
+
+/** The verifier could not reach a decision (its own inputs are missing); it must not sign, and retries later. */
+export class CannotVerifyError extends Error {}
+
+class Refusal extends Error {
+  code: ReasonCode;
+  constructor(code: ReasonCode, detail: string) {
+    super(detail);
+    this.code = code;
+  }
+}
+
+const sameHex = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+/** Accuracies come out of float32 graphs: k/N rounded to float32, so compare with a little slack. */
+const FLOAT_SLACK = 1e-6;
+
+/** Maps workload errors to reason codes; anything else is the verifier's own failure and propagates. */
+function refusalOf(err: unknown, context: string): Refusal {
+  if (err instanceof Refusal) return err;
+  if (err instanceof NotFoundError) return new Refusal(context === "checkpoint" ? "blob-missing" : "chain-gap", `${context}: ${err.message}`);
+  if (err instanceof HashMismatchError) return new Refusal("hash-mismatch", `${context}: ${err.message}`);
+  if (err instanceof NonFiniteError) return new Refusal("non-finite", `${context}: ${err.message}`);
+  if (err instanceof CheckpointFormatError) {
+    const code: ReasonCode = err.code === "INCONSISTENT" ? "inconsistent" : "undecodable";
+    return new Refusal(code, `${context}: ${err.code} ${err.message}`);
+  }
+  throw err;
+}
+
+/** Fetches and decodes the reported blob, checking its hash ourselves (a store need not verify). */
+async function loadReported(store: CheckpointStore, hash: string): Promise<Checkpoint> {
+  try {
+    const bytes = await store.get(hash);
+    const actual = blobHash(bytes);
+    if (!sameHex(actual, hash)) throw new Refusal("hash-mismatch", `checkpoint: blob hashes to ${actual}, reported ${hash}`);
+    return decodeCheckpoint(bytes);
+  } catch (err) {
+    throw refusalOf(err, "checkpoint");
+  }
+}
+
+/** The job's accepted state: the initial state before the first acceptance, else the accepted checkpoint's state. */
+export async function acceptedState(
+  template: Template, store: CheckpointStore, job: JobFacts, cache?: VerifyCache,
+): Promise<{ state: TrainingState; hash: string }> {
+  const key = job.acceptedStep === 0 ? `initial:${template.templateId}:${job.seed.toLowerCase()}` : job.acceptedHash.toLowerCase();
+  const hit = cache?.states.get(key);
+  if (hit) return hit;
+  let state: TrainingState;
+  if (job.acceptedStep === 0) {
+    state = initialState(template, job.seed);
+  } else {
+    try {
+      state = decodeCheckpoint(await store.get(job.acceptedHash)).state;
+    } catch (err) {
+      throw new CannotVerifyError(`accepted checkpoint ${job.acceptedHash} unavailable: ${(err as Error).message}`);
+    }
+  }
+  const entry = { state, hash: stateHash(state) };
+  cache?.states.set(key, entry);
+  return entry;
+}
+
+async function evaluate(trainer: Trainer, state: TrainingState, hash: string, cache?: VerifyCache): Promise<EvalResult> {
+  const hit = cache?.evals.get(hash);
+  if (hit) return hit;
+  const r = await trainer.evaluate(state);
+  cache?.evals.set(hash, r);
+  return r;
+}
+
+/** Cheap header checks against the job; every problem is listed. */
+function headerProblems(c: Checkpoint, job: JobFacts, report: Report, startHash: string): Refusal[] {
+  const out: Refusal[] = [];
+  if (!sameHex(c.templateId, job.templateId)) out.push(new Refusal("wrong-template", `checkpoint template ${c.templateId}, job ${job.templateId}`));
+  if (!sameHex(c.seed, job.seed)) out.push(new Refusal("wrong-seed", `checkpoint seed ${c.seed}, job ${job.seed}`));
+  if (c.step !== report.step) out.push(new Refusal("wrong-step", `checkpoint ends at step ${c.step}, reported ${report.step}`));
+  const link = job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash;
+  if (!sameHex(c.prevCheckpointHash, link)) {
+    out.push(new Refusal("wrong-link", `links to ${c.prevCheckpointHash}, accepted checkpoint is ${link}`));
+  }
+  if (c.startStep !== job.acceptedStep) out.push(new Refusal("wrong-start", `segment starts at step ${c.startStep}, accepted step is ${job.acceptedStep}`));
+  if (!sameHex(c.startStateHash, startHash)) out.push(new Refusal("chain-start", `segment starts at state ${c.startStateHash}, accepted state is ${startHash}`));
+  return out;
+}
+
+/** Every committed intermediate state blob must be retrievable (a cheap existence check, no hashing). */
+async function gapProblems(store: CheckpointStore, c: Checkpoint): Promise<Refusal[]> {
+  const missing: number[] = [];
+  for (let i = 0; i < c.stepHashes.length - 1; i++) {
+    if (!(await store.has(c.stepHashes[i]))) missing.push(c.startStep + i + 1);
+  }
+  return missing.length ? [new Refusal("chain-gap", `no stored state for step(s) ${missing.slice(0, 8).join(", ")}${missing.length > 8 ? ", …" : ""}`)] : [];
+}
+
+/** The steps a verifier replays: k sampled by its salt, plus the last step (the state that would be paid for). */
+export function stepsToReplay(salt: string, startStep: number, endStep: number, k: number): number[] {
+  const set = new Set(sampleSteps(salt, startStep, endStep, k));
+  if (endStep > startStep) set.add(endStep);
+  return [...set].sort((a, b) => a - b);
+}
+
+/** Replays `steps`; returns the CPU ms of each replayed step (stops at the first mismatch, by throwing). */
+async function replay(
+  trainer: Trainer, store: CheckpointStore, c: Checkpoint, start: TrainingState, steps: number[],
+): Promise<number[]> {
+  const costs: number[] = [];
+  for (const step of steps) {
+    const i = step - c.startStep - 1;
+    let prev: TrainingState;
+    try {
+      prev = i === 0 ? start : await getState(store, c.stepHashes[i - 1]);
+    } catch (err) {
+      throw refusalOf(err, `state before step ${step}`);
+    }
+    if (prev.step !== step - 1) throw new Refusal("replay-mismatch", `state committed before step ${step} is labelled step ${prev.step}`);
+    const t0 = process.cpuUsage();
+    let actual: string;
+    try {
+      actual = stateHash(await replayStep(trainer, prev, c.seed, step));
+    } catch (err) {
+      throw refusalOf(err, `replay of step ${step}`);
+    }
+    costs.push(cpuMsSince(t0));
+    if (!sameHex(actual, c.stepHashes[i])) {
+      throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${c.stepHashes[i]}`);
+    }
+  }
+  return costs;
+}
+
+export function cpuMsSince(t0: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(t0);
+  return (d.user + d.system) / 1000;
+}
+
+/** Decides one reported checkpoint. Throws CannotVerifyError when the verifier itself lacks an input. */
+export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<CheckpointVerdict> {
+  const { template, trainer, store, job, report, cache } = input;
+  const t0 = process.cpuUsage();
+  const metrics: CheckpointMetrics = {
+    accuracy: null, loss: null, baselineAccuracy: null, replayedSteps: 0,
+    intervalSteps: report.step - job.acceptedStep, cpuMs: 0, stepCpuMs: null, trainingCpuMsEstimate: null,
+    fullReplay: false, notes: [],
+  };
+  const done = (problems: Refusal[]): CheckpointVerdict => {
+    metrics.cpuMs = cpuMsSince(t0);
+    return {
+      accept: problems.length === 0,
+      reasons: problems.map((p) => `${p.code}: ${p.message}`),
+      codes: problems.map((p) => p.code),
+      metrics,
+    };
+  };
+  if (!sameHex(template.templateId, job.templateId)) {
+    throw new CannotVerifyError(`verifier loaded template ${template.templateId} for a job of ${job.templateId}`);
+  }
+  const start = await acceptedState(template, store, job, cache);
+
+  let c: Checkpoint;
+  try {
+    c = await loadReported(store, report.hash);
+  } catch (err) {
+    return done([err as Refusal]);
+  }
+  const header = headerProblems(c, job, report, start.hash);
+  if (header.length) return done(header);
+  const gaps = await gapProblems(store, c);
+  if (gaps.length) return done(gaps);
+
+  const sampled = stepsToReplay(input.sampleSalt, c.startStep, c.step, input.samples);
+  const costs: number[] = [];
+  const account = () => {
+    metrics.replayedSteps = costs.length;
+    metrics.stepCpuMs = costs.length ? costs.reduce((a, b) => a + b, 0) / costs.length : null;
+    metrics.trainingCpuMsEstimate = metrics.stepCpuMs === null ? null : metrics.stepCpuMs * metrics.intervalSteps;
+  };
+  try {
+    costs.push(...await replay(trainer, store, c, start.state, sampled));
+  } catch (err) {
+    return done([refusalOf(err, "replay")]);
+  } finally {
+    account();
+  }
+
+  const regression = await regressionProblem(template, trainer, c, start, metrics, cache);
+  if (!regression) return done([]);
+  // The evaluation rule alone cannot tell bad work from the template's own SGD noise: honest deterministic
+  // training sometimes drops more than maxRegression between checkpoints (about 1 % of MNIST checkpoints at an
+  // interval of 10), and a refusal would make every next provider reproduce the same state and be refused too.
+  // So a regression escalates to a full replay: bit-exact training of the whole segment is accepted (noted),
+  // anything else is refused. This also catches fabricated steps that sampling missed but that hurt accuracy.
+  metrics.fullReplay = true;
+  const rest: number[] = [];
+  for (let s = c.startStep + 1; s <= c.step; s++) if (!sampled.includes(s)) rest.push(s);
+  try {
+    costs.push(...await replay(trainer, store, c, start.state, rest));
+  } catch (err) {
+    return done([refusalOf(err, "full replay"), regression]);
+  } finally {
+    account();
+  }
+  metrics.notes.push(`${regression.message}; accepted because a full replay reproduced every step`);
+  return done([]);
+}
+
+/** The evaluation rule: finite loss, and no accuracy drop beyond maxRegression below the accepted state. */
+async function regressionProblem(
+  template: Template, trainer: Trainer, c: Checkpoint, start: { state: TrainingState; hash: string },
+  metrics: CheckpointMetrics, cache?: VerifyCache,
+): Promise<Refusal | undefined> {
+  const baseline = await evaluate(trainer, start.state, start.hash, cache);
+  const now = await evaluate(trainer, c.state, stateHash(c.state), cache);
+  metrics.baselineAccuracy = baseline.accuracy;
+  metrics.accuracy = now.accuracy;
+  metrics.loss = now.loss;
+  const { maxRegression } = template.descriptor.evalRules;
+  if (!Number.isFinite(now.loss) || !Number.isFinite(now.accuracy)) {
+    return new Refusal("regression", `held-out loss ${now.loss}, accuracy ${now.accuracy}`);
+  }
+  if (now.accuracy < baseline.accuracy - maxRegression - FLOAT_SLACK) {
+    return new Refusal(
+      "regression",
+      `held-out accuracy ${now.accuracy.toFixed(4)} is below ${baseline.accuracy.toFixed(4)} − ${maxRegression}`,
+    );
+  }
+  return undefined;
+}
+
+export type FinalVerdict = {
+  modelHash: string;
+  /** Held-out accuracy in basis points (what `submitVerdict` carries). */
+  metric: bigint;
+  passed: boolean;
+  accuracy: number | null;
+  loss: number | null;
+  reasons: string[];
+  cpuMs: number;
+};
+
+export type VerifyFinalInput = {
+  template: Template;
+  trainer: Trainer;
+  store: CheckpointStore;
+  job: JobFacts & { totalSteps: number };
+  cache?: VerifyCache;
+};
+
+/** Accuracy in basis points; every verifier must compute the same integer or their verdict digests differ. */
+export const toBasisPoints = (accuracy: number): bigint => BigInt(Math.round(accuracy * 10_000));
+
+/**
+ * The verdict on a job whose every step was accepted: the final accepted checkpoint evaluated on the held-out
+ * split; passed when it reaches the template's target accuracy. An accepted model that no longer loads fails.
+ */
+export async function verifyFinal(input: VerifyFinalInput): Promise<FinalVerdict> {
+  const { template, trainer, store, job } = input;
+  const t0 = process.cpuUsage();
+  const modelHash = job.acceptedHash;
+  const fail = (reason: string): FinalVerdict => ({
+    modelHash, metric: 0n, passed: false, accuracy: null, loss: null, reasons: [reason], cpuMs: cpuMsSince(t0),
+  });
+  if (job.acceptedStep !== job.totalSteps) {
+    throw new CannotVerifyError(`training incomplete: accepted ${job.acceptedStep} of ${job.totalSteps} steps`);
+  }
+  let c: Checkpoint;
+  try {
+    c = await loadReported(store, modelHash);
+  } catch (err) {
+    const r = err as Refusal;
+    if (r.code === "blob-missing") throw new CannotVerifyError(r.message);
+    return fail(`${r.code}: ${r.message}`);
+  }
+  if (!sameHex(c.templateId, job.templateId) || !sameHex(c.seed, job.seed) || c.step !== job.totalSteps) {
+    return fail("wrong-template: final checkpoint does not belong to this job");
+  }
+  const r = await evaluate(trainer, c.state, stateHash(c.state), input.cache);
+  const target = template.descriptor.evalRules.targetAccuracy;
+  const finite = Number.isFinite(r.accuracy) && Number.isFinite(r.loss);
+  const accuracy = finite ? r.accuracy : 0;
+  const metric = toBasisPoints(accuracy);
+  const passed = finite && metric >= toBasisPoints(target);
+  return {
+    modelHash,
+    metric,
+    passed,
+    accuracy: r.accuracy,
+    loss: r.loss,
+    reasons: passed ? [] : [`target: held-out accuracy ${accuracy.toFixed(4)} below target ${target}`],
+    cpuMs: cpuMsSince(t0),
+  };
+}

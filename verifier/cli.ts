@@ -1,0 +1,106 @@
+/**
+ * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store DIR] [--collector URL] [--samples K]
+ *  [--behaviour honest|always-accept|always-refuse] [--decisions FILE] [--poll-ms MS] [--once] [--dry-run] [--pretty]`
+ *
+ * One independent Quality Guard verifier. Its key must be one of the verifier Safe's owners.
+ */
+import path from "node:path";
+import { Contract } from "ethers";
+import { parseCommand, parsePositiveInt, requireString, UsageError } from "../cli/args.ts";
+import { connectProtocol, rpcProvider } from "../sdk/contracts.ts";
+import { loadDeployment } from "../sdk/deployment.ts";
+import { loadKey } from "../sdk/keys.ts";
+import { createLogger } from "../sdk/log.ts";
+import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignatures.ts";
+import { FsCheckpointStore } from "../workloads/index.ts";
+import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
+import { DecisionStore } from "./decisions.ts";
+import { BEHAVIOURS, DEFAULT_CONFIG, runVerifier, Verifier, type Behaviour, type EscrowReader } from "./verifier.ts";
+
+const OPTIONS = {
+  collector: { type: "string", default: DEFAULT_COLLECTOR_URL },
+  samples: { type: "string" },
+  behaviour: { type: "string", default: "honest" },
+  decisions: { type: "string" },
+  "poll-ms": { type: "string" },
+  once: { type: "boolean", default: false },
+} as const;
+
+const HELP = `usage: gpuchain verify --key FILE [options]
+
+  --key FILE          verifier private key (0600), one of the verifier Safe's owners
+  --rpc URL           chain RPC (default http://127.0.0.1:8545)
+  --deployment FILE   Ignition deployed_addresses.json
+  --store DIR         checkpoint store shared with providers (default .gpuchain/store)
+  --collector URL     verdict collector (default ${DEFAULT_COLLECTOR_URL})
+  --samples K         sampled steps replayed per checkpoint, besides the last (default ${DEFAULT_CONFIG.samples})
+  --behaviour MODE    honest | always-accept | always-refuse (malicious modes: tests and demos only)
+  --decisions FILE    where signed decisions are remembered (default .gpuchain/verifier/<address>.json)
+  --poll-ms MS        time between ticks (default ${DEFAULT_CONFIG.pollMs})
+  --once              run one tick and exit
+  --dry-run           decide and log, post nothing
+  --pretty            human-readable log lines instead of JSON`;
+
+export async function main(argv: string[]): Promise<number> {
+  const { values } = parseCommand(argv, OPTIONS);
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const behaviour = values.behaviour as Behaviour;
+  if (!BEHAVIOURS.includes(behaviour)) throw new UsageError(`--behaviour must be one of ${BEHAVIOURS.join(", ")}, got "${values.behaviour}"`);
+  const samples = values.samples === undefined ? DEFAULT_CONFIG.samples : Number(values.samples);
+  if (!Number.isSafeInteger(samples) || samples < 0) throw new UsageError(`--samples must be a non-negative integer, got "${values.samples}"`);
+  const pollMs = parsePositiveInt(values["poll-ms"], "poll-ms", DEFAULT_CONFIG.pollMs);
+
+  const wallet = loadKey(requireString(values.key, "key"));
+  const deployment = loadDeployment(values.deployment);
+  const provider = rpcProvider(values.rpc);
+  const signer = wallet.connect(provider);
+  const log = createLogger({ component: "verifier", pretty: values.pretty }, { verifier: wallet.address });
+  const { escrow } = connectProtocol(deployment, provider);
+  const { chainId } = await provider.getNetwork();
+
+  await checkSetup(escrow as unknown as Contract, deployment.verifierSafe, chainId, wallet.address, provider);
+
+  const decisionsFile = values.decisions ?? path.join(".gpuchain", "verifier", `${wallet.address.toLowerCase()}.json`);
+  const verifier = new Verifier(
+    {
+      chainId, escrow: deployment.escrow, safe: deployment.verifierSafe, samples, behaviour,
+      dryRun: values["dry-run"], pollMs, missingBlobGraceMs: DEFAULT_CONFIG.missingBlobGraceMs,
+    },
+    {
+      chain: escrow as unknown as EscrowReader,
+      signer: Object.assign(signer, { privateKey: wallet.privateKey }),
+      store: new FsCheckpointStore(values.store),
+      collector: httpCollector(values.collector),
+      decisions: new DecisionStore(wallet.address, decisionsFile),
+      log,
+    },
+  );
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    await runVerifier(verifier, log, { signal: stop.signal, once: values.once });
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    await verifier.close();
+    provider.destroy();
+  }
+  return 0;
+}
+
+/** Fails early on a key that is not a Safe owner, or on a digest twin that disagrees with the deployed escrow. */
+async function checkSetup(escrow: Contract, safe: string, chainId: bigint, address: string, provider: ReturnType<typeof rpcProvider>) {
+  const safeContract = new Contract(safe, ["function isOwner(address) view returns (bool)"], provider);
+  if (!(await safeContract.isOwner(address))) {
+    throw new UsageError(`${address} is not an owner of the verifier Safe ${safe}; its signatures would not count`);
+  }
+  const probe = { jobId: 1n, epoch: 1n, step: 1, checkpointHash: "0x" + "11".repeat(32), accept: true };
+  const local = checkpointDecisionDigest(escrowDomain(chainId, await escrow.getAddress()), probe);
+  const onChain = await escrow.checkpointDecisionDigest(probe.jobId, probe.epoch, probe.step, probe.checkpointHash, probe.accept);
+  if (local !== onChain) throw new Error(`digest twin disagrees with the escrow (${local} vs ${onChain}): wrong deployment or ABI`);
+}

@@ -1,0 +1,130 @@
+/**
+ * Pure planning for the verifier runner: which decisions the chain is waiting for, what each decision's signed
+ * message and collector body look like, and the verifier's secret sampling salt. No I/O.
+ */
+import { createHmac } from "node:crypto";
+import { getBytes } from "ethers";
+import {
+  checkpointDecisionDigest, verdictDigest, type CheckpointDecision, type VerdictMessage,
+} from "../sdk/verifierSignatures.ts";
+import type { TypedDataDomain } from "ethers";
+
+/** IJobEscrow.JobStatus values the planner needs. */
+export const STATUS = { Open: 1, Running: 2 } as const;
+
+/** The fields of `jobOf` the verifier reads (an ethers Result or a plain object). */
+export type JobRecord = {
+  epoch: bigint;
+  templateId: string;
+  seed: string;
+  totalSteps: bigint | number;
+  acceptedStep: bigint | number;
+  pendingStep: bigint | number;
+  acceptedHash: string;
+  pendingHash: string;
+};
+
+export type JobView = { jobId: bigint; status: number; job: JobRecord };
+
+export type CheckpointItem = {
+  kind: "checkpoint";
+  key: string;
+  jobId: bigint;
+  epoch: bigint;
+  step: number;
+  hash: string;
+  templateId: string;
+  seed: string;
+  acceptedStep: number;
+  acceptedHash: string;
+};
+
+export type VerdictItem = {
+  kind: "verdict";
+  key: string;
+  jobId: bigint;
+  modelHash: string;
+  templateId: string;
+  seed: string;
+  totalSteps: number;
+};
+
+export type WorkItem = CheckpointItem | VerdictItem;
+
+/** The cache key of a checkpoint decision: a report is identified by (job, epoch, step, hash). */
+export const checkpointKey = (jobId: bigint, epoch: bigint, step: number, hash: string) =>
+  `checkpoint:${jobId}:${epoch}:${step}:${hash.toLowerCase()}`;
+export const verdictKey = (jobId: bigint, modelHash: string) => `verdict:${jobId}:${modelHash.toLowerCase()}`;
+
+/**
+ * The decisions the chain is waiting for, in job order: the pending checkpoint of each Running job (only the one
+ * at the job's current epoch exists on chain, so reports from fenced workers never appear), and a verdict for each
+ * Open or Running job whose every step is accepted.
+ */
+export function planWork(views: JobView[]): WorkItem[] {
+  const items: WorkItem[] = [];
+  for (const { jobId, status, job } of views) {
+    const pendingStep = Number(job.pendingStep);
+    const acceptedStep = Number(job.acceptedStep);
+    const totalSteps = Number(job.totalSteps);
+    if (status === STATUS.Running && pendingStep !== 0) {
+      items.push({
+        kind: "checkpoint",
+        key: checkpointKey(jobId, job.epoch, pendingStep, job.pendingHash),
+        jobId, epoch: job.epoch, step: pendingStep, hash: job.pendingHash,
+        templateId: job.templateId, seed: job.seed, acceptedStep, acceptedHash: job.acceptedHash,
+      });
+    } else if ((status === STATUS.Open || status === STATUS.Running) && totalSteps > 0 && acceptedStep === totalSteps) {
+      items.push({
+        kind: "verdict",
+        key: verdictKey(jobId, job.acceptedHash),
+        jobId, modelHash: job.acceptedHash, templateId: job.templateId, seed: job.seed, totalSteps,
+      });
+    }
+  }
+  return items;
+}
+
+/** Statuses after which a job never needs a verifier again (DisputeWindow and everything after, Cancelled). */
+export function isFinished(status: number): boolean {
+  return status >= 3;
+}
+
+/** JSON-safe messages: bigints as decimal strings. */
+export type CheckpointMessageJson = { jobId: string; epoch: string; step: number; checkpointHash: string; accept: boolean };
+export type VerdictMessageJson = { jobId: string; modelHash: string; metric: string; passed: boolean };
+
+/** The body a verifier POSTs to the collector's /signatures (docs/ARCHITECTURE.md). */
+export type SignatureBody =
+  | { kind: "checkpoint"; message: CheckpointMessageJson; digest: string; signer: string; signature: string }
+  | { kind: "verdict"; message: VerdictMessageJson; digest: string; signer: string; signature: string };
+
+/** A signed decision, as cached (memory and file) and re-sent every tick until it is on chain. */
+export type Decision = { key: string; body: SignatureBody; decidedAt: number };
+
+export function checkpointMessage(item: CheckpointItem, accept: boolean): { message: CheckpointMessageJson; typed: CheckpointDecision } {
+  const typed = { jobId: item.jobId, epoch: item.epoch, step: item.step, checkpointHash: item.hash, accept };
+  return {
+    typed,
+    message: { jobId: item.jobId.toString(), epoch: item.epoch.toString(), step: item.step, checkpointHash: item.hash, accept },
+  };
+}
+
+export function verdictMessage(item: VerdictItem, metric: bigint, passed: boolean): { message: VerdictMessageJson; typed: VerdictMessage } {
+  const typed = { jobId: item.jobId, modelHash: item.modelHash, metric, passed };
+  return { typed, message: { jobId: item.jobId.toString(), modelHash: item.modelHash, metric: metric.toString(), passed } };
+}
+
+export function digestOf(domain: TypedDataDomain, body: { kind: "checkpoint"; typed: CheckpointDecision } | { kind: "verdict"; typed: VerdictMessage }): string {
+  return body.kind === "checkpoint" ? checkpointDecisionDigest(domain, body.typed) : verdictDigest(domain, body.typed);
+}
+
+/**
+ * The steps a verifier replays must be unknown to the provider when it commits, differ between verifiers, and stay
+ * the same across this verifier's restarts (so a restart re-derives the same decision instead of possibly signing
+ * the opposite one). HMAC-SHA256 keyed by the verifier's private key over the report gives all three.
+ */
+export function sampleSalt(privateKey: string, chainId: bigint, escrow: string, item: CheckpointItem): string {
+  const data = ["gpuchain/verifier/sample-salt/v1", chainId, escrow.toLowerCase(), item.jobId, item.epoch, item.step, item.hash.toLowerCase()].join("|");
+  return "0x" + createHmac("sha256", getBytes(privateKey)).update(data).digest("hex");
+}
