@@ -1,0 +1,147 @@
+/**
+ * The provider agent: config + a tick + a runner (see shared/STYLE.md item 13).
+ *
+ * `runAgent(config, deps)` prints the provider address, waits for gas money, registers (idempotently), starts the
+ * heartbeats and then loops: each tick scans the escrow for Running jobs assigned to this address and works the
+ * lowest one until it is done, fenced or the signal stops the agent. All I/O is injected (deps), so tests run the
+ * agent in-process against a simulated chain.
+ */
+import { formatEther, formatUnits } from "ethers";
+import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
+import { sleep } from "../sdk/retry.ts";
+import { Chain, StoppedError } from "./chain.ts";
+import { assignedJobs, decideRegistration, leaseHeartbeatMs, type Offer } from "./decide.ts";
+import { registryProfile } from "./device.ts";
+import { describeFault } from "./faults.ts";
+import { Liveness } from "./liveness.ts";
+import { badges, Progress } from "./progress.ts";
+import { TrainerPool } from "./trainers.ts";
+import type { AgentConfig, AgentDeps } from "./types.ts";
+import { DiedError, workJob, type WorkContext } from "./work.ts";
+
+export interface AgentResult {
+  exitCode: number;
+  address: string;
+  /** How each job/epoch the agent touched ended (e.g. "1:1" → "fenced"). */
+  outcomes: Map<string, string>;
+}
+
+export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<AgentResult> {
+  const me = deps.signer.address;
+  const logger = deps.logger;
+  const chain = new Chain({
+    protocol: deps.protocol, logger, signal: deps.signal, retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs,
+  });
+  const outcomes = new Map<string, string>();
+  try {
+    const network = await chain.read("chainId", () => deps.signer.provider!.getNetwork());
+    const tags = badges(config.device, config.fault, network.chainId === LOCAL_CHAIN_ID);
+    logger.info("provider agent", {
+      address: me, chainId: network.chainId, device: config.device.model, kind: config.device.kind,
+      memoryMiB: config.device.memoryMiB, executionProvider: config.device.executionProvider,
+      fault: config.fault ? describeFault(config.fault) : undefined, badges: tags,
+    });
+    if (!(await waitForGas(config, deps, chain))) return { exitCode: 0, address: me, outcomes };
+    if (!(await register(config, deps, chain))) return { exitCode: 1, address: me, outcomes };
+    if (config.dryRun) return { exitCode: 0, address: me, outcomes };
+    const lease = await chain.read("leaseDuration", () => deps.protocol.escrow.leaseDuration());
+    const liveness = new Liveness({
+      wallet: deps.signer, chainId: network.chainId, send: deps.heartbeatSender, chain, logger, signal: deps.signal,
+      intervalMs: config.heartbeatMs, leaseEveryMs: leaseHeartbeatMs(lease), now: deps.clock.now,
+      ignoreFence: config.fault?.kind === "write-after-fence",
+    });
+    const ctx: WorkContext = {
+      config, deps, chain, me, logger, liveness,
+      progress: new Progress({ tags, fault: config.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
+      trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
+    };
+    liveness.start();
+    try {
+      return { exitCode: await loop(ctx, outcomes), address: me, outcomes };
+    } finally {
+      ctx.progress.done();
+      await ctx.trainers.closeAll();
+      await liveness.stopped();
+    }
+  } catch (err) {
+    if (err instanceof StoppedError || deps.signal.aborted) {
+      logger.info("stopped");
+      return { exitCode: 0, address: me, outcomes };
+    }
+    if (err instanceof DiedError) return { exitCode: 137, address: me, outcomes };
+    throw err;
+  }
+}
+
+/** The runner: one tick at a time (never overlapping), until stopped, or until idle with --once. */
+async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<number> {
+  const { config, deps } = ctx;
+  // Jobs this agent finished or declined at an epoch: skipped until the epoch changes (a restart re-decides them).
+  const settled = new Set<string>();
+  while (!deps.signal.aborted) {
+    const mine = assignedJobs(await ctx.chain.jobs(), ctx.me).filter((j) => !settled.has(`${j.id}:${j.epoch}`));
+    if (mine.length === 0) {
+      if (config.once) {
+        ctx.logger.info("no more assigned work (--once): exiting");
+        return 0;
+      }
+      ctx.liveness.set(undefined);
+      await sleep(config.idleMs, deps.signal);
+      continue;
+    }
+    const job = mine[0];
+    const outcome = await workJob(ctx, job);
+    const key = `${job.id}:${job.epoch}`;
+    outcomes.set(key, outcome);
+    if (outcome === "stopped") break;
+    settled.add(key);
+  }
+  ctx.logger.info("stopped cleanly");
+  return 0;
+}
+
+/** Waits until the key holds ETH for gas ("fund <address> with ETH for gas"). False when stopped first. */
+async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain): Promise<boolean> {
+  const me = deps.signer.address;
+  let asked = 0;
+  while (!deps.signal.aborted) {
+    const balance = await chain.read("balance", () => deps.signer.provider!.getBalance(me));
+    if (balance > 0n) {
+      deps.logger.info("gas balance", { address: me, eth: formatEther(balance) });
+      return true;
+    }
+    if (asked++ % 10 === 0) deps.logger.warn(`fund ${me} with ETH for gas`, { address: me, waiting: true });
+    if (config.dryRun) return false;
+    await sleep(config.fundingPollMs, deps.signal);
+  }
+  return false;
+}
+
+/** Registers or updates the offer; nothing is sent when the registry already holds it. */
+async function register(config: AgentConfig, deps: AgentDeps, chain: Chain): Promise<boolean> {
+  const me = deps.signer.address;
+  const offer: Offer = { name: config.name, pricePerStep: config.pricePerStep, ...registryProfile(config.device) };
+  const plan = decideRegistration(await chain.provider(me), offer);
+  for (const note of plan.notes) deps.logger.warn(note);
+  const fields = {
+    name: offer.name, price: formatUnits(offer.pricePerStep, 6), device: offer.deviceModel, memoryMiB: offer.memoryMiB,
+  };
+  if (plan.calls.length === 0) deps.logger.info("registered offer unchanged; nothing sent", fields);
+  if (config.dryRun) {
+    deps.logger.info("dry run: would send", { calls: plan.calls.map((c) => c.fn), ...fields });
+    return true;
+  }
+  const { registry } = deps.protocol;
+  for (const call of plan.calls) {
+    const r = await chain.write(call.fn, () =>
+      call.fn === "register" ? registry.register(...call.args)
+      : call.fn === "update" ? registry.update(...call.args)
+      : registry.reactivate());
+    if (!r.ok) {
+      deps.logger.error(`registry ${call.fn} failed`, { reason: r.description });
+      return false;
+    }
+    deps.logger.info(`registry ${call.fn} sent`, { tx: r.hash, ...fields });
+  }
+  return true;
+}

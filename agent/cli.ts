@@ -1,0 +1,170 @@
+/**
+ * `gpuchain provide --name NAME --price P [--rpc URL] [--deployment FILE] [--memory-cap MiB] [--key FILE]
+ *  [--store DIR] [--coordinator URL] [--fault KIND[:ARG]] [--once] [--pretty] [--dry-run]`
+ *
+ * Builds the agent's config once (validated, with clear errors), wires the real I/O (key file, RPC, checkpoint
+ * store, coordinator HTTP, terminal, signals) and runs agent/agent.ts `runAgent`.
+ */
+import path from "node:path";
+import { JsonRpcProvider, Network, Wallet } from "ethers";
+import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../cli/args.ts";
+import { connectProtocol, protocolInterfaces } from "../sdk/contracts.ts";
+import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
+import { classifyError, describeError } from "../sdk/errors.ts";
+import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
+import { KeyFileError, loadOrCreateKey } from "../sdk/keys.ts";
+import { createLogger, type Logger } from "../sdk/log.ts";
+import { withRetry } from "../sdk/retry.ts";
+import { FsCheckpointStore } from "../workloads/index.ts";
+import { runAgent } from "./agent.ts";
+import { detectDevice } from "./device.ts";
+import { FaultSpecError, parseFault } from "./faults.ts";
+import { httpHeartbeatSender } from "./liveness.ts";
+import { Terminal } from "./progress.ts";
+import { DEFAULT_TIMING, type AgentConfig } from "./types.ts";
+
+export const PROVIDE_OPTIONS = {
+  name: { type: "string" },
+  price: { type: "string" },
+  "memory-cap": { type: "string" },
+  coordinator: { type: "string", default: "http://127.0.0.1:8600/heartbeat" },
+  fault: { type: "string" },
+  once: { type: "boolean", default: false },
+} as const;
+
+export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP [options]
+
+  --rpc URL            JSON-RPC endpoint (default http://127.0.0.1:8545)
+  --deployment FILE    Ignition deployed_addresses.json (default: the local chain's)
+  --key FILE           provider key (default .gpuchain/providers/NAME/key, created 0600)
+  --store DIR          checkpoint store (default .gpuchain/store)
+  --memory-cap MiB     offer less memory than the device has (capped profile; smaller micro-batches)
+  --coordinator URL    heartbeat endpoint (default http://127.0.0.1:8600/heartbeat)
+  --fault KIND[:ARG]   inject a fault: garbage-weights skip-steps wrong-data nan hash-mismatch replay-old
+                       write-after-fence die-at:N
+  --once               work the jobs assigned now, then exit
+  --pretty             short human log lines instead of JSON
+  --dry-run            show the key, device and registration decision without sending anything`;
+
+export interface ProvideArgs {
+  config: AgentConfig;
+  rpc: string;
+  deployment: string;
+  keyFile: string;
+  store: string;
+  coordinator: string;
+  pretty: boolean;
+  help: boolean;
+}
+
+/** Parses and validates the flags (detects the device too, since --memory-cap shapes the profile). */
+export function parseProvideArgs(argv: string[], detect = detectDevice): ProvideArgs {
+  const { values } = parseCommand(argv, PROVIDE_OPTIONS);
+  if (values.help) return { help: true } as ProvideArgs;
+  const name = requireString(values.name, "name");
+  if (Buffer.byteLength(name) > 64) throw new UsageError("--name must be at most 64 bytes");
+  const pricePerStep = parseUsdc(requireString(values.price, "price"), "price");
+  const cap = values["memory-cap"] === undefined ? undefined : parsePositiveInt(values["memory-cap"], "memory-cap");
+  let fault;
+  try {
+    fault = parseFault(values.fault);
+  } catch (err) {
+    if (err instanceof FaultSpecError) throw new UsageError(err.message);
+    throw err;
+  }
+  const safeName = name.replace(/[^A-Za-z0-9._-]/g, "_");
+  return {
+    config: {
+      name, pricePerStep, device: detect({ memoryCapMiB: cap }), fault, once: values.once, dryRun: values["dry-run"],
+      heartbeatMs: HEARTBEAT_DEFAULTS.intervalMs, ...DEFAULT_TIMING,
+    },
+    rpc: values.rpc,
+    deployment: values.deployment,
+    keyFile: values.key ?? path.join(".gpuchain", "providers", safeName, "key"),
+    store: values.store,
+    coordinator: values.coordinator,
+    pretty: values.pretty,
+    help: false,
+  };
+}
+
+/** Asks the RPC for its chain id, retrying (with "chain unreachable" logs) until it answers or we are stopped. */
+export async function connectRpc(url: string, logger: Logger, signal: AbortSignal): Promise<JsonRpcProvider> {
+  const iface = protocolInterfaces().escrow;
+  const chainId = await withRetry(async () => {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+      signal: AbortSignal.timeout(5_000),
+    });
+    const body = (await res.json()) as { result?: string };
+    if (!body.result) throw Object.assign(new Error(`RPC ${url} answered without a chain id`), { code: "SERVER_ERROR" });
+    return BigInt(body.result);
+  }, {
+    retries: Infinity, baseMs: 500, maxMs: 15_000, signal,
+    isRetryable: (err) => classifyError(err, iface) === "retryable" || (err as Error).name === "TimeoutError",
+    onRetry: (err, attempt, delayMs) => logger.warn("chain unreachable", { rpc: url, attempt, retryInMs: delayMs, error: describeError(err, iface) }),
+  });
+  // A static network: an RPC outage later fails calls (and they are retried) instead of hanging the provider.
+  const network = Network.from(chainId);
+  const provider = new JsonRpcProvider(url, network, { staticNetwork: network, pollingInterval: 500 });
+  return provider;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const args = parseProvideArgs(argv);
+  if (args.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const terminal = new Terminal(process.stderr);
+  const logger = createLogger({ component: "agent", pretty: args.pretty, write: (line) => terminal.log(line) });
+  let wallet: Wallet;
+  try {
+    const key = loadOrCreateKey(args.keyFile, true);
+    wallet = key.wallet;
+    logger.info(key.created ? "created provider key" : "using provider key", { address: wallet.address, keyFile: args.keyFile });
+  } catch (err) {
+    if (!(err instanceof KeyFileError)) throw err;
+    logger.error(err.message, { keyFile: args.keyFile });
+    return 1;
+  }
+  let deployment;
+  try {
+    deployment = loadDeployment(args.deployment);
+  } catch (err) {
+    if (!(err instanceof DeploymentError)) throw err;
+    logger.error(err.message);
+    return 1;
+  }
+  const controller = new AbortController();
+  const stop = (sig: string) => {
+    if (controller.signal.aborted) process.exit(130);
+    logger.info("stopping (finishing or abandoning the current step)", { signal: sig });
+    controller.abort();
+  };
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  const provider = await connectRpc(args.rpc, logger, controller.signal).catch((err) => {
+    if (controller.signal.aborted) return undefined;
+    throw err;
+  });
+  if (!provider) return 0;
+  const signer = wallet.connect(provider);
+  try {
+    const result = await runAgent(args.config, {
+      signer,
+      protocol: connectProtocol(deployment, signer),
+      store: new FsCheckpointStore(args.store),
+      logger,
+      clock: { now: () => Date.now() },
+      heartbeatSender: httpHeartbeatSender(args.coordinator),
+      signal: controller.signal,
+      terminal,
+    });
+    return result.exitCode;
+  } finally {
+    provider.destroy();
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * The agent's decisions, apart from I/O: what to send to the registry, which jobs are ours, whether we are fenced,
+ * how far the next segment goes, and whether a trained segment may be reported now. Every input is chain state
+ * read fresh (the agent never trusts its own memory across a tick), so a restarted agent decides the same.
+ */
+import { getAddress } from "ethers";
+import { ZERO_HASH } from "../workloads/index.ts";
+
+// ---------------------------------------------------------------- registry
+
+/** IProviderRegistry.Provider, as read from `providerOf`. */
+export interface ProviderRecord {
+  name: string;
+  deviceModel: string;
+  pricePerStep: bigint;
+  memoryMiB: number;
+  kind: number;
+  active: boolean;
+  registeredAt: bigint;
+}
+
+export interface Offer {
+  name: string;
+  pricePerStep: bigint;
+  kind: 0 | 1;
+  deviceModel: string;
+  memoryMiB: number;
+}
+
+export type RegistrationCall =
+  | { fn: "register"; args: [string, bigint, 0 | 1, string, number] }
+  | { fn: "update"; args: [bigint, 0 | 1, string, number] }
+  | { fn: "reactivate"; args: [] };
+
+export interface RegistrationPlan {
+  calls: RegistrationCall[];
+  notes: string[];
+}
+
+export function toProviderRecord(raw: {
+  name: string; deviceModel: string; pricePerStep: bigint; memoryMiB: bigint | number; kind: bigint | number;
+  active: boolean; registeredAt: bigint | number;
+}): ProviderRecord {
+  return {
+    name: raw.name,
+    deviceModel: raw.deviceModel,
+    pricePerStep: BigInt(raw.pricePerStep),
+    memoryMiB: Number(raw.memoryMiB),
+    kind: Number(raw.kind),
+    active: raw.active,
+    registeredAt: BigInt(raw.registeredAt),
+  };
+}
+
+/** Idempotent: the same offer sends nothing; another offer updates; an inactive provider is reactivated. */
+export function decideRegistration(current: ProviderRecord | undefined, offer: Offer): RegistrationPlan {
+  const update = { fn: "update", args: [offer.pricePerStep, offer.kind, offer.deviceModel, offer.memoryMiB] } as const;
+  if (!current || current.registeredAt === 0n) {
+    return {
+      calls: [{ fn: "register", args: [offer.name, offer.pricePerStep, offer.kind, offer.deviceModel, offer.memoryMiB] }],
+      notes: [],
+    };
+  }
+  const calls: RegistrationCall[] = [];
+  const notes: string[] = [];
+  const same = current.pricePerStep === offer.pricePerStep && current.kind === offer.kind &&
+    current.deviceModel === offer.deviceModel && current.memoryMiB === offer.memoryMiB;
+  if (!same) calls.push({ fn: "update", args: [...update.args] });
+  if (!current.active) calls.push({ fn: "reactivate", args: [] });
+  if (current.name !== offer.name) {
+    notes.push(`registered as "${current.name}"; the registry cannot rename, so --name "${offer.name}" is ignored`);
+  }
+  return { calls, notes };
+}
+
+// ---------------------------------------------------------------- jobs
+
+/** The fields of IJobEscrow.Job the agent uses, as plain values. */
+export interface ChainJob {
+  id: bigint;
+  status: number; // statusOf (IJobEscrow.JobStatus)
+  epoch: bigint;
+  provider: string;
+  templateId: string;
+  seed: string;
+  totalSteps: number;
+  checkpointInterval: number;
+  acceptedStep: number;
+  acceptedHash: string;
+  pendingStep: number;
+  pendingHash: string;
+  leaseExpiresAt: bigint;
+}
+
+export const RUNNING = 2;
+
+export function toChainJob(id: bigint, status: bigint | number, raw: {
+  epoch: bigint; provider: string; templateId: string; seed: string; totalSteps: bigint | number;
+  checkpointInterval: bigint | number; acceptedStep: bigint | number; acceptedHash: string;
+  pendingStep: bigint | number; pendingHash: string; leaseExpiresAt: bigint;
+}): ChainJob {
+  return {
+    id,
+    status: Number(status),
+    epoch: BigInt(raw.epoch),
+    provider: raw.provider,
+    templateId: raw.templateId.toLowerCase(),
+    seed: raw.seed.toLowerCase(),
+    totalSteps: Number(raw.totalSteps),
+    checkpointInterval: Number(raw.checkpointInterval),
+    acceptedStep: Number(raw.acceptedStep),
+    acceptedHash: raw.acceptedHash.toLowerCase(),
+    pendingStep: Number(raw.pendingStep),
+    pendingHash: raw.pendingHash.toLowerCase(),
+    leaseExpiresAt: BigInt(raw.leaseExpiresAt),
+  };
+}
+
+const same = (a: string, b: string) => getAddress(a) === getAddress(b);
+
+/** Running jobs currently assigned to `me`, lowest id first (the agent works one at a time). */
+export function assignedJobs(jobs: ChainJob[], me: string): ChainJob[] {
+  return jobs.filter((j) => j.status === RUNNING && same(j.provider, me)).sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+/** Why `me` may no longer write to `jobId` at `epoch` (undefined: still the assignee). */
+export function fenceReason(job: ChainJob, epoch: bigint, me: string): string | undefined {
+  if (job.epoch !== epoch) return `epoch moved on (${epoch} -> ${job.epoch})`;
+  if (job.status !== RUNNING) return `job is no longer running (status ${job.status})`;
+  if (!same(job.provider, me)) return `job is assigned to ${job.provider}`;
+  return undefined;
+}
+
+export type JobPlan =
+  | { kind: "train" }
+  | { kind: "wait-final" } // the final checkpoint is pending
+  | { kind: "done" }; // every step accepted; the verdict is the verifiers' business
+
+export function planJob(job: ChainJob): JobPlan {
+  if (job.acceptedStep >= job.totalSteps) return { kind: "done" };
+  if (job.pendingStep >= job.totalSteps) return { kind: "wait-final" };
+  return { kind: "train" };
+}
+
+/** The step the next segment ends at: one checkpoint interval past its start, or the last step. */
+export function segmentTarget(baseStep: number, interval: number, totalSteps: number): number {
+  return Math.min(baseStep + interval, totalSteps);
+}
+
+/** Whether the pending checkpoint is one we may build on: undecided, at our epoch (so ours), and not the last. */
+export function pendingUsable(job: ChainJob): boolean {
+  return job.pendingStep !== 0 && job.pendingStep < job.totalSteps;
+}
+
+export type ReportDecision =
+  | { kind: "report" }
+  | { kind: "wait"; reason: string }
+  | { kind: "discard"; reason: string }
+  | { kind: "fenced"; reason: string };
+
+/** A trained segment (startStep → step, built on prevHash) may be reported once its base is the accepted one. */
+export function reportDecision(
+  job: ChainJob,
+  ctx: { epoch: bigint; me: string; startStep: number; prevHash: string; step: number },
+): ReportDecision {
+  const fenced = fenceReason(job, ctx.epoch, ctx.me);
+  if (fenced) return { kind: "fenced", reason: fenced };
+  if (job.pendingStep !== 0) return { kind: "wait", reason: `checkpoint at step ${job.pendingStep} is undecided` };
+  const accepted = job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash;
+  if (job.acceptedStep !== ctx.startStep || accepted !== ctx.prevHash.toLowerCase()) {
+    return {
+      kind: "discard",
+      reason: `segment starts at step ${ctx.startStep}, but the accepted checkpoint is at step ${job.acceptedStep}`,
+    };
+  }
+  if (ctx.step <= job.acceptedStep || ctx.step > job.acceptedStep + job.checkpointInterval || ctx.step > job.totalSteps) {
+    return { kind: "discard", reason: `step ${ctx.step} is not reportable after step ${job.acceptedStep}` };
+  }
+  return { kind: "report" };
+}
+
+/** On-chain heartbeat period: a third of the lease, so two may fail before it lapses. */
+export function leaseHeartbeatMs(leaseDurationSeconds: bigint): number {
+  return Math.max(1_000, Number(leaseDurationSeconds * 1000n) / 3);
+}

@@ -1,0 +1,139 @@
+/**
+ * Liveness, two layers: a signed off-chain heartbeat to the coordinator every HEARTBEAT_DEFAULTS.intervalMs (idle
+ * beats with jobId 0), and the on-chain lease, extended with `heartbeat(job, epoch)` every leaseDuration/3 while
+ * working. An unreachable coordinator is only a warning: the on-chain lease is what the protocol relies on.
+ */
+import type { Wallet } from "ethers";
+import { signHeartbeat, type Heartbeat, type SignedHeartbeat } from "../sdk/heartbeat.ts";
+import type { Logger } from "../sdk/log.ts";
+import { sleep } from "../sdk/retry.ts";
+import { isFenceRejection, type Chain } from "./chain.ts";
+
+/** Posts one signed heartbeat; throws when the coordinator cannot be reached. */
+export type HeartbeatSender = (beat: SignedHeartbeat) => Promise<void>;
+
+export function httpHeartbeatSender(url: string, timeoutMs = 2_000): HeartbeatSender {
+  return async (beat) => {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(beat),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (!res.ok) throw new Error(`coordinator answered ${res.status} ${res.statusText}`);
+  };
+}
+
+/** What the agent is doing now, as its heartbeats tell it. */
+export interface Activity {
+  jobId: bigint;
+  epoch: bigint;
+  step: number;
+  loss?: number;
+  stepsPerSecond?: number;
+}
+
+export interface LivenessOptions {
+  wallet: Wallet;
+  chainId: bigint;
+  send: HeartbeatSender;
+  chain: Chain;
+  logger: Logger;
+  signal: AbortSignal;
+  intervalMs: number;
+  leaseEveryMs: number;
+  now: () => number;
+  /** write-after-fence: keep writing after a fence rejection instead of going quiet. */
+  ignoreFence?: boolean;
+}
+
+export class Liveness {
+  opts: LivenessOptions;
+  activity: Activity | undefined;
+  private coordinatorDown = false;
+  private lastLeaseAt = 0;
+  private loops: Promise<void>[] = [];
+
+  constructor(opts: LivenessOptions) {
+    this.opts = opts;
+  }
+
+  /** Sets what the beats report; undefined = idle. A new job/epoch extends the lease on the next lease tick. */
+  set(activity: Activity | undefined): void {
+    const prev = this.activity;
+    if (!activity || !prev || prev.jobId !== activity.jobId || prev.epoch !== activity.epoch) this.lastLeaseAt = 0;
+    this.activity = activity;
+  }
+
+  update(fields: Partial<Activity>): void {
+    if (this.activity) this.activity = { ...this.activity, ...fields };
+  }
+
+  start(): void {
+    this.loops = [this.beatLoop(), this.leaseLoop()];
+  }
+
+  async stopped(): Promise<void> {
+    await Promise.all(this.loops);
+  }
+
+  async beatOnce(): Promise<void> {
+    const a = this.activity;
+    const h: Heartbeat = {
+      chainId: this.opts.chainId.toString(),
+      provider: this.opts.wallet.address,
+      jobId: (a?.jobId ?? 0n).toString(),
+      epoch: (a?.epoch ?? 0n).toString(),
+      step: a?.step ?? 0,
+      loss: a?.loss !== undefined && Number.isFinite(a.loss) ? a.loss : undefined,
+      stepsPerSecond: a?.stepsPerSecond,
+      sentAt: this.opts.now(),
+    };
+    try {
+      await this.opts.send(await signHeartbeat(this.opts.wallet, h));
+      if (this.coordinatorDown) this.opts.logger.info("coordinator reachable again");
+      this.coordinatorDown = false;
+    } catch (err) {
+      if (!this.coordinatorDown) {
+        this.opts.logger.warn("coordinator unreachable; heartbeats continue, the on-chain lease still counts", {
+          error: (err as Error).message,
+        });
+      }
+      this.coordinatorDown = true;
+    }
+  }
+
+  /** Extends the on-chain lease if working and due. Returns the write's outcome when one was sent. */
+  async leaseOnce(): Promise<void> {
+    const a = this.activity;
+    if (!a || this.opts.now() - this.lastLeaseAt < this.opts.leaseEveryMs) return;
+    this.lastLeaseAt = this.opts.now();
+    const { escrow } = this.opts.chain.protocol;
+    const r = await this.opts.chain.write("heartbeat", () => escrow.heartbeat(a.jobId, a.epoch));
+    if (r.ok) {
+      this.opts.logger.info("lease extended", { job: a.jobId, epoch: a.epoch });
+    } else if (isFenceRejection(r)) {
+      this.opts.logger.warn(this.opts.ignoreFence ? "heartbeat after fence rejected by the chain" : "fenced", {
+        job: a.jobId, epoch: a.epoch, reason: r.description,
+      });
+      if (!this.opts.ignoreFence && this.activity === a) this.activity = undefined;
+    } else {
+      this.opts.logger.warn("lease heartbeat failed", { job: a.jobId, epoch: a.epoch, reason: r.description });
+    }
+  }
+
+  private async beatLoop(): Promise<void> {
+    while (!this.opts.signal.aborted) {
+      await this.beatOnce();
+      await sleep(this.opts.intervalMs, this.opts.signal);
+    }
+  }
+
+  private async leaseLoop(): Promise<void> {
+    const tick = Math.min(this.opts.leaseEveryMs, 1_000);
+    while (!this.opts.signal.aborted) {
+      await this.leaseOnce();
+      await sleep(tick, this.opts.signal);
+    }
+  }
+}

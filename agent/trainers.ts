@@ -1,0 +1,59 @@
+/**
+ * One trainer per workload template, created on first use with the device's execution provider and the
+ * micro-batch that fits the offered memory. CUDA that fails to load falls back to the CPU with a clear warning.
+ */
+import type { Logger } from "../sdk/log.ts";
+import {
+  createTrainer, ExecutionProviderError, microBatchForMemory, type Template, type Trainer,
+} from "../workloads/index.ts";
+import type { DeviceProfile } from "./device.ts";
+
+export type TrainerFactory = typeof createTrainer;
+
+export class TrainerPool {
+  device: DeviceProfile;
+  logger: Logger;
+  factory: TrainerFactory;
+  private trainers = new Map<string, Promise<Trainer>>();
+
+  constructor(device: DeviceProfile, logger: Logger, factory: TrainerFactory = createTrainer) {
+    this.device = device;
+    this.logger = logger;
+    this.factory = factory;
+  }
+
+  get(t: Template): Promise<Trainer> {
+    let tr = this.trainers.get(t.templateId);
+    if (!tr) {
+      tr = this.create(t);
+      this.trainers.set(t.templateId, tr);
+      tr.catch(() => this.trainers.delete(t.templateId));
+    }
+    return tr;
+  }
+
+  private async create(t: Template): Promise<Trainer> {
+    // Throws RangeError when even one atom per micro-batch does not fit the offered memory.
+    const microBatchAtoms = microBatchForMemory(t, this.device.memoryMiB);
+    const ep = this.device.executionProvider;
+    try {
+      const tr = await this.factory(t, { executionProvider: ep, microBatchAtoms });
+      this.logger.info("trainer ready", {
+        template: t.descriptor.name, executionProvider: ep, microBatchAtoms, atomsPerStep: t.atomsPerStep,
+      });
+      return tr;
+    } catch (err) {
+      if (ep === "cpu" || !(err instanceof ExecutionProviderError)) throw err;
+      this.logger.warn("cuda execution provider failed to load; falling back to cpu", {
+        template: t.descriptor.name, error: err.message,
+      });
+      return this.factory(t, { executionProvider: "cpu", microBatchAtoms });
+    }
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.trainers.values()];
+    this.trainers.clear();
+    await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.close()));
+  }
+}

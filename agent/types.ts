@@ -1,0 +1,63 @@
+/** The agent's configuration (built and validated once, by agent/cli.ts or a test) and its injected I/O. */
+import type { Wallet } from "ethers";
+import type { Protocol } from "../sdk/contracts.ts";
+import type { Logger } from "../sdk/log.ts";
+import type { CheckpointStore } from "../workloads/index.ts";
+import type { DeviceProfile } from "./device.ts";
+import type { Fault } from "./faults.ts";
+import type { HeartbeatSender } from "./liveness.ts";
+import type { Terminal } from "./progress.ts";
+import type { TrainerFactory } from "./trainers.ts";
+
+export interface AgentConfig {
+  name: string;
+  /** Test USDC base units (6 decimals) per accepted step. */
+  pricePerStep: bigint;
+  device: DeviceProfile;
+  fault?: Fault;
+  /** Work the jobs assigned now, then exit (no idle waiting). */
+  once: boolean;
+  /** Decide and log the registration without sending anything, then exit. */
+  dryRun: boolean;
+  /** How often to re-read a job while waiting for a decision. */
+  pollMs: number;
+  /** How long to sleep between scans when no job is assigned. */
+  idleMs: number;
+  /** Off-chain heartbeat period (HEARTBEAT_DEFAULTS.intervalMs). */
+  heartbeatMs: number;
+  /** Balance re-check period while waiting for gas money. */
+  fundingPollMs: number;
+  /** write-after-fence: how many rejected writes of each kind to attempt after being fenced. */
+  writeAfterFenceAttempts: number;
+  /** Backoff of chain retries (ms). */
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
+export interface Clock {
+  now(): number;
+}
+
+export interface AgentDeps {
+  /** The provider key, connected to the chain's provider. */
+  signer: Wallet;
+  protocol: Protocol;
+  store: CheckpointStore;
+  logger: Logger;
+  clock: Clock;
+  heartbeatSender: HeartbeatSender;
+  signal: AbortSignal;
+  /** die-at:N. Default: SIGKILL to this process. */
+  die?: (step: number) => void;
+  terminal?: Terminal;
+  trainerFactory?: TrainerFactory;
+}
+
+export const DEFAULT_TIMING = {
+  pollMs: 500,
+  idleMs: 2_000,
+  fundingPollMs: 3_000,
+  writeAfterFenceAttempts: 3,
+  retryBaseMs: 500,
+  retryMaxMs: 15_000,
+};
