@@ -10,6 +10,11 @@ import type { Decision } from "./work.ts";
 
 const FILE_VERSION = 1;
 
+/** Signing a second, different decision for a report already decided (equivocation) is never allowed. */
+export class EquivocationError extends Error {}
+/** The decisions file is unreadable, of another version, or another key's. */
+export class DecisionsFileError extends Error {}
+
 export class DecisionStore {
   private decisions = new Map<string, Decision>();
   private file: string | undefined;
@@ -30,7 +35,7 @@ export class DecisionStore {
   put(d: Decision): void {
     const existing = this.decisions.get(d.key);
     if (existing && existing.body.digest !== d.body.digest) {
-      throw new Error(`refusing to sign a second, different decision for ${d.key}`);
+      throw new EquivocationError(`refusing to sign a second, different decision for ${d.key}`);
     }
     this.decisions.set(d.key, d);
     this.save();
@@ -62,8 +67,8 @@ export class DecisionStore {
       throw err;
     }
     const data = JSON.parse(text) as { version: number; owner: string; decisions: Decision[] };
-    if (data.version !== FILE_VERSION) throw new Error(`${file}: unsupported decisions file version ${data.version}`);
-    if (data.owner.toLowerCase() !== this.owner) throw new Error(`${file} holds decisions of ${data.owner}, not ${this.owner}`);
+    if (data.version !== FILE_VERSION) throw new DecisionsFileError(`${file}: unsupported decisions file version ${data.version}`);
+    if (data.owner.toLowerCase() !== this.owner) throw new DecisionsFileError(`${file} holds decisions of ${data.owner}, not ${this.owner}`);
     for (const d of data.decisions) this.decisions.set(d.key, d);
   }
 
