@@ -1,0 +1,253 @@
+/**
+ * What every keeper shares for talking to the chain: the context it is given (contracts, sender, clock, logger),
+ * reads with timeout + retry, event scans in chunks, and `execute`, which simulates, sends and waits for one call
+ * and classifies what went wrong (retryable → backoff; expected race → warning; anything else → error).
+ */
+import type { Contract, ContractEventName, EventLog, Interface, Log, Provider } from "ethers";
+import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
+import { classifyError, describeError } from "../sdk/errors.ts";
+import type { Logger } from "../sdk/log.ts";
+import { withRetry } from "../sdk/retry.ts";
+
+export interface ReceiptLike {
+  status: number | null;
+  blockNumber: number;
+  hash: string;
+}
+
+export interface TxHandle {
+  hash: string;
+  /** Resolves with the receipt once mined (null if the node forgot the transaction). */
+  wait(): Promise<ReceiptLike | null>;
+}
+
+/** How a keeper sends one call to one contract. The default simulates then broadcasts; tests inject failures. */
+export interface Sender {
+  /** eth_call of the call from the keeper's address; throws the revert. */
+  simulate(method: string, args: unknown[]): Promise<void>;
+  /** Broadcasts the call; resolves once the node accepted it. */
+  send(method: string, args: unknown[]): Promise<TxHandle>;
+}
+
+export interface RetryPolicy {
+  retries: number;
+  baseMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { retries: 4, baseMs: 250, maxMs: 4_000 };
+
+/** Everything a keeper's tick needs from the outside world, injected (never monkey-patched). */
+export interface KeeperContext {
+  chainId: bigint;
+  escrow: JobEscrow;
+  registry: ProviderRegistry;
+  provider: Provider;
+  /** Sends escrow calls (assign, unassign, acceptCheckpoint, settle, …). */
+  sender: Sender;
+  /** The keeper's own address, when it has a key. */
+  address?: string;
+  logger: Logger;
+  nowMs: () => number;
+  dryRun: boolean;
+  txTimeoutMs: number;
+  rpcTimeoutMs: number;
+  retry: RetryPolicy;
+}
+
+export class TimeoutError extends Error {
+  readonly code = "TIMEOUT";
+}
+
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(`${what} timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function escrowInterface(ctx: KeeperContext): Interface {
+  return (ctx.escrow as unknown as Contract).interface;
+}
+
+/** A read (or a batch of reads) with a timeout, retried with backoff while the error is retryable. */
+export function read<T>(ctx: KeeperContext, what: string, fn: () => Promise<T>): Promise<T> {
+  const iface = escrowInterface(ctx);
+  return withRetry(() => withTimeout(fn(), ctx.rpcTimeoutMs, what), {
+    ...ctx.retry,
+    isRetryable: (err) => classifyError(err, iface) === "retryable",
+    onRetry: (err, attempt, delayMs) =>
+      ctx.logger.warn("rpc read failed, retrying", { what, attempt, delayMs, error: describeError(err, iface) }),
+  });
+}
+
+/** A sender over an ethers contract with a signer. Broadcasts are serialized so concurrent sends get distinct
+ * nonces; waiting for receipts is not. */
+export function contractSender(contract: Contract): Sender {
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    async simulate(method, args) {
+      await contract.getFunction(method).staticCall(...args);
+    },
+    send(method, args) {
+      const sent = queue.then(async () => {
+        const tx = await contract.getFunction(method).send(...args);
+        return { hash: tx.hash, wait: async () => (await tx.wait()) as ReceiptLike | null } satisfies TxHandle;
+      });
+      queue = sent.catch(() => undefined);
+      return sent;
+    },
+  };
+}
+
+export type Outcome =
+  | { kind: "confirmed"; hash: string; block: number }
+  | { kind: "dry-run"; simulation: string }
+  | { kind: "race"; error: string }
+  | { kind: "unconfirmed"; hash: string; error: string }
+  | { kind: "retry-later"; error: string }
+  | { kind: "failed"; error: string };
+
+export interface Call {
+  method: string;
+  args: unknown[];
+}
+
+/**
+ * Simulates, sends and waits for one call; never throws. Each attempt re-simulates against the latest state, so a
+ * retried send whose first try did land comes back as an expected race, not as a second transaction.
+ * A receipt that does not come within `txTimeoutMs` (a dropped transaction) is `unconfirmed`: the next tick
+ * rebuilds from the chain and redoes the call if it is still needed.
+ */
+export async function execute(ctx: KeeperContext, call: Call, log: Logger): Promise<Outcome> {
+  const iface = escrowInterface(ctx);
+  const outcome = await executeInner(ctx, call, iface);
+  const fields = { method: call.method, ...outcomeFields(outcome) };
+  switch (outcome.kind) {
+    case "confirmed":
+      log.info("sent", fields);
+      break;
+    case "dry-run":
+      log.info("dry run: not sent", fields);
+      break;
+    case "race":
+      log.warn("lost a race: the state moved on before our transaction (someone else did it)", fields);
+      break;
+    case "unconfirmed":
+      log.warn("no receipt in time; the next tick re-checks the chain", fields);
+      break;
+    case "retry-later":
+      log.warn("rpc unavailable; left for the next tick", fields);
+      break;
+    case "failed":
+      log.error("failed", fields);
+      break;
+  }
+  return outcome;
+}
+
+function outcomeFields(o: Outcome): Record<string, unknown> {
+  const { kind, ...rest } = o;
+  return { outcome: kind, ...rest };
+}
+
+async function executeInner(ctx: KeeperContext, call: Call, iface: Interface): Promise<Outcome> {
+  const classify = (err: unknown) => classifyError(err, iface);
+  const describe = (err: unknown) => describeError(err, iface);
+  if (ctx.dryRun) {
+    try {
+      await withTimeout(ctx.sender.simulate(call.method, call.args), ctx.rpcTimeoutMs, "simulate");
+      return { kind: "dry-run", simulation: "ok" };
+    } catch (err) {
+      return { kind: "dry-run", simulation: describe(err) };
+    }
+  }
+  let handle: TxHandle;
+  try {
+    handle = await withRetry(
+      async () => {
+        await withTimeout(ctx.sender.simulate(call.method, call.args), ctx.rpcTimeoutMs, "simulate");
+        return withTimeout(ctx.sender.send(call.method, call.args), ctx.rpcTimeoutMs, "send");
+      },
+      {
+        ...ctx.retry,
+        isRetryable: (err) => classify(err) === "retryable",
+        onRetry: (err, attempt, delayMs) =>
+          ctx.logger.warn("send failed, retrying", { method: call.method, attempt, delayMs, error: describe(err) }),
+      },
+    );
+  } catch (err) {
+    return failure(classify(err), describe(err));
+  }
+  let receipt: ReceiptLike | null;
+  try {
+    receipt = await withTimeout(handle.wait(), ctx.txTimeoutMs, "receipt");
+  } catch (err) {
+    const c = classify(err);
+    if (c === "retryable") return { kind: "unconfirmed", hash: handle.hash, error: describe(err) };
+    return failure(c, describe(err));
+  }
+  if (!receipt) return { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" };
+  if (receipt.status === 1) return { kind: "confirmed", hash: handle.hash, block: receipt.blockNumber };
+  // Mined but reverted: a receipt carries no revert data, so ask the chain why (now).
+  try {
+    await ctx.sender.simulate(call.method, call.args);
+    return { kind: "failed", error: `reverted in block ${receipt.blockNumber} (succeeds now)` };
+  } catch (err) {
+    return failure(classify(err), describe(err));
+  }
+}
+
+function failure(c: "retryable" | "race" | "fatal", error: string): Outcome {
+  if (c === "race") return { kind: "race", error };
+  if (c === "retryable") return { kind: "retry-later", error };
+  return { kind: "failed", error };
+}
+
+/** Logs of `event` between two blocks (inclusive), fetched in chunks that public RPCs accept. */
+export async function scanEvents(
+  ctx: KeeperContext,
+  contract: Contract,
+  event: ContractEventName,
+  fromBlock: number,
+  toBlock: number,
+  chunk = 10_000,
+): Promise<EventLog[]> {
+  const out: EventLog[] = [];
+  for (let start = fromBlock; start <= toBlock; start += chunk) {
+    const end = Math.min(toBlock, start + chunk - 1);
+    const logs: (EventLog | Log)[] = await read(ctx, "getLogs", () => contract.queryFilter(event, start, end));
+    for (const l of logs) if ("args" in l) out.push(l);
+  }
+  return out;
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight, keeping the order of results. */
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}
+
+/** Logs a line only when `value` for `key` changed since the last call (keeps "nothing to do" quiet). */
+export function changeLogger() {
+  const last = new Map<string, string>();
+  return {
+    changed(key: string, value: string): boolean {
+      if (last.get(key) === value) return false;
+      last.set(key, value);
+      return true;
+    },
+    forget(key: string) {
+      last.delete(key);
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/** The verdict collector's configuration, built and validated once from the CLI flags. */
+import { UsageError, parsePositiveInt } from "../../cli/args.ts";
+import { parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
+
+export const COLLECTOR_OPTIONS = {
+  host: { type: "string" },
+  port: { type: "string" },
+  "state-file": { type: "string" },
+  "via-safe-tx": { type: "boolean", default: false },
+  "owner-key": { type: "string", multiple: true },
+} as const;
+
+export const COLLECTOR_DEFAULT_PORT = 8601;
+export const DEFAULT_STATE_FILE = ".gpuchain/collector-state.json";
+
+export interface CollectorConfig extends SharedConfig {
+  host: string;
+  port: number;
+  intervalMs: number;
+  /** Where pending signatures survive a restart. */
+  stateFile: string;
+  /** Execute decisions as Safe transactions signed by `ownerKeys` instead of relaying EIP-1271 signatures. */
+  viaSafeTx: boolean;
+  /** Key files of Safe owners (only with --via-safe-tx). */
+  ownerKeys: string[];
+}
+
+export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConfig {
+  const ownerKeys = (Array.isArray(v["owner-key"]) ? v["owner-key"] : []).map(String);
+  const viaSafeTx = v["via-safe-tx"] === true;
+  if (viaSafeTx && ownerKeys.length === 0) {
+    throw new UsageError("--via-safe-tx needs the Safe owners' key files: --owner-key FILE (repeat up to the threshold)");
+  }
+  if (!viaSafeTx && ownerKeys.length > 0) throw new UsageError("--owner-key is only used with --via-safe-tx");
+  return {
+    ...sharedConfig(v),
+    host: str(v.host) ?? "127.0.0.1",
+    port: parsePort(str(v[portFlag]), portFlag, COLLECTOR_DEFAULT_PORT),
+    intervalMs: parsePositiveInt(str(v["interval-ms"]), "interval-ms", 2_000),
+    stateFile: str(v["state-file"]) ?? DEFAULT_STATE_FILE,
+    viaSafeTx,
+    ownerKeys,
+  };
+}

@@ -1,0 +1,41 @@
+/** Builds a KeeperContext from a deployment, a provider and (optionally) a signer: the CLI and the tests share it. */
+import type { Contract, Provider, Signer } from "ethers";
+import { connectProtocol } from "../sdk/contracts.ts";
+import type { Deployment } from "../sdk/deployment.ts";
+import type { Logger } from "../sdk/log.ts";
+import { contractSender, DEFAULT_RETRY, type KeeperContext, type RetryPolicy, type Sender } from "./chain.ts";
+
+export interface ContextOptions {
+  deployment: Deployment;
+  provider: Provider;
+  chainId: bigint;
+  logger: Logger;
+  /** The keeper's key; without one the keeper can only decide (dry run) or watch. */
+  signer?: Signer;
+  dryRun?: boolean;
+  txTimeoutMs?: number;
+  rpcTimeoutMs?: number;
+  retry?: RetryPolicy;
+  nowMs?: () => number;
+  /** Replaces the default sender (tests inject failures here). */
+  sender?: (base: Sender) => Sender;
+}
+
+export async function keeperContext(o: ContextOptions): Promise<KeeperContext> {
+  const protocol = connectProtocol(o.deployment, o.signer ?? o.provider);
+  const base = contractSender(protocol.escrow as unknown as Contract);
+  return {
+    chainId: o.chainId,
+    escrow: protocol.escrow,
+    registry: protocol.registry,
+    provider: o.provider,
+    sender: o.sender ? o.sender(base) : base,
+    address: o.signer ? await o.signer.getAddress() : undefined,
+    logger: o.logger,
+    nowMs: o.nowMs ?? Date.now,
+    dryRun: o.dryRun ?? false,
+    txTimeoutMs: o.txTimeoutMs ?? 60_000,
+    rpcTimeoutMs: o.rpcTimeoutMs ?? 15_000,
+    retry: o.retry ?? DEFAULT_RETRY,
+  };
+}

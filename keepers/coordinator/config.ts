@@ -1,0 +1,51 @@
+/** The coordinator's configuration, built and validated once from the CLI flags. */
+import { UsageError, parsePositiveInt } from "../../cli/args.ts";
+import { HEARTBEAT_DEFAULTS } from "../../sdk/heartbeat.ts";
+import { parseNonNegativeInt, parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
+
+export const COORDINATOR_OPTIONS = {
+  "heartbeat-timeout-ms": { type: "string" },
+  "max-clock-skew-ms": { type: "string" },
+  "min-memory": { type: "string" },
+  "template-memory": { type: "string", multiple: true },
+  host: { type: "string" },
+  port: { type: "string" },
+} as const;
+
+export const COORDINATOR_DEFAULT_PORT = 8600;
+
+export interface CoordinatorConfig extends SharedConfig {
+  host: string;
+  port: number;
+  intervalMs: number;
+  heartbeatTimeoutMs: number;
+  maxClockSkewMs: number;
+  /** Device memory every job needs unless its template has its own entry, MiB. */
+  minMemoryMiB: number;
+  /** templateId (0x…, lower-case) → MiB. */
+  templateMemoryMiB: Record<string, number>;
+}
+
+export function coordinatorConfig(v: FlagValues, portFlag = "port"): CoordinatorConfig {
+  const table: Record<string, number> = {};
+  const entries = v["template-memory"];
+  for (const entry of Array.isArray(entries) ? entries : []) {
+    const m = /^(0x[0-9a-fA-F]{64})=(\d+)$/.exec(String(entry));
+    if (!m) throw new UsageError(`--template-memory must be TEMPLATE_ID=MiB (TEMPLATE_ID: 0x + 64 hex), got "${entry}"`);
+    table[m[1].toLowerCase()] = Number(m[2]);
+  }
+  return {
+    ...sharedConfig(v),
+    host: str(v.host) ?? "127.0.0.1",
+    port: parsePort(str(v[portFlag]), portFlag, COORDINATOR_DEFAULT_PORT),
+    intervalMs: parsePositiveInt(str(v["interval-ms"]), "interval-ms", HEARTBEAT_DEFAULTS.intervalMs),
+    heartbeatTimeoutMs: parsePositiveInt(str(v["heartbeat-timeout-ms"]), "heartbeat-timeout-ms", HEARTBEAT_DEFAULTS.timeoutMs),
+    maxClockSkewMs: parsePositiveInt(str(v["max-clock-skew-ms"]), "max-clock-skew-ms", HEARTBEAT_DEFAULTS.maxClockSkewMs),
+    minMemoryMiB: parseNonNegativeInt(str(v["min-memory"]), "min-memory", 0),
+    templateMemoryMiB: table,
+  };
+}
+
+export function memoryNeed(config: Pick<CoordinatorConfig, "minMemoryMiB" | "templateMemoryMiB">) {
+  return (templateId: string) => config.templateMemoryMiB[templateId.toLowerCase()] ?? config.minMemoryMiB;
+}

@@ -1,0 +1,236 @@
+/**
+ * The coordinator's decisions, as pure functions of what it has seen (chain state + heartbeats + clock): which
+ * Running job to unassign and which provider gets which Open job. No I/O here; the tick gathers the inputs.
+ *
+ * Assignment rule (also in keepers/README.md): a provider is eligible for an Open job when it is registered and
+ * active, not busy on a Running job (nor picked for another job in this tick), not fenced on this job, asks at
+ * most the job's maxPricePerStep, the job's remaining budget covers (totalSteps − acceptedStep) × its price, its
+ * device memory is at least the template's need, it sent a heartbeat within the timeout, and that latest beat is
+ * idle or for a job it still holds. Among the eligible: cheapest price, then most memory, then lowest address.
+ */
+import { isLive } from "../../sdk/heartbeat.ts";
+import type { JobStatusName } from "../../sdk/contracts.ts";
+
+export interface JobView {
+  jobId: bigint;
+  status: JobStatusName;
+  epoch: bigint;
+  templateId: string;
+  totalSteps: number;
+  acceptedStep: number;
+  pendingStep: number;
+  maxPricePerStep: bigint;
+  budget: bigint;
+  paid: bigint;
+  /** Current assignee (zero address when Open). */
+  provider: string;
+  /** Unix seconds; the lease is live while chain time ≤ this. */
+  leaseExpiresAt: bigint;
+}
+
+export interface ProviderView {
+  address: string;
+  pricePerStep: bigint;
+  memoryMiB: number;
+  active: boolean;
+  registered: boolean;
+}
+
+/** The latest heartbeat the coordinator received from one provider (its own clock: receivedAt). */
+export interface BeatRecord {
+  receivedAt: number;
+  jobId: string; // "0" when idle
+  epoch: string;
+}
+
+export interface CoordinatorView {
+  nowMs: number;
+  /** Latest block timestamp, seconds. */
+  chainTime: bigint;
+  timeoutMs: number;
+  /** Whether the keeper's key holds the coordinator role (assign; unassign before the lease lapses). */
+  isCoordinator: boolean;
+  jobs: JobView[];
+  providers: ProviderView[];
+  /** Latest beat per provider (lower-case address). */
+  lastBeat: Map<string, BeatRecord>;
+  /** Latest beat per `${jobId}:${epoch}:${provider lower-case}`. */
+  lastJobBeat: Map<string, number>;
+  /** When the coordinator first saw each Running `${jobId}:${epoch}` (the timeout runs from here until a beat). */
+  watchStart: Map<string, number>;
+  /** Providers fenced per job id (string). Only candidates that pass the other rules need to be known. */
+  fenced: Map<string, Set<string>>;
+  /** Device memory a template needs, MiB. */
+  memoryNeedMiB: (templateId: string) => number;
+}
+
+export type Action = "assign" | "unassign" | "keep" | "wait";
+
+export interface Decision {
+  jobId: bigint;
+  epoch: bigint;
+  step: number;
+  action: Action;
+  provider?: string;
+  pricePerStep?: bigint;
+  reason: string;
+}
+
+export type Exclusion =
+  | "not registered"
+  | "inactive"
+  | "busy"
+  | "fenced"
+  | "price above max"
+  | "budget short"
+  | "memory too small"
+  | "no recent heartbeat"
+  | "stale heartbeat";
+
+export const jobEpochKey = (jobId: bigint | string, epoch: bigint | string) => `${jobId}:${epoch}`;
+export const jobBeatKey = (jobId: bigint | string, epoch: bigint | string, provider: string) =>
+  `${jobId}:${epoch}:${provider.toLowerCase()}`;
+
+/** Whether a Running job's assignee should be unassigned now. Boundary: still live at exactly `timeoutMs`. */
+export function decideRunning(job: JobView, view: CoordinatorView): Decision {
+  const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep, provider: job.provider };
+  if (job.acceptedStep >= job.totalSteps) {
+    return { ...base, action: "keep", reason: "training complete; awaiting verdict" };
+  }
+  if (view.chainTime > job.leaseExpiresAt) {
+    return {
+      ...base,
+      action: "unassign",
+      reason: `on-chain lease lapsed at ${job.leaseExpiresAt} (chain time ${view.chainTime})`,
+    };
+  }
+  if (!view.isCoordinator) {
+    return { ...base, action: "keep", reason: "lease live; only the coordinator may unassign before it lapses" };
+  }
+  const beat = view.lastJobBeat.get(jobBeatKey(job.jobId, job.epoch, job.provider));
+  const start = view.watchStart.get(jobEpochKey(job.jobId, job.epoch)) ?? view.nowMs;
+  const last = Math.max(beat ?? -Infinity, start);
+  const silentMs = view.nowMs - last;
+  if (isLive(last, view.nowMs, view.timeoutMs)) {
+    return { ...base, action: "keep", reason: beat === undefined ? "assigned; waiting for its first heartbeat" : "alive" };
+  }
+  return {
+    ...base,
+    action: "unassign",
+    reason: `no heartbeat for (job ${job.jobId}, epoch ${job.epoch}) in ${silentMs} ms > ${view.timeoutMs} ms`,
+  };
+}
+
+/** Why `p` cannot take `job`, or undefined when it can. `busy` holds lower-case addresses. */
+export function exclusionOf(
+  job: JobView,
+  p: ProviderView,
+  view: CoordinatorView,
+  busy: Set<string>,
+): Exclusion | undefined {
+  const addr = p.address.toLowerCase();
+  if (!p.registered) return "not registered";
+  if (!p.active) return "inactive";
+  if (busy.has(addr)) return "busy";
+  if (view.fenced.get(job.jobId.toString())?.has(addr)) return "fenced";
+  if (p.pricePerStep > job.maxPricePerStep) return "price above max";
+  const needed = BigInt(job.totalSteps - job.acceptedStep) * p.pricePerStep;
+  if (needed > job.budget - job.paid) return "budget short";
+  if (p.memoryMiB < view.memoryNeedMiB(job.templateId)) return "memory too small";
+  const beat = view.lastBeat.get(addr);
+  if (!beat || !isLive(beat.receivedAt, view.nowMs, view.timeoutMs)) return "no recent heartbeat";
+  if (beat.jobId !== "0" && !holds(view, addr, beat)) return "stale heartbeat";
+  return undefined;
+}
+
+/** Whether the provider's latest job beat names a job and epoch it holds on chain. */
+function holds(view: CoordinatorView, addr: string, beat: BeatRecord): boolean {
+  return view.jobs.some(
+    (j) =>
+      j.status === "Running" &&
+      j.jobId.toString() === beat.jobId &&
+      j.epoch.toString() === beat.epoch &&
+      j.provider.toLowerCase() === addr,
+  );
+}
+
+/** Cheapest, then most memory, then lowest address: a total order, so two coordinators pick the same one. */
+export function compareProviders(a: ProviderView, b: ProviderView): number {
+  if (a.pricePerStep !== b.pricePerStep) return a.pricePerStep < b.pricePerStep ? -1 : 1;
+  if (a.memoryMiB !== b.memoryMiB) return b.memoryMiB - a.memoryMiB;
+  const x = BigInt(a.address);
+  const y = BigInt(b.address);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+export interface Ranking {
+  ranked: ProviderView[];
+  excluded: { address: string; reason: Exclusion }[];
+}
+
+export function rankProviders(job: JobView, view: CoordinatorView, busy: Set<string>): Ranking {
+  const ranked: ProviderView[] = [];
+  const excluded: Ranking["excluded"] = [];
+  for (const p of view.providers) {
+    const reason = exclusionOf(job, p, view, busy);
+    if (reason) excluded.push({ address: p.address, reason });
+    else ranked.push(p);
+  }
+  ranked.sort(compareProviders);
+  return { ranked, excluded };
+}
+
+/** Providers assigned to a Running job (lower-case). */
+export function busyProviders(jobs: JobView[]): Set<string> {
+  return new Set(jobs.filter((j) => j.status === "Running").map((j) => j.provider.toLowerCase()));
+}
+
+/** Which Open jobs need a provider (steps remain). The tick asks `isFenced` only for these jobs' candidates. */
+export function needsProvider(job: JobView): boolean {
+  return job.status === "Open" && job.acceptedStep < job.totalSteps;
+}
+
+/**
+ * One tick's decisions: first the Running jobs (unassign or keep), then the Open jobs in job-id order, each
+ * taking the best eligible provider that no earlier job of this tick took.
+ */
+export function planCoordinator(view: CoordinatorView): Decision[] {
+  const decisions: Decision[] = [];
+  const jobs = [...view.jobs].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
+  for (const job of jobs) if (job.status === "Running") decisions.push(decideRunning(job, view));
+  const busy = busyProviders(jobs);
+  for (const job of jobs) {
+    if (job.status !== "Open") continue;
+    const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep };
+    if (!needsProvider(job)) {
+      decisions.push({ ...base, action: "wait", reason: "all steps accepted; awaiting verdict (no assignment needed)" });
+      continue;
+    }
+    if (!view.isCoordinator) {
+      decisions.push({ ...base, action: "wait", reason: "not the coordinator; only it may assign" });
+      continue;
+    }
+    const { ranked, excluded } = rankProviders(job, view, busy);
+    const best = ranked[0];
+    if (!best) {
+      decisions.push({ ...base, action: "wait", reason: `no eligible provider${summarize(excluded)}` });
+      continue;
+    }
+    busy.add(best.address.toLowerCase());
+    decisions.push({
+      ...base,
+      action: "assign",
+      provider: best.address,
+      pricePerStep: best.pricePerStep,
+      reason: `cheapest eligible of ${ranked.length} (price ${best.pricePerStep}, ${best.memoryMiB} MiB)`,
+    });
+  }
+  return decisions;
+}
+
+function summarize(excluded: Ranking["excluded"]): string {
+  if (excluded.length === 0) return " (no providers registered)";
+  const counts = new Map<string, number>();
+  for (const e of excluded) counts.set(e.reason, (counts.get(e.reason) ?? 0) + 1);
+  return ` (${[...counts].map(([r, n]) => `${r} ×${n}`).join(", ")})`;
+}

@@ -1,0 +1,60 @@
+/**
+ * The finalizer's decisions, pure: settle jobs whose dispute window passed (Settleable) or whose arbiter stayed
+ * silent (ArbiterTimedOut), both permissionless, and release providers' unclaimed earnings on Settled or Cancelled
+ * jobs (`claimEarnings`). Both are harmless when someone else got there first (the contract rejects the repeat).
+ */
+import type { JobStatusName } from "../../sdk/contracts.ts";
+
+export interface FinalizerJob {
+  jobId: bigint;
+  status: JobStatusName;
+  /** Unclaimed earnings per provider that ever had a checkpoint accepted on the job (earningsOf). */
+  earnings: { provider: string; amount: bigint }[];
+}
+
+export type FinalizerAction =
+  | { jobId: bigint; method: "settle"; args: [bigint]; reason: string }
+  | { jobId: bigint; method: "claimEarnings"; args: [bigint, string]; provider: string; amount: bigint; reason: string };
+
+const SETTLE_REASON: Partial<Record<JobStatusName, string>> = {
+  Settleable: "dispute window over",
+  ArbiterTimedOut: "arbiter silent past the deadline; verdict stands, bond returned",
+};
+
+/**
+ * Per job, in the order to send them: `settle` first when due, then one `claimEarnings` per provider with
+ * earnings (claims become valid once the job is Settled or Cancelled).
+ */
+export function planFinalizer(jobs: FinalizerJob[]): FinalizerAction[][] {
+  const plan: FinalizerAction[][] = [];
+  for (const job of jobs) {
+    const actions: FinalizerAction[] = [];
+    const settleReason = SETTLE_REASON[job.status];
+    if (settleReason) actions.push({ jobId: job.jobId, method: "settle", args: [job.jobId], reason: settleReason });
+    if (settleReason || job.status === "Settled" || job.status === "Cancelled") {
+      for (const e of job.earnings) {
+        if (e.amount <= 0n) continue;
+        actions.push({
+          jobId: job.jobId,
+          method: "claimEarnings",
+          args: [job.jobId, e.provider],
+          provider: e.provider,
+          amount: e.amount,
+          reason: `unclaimed earnings on a ${settleReason ? "settling" : job.status} job`,
+        });
+      }
+    }
+    if (actions.length > 0) plan.push(actions);
+  }
+  return plan;
+}
+
+/** A job the finalizer never needs to read again: final, and nothing left to claim. */
+export function isFinished(job: FinalizerJob): boolean {
+  return (job.status === "Settled" || job.status === "Cancelled") && job.earnings.every((e) => e.amount === 0n);
+}
+
+/** Whether earnings can matter for a job in this status (the others are not read). */
+export function earningsMatter(status: JobStatusName): boolean {
+  return status === "Settleable" || status === "ArbiterTimedOut" || status === "Settled" || status === "Cancelled";
+}
