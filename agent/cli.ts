@@ -112,6 +112,19 @@ export async function connectRpc(url: string, logger: Logger, signal: AbortSigna
   return provider;
 }
 
+/** The provider key: created (0600) on first start, reused after; a key readable by others is refused. */
+export function openProviderKey(file: string, logger: Logger): Wallet | undefined {
+  try {
+    const key = loadOrCreateKey(file, true);
+    logger.info(key.created ? "created provider key" : "using provider key", { address: key.wallet.address, keyFile: file });
+    return key.wallet;
+  } catch (err) {
+    if (!(err instanceof KeyFileError)) throw err;
+    logger.error(`refusing key file: ${err.message}`, { keyFile: file });
+    return undefined;
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const args = parseProvideArgs(argv);
   if (args.help) {
@@ -120,16 +133,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   const terminal = new Terminal(process.stderr);
   const logger = createLogger({ component: "agent", pretty: args.pretty, write: (line) => terminal.log(line) });
-  let wallet: Wallet;
-  try {
-    const key = loadOrCreateKey(args.keyFile, true);
-    wallet = key.wallet;
-    logger.info(key.created ? "created provider key" : "using provider key", { address: wallet.address, keyFile: args.keyFile });
-  } catch (err) {
-    if (!(err instanceof KeyFileError)) throw err;
-    logger.error(err.message, { keyFile: args.keyFile });
-    return 1;
-  }
+  const wallet = openProviderKey(args.keyFile, logger);
+  if (!wallet) return 1;
   let deployment;
   try {
     deployment = loadDeployment(args.deployment);

@@ -62,6 +62,7 @@ describe("agent: end to end on the local chain", function () {
       await until("idle beat", () => agent.beats.slice(-1)[0]?.jobId === "0");
     } finally {
       const result = await agent.stop();
+      if (process.env.AGENT_LOGS) for (const r of agent.records) console.log(JSON.stringify(r));
       expect(result.exitCode).to.equal(0);
       expect(result.outcomes.get(`${jobId}:1`)).to.equal("fenced");
     }

@@ -1,0 +1,107 @@
+import { expect } from "chai";
+import { chmod, mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openProviderKey, parseProvideArgs } from "../../agent/cli.ts";
+import { detectDevice, parseNvidiaSmi, registryProfile } from "../../agent/device.ts";
+import { UsageError } from "../../cli/args.ts";
+import { listTemplates, loadTemplate, microBatchForMemory } from "../../workloads/index.ts";
+import { captureLogger, CPU_DEVICE } from "./helpers.ts";
+
+describe("agent: device detection", function () {
+  it("parses one GPU from nvidia-smi's csv output", function () {
+    expect(parseNvidiaSmi("NVIDIA H200, 143771\n")).to.deep.equal([{ name: "NVIDIA H200", memoryMiB: 143771 }]);
+  });
+
+  it("parses several GPUs, names with spaces and commas, and CRLF line ends", function () {
+    const out = "NVIDIA GeForce RTX 4090, 24564\r\nNVIDIA A100-SXM4-80GB, 81920\r\nTesla T4, Rev 2, 15360\r\n\r\n";
+    expect(parseNvidiaSmi(out)).to.deep.equal([
+      { name: "NVIDIA GeForce RTX 4090", memoryMiB: 24564 },
+      { name: "NVIDIA A100-SXM4-80GB", memoryMiB: 81920 },
+      { name: "Tesla T4, Rev 2", memoryMiB: 15360 },
+    ]);
+  });
+
+  it("ignores error text and [N/A] memory", function () {
+    expect(parseNvidiaSmi("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")).to.deep.equal([]);
+    expect(parseNvidiaSmi("NVIDIA H200, [N/A]\n")).to.deep.equal([]);
+  });
+
+  it("detects the first GPU with the cuda execution provider when nvidia-smi answers", function () {
+    const d = detectDevice({ nvidiaSmi: () => "NVIDIA H200, 143771\nNVIDIA H200, 143771\n" });
+    expect(d).to.deep.equal({
+      kind: "GPU", model: "NVIDIA H200", memoryMiB: 143771, realMemoryMiB: 143771, capped: false, executionProvider: "cuda",
+    });
+    expect(registryProfile(d)).to.deep.equal({ kind: 1, deviceModel: "NVIDIA H200", memoryMiB: 143771 });
+  });
+
+  it("falls back to the CPU (model, total memory, cpu provider) when nvidia-smi is absent", function () {
+    const d = detectDevice({ nvidiaSmi: () => undefined, cpuModel: () => " AMD EPYC 9654 ", totalMemBytes: () => 64 * 1024 ** 3 });
+    expect(d).to.deep.equal({
+      kind: "CPU", model: "AMD EPYC 9654", memoryMiB: 65536, realMemoryMiB: 65536, capped: false, executionProvider: "cpu",
+    });
+    expect(registryProfile(d).kind).to.equal(0);
+    expect(detectDevice({ nvidiaSmi: () => undefined }).kind).to.equal("CPU"); // the real machine, whatever it has
+  });
+
+  it("--memory-cap makes a capped profile with a smaller micro-batch; a cap above the device changes nothing", function () {
+    const gpu = () => "NVIDIA H200, 143771\n";
+    const capped = detectDevice({ nvidiaSmi: gpu, memoryCapMiB: 2 });
+    expect(capped).to.include({ memoryMiB: 2, realMemoryMiB: 143771, capped: true });
+    expect(detectDevice({ nvidiaSmi: gpu, memoryCapMiB: 500_000 })).to.include({ memoryMiB: 143771, capped: false });
+    const mnist = loadTemplate("mnist-mlp");
+    expect(microBatchForMemory(mnist, capped.memoryMiB)).to.be.lessThan(mnist.atomsPerStep);
+    for (const t of listTemplates()) expect(microBatchForMemory(t, 143771)).to.equal(t.atomsPerStep);
+  });
+});
+
+describe("agent: key file and flags", function () {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "gpuchain-agent-key-"));
+  });
+
+  it("creates the key with 0600 on first start and reuses it on the next", async function () {
+    const file = join(dir, "p1", "key");
+    const { logger, records } = captureLogger();
+    const a = openProviderKey(file, logger)!;
+    expect((await stat(file)).mode & 0o777).to.equal(0o600);
+    const b = openProviderKey(file, logger)!;
+    expect(b.address).to.equal(a.address);
+    expect(records.map((r) => r.msg)).to.deep.equal(["created provider key", "using provider key"]);
+    expect(records[0].address).to.equal(a.address);
+  });
+
+  it("refuses a key file readable by others, with a clear error and without reading it", async function () {
+    const file = join(dir, "open-key");
+    await writeFile(file, "0x" + "11".repeat(32) + "\n");
+    await chmod(file, 0o644);
+    const { logger, records } = captureLogger();
+    expect(openProviderKey(file, logger)).to.equal(undefined);
+    expect(records[0].level).to.equal("error");
+    expect(records[0].keyFile).to.equal(file);
+    expect(await readFile(file, "utf8")).to.contain("11"); // untouched
+  });
+
+  it("defaults the key to .gpuchain/providers/<name>/key and parses price, cap and fault", function () {
+    const a = parseProvideArgs(
+      ["--name", "alice", "--price", "0.0009", "--memory-cap", "2048", "--fault", "die-at:7", "--once"],
+      () => CPU_DEVICE,
+    );
+    expect(a.keyFile).to.equal(join(".gpuchain", "providers", "alice", "key"));
+    expect(a.config.pricePerStep).to.equal(900n);
+    expect(a.config.fault).to.deep.equal({ kind: "die-at", atStep: 7 });
+    expect(a.config.once).to.equal(true);
+    expect(a.coordinator).to.equal("http://127.0.0.1:8600/heartbeat");
+  });
+
+  it("rejects missing or bad flags as usage errors", function () {
+    const parse = (argv: string[]) => () => parseProvideArgs(argv, () => CPU_DEVICE);
+    expect(parse(["--price", "1"])).to.throw(UsageError, /--name/);
+    expect(parse(["--name", "a"])).to.throw(UsageError, /--price/);
+    expect(parse(["--name", "a", "--price", "0"])).to.throw(UsageError);
+    expect(parse(["--name", "a", "--price", "1", "--fault", "explode"])).to.throw(UsageError, /unknown fault/);
+    expect(parse(["--name", "a", "--price", "1", "--memory-cap", "-3"])).to.throw(UsageError);
+    expect(parse(["--name", "a", "--price", "1", "--bogus"])).to.throw(UsageError);
+  });
+});
