@@ -152,7 +152,12 @@ export function createCoordinator(ctx: KeeperContext, config: CoordinatorConfig)
         decision.action === "assign"
           ? { method: "assign", args: [decision.jobId, decision.provider] }
           : { method: "unassign", args: [decision.jobId] };
-      return { decision, outcome: await execute(ctx, call, l) };
+      const outcome = await execute(ctx, call, l);
+      // Our own assignment: its timeout starts now, not at the next tick's first sight.
+      if (decision.action === "assign" && outcome.kind === "confirmed") {
+        watchStart.set(jobEpochKey(decision.jobId, decision.epoch + 1n), view.nowMs);
+      }
+      return { decision, outcome };
     });
     return { decisions, sent };
   }
