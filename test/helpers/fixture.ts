@@ -1,0 +1,216 @@
+/**
+ * The one shared fixture of the protocol tests: the whole protocol deployed through the same Ignition module the
+ * local chain uses (test USDC, registry, a real Safe v1.4.1 as 2-of-3 verifier multisig, escrow), with named
+ * actors, an approved template, a funded client and three registered providers.
+ *
+ * Hardhat accounts: 0 owner, 1 coordinator, 2 arbiter, 3/4/5 verifiers (Safe owners), 6 fee recipient,
+ * 7 client, 8/9/10 provider1..3, 11 stranger, 12/13 client2/3, 14 provider4 (used by the long scenarios).
+ */
+import { network } from "hardhat";
+import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
+import GPUChainLocal from "../../ignition/modules/GPUChainLocal.ts";
+import {
+  checkpointDecisionDigest,
+  escrowDomain,
+  packSafeSignatures,
+  signAsSafeOwner,
+  verdictDigest,
+} from "../../sdk/verifierSignatures.ts";
+
+/** One simulated chain shared by every protocol test file; `loadFixture` isolates the tests. */
+export const connection = await network.create();
+export const { ethers, networkHelpers, ignition } = connection;
+
+export const TEMPLATE = ethers.id("gpuchain/template/mnist-mlp/v1");
+export const USDC = 1_000_000n; // 6 decimals
+export const LEASE = 120n; // leaseDurationSeconds, Ignition's default
+export const BOND = 50n * USDC; // disputeBond, Ignition's default
+export const ARBITER_TIMEOUT = 3n * 24n * 3600n;
+export const PRICE = { provider1: 900n, provider2: 1_000n, provider3: 1_100n };
+
+/** The job a test gets unless it asks for something else: 100 steps, checkpoints every 10, at most 1000/step. */
+export const DEFAULT_REQUEST = {
+  templateId: TEMPLATE,
+  totalSteps: 100,
+  checkpointInterval: 10,
+  maxPricePerStep: 1_000n,
+  budget: 100_000n,
+  disputeWindow: 3_600n,
+};
+export type JobRequest = typeof DEFAULT_REQUEST;
+
+/** bit i = JobStatus(i), as in JobEscrowUnexpectedStatus's `allowed`. */
+export const Status = {
+  None: 0,
+  Open: 1,
+  Running: 2,
+  DisputeWindow: 3,
+  Settleable: 4,
+  Disputed: 5,
+  ArbiterTimedOut: 6,
+  Settled: 7,
+  Cancelled: 8,
+} as const;
+export const bits = (...statuses: number[]) => statuses.reduce((acc, s) => acc | (1n << BigInt(s)), 0n);
+export const Reason = { Coordinator: 0, LeaseLapsed: 1, Refused: 2 } as const;
+export const DeviceKind = { CPU: 0, GPU: 1 } as const;
+
+/** A checkpoint blob hash that is easy to tell apart in failures. */
+export const ckpt = (jobId: bigint, step: number, tag = "") => ethers.id(`ckpt:${jobId}:${step}${tag}`);
+
+export async function deployProtocol() {
+  const signers = await ethers.getSigners();
+  const [owner, coordinator, arbiter, verifier1, verifier2, verifier3, feeRecipient, client] = signers;
+  const [provider1, provider2, provider3, stranger, client2, client3, provider4] = signers.slice(8);
+
+  const d = await ignition.deploy(GPUChainLocal);
+  const escrow = await ethers.getContractAt("JobEscrow", await d.escrow.getAddress());
+  const usdc = await ethers.getContractAt("TestUSDC", await d.usdc.getAddress());
+  const registry = await ethers.getContractAt("ProviderRegistry", await d.registry.getAddress());
+  const safe = d.verifierSafe;
+  const safeAddress = await safe.getAddress();
+  const escrowAddress = await escrow.getAddress();
+  const { chainId } = await ethers.provider.getNetwork();
+  const singletons = {
+    safeSingletonAddress: await d.safeSingleton.getAddress(),
+    safeProxyFactoryAddress: await d.proxyFactory.getAddress(),
+    multiSendAddress: await d.multiSend.getAddress(),
+    multiSendCallOnlyAddress: await d.multiSendCallOnly.getAddress(),
+    fallbackHandlerAddress: await d.fallbackHandler.getAddress(),
+    signMessageLibAddress: await d.signMessageLib.getAddress(),
+    createCallAddress: await d.createCall.getAddress(),
+    simulateTxAccessorAddress: await d.simulateTxAccessor.getAddress(),
+  };
+
+  await escrow.connect(owner).setTemplateApproval(TEMPLATE, true);
+  for (const c of [client, client2, client3]) {
+    await usdc.mint(c.address, 1_000_000n * USDC);
+    await usdc.connect(c).approve(escrowAddress, ethers.MaxUint256);
+  }
+  await registry.connect(provider1).register("provider1", PRICE.provider1, DeviceKind.GPU, "NVIDIA H200", 143_771);
+  await registry.connect(provider2).register("provider2", PRICE.provider2, DeviceKind.GPU, "NVIDIA L4", 23_034);
+  await registry.connect(provider3).register("provider3", PRICE.provider3, DeviceKind.CPU, "x86_64 CPU", 16_384);
+
+  return {
+    escrow,
+    usdc,
+    registry,
+    safe,
+    safeAddress,
+    escrowAddress,
+    chainId,
+    singletons,
+    owner,
+    coordinator,
+    arbiter,
+    verifier1,
+    verifier2,
+    verifier3,
+    verifiers: [verifier1, verifier2, verifier3],
+    feeRecipient,
+    client,
+    client2,
+    client3,
+    provider1,
+    provider2,
+    provider3,
+    provider4,
+    stranger,
+  };
+}
+export type Protocol = Awaited<ReturnType<typeof deployProtocol>>;
+
+/** Creates a job (DEFAULT_REQUEST with `overrides`) as `from` (default: the client) and returns its id. */
+export async function createJob(p: Protocol, overrides: Partial<JobRequest> = {}, from = p.client): Promise<bigint> {
+  await p.escrow.connect(from).createJob({ ...DEFAULT_REQUEST, ...overrides });
+  return p.escrow.jobCount();
+}
+
+/** Safe-owner signatures (packed in owner order) over the checkpoint decision digest. Default: verifier1 + 2. */
+export async function signDecision(
+  p: Protocol,
+  jobId: bigint,
+  epoch: bigint,
+  step: number,
+  hash: string,
+  accept: boolean,
+  signers: HardhatEthersSigner[] = [p.verifier1, p.verifier2],
+): Promise<string> {
+  const digest = checkpointDecisionDigest(escrowDomain(p.chainId, p.escrowAddress), {
+    jobId,
+    epoch,
+    step,
+    checkpointHash: hash,
+    accept,
+  });
+  return signDigest(p, digest, signers);
+}
+
+/** Safe-owner signatures over the verdict digest. Default: verifier1 + 2. */
+export async function signVerdict(
+  p: Protocol,
+  jobId: bigint,
+  modelHash: string,
+  metric: bigint,
+  passed: boolean,
+  signers: HardhatEthersSigner[] = [p.verifier1, p.verifier2],
+): Promise<string> {
+  const digest = verdictDigest(escrowDomain(p.chainId, p.escrowAddress), { jobId, modelHash, metric, passed });
+  return signDigest(p, digest, signers);
+}
+
+export async function signDigest(p: Protocol, digest: string, signers: HardhatEthersSigner[]): Promise<string> {
+  const parts = [];
+  for (const s of signers) {
+    parts.push({ signer: s.address, signature: await signAsSafeOwner(s, p.chainId, p.safeAddress, digest) });
+  }
+  return packSafeSignatures(parts);
+}
+
+/** The assignee reports `step`, and the verifiers accept it (relayed by a stranger). Returns the hash. */
+export async function reportAndAccept(
+  p: Protocol,
+  jobId: bigint,
+  provider: HardhatEthersSigner,
+  step: number,
+  hash = ckpt(jobId, step),
+): Promise<string> {
+  const { epoch } = await p.escrow.jobOf(jobId);
+  await p.escrow.connect(provider).reportCheckpoint(jobId, epoch, step, hash);
+  await p.escrow.connect(p.stranger).acceptCheckpoint(jobId, epoch, step, hash, await signDecision(p, jobId, epoch, step, hash, true));
+  return hash;
+}
+
+/** Assigns `provider` and trains to the end, one accepted checkpoint per interval. Returns the final hash. */
+export async function trainToEnd(p: Protocol, jobId: bigint, provider = p.provider1): Promise<string> {
+  const job = await p.escrow.jobOf(jobId);
+  if (job.phase === BigInt(Status.Open)) await p.escrow.connect(p.coordinator).assign(jobId, provider.address);
+  let hash = job.acceptedHash;
+  for (let step = Number(job.acceptedStep); step < Number(job.totalSteps); ) {
+    step = Math.min(step + Number(job.checkpointInterval), Number(job.totalSteps));
+    hash = await reportAndAccept(p, jobId, provider, step);
+  }
+  return hash;
+}
+
+export const METRIC = 9_712n; // held-out accuracy in basis points
+
+/** Creates a job, trains it to the end with `provider`, and submits a passing verdict. */
+export async function runToVerdict(
+  p: Protocol,
+  { overrides = {}, provider = p.provider1, passed = true }: {
+    overrides?: Partial<JobRequest>;
+    provider?: HardhatEthersSigner;
+    passed?: boolean;
+  } = {},
+): Promise<{ jobId: bigint; modelHash: string }> {
+  const jobId = await createJob(p, overrides);
+  const modelHash = await trainToEnd(p, jobId, provider);
+  await p.escrow.submitVerdict(jobId, modelHash, METRIC, passed, await signVerdict(p, jobId, modelHash, METRIC, passed));
+  return { jobId, modelHash };
+}
+
+/** Seconds of the latest block. */
+export async function now(): Promise<bigint> {
+  return BigInt(await networkHelpers.time.latest());
+}
