@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.28;
+
+import {console} from "hardhat/console.sol";
+import {IJobEscrow} from "../../contracts/interfaces/IJobEscrow.sol";
+import {JobEscrow} from "../../contracts/JobEscrow.sol";
+import {TestUSDC} from "../../contracts/test/TestUSDC.sol";
+import {EscrowHandler, SETTLED, CANCELLED} from "./handlers/EscrowHandler.sol";
+import {EscrowStore} from "./handlers/EscrowStore.sol";
+import {InvariantTest} from "./utils/InvariantTest.sol";
+
+/// @notice Invariants of JobEscrow + ProviderRegistry + TestUSDC under random sequences of real calls.
+/// Each `invariant_…` is one campaign of `runs` × `depth` handler calls, checked after every call.
+/// Plain-words list and the handler's actions: test/invariant/README.md.
+contract EscrowInvariants is InvariantTest {
+    EscrowHandler internal handler;
+    JobEscrow internal escrow;
+    TestUSDC internal usdc;
+
+    function setUp() public {
+        handler = new EscrowHandler();
+        escrow = handler.escrow();
+        usdc = handler.usdc();
+
+        targetContract(address(handler));
+        // The runner picks uniformly among the listed selectors, so listing one n times gives it weight n: the
+        // steps a job needs to get through its lifecycle come up more often than the rare ones.
+        _weigh(EscrowHandler.createJob.selector, 3);
+        _weigh(EscrowHandler.cancel.selector, 1);
+        _weigh(EscrowHandler.dispute.selector, 2);
+        _weigh(EscrowHandler.registerProvider.selector, 1);
+        _weigh(EscrowHandler.updateProvider.selector, 1);
+        _weigh(EscrowHandler.toggleProvider.selector, 1);
+        _weigh(EscrowHandler.assign.selector, 4);
+        _weigh(EscrowHandler.unassign.selector, 2);
+        _weigh(EscrowHandler.heartbeat.selector, 2);
+        _weigh(EscrowHandler.reportCheckpoint.selector, 5);
+        _weigh(EscrowHandler.staleWrite.selector, 2);
+        _weigh(EscrowHandler.acceptCheckpoint.selector, 5);
+        _weigh(EscrowHandler.refuseCheckpoint.selector, 1);
+        _weigh(EscrowHandler.forgeDecision.selector, 2);
+        _weigh(EscrowHandler.submitVerdict.selector, 3);
+        _weigh(EscrowHandler.resolveDispute.selector, 2);
+        _weigh(EscrowHandler.settle.selector, 3);
+        _weigh(EscrowHandler.claimEarnings.selector, 3);
+        _weigh(EscrowHandler.withdraw.selector, 3);
+        _weigh(EscrowHandler.warp.selector, 4);
+        _weigh(EscrowHandler.donate.selector, 1);
+        targetSelector(FuzzSelector({addr: address(handler), selectors: _selectors}));
+    }
+
+    bytes4[] private _selectors;
+
+    function _weigh(bytes4 selector, uint256 weight) private {
+        for (uint256 i = 0; i < weight; ++i) {
+            _selectors.push(selector);
+        }
+    }
+
+    /// @dev Views that derive statuses from the clock must see the handler's clock.
+    modifier atHandlerTime() {
+        vm.warp(handler.currentTime());
+        _;
+    }
+
+    /// @notice Proof of reserves: the escrow holds at least what it owes (locked budgets, bonds, withdrawable
+    /// balances), and exactly that plus whatever was sent to it by plain transfer.
+    function invariant_reservesCoverWhatIsOwed() public {
+        (uint256 held, uint256 owes) = escrow.reserves();
+        assertGte(held, owes, "held < owes");
+        assertEq(owes, escrow.totalLocked() + escrow.totalBonds() + escrow.totalWithdrawable(), "owes");
+        assertEq(held, owes + handler.ghost_donated(), "held != owes + donations");
+    }
+
+    /// @notice USDC is conserved: everything deposited (budgets, bonds, plain transfers) is either withdrawn or
+    /// still in the escrow, and no test USDC ever reaches an account outside the campaign.
+    function invariant_usdcIsConserved() public {
+        uint256 balance = usdc.balanceOf(address(escrow));
+        uint256 deposited = handler.ghost_budgetsDeposited() + handler.ghost_bondsDeposited() + handler.ghost_donated();
+        assertEq(balance + handler.ghost_withdrawn(), deposited, "deposited != withdrawn + balance");
+        address[] memory actors = handler.actors();
+        uint256 outside = 0;
+        for (uint256 i = 0; i < actors.length; ++i) {
+            outside += usdc.balanceOf(actors[i]);
+        }
+        assertEq(usdc.totalSupply(), balance + outside, "supply leaked to an unknown account");
+    }
+
+    /// @notice The per-account balances add up to `totalWithdrawable`, and each equals the model's.
+    function invariant_owedSumsToTotalWithdrawable() public {
+        address[] memory actors = handler.actors();
+        uint256 sum = 0;
+        for (uint256 i = 0; i < actors.length; ++i) {
+            uint256 owed = escrow.owed(actors[i]);
+            assertEq(owed, handler.ghost_owed(actors[i]), "owed != model");
+            sum += owed;
+        }
+        assertEq(sum, escrow.totalWithdrawable(), "sum of owed != totalWithdrawable");
+    }
+
+    /// @notice No (job, step) is paid twice; the steps paid are exactly 1..acceptedStep; a job never credits more
+    /// than its budget.
+    function invariant_noStepPaidTwiceAndPaidWithinBudget() public {
+        assertEq(handler.ghost_stepsPaidTwice(), 0, "a step was paid twice");
+        uint256 jobCount = escrow.jobCount();
+        for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+            IJobEscrow.Job memory job = escrow.jobOf(jobId);
+            EscrowStore.GhostJob memory g = handler.ghostJob(jobId);
+            assertLte(job.paid, job.budget, "paid > budget");
+            assertLte(g.paid, g.budget, "credited > budget");
+            for (uint32 step = 1; step <= job.totalSteps; ++step) {
+                assertEq(handler.ghost_stepPaid(jobId, step), step <= job.acceptedStep, "paid steps != 1..accepted");
+            }
+        }
+    }
+
+    /// @notice Every job's epoch (fencing token) only ever increases.
+    function invariant_epochsOnlyIncrease() public {
+        assertEq(handler.ghost_epochDecreases(), 0, "an epoch decreased");
+        uint256 jobCount = escrow.jobCount();
+        for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+            assertGte(escrow.jobOf(jobId).epoch, handler.ghost_lastEpoch(jobId), "epoch below last seen");
+        }
+    }
+
+    /// @notice Only the live assignee of the current epoch ever wrote (reported or heartbeat): every write by a
+    /// stale, fenced, unassigned or lapsed worker reverted, and no checkpoint decision passed that was not the
+    /// Safe's about the pending checkpoint.
+    function invariant_onlyCurrentAssigneeWrites() public {
+        assertEq(handler.ghost_staleWritesSucceeded(), 0, "a stale worker wrote");
+        assertEq(handler.ghost_forgedDecisionsSucceeded(), 0, "a forged decision passed");
+    }
+
+    /// @notice Settled and Cancelled never change; every other status moves only along the lifecycle.
+    function invariant_terminalStatusesNeverChange() public atHandlerTime {
+        assertEq(handler.ghost_terminalStatusChanges(), 0, "a terminal status changed");
+        assertEq(handler.ghost_illegalTransitions(), 0, "a status moved against the lifecycle");
+        uint256 jobCount = escrow.jobCount();
+        for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+            IJobEscrow.JobStatus last = handler.ghost_lastStatus(jobId);
+            if (last == SETTLED || last == CANCELLED) {
+                assertEq(uint8(escrow.statusOf(jobId)), uint8(last), "terminal status changed");
+            }
+        }
+    }
+
+    /// @notice A dispute bond is returned or forfeited exactly once, when the disputed job settles; bonds held
+    /// equal those of the open disputes.
+    function invariant_bondReturnedOrForfeitedExactlyOnce() public atHandlerTime {
+        uint256 jobCount = escrow.jobCount();
+        uint256 open = 0;
+        for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+            uint256 posted = handler.ghost_bondsPosted(jobId);
+            uint256 closed = handler.ghost_bondsReturned(jobId) + handler.ghost_bondsForfeited(jobId);
+            assertLte(posted, 1, "two bonds on one job");
+            assertLte(closed, posted, "bond closed more than posted");
+            IJobEscrow.Dispute memory d = escrow.disputeOf(jobId);
+            assertEq(d.bond, posted * handler.BOND(), "bond on record");
+            assertEq(d.resolved, closed == 1, "resolved flag");
+            if (escrow.statusOf(jobId) == SETTLED) assertEq(closed, posted, "settled with the bond still held");
+            else assertEq(closed, 0, "bond closed before settlement");
+            open += posted - closed;
+        }
+        assertEq(escrow.totalBonds(), open * handler.BOND(), "totalBonds != open disputes' bonds");
+    }
+
+    /// @notice `totalLocked` is exactly the budgets of the jobs not yet final plus the unclaimed earnings on final
+    /// ones (zero where a dispute was upheld); each provider's earnings are what it was credited less what it
+    /// claimed.
+    function invariant_lockedIsLiveBudgetsPlusUnclaimedEarnings() public atHandlerTime {
+        uint256 jobCount = escrow.jobCount();
+        address[4] memory providers = handler.providers();
+        uint256 locked = 0;
+        for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+            EscrowStore.GhostJob memory g = handler.ghostJob(jobId);
+            IJobEscrow.JobStatus status = escrow.statusOf(jobId);
+            bool final_ = status == SETTLED || status == CANCELLED;
+            if (!final_) locked += g.budget;
+            for (uint256 i = 0; i < providers.length; ++i) {
+                uint256 unclaimed = g.upheld
+                    ? 0
+                    : handler.ghost_earned(jobId, providers[i]) - handler.ghost_claimed(jobId, providers[i]);
+                assertEq(escrow.earningsOf(jobId, providers[i]), unclaimed, "earnings != credited - claimed");
+                if (final_) locked += unclaimed;
+            }
+        }
+        assertEq(escrow.totalLocked(), locked, "totalLocked");
+    }
+
+    /// @notice Every call the handler made succeeded or reverted exactly as the spec (the reference model)
+    /// predicts, moved exactly the predicted amounts, and left the escrow agreeing with the model.
+    function invariant_callsBehaveAsSpecified() public {
+        assertEq(handler.ghost_unexpectedOutcomes(), 0, handler.ghost_firstUnexpected());
+    }
+
+    /// @notice After each run: what the run reached (shown with `--verbosity 3`). Not an assertion.
+    function afterInvariant() public view {
+        string[21] memory actions = [
+            "createJob", "cancel", "dispute", "registerProvider", "updateProvider", "toggleProvider", "assign",
+            "unassign", "heartbeat", "reportCheckpoint", "staleWrite", "acceptCheckpoint", "refuseCheckpoint",
+            "forgeDecision", "submitVerdict", "resolveDispute", "settle", "claimEarnings", "withdraw", "warp", "donate"
+        ];
+        string[14] memory outcomes = [
+            "assign", "unassign:coordinator", "unassign:lapsed", "reportCheckpoint", "acceptCheckpoint",
+            "refuseCheckpoint", "submitVerdict", "dispute", "resolveDispute:upheld", "resolveDispute:rejected",
+            "settle:window", "settle:arbiterTimeout", "cancel", "claimEarnings"
+        ];
+        string memory line = "calls";
+        for (uint256 i = 0; i < actions.length; ++i) {
+            line = string.concat(line, " ", actions[i], "=", vm.toString(handler.ghost_calls(bytes32(bytes(actions[i])))));
+        }
+        console.log(line);
+        line = "successes";
+        for (uint256 i = 0; i < outcomes.length; ++i) {
+            line = string.concat(line, " ", outcomes[i], "=", vm.toString(handler.ghost_successes(bytes32(bytes(outcomes[i])))));
+        }
+        console.log(line);
+        console.log(
+            string.concat(
+                "withdraw=", vm.toString(handler.ghost_successes("withdraw")),
+                " staleWritesReverted=", vm.toString(handler.ghost_staleWritesReverted()),
+                " forgedDecisionsReverted=", vm.toString(handler.ghost_forgedDecisionsReverted()),
+                " jobs=", vm.toString(handler.ghost_jobCount())
+            )
+        );
+    }
+}
