@@ -35,7 +35,9 @@ export function safeTxSender(ctx: KeeperContext, opts: SafeTxOptions): Sender {
     Safe.init({ provider: opts.provider, signer, safeAddress: opts.deployment.verifierSafe, contractNetworks });
   return {
     async simulate(method, args) {
-      await escrow.getFunction(method).staticCall(...withoutSignatures(args), { from: opts.deployment.verifierSafe });
+      // As the Safe would call it (a read through the provider: the keeper's signer is not the Safe).
+      const asSafe = escrow.connect(ctx.provider) as Contract;
+      await asSafe.getFunction(method).staticCall(...withoutSignatures(args), { from: opts.deployment.verifierSafe });
     },
     async send(method, args) {
       const data = escrow.interface.encodeFunctionData(method, withoutSignatures(args));
