@@ -77,13 +77,44 @@ export type JobFacts = {
 
 export type Report = { step: number; hash: string };
 
-/** Memo of evaluations and accepted states, keyed by content hash; a verifier keeps one for its lifetime. */
+/** A small least-recently-used map, so a long-running verifier's memory stays bounded. */
+export class Lru<K, V> {
+  private map = new Map<K, V>();
+  private max: number;
+  constructor(max: number) {
+    this.max = max;
+  }
+  get(key: K): V | undefined {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+  set(key: K, value: V): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as K);
+  }
+  get size(): number {
+    return this.map.size;
+  }
+}
+
+/**
+ * Memo of evaluations (by state hash) and of states that may become a job's accepted state (by checkpoint hash, or
+ * `initial:<template>:<seed>`), so the next checkpoint of a job neither re-reads nor re-evaluates its baseline.
+ */
 export type VerifyCache = {
-  evals: Map<string, EvalResult>;
-  states: Map<string, { state: TrainingState; hash: string }>;
+  evals: Lru<string, EvalResult>;
+  states: Lru<string, { state: TrainingState; hash: string }>;
 };
 
-export const newVerifyCache = (): VerifyCache => ({ evals: new Map(), states: new Map() });
+export const newVerifyCache = (maxStates = 32): VerifyCache => ({ evals: new Lru(1024), states: new Lru(maxStates) });
+
+/** The committed hash of a decoded checkpoint's state (decoding checked that the state matches it). */
+const finalHashOf = (c: Checkpoint) => (c.stepHashes.length ? c.stepHashes[c.stepHashes.length - 1] : c.startStateHash);
 
 export type VerifyCheckpointInput = {
   template: Template;
@@ -145,17 +176,18 @@ export async function acceptedState(
   const key = job.acceptedStep === 0 ? `initial:${template.templateId}:${job.seed.toLowerCase()}` : job.acceptedHash.toLowerCase();
   const hit = cache?.states.get(key);
   if (hit) return hit;
-  let state: TrainingState;
+  let entry: { state: TrainingState; hash: string };
   if (job.acceptedStep === 0) {
-    state = initialState(template, job.seed);
+    const state = initialState(template, job.seed);
+    entry = { state, hash: stateHash(state) };
   } else {
     try {
-      state = decodeCheckpoint(await store.get(job.acceptedHash)).state;
+      const c = decodeCheckpoint(await store.get(job.acceptedHash));
+      entry = { state: c.state, hash: finalHashOf(c) };
     } catch (err) {
       throw new CannotVerifyError(`accepted checkpoint ${job.acceptedHash} unavailable: ${(err as Error).message}`);
     }
   }
-  const entry = { state, hash: stateHash(state) };
   cache?.states.set(key, entry);
   return entry;
 }
@@ -228,6 +260,28 @@ async function replay(
   return costs;
 }
 
+/**
+ * Replays every step in order from the start state, each from the previous replayed state (bit-identical to the
+ * committed one as long as the hashes matched), so no intermediate blob is read: about the cost of training.
+ */
+async function replaySequential(trainer: Trainer, c: Checkpoint, start: TrainingState): Promise<number[]> {
+  const costs: number[] = [];
+  let state = start;
+  for (let step = c.startStep + 1; step <= c.step; step++) {
+    const t0 = process.cpuUsage();
+    try {
+      state = await replayStep(trainer, state, c.seed, step);
+    } catch (err) {
+      throw refusalOf(err, `replay of step ${step}`);
+    }
+    const actual = stateHash(state);
+    costs.push(cpuMsSince(t0));
+    const committed = c.stepHashes[step - c.startStep - 1];
+    if (!sameHex(actual, committed)) throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
+  }
+  return costs;
+}
+
 export function cpuMsSince(t0: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(t0);
   return (d.user + d.system) / 1000;
@@ -282,6 +336,8 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
     account();
   }
 
+  // If this checkpoint is accepted, its state is the job's next baseline: remember it under its blob hash.
+  cache?.states.set(report.hash.toLowerCase(), { state: c.state, hash: finalHashOf(c) });
   const regression = await regressionProblem(template, trainer, c, start, metrics, cache);
   if (!regression) return done([]);
   // The evaluation rule alone cannot tell bad work from the template's own SGD noise: honest deterministic
@@ -290,10 +346,8 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
   // So a regression escalates to a full replay: bit-exact training of the whole segment is accepted (noted),
   // anything else is refused. This also catches fabricated steps that sampling missed but that hurt accuracy.
   metrics.fullReplay = true;
-  const rest: number[] = [];
-  for (let s = c.startStep + 1; s <= c.step; s++) if (!sampled.includes(s)) rest.push(s);
   try {
-    costs.push(...await replay(trainer, store, c, start.state, rest));
+    costs.push(...await replaySequential(trainer, c, start.state));
   } catch (err) {
     return done([refusalOf(err, "full replay"), regression]);
   } finally {
@@ -309,7 +363,7 @@ async function regressionProblem(
   metrics: CheckpointMetrics, cache?: VerifyCache,
 ): Promise<Refusal | undefined> {
   const baseline = await evaluate(trainer, start.state, start.hash, cache);
-  const now = await evaluate(trainer, c.state, stateHash(c.state), cache);
+  const now = await evaluate(trainer, c.state, finalHashOf(c), cache);
   metrics.baselineAccuracy = baseline.accuracy;
   metrics.accuracy = now.accuracy;
   metrics.loss = now.loss;
@@ -373,7 +427,7 @@ export async function verifyFinal(input: VerifyFinalInput): Promise<FinalVerdict
   if (!sameHex(c.templateId, job.templateId) || !sameHex(c.seed, job.seed) || c.step !== job.totalSteps) {
     return fail("wrong-template: final checkpoint does not belong to this job");
   }
-  const r = await evaluate(trainer, c.state, stateHash(c.state), input.cache);
+  const r = await evaluate(trainer, c.state, finalHashOf(c), input.cache);
   const target = template.descriptor.evalRules.targetAccuracy;
   const finite = Number.isFinite(r.accuracy) && Number.isFinite(r.loss);
   const accuracy = finite ? r.accuracy : 0;

@@ -138,7 +138,8 @@ describe("verifier checks: one checkpoint, one verifier", function () {
       const v = await verify(strictJob, report, 0, strict, strictTrainer);
       expect(v.accept, v.reasons.join("; ")).to.equal(true);
       expect(v.metrics.fullReplay).to.equal(true);
-      expect(v.metrics.replayedSteps).to.equal(10);
+      // the sampled steps first, then all 10 in order from the accepted state
+      expect(v.metrics.replayedSteps).to.equal(stepsToReplay(SALT, 10, 20, 0).length + 10);
       expect(v.metrics.notes).to.have.length(1);
     });
 
