@@ -109,7 +109,17 @@ export async function runFinalizer(
       if (guarded.busy()) logger.warn("previous run still going; skipped", { keeper: "finalizer" });
       await guarded.run();
     },
-    { name: "gpuchain-finalizer", noOverlap: true },
+    {
+      name: "gpuchain-finalizer",
+      noOverlap: true,
+      // node-cron's own messages (e.g. "execution blocked by overlap prevention") go to our log, as warnings.
+      logger: {
+        info: (m) => logger.info(String(m), { keeper: "finalizer", source: "node-cron" }),
+        warn: (m) => logger.warn(String(m), { keeper: "finalizer", source: "node-cron" }),
+        error: (m) => logger.error(String(m), { keeper: "finalizer", source: "node-cron" }),
+        debug: () => {},
+      },
+    },
   );
   await new Promise<void>((resolve) => {
     if (signal.aborted) return resolve();

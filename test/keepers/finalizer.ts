@@ -1,0 +1,182 @@
+/**
+ * The finalizer against a simulated chain: settle after the dispute window and after the arbiter's silence,
+ * claims on Settled and Cancelled jobs (providers from CheckpointAccepted events), races with someone else,
+ * restart at every point of a send, the node-cron schedule without overlapping runs, --dry-run.
+ */
+import { expect } from "chai";
+import type { Sender } from "../../keepers/chain.ts";
+import { finalizerConfig } from "../../keepers/finalizer/config.ts";
+import { createFinalizer, runFinalizer } from "../../keepers/finalizer/tick.ts";
+import {
+  ARBITER_TIMEOUT,
+  CRASH_POINTS,
+  crashingSender,
+  createJob,
+  errors,
+  eventCount,
+  ethers,
+  load,
+  networkHelpers,
+  reportAndAccept,
+  submitVerdict,
+  testContext,
+  trainToEnd,
+  warnings,
+  type Protocol,
+  type TestContextOptions,
+} from "./fixture.ts";
+
+async function finalizerFor(p: Protocol, o: TestContextOptions = {}) {
+  const { ctx, lines } = await testContext(p, { signer: p.stranger, component: "finalizer", ...o });
+  return { ctx, lines, finalizer: createFinalizer(ctx, { fromBlock: 0 }) };
+}
+
+/** provider1 trains 10 steps and is unassigned; provider2 finishes; the verdict is in. */
+async function jobWithVerdict(p: Protocol): Promise<bigint> {
+  const jobId = await createJob(p);
+  await p.escrow.connect(p.coordinator).assign(jobId, p.provider1.address);
+  await reportAndAccept(p, jobId, p.provider1, 10);
+  await p.escrow.connect(p.coordinator).unassign(jobId);
+  await p.escrow.connect(p.coordinator).assign(jobId, p.provider2.address);
+  await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider2));
+  return jobId;
+}
+
+const EARNED = { provider1: 10n * 900n, provider2: 90n * 1_000n };
+
+describe("keepers: finalizer on chain", function () {
+  it("settles a job once its dispute window passed and releases each provider's earnings, once", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    const { finalizer } = await finalizerFor(p);
+    expect((await finalizer.tick()).plan).to.deep.equal([]); // window still open
+    await networkHelpers.time.increase(3_601);
+    const r = await finalizer.tick();
+    expect(r.sent.map((s) => [s.action.method, s.outcome.kind])).to.deep.equal([
+      ["settle", "confirmed"],
+      ["claimEarnings", "confirmed"],
+      ["claimEarnings", "confirmed"],
+    ]);
+    expect(await p.escrow.owed(p.provider1.address)).to.equal(EARNED.provider1);
+    expect(await p.escrow.owed(p.provider2.address)).to.equal(EARNED.provider2);
+    expect(await p.escrow.owed(p.client.address)).to.equal(100_000n - EARNED.provider1 - EARNED.provider2);
+    expect((await finalizer.tick()).plan).to.deep.equal([]);
+    expect(await eventCount(p, "JobSettled", jobId)).to.equal(1);
+    expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
+  });
+
+  it("settles after the arbiter stayed silent past 3 days: verdict stands, bond returned", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    await p.escrow.connect(p.client).dispute(jobId);
+    const { finalizer } = await finalizerFor(p);
+    await networkHelpers.time.increase(ARBITER_TIMEOUT);
+    expect((await finalizer.tick()).plan).to.deep.equal([]); // the arbiter may still decide at the deadline
+    await networkHelpers.time.increase(1);
+    await finalizer.tick();
+    const [settled] = await p.escrow.queryFilter(p.escrow.filters.JobSettled(jobId));
+    expect(settled.args.bondReturned).to.equal(50_000_000n);
+    expect(await eventCount(p, "ArbiterTimedOut", jobId)).to.equal(1);
+    expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
+  });
+
+  it("claims a provider's accepted work on a Cancelled job", async function () {
+    const p = await load();
+    const jobId = await createJob(p);
+    await p.escrow.connect(p.coordinator).assign(jobId, p.provider1.address);
+    await reportAndAccept(p, jobId, p.provider1, 10);
+    await p.escrow.connect(p.coordinator).unassign(jobId);
+    await p.escrow.connect(p.client).cancel(jobId);
+    const { finalizer } = await finalizerFor(p);
+    const r = await finalizer.tick();
+    expect(r.sent.map((s) => [s.action.method, s.outcome.kind])).to.deep.equal([["claimEarnings", "confirmed"]]);
+    expect(await p.escrow.owed(p.provider1.address)).to.equal(EARNED.provider1);
+  });
+
+  it("someone else settles first: an expected race (warning), and the claims still go out", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    await networkHelpers.time.increase(3_601);
+    let frontRun = true;
+    const { finalizer, lines } = await finalizerFor(p, {
+      sender: (base: Sender): Sender => ({
+        simulate: base.simulate,
+        async send(m, a) {
+          if (m === "settle" && frontRun) {
+            frontRun = false;
+            await p.escrow.connect(p.client).settle(jobId);
+          }
+          return base.send(m, a);
+        },
+      }),
+    });
+    const r = await finalizer.tick();
+    expect(r.sent.map((s) => [s.action.method, s.outcome.kind])).to.deep.equal([
+      ["settle", "race"],
+      ["claimEarnings", "confirmed"],
+      ["claimEarnings", "confirmed"],
+    ]);
+    expect(warnings(lines).map((l) => l.error)).to.deep.equal([`JobEscrowUnexpectedStatus(${jobId}, 7, 80)`]);
+    expect(errors(lines)).to.deep.equal([]);
+    expect(await eventCount(p, "JobSettled", jobId)).to.equal(1);
+  });
+
+  for (const point of CRASH_POINTS) {
+    it(`restarted after dying ${point} while settling: settles once and claims once`, async function () {
+      const p = await load();
+      const jobId = await jobWithVerdict(p);
+      await networkHelpers.time.increase(3_601);
+      const dying = await finalizerFor(p, { sender: crashingSender(point) });
+      await dying.finalizer.tick();
+      const fresh = await finalizerFor(p);
+      await fresh.finalizer.tick();
+      await fresh.finalizer.tick();
+      expect(await eventCount(p, "JobSettled", jobId)).to.equal(1);
+      expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
+      expect(await p.escrow.owed(p.provider2.address)).to.equal(EARNED.provider2);
+    });
+  }
+
+  it("runs on its node-cron schedule, never two runs at once, and stops cleanly", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    await networkHelpers.time.increase(3_601);
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const slow = (base: Sender): Sender => ({
+      simulate: base.simulate,
+      async send(m, a) {
+        maxInFlight = Math.max(maxInFlight, ++inFlight);
+        await new Promise((r) => setTimeout(r, m === "settle" ? 1_500 : 0));
+        try {
+          return await base.send(m, a);
+        } finally {
+          inFlight--;
+        }
+      },
+    });
+    const { ctx, lines } = await testContext(p, { signer: p.stranger, component: "finalizer", sender: slow });
+    const controller = new AbortController();
+    const done = runFinalizer(ctx, finalizerConfig({ cron: "* * * * * *" }), controller.signal);
+    await new Promise((r) => setTimeout(r, 3_200));
+    controller.abort();
+    expect(await done).to.equal(0);
+    expect(maxInFlight).to.equal(1);
+    expect(await eventCount(p, "JobSettled", jobId)).to.equal(1);
+    expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
+    expect(lines.map((l) => l.msg)).to.include.members(["started", "stopped"]);
+    expect(errors(lines)).to.deep.equal([]);
+  });
+
+  it("--dry-run decides without sending", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    await networkHelpers.time.increase(3_601);
+    const { finalizer } = await finalizerFor(p, { dryRun: true });
+    const before = await ethers.provider.getBlockNumber();
+    const r = await finalizer.tick();
+    expect(r.sent.map((s) => s.outcome.kind)).to.deep.equal(["dry-run", "dry-run", "dry-run"]);
+    expect(await ethers.provider.getBlockNumber()).to.equal(before);
+    expect(Number(await p.escrow.statusOf(jobId))).to.equal(4); // Settleable
+  });
+});
