@@ -68,9 +68,9 @@ describe("keepers: coordinator on chain", function () {
       expect((await post(good)).status).to.equal(200);
       const replay = await post(good);
       expect(replay.status).to.equal(400);
-      expect((await replay.json()).reason).to.contain("replayed");
+      expect(((await replay.json()) as { reason: string }).reason).to.contain("replayed");
       const forged = { ...(await beat(P3, p.chainId, clock.now())), provider: P1.address };
-      expect((await (await post(forged)).json()).reason).to.contain("signature");
+      expect(((await (await post(forged)).json()) as { reason: string }).reason).to.contain("signature");
       expect((await post(await beat(P1, 1n, clock.now()))).status).to.equal(400);
       expect((await post({ hello: 1 })).status).to.equal(400);
       const malformed = await fetch(`${server.url}/heartbeat`, { method: "POST", body: "{not json" });
