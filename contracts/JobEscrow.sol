@@ -213,8 +213,9 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks
         _checkAssignee(jobId, job, epoch);
         if (job.pendingStep != 0) revert JobEscrowCheckpointPending(jobId, job.pendingStep);
-        uint32 maxStep = job.acceptedStep + job.checkpointInterval;
-        if (maxStep > job.totalSteps) maxStep = job.totalSteps;
+        // Summed in 256 bits: two uint32 values near the top of their range would overflow and brick the job.
+        uint256 reach = uint256(job.acceptedStep) + job.checkpointInterval;
+        uint32 maxStep = reach > job.totalSteps ? job.totalSteps : uint32(reach);
         if (step <= job.acceptedStep || step > maxStep) revert JobEscrowInvalidStep(jobId, step, job.acceptedStep, maxStep);
         if (checkpointHash == bytes32(0)) revert JobEscrowZeroHash(jobId);
         // Effects

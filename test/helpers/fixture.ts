@@ -126,6 +126,13 @@ export async function createJob(p: Protocol, overrides: Partial<JobRequest> = {}
   return p.escrow.jobCount();
 }
 
+/** Creates a job and has the coordinator assign it to `provider` (epoch 1). Returns its id. */
+export async function startJob(p: Protocol, overrides: Partial<JobRequest> = {}, provider = p.provider1): Promise<bigint> {
+  const jobId = await createJob(p, overrides);
+  await p.escrow.connect(p.coordinator).assign(jobId, provider.address);
+  return jobId;
+}
+
 /** Safe-owner signatures (packed in owner order) over the checkpoint decision digest. Default: verifier1 + 2. */
 export async function signDecision(
   p: Protocol,
