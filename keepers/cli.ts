@@ -12,7 +12,6 @@ import { SHARED_OPTIONS, type FlagValues } from "./config.ts";
 import { keeperContext } from "./context.ts";
 import { COLLECTOR_OPTIONS, collectorConfig, type CollectorConfig } from "./collector/config.ts";
 import { runCollector } from "./collector/run.ts";
-import { safeTxExecutor } from "./collector/safeTx.ts";
 import { COORDINATOR_OPTIONS, coordinatorConfig } from "./coordinator/config.ts";
 import { runCoordinator } from "./coordinator/tick.ts";
 import { FINALIZER_OPTIONS, finalizerConfig } from "./finalizer/config.ts";
@@ -115,7 +114,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (configs.collector) {
       const ctx = await contextFor("collector");
-      runs.push(runCollector(ctx, configs.collector, collectorDeps(ctx, configs.collector, deployment, String(v.rpc)), signal));
+      const deps = await collectorDeps(ctx, configs.collector, deployment, String(v.rpc));
+      runs.push(runCollector(ctx, configs.collector, deps, signal));
     }
     if (configs.finalizer) runs.push(runFinalizer(await contextFor("finalizer"), configs.finalizer, signal));
     if (configs.reserves) runs.push(runReservesWatch(await contextFor("reserves"), configs.reserves, signal));
@@ -137,9 +137,11 @@ function asUsage<T>(fn: () => T): T {
   }
 }
 
-function collectorDeps(ctx: KeeperContext, config: CollectorConfig, deployment: ReturnType<typeof loadDeployment>, rpc: string) {
+async function collectorDeps(ctx: KeeperContext, config: CollectorConfig, deployment: ReturnType<typeof loadDeployment>, rpc: string) {
   const deps = { safeAddress: deployment.verifierSafe, escrowAddress: deployment.escrow };
   if (!config.viaSafeTx) return deps;
+  // protocol-kit (and viem) take seconds to load: only when asked for.
+  const { safeTxExecutor } = await import("./collector/safeTx.ts");
   const ownerKeys = config.ownerKeys.map((file) => loadKey(file).privateKey);
   return { ...deps, executor: safeTxExecutor(ctx, { provider: rpc, ownerKeys, deployment }) };
 }

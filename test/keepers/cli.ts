@@ -1,0 +1,169 @@
+/**
+ * `gpuchain keeper …` as a real process against the simulated chain (served over HTTP by a small JSON-RPC bridge):
+ * --once runs, --dry-run sends nothing, `all` starts the four keepers and stops cleanly on SIGTERM, usage errors.
+ */
+import { expect } from "chai";
+import { spawn } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { writeKey } from "../../sdk/keys.ts";
+import { UsageError } from "../../cli/args.ts";
+import { main } from "../../keepers/cli.ts";
+import { beat, connection, createJob, ethers, load, wallet, type Protocol } from "./fixture.ts";
+
+const NODE = path.resolve("node_modules/.bin/node");
+const CLI = path.resolve("cli/gpuchain.ts");
+
+/** Serves the in-process simulated chain as JSON-RPC over HTTP. */
+async function rpcBridge(): Promise<{ url: string; close: () => Promise<void> }> {
+  const handle = async (req: { id?: unknown; method: string; params?: unknown[] }) => {
+    try {
+      const result = await connection.provider.request({ method: req.method, params: req.params ?? [] });
+      return { jsonrpc: "2.0", id: req.id, result };
+    } catch (err) {
+      const e = err as { code?: number; message?: string; data?: unknown };
+      return { jsonrpc: "2.0", id: req.id, error: { code: e.code ?? -32603, message: e.message ?? String(err), data: e.data } };
+    }
+  };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      const out = Array.isArray(body) ? await Promise.all(body.map(handle)) : await handle(body);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(out, (_k, v) => (typeof v === "bigint" ? "0x" + v.toString(16) : v)));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((r) => { server.close(() => r()); server.closeAllConnections(); }),
+  };
+}
+
+/** Ignition's deployed_addresses.json for the fixture's deployment. */
+function deploymentFile(dir: string, p: Protocol): string {
+  const d = p.deployment;
+  const s = d.safe;
+  const file = path.join(dir, "deployed_addresses.json");
+  writeFileSync(file, JSON.stringify({
+    "TestUSDC#TestUSDC": d.usdc,
+    "ProviderRegistry#ProviderRegistry": d.registry,
+    "SafeSingletons#SafeL2": s.safeSingletonAddress,
+    "SafeSingletons#SafeProxyFactory": s.safeProxyFactoryAddress,
+    "SafeSingletons#CompatibilityFallbackHandler": s.fallbackHandlerAddress,
+    "SafeSingletons#MultiSend": s.multiSendAddress,
+    "SafeSingletons#MultiSendCallOnly": s.multiSendCallOnlyAddress,
+    "SafeSingletons#SignMessageLib": s.signMessageLibAddress,
+    "SafeSingletons#CreateCall": s.createCallAddress,
+    "SafeSingletons#SimulateTxAccessor": s.simulateTxAccessorAddress,
+    "VerifierSafe#VerifierSafeProxy": d.verifierSafe,
+    "GPUChainLocal#JobEscrow": d.escrow,
+  }));
+  return file;
+}
+
+interface Run {
+  code: Promise<number>;
+  lines: () => Record<string, unknown>[];
+  stderr: () => string;
+  kill: (signal: NodeJS.Signals) => void;
+  waitFor: (pred: (l: Record<string, unknown>) => boolean, ms?: number) => Promise<void>;
+}
+
+function keeper(args: string[]): Run {
+  const child = spawn(NODE, [CLI, "keeper", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (c) => (out += c));
+  child.stderr.on("data", (c) => (err += c));
+  const lines = () => out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+  const code = new Promise<number>((r) => child.on("exit", (c, s) => r(c ?? (s ? 128 : 1))));
+  return {
+    code,
+    lines,
+    stderr: () => err,
+    kill: (s) => child.kill(s),
+    async waitFor(pred, ms = 20_000) {
+      const until = Date.now() + ms;
+      while (!lines().some(pred)) {
+        if (Date.now() > until) throw new Error(`timed out; stdout:\n${out}\nstderr:\n${err}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+  };
+}
+
+describe("keepers: gpuchain keeper CLI (child processes)", function () {
+  let bridge: Awaited<ReturnType<typeof rpcBridge>>;
+  let p: Protocol;
+  let dir: string;
+  let common: string[];
+  before(async function () {
+    p = await load();
+    await createJob(p);
+    bridge = await rpcBridge();
+    dir = mkdtempSync(path.join(tmpdir(), "gpuchain-keeper-cli-"));
+    writeKey(path.join(dir, "coordinator.key"), wallet(1).privateKey);
+    writeKey(path.join(dir, "stranger.key"), wallet(11).privateKey);
+    common = ["--rpc", bridge.url, "--deployment", deploymentFile(dir, p)];
+  });
+  after(async function () {
+    await bridge?.close();
+  });
+
+  it("reserves --once checks the latest block and exits 0", async function () {
+    const run = keeper(["reserves", "--once", ...common]);
+    expect(await run.code, run.stderr()).to.equal(0);
+    expect(run.lines().find((l) => l.msg === "reserves")).to.include({ held: "100000", owed: "100000" });
+  });
+
+  it("coordinator --once --dry-run decides, logs the decision and sends nothing", async function () {
+    const before = await ethers.provider.getBlockNumber();
+    const run = keeper(["coordinator", "--once", "--dry-run", "--port", "0", ...common]);
+    expect(await run.code, run.stderr()).to.equal(0);
+    expect(run.lines().find((l) => l.msg === "decision")).to.include({ job: "1", action: "wait" });
+    expect(await ethers.provider.getBlockNumber()).to.equal(before);
+  });
+
+  it("all: runs the four keepers in one process, assigns over HTTP heartbeats, and stops cleanly on SIGTERM", async function () {
+    const run = keeper([
+      "all", ...common, "--key", path.join(dir, "coordinator.key"), "--coordinator-port", "0", "--collector-port", "0",
+      "--state-file", path.join(dir, "collector.json"), "--interval-ms", "200", "--cron", "*/1 * * * * *",
+    ]);
+    await run.waitFor((l) => l.msg === "listening" && l.component === "coordinator");
+    await run.waitFor((l) => l.msg === "started" && l.keeper === "finalizer");
+    const url = run.lines().find((l) => l.msg === "listening" && l.component === "coordinator")!.url as string;
+    const res = await fetch(`${url}/heartbeat`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(await beat(wallet(9), p.chainId, Date.now())),
+    });
+    expect(res.status).to.equal(200);
+    await run.waitFor((l) => l.msg === "sent" && l.action === "assign");
+    expect((await p.escrow.jobOf(1n)).provider).to.equal(wallet(9).address);
+    run.kill("SIGTERM");
+    expect(await run.code, run.stderr()).to.equal(0);
+    const stopped = run.lines().filter((l) => l.msg === "stopped").map((l) => l.keeper);
+    expect(stopped).to.have.members(["coordinator", "collector", "finalizer", "reserves"]);
+  });
+
+  it("usage errors exit 2 with a message (no key, unknown keeper, bad flag, bad cron, missing deployment)", async function () {
+    const run = keeper(["coordinator", ...common]);
+    expect(await run.code).to.equal(2);
+    expect(run.stderr()).to.match(/^gpuchain: --key FILE is required/);
+    for (const args of [
+      ["janitor"],
+      ["coordinator", "--bogus"],
+      ["finalizer", "--cron", "often", ...common],
+      ["collector", "--via-safe-tx", "--key", "k", ...common],
+      ["reserves", "--once", "--rpc", bridge.url, "--deployment", path.join(dir, "missing.json")],
+    ]) {
+      await expect(main(args), args.join(" ")).to.be.rejectedWith(UsageError);
+    }
+  });
+});
