@@ -1,8 +1,8 @@
 /** The embedded local chain (Hardhat's simulated network as a JSON-RPC node) and the Ignition deployment on it. */
+import { rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import path from "node:path";
-import { JsonRpcProvider } from "ethers";
 import { sleep } from "../sdk/retry.ts";
 import { runToEnd, type ProcessGroup } from "./processes.ts";
 
@@ -42,21 +42,29 @@ export async function startChain(group: ProcessGroup, port: number, timeoutMs = 
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (!group.has("chain")) throw new Error("the local chain exited during start-up (see its output above)");
-    const provider = new JsonRpcProvider(url, undefined, { staticNetwork: true });
-    try {
-      await provider.send("eth_chainId", []);
-      return url;
-    } catch {
-      await sleep(500);
-    } finally {
-      provider.destroy();
-    }
+    if (await answers(url)) return url;
+    await sleep(500);
   }
   throw new Error(`the local chain did not answer on ${url} within ${timeoutMs / 1000} s`);
 }
 
+async function answers(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
 /** Deploys GPUChainLocal through Ignition (the same module the tests deploy) and returns the addresses file. */
 export async function deployLocal(rpcUrl: string, deploymentId: string): Promise<string> {
+  // A fresh chain every run: an old journal under this id describes contracts that no longer exist.
+  rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
   const { code, output } = await runToEnd(
     [
       HARDHAT_CLI,

@@ -22,7 +22,8 @@ export function renderChildLine(name: string, line: string, stream: "stdout" | "
   if (typeof record.step === "number") trained.set(name, Math.max(record.step, trained.get(name) ?? 0));
   const level = String(record.level ?? "info");
   const msg = String(record.msg ?? "");
-  const important = level === "warn" || level === "error" || /fault|fenced|refus|accept|assign|unassign|regist|verdict|settle|dispute|reserves|kill|stop/i.test(msg);
+  const important = level === "warn" || level === "error" || /fault|fenced|refus|decided|decision|assign|regist|verdict|settle|dispute|kill|stopped|started|failed/i.test(msg);
+  if (!important && /^(tick|reserves|signature)$/.test(msg)) return undefined; // routine, every block or tick
   const key = `${name}:${important ? msg : "progress"}`;
   const now = Date.now();
   if (!important || /progress|training|heartbeat/i.test(msg)) {

@@ -78,7 +78,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
     const deploymentFile = await deployLocal(rpc, o.deploymentId);
     const deployment = loadDeployment(deploymentFile);
-    provider = new JsonRpcProvider(rpc, undefined, { staticNetwork: true, polling: true, pollingInterval: 250 } as never);
+    provider = new JsonRpcProvider(rpc, undefined, { polling: true, pollingInterval: 250, cacheTimeout: -1 });
     const owner = new Wallet(TEST_KEYS.owner, provider);
     const protocol = connectProtocol(deployment, owner);
     const template = loadTemplate(o.template);
@@ -103,6 +103,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     await group.stopAll();
     provider?.destroy();
     await recorder.close();
+    // The chain is gone with this run; its deployment journal would only mislead the next one.
+    rmSync(path.join("ignition", "deployments", o.deploymentId), { recursive: true, force: true });
   }
 }
 
@@ -139,7 +141,7 @@ function startOffChain(
   const cli = "cli/gpuchain.ts";
   const store = path.join(o.runDir, "store");
   const common = ["--rpc", rpc, "--deployment", deployment];
-  const coordinatorUrl = `http://127.0.0.1:${ports.coordinator}`;
+  const coordinatorUrl = `http://127.0.0.1:${ports.coordinator}/heartbeat`;
   const collectorUrl = `http://127.0.0.1:${ports.collector}`;
   group.start("keepers", [
     cli, "keeper", "all", ...common,
@@ -217,14 +219,17 @@ async function watchJob(
       if (!e) continue;
       events.push(e);
       recorder.add("event", "chain", e);
+      if (e.args.jobId === undefined || BigInt(e.args.jobId as bigint) !== jobId) continue; // set-up events
       note(describeEvent(e, names));
-      if (e.name === "CheckpointAccepted" && String(e.args.provider).toLowerCase() === alice && killedAt === undefined && o.kill) {
-        const trained = lastTrainedStep("alice") ?? Number(e.args.step);
+      const byAlice = String(e.args.provider).toLowerCase() === alice;
+      if (e.name === "CheckpointAccepted" && byAlice && killedAt === undefined && o.kill) {
         await group.kill("alice", "SIGKILL");
         killedAt = Date.now();
-        result.lostSteps = Math.max(0, trained - Number(e.args.step));
-        note(`>>> killed alice (SIGKILL) after her checkpoint at step ${e.args.step}; she had trained to step ${trained}`);
-      } else if (e.name === "CheckpointAccepted" && killedAt !== undefined && result.failoverSeconds === undefined) {
+        note(`>>> killed alice (SIGKILL) after her checkpoint at step ${e.args.step} was accepted; she had trained to step ${lastTrainedStep("alice") ?? "?"}`);
+      } else if (e.name === "ProviderAssigned" && killedAt !== undefined && result.lostSteps === undefined) {
+        // Work lost = what alice trained beyond the checkpoint her replacement resumes from.
+        result.lostSteps = Math.max(0, (lastTrainedStep("alice") ?? 0) - Number(e.args.resumeStep));
+      } else if (e.name === "CheckpointAccepted" && !byAlice && killedAt !== undefined && result.failoverSeconds === undefined) {
         result.failoverSeconds = (Date.now() - killedAt) / 1000;
         note(`>>> failover complete: first checkpoint from the replacement accepted ${result.failoverSeconds.toFixed(1)} s after the kill`);
       } else if (e.name === "VerdictSubmitted" && !timeAdvanced) {

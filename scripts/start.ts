@@ -6,6 +6,7 @@
  *   npm start -- --quick           the small synthetic template (seconds instead of minutes)
  * Exits 0 only if every promise held. Ctrl-C stops every process it started.
  */
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { replay } from "../demo/recording.ts";
 import { runScenario } from "../demo/scenario.ts";
@@ -18,7 +19,7 @@ const { values } = parseArgs({
     steps: { type: "string" },
     interval: { type: "string" },
     fault: { type: "string", default: "garbage-weights" },
-    "run-dir": { type: "string", default: ".gpuchain/run" },
+    "run-dir": { type: "string" },
     timeout: { type: "string", default: "900" },
   },
   strict: true,
@@ -42,8 +43,9 @@ async function main(): Promise<number> {
     dispute: values.dispute,
     fault: values.fault,
     kill: true,
-    runDir: values["run-dir"],
-    deploymentId: "gpuchain-start",
+    // Each run gets its own folder and deployment id, so two runs on one machine never share state.
+    runDir: values["run-dir"] ?? path.join(".gpuchain", "runs", new Date().toISOString().replace(/[:.]/g, "-")),
+    deploymentId: `gpuchain-start-${process.pid}`,
     timeoutMs: Number(values.timeout) * 1000,
     print: (l) => console.log(l),
     signal: controller.signal,

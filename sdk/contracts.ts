@@ -45,9 +45,12 @@ export function connectProtocol(deployment: Deployment, runner: ContractRunner):
   };
 }
 
-/** A JSON-RPC provider that polls quickly (local chains mine on demand) and does not retry forever on start. */
+/**
+ * A JSON-RPC provider that polls quickly (local chains mine on demand). Its request cache is off: ethers caches
+ * identical calls for 250 ms by default, which hands two quick transactions from one key the same nonce.
+ */
 export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
-  const provider = new JsonRpcProvider(url, undefined, { staticNetwork: false, polling: true });
+  const provider = new JsonRpcProvider(url, undefined, { polling: true, cacheTimeout: -1 });
   provider.pollingInterval = pollingMs;
   return provider;
 }
