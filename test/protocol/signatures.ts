@@ -1,0 +1,228 @@
+/**
+ * Verifier decisions reach the escrow two ways: 2-of-3 Safe-owner signatures over the escrow's EIP-712 digest
+ * (relayed by anyone, checked by the Safe through EIP-1271), or a Safe transaction calling the escrow directly.
+ */
+import { expect } from "chai";
+import Safe from "@safe-global/protocol-kit";
+import { HDNodeWallet, Mnemonic } from "ethers";
+import {
+  METRIC,
+  ckpt,
+  connection,
+  deployProtocol,
+  ethers,
+  networkHelpers,
+  reportAndAccept,
+  signDecision,
+  signDigest,
+  startJob,
+  trainToEnd,
+  type Protocol,
+} from "../helpers/fixture.ts";
+import {
+  checkpointDecisionDigest,
+  checkpointDecisionTypes,
+  escrowDomain,
+  verdictDigest,
+  verdictTypes,
+} from "../../sdk/verifierSignatures.ts";
+
+/** Hardhat's default accounts come from the well-known test mnemonic. */
+const MNEMONIC = Mnemonic.fromPhrase("test test test test test test test test test test test junk");
+const privateKeyOf = (index: number) => HDNodeWallet.fromMnemonic(MNEMONIC, `m/44'/60'/0'/0/${index}`).privateKey;
+
+/** A job with provider1's checkpoint at step 10 pending (epoch 1). */
+async function pendingJob() {
+  const p = await networkHelpers.loadFixture(deployProtocol);
+  const jobId = await startJob(p);
+  const hash = ckpt(jobId, 10);
+  await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
+  return { ...p, jobId, hash };
+}
+
+/** Signatures over a digest built in another domain (another chain or another escrow). */
+async function signInDomain(p: Protocol, chainId: bigint, escrow: string, jobId: bigint, hash: string) {
+  const digest = checkpointDecisionDigest(escrowDomain(chainId, escrow), { jobId, epoch: 1n, step: 10, checkpointHash: hash, accept: true });
+  return signDigest(p, digest, [p.verifier1, p.verifier2]);
+}
+
+describe("JobEscrow: verifier signatures", function () {
+  describe("typed data twins", function () {
+    it("digests: the TypeScript checkpoint and verdict digests equal the contract's", async function () {
+      const p = await networkHelpers.loadFixture(deployProtocol);
+      const domain = escrowDomain(p.chainId, p.escrowAddress);
+      const h = ethers.id("blob");
+      for (const accept of [true, false]) {
+        expect(checkpointDecisionDigest(domain, { jobId: 7n, epoch: 3n, step: 42, checkpointHash: h, accept })).to.equal(
+          await p.escrow.checkpointDecisionDigest(7n, 3n, 42, h, accept),
+        );
+      }
+      expect(verdictDigest(domain, { jobId: 7n, modelHash: h, metric: METRIC, passed: true })).to.equal(
+        await p.escrow.verdictDigest(7n, h, METRIC, true),
+      );
+      const encoder = (types: Record<string, { name: string; type: string }[]>) => ethers.TypedDataEncoder.from(types);
+      expect(ethers.id(encoder(checkpointDecisionTypes).encodeType("CheckpointDecision"))).to.equal(
+        await p.escrow.CHECKPOINT_DECISION_TYPEHASH(),
+      );
+      expect(ethers.id(encoder(verdictTypes).encodeType("Verdict"))).to.equal(await p.escrow.VERDICT_TYPEHASH());
+    });
+  });
+
+  describe("relayed 2-of-3 owner signatures", function () {
+    for (const [a, b] of [[0, 1], [0, 2], [1, 2], [2, 0]] as const) {
+      it(`acceptCheckpoint: accepts verifier${a + 1} + verifier${b + 1} signatures relayed by a stranger`, async function () {
+        const p = await pendingJob();
+        const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifiers[a], p.verifiers[b]]);
+        await expect(p.escrow.connect(p.stranger).acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(
+          p.escrow,
+          "CheckpointAccepted",
+        );
+      });
+    }
+
+    it("acceptCheckpoint: accepts all three owners' signatures", async function () {
+      const p = await pendingJob();
+      const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true, p.verifiers);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(p.escrow, "CheckpointAccepted");
+    });
+
+    it("refuseCheckpoint: accepts 2-of-3 refuse signatures", async function () {
+      const p = await pendingJob();
+      const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, false, [p.verifier2, p.verifier3]);
+      await expect(p.escrow.refuseCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(p.escrow, "CheckpointRefused");
+    });
+  });
+
+  describe("rejected signature sets", function () {
+    it("replay: the same accept signatures used twice revert with JobEscrowNoSuchPendingCheckpoint", async function () {
+      const p = await pendingJob();
+      const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
+      await p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoSuchPendingCheckpoint")
+        .withArgs(p.jobId, 1n, 10, p.hash);
+    });
+
+    it("replay: signatures for one checkpoint do not accept a later checkpoint", async function () {
+      const p = await pendingJob();
+      const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
+      await p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs);
+      const h20 = ckpt(p.jobId, 20);
+      await p.escrow.connect(p.provider1).reportCheckpoint(p.jobId, 1n, 20, h20);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 20, h20, sigs))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(await p.escrow.checkpointDecisionDigest(p.jobId, 1n, 20, h20, true));
+    });
+
+    it("replay: a checkpoint re-reported in a later epoch needs new signatures", async function () {
+      const p = await pendingJob();
+      const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
+      await p.escrow.connect(p.coordinator).unassign(p.jobId);
+      await p.escrow.connect(p.coordinator).assign(p.jobId, p.provider1.address); // epoch 3
+      await p.escrow.connect(p.provider1).reportCheckpoint(p.jobId, 3n, 10, p.hash);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 3n, 10, p.hash, sigs))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(await p.escrow.checkpointDecisionDigest(p.jobId, 3n, 10, p.hash, true));
+    });
+
+    const invalid: { name: string; sign: (p: Awaited<ReturnType<typeof pendingJob>>) => Promise<string> }[] = [
+      { name: "only 1 of the 3 owners signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier2]) },
+      { name: "an owner and a non-owner signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier1, p.stranger]) },
+      { name: "two non-owners signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.client, p.stranger]) },
+      { name: "the same owner signed twice", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier3, p.verifier3]) },
+      { name: "they were signed for another job", sign: (p) => signDecision(p, p.jobId + 1n, 1n, 10, p.hash, true) },
+      { name: "they were signed for another step", sign: (p) => signDecision(p, p.jobId, 1n, 9, p.hash, true) },
+      { name: "they were signed for another epoch", sign: (p) => signDecision(p, p.jobId, 2n, 10, p.hash, true) },
+      { name: "they were signed for another hash", sign: (p) => signDecision(p, p.jobId, 1n, 10, ckpt(p.jobId, 10, "forged"), true) },
+      { name: "they were signed as a refusal", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, false) },
+      { name: "the digest was built with another chain id", sign: (p) => signInDomain(p, 84532n, p.escrowAddress, p.jobId, p.hash) },
+      { name: "the digest was built for another escrow address", sign: (p) => signInDomain(p, p.chainId, p.stranger.address, p.jobId, p.hash) },
+      { name: "no signatures are given", sign: async () => "0x" },
+      { name: "the signatures are garbage bytes", sign: async () => "0x" + "ab".repeat(130) },
+    ];
+    for (const c of invalid) {
+      it(`acceptCheckpoint: reverts with JobEscrowInvalidVerifierSignatures when ${c.name}`, async function () {
+        const p = await pendingJob();
+        const sigs = await c.sign(p);
+        await expect(p.escrow.connect(p.stranger).acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
+          .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+          .withArgs(await p.escrow.checkpointDecisionDigest(p.jobId, 1n, 10, p.hash, true));
+        expect((await p.escrow.jobOf(p.jobId)).pendingStep).to.equal(10n);
+      });
+    }
+
+    it("refuseCheckpoint: reverts with JobEscrowInvalidVerifierSignatures when given accept signatures", async function () {
+      const p = await pendingJob();
+      const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
+      await expect(p.escrow.refuseCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(await p.escrow.checkpointDecisionDigest(p.jobId, 1n, 10, p.hash, false));
+    });
+
+    it("signatures: an owner's signature for a different Safe does not count", async function () {
+      const p = await pendingJob();
+      const digest = await p.escrow.checkpointDecisionDigest(p.jobId, 1n, 10, p.hash, true);
+      const otherSafe = { ...p, safeAddress: p.stranger.address };
+      const sigs = await signDigest(otherSafe, digest, [p.verifier1, p.verifier2]);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(digest);
+    });
+  });
+
+  describe("a Safe transaction calling the escrow directly (protocol-kit)", function () {
+    async function kits(p: Protocol) {
+      const contractNetworks = { [p.chainId.toString()]: p.singletons };
+      // Safe owners are Hardhat accounts 3, 4, 5 (verifier1..3).
+      const init = (i: number) =>
+        Safe.init({ provider: connection.provider as never, signer: privateKeyOf(i), safeAddress: p.safeAddress, contractNetworks });
+      return [await init(3), await init(5)];
+    }
+
+    async function execute(p: Protocol, data: string) {
+      const [kitA, kitB] = await kits(p);
+      let tx = await kitA.createTransaction({ transactions: [{ to: p.escrowAddress, value: "0", data }] });
+      tx = await kitA.signTransaction(tx);
+      tx = await kitB.signTransaction(tx);
+      const { hash } = await kitB.executeTransaction(tx);
+      return hash;
+    }
+
+    it("acceptCheckpoint: a 2-of-3 Safe transaction with empty signatures accepts the checkpoint", async function () {
+      const p = await pendingJob();
+      const data = p.escrow.interface.encodeFunctionData("acceptCheckpoint", [p.jobId, 1n, 10, p.hash, "0x"]);
+      const hash = await execute(p, data);
+      await expect(hash)
+        .to.emit(p.escrow, "CheckpointAccepted")
+        .withArgs(p.jobId, p.provider1.address, 1n, 10, p.hash, 10, 9_000n);
+      await expect(hash).to.emit(p.safe, "ExecutionSuccess");
+    });
+
+    it("refuseCheckpoint and submitVerdict: also work as Safe transactions", async function () {
+      const p = await pendingJob();
+      await execute(p, p.escrow.interface.encodeFunctionData("refuseCheckpoint", [p.jobId, 1n, 10, p.hash, "0x"]));
+      expect(await p.escrow.isFenced(p.jobId, p.provider1.address)).to.equal(true);
+      const modelHash = await trainToEnd(p, p.jobId, p.provider2);
+      await execute(p, p.escrow.interface.encodeFunctionData("submitVerdict", [p.jobId, modelHash, METRIC, true, "0x"]));
+      expect((await p.escrow.verdictOf(p.jobId)).modelHash).to.equal(modelHash);
+    });
+
+    it("acceptCheckpoint: empty signatures from anyone but the Safe revert with JobEscrowInvalidVerifierSignatures", async function () {
+      const p = await pendingJob();
+      await expect(p.escrow.connect(p.verifier1).acceptCheckpoint(p.jobId, 1n, 10, p.hash, "0x"))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(await p.escrow.checkpointDecisionDigest(p.jobId, 1n, 10, p.hash, true));
+    });
+
+    it("acceptCheckpoint: a later Safe transaction for a decided checkpoint fails inside the Safe and changes nothing", async function () {
+      const p = await pendingJob();
+      const data = p.escrow.interface.encodeFunctionData("acceptCheckpoint", [p.jobId, 1n, 10, p.hash, "0x"]);
+      await execute(p, data);
+      const paid = (await p.escrow.jobOf(p.jobId)).paid;
+      // Safe v1.4.1 with safeTxGas = 0 reverts the whole transaction when the inner call fails (GS013).
+      await expect(execute(p, data)).to.be.rejected;
+      expect((await p.escrow.jobOf(p.jobId)).paid).to.equal(paid);
+      await reportAndAccept(p, p.jobId, p.provider1, 20);
+    });
+  });
+});
