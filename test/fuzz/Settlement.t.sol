@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.28;
+
+import {IJobEscrow} from "../../contracts/interfaces/IJobEscrow.sol";
+import {EscrowFixture} from "./utils/EscrowFixture.sol";
+import {bound} from "./utils/Bound.sol";
+
+/// @notice Settlement and pull payments with random prices and budgets: every unit of test USDC that went in comes
+/// out to the right account, exactly once, and the escrow ends empty.
+contract SettlementFuzzTest is EscrowFixture {
+    /// @dev A job trained by two providers at two prices, with a verdict. Returns what each earned.
+    function _trainedJob(uint32 totalSteps, uint32 handover, uint128 price1, uint128 price2, uint128 extra)
+        private
+        returns (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2)
+    {
+        totalSteps = uint32(bound(totalSteps, 2, 1_000_000));
+        handover = uint32(bound(handover, 1, totalSteps - 1));
+        price1 = uint128(bound(price1, 1, 1e18));
+        price2 = uint128(bound(price2, 1, 1e18));
+        uint128 maxPrice = price1 > price2 ? price1 : price2;
+        budget = uint256(totalSteps) * maxPrice + bound(extra, 0, 1e24);
+        jobId = _createJob(_request(totalSteps, totalSteps, maxPrice, uint128(budget)));
+        _registerAndAssign(jobId, provider1, price1);
+        _reportAndAccept(jobId, handover);
+        vm.prank(coordinator);
+        escrow.unassign(jobId);
+        _registerAndAssign(jobId, provider2, price2);
+        _reportAndAccept(jobId, totalSteps);
+        _submitVerdict(jobId);
+        earned1 = uint256(handover) * price1;
+        earned2 = uint256(totalSteps - handover) * price2;
+    }
+
+    function _claimAndWithdrawAll(uint256 jobId) private {
+        escrow.claimEarnings(jobId, provider1);
+        escrow.claimEarnings(jobId, provider2);
+        vm.prank(provider1);
+        escrow.withdraw();
+        vm.prank(provider2);
+        escrow.withdraw();
+    }
+
+    function testFuzz_settle_afterWindow_paysRefundAndEarningsExactlyOnce(
+        uint32 totalSteps,
+        uint32 handover,
+        uint128 price1,
+        uint128 price2,
+        uint128 extra
+    ) public {
+        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) =
+            _trainedJob(totalSteps, handover, price1, price2, extra);
+        vm.warp(block.timestamp + WINDOW + 1);
+        escrow.settle(jobId);
+
+        assertEq(escrow.owed(client), budget - earned1 - earned2, "refund");
+        _claimAndWithdrawAll(jobId);
+        vm.prank(client);
+        escrow.withdraw();
+
+        assertEq(usdc.balanceOf(provider1), earned1, "provider1 paid");
+        assertEq(usdc.balanceOf(provider2), earned2, "provider2 paid");
+        assertEq(usdc.balanceOf(client), budget - earned1 - earned2, "client refunded");
+        assertEq(usdc.balanceOf(address(escrow)), 0, "escrow empty");
+        (uint256 held, uint256 owes) = escrow.reserves();
+        assertEq(held, 0, "held");
+        assertEq(owes, 0, "owes");
+        // Nothing can be claimed or withdrawn twice.
+        vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNoEarnings.selector, jobId, provider1));
+        escrow.claimEarnings(jobId, provider1);
+        vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNothingOwed.selector, client));
+        vm.prank(client);
+        escrow.withdraw();
+    }
+
+    function testFuzz_resolveDispute_upheld_voidsEveryPaymentAndReturnsBudgetAndBond(
+        uint32 totalSteps,
+        uint32 handover,
+        uint128 price1,
+        uint128 price2,
+        uint128 extra
+    ) public {
+        (uint256 jobId, uint256 budget,,) = _trainedJob(totalSteps, handover, price1, price2, extra);
+        _dispute(jobId);
+        vm.prank(arbiter);
+        escrow.resolveDispute(jobId, true);
+
+        assertEq(escrow.owed(client), budget + BOND, "budget and bond back to the client");
+        assertEq(escrow.earningsOf(jobId, provider1), 0, "provider1 voided");
+        assertEq(escrow.earningsOf(jobId, provider2), 0, "provider2 voided");
+        vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNoEarnings.selector, jobId, provider1));
+        escrow.claimEarnings(jobId, provider1);
+        vm.prank(client);
+        escrow.withdraw();
+        assertEq(usdc.balanceOf(address(escrow)), 0, "escrow empty");
+        assertEq(escrow.totalLocked() + escrow.totalBonds() + escrow.totalWithdrawable(), 0, "owes nothing");
+    }
+
+    function testFuzz_resolveDispute_rejected_forfeitsTheBondAndPaysProviders(
+        uint32 totalSteps,
+        uint32 handover,
+        uint128 price1,
+        uint128 price2,
+        uint128 extra
+    ) public {
+        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) =
+            _trainedJob(totalSteps, handover, price1, price2, extra);
+        _dispute(jobId);
+        vm.prank(arbiter);
+        escrow.resolveDispute(jobId, false);
+
+        assertEq(escrow.owed(client), budget - earned1 - earned2, "refund only");
+        assertEq(escrow.owed(feeRecipient), BOND, "bond forfeited");
+        _claimAndWithdrawAll(jobId);
+        vm.prank(client);
+        escrow.withdraw();
+        vm.prank(feeRecipient);
+        escrow.withdraw();
+        assertEq(usdc.balanceOf(provider1), earned1, "provider1 paid");
+        assertEq(usdc.balanceOf(provider2), earned2, "provider2 paid");
+        assertEq(usdc.balanceOf(address(escrow)), 0, "escrow empty");
+    }
+
+    /// @dev A cancelled job refunds what was not spent; accepted work stays claimable.
+    function testFuzz_cancel_refundsUnspentBudgetAndKeepsEarnings(uint32 accepted, uint128 price, uint128 extra)
+        public
+    {
+        accepted = uint32(bound(accepted, 0, 100));
+        price = uint128(bound(price, 1, 1e18));
+        uint256 budget = 100 * uint256(price) + bound(extra, 0, 1e24);
+        uint256 jobId = _createJob(_request(100, 100, price, uint128(budget)));
+        _registerAndAssign(jobId, provider1, price);
+        if (accepted > 0) _reportAndAccept(jobId, accepted);
+        vm.prank(coordinator);
+        escrow.unassign(jobId);
+
+        vm.prank(client);
+        escrow.cancel(jobId);
+
+        uint256 earned = uint256(accepted) * price;
+        assertEq(escrow.owed(client), budget - earned, "refund");
+        assertEq(escrow.totalLocked(), earned, "earnings stay locked until claimed");
+        if (earned > 0) {
+            escrow.claimEarnings(jobId, provider1);
+            assertEq(escrow.owed(provider1), earned, "claimable after cancel");
+        }
+        _assertStatus(jobId, IJobEscrow.JobStatus.Cancelled);
+    }
+}
