@@ -61,7 +61,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     } finally {
       ctx.progress.done();
       await ctx.trainers.closeAll();
-      await liveness.stopped();
+      await liveness.stop();
     }
   } catch (err) {
     if (err instanceof StoppedError || deps.signal.aborted) {

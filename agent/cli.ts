@@ -108,7 +108,7 @@ export async function connectRpc(url: string, logger: Logger, signal: AbortSigna
   });
   // A static network: an RPC outage later fails calls (and they are retried) instead of hanging the provider.
   const network = Network.from(chainId);
-  const provider = new JsonRpcProvider(url, network, { staticNetwork: network, pollingInterval: 500 });
+  const provider = new JsonRpcProvider(url, network, { staticNetwork: network, pollingInterval: 500, cacheTimeout: -1 });
   return provider;
 }
 

@@ -53,9 +53,12 @@ export class Liveness {
   private coordinatorDown = false;
   private lastLeaseAt = 0;
   private loops: Promise<void>[] = [];
+  private stopper = new AbortController();
+  private signal: AbortSignal;
 
   constructor(opts: LivenessOptions) {
     this.opts = opts;
+    this.signal = AbortSignal.any([opts.signal, this.stopper.signal]);
   }
 
   /** Sets what the beats report; undefined = idle. A new job/epoch extends the lease on the next lease tick. */
@@ -73,7 +76,9 @@ export class Liveness {
     this.loops = [this.beatLoop(), this.leaseLoop()];
   }
 
-  async stopped(): Promise<void> {
+  /** Stops both loops (also when the agent ends for another reason than its signal) and waits for them. */
+  async stop(): Promise<void> {
+    this.stopper.abort();
     await Promise.all(this.loops);
   }
 
@@ -123,17 +128,17 @@ export class Liveness {
   }
 
   private async beatLoop(): Promise<void> {
-    while (!this.opts.signal.aborted) {
+    while (!this.signal.aborted) {
       await this.beatOnce();
-      await sleep(this.opts.intervalMs, this.opts.signal);
+      await sleep(this.opts.intervalMs, this.signal);
     }
   }
 
   private async leaseLoop(): Promise<void> {
     const tick = Math.min(this.opts.leaseEveryMs, 1_000);
-    while (!this.opts.signal.aborted) {
+    while (!this.signal.aborted) {
       await this.leaseOnce();
-      await sleep(tick, this.opts.signal);
+      await sleep(tick, this.signal);
     }
   }
 }

@@ -6,6 +6,7 @@ import {
 import { BLOBS, localProtocol, startAgent, until } from "./helpers.ts";
 
 describe("agent: end to end on the local chain", function () {
+  this.timeout(60_000);
   let p: Awaited<ReturnType<typeof localProtocol>>;
   let verifierTrainer: Trainer;
   before(async function () {
