@@ -56,7 +56,6 @@ export async function main(argv: string[]): Promise<number> {
   const wallet = loadKey(requireString(values.key, "key"));
   const deployment = loadDeployment(values.deployment);
   const provider = rpcProvider(values.rpc);
-  const signer = wallet.connect(provider);
   const log = createLogger({ component: "verifier", pretty: values.pretty }, { verifier: wallet.address });
   const { escrow } = connectProtocol(deployment, provider);
   const { chainId } = await provider.getNetwork();
@@ -64,6 +63,8 @@ export async function main(argv: string[]): Promise<number> {
   await checkSetup(escrow as unknown as Contract, deployment.verifierSafe, chainId, wallet.address, provider);
 
   const decisionsFile = values.decisions ?? path.join(".gpuchain", "verifier", `${wallet.address.toLowerCase()}.json`);
+  const decisions = new DecisionStore(wallet.address, decisionsFile, { chainId: chainId.toString(), escrow: deployment.escrow, behaviour });
+  if (decisions.discardedOtherContext) log.warn("decisions file was made for another chain, escrow or behaviour; starting afresh", { file: decisionsFile });
   const verifier = new Verifier(
     {
       chainId, escrow: deployment.escrow, safe: deployment.verifierSafe, samples, behaviour,
@@ -71,10 +72,10 @@ export async function main(argv: string[]): Promise<number> {
     },
     {
       chain: escrow as unknown as EscrowReader,
-      signer: Object.assign(signer, { privateKey: wallet.privateKey }),
+      signer: wallet, // signs offline: the Safe message needs no provider
       store: new FsCheckpointStore(values.store),
       collector: httpCollector(values.collector),
-      decisions: new DecisionStore(wallet.address, decisionsFile),
+      decisions,
       log,
     },
   );

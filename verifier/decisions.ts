@@ -15,15 +15,22 @@ export class EquivocationError extends Error {}
 /** The decisions file is unreadable, of another version, or another key's. */
 export class DecisionsFileError extends Error {}
 
+/** Where the decisions were made: a file from another chain, escrow or behaviour is not reused. */
+export type DecisionContext = { chainId: string; escrow: string; behaviour: string };
+
 export class DecisionStore {
   private decisions = new Map<string, Decision>();
   private file: string | undefined;
   private owner: string;
+  private context: DecisionContext | undefined;
+  /** True when the file held decisions of another context, which were set aside (the file is then rewritten). */
+  discardedOtherContext = false;
 
   /** `owner` (the signer's address) guards against reading another key's file. */
-  constructor(owner: string, file?: string) {
+  constructor(owner: string, file?: string, context?: DecisionContext) {
     this.owner = owner.toLowerCase();
     this.file = file;
+    this.context = context && { ...context, escrow: context.escrow.toLowerCase() };
     if (file) this.load(file);
   }
 
@@ -66,9 +73,13 @@ export class DecisionStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    const data = JSON.parse(text) as { version: number; owner: string; decisions: Decision[] };
+    const data = JSON.parse(text) as { version: number; owner: string; context?: DecisionContext; decisions: Decision[] };
     if (data.version !== FILE_VERSION) throw new DecisionsFileError(`${file}: unsupported decisions file version ${data.version}`);
     if (data.owner.toLowerCase() !== this.owner) throw new DecisionsFileError(`${file} holds decisions of ${data.owner}, not ${this.owner}`);
+    if (JSON.stringify(data.context ?? null) !== JSON.stringify(this.context ?? null)) {
+      this.discardedOtherContext = data.decisions.length > 0;
+      return;
+    }
     for (const d of data.decisions) this.decisions.set(d.key, d);
   }
 
@@ -76,7 +87,7 @@ export class DecisionStore {
     if (!this.file) return;
     mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
     const tmp = `${this.file}.${process.pid}.tmp`;
-    const data = { version: FILE_VERSION, owner: this.owner, decisions: [...this.decisions.values()] };
+    const data = { version: FILE_VERSION, owner: this.owner, context: this.context ?? null, decisions: [...this.decisions.values()] };
     writeFileSync(tmp, JSON.stringify(data, null, 1) + "\n", { mode: 0o600 });
     chmodSync(tmp, 0o600);
     renameSync(tmp, this.file);

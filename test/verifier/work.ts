@@ -100,6 +100,16 @@ describe("verifier decisions: never two different signatures for one report", fu
     expect(() => new DecisionStore(hardhatWallet(4).address, file)).to.throw(DecisionsFileError);
   });
 
+  it("does not reuse a file's decisions made for another chain, escrow or behaviour", function () {
+    const file = join(dir, "context.json");
+    const ctx = { chainId: "31337", escrow: hardhatWallet(20).address, behaviour: "honest" };
+    new DecisionStore(owner, file, ctx).put(decision("k", H(10)));
+    expect(new DecisionStore(owner, file, ctx).get("k")?.body.digest).to.equal(H(10));
+    const malicious = new DecisionStore(owner, file, { ...ctx, behaviour: "always-accept" });
+    expect([malicious.get("k"), malicious.discardedOtherContext]).to.deep.equal([undefined, true]);
+    expect(new DecisionStore(owner, file, { ...ctx, chainId: "84532" }).get("k")).to.equal(undefined);
+  });
+
   it("forgets decisions the chain no longer waits for", function () {
     const store = new DecisionStore(owner);
     store.put(decision("a", H(10)));
