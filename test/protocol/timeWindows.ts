@@ -1,0 +1,162 @@
+/**
+ * Every deadline at t-1, t and t+1, with both competing actions tried at the same instant from one snapshot:
+ * exactly one of them succeeds. Deadlines are inclusive for the party whose time it is (the assignee's lease,
+ * the client's dispute window, the arbiter's 3 days) and the permissionless action starts one second later.
+ */
+import { expect } from "chai";
+import type { ContractTransactionResponse } from "ethers";
+import {
+  ARBITER_TIMEOUT,
+  LEASE,
+  Reason,
+  Status,
+  bits,
+  ckpt,
+  deployProtocol,
+  networkHelpers,
+  now,
+  runToVerdict,
+  startJob,
+} from "../helpers/fixture.ts";
+
+const { time } = networkHelpers;
+
+interface Contender {
+  send: () => Promise<ContractTransactionResponse>;
+  /** Asserts the success (events) of a call made at `t`. */
+  succeeded: (tx: Promise<ContractTransactionResponse>, t: bigint) => Promise<void>;
+  /** Asserts the expected custom error of a call made at `t`. */
+  failed: (tx: Promise<ContractTransactionResponse>, t: bigint) => Promise<void>;
+}
+
+/**
+ * Tries `a` and `b` at instant `t`, each from the same snapshot. `aWins` says which one must succeed.
+ * A reverted call is not mined (gas estimation fails), so an empty block consumes the instant afterwards.
+ */
+async function race(t: bigint, a: Contender, b: Contender, aWins: boolean) {
+  const snapshot = await networkHelpers.takeSnapshot();
+  for (const [who, wins] of [[a, aWins], [b, !aWins]] as const) {
+    await time.setNextBlockTimestamp(t);
+    if (wins) {
+      await who.succeeded(who.send(), t);
+      expect(await now()).to.equal(t);
+    } else {
+      await who.failed(who.send(), t);
+      await networkHelpers.mine();
+    }
+    await snapshot.restore();
+  }
+}
+
+describe("JobEscrow: time windows at t-1, t, t+1", function () {
+  describe("lease (leaseExpiresAt is inclusive for the assignee)", function () {
+    async function leased() {
+      const p = await networkHelpers.loadFixture(deployProtocol);
+      const jobId = await startJob(p);
+      const { leaseExpiresAt } = await p.escrow.jobOf(jobId);
+      const unassign: Contender = {
+        send: () => p.escrow.connect(p.stranger).unassign(jobId),
+        succeeded: (tx) =>
+          expect(tx)
+            .to.emit(p.escrow, "ProviderUnassigned")
+            .withArgs(jobId, p.provider1.address, 2n, Reason.LeaseLapsed, p.stranger.address),
+        failed: (tx, t) =>
+          expect(tx).to.be.revertedWithCustomError(p.escrow, "JobEscrowLeaseActive").withArgs(jobId, leaseExpiresAt, t),
+      };
+      const lapsed = (tx: Promise<ContractTransactionResponse>, t: bigint) =>
+        expect(tx).to.be.revertedWithCustomError(p.escrow, "JobEscrowLeaseLapsed").withArgs(jobId, leaseExpiresAt, t);
+      const heartbeat: Contender = {
+        send: () => p.escrow.connect(p.provider1).heartbeat(jobId, 1n),
+        succeeded: (tx, t) =>
+          expect(tx).to.emit(p.escrow, "LeaseExtended").withArgs(jobId, p.provider1.address, 1n, t + LEASE),
+        failed: lapsed,
+      };
+      const h = ckpt(jobId, 10);
+      const report: Contender = {
+        send: () => p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, h),
+        succeeded: (tx) => expect(tx).to.emit(p.escrow, "CheckpointReported").withArgs(jobId, p.provider1.address, 1n, 10, h),
+        failed: lapsed,
+      };
+      return { leaseExpiresAt, unassign, heartbeat, report };
+    }
+
+    for (const offset of [-1n, 0n, 1n]) {
+      const live = offset <= 0n;
+      it(`lease at leaseExpiresAt${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: ${live ? "heartbeat succeeds, permissionless unassign reverts with JobEscrowLeaseActive" : "heartbeat reverts with JobEscrowLeaseLapsed, permissionless unassign succeeds"}`, async function () {
+        const { leaseExpiresAt, heartbeat, unassign } = await leased();
+        await race(leaseExpiresAt + offset, heartbeat, unassign, live);
+      });
+      it(`lease at leaseExpiresAt${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: ${live ? "reportCheckpoint succeeds, permissionless unassign reverts" : "reportCheckpoint reverts with JobEscrowLeaseLapsed, permissionless unassign succeeds"}`, async function () {
+        const { leaseExpiresAt, report, unassign } = await leased();
+        await race(leaseExpiresAt + offset, report, unassign, live);
+      });
+    }
+  });
+
+  describe("dispute window (submittedAt + disputeWindow is inclusive for the client)", function () {
+    async function inWindow() {
+      const p = await networkHelpers.loadFixture(deployProtocol);
+      const { jobId } = await runToVerdict(p);
+      const deadline = (await p.escrow.verdictOf(jobId)).submittedAt + 3_600n;
+      const dispute: Contender = {
+        send: () => p.escrow.connect(p.client).dispute(jobId),
+        succeeded: (tx, t) => expect(tx).to.emit(p.escrow, "DisputeOpened").withArgs(jobId, p.client.address, 50_000_000n, t + ARBITER_TIMEOUT),
+        failed: (tx) =>
+          expect(tx)
+            .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
+            .withArgs(jobId, Status.Settleable, bits(Status.DisputeWindow)),
+      };
+      const settle: Contender = {
+        send: () => p.escrow.connect(p.stranger).settle(jobId),
+        succeeded: (tx) => expect(tx).to.emit(p.escrow, "JobSettled"),
+        failed: (tx) =>
+          expect(tx)
+            .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
+            .withArgs(jobId, Status.DisputeWindow, bits(Status.Settleable, Status.ArbiterTimedOut)),
+      };
+      return { deadline, dispute, settle };
+    }
+
+    for (const offset of [-1n, 0n, 1n]) {
+      const open = offset <= 0n;
+      it(`dispute window at deadline${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: ${open ? "dispute succeeds, settle reverts with JobEscrowUnexpectedStatus(DisputeWindow)" : "dispute reverts with JobEscrowUnexpectedStatus(Settleable), settle succeeds"}`, async function () {
+        const { deadline, dispute, settle } = await inWindow();
+        await race(deadline + offset, dispute, settle, open);
+      });
+    }
+  });
+
+  describe("arbiter deadline (openedAt + 3 days is inclusive for the arbiter)", function () {
+    async function disputed() {
+      const p = await networkHelpers.loadFixture(deployProtocol);
+      const { jobId } = await runToVerdict(p);
+      await p.escrow.connect(p.client).dispute(jobId);
+      const deadline = (await p.escrow.disputeOf(jobId)).openedAt + ARBITER_TIMEOUT;
+      const resolve: Contender = {
+        send: () => p.escrow.connect(p.arbiter).resolveDispute(jobId, true),
+        succeeded: (tx) => expect(tx).to.emit(p.escrow, "DisputeResolved").withArgs(jobId, p.arbiter.address, true),
+        failed: (tx) =>
+          expect(tx)
+            .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
+            .withArgs(jobId, Status.ArbiterTimedOut, bits(Status.Disputed)),
+      };
+      const timeout: Contender = {
+        send: () => p.escrow.connect(p.stranger).settle(jobId),
+        succeeded: (tx) => expect(tx).to.emit(p.escrow, "ArbiterTimedOut").withArgs(jobId, p.stranger.address),
+        failed: (tx) =>
+          expect(tx)
+            .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
+            .withArgs(jobId, Status.Disputed, bits(Status.Settleable, Status.ArbiterTimedOut)),
+      };
+      return { deadline, resolve, timeout };
+    }
+
+    for (const offset of [-1n, 0n, 1n]) {
+      const arbiterTime = offset <= 0n;
+      it(`arbiter deadline${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: ${arbiterTime ? "resolveDispute succeeds, timeout settle reverts with JobEscrowUnexpectedStatus(Disputed)" : "resolveDispute reverts with JobEscrowUnexpectedStatus(ArbiterTimedOut), timeout settle succeeds"}`, async function () {
+        const { deadline, resolve, timeout } = await disputed();
+        await race(deadline + offset, resolve, timeout, arbiterTime);
+      });
+    }
+  });
+});
