@@ -82,21 +82,31 @@ export function read<T>(ctx: KeeperContext, what: string, fn: () => Promise<T>):
   });
 }
 
-/** A sender over an ethers contract with a signer. Broadcasts are serialized so concurrent sends get distinct
- * nonces; waiting for receipts is not. */
-export function contractSender(contract: Contract): Sender {
-  let queue: Promise<unknown> = Promise.resolve();
+/**
+ * Serializes broadcasts from one key, so that concurrent sends (several jobs, or several keepers of `keeper all`
+ * sharing a key) each get their own nonce. Only the broadcast is serialized; waiting for receipts is not.
+ */
+export class SendQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(fn);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+}
+
+/** A sender over an ethers contract with a signer (simulate with eth_call, then broadcast through `queue`). */
+export function contractSender(contract: Contract, queue = new SendQueue()): Sender {
   return {
     async simulate(method, args) {
       await contract.getFunction(method).staticCall(...args);
     },
     send(method, args) {
-      const sent = queue.then(async () => {
+      return queue.run(async () => {
         const tx = await contract.getFunction(method).send(...args);
         return { hash: tx.hash, wait: async () => (await tx.wait()) as ReceiptLike | null } satisfies TxHandle;
       });
-      queue = sent.catch(() => undefined);
-      return sent;
     },
   };
 }

@@ -7,7 +7,7 @@ import { rpcProvider } from "../sdk/contracts.ts";
 import { KeyFileError, loadKey } from "../sdk/keys.ts";
 import { createLogger, type Logger } from "../sdk/log.ts";
 import { UsageError, parseCommand } from "../cli/args.ts";
-import { withTimeout, type KeeperContext } from "./chain.ts";
+import { SendQueue, withTimeout, type KeeperContext } from "./chain.ts";
 import { SHARED_OPTIONS, type FlagValues } from "./config.ts";
 import { keeperContext } from "./context.ts";
 import { COLLECTOR_OPTIONS, collectorConfig, type CollectorConfig } from "./collector/config.ts";
@@ -95,6 +95,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const { chainId } = await withTimeout(provider.getNetwork(), common.rpcTimeoutMs, `connecting to ${v.rpc}`);
     const signer = wallet?.connect(provider);
+    const sendQueue = new SendQueue(); // `all` shares one key: one nonce sequence for the four keepers
     const contextFor = (component: string) =>
       keeperContext({
         deployment,
@@ -105,6 +106,7 @@ export async function main(argv: string[]): Promise<number> {
         dryRun: common.dryRun,
         txTimeoutMs: common.txTimeoutMs,
         rpcTimeoutMs: common.rpcTimeoutMs,
+        sendQueue,
       });
     const runs: Promise<number>[] = [];
     if (configs.coordinator) {

@@ -3,7 +3,7 @@ import type { Contract, Provider, Signer } from "ethers";
 import { connectProtocol } from "../sdk/contracts.ts";
 import type { Deployment } from "../sdk/deployment.ts";
 import type { Logger } from "../sdk/log.ts";
-import { contractSender, DEFAULT_RETRY, type KeeperContext, type RetryPolicy, type Sender } from "./chain.ts";
+import { contractSender, DEFAULT_RETRY, SendQueue, type KeeperContext, type RetryPolicy, type Sender } from "./chain.ts";
 
 export interface ContextOptions {
   deployment: Deployment;
@@ -17,13 +17,15 @@ export interface ContextOptions {
   rpcTimeoutMs?: number;
   retry?: RetryPolicy;
   nowMs?: () => number;
+  /** Shared by every keeper that sends with the same key in one process (one nonce sequence). */
+  sendQueue?: SendQueue;
   /** Replaces the default sender (tests inject failures here). */
   sender?: (base: Sender) => Sender;
 }
 
 export async function keeperContext(o: ContextOptions): Promise<KeeperContext> {
   const protocol = connectProtocol(o.deployment, o.signer ?? o.provider);
-  const base = contractSender(protocol.escrow as unknown as Contract);
+  const base = contractSender(protocol.escrow as unknown as Contract, o.sendQueue ?? new SendQueue());
   return {
     chainId: o.chainId,
     escrow: protocol.escrow,
