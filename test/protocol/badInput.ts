@@ -1,0 +1,254 @@
+/**
+ * Bad input, table-driven. Each case names the call, the custom error (with its arguments) it must revert with,
+ * and proves that nothing moved: token balances of the escrow, clients, providers, fee recipient and stranger,
+ * `reserves()` and everyone's `owed()` are identical before and after.
+ *
+ * All cases run against one "world" fixture holding a job in every interesting state.
+ */
+import { expect } from "chai";
+import type { ContractTransactionResponse } from "ethers";
+import {
+  BOND,
+  DEFAULT_REQUEST,
+  LEASE,
+  METRIC,
+  PRICE,
+  Status,
+  TEMPLATE,
+  bits,
+  ckpt,
+  createJob,
+  deployProtocol,
+  ethers,
+  networkHelpers,
+  reportAndAccept,
+  runToVerdict,
+  signDecision,
+  signVerdict,
+  startJob,
+  trainToEnd,
+} from "../helpers/fixture.ts";
+
+const { time } = networkHelpers;
+const DAY = 86_400n;
+
+async function badInputWorld() {
+  const p = await deployProtocol();
+  const { escrow } = p;
+
+  const settled = (await runToVerdict(p, { overrides: { totalSteps: 20, disputeWindow: 60n } })).jobId;
+  await time.increase(61);
+  await escrow.settle(settled);
+
+  const upheld = (await runToVerdict(p, { overrides: { totalSteps: 10 } })).jobId;
+  await escrow.connect(p.client).dispute(upheld);
+  await escrow.connect(p.arbiter).resolveDispute(upheld, true);
+
+  const verdict = await runToVerdict(p, { overrides: { totalSteps: 20 } });
+  const disputed = (await runToVerdict(p, { overrides: { totalSteps: 20 } })).jobId;
+  await escrow.connect(p.client).dispute(disputed);
+
+  const cancelled = await createJob(p);
+  await escrow.connect(p.client).cancel(cancelled);
+
+  const fenced = await startJob(p, {}, p.provider2);
+  const bad = ckpt(fenced, 10, "bad");
+  await escrow.connect(p.provider2).reportCheckpoint(fenced, 1n, 10, bad);
+  await escrow.refuseCheckpoint(fenced, 1n, 10, bad, await signDecision(p, fenced, 1n, 10, bad, false));
+
+  const short = await createJob(p, { budget: 50_000n });
+  const complete = await createJob(p, { totalSteps: 20 });
+  const completeHash = await trainToEnd(p, complete);
+  const progress = await startJob(p);
+  await reportAndAccept(p, progress, p.provider1, 10);
+  const open = await createJob(p);
+  const running = await startJob(p);
+  const pending = await startJob(p);
+  const pendingHash = ckpt(pending, 10);
+  await escrow.connect(p.provider1).reportCheckpoint(pending, 1n, 10, pendingHash);
+  const lease = (await escrow.jobOf(running)).leaseExpiresAt;
+  const digests = {
+    accept: await escrow.checkpointDecisionDigest(pending, 1n, 10, pendingHash, true),
+    refuse: await escrow.checkpointDecisionDigest(pending, 1n, 10, pendingHash, false),
+    verdict: await escrow.verdictDigest(complete, completeHash, METRIC, true),
+  };
+
+  const jobs = { settled, upheld, verdict: verdict.jobId, disputed, cancelled, fenced, short, complete, progress, open, running, pending };
+  return { ...p, token: p.usdc, jobs, completeHash, pendingHash, lease, digests };
+}
+type World = Awaited<ReturnType<typeof badInputWorld>>;
+
+/** The escrow of the same protocol, but on a token whose transfers return false. */
+async function falseTokenWorld() {
+  const p = await deployProtocol();
+  const token = await ethers.deployContract("FalseReturningToken");
+  const roles = {
+    owner: p.owner.address,
+    coordinator: p.coordinator.address,
+    arbiter: p.arbiter.address,
+    feeRecipient: p.feeRecipient.address,
+    verifierSafe: p.safeAddress,
+  };
+  const escrow = await ethers.deployContract("JobEscrow", [await token.getAddress(), await p.registry.getAddress(), roles, LEASE, BOND]);
+  await escrow.connect(p.owner).setTemplateApproval(TEMPLATE, true);
+  await token.mint(p.client.address, 1_000_000n);
+  await token.connect(p.client).approve(await escrow.getAddress(), 1_000_000n);
+  return { ...p, escrow, escrowAddress: await escrow.getAddress(), token };
+}
+
+interface Case {
+  name: string;
+  world?: "false-token";
+  /** Runs before the "before" state is read (e.g. to let time pass or to spend an allowance). */
+  prepare?: (w: World) => Promise<unknown>;
+  /** The instant the bad call is evaluated at (default: one second after the latest block). */
+  at?: (w: World) => bigint;
+  act: (w: World) => Promise<ContractTransactionResponse>;
+  error: [contract: "escrow" | "registry" | "usdc", name: string];
+  args?: (w: World) => unknown[];
+}
+
+const req = (o: Partial<typeof DEFAULT_REQUEST>) => ({ ...DEFAULT_REQUEST, ...o });
+const E = (name: string): Case["error"] => ["escrow", `JobEscrow${name}`];
+const R = (name: string): Case["error"] => ["registry", `ProviderRegistry${name}`];
+const MAXW = 30n * DAY;
+const other = ethers.id("not the checkpoint");
+const SETTLEABLE = bits(Status.Settleable, Status.ArbiterTimedOut);
+
+const cases: Case[] = [
+  // ---- createJob
+  { name: "createJob with a zero budget", act: (w) => w.escrow.connect(w.client).createJob(req({ budget: 0n })), error: E("ZeroAmount") },
+  { name: "createJob with a zero maximum price per step", act: (w) => w.escrow.connect(w.client).createJob(req({ maxPricePerStep: 0n })), error: E("ZeroAmount") },
+  { name: "createJob with an unapproved template", act: (w) => w.escrow.connect(w.client).createJob(req({ templateId: ethers.id("unapproved") })), error: E("TemplateNotApproved"), args: () => [ethers.id("unapproved")] },
+  { name: "createJob with the zero template id", act: (w) => w.escrow.connect(w.client).createJob(req({ templateId: ethers.ZeroHash })), error: E("TemplateNotApproved"), args: () => [ethers.ZeroHash] },
+  { name: "createJob with zero total steps", act: (w) => w.escrow.connect(w.client).createJob(req({ totalSteps: 0 })), error: E("InvalidSteps"), args: () => [0, 10] },
+  { name: "createJob with a zero checkpoint interval", act: (w) => w.escrow.connect(w.client).createJob(req({ checkpointInterval: 0 })), error: E("InvalidSteps"), args: () => [100, 0] },
+  { name: "createJob with an interval longer than the job", act: (w) => w.escrow.connect(w.client).createJob(req({ totalSteps: 10, checkpointInterval: 11 })), error: E("InvalidSteps"), args: () => [10, 11] },
+  { name: "createJob with a dispute window one second below the minimum", act: (w) => w.escrow.connect(w.client).createJob(req({ disputeWindow: 59n })), error: E("InvalidDisputeWindow"), args: () => [59n, 60n, MAXW] },
+  { name: "createJob with a dispute window one second above the maximum", act: (w) => w.escrow.connect(w.client).createJob(req({ disputeWindow: MAXW + 1n })), error: E("InvalidDisputeWindow"), args: () => [MAXW + 1n, 60n, MAXW] },
+  { name: "createJob without allowance", prepare: (w) => w.usdc.connect(w.client).approve(w.escrowAddress, 0n), act: (w) => w.escrow.connect(w.client).createJob(DEFAULT_REQUEST), error: ["usdc", "ERC20InsufficientAllowance"], args: (w) => [w.escrowAddress, 0n, DEFAULT_REQUEST.budget] },
+  { name: "createJob with an allowance but no balance", prepare: (w) => w.usdc.connect(w.stranger).approve(w.escrowAddress, ethers.MaxUint256), act: (w) => w.escrow.connect(w.stranger).createJob(DEFAULT_REQUEST), error: ["usdc", "ERC20InsufficientBalance"], args: (w) => [w.stranger.address, 0n, DEFAULT_REQUEST.budget] },
+  { name: "createJob on a token whose transferFrom returns false", world: "false-token", act: (w) => w.escrow.connect(w.client).createJob(DEFAULT_REQUEST), error: ["escrow", "SafeERC20FailedOperation"], args: (w) => [w.token.target] },
+  // ---- cancel
+  { name: "cancel while Running", act: (w) => w.escrow.connect(w.client).cancel(w.jobs.running), error: E("UnexpectedStatus"), args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)] },
+  { name: "cancel by someone other than the client", act: (w) => w.escrow.connect(w.stranger).cancel(w.jobs.open), error: E("NotClient"), args: (w) => [w.jobs.open, w.stranger.address, w.client.address] },
+  { name: "cancel twice", act: (w) => w.escrow.connect(w.client).cancel(w.jobs.cancelled), error: E("UnexpectedStatus"), args: (w) => [w.jobs.cancelled, Status.Cancelled, bits(Status.Open)] },
+  { name: "cancel a job that does not exist", act: (w) => w.escrow.connect(w.client).cancel(999n), error: E("UnexpectedStatus"), args: () => [999n, Status.None, bits(Status.Open)] },
+  { name: "cancel after the verdict", act: (w) => w.escrow.connect(w.client).cancel(w.jobs.verdict), error: E("UnexpectedStatus"), args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Open)] },
+  // ---- assign
+  { name: "assign by someone other than the coordinator", act: (w) => w.escrow.connect(w.stranger).assign(w.jobs.open, w.provider1.address), error: E("NotCoordinator"), args: (w) => [w.stranger.address, w.coordinator.address] },
+  { name: "assign an unregistered provider", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.stranger.address), error: E("ProviderInactive"), args: (w) => [w.stranger.address] },
+  { name: "assign the zero address", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, ethers.ZeroAddress), error: E("ProviderInactive"), args: () => [ethers.ZeroAddress] },
+  { name: "assign a deactivated provider", prepare: (w) => w.registry.connect(w.provider2).deactivate(), act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.provider2.address), error: E("ProviderInactive"), args: (w) => [w.provider2.address] },
+  { name: "assign a provider fenced off the job by a refusal", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.fenced, w.provider2.address), error: E("ProviderFenced"), args: (w) => [w.jobs.fenced, w.provider2.address] },
+  { name: "assign a provider priced above the job's maximum", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.provider3.address), error: E("PriceAboveMax"), args: (w) => [w.jobs.open, PRICE.provider3, 1_000n] },
+  { name: "assign when the budget is short for the remaining steps", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.short, w.provider1.address), error: E("BudgetShort"), args: (w) => [w.jobs.short, 100n * PRICE.provider1, 50_000n] },
+  { name: "assign a Running job", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.running, w.provider2.address), error: E("UnexpectedStatus"), args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)] },
+  { name: "assign a Settled job", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.settled, w.provider2.address), error: E("UnexpectedStatus"), args: (w) => [w.jobs.settled, Status.Settled, bits(Status.Open)] },
+  // ---- unassign
+  { name: "unassign by a stranger at the last instant of the lease", at: (w) => w.lease, act: (w) => w.escrow.connect(w.stranger).unassign(w.jobs.running), error: E("LeaseActive"), args: (w) => [w.jobs.running, w.lease, w.lease] },
+  { name: "unassign an Open job", act: (w) => w.escrow.connect(w.coordinator).unassign(w.jobs.open), error: E("UnexpectedStatus"), args: (w) => [w.jobs.open, Status.Open, bits(Status.Running)] },
+  // ---- heartbeat / reportCheckpoint
+  { name: "heartbeat with a stale epoch", act: (w) => w.escrow.connect(w.provider1).heartbeat(w.jobs.running, 0n), error: E("StaleEpoch"), args: (w) => [w.jobs.running, 0n, 1n] },
+  { name: "heartbeat by someone other than the assignee", act: (w) => w.escrow.connect(w.provider2).heartbeat(w.jobs.running, 1n), error: E("NotAssignee"), args: (w) => [w.jobs.running, w.provider2.address, w.provider1.address] },
+  { name: "heartbeat after the lease lapsed", at: (w) => w.lease + 1n, act: (w) => w.escrow.connect(w.provider1).heartbeat(w.jobs.running, 1n), error: E("LeaseLapsed"), args: (w) => [w.jobs.running, w.lease, w.lease + 1n] },
+  { name: "reportCheckpoint after the lease lapsed", at: (w) => w.lease + 1n, act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10)), error: E("LeaseLapsed"), args: (w) => [w.jobs.running, w.lease, w.lease + 1n] },
+  { name: "reportCheckpoint with a future epoch", act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 2n, 10, ckpt(w.jobs.running, 10)), error: E("StaleEpoch"), args: (w) => [w.jobs.running, 2n, 1n] },
+  { name: "reportCheckpoint by someone other than the assignee", act: (w) => w.escrow.connect(w.stranger).reportCheckpoint(w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10)), error: E("NotAssignee"), args: (w) => [w.jobs.running, w.stranger.address, w.provider1.address] },
+  { name: "reportCheckpoint while a checkpoint is pending", act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.pending, 1n, 20, ckpt(w.jobs.pending, 20)), error: E("CheckpointPending"), args: (w) => [w.jobs.pending, 10] },
+  { name: "reportCheckpoint at the accepted step (non-increasing)", act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.progress, 1n, 10, ckpt(w.jobs.progress, 10, "again")), error: E("InvalidStep"), args: (w) => [w.jobs.progress, 10, 10, 20] },
+  { name: "reportCheckpoint at step zero", act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 0, ckpt(w.jobs.running, 0)), error: E("InvalidStep"), args: (w) => [w.jobs.running, 0, 0, 10] },
+  { name: "reportCheckpoint more than one interval ahead", act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 11, ckpt(w.jobs.running, 11)), error: E("InvalidStep"), args: (w) => [w.jobs.running, 11, 0, 10] },
+  { name: "reportCheckpoint past the last step", act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.complete, 1n, 21, ckpt(w.jobs.complete, 21)), error: E("InvalidStep"), args: (w) => [w.jobs.complete, 21, 20, 20] },
+  { name: "reportCheckpoint with a zero hash", act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 10, ethers.ZeroHash), error: E("ZeroHash"), args: (w) => [w.jobs.running] },
+  { name: "reportCheckpoint on an Open job", act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.open, 0n, 10, ckpt(w.jobs.open, 10)), error: E("UnexpectedStatus"), args: (w) => [w.jobs.open, Status.Open, bits(Status.Running)] },
+  // ---- acceptCheckpoint / refuseCheckpoint
+  { name: "acceptCheckpoint with no checkpoint pending", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10), await signDecision(w, w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10), true)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10)] },
+  { name: "acceptCheckpoint for another step than the pending one", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.pending, 1n, 5, w.pendingHash, await signDecision(w, w.jobs.pending, 1n, 5, w.pendingHash, true)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.pending, 1n, 5, w.pendingHash] },
+  { name: "acceptCheckpoint for another hash than the pending one", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.pending, 1n, 10, other, await signDecision(w, w.jobs.pending, 1n, 10, other, true)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.pending, 1n, 10, other] },
+  { name: "acceptCheckpoint with a stale epoch", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.pending, 0n, 10, w.pendingHash, await signDecision(w, w.jobs.pending, 0n, 10, w.pendingHash, true)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.pending, 0n, 10, w.pendingHash] },
+  { name: "acceptCheckpoint with one verifier's signature", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.pending, 1n, 10, w.pendingHash, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, true, [w.verifier1])), error: E("InvalidVerifierSignatures"), args: (w) => [w.digests.accept] },
+  { name: "acceptCheckpoint on an Open job", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.open, 0n, 10, other, "0x"), error: E("UnexpectedStatus"), args: (w) => [w.jobs.open, Status.Open, bits(Status.Running)] },
+  { name: "refuseCheckpoint with no checkpoint pending", act: async (w) => w.escrow.refuseCheckpoint(w.jobs.running, 1n, 10, other, await signDecision(w, w.jobs.running, 1n, 10, other, false)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.running, 1n, 10, other] },
+  { name: "refuseCheckpoint for another hash than the pending one", act: async (w) => w.escrow.refuseCheckpoint(w.jobs.pending, 1n, 10, other, await signDecision(w, w.jobs.pending, 1n, 10, other, false)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.pending, 1n, 10, other] },
+  { name: "refuseCheckpoint with accept signatures", act: async (w) => w.escrow.refuseCheckpoint(w.jobs.pending, 1n, 10, w.pendingHash, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, true)), error: E("InvalidVerifierSignatures"), args: (w) => [w.digests.refuse] },
+  // ---- submitVerdict
+  { name: "submitVerdict before training is complete", act: async (w) => w.escrow.submitVerdict(w.jobs.progress, ckpt(w.jobs.progress, 10), METRIC, true, "0x"), error: E("TrainingIncomplete"), args: (w) => [w.jobs.progress, 10, 100] },
+  { name: "submitVerdict with a model hash that is not the final checkpoint", act: async (w) => w.escrow.submitVerdict(w.jobs.complete, other, METRIC, true, await signVerdict(w, w.jobs.complete, other, METRIC, true)), error: E("VerdictHashMismatch"), args: (w) => [w.jobs.complete, other, w.completeHash] },
+  { name: "submitVerdict with signatures for another metric", act: async (w) => w.escrow.submitVerdict(w.jobs.complete, w.completeHash, METRIC, true, await signVerdict(w, w.jobs.complete, w.completeHash, 1n, true)), error: E("InvalidVerifierSignatures"), args: (w) => [w.digests.verdict] },
+  { name: "submitVerdict twice", act: async (w) => w.escrow.submitVerdict(w.jobs.verdict, other, METRIC, true, "0x"), error: E("UnexpectedStatus"), args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Open, Status.Running)] },
+  // ---- dispute
+  { name: "dispute after the window", prepare: () => time.increase(3_601), act: (w) => w.escrow.connect(w.client).dispute(w.jobs.verdict), error: E("UnexpectedStatus"), args: (w) => [w.jobs.verdict, Status.Settleable, bits(Status.DisputeWindow)] },
+  { name: "dispute twice", act: (w) => w.escrow.connect(w.client).dispute(w.jobs.disputed), error: E("UnexpectedStatus"), args: (w) => [w.jobs.disputed, Status.Disputed, bits(Status.DisputeWindow)] },
+  { name: "dispute without a bond allowance", prepare: (w) => w.usdc.connect(w.client).approve(w.escrowAddress, 0n), act: (w) => w.escrow.connect(w.client).dispute(w.jobs.verdict), error: E("BondNotApproved"), args: (w) => [w.jobs.verdict, 0n, BOND] },
+  { name: "dispute by someone other than the client", act: (w) => w.escrow.connect(w.provider1).dispute(w.jobs.verdict), error: E("NotClient"), args: (w) => [w.jobs.verdict, w.provider1.address, w.client.address] },
+  { name: "dispute while Running", act: (w) => w.escrow.connect(w.client).dispute(w.jobs.running), error: E("UnexpectedStatus"), args: (w) => [w.jobs.running, Status.Running, bits(Status.DisputeWindow)] },
+  // ---- resolveDispute
+  { name: "resolveDispute by someone other than the arbiter", act: (w) => w.escrow.connect(w.stranger).resolveDispute(w.jobs.disputed, true), error: E("NotArbiter"), args: (w) => [w.stranger.address, w.arbiter.address] },
+  { name: "resolveDispute after the 3-day deadline", prepare: () => time.increase(3n * DAY + 1n), act: (w) => w.escrow.connect(w.arbiter).resolveDispute(w.jobs.disputed, false), error: E("UnexpectedStatus"), args: (w) => [w.jobs.disputed, Status.ArbiterTimedOut, bits(Status.Disputed)] },
+  { name: "resolveDispute on an undisputed job", act: (w) => w.escrow.connect(w.arbiter).resolveDispute(w.jobs.verdict, false), error: E("UnexpectedStatus"), args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Disputed)] },
+  // ---- settle
+  { name: "settle before the dispute window passed", act: (w) => w.escrow.settle(w.jobs.verdict), error: E("UnexpectedStatus"), args: (w) => [w.jobs.verdict, Status.DisputeWindow, SETTLEABLE] },
+  { name: "settle twice", act: (w) => w.escrow.settle(w.jobs.settled), error: E("UnexpectedStatus"), args: (w) => [w.jobs.settled, Status.Settled, SETTLEABLE] },
+  { name: "settle a dispute before the arbiter's deadline", act: (w) => w.escrow.settle(w.jobs.disputed), error: E("UnexpectedStatus"), args: (w) => [w.jobs.disputed, Status.Disputed, SETTLEABLE] },
+  { name: "settle an Open job", act: (w) => w.escrow.settle(w.jobs.open), error: E("UnexpectedStatus"), args: (w) => [w.jobs.open, Status.Open, SETTLEABLE] },
+  // ---- claimEarnings / withdraw
+  { name: "claimEarnings for an address with no earnings", act: (w) => w.escrow.claimEarnings(w.jobs.settled, w.stranger.address), error: E("NoEarnings"), args: (w) => [w.jobs.settled, w.stranger.address] },
+  { name: "claimEarnings before settlement", act: (w) => w.escrow.claimEarnings(w.jobs.verdict, w.provider1.address), error: E("UnexpectedStatus"), args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Settled, Status.Cancelled)] },
+  { name: "claimEarnings twice", prepare: (w) => w.escrow.claimEarnings(w.jobs.settled, w.provider1.address), act: (w) => w.escrow.claimEarnings(w.jobs.settled, w.provider1.address), error: E("NoEarnings"), args: (w) => [w.jobs.settled, w.provider1.address] },
+  { name: "claimEarnings after the dispute was upheld", act: (w) => w.escrow.claimEarnings(w.jobs.upheld, w.provider1.address), error: E("NoEarnings"), args: (w) => [w.jobs.upheld, w.provider1.address] },
+  { name: "withdraw with nothing owed", act: (w) => w.escrow.connect(w.stranger).withdraw(), error: E("NothingOwed"), args: (w) => [w.stranger.address] },
+  { name: "withdraw twice", prepare: (w) => w.escrow.connect(w.client).withdraw(), act: (w) => w.escrow.connect(w.client).withdraw(), error: E("NothingOwed"), args: (w) => [w.client.address] },
+  // ---- admin
+  { name: "setCoordinator to the zero address", act: (w) => w.escrow.connect(w.owner).setCoordinator(ethers.ZeroAddress), error: E("ZeroAddress") },
+  { name: "setArbiter to the zero address", act: (w) => w.escrow.connect(w.owner).setArbiter(ethers.ZeroAddress), error: E("ZeroAddress") },
+  { name: "setFeeRecipient to the zero address", act: (w) => w.escrow.connect(w.owner).setFeeRecipient(ethers.ZeroAddress), error: E("ZeroAddress") },
+  { name: "setTemplateApproval for the zero template id", act: (w) => w.escrow.connect(w.owner).setTemplateApproval(ethers.ZeroHash, true), error: E("ZeroHash"), args: () => [0n] },
+  { name: "setFeeRecipient by someone other than the owner", act: (w) => w.escrow.connect(w.stranger).setFeeRecipient(w.stranger.address), error: ["escrow", "OwnableUnauthorizedAccount"], args: (w) => [w.stranger.address] },
+  // ---- registry
+  { name: "register twice", act: (w) => w.registry.connect(w.provider1).register("again", 1n, 0, "cpu", 1), error: R("AlreadyRegistered"), args: (w) => [w.provider1.address] },
+  { name: "register with an empty name", act: (w) => w.registry.connect(w.stranger).register("", 1n, 0, "cpu", 1), error: R("InvalidName"), args: () => [0, 64] },
+  { name: "register with a 65-byte name", act: (w) => w.registry.connect(w.stranger).register("n".repeat(65), 1n, 0, "cpu", 1), error: R("InvalidName"), args: () => [65, 64] },
+  { name: "register with a zero price", act: (w) => w.registry.connect(w.stranger).register("n", 0n, 0, "cpu", 1), error: R("ZeroPrice"), args: (w) => [w.stranger.address] },
+  { name: "register with zero memory", act: (w) => w.registry.connect(w.stranger).register("n", 1n, 0, "cpu", 0), error: R("ZeroMemory"), args: (w) => [w.stranger.address] },
+  { name: "update by an unregistered address", act: (w) => w.registry.connect(w.stranger).update(1n, 0, "cpu", 1), error: R("NotRegistered"), args: (w) => [w.stranger.address] },
+  { name: "deactivate twice", prepare: (w) => w.registry.connect(w.provider3).deactivate(), act: (w) => w.registry.connect(w.provider3).deactivate(), error: R("ActiveUnchanged"), args: (w) => [w.provider3.address, false] },
+  { name: "reactivate an active provider", act: (w) => w.registry.connect(w.provider3).reactivate(), error: R("ActiveUnchanged"), args: (w) => [w.provider3.address, true] },
+  { name: "deactivate by an unregistered address", act: (w) => w.registry.connect(w.stranger).deactivate(), error: R("NotRegistered"), args: (w) => [w.stranger.address] },
+];
+
+
+/** Everything that could move: token balances, proof of reserves, what the escrow owes each account. */
+async function balances(w: World) {
+  const accounts = [w.escrowAddress, w.client, w.client2, w.provider1, w.provider2, w.provider3, w.feeRecipient, w.stranger].map(
+    (a) => (typeof a === "string" ? a : a.address),
+  );
+  return {
+    tokens: await Promise.all(accounts.map((a) => w.token.balanceOf(a))),
+    reserves: await w.escrow.reserves(),
+    owed: await Promise.all(accounts.map((a) => w.escrow.owed(a))),
+  };
+}
+
+describe("bad input (table-driven): reverts with the expected custom error and moves nothing", function () {
+  it(`has at least 40 cases (${cases.length})`, function () {
+    expect(cases.length).to.be.at.least(40);
+  });
+
+  for (const c of cases) {
+    it(`${c.name}: reverts with ${c.error[1]}`, async function () {
+      const w = (c.world === "false-token"
+        ? await networkHelpers.loadFixture(falseTokenWorld)
+        : await networkHelpers.loadFixture(badInputWorld)) as unknown as World;
+      await c.prepare?.(w);
+      const before = await balances(w);
+      await time.setNextBlockTimestamp(c.at ? c.at(w) : BigInt(await time.latest()) + 1n);
+      const contract = c.error[0] === "escrow" ? w.escrow : c.error[0] === "registry" ? w.registry : w.usdc;
+      const assertion = expect(c.act(w)).to.be.revertedWithCustomError(contract, c.error[1]);
+      if (c.args) await assertion.withArgs(...c.args(w));
+      else await assertion;
+      await networkHelpers.mine(); // consume the pinned instant: the reverted call was never mined
+      expect(await balances(w)).to.deep.equal(before);
+    });
+  }
+});
