@@ -27,10 +27,11 @@ describe("verifier detection matrix: faults × seeds × three independently samp
     for (const t of trainers.values()) await t.close();
   });
 
-  for (const [template, seeds, honestSeeds] of [["blobs-tiny", 4, 8], ["mnist-mlp", 2, 4]] as const) {
+  // MNIST states are 400 kB each (one blob per step), so its segments are shorter to keep the suite fast.
+  for (const [template, seeds, honestSeeds, interval] of [["blobs-tiny", 4, 8, INTERVAL], ["mnist-mlp", 2, 4, 10]] as const) {
     it(`${template}: refuses every certain fault class by quorum in 100 % of ${seeds} seeds each`, async function () {
       const got = await runMatrix(
-        { template, cases: CERTAIN_CASES, trials: seeds, interval: INTERVAL, samples: SAMPLES, seedBase: 10_000 },
+        { template, cases: CERTAIN_CASES, trials: seeds, interval, samples: SAMPLES, seedBase: 10_000 },
         await trainerFor(template),
       );
       rows.push(...got);
@@ -42,7 +43,7 @@ describe("verifier detection matrix: faults × seeds × three independently samp
 
     it(`${template}: accepts every honest checkpoint of ${honestSeeds} seeds: zero false refusals by any verifier`, async function () {
       const [r] = await runMatrix(
-        { template, cases: ["honest"], trials: honestSeeds, interval: INTERVAL, samples: SAMPLES, seedBase: 20_000 },
+        { template, cases: ["honest"], trials: honestSeeds, interval, samples: SAMPLES, seedBase: 20_000 },
         await trainerFor(template),
       );
       rows.push(r);
