@@ -5,7 +5,7 @@
  */
 import type { Contract, ContractEventName, EventLog, Interface, Log, Provider } from "ethers";
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
-import { classifyError, describeError } from "../sdk/errors.ts";
+import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
 import { withRetry } from "../sdk/retry.ts";
 
@@ -105,10 +105,21 @@ export function contractSender(contract: Contract, queue = new SendQueue()): Sen
     send(method, args) {
       return queue.run(async () => {
         const tx = await contract.getFunction(method).send(...args);
-        return { hash: tx.hash, wait: async () => (await tx.wait()) as ReceiptLike | null } satisfies TxHandle;
+        return { hash: tx.hash, wait: () => receiptOf(tx) } satisfies TxHandle;
       });
     },
   };
+}
+
+/** The receipt, also for a reverted transaction (ethers throws CALL_EXCEPTION carrying it). */
+async function receiptOf(tx: { wait(): Promise<unknown> }): Promise<ReceiptLike | null> {
+  try {
+    return (await tx.wait()) as ReceiptLike | null;
+  } catch (err) {
+    const e = err as { code?: string; receipt?: ReceiptLike };
+    if (e?.code === "CALL_EXCEPTION" && e.receipt) return e.receipt;
+    throw err;
+  }
 }
 
 export type Outcome =
@@ -122,6 +133,8 @@ export type Outcome =
 export interface Call {
   method: string;
   args: unknown[];
+  /** Custom errors that mean "the state moved on" for this call, beyond sdk/errors.ts's list. */
+  races?: readonly string[];
 }
 
 /**
@@ -163,7 +176,10 @@ function outcomeFields(o: Outcome): Record<string, unknown> {
 }
 
 async function executeInner(ctx: KeeperContext, call: Call, iface: Interface): Promise<Outcome> {
-  const classify = (err: unknown) => classifyError(err, iface);
+  const classify = (err: unknown) => {
+    const name = call.races?.length ? decodeCustomError(err, iface)?.name : undefined;
+    return name && call.races!.includes(name) ? "race" : classifyError(err, iface);
+  };
   const describe = (err: unknown) => describeError(err, iface);
   if (ctx.dryRun) {
     try {

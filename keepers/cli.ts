@@ -108,19 +108,43 @@ export async function main(argv: string[]): Promise<number> {
         rpcTimeoutMs: common.rpcTimeoutMs,
         sendQueue,
       });
+    // In `all`, a keeper that stops on its own (a failure, or --strict reserves) stops the others too.
+    const stopAll = new AbortController();
+    signal.addEventListener("abort", () => stopAll.abort(), { once: true });
     const runs: Promise<number>[] = [];
+    const start = (name: string, run: () => Promise<number>) =>
+      runs.push(
+        run().then(
+          (code) => {
+            if (!stopAll.signal.aborted && !common.once) root.warn("keeper stopped; stopping the others", { keeper: name, code });
+            if (!common.once) stopAll.abort();
+            return code;
+          },
+          (err) => {
+            root.error("keeper failed; stopping the others", { keeper: name, error: (err as Error)?.message ?? String(err) });
+            stopAll.abort();
+            return 1;
+          },
+        ),
+      );
     if (configs.coordinator) {
       const ctx = await contextFor("coordinator");
       await warnIfNotCoordinator(ctx, ctx.logger);
-      runs.push(runCoordinator(ctx, configs.coordinator, signal));
+      start("coordinator", () => runCoordinator(ctx, configs.coordinator!, stopAll.signal));
     }
     if (configs.collector) {
       const ctx = await contextFor("collector");
       const deps = await collectorDeps(ctx, configs.collector, deployment, String(v.rpc));
-      runs.push(runCollector(ctx, configs.collector, deps, signal));
+      start("collector", () => runCollector(ctx, configs.collector!, deps, stopAll.signal));
     }
-    if (configs.finalizer) runs.push(runFinalizer(await contextFor("finalizer"), configs.finalizer, signal));
-    if (configs.reserves) runs.push(runReservesWatch(await contextFor("reserves"), configs.reserves, signal));
+    if (configs.finalizer) {
+      const ctx = await contextFor("finalizer");
+      start("finalizer", () => runFinalizer(ctx, configs.finalizer!, stopAll.signal));
+    }
+    if (configs.reserves) {
+      const ctx = await contextFor("reserves");
+      start("reserves", () => runReservesWatch(ctx, configs.reserves!, stopAll.signal));
+    }
     const codes = await Promise.all(runs);
     return Math.max(0, ...codes);
   } finally {

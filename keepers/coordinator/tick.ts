@@ -28,6 +28,11 @@ export interface CoordinatorTickReport {
   sent: { decision: Decision; outcome: Outcome }[];
 }
 
+/** The provider changed its offer (deactivated, repriced) or got fenced between our read and our send. */
+const ASSIGN_RACES = ["JobEscrowProviderInactive", "JobEscrowProviderFenced", "JobEscrowPriceAboveMax", "JobEscrowBudgetShort"];
+/** Without the coordinator role: the provider extended its lease between our read and our send. */
+const UNASSIGN_RACES = ["JobEscrowLeaseActive"];
+
 /** Statuses a job never leaves for Open or Running again: the coordinator stops reading those jobs. */
 const DONE = new Set(["DisputeWindow", "Settleable", "Disputed", "ArbiterTimedOut", "Settled", "Cancelled"]);
 
@@ -150,8 +155,8 @@ export function createCoordinator(ctx: KeeperContext, config: CoordinatorConfig)
       l.info("decision");
       const call =
         decision.action === "assign"
-          ? { method: "assign", args: [decision.jobId, decision.provider] }
-          : { method: "unassign", args: [decision.jobId] };
+          ? { method: "assign", args: [decision.jobId, decision.provider], races: ASSIGN_RACES }
+          : { method: "unassign", args: [decision.jobId], races: UNASSIGN_RACES };
       const outcome = await execute(ctx, call, l);
       // Our own assignment: its timeout starts now, not at the next tick's first sight.
       if (decision.action === "assign" && outcome.kind === "confirmed") {
@@ -184,6 +189,10 @@ export async function runCoordinator(
   logger: Logger = ctx.logger,
 ): Promise<number> {
   const coordinator = createCoordinator(ctx, config);
+  // One tick has no time to hear heartbeats: --once only unassigns lapsed leases (and logs its decisions).
+  if (config.once) {
+    return runLoop({ name: "coordinator", tick: async () => void (await coordinator.tick()), intervalMs: 0, once: true, signal, logger });
+  }
   const server = await startJsonServer({
     host: config.host,
     port: config.port,

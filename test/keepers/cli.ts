@@ -152,6 +152,22 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
     expect(stopped).to.have.members(["coordinator", "collector", "finalizer", "reserves"]);
   });
 
+  it("all: a keeper that cannot start (port taken) stops the others; exit code 1", async function () {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", () => r()));
+    try {
+      const port = String((taken.address() as AddressInfo).port);
+      const run = keeper([
+        "all", ...common, "--key", path.join(dir, "stranger.key"), "--coordinator-port", "0", "--collector-port", port,
+        "--state-file", path.join(dir, "collector2.json"),
+      ]);
+      expect(await run.code, run.stderr()).to.equal(1);
+      expect(run.lines().find((l) => l.msg === "keeper failed; stopping the others")).to.include({ keeper: "collector" });
+    } finally {
+      taken.close();
+    }
+  });
+
   it("usage errors exit 2 with a message (no key, unknown keeper, bad flag, bad cron, missing deployment)", async function () {
     const run = keeper(["coordinator", ...common]);
     expect(await run.code).to.equal(2);

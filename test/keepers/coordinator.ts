@@ -267,6 +267,32 @@ describe("keepers: coordinator on chain", function () {
     expect(again.decisions[0].reason).to.contain("not the coordinator");
   });
 
+  it("a lapsed-lease unassign overtaken by a reassignment reverts harmlessly (JobEscrowLeaseActive: a race warning)", async function () {
+    const p = await load();
+    const jobId = await createJob(p);
+    await p.escrow.connect(p.coordinator).assign(jobId, P1.address);
+    await networkHelpers.time.increase(LEASE + 1n);
+    const clock = manualClock();
+    const k = await coordinatorFor(p, clock, {
+      signer: p.stranger,
+      sender: (base) => ({
+        simulate: base.simulate,
+        async send(m, a) {
+          // Between our decision and our send, the coordinator fails the job over to provider2.
+          await p.escrow.connect(p.coordinator).unassign(jobId);
+          await p.escrow.connect(p.coordinator).assign(jobId, P2.address);
+          return base.send(m, a);
+        },
+      }),
+    });
+    const r = await k.keeper.tick();
+    expect(r.sent.map((s) => s.outcome.kind)).to.deep.equal(["race"]);
+    expect(String(warnings(k.lines).at(-1)!.error)).to.match(/^JobEscrowLeaseActive/);
+    expect(errors(k.lines)).to.deep.equal([]);
+    const job = await p.escrow.jobOf(jobId);
+    expect([job.provider, job.epoch]).to.deep.equal([P2.address, 3n]);
+  });
+
   it("--dry-run decides and simulates without sending a transaction", async function () {
     const p = await load();
     const jobId = await createJob(p);
