@@ -103,7 +103,7 @@ export class Lru<K, V> {
 }
 
 /**
- * Memo of evaluations (by state hash) and of states that may become a job's accepted state (by checkpoint hash, or
+ * Memo of evaluations (by template and state hash) and of states that may become a job's accepted state (by checkpoint hash, or
  * `initial:<template>:<seed>`), so the next checkpoint of a job neither re-reads nor re-evaluates its baseline.
  */
 export type VerifyCache = {
@@ -192,11 +192,13 @@ export async function acceptedState(
   return entry;
 }
 
+/** Held-out evaluation, memoised per (template, state): the same weights score differently on another split. */
 async function evaluate(trainer: Trainer, state: TrainingState, hash: string, cache?: VerifyCache): Promise<EvalResult> {
-  const hit = cache?.evals.get(hash);
+  const key = `${trainer.template.templateId}:${hash.toLowerCase()}`;
+  const hit = cache?.evals.get(key);
   if (hit) return hit;
   const r = await trainer.evaluate(state);
-  cache?.evals.set(hash, r);
+  cache?.evals.set(key, r);
   return r;
 }
 
