@@ -28,6 +28,7 @@ import {
   readySignatures,
   type Decision,
   type JobState,
+  type Pending,
   type Pool,
   type Submission,
 } from "./decide.ts";
@@ -55,41 +56,90 @@ export interface CollectorDeps {
 
 export type ProcessResult = "waiting" | "sent" | "dropped" | "kept" | "busy";
 
-export function createCollector(ctx: KeeperContext, config: Pick<CollectorConfig, "stateFile" | "dryRun">, deps: CollectorDeps) {
-  const log = ctx.logger;
-  const safe = new Contract(deps.safeAddress, SAFE_ABI, ctx.provider);
-  const domain = escrowDomain(ctx.chainId, deps.escrowAddress);
-  const identity: StoreIdentity = { chainId: ctx.chainId.toString(), escrow: deps.escrowAddress, safe: deps.safeAddress };
-  const pool: Pool = new Map();
-  const done = new Set<string>();
-  const inFlight = new Set<string>();
-  const retryAfter = new Map<string, number>();
-  const jobQueues = new Map<string, Promise<unknown>>();
-  const quiet = changeLogger();
-  let owners = new Set<string>();
-  let threshold = 0;
-  let ownersReadAt = -Infinity;
+type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun">;
 
-  const persist = () => savePool(config.stateFile, identity, pool);
+export class Collector {
+  /** Pending decisions by digest. */
+  readonly pool: Pool = new Map();
+  private readonly ctx: KeeperContext;
+  private readonly config: CollectorOptions;
+  private readonly deps: CollectorDeps;
+  private readonly safe: Contract;
+  private readonly domain: ReturnType<typeof escrowDomain>;
+  private readonly identity: StoreIdentity;
+  /** Digests decided on chain or overtaken: answered "done", never stored again. */
+  private readonly done = new Set<string>();
+  private readonly inFlight = new Set<string>();
+  private readonly retryAfter = new Map<string, number>();
+  private readonly jobQueues = new Map<string, Promise<unknown>>();
+  private readonly quiet = changeLogger();
+  private owners = new Set<string>();
+  private threshold = 0;
+  private ownersReadAt = -Infinity;
 
-  async function refreshOwners(): Promise<void> {
-    const [list, t] = await read(ctx, "safe owners", () => Promise.all([safe.getOwners(), safe.getThreshold()]));
-    owners = new Set((list as string[]).map((o) => o.toLowerCase()));
-    threshold = Number(t);
-    ownersReadAt = ctx.nowMs();
+  constructor(ctx: KeeperContext, config: CollectorOptions, deps: CollectorDeps) {
+    this.ctx = ctx;
+    this.config = config;
+    this.deps = deps;
+    this.safe = new Contract(deps.safeAddress, SAFE_ABI, ctx.provider);
+    this.domain = escrowDomain(ctx.chainId, deps.escrowAddress);
+    this.identity = { chainId: ctx.chainId.toString(), escrow: deps.escrowAddress, safe: deps.safeAddress };
+  }
+
+  /** The HTTP handler for `POST /signatures`. */
+  readonly submit = (body: unknown): Promise<JsonResponse> => this.accept(body, false);
+
+  /** Re-reads the Safe's owners and threshold, then processes every pending digest (checkpoints before verdicts). */
+  async tick(): Promise<ProcessResult[]> {
+    await this.refreshOwners();
+    const order = [...this.pool.values()].sort(byJobThenStep);
+    return Promise.all(order.map((p) => this.schedule(p.digest)));
+  }
+
+  /** Loads the saved signatures (re-checked like fresh ones); returns how many were restored. */
+  async restore(): Promise<number> {
+    await this.refreshOwners();
+    const { stateFile } = this.config;
+    const bodies = loadSubmissions(stateFile, this.identity, (why) => this.ctx.logger.warn("ignoring state file", { file: stateFile, why }));
+    let restored = 0;
+    for (const body of bodies) {
+      const r = await this.accept(body, true);
+      if (r.status === 200) restored++;
+      else this.ctx.logger.warn("dropping a saved signature", { reason: (r.body as { reason: string }).reason });
+    }
+    if (bodies.length > 0) {
+      this.persist();
+      this.ctx.logger.info("restored pending signatures", { file: stateFile, signatures: restored, decisions: this.pool.size });
+    }
+    return restored;
+  }
+
+  /** Resolves when no decision is being processed. */
+  async idle(): Promise<void> {
+    while (this.jobQueues.size > 0) await Promise.all([...this.jobQueues.values()]);
+  }
+
+  private persist(): void {
+    savePool(this.config.stateFile, this.identity, this.pool);
+  }
+
+  private async refreshOwners(): Promise<void> {
+    const [list, t] = await read(this.ctx, "safe owners", () => Promise.all([this.safe.getOwners(), this.safe.getThreshold()]));
+    this.owners = new Set((list as string[]).map((o) => o.toLowerCase()));
+    this.threshold = Number(t);
+    this.ownersReadAt = this.ctx.nowMs();
   }
 
   /** Why the submission's digest or signature is wrong, or undefined. */
-  function verify(s: Submission): string | undefined {
-    const expected =
-      s.decision.kind === "checkpoint"
-        ? checkpointDecisionDigest(domain, s.decision.message)
-        : verdictDigest(domain, s.decision.message);
+  private verify(s: Submission): string | undefined {
+    const d = s.decision;
+    const expected = d.kind === "checkpoint" ? checkpointDecisionDigest(this.domain, d.message) : verdictDigest(this.domain, d.message);
     if (expected.toLowerCase() !== s.digest) return `digest does not match the message (expected ${expected})`;
     let recovered: string;
     try {
       const message = AbiCoder.defaultAbiCoder().encode(["bytes32"], [s.digest]);
-      recovered = verifyTypedData({ chainId: ctx.chainId, verifyingContract: deps.safeAddress }, SAFE_MESSAGE_TYPES, { message }, s.signature);
+      const domain = { chainId: this.ctx.chainId, verifyingContract: this.deps.safeAddress };
+      recovered = verifyTypedData(domain, SAFE_MESSAGE_TYPES, { message }, s.signature);
     } catch {
       return "malformed signature";
     }
@@ -98,33 +148,36 @@ export function createCollector(ctx: KeeperContext, config: Pick<CollectorConfig
   }
 
   /** Checks one submission and adds it; `restoring` skips saving and sending (restore does both at the end). */
-  async function accept(body: unknown, restoring = false): Promise<JsonResponse> {
+  private async accept(body: unknown, restoring: boolean): Promise<JsonResponse> {
     const s = parseSubmission(body);
     if (typeof s === "string") return bad(s);
-    if (done.has(s.digest)) return { status: 200, body: { ok: true, digest: s.digest, state: "done" } };
-    const wrong = verify(s);
+    if (this.done.has(s.digest)) return { status: 200, body: { ok: true, digest: s.digest, state: "done" } };
+    const wrong = this.verify(s);
     if (wrong) return bad(wrong);
-    if (!owners.has(s.signer.toLowerCase()) && ctx.nowMs() - ownersReadAt > 1_000) {
+    const signer = s.signer.toLowerCase();
+    if (!this.owners.has(signer) && this.ctx.nowMs() - this.ownersReadAt > 1_000) {
       try {
-        await refreshOwners();
+        await this.refreshOwners();
       } catch {
         return { status: 503, body: { ok: false, reason: "cannot read the verifier Safe's owners now; retry" } };
       }
     }
-    if (!owners.has(s.signer.toLowerCase())) return bad(`${s.signer} is not an owner of the verifier Safe`);
-    const { added, count } = addSignature(pool, s);
+    if (!this.owners.has(signer)) return bad(`${s.signer} is not an owner of the verifier Safe`);
+    const { added, count } = addSignature(this.pool, s);
+    const threshold = this.threshold;
     if (added && !restoring) {
-      persist();
-      log.info("signature", { ...describeDecision(s.decision), digest: s.digest, signer: s.signer, signatures: count, threshold });
-      if (count >= threshold) void schedule(s.digest);
+      this.persist();
+      this.ctx.logger.info("signature", { ...describeDecision(s.decision), digest: s.digest, signer: s.signer, signatures: count, threshold });
+      if (count >= threshold) void this.schedule(s.digest);
     }
     return { status: 200, body: { ok: true, digest: s.digest, signatures: count, threshold, state: "pending" } };
   }
 
-  async function readJob(jobId: bigint): Promise<JobState> {
-    return read(ctx, `job ${jobId}`, async () => {
-      const blockTag = await ctx.provider.getBlockNumber();
-      const [status, job] = await Promise.all([ctx.escrow.statusOf(jobId, { blockTag }), ctx.escrow.jobOf(jobId, { blockTag })]);
+  private async readJob(jobId: bigint): Promise<JobState> {
+    const { escrow, provider } = this.ctx;
+    return read(this.ctx, `job ${jobId}`, async () => {
+      const blockTag = await provider.getBlockNumber();
+      const [status, job] = await Promise.all([escrow.statusOf(jobId, { blockTag }), escrow.jobOf(jobId, { blockTag })]);
       return {
         status: JOB_STATUS[Number(status)],
         epoch: job.epoch,
@@ -137,110 +190,80 @@ export function createCollector(ctx: KeeperContext, config: Pick<CollectorConfig
     });
   }
 
-  function drop(digest: string): void {
-    pool.delete(digest);
-    done.add(digest);
-    retryAfter.delete(digest);
-    quiet.forget(digest);
-    persist();
+  private drop(digest: string): void {
+    this.pool.delete(digest);
+    this.done.add(digest);
+    this.retryAfter.delete(digest);
+    this.quiet.forget(digest);
+    this.persist();
   }
 
-  /** Decides and (maybe) sends one digest's decision. Runs inside its job's queue. */
-  async function processDigest(digest: string): Promise<ProcessResult> {
-    const entry = pool.get(digest);
-    if (!entry) return "dropped";
-    if (inFlight.has(digest)) return "busy";
-    if ((retryAfter.get(digest) ?? -Infinity) > ctx.nowMs()) return "kept";
-    const sigs = readySignatures(entry, owners, threshold);
-    if (!sigs) return "waiting";
-    inFlight.add(digest);
-    try {
-      const l = log.child({ ...describeDecision(entry.decision), digest });
-      const job = await readJob(entry.decision.message.jobId);
-      const a = applicability(entry.decision, job);
-      if (a.action === "stale") {
-        l.info("already on chain or overtaken; dropped", { reason: a.reason });
-        drop(digest);
-        return "dropped";
-      }
-      if (a.action === "wait") {
-        if (quiet.changed(digest, a.reason)) l.info("signed, waiting for the chain", { reason: a.reason });
-        return "waiting";
-      }
-      if (config.dryRun && !quiet.changed(digest, "dry-run")) return "kept";
-      const call = decisionCall(entry.decision, packSafeSignatures(sigs));
-      l.info("decision", { reason: a.reason, signers: sigs.map((s) => s.signer) });
-      const outcome = deps.executor ? await deps.executor.execute(call, l) : await execute(ctx, call, l);
-      if (outcome.kind === "confirmed" || outcome.kind === "race") {
-        drop(digest);
-        // The job moved on: its other decisions (e.g. the verdict after the final acceptance) may apply now.
-        for (const other of pool.values()) {
-          if (other.decision.message.jobId === entry.decision.message.jobId) void schedule(other.digest);
-        }
-        return "sent";
-      }
-      if (outcome.kind === "failed") retryAfter.set(digest, ctx.nowMs() + 30_000);
-      return "kept";
-    } finally {
-      inFlight.delete(digest);
-    }
-  }
-
-  /** Queues `digest` behind its job's other decisions. */
-  function schedule(digest: string): Promise<ProcessResult> {
-    const entry = pool.get(digest);
+  /** Queues `digest` behind its job's other decisions (one queue per job; jobs run concurrently). */
+  private schedule(digest: string): Promise<ProcessResult> {
+    const entry = this.pool.get(digest);
     if (!entry) return Promise.resolve("dropped");
     const key = entry.decision.message.jobId.toString();
-    const run = (jobQueues.get(key) ?? Promise.resolve()).then(() =>
-      processDigest(digest).catch((err) => {
-        log.warn("could not process decision; the next tick retries", { digest, error: (err as Error)?.message });
+    const run = (this.jobQueues.get(key) ?? Promise.resolve()).then(() =>
+      this.process(digest).catch((err) => {
+        this.ctx.logger.warn("could not process decision; the next tick retries", { digest, error: (err as Error)?.message });
         return "kept" as ProcessResult;
       }),
     );
-    jobQueues.set(key, run);
+    this.jobQueues.set(key, run);
     void run.finally(() => {
-      if (jobQueues.get(key) === run) jobQueues.delete(key);
+      if (this.jobQueues.get(key) === run) this.jobQueues.delete(key);
     });
     return run;
   }
 
-  /** Re-reads the Safe's owners and threshold, then processes every pending digest (checkpoints before verdicts). */
-  async function tick(): Promise<ProcessResult[]> {
-    await refreshOwners();
-    const order = [...pool.values()].sort(byJobThenStep);
-    return Promise.all(order.map((p) => schedule(p.digest)));
-  }
-
-  /** Loads the saved signatures (re-checked like fresh ones); returns how many were restored. */
-  async function restore(): Promise<number> {
-    await refreshOwners();
-    const bodies = loadSubmissions(config.stateFile, identity, (why) => log.warn("ignoring state file", { file: config.stateFile, why }));
-    let restored = 0;
-    for (const body of bodies) {
-      const r = await accept(body, true);
-      if (r.status === 200) restored++;
-      else log.warn("dropping a saved signature", { reason: (r.body as { reason: string }).reason });
+  /** Decides and (maybe) sends one digest's decision. Runs inside its job's queue; one in flight per digest. */
+  private async process(digest: string): Promise<ProcessResult> {
+    const entry = this.pool.get(digest);
+    if (!entry) return "dropped";
+    if (this.inFlight.has(digest)) return "busy";
+    if ((this.retryAfter.get(digest) ?? -Infinity) > this.ctx.nowMs()) return "kept";
+    const sigs = readySignatures(entry, this.owners, this.threshold);
+    if (!sigs) return "waiting";
+    this.inFlight.add(digest);
+    try {
+      return await this.decideAndSend(entry, sigs);
+    } finally {
+      this.inFlight.delete(digest);
     }
-    if (bodies.length > 0) {
-      persist();
-      log.info("restored pending signatures", { file: config.stateFile, signatures: restored, decisions: pool.size });
+  }
+
+  private async decideAndSend(entry: Pending, sigs: { signer: string; signature: string }[]): Promise<ProcessResult> {
+    const { digest, decision } = entry;
+    const l = this.ctx.logger.child({ ...describeDecision(decision), digest });
+    const a = applicability(decision, await this.readJob(decision.message.jobId));
+    if (a.action === "stale") {
+      l.info("already on chain or overtaken; dropped", { reason: a.reason });
+      this.drop(digest);
+      return "dropped";
     }
-    return restored;
+    if (a.action === "wait") {
+      if (this.quiet.changed(digest, a.reason)) l.info("signed, waiting for the chain", { reason: a.reason });
+      return "waiting";
+    }
+    if (this.config.dryRun && !this.quiet.changed(digest, "dry-run")) return "kept";
+    const call = decisionCall(decision, packSafeSignatures(sigs));
+    l.info("decision", { reason: a.reason, signers: sigs.map((s) => s.signer) });
+    const outcome = this.deps.executor ? await this.deps.executor.execute(call, l) : await execute(this.ctx, call, l);
+    if (outcome.kind === "confirmed" || outcome.kind === "race") {
+      this.drop(digest);
+      // The job moved on: its other decisions (e.g. the verdict after the final acceptance) may apply now.
+      for (const other of this.pool.values()) {
+        if (other.decision.message.jobId === decision.message.jobId) void this.schedule(other.digest);
+      }
+      return "sent";
+    }
+    if (outcome.kind === "failed") this.retryAfter.set(digest, this.ctx.nowMs() + 30_000);
+    return "kept";
   }
+}
 
-  /** Resolves when no decision is being processed. */
-  async function idle(): Promise<void> {
-    while (jobQueues.size > 0) await Promise.all([...jobQueues.values()]);
-  }
-
-  return {
-    pool,
-    submit: (body: unknown) => accept(body),
-    tick,
-    restore,
-    idle,
-    threshold: () => threshold,
-  };
+export function createCollector(ctx: KeeperContext, config: CollectorOptions, deps: CollectorDeps): Collector {
+  return new Collector(ctx, config, deps);
 }
 
 function bad(reason: string): JsonResponse {

@@ -36,24 +36,97 @@ const UNASSIGN_RACES = ["JobEscrowLeaseActive"];
 /** Statuses a job never leaves for Open or Running again: the coordinator stops reading those jobs. */
 const DONE = new Set(["DisputeWindow", "Settleable", "Disputed", "ArbiterTimedOut", "Settled", "Cancelled"]);
 
-export function createCoordinator(ctx: KeeperContext, config: CoordinatorConfig) {
-  const book = new HeartbeatBook(ctx.chainId, config.maxClockSkewMs);
-  const watchStart = new Map<string, number>();
-  const done = new Set<bigint>();
-  const providers = new Set<string>();
-  let scannedTo = config.fromBlock - 1;
-  const quiet = changeLogger();
-  const log = ctx.logger;
+export class Coordinator {
+  /** Heartbeats received (served by `runCoordinator` on POST /heartbeat). */
+  readonly book: HeartbeatBook;
+  /** When each Running `${jobId}:${epoch}` was first seen (or assigned by us). */
+  readonly watchStart = new Map<string, number>();
+  private readonly ctx: KeeperContext;
+  private readonly config: CoordinatorConfig;
+  /** Jobs past Running: never read again. */
+  private readonly done = new Set<bigint>();
+  /** Registered providers, from ProviderRegistered events. */
+  private readonly providers = new Set<string>();
+  private scannedTo: number;
+  private readonly quiet = changeLogger();
 
-  async function readJobs(blockTag: number, jobCount: bigint): Promise<JobView[]> {
+  constructor(ctx: KeeperContext, config: CoordinatorConfig) {
+    this.ctx = ctx;
+    this.config = config;
+    this.book = new HeartbeatBook(ctx.chainId, config.maxClockSkewMs);
+    this.scannedTo = config.fromBlock - 1;
+  }
+
+  /** One tick: read the chain, decide (pure), send each unassign / assign on its own. */
+  async tick(): Promise<CoordinatorTickReport> {
+    const view = await this.snapshot(this.ctx.nowMs());
+    const decisions = planCoordinator(view);
+    for (const d of decisions) {
+      if (d.action === "assign" || d.action === "unassign") this.quiet.forget(`job ${d.jobId}`);
+      else if (this.quiet.changed(`job ${d.jobId}`, `${d.epoch} ${d.action} ${d.reason}`)) this.ctx.logger.info("decision", fields(d));
+    }
+    const actions = decisions.filter((d) => d.action === "assign" || d.action === "unassign");
+    const sent = await mapLimit(actions, 8, (decision) => this.send(decision, view.nowMs));
+    return { decisions, sent };
+  }
+
+  private async send(decision: Decision, nowMs: number): Promise<{ decision: Decision; outcome: Outcome }> {
+    const l = this.ctx.logger.child(fields(decision));
+    l.info("decision");
+    const call =
+      decision.action === "assign"
+        ? { method: "assign", args: [decision.jobId, decision.provider], races: ASSIGN_RACES }
+        : { method: "unassign", args: [decision.jobId], races: UNASSIGN_RACES };
+    const outcome = await execute(this.ctx, call, l);
+    // Our own assignment: its timeout starts now, not at the next tick's first sight.
+    if (decision.action === "assign" && outcome.kind === "confirmed") {
+      this.watchStart.set(jobEpochKey(decision.jobId, decision.epoch + 1n), nowMs);
+    }
+    return { decision, outcome };
+  }
+
+  /** Reads everything a decision needs, at one block. */
+  private async snapshot(nowMs: number): Promise<CoordinatorView> {
+    const { ctx, config } = this;
+    const [block, coordinator, jobCount] = await read(ctx, "chain head", () =>
+      Promise.all([ctx.provider.getBlock("latest"), ctx.escrow.coordinator(), ctx.escrow.jobCount()]),
+    );
+    if (!block) throw new Error("no latest block");
+    const jobs = await this.readJobs(block.number, jobCount);
+    const providers = await this.readProviders(block.number);
+    this.trackWatchStart(jobs, nowMs);
+    this.book.prune(nowMs, Math.max(60_000, 10 * config.heartbeatTimeoutMs));
+    const view: CoordinatorView = {
+      nowMs,
+      chainTime: BigInt(block.timestamp),
+      timeoutMs: config.heartbeatTimeoutMs,
+      isCoordinator: ctx.address ? ctx.address.toLowerCase() === coordinator.toLowerCase() : ctx.dryRun,
+      jobs,
+      providers,
+      lastBeat: this.book.lastBeat,
+      lastJobBeat: this.book.lastJobBeat,
+      watchStart: this.watchStart,
+      fenced: new Map(),
+      memoryNeedMiB: memoryNeed(config),
+    };
+    await this.readFenced(view, block.number);
+    return view;
+  }
+
+  /** The timeout of a Running (job, epoch) runs from its first sight until its first beat. */
+  private trackWatchStart(jobs: JobView[], nowMs: number): void {
+    const running = new Set(jobs.filter((j) => j.status === "Running").map((j) => jobEpochKey(j.jobId, j.epoch)));
+    for (const key of running) if (!this.watchStart.has(key)) this.watchStart.set(key, nowMs);
+    for (const key of this.watchStart.keys()) if (!running.has(key)) this.watchStart.delete(key);
+  }
+
+  private async readJobs(blockTag: number, jobCount: bigint): Promise<JobView[]> {
+    const { ctx } = this;
     const ids: bigint[] = [];
-    for (let id = 1n; id <= jobCount; id++) if (!done.has(id)) ids.push(id);
+    for (let id = 1n; id <= jobCount; id++) if (!this.done.has(id)) ids.push(id);
     const views = await mapLimit(ids, 8, (id) =>
       read(ctx, `job ${id}`, async () => {
-        const [status, job] = await Promise.all([
-          ctx.escrow.statusOf(id, { blockTag }),
-          ctx.escrow.jobOf(id, { blockTag }),
-        ]);
+        const [status, job] = await Promise.all([ctx.escrow.statusOf(id, { blockTag }), ctx.escrow.jobOf(id, { blockTag })]);
         return {
           jobId: id,
           status: JOB_STATUS[Number(status)],
@@ -70,18 +143,19 @@ export function createCoordinator(ctx: KeeperContext, config: CoordinatorConfig)
         } satisfies JobView;
       }),
     );
-    for (const v of views) if (DONE.has(v.status)) done.add(v.jobId);
+    for (const v of views) if (DONE.has(v.status)) this.done.add(v.jobId);
     return views.filter((v) => v.status === "Open" || v.status === "Running");
   }
 
-  async function readProviders(blockTag: number): Promise<ProviderView[]> {
-    if (blockTag > scannedTo) {
+  private async readProviders(blockTag: number): Promise<ProviderView[]> {
+    const { ctx } = this;
+    if (blockTag > this.scannedTo) {
       const registry = ctx.registry as unknown as Contract;
-      const logs = await scanEvents(ctx, registry, registry.filters.ProviderRegistered(), scannedTo + 1, blockTag);
-      for (const l of logs) providers.add(l.args.provider as string);
-      scannedTo = blockTag;
+      const logs = await scanEvents(ctx, registry, registry.filters.ProviderRegistered(), this.scannedTo + 1, blockTag);
+      for (const l of logs) this.providers.add(l.args.provider as string);
+      this.scannedTo = blockTag;
     }
-    return mapLimit([...providers], 8, (address) =>
+    return mapLimit([...this.providers], 8, (address) =>
       read(ctx, `provider ${address}`, async () => {
         const [price, memoryMiB, active] = await ctx.registry.quote(address, { blockTag });
         return { address, pricePerStep: price, memoryMiB: Number(memoryMiB), active, registered: true };
@@ -89,47 +163,14 @@ export function createCoordinator(ctx: KeeperContext, config: CoordinatorConfig)
     );
   }
 
-  /** Reads everything a decision needs, at one block. */
-  async function snapshot(nowMs: number): Promise<CoordinatorView> {
-    const [block, coordinator, jobCount] = await read(ctx, "chain head", () =>
-      Promise.all([ctx.provider.getBlock("latest"), ctx.escrow.coordinator(), ctx.escrow.jobCount()]),
-    );
-    if (!block) throw new Error("no latest block");
-    const jobs = await readJobs(block.number, jobCount);
-    const providerViews = await readProviders(block.number);
-    const isCoordinator = ctx.address ? ctx.address.toLowerCase() === coordinator.toLowerCase() : ctx.dryRun;
-
-    // The timeout of a Running (job, epoch) runs from its first sight until its first beat.
-    const running = new Set(jobs.filter((j) => j.status === "Running").map((j) => jobEpochKey(j.jobId, j.epoch)));
-    for (const key of running) if (!watchStart.has(key)) watchStart.set(key, nowMs);
-    for (const key of watchStart.keys()) if (!running.has(key)) watchStart.delete(key);
-    book.prune(nowMs, Math.max(60_000, 10 * config.heartbeatTimeoutMs));
-
-    const view: CoordinatorView = {
-      nowMs,
-      chainTime: BigInt(block.timestamp),
-      timeoutMs: config.heartbeatTimeoutMs,
-      isCoordinator,
-      jobs,
-      providers: providerViews,
-      lastBeat: book.lastBeat,
-      lastJobBeat: book.lastJobBeat,
-      watchStart,
-      fenced: new Map(),
-      memoryNeedMiB: memoryNeed(config),
-    };
-    await readFenced(view, block.number);
-    return view;
-  }
-
   /** `isFenced` for the candidates that pass every other rule (the only ones it can change). */
-  async function readFenced(view: CoordinatorView, blockTag: number): Promise<void> {
+  private async readFenced(view: CoordinatorView, blockTag: number): Promise<void> {
     const busy = busyProviders(view.jobs);
     const pairs = view.jobs
       .filter(needsProvider)
       .flatMap((job) => view.providers.filter((p) => !exclusionOf(job, p, view, busy)).map((p) => ({ job, p })));
     const flags = await mapLimit(pairs, 8, ({ job, p }) =>
-      read(ctx, "isFenced", () => ctx.escrow.isFenced(job.jobId, p.address, { blockTag })),
+      read(this.ctx, "isFenced", () => this.ctx.escrow.isFenced(job.jobId, p.address, { blockTag })),
     );
     pairs.forEach(({ job, p }, i) => {
       if (!flags[i]) return;
@@ -138,36 +179,10 @@ export function createCoordinator(ctx: KeeperContext, config: CoordinatorConfig)
       view.fenced.get(key)!.add(p.address.toLowerCase());
     });
   }
+}
 
-  async function tick(): Promise<CoordinatorTickReport> {
-    const view = await snapshot(ctx.nowMs());
-    const decisions = planCoordinator(view);
-    const actions = decisions.filter((d) => d.action === "assign" || d.action === "unassign");
-    for (const d of decisions) {
-      if (d.action === "keep" || d.action === "wait") {
-        if (quiet.changed(`job ${d.jobId}`, `${d.epoch} ${d.action} ${d.reason}`)) log.info("decision", fields(d));
-      } else {
-        quiet.forget(`job ${d.jobId}`);
-      }
-    }
-    const sent = await mapLimit(actions, 8, async (decision) => {
-      const l = log.child(fields(decision));
-      l.info("decision");
-      const call =
-        decision.action === "assign"
-          ? { method: "assign", args: [decision.jobId, decision.provider], races: ASSIGN_RACES }
-          : { method: "unassign", args: [decision.jobId], races: UNASSIGN_RACES };
-      const outcome = await execute(ctx, call, l);
-      // Our own assignment: its timeout starts now, not at the next tick's first sight.
-      if (decision.action === "assign" && outcome.kind === "confirmed") {
-        watchStart.set(jobEpochKey(decision.jobId, decision.epoch + 1n), view.nowMs);
-      }
-      return { decision, outcome };
-    });
-    return { decisions, sent };
-  }
-
-  return { book, tick, watchStart };
+export function createCoordinator(ctx: KeeperContext, config: CoordinatorConfig): Coordinator {
+  return new Coordinator(ctx, config);
 }
 
 function fields(d: Decision): Record<string, unknown> {
