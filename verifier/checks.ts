@@ -233,11 +233,10 @@ export function stepsToReplay(salt: string, startStep: number, endStep: number, 
   return [...set].sort((a, b) => a - b);
 }
 
-/** Replays `steps`; returns the CPU ms of each replayed step (stops at the first mismatch, by throwing). */
+/** Replays `steps`, pushing each replayed step's CPU ms to `costs`; throws a Refusal at the first mismatch. */
 async function replay(
-  trainer: Trainer, store: CheckpointStore, c: Checkpoint, start: TrainingState, steps: number[],
-): Promise<number[]> {
-  const costs: number[] = [];
+  trainer: Trainer, store: CheckpointStore, c: Checkpoint, start: TrainingState, steps: number[], costs: number[],
+): Promise<void> {
   for (const step of steps) {
     const i = step - c.startStep - 1;
     let prev: TrainingState;
@@ -259,15 +258,13 @@ async function replay(
       throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${c.stepHashes[i]}`);
     }
   }
-  return costs;
 }
 
 /**
  * Replays every step in order from the start state, each from the previous replayed state (bit-identical to the
  * committed one as long as the hashes matched), so no intermediate blob is read: about the cost of training.
  */
-async function replaySequential(trainer: Trainer, c: Checkpoint, start: TrainingState): Promise<number[]> {
-  const costs: number[] = [];
+async function replaySequential(trainer: Trainer, c: Checkpoint, start: TrainingState, costs: number[]): Promise<void> {
   let state = start;
   for (let step = c.startStep + 1; step <= c.step; step++) {
     const t0 = process.cpuUsage();
@@ -281,7 +278,6 @@ async function replaySequential(trainer: Trainer, c: Checkpoint, start: Training
     const committed = c.stepHashes[step - c.startStep - 1];
     if (!sameHex(actual, committed)) throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
   }
-  return costs;
 }
 
 export function cpuMsSince(t0: NodeJS.CpuUsage): number {
@@ -331,7 +327,7 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
     metrics.trainingCpuMsEstimate = metrics.stepCpuMs === null ? null : metrics.stepCpuMs * metrics.intervalSteps;
   };
   try {
-    costs.push(...await replay(trainer, store, c, start.state, sampled));
+    await replay(trainer, store, c, start.state, sampled, costs);
   } catch (err) {
     return done([refusalOf(err, "replay")]);
   } finally {
@@ -349,7 +345,7 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
   // anything else is refused. This also catches fabricated steps that sampling missed but that hurt accuracy.
   metrics.fullReplay = true;
   try {
-    costs.push(...await replaySequential(trainer, c, start.state));
+    await replaySequential(trainer, c, start.state, costs);
   } catch (err) {
     return done([refusalOf(err, "full replay"), regression]);
   } finally {
