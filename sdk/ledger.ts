@@ -1,0 +1,370 @@
+/**
+ * The escrow's books rebuilt from its events alone: no state reads, no clock, no I/O. Auditors compare the
+ * result with the contract (test/protocol/auditor.ts); `gpuchain explain JOB` and `gpuchain wallet ADDRESS`
+ * read it to say who is owed what and why.
+ *
+ * Input: the escrow's decoded logs in any order (ethers' `EventLog`s from `escrow.queryFilter("*")` fit), each
+ * `{ eventName, args, blockNumber, index }`. Unknown events (e.g. Ownable's) are ignored; an event for a job
+ * whose JobCreated is missing throws, because the books would be wrong (query from the deployment block).
+ *
+ * Output, `Ledger`:
+ *   jobs               Map<jobId, LedgerJob>, one per JobCreated
+ *   withdrawable       Map<address, amount>: what each account can withdraw now (the contract's `owed`)
+ *   withdrawn          Map<address, amount>: what each account has withdrawn so far
+ *   totalLocked        budgets not yet released, providers' unclaimed earnings included
+ *   totalBonds         dispute bonds held
+ *   totalWithdrawable  sum of `withdrawable`
+ *   owes               totalLocked + totalBonds + totalWithdrawable (proof of reserves, right-hand side)
+ *   held               tokens in (budgets, bonds) minus tokens out (withdrawals), as the events tell; a plain
+ *                      token transfer to the escrow is not an escrow event, so `reserves().held` may exceed it
+ *   roles              { coordinator, arbiter, feeRecipient }, from the latest *Set events
+ *   templates          Map<templateId, approved>
+ * `LedgerJob` mirrors the contract's `Job` (stored phase, epoch, provider, price, accepted/pending step and hash,
+ * paid) plus what only history tells: per-provider earnings not yet claimed and already released, fenced
+ * providers, the verdict, the dispute, the settlement, and `history` (every event of the job, in order).
+ * `statusAt(job, now)` derives the clock-dependent statuses exactly as the contract's `statusOf`.
+ */
+import { getAddress } from "ethers";
+
+/** JobStatus, numbered as in IJobEscrow. */
+export const JobStatus = {
+  None: 0,
+  Open: 1,
+  Running: 2,
+  DisputeWindow: 3,
+  Settleable: 4,
+  Disputed: 5,
+  ArbiterTimedOut: 6,
+  Settled: 7,
+  Cancelled: 8,
+} as const;
+export type JobStatus = (typeof JobStatus)[keyof typeof JobStatus];
+
+/** UnassignReason, numbered as in IJobEscrow. */
+export const UnassignReason = { Coordinator: 0, LeaseLapsed: 1, Refused: 2 } as const;
+
+export interface EscrowEvent {
+  eventName: string;
+  args: unknown;
+  blockNumber: number;
+  index: number;
+}
+
+export interface LedgerEntry {
+  event: string;
+  blockNumber: number;
+  logIndex: number;
+  args: Record<string, unknown>;
+}
+
+export interface LedgerJob {
+  jobId: bigint;
+  client: string;
+  templateId: string;
+  seed: string;
+  totalSteps: number;
+  checkpointInterval: number;
+  maxPricePerStep: bigint;
+  budget: bigint;
+  disputeWindow: bigint;
+  phase: JobStatus;
+  epoch: bigint;
+  provider: string | null;
+  pricePerStep: bigint;
+  acceptedStep: number;
+  acceptedHash: string | null;
+  pendingStep: number;
+  pendingHash: string | null;
+  paid: bigint;
+  earnings: Map<string, bigint>;
+  released: Map<string, bigint>;
+  fenced: Set<string>;
+  verdict: { modelHash: string; metric: bigint; passed: boolean; disputeDeadline: bigint } | null;
+  dispute: { bond: bigint; arbiterDeadline: bigint; resolved: boolean; upheld: boolean; timedOut: boolean } | null;
+  settlement: { refund: bigint; providersPaid: bigint; bondReturned: bigint; bondForfeited: bigint } | null;
+  history: LedgerEntry[];
+}
+
+export interface Ledger {
+  jobs: Map<bigint, LedgerJob>;
+  withdrawable: Map<string, bigint>;
+  withdrawn: Map<string, bigint>;
+  totalLocked: bigint;
+  totalBonds: bigint;
+  totalWithdrawable: bigint;
+  owes: bigint;
+  held: bigint;
+  roles: { coordinator: string | null; arbiter: string | null; feeRecipient: string | null };
+  templates: Map<string, boolean>;
+}
+
+/** Folds the escrow's events into its books. Pure: the same events give the same ledger. */
+export function foldEscrowEvents(events: readonly EscrowEvent[]): Ledger {
+  const ledger: Ledger = {
+    jobs: new Map(),
+    withdrawable: new Map(),
+    withdrawn: new Map(),
+    totalLocked: 0n,
+    totalBonds: 0n,
+    totalWithdrawable: 0n,
+    owes: 0n,
+    held: 0n,
+    roles: { coordinator: null, arbiter: null, feeRecipient: null },
+    templates: new Map(),
+  };
+  const ordered = [...events].sort((a, b) => a.blockNumber - b.blockNumber || a.index - b.index);
+  for (const e of ordered) apply(ledger, e);
+  ledger.owes = ledger.totalLocked + ledger.totalBonds + ledger.totalWithdrawable;
+  return ledger;
+}
+
+/** The job's status at `now` (seconds), derived from the stored phase and deadlines like `statusOf`. */
+export function statusAt(job: LedgerJob, now: bigint): JobStatus {
+  if (job.phase === JobStatus.DisputeWindow && job.verdict !== null) {
+    return now > job.verdict.disputeDeadline ? JobStatus.Settleable : JobStatus.DisputeWindow;
+  }
+  if (job.phase === JobStatus.Disputed && job.dispute !== null) {
+    return now > job.dispute.arbiterDeadline ? JobStatus.ArbiterTimedOut : JobStatus.Disputed;
+  }
+  return job.phase;
+}
+
+/** What an account is owed now, and what it may still claim per settled or cancelled job. */
+export function walletOf(ledger: Ledger, account: string) {
+  const who = getAddress(account);
+  const claimable: { jobId: bigint; amount: bigint }[] = [];
+  const pending: { jobId: bigint; amount: bigint }[] = [];
+  for (const job of ledger.jobs.values()) {
+    const amount = job.earnings.get(who) ?? 0n;
+    if (amount === 0n) continue;
+    const final = job.phase === JobStatus.Settled || job.phase === JobStatus.Cancelled;
+    (final ? claimable : pending).push({ jobId: job.jobId, amount });
+  }
+  return {
+    withdrawable: ledger.withdrawable.get(who) ?? 0n,
+    withdrawn: ledger.withdrawn.get(who) ?? 0n,
+    claimable,
+    pending,
+  };
+}
+
+// ------------------------------------------------------------------ folding
+
+function apply(l: Ledger, e: EscrowEvent): void {
+  const a = plainArgs(e.args);
+  const big = (k: string) => BigInt(a[k] as bigint | number);
+  const num = (k: string) => Number(a[k] as bigint | number);
+  const addr = (k: string) => getAddress(a[k] as string);
+  const str = (k: string) => a[k] as string;
+  const job = () => jobOf(l, big("jobId"), e, a);
+
+  switch (e.eventName) {
+    case "JobCreated": {
+      const j = newJob(big("jobId"), addr("client"), a);
+      l.jobs.set(j.jobId, j);
+      record(j, e, a);
+      l.totalLocked += j.budget;
+      l.held += j.budget;
+      return;
+    }
+    case "ProviderAssigned": {
+      const j = job();
+      j.phase = JobStatus.Running;
+      j.provider = addr("provider");
+      j.epoch = big("epoch");
+      j.pricePerStep = big("pricePerStep");
+      return;
+    }
+    case "ProviderUnassigned": {
+      const j = job();
+      j.phase = JobStatus.Open;
+      j.epoch = big("newEpoch");
+      j.provider = null;
+      j.pricePerStep = 0n;
+      j.pendingStep = 0;
+      j.pendingHash = null;
+      return;
+    }
+    case "LeaseExtended":
+      job();
+      return;
+    case "CheckpointReported": {
+      const j = job();
+      j.pendingStep = num("step");
+      j.pendingHash = str("checkpointHash");
+      return;
+    }
+    case "CheckpointAccepted": {
+      const j = job();
+      const provider = addr("provider");
+      const amount = big("amount");
+      j.paid += amount;
+      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) + amount);
+      j.acceptedStep = num("step");
+      j.acceptedHash = str("checkpointHash");
+      j.pendingStep = 0;
+      j.pendingHash = null;
+      return;
+    }
+    case "CheckpointRefused":
+      job().fenced.add(addr("provider"));
+      return;
+    case "VerdictSubmitted": {
+      const j = job();
+      j.phase = JobStatus.DisputeWindow;
+      j.epoch += 1n; // the contract fences the provider by bumping the epoch; the event does not repeat it
+      j.verdict = {
+        modelHash: str("modelHash"),
+        metric: big("metric"),
+        passed: a.passed as boolean,
+        disputeDeadline: big("disputeDeadline"),
+      };
+      return;
+    }
+    case "DisputeOpened": {
+      const j = job();
+      const bond = big("bond");
+      j.phase = JobStatus.Disputed;
+      j.dispute = { bond, arbiterDeadline: big("arbiterDeadline"), resolved: false, upheld: false, timedOut: false };
+      l.totalBonds += bond;
+      l.held += bond;
+      return;
+    }
+    case "DisputeResolved": {
+      const j = job();
+      const d = disputeOf(j, e);
+      d.resolved = true;
+      d.upheld = a.upheld as boolean;
+      if (d.upheld) {
+        // The client was right: the job's provider payments are void, never claimable.
+        j.paid = 0n;
+        j.earnings.clear();
+      }
+      return;
+    }
+    case "ArbiterTimedOut": {
+      const d = disputeOf(job(), e);
+      d.resolved = true;
+      d.timedOut = true;
+      return;
+    }
+    case "JobSettled": {
+      const j = job();
+      const refund = big("refund");
+      const bondReturned = big("bondReturned");
+      const bondForfeited = big("bondForfeited");
+      j.phase = JobStatus.Settled;
+      j.settlement = { refund, providersPaid: big("providersPaid"), bondReturned, bondForfeited };
+      l.totalLocked -= refund;
+      l.totalBonds -= bondReturned + bondForfeited;
+      credit(l, j.client, refund + bondReturned);
+      if (bondForfeited > 0n) credit(l, feeRecipientOf(l, e), bondForfeited);
+      return;
+    }
+    case "JobCancelled": {
+      const j = job();
+      const refund = big("refund");
+      j.phase = JobStatus.Cancelled;
+      j.settlement = { refund, providersPaid: j.paid, bondReturned: 0n, bondForfeited: 0n };
+      l.totalLocked -= refund;
+      credit(l, j.client, refund);
+      return;
+    }
+    case "EarningsReleased": {
+      const j = job();
+      const provider = addr("provider");
+      const amount = big("amount");
+      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - amount);
+      j.released.set(provider, (j.released.get(provider) ?? 0n) + amount);
+      l.totalLocked -= amount;
+      credit(l, provider, amount);
+      return;
+    }
+    case "Withdrawn": {
+      const account = addr("account");
+      const amount = big("amount");
+      l.withdrawable.set(account, (l.withdrawable.get(account) ?? 0n) - amount);
+      l.withdrawn.set(account, (l.withdrawn.get(account) ?? 0n) + amount);
+      l.totalWithdrawable -= amount;
+      l.held -= amount;
+      return;
+    }
+    case "TemplateApprovalSet":
+      l.templates.set(str("templateId"), a.approved as boolean);
+      return;
+    case "CoordinatorSet":
+      l.roles.coordinator = addr("coordinator");
+      return;
+    case "ArbiterSet":
+      l.roles.arbiter = addr("arbiter");
+      return;
+    case "FeeRecipientSet":
+      l.roles.feeRecipient = addr("feeRecipient");
+      return;
+    default:
+      return; // e.g. OwnershipTransferred: not part of the books
+  }
+}
+
+function newJob(jobId: bigint, client: string, a: Record<string, unknown>): LedgerJob {
+  return {
+    jobId,
+    client,
+    templateId: a.templateId as string,
+    seed: a.seed as string,
+    totalSteps: Number(a.totalSteps),
+    checkpointInterval: Number(a.checkpointInterval),
+    maxPricePerStep: BigInt(a.maxPricePerStep as bigint),
+    budget: BigInt(a.budget as bigint),
+    disputeWindow: BigInt(a.disputeWindow as bigint),
+    phase: JobStatus.Open,
+    epoch: 0n,
+    provider: null,
+    pricePerStep: 0n,
+    acceptedStep: 0,
+    acceptedHash: null,
+    pendingStep: 0,
+    pendingHash: null,
+    paid: 0n,
+    earnings: new Map(),
+    released: new Map(),
+    fenced: new Set(),
+    verdict: null,
+    dispute: null,
+    settlement: null,
+    history: [],
+  };
+}
+
+function jobOf(l: Ledger, jobId: bigint, e: EscrowEvent, a: Record<string, unknown>): LedgerJob {
+  const j = l.jobs.get(jobId);
+  if (j === undefined) throw new Error(`ledger: ${e.eventName} for job ${jobId} before its JobCreated (block ${e.blockNumber})`);
+  record(j, e, a);
+  return j;
+}
+
+function disputeOf(j: LedgerJob, e: EscrowEvent) {
+  if (j.dispute === null) throw new Error(`ledger: ${e.eventName} for job ${j.jobId} without DisputeOpened`);
+  return j.dispute;
+}
+
+function feeRecipientOf(l: Ledger, e: EscrowEvent): string {
+  if (l.roles.feeRecipient === null) throw new Error(`ledger: bond forfeited before any FeeRecipientSet (block ${e.blockNumber})`);
+  return l.roles.feeRecipient;
+}
+
+function credit(l: Ledger, account: string, amount: bigint): void {
+  if (amount === 0n) return;
+  l.withdrawable.set(account, (l.withdrawable.get(account) ?? 0n) + amount);
+  l.totalWithdrawable += amount;
+}
+
+function record(j: LedgerJob, e: EscrowEvent, args: Record<string, unknown>): void {
+  j.history.push({ event: e.eventName, blockNumber: e.blockNumber, logIndex: e.index, args });
+}
+
+/** Named arguments as a plain object, whether given one or an ethers `Result` (an array with names). */
+function plainArgs(args: unknown): Record<string, unknown> {
+  const maybeResult = args as { toObject?: () => Record<string, unknown> };
+  return typeof maybeResult.toObject === "function" ? maybeResult.toObject() : (args as Record<string, unknown>);
+}
