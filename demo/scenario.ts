@@ -151,10 +151,11 @@ function startOffChain(
     "--state-file", path.join(o.runDir, "collector-state.json"),
   ]);
   for (const i of [1, 2, 3]) {
-    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}`], "--store", store, "--collector", collectorUrl]);
+    const decisions = path.join(o.runDir, `verifier${i}-decisions.json`);
+    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}`], "--store", store, "--collector", collectorUrl, "--decisions", decisions]);
   }
   for (const p of actors.providers) {
-    const extra = p.name === "bob" ? ["--memory-cap", "1"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
+    const extra = p.name === "bob" ? ["--memory-cap", "2"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
     group.start(p.name, [cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile, "--store", store, "--coordinator", coordinatorUrl, ...extra]);
   }
 }
