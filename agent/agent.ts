@@ -39,7 +39,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     logger.info("provider agent", {
       address: me, chainId: network.chainId, device: config.device.model, kind: config.device.kind,
       memoryMiB: config.device.memoryMiB, executionProvider: config.device.executionProvider,
-      fault: config.fault ? describeFault(config.fault) : undefined, badges: tags,
+      ...(config.fault ? { fault: describeFault(config.fault) } : {}), badges: tags,
     });
     if (!(await waitForGas(config, deps, chain))) return { exitCode: 0, address: me, outcomes };
     if (!(await register(config, deps, chain))) return { exitCode: 1, address: me, outcomes };

@@ -11,8 +11,15 @@ import {
 } from "../workloads/index.ts";
 import type { Upload } from "./segment.ts";
 
+/** Puts at a time: a store's latency is mostly per blob (files, requests), so a few in flight hide most of it. */
+export const PUT_CONCURRENCY = 8;
+
 export async function putUpload(store: CheckpointStore, upload: Upload): Promise<void> {
-  for (const blob of upload.stateBlobs) await store.put(blob);
+  const queue = upload.stateBlobs.slice();
+  const worker = async () => {
+    for (let blob = queue.shift(); blob; blob = queue.shift()) await store.put(blob);
+  };
+  await Promise.all(Array.from({ length: Math.min(PUT_CONCURRENCY, queue.length) }, worker));
   if (upload.placeUnderReportedHash) await placeUnder(store, upload.reportedHash, upload.checkpointBytes);
   else await store.put(upload.checkpointBytes);
 }

@@ -48,31 +48,36 @@ export function segmentEnd(seg: Segment): number {
   return seg.start.step + seg.states.length;
 }
 
-/** The checkpoint a segment commits to (hash chain over every state in order). */
-export function buildCheckpoint(seg: Segment): Checkpoint {
+/**
+ * The checkpoint a segment commits to (hash chain over every state in order). `hashes` (start state first, then
+ * each step) may be passed when already computed; stateHash(s) = blobHash(encodeState(s)).
+ */
+export function buildCheckpoint(seg: Segment, hashes?: string[]): Checkpoint {
   const end = segmentEnd(seg);
   const last = seg.states.length ? seg.states[seg.states.length - 1] : seg.start;
+  const h = hashes ?? [seg.start, ...seg.states].map(stateHash);
   return {
     templateId: seg.templateId,
     seed: seg.seed,
     step: end,
     prevCheckpointHash: seg.prevCheckpointHash,
     startStep: seg.start.step,
-    startStateHash: stateHash(seg.start),
-    stepHashes: seg.states.map(stateHash),
+    startStateHash: h[0],
+    stepHashes: h.slice(1),
     state: last,
   };
 }
 
-/** The honest upload for a segment. */
+/** The honest upload for a segment (each state encoded once: its blob, and its hash from the blob). */
 export function honestUpload(seg: Segment): Upload {
-  const checkpoint = buildCheckpoint(seg);
+  const stateBlobs = [seg.start, ...seg.states].map(encodeState);
+  const checkpoint = buildCheckpoint(seg, stateBlobs.map(blobHash));
   const checkpointBytes = encodeCheckpoint(checkpoint);
   return {
     checkpoint,
     checkpointBytes,
     reportedHash: blobHash(checkpointBytes),
-    stateBlobs: [seg.start, ...seg.states].map(encodeState),
+    stateBlobs,
     placeUnderReportedHash: false,
     step: checkpoint.step,
     faults: [],

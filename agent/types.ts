@@ -21,6 +21,8 @@ export interface AgentConfig {
   dryRun: boolean;
   /** How often to re-read a job while waiting for a decision. */
   pollMs: number;
+  /** Between steps the job's epoch is re-read at most this often (every write is always checked first). */
+  fenceCheckMs: number;
   /** How long to sleep between scans when no job is assigned. */
   idleMs: number;
   /** Off-chain heartbeat period (HEARTBEAT_DEFAULTS.intervalMs). */
@@ -55,6 +57,7 @@ export interface AgentDeps {
 
 export const DEFAULT_TIMING = {
   pollMs: 500,
+  fenceCheckMs: 250,
   idleMs: 2_000,
   fundingPollMs: 3_000,
   writeAfterFenceAttempts: 3,

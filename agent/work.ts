@@ -138,9 +138,12 @@ async function trainAndReport(
   let fenced: { reason: string; job: ChainJob } | undefined;
   const t0 = ctx.deps.clock.now();
   let trained = 0;
+  let checkedAt = Number.NEGATIVE_INFINITY;
   const seg = await trainSegment(trainer, { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state }, end, ctx.config.fault, {
     beforeStep: async () => {
       if (ctx.deps.signal.aborted) return false;
+      if (ctx.deps.clock.now() - checkedAt < ctx.config.fenceCheckMs) return true;
+      checkedAt = ctx.deps.clock.now();
       const now = await ctx.chain.job(id);
       const reason = fenceReason(now, epoch, ctx.me);
       if (reason) fenced = { reason, job: now };

@@ -16,13 +16,13 @@ import { createLogger } from "../../sdk/log.ts";
 import {
   checkpointDecisionDigest, escrowDomain, packSafeSignatures, signAsSafeOwner,
 } from "../../sdk/verifierSignatures.ts";
-import { FsCheckpointStore, loadTemplate } from "../../workloads/index.ts";
+import { FsCheckpointStore, listTemplates, loadTemplate } from "../../workloads/index.ts";
 
 export const CPU_DEVICE: DeviceProfile = {
   kind: "CPU", model: "Test CPU", memoryMiB: 4096, realMemoryMiB: 4096, capped: false, executionProvider: "cpu",
 };
 
-export const FAST_TIMING = { ...DEFAULT_TIMING, pollMs: 40, idleMs: 80, fundingPollMs: 50, retryBaseMs: 20, retryMaxMs: 200 };
+export const FAST_TIMING = { ...DEFAULT_TIMING, pollMs: 40, fenceCheckMs: 0, idleMs: 80, fundingPollMs: 50, retryBaseMs: 20, retryMaxMs: 200 };
 
 export function agentConfig(over: Partial<AgentConfig> = {}): AgentConfig {
   return {
@@ -73,13 +73,13 @@ export async function localProtocol() {
   const deployment = {
     escrow: await escrow.getAddress(), registry: await registry.getAddress(), usdc: await usdc.getAddress(), verifierSafe: safe,
   } as Parameters<typeof connectProtocol>[0];
-  await escrow.connect(owner).setTemplateApproval(BLOBS.templateId, true);
+  for (const t of listTemplates()) await escrow.connect(owner).setTemplateApproval(t.templateId, true);
   await usdc.mint(client.address, 1_000_000_000n);
   await usdc.connect(client).approve(deployment.escrow, 1_000_000_000n);
   const { chainId } = await ethers.provider.getNetwork();
   const domain = escrowDomain(chainId, deployment.escrow);
 
-  async function createJob(totalSteps = 12, checkpointInterval = 4, templateId = BLOBS.templateId) {
+  async function createJob(totalSteps = 12, checkpointInterval = 4, templateId: string = BLOBS.templateId) {
     await escrow.connect(client).createJob({
       templateId, totalSteps, checkpointInterval, maxPricePerStep: 1_000n, budget: BigInt(totalSteps) * 1_000n,
       disputeWindow: 3_600n,
