@@ -25,7 +25,7 @@ describe("agent: RPC outage", function () {
     const url = `http://127.0.0.1:${await closedPort()}`;
     const network = Network.from(31337n);
     const provider = new JsonRpcProvider(url, network, { staticNetwork: network });
-    const agent = await startAgent(Wallet.createRandom().connect(provider), FAKE_DEPLOYMENT);
+    const agent = await startAgent(new Wallet(Wallet.createRandom().privateKey, provider), FAKE_DEPLOYMENT);
     const outage = () => agent.records.filter((r) => r.msg === "chain unreachable");
     await until("three retries", () => outage().length >= 3);
     const delays = outage().map((r) => r.retryInMs as number);
