@@ -52,7 +52,7 @@ export const USAGE = `usage: gpuchain keeper <coordinator|collector|finalizer|re
 
 common:      --rpc URL  --deployment FILE  --key FILE  --pretty  --dry-run  --once
              --interval-ms N  --tx-timeout-ms N (default 60000)  --rpc-timeout-ms N  --from-block N
-coordinator: --port N  --host H  --heartbeat-timeout-ms N (default 5000)  --max-clock-skew-ms N
+coordinator: --port N  --host H  --heartbeat-timeout-ms N (default 5000)  --start-grace-ms N (default 20000)  --max-clock-skew-ms N
              --min-memory MiB  --template-memory TEMPLATE_ID=MiB (repeatable)
 collector:   --port N  --host H  --state-file FILE (default .gpuchain/collector-state.json)
              --via-safe-tx --owner-key FILE (repeatable: execute as a Safe transaction signed by those owners)

@@ -21,7 +21,11 @@ export interface SignedHeartbeat extends Heartbeat {
   signature: string;
 }
 
-export const HEARTBEAT_DEFAULTS = { intervalMs: 1_000, timeoutMs: 5_000, maxClockSkewMs: 30_000 };
+/**
+ * startGraceMs: extra silence allowed before the first beat for a new (job, epoch), because a fresh assignee may
+ * first load its template (data set and onnxruntime sessions) — seconds on a busy machine.
+ */
+export const HEARTBEAT_DEFAULTS = { intervalMs: 1_000, timeoutMs: 5_000, startGraceMs: 20_000, maxClockSkewMs: 30_000 };
 
 export function heartbeatMessage(h: Heartbeat): string {
   return ["gpuchain-heartbeat", h.chainId, h.provider, h.jobId, h.epoch, h.step, h.sentAt].join("|");

@@ -5,6 +5,7 @@ import { parseNonNegativeInt, parsePort, sharedConfig, str, type FlagValues, typ
 
 export const COORDINATOR_OPTIONS = {
   "heartbeat-timeout-ms": { type: "string" },
+  "start-grace-ms": { type: "string" },
   "max-clock-skew-ms": { type: "string" },
   "min-memory": { type: "string" },
   "template-memory": { type: "string", multiple: true },
@@ -19,6 +20,8 @@ export interface CoordinatorConfig extends SharedConfig {
   port: number;
   intervalMs: number;
   heartbeatTimeoutMs: number;
+  /** Extra silence allowed before a new assignee's first beat (it may be loading its template). */
+  startGraceMs: number;
   maxClockSkewMs: number;
   /** Device memory every job needs unless its template has its own entry, MiB. */
   minMemoryMiB: number;
@@ -40,6 +43,7 @@ export function coordinatorConfig(v: FlagValues, portFlag = "port"): Coordinator
     port: parsePort(str(v[portFlag]), portFlag, COORDINATOR_DEFAULT_PORT),
     intervalMs: parsePositiveInt(str(v["interval-ms"]), "interval-ms", HEARTBEAT_DEFAULTS.intervalMs),
     heartbeatTimeoutMs: parsePositiveInt(str(v["heartbeat-timeout-ms"]), "heartbeat-timeout-ms", HEARTBEAT_DEFAULTS.timeoutMs),
+    startGraceMs: parsePositiveInt(str(v["start-grace-ms"]), "start-grace-ms", HEARTBEAT_DEFAULTS.startGraceMs),
     maxClockSkewMs: parsePositiveInt(str(v["max-clock-skew-ms"]), "max-clock-skew-ms", HEARTBEAT_DEFAULTS.maxClockSkewMs),
     minMemoryMiB: parseNonNegativeInt(str(v["min-memory"]), "min-memory", 0),
     templateMemoryMiB: table,

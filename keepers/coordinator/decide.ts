@@ -48,6 +48,8 @@ export interface CoordinatorView {
   /** Latest block timestamp, seconds. */
   chainTime: bigint;
   timeoutMs: number;
+  /** Extra silence allowed before an assignee's first beat for its (job, epoch); see HEARTBEAT_DEFAULTS. */
+  startGraceMs?: number;
   /** Whether the keeper's key holds the coordinator role (assign; unassign before the lease lapses). */
   isCoordinator: boolean;
   jobs: JobView[];
@@ -111,13 +113,14 @@ export function decideRunning(job: JobView, view: CoordinatorView): Decision {
   const start = view.watchStart.get(jobEpochKey(job.jobId, job.epoch)) ?? view.nowMs;
   const last = Math.max(beat ?? -Infinity, start);
   const silentMs = view.nowMs - last;
-  if (isLive(last, view.nowMs, view.timeoutMs)) {
+  const limitMs = beat === undefined ? view.timeoutMs + (view.startGraceMs ?? 0) : view.timeoutMs;
+  if (isLive(last, view.nowMs, limitMs)) {
     return { ...base, action: "keep", reason: beat === undefined ? "assigned; waiting for its first heartbeat" : "alive" };
   }
   return {
     ...base,
     action: "unassign",
-    reason: `no heartbeat for (job ${job.jobId}, epoch ${job.epoch}) in ${silentMs} ms > ${view.timeoutMs} ms`,
+    reason: `no heartbeat for (job ${job.jobId}, epoch ${job.epoch}) in ${silentMs} ms > ${limitMs} ms`,
   };
 }
 

@@ -100,6 +100,7 @@ export class Coordinator {
       nowMs,
       chainTime: BigInt(block.timestamp),
       timeoutMs: config.heartbeatTimeoutMs,
+      startGraceMs: config.startGraceMs,
       isCoordinator: ctx.address ? ctx.address.toLowerCase() === coordinator.toLowerCase() : ctx.dryRun,
       jobs,
       providers,

@@ -230,6 +230,18 @@ describe("keepers: coordinator missed-heartbeat rule (pure)", function () {
     expect(decideRunning(running(), v(start + T + 1)).action).to.equal("unassign");
   });
 
+  it("gives a new assignee startGraceMs more before its first beat (it may be loading its template), not after", function () {
+    const start = 700_000;
+    const G = 20_000;
+    const v = (now: number, beats: [string, number][] = []) =>
+      at(now, beats, { watchStart: new Map([[jobEpochKey(1n, 3n), start]]), startGraceMs: G });
+    expect(decideRunning(running(), v(start + T + G - 1)).action).to.equal("keep");
+    expect(decideRunning(running(), v(start + T + G)).action).to.equal("keep");
+    expect(decideRunning(running(), v(start + T + G + 1)).action).to.equal("unassign");
+    const key = jobBeatKey(1n, 3n, P);
+    expect(decideRunning(running(), v(start + 1 + T + 1, [[key, start + 1]])).action).to.equal("unassign");
+  });
+
   it("ignores beats for an older epoch (an old worker cannot keep the new assignment alive)", function () {
     const oldEpochBeat = jobBeatKey(1n, 2n, P);
     expect(decideRunning(running(), at(NOW, [[oldEpochBeat, NOW]])).action).to.equal("unassign");
