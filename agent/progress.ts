@@ -70,7 +70,7 @@ export class Progress {
   terminal?: Terminal;
   everyMs: number;
   now: () => number;
-  private lastLogAt = 0;
+  private lastLogAt = Number.NEGATIVE_INFINITY;
 
   constructor(opts: { tags: string[]; fault?: Fault; logger: Logger; terminal?: Terminal; everyMs?: number; now: () => number }) {
     this.tags = opts.tags;

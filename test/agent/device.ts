@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openProviderKey, parseProvideArgs } from "../../agent/cli.ts";
 import { detectDevice, parseNvidiaSmi, registryProfile } from "../../agent/device.ts";
+import { badges, Progress, progressLine, Terminal } from "../../agent/progress.ts";
 import { UsageError } from "../../cli/args.ts";
 import { listTemplates, loadTemplate, microBatchForMemory } from "../../workloads/index.ts";
 import { captureLogger, CPU_DEVICE } from "./helpers.ts";
@@ -103,5 +104,35 @@ describe("agent: key file and flags", function () {
     expect(parse(["--name", "a", "--price", "1", "--fault", "explode"])).to.throw(UsageError, /unknown fault/);
     expect(parse(["--name", "a", "--price", "1", "--memory-cap", "-3"])).to.throw(UsageError);
     expect(parse(["--name", "a", "--price", "1", "--bogus"])).to.throw(UsageError);
+  });
+});
+
+describe("agent: output", function () {
+  it("badges say what kind of run this is", function () {
+    const gpu = { ...CPU_DEVICE, kind: "GPU" as const, executionProvider: "cuda" as const };
+    expect(badges(CPU_DEVICE, undefined, true)).to.deep.equal(["Synthetic", "Local chain"]);
+    expect(badges({ ...gpu, capped: true }, { kind: "nan" }, false)).to.deep.equal(["Real GPU", "Capped profile", "Injected fault"]);
+  });
+
+  it("a TTY gets a live progress line that log lines clear and redraw; a pipe gets throttled progress logs", function () {
+    const chunks: string[] = [];
+    const tty = new Terminal({ isTTY: true, write: (c: string) => chunks.push(c) } as unknown as NodeJS.WriteStream);
+    const { logger, records } = captureLogger();
+    let now = 0;
+    const progress = new Progress({ tags: ["Synthetic"], logger, terminal: tty, now: () => now });
+    const p = { jobId: 1n, epoch: 2n, step: 3, totalSteps: 12, loss: 1.23456, stepsPerSecond: 40 };
+    progress.update(p);
+    expect(chunks.join("")).to.contain("step 3/12").and.contain("[Synthetic]");
+    tty.log("a log line");
+    expect(chunks.slice(-3)).to.deep.equal(["\r\x1b[2K", "a log line\n", chunks[0].slice("\r\x1b[2K".length)]);
+    expect(records).to.deep.equal([]);
+
+    const pipe = new Progress({ tags: ["Synthetic"], logger, now: () => now, everyMs: 1000 });
+    pipe.update(p);
+    pipe.update({ ...p, step: 4 });
+    now = 1500;
+    pipe.update({ ...p, step: 5 });
+    expect(records.map((r) => r.step)).to.deep.equal([3, 5]);
+    expect(progressLine({ ...p, loss: NaN }, [], { kind: "nan" })).to.contain("loss NaN").and.contain("fault=nan");
   });
 });

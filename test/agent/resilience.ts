@@ -53,6 +53,31 @@ describe("agent: on the local chain, faults and restarts", function () {
     p = await localProtocol();
   });
 
+  it("waits for gas money ('fund <address>'), then registers; later starts send nothing, an update, a reactivation", async function () {
+    const wallet = new Wallet(Wallet.createRandom().privateKey, p.ethers.provider as never);
+    const once = { config: { once: true } };
+    const poor = await startAgent(wallet, p.deployment, once);
+    const ask = await until("funding request", () => poor.records.find((r) => r.msg === `fund ${wallet.address} with ETH for gas`));
+    expect(ask.level).to.equal("warn");
+    await (await p.owner.sendTransaction({ to: wallet.address, value: 10n ** 18n })).wait();
+    expect((await poor.done).exitCode).to.equal(0);
+    expect(poor.records.some((r) => r.msg === "registry register sent")).to.equal(true);
+
+    const sent = (a: { records: { msg: string }[] }) => a.records.filter((r) => r.msg.startsWith("registry ")).map((r) => r.msg);
+    const same = await startAgent(wallet, p.deployment, once);
+    await same.done;
+    expect(sent(same)).to.deep.equal([]);
+    const cheaper = await startAgent(wallet, p.deployment, { config: { once: true, pricePerStep: 800n } });
+    await cheaper.done;
+    expect(sent(cheaper)).to.deep.equal(["registry update sent"]);
+    expect((await p.registry.providerOf(wallet.address)).pricePerStep).to.equal(800n);
+    await (await p.registry.connect(wallet).deactivate()).wait();
+    const back = await startAgent(wallet, p.deployment, { config: { once: true, pricePerStep: 800n } });
+    await back.done;
+    expect(sent(back)).to.deep.equal(["registry reactivate sent"]);
+    expect(await p.registry.isActive(wallet.address)).to.equal(true);
+  });
+
   it("declines a job with an unknown template (clear error, no crash, no job heartbeats) and keeps serving", async function () {
     const bogus = p.ethers.id("gpuchain/template/not-installed");
     await (await p.escrow.connect(p.owner).setTemplateApproval(bogus, true)).wait();
