@@ -131,7 +131,7 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const terminal = new Terminal(process.stderr);
+  const terminal = new Terminal(process.stdout);
   const logger = createLogger({ component: "agent", pretty: args.pretty, write: (line) => terminal.log(line) });
   const wallet = openProviderKey(args.keyFile, logger);
   if (!wallet) return 1;
@@ -169,6 +169,10 @@ export async function main(argv: string[]): Promise<number> {
       terminal,
     });
     return result.exitCode;
+  } catch (err) {
+    // Not an outage (those are retried) nor a revert the agent handles: e.g. a deployment file for another chain.
+    logger.error("provider agent failed", { error: describeError(err, protocolInterfaces().escrow) });
+    return 1;
   } finally {
     provider.destroy();
   }

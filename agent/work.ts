@@ -60,6 +60,13 @@ export async function workJob(ctx: WorkContext, first: ChainJob): Promise<Outcom
     });
     return "declined";
   }
+  try {
+    await ctx.trainers.get(template);
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    log.error("declining job: its steps do not fit the offered device memory", { reason: err.message });
+    return "declined";
+  }
   ctx.liveness.set({ jobId: id, epoch, step: first.acceptedStep });
   log.info("working job", {
     template: template.descriptor.name, totalSteps: first.totalSteps, interval: first.checkpointInterval,

@@ -4,8 +4,8 @@ import { createServer } from "node:net";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { connectRpc } from "../../agent/cli.ts";
 import { parseFault } from "../../agent/faults.ts";
-import { decodeCheckpoint } from "../../workloads/index.ts";
-import { captureLogger, localProtocol, startAgent, until } from "./helpers.ts";
+import { decodeCheckpoint, loadTemplate } from "../../workloads/index.ts";
+import { captureLogger, CPU_DEVICE, localProtocol, startAgent, until } from "./helpers.ts";
 
 /** A localhost port nobody listens on. */
 async function closedPort(): Promise<number> {
@@ -97,6 +97,21 @@ describe("agent: on the local chain, faults and restarts", function () {
       const result = await agent.stop();
       expect(result.exitCode).to.equal(0);
       expect(result.outcomes.get(`${jobId}:1`)).to.equal("declined");
+    }
+  });
+
+  it("declines a job whose step does not fit the capped device memory", async function () {
+    const jobId = await p.createJob(8, 4, loadTemplate("mnist-mlp").templateId);
+    const wallet = await p.fundedWallet();
+    const tiny = { ...CPU_DEVICE, memoryMiB: 1, capped: true };
+    const agent = await startAgent(wallet, p.deployment, { config: { device: tiny } });
+    try {
+      await until("registration", () => p.registry.isActive(wallet.address));
+      await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
+      const declined = await until("decline", () => agent.records.find((r) => r.msg.startsWith("declining job")));
+      expect(declined).to.include({ level: "error", job: jobId.toString() });
+    } finally {
+      expect((await agent.stop()).outcomes.get(`${jobId}:1`)).to.equal("declined");
     }
   });
 
