@@ -96,6 +96,7 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
     if (outcome === "stopped") break;
     settled.add(key);
   }
+  ctx.progress.done();
   ctx.logger.info("stopped cleanly");
   return 0;
 }
