@@ -111,8 +111,8 @@ async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain): P
       deps.logger.info("gas balance", { address: me, eth: formatEther(balance) });
       return true;
     }
-    if (asked++ % 10 === 0) deps.logger.warn(`fund ${me} with ETH for gas`, { address: me, waiting: true });
-    if (config.dryRun) return false;
+    if (asked++ % 10 === 0) deps.logger.warn(`fund ${me} with ETH for gas`, { address: me, waiting: !config.dryRun });
+    if (config.dryRun) return true;
     await sleep(config.fundingPollMs, deps.signal);
   }
   return false;

@@ -33,7 +33,7 @@ export interface WorkContext {
   trainers: TrainerPool;
 }
 
-export type Outcome = "fenced" | "done" | "declined" | "stopped" | "died";
+export type Outcome = "fenced" | "done" | "declined" | "stopped";
 
 export class DiedError extends Error {}
 

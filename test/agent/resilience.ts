@@ -53,9 +53,13 @@ describe("agent: on the local chain, faults and restarts", function () {
     p = await localProtocol();
   });
 
-  it("waits for gas money ('fund <address>'), then registers; later starts send nothing, an update, a reactivation", async function () {
+  it("dry run decides without sending; waits for gas money ('fund <address>'), then registers; later starts send nothing, an update, a reactivation", async function () {
     const wallet = new Wallet(Wallet.createRandom().privateKey, p.ethers.provider as never);
     const once = { config: { once: true } };
+    const dry = await startAgent(wallet, p.deployment, { config: { dryRun: true } });
+    expect((await dry.done).exitCode).to.equal(0);
+    expect(dry.records.find((r) => r.msg === "dry run: would send")?.calls).to.deep.equal(["register"]);
+    expect(await p.registry.isActive(wallet.address)).to.equal(false);
     const poor = await startAgent(wallet, p.deployment, once);
     const ask = await until("funding request", () => poor.records.find((r) => r.msg === `fund ${wallet.address} with ETH for gas`));
     expect(ask.level).to.equal("warn");
