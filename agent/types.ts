@@ -56,7 +56,7 @@ export interface AgentDeps {
 }
 
 export const DEFAULT_TIMING = {
-  pollMs: 500,
+  pollMs: 250,
   fenceCheckMs: 250,
   idleMs: 2_000,
   fundingPollMs: 3_000,
