@@ -6,7 +6,10 @@ import { openProviderKey, parseProvideArgs } from "../../agent/cli.ts";
 import { detectDevice, parseNvidiaSmi, registryProfile } from "../../agent/device.ts";
 import { badges, Progress, progressLine, Terminal } from "../../agent/progress.ts";
 import { UsageError } from "../../cli/args.ts";
-import { listTemplates, loadTemplate, microBatchForMemory } from "../../workloads/index.ts";
+import { TrainerPool, type TrainerFactory } from "../../agent/trainers.ts";
+import {
+  ExecutionProviderError, listTemplates, loadTemplate, microBatchForMemory, type Template, type Trainer,
+} from "../../workloads/index.ts";
 import { captureLogger, CPU_DEVICE } from "./helpers.ts";
 
 describe("agent: device detection", function () {
@@ -134,5 +137,22 @@ describe("agent: output", function () {
     pipe.update({ ...p, step: 5 });
     expect(records.map((r) => r.step)).to.deep.equal([3, 5]);
     expect(progressLine({ ...p, loss: NaN }, [], { kind: "nan" })).to.contain("loss NaN").and.contain("fault=nan");
+  });
+});
+
+describe("agent: execution provider", function () {
+  it("falls back to the cpu with a warning when cuda fails to load", async function () {
+    const { logger, records } = captureLogger();
+    const asked: string[] = [];
+    const factory = (async (t: Template, o?: { executionProvider?: string }) => {
+      asked.push(o?.executionProvider ?? "cpu");
+      if (o?.executionProvider === "cuda") throw new ExecutionProviderError("cuda", new Error("libcudart.so.12: not found"));
+      return { template: t, executionProvider: "cpu", close: async () => {} } as unknown as Trainer;
+    }) as TrainerFactory;
+    const gpu = { ...CPU_DEVICE, kind: "GPU" as const, executionProvider: "cuda" as const };
+    const tr = await new TrainerPool(gpu, logger, factory).get(loadTemplate("blobs-tiny"));
+    expect(tr.executionProvider).to.equal("cpu");
+    expect(asked).to.deep.equal(["cuda", "cpu"]);
+    expect(records.map((r) => r.level)).to.deep.equal(["warn"]);
   });
 });
