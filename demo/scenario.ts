@@ -15,7 +15,10 @@ import { loadTemplate } from "../workloads/index.ts";
 import { deployLocal, freePort, startChain, TEST_KEYS } from "./chain.ts";
 import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
-import { formatTable, formatUsdc, settlementRows, type EscrowEvent, type PromiseCheck } from "./report.ts";
+import { formatTable, formatUsdc, type PromiseCheck, type ProviderRow } from "./report.ts";
+import { walletOf, type Ledger } from "../sdk/ledger.ts";
+import { escrowLedger } from "../cli/events.ts";
+import { providerSummaries } from "../sdk/narrative.ts";
 import { lastTrainedStep, renderChildLine } from "./render.ts";
 
 export interface ScenarioOptions {
@@ -183,8 +186,14 @@ async function createJob(o: ScenarioOptions, protocol: Protocol, client: Wallet,
   return created!.args.jobId as bigint;
 }
 
+interface LiveEvent {
+  name: string;
+  args: Record<string, unknown>;
+  blockNumber: number;
+}
+
 interface WatchResult {
-  events: EscrowEvent[];
+  events: LiveEvent[];
   failoverSeconds?: number;
   lostSteps?: number;
   jobWallSeconds?: number;
@@ -202,7 +211,7 @@ async function watchJob(
   actors: Actors,
 ): Promise<WatchResult> {
   const names = nameBook(actors);
-  const events: EscrowEvent[] = [];
+  const events: LiveEvent[] = [];
   const result: WatchResult = { events };
   const alice = actors.providers.find((p) => p.name === "alice")!.wallet.address.toLowerCase();
   let killedAt: number | undefined;
@@ -285,14 +294,16 @@ async function finish(
     if ((await escrow.earningsOf(jobId, w.address)) > 0n) await (await escrow.claimEarnings(jobId, w.address)).wait().catch(() => undefined);
     if ((await escrow.owed(w.address)) > 0n) await (await escrow.withdraw()).wait();
   }
-  const all = (await provider.getLogs({ address: deployment.escrow, fromBlock: 0 })).map((l) => decode(protocol, l)).filter((e): e is EscrowEvent => !!e);
-  const names = nameBook(actors);
-  const rows = settlementRows(jobId, all, names).filter((r) => actors.providers.some((p) => p.wallet.address.toLowerCase() === r.address.toLowerCase()));
+  // The table, refund and bond come from the events alone (the auditor's view), then are checked against state.
+  const ledger = await escrowLedger(protocol.escrow);
+  const ledgerJob = ledger.jobs.get(jobId)!;
+  const rows = providerRows(actors, providerSummaries(ledgerJob), ledger);
   const job = await protocol.escrow.jobOf(jobId);
   const verdict = await protocol.escrow.verdictOf(jobId);
   const [held, owes] = await protocol.escrow.reserves();
-  const refund = all.filter((e) => e.name === "JobSettled" && BigInt(e.args.jobId as bigint) === jobId).map((e) => BigInt(e.args.refund as bigint))[0] ?? 0n;
-  const bondBack = all.filter((e) => e.name === "JobSettled" && BigInt(e.args.jobId as bigint) === jobId).map((e) => BigInt(e.args.bondReturned as bigint))[0] ?? 0n;
+  const refund = ledgerJob.settlement?.refund ?? 0n;
+  const bondBack = ledgerJob.settlement?.bondReturned ?? 0n;
+  const booksAgree = await ledgerMatchesState(protocol, ledger, [...actors.providers.map((p) => p.wallet.address), actors.client.address]);
   const accuracy = Number(verdict.metric) / 100;
   const template = loadTemplate(o.template);
   const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
@@ -311,6 +322,7 @@ async function finish(
   checks.push(
     { promise: "every step was paid once, only for accepted work", held: rows.reduce((s, r) => s + r.stepsAccepted, 0) === o.totalSteps && rows.reduce((s, r) => s + r.earned, 0n) === job.paid, detail: `paid ${formatUsdc(job.paid)} of ${formatUsdc(job.budget)}` },
     { promise: "the client got the unspent budget back", held: refund === job.budget - job.paid, detail: `${formatUsdc(refund)} USDC` },
+    { promise: "the books rebuilt from events alone match the contract", held: booksAgree && ledger.owes === owes, detail: `owed ${formatUsdc(ledger.owes)} from events, ${formatUsdc(owes)} from state` },
     { promise: "proof of reserves holds", held: held >= owes, detail: `held ${formatUsdc(held)} ≥ owed ${formatUsdc(owes)}` },
     { promise: "the final model beats the job's target", held: verdict.passed && accuracy / 100 >= template.descriptor.evalRules.targetAccuracy, detail: `${accuracy.toFixed(2)} % held-out accuracy (target ${(template.descriptor.evalRules.targetAccuracy * 100).toFixed(0)} %)` },
   );
@@ -338,11 +350,35 @@ async function finish(
 
 // ------------------------------------------------------------------ helpers
 
+type Summary = ReturnType<typeof providerSummaries>[number];
+
+function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): ProviderRow[] {
+  return actors.providers.map((p) => {
+    const s = summaries.find((x) => x.provider === p.wallet.address.toLowerCase());
+    return {
+      name: p.name,
+      stepsAccepted: s?.stepsAccepted ?? 0,
+      checkpointsRefused: s?.checkpointsRefused ?? 0,
+      earned: s?.earned ?? 0n,
+      withdrawn: walletOf(ledger, p.wallet.address).withdrawn,
+      why: s?.why ?? "never assigned",
+    };
+  });
+}
+
+/** Every actor's withdrawable balance as the events tell it equals the contract's `owed`. */
+async function ledgerMatchesState(protocol: Protocol, ledger: Ledger, accounts: string[]): Promise<boolean> {
+  for (const account of accounts) {
+    if (walletOf(ledger, account).withdrawable !== (await protocol.escrow.owed(account))) return false;
+  }
+  return true;
+}
+
 function nameBook(actors: Actors): Record<string, string> {
   return Object.fromEntries(actors.providers.map((p) => [p.wallet.address.toLowerCase(), p.name]));
 }
 
-function decode(protocol: Protocol, log: Log): EscrowEvent | undefined {
+function decode(protocol: Protocol, log: Log): LiveEvent | undefined {
   try {
     const parsed = protocol.escrow.interface.parseLog(log);
     if (!parsed) return undefined;
@@ -354,7 +390,7 @@ function decode(protocol: Protocol, log: Log): EscrowEvent | undefined {
   }
 }
 
-function describeEvent(e: EscrowEvent, names: Record<string, string>): string {
+function describeEvent(e: LiveEvent, names: Record<string, string>): string {
   const who = (a: unknown) => names[String(a).toLowerCase()] ?? String(a).slice(0, 10);
   const a = e.args;
   switch (e.name) {

@@ -45,5 +45,5 @@ function prettyLine(r: Record<string, unknown>): string {
     .map(([k, v]) => `${k}=${typeof v === "bigint" ? v.toString() : typeof v === "object" ? JSON.stringify(v, jsonSafe) : v}`)
     .join(" ");
   const time = String(t).slice(11, 19);
-  return `${time} ${level === "info" ? "" : level.toUpperCase() + " "}[${component}] ${msg}${extras ? "  " + extras : ""}`;
+  return `${time} ${level === "info" ? "" : String(level).toUpperCase() + " "}[${component}] ${msg}${extras ? "  " + extras : ""}`;
 }

@@ -1,0 +1,114 @@
+/**
+ * Plain-language accounts of a job, from the ledger alone (sdk/ledger.ts): what happened, in order, and why each
+ * provider earned what it did. Pure: `gpuchain explain`, `gpuchain wallet` and `npm start` print these.
+ */
+import { UnassignReason, type LedgerEntry, type LedgerJob } from "./ledger.ts";
+
+export interface ProviderSummary {
+  provider: string;
+  assignments: number;
+  stepsAccepted: number;
+  checkpointsRefused: number;
+  /** Credited for accepted steps (0 when an upheld dispute voided the job's payments). */
+  earned: bigint;
+  /** Already moved to the provider's withdrawable balance. */
+  released: bigint;
+  lostAssignment: "refused" | "heartbeats" | "lease" | null;
+  why: string;
+}
+
+export function formatUsdc(units: bigint): string {
+  const sign = units < 0n ? "-" : "";
+  const abs = units < 0n ? -units : units;
+  return `${sign}${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, "0")}`;
+}
+
+const arg = (e: LedgerEntry, k: string) => e.args[k];
+const addr = (e: LedgerEntry, k: string) => String(arg(e, k)).toLowerCase();
+
+/** Per provider that ever held the job: accepted steps, refusals, earnings and why. */
+export function providerSummaries(job: LedgerJob): ProviderSummary[] {
+  const rows = new Map<string, ProviderSummary>();
+  const row = (provider: string) => {
+    if (!rows.has(provider)) {
+      rows.set(provider, { provider, assignments: 0, stepsAccepted: 0, checkpointsRefused: 0, earned: 0n, released: 0n, lostAssignment: null, why: "" });
+    }
+    return rows.get(provider)!;
+  };
+  for (const e of job.history) {
+    if (e.event === "ProviderAssigned") row(addr(e, "provider")).assignments += 1;
+    if (e.event === "CheckpointAccepted") {
+      const r = row(addr(e, "provider"));
+      r.stepsAccepted += Number(arg(e, "stepsCredited"));
+      r.earned += BigInt(arg(e, "amount") as bigint);
+    }
+    if (e.event === "CheckpointRefused") row(addr(e, "provider")).checkpointsRefused += 1;
+    if (e.event === "ProviderUnassigned") {
+      const reason = Number(arg(e, "reason"));
+      row(addr(e, "provider")).lostAssignment =
+        reason === UnassignReason.Refused ? "refused" : reason === UnassignReason.LeaseLapsed ? "lease" : "heartbeats";
+    }
+    if (e.event === "EarningsReleased") row(addr(e, "provider")).released += BigInt(arg(e, "amount") as bigint);
+  }
+  const voided = job.dispute?.upheld === true;
+  for (const r of rows.values()) {
+    if (voided) r.earned = 0n;
+    r.why = whyOf(r, voided);
+  }
+  return [...rows.values()];
+}
+
+function whyOf(r: ProviderSummary, voided: boolean): string {
+  if (voided) return "the arbiter upheld the client's dispute: this job's payments are void";
+  if (r.checkpointsRefused > 0 && r.stepsAccepted === 0) return "refused by the Quality Guard; fenced off the job";
+  if (r.checkpointsRefused > 0) return "paid for its accepted steps, then refused by the Quality Guard and fenced";
+  if (r.lostAssignment === "heartbeats" || r.lostAssignment === "lease") {
+    const how = r.lostAssignment === "lease" ? "its on-chain lease lapsed" : "it stopped heartbeating";
+    return r.stepsAccepted > 0 ? `${how}; paid exactly for its accepted checkpoints` : `${how} before any accepted checkpoint`;
+  }
+  if (r.stepsAccepted > 0) return "paid for every step it trained that the Quality Guard accepted";
+  return "no accepted checkpoint";
+}
+
+/** One line per event of the job, in chain order, naming addresses through `names` where known. */
+export function jobNarrative(job: LedgerJob, names: Record<string, string> = {}): string[] {
+  const who = (a: unknown) => names[String(a).toLowerCase()] ?? String(a);
+  return job.history.map((e) => `block ${String(e.blockNumber).padStart(6)}  ${describe(e, who)}`);
+}
+
+function describe(e: LedgerEntry, who: (a: unknown) => string): string {
+  const a = e.args;
+  const usdc = (k: string) => formatUsdc(BigInt(a[k] as bigint));
+  switch (e.event) {
+    case "JobCreated":
+      return `created by ${who(a.client)}: ${a.totalSteps} steps, checkpoint every ${a.checkpointInterval}, ≤ ${usdc("maxPricePerStep")} USDC/step, budget ${usdc("budget")} USDC locked`;
+    case "ProviderAssigned":
+      return `assigned to ${who(a.provider)} at epoch ${a.epoch} for ${usdc("pricePerStep")} USDC/step, resuming from step ${a.resumeStep}`;
+    case "ProviderUnassigned":
+      return `${who(a.provider)} unassigned (${["the coordinator saw no heartbeats", "its on-chain lease lapsed", "its checkpoint was refused"][Number(a.reason)]}); epoch is now ${a.newEpoch}, so its further writes are rejected`;
+    case "LeaseExtended":
+      return `${who(a.provider)} renewed its lease (epoch ${a.epoch})`;
+    case "CheckpointReported":
+      return `${who(a.provider)} reported step ${a.step} (epoch ${a.epoch}), blob ${a.checkpointHash}`;
+    case "CheckpointAccepted":
+      return `Quality Guard accepted step ${a.step} from ${who(a.provider)}: ${a.stepsCredited} steps credited, ${usdc("amount")} USDC`;
+    case "CheckpointRefused":
+      return `Quality Guard refused step ${a.step} from ${who(a.provider)}: nothing credited, provider fenced off the job`;
+    case "VerdictSubmitted":
+      return `verdict on model ${a.modelHash}: metric ${a.metric} (${(Number(a.metric) / 100).toFixed(2)} % held-out accuracy), ${a.passed ? "passed" : "failed"}; dispute window until ${a.disputeDeadline}`;
+    case "DisputeOpened":
+      return `${who(a.client)} disputed with a ${usdc("bond")} USDC bond; the arbiter may decide until ${a.arbiterDeadline}`;
+    case "DisputeResolved":
+      return a.upheld ? `arbiter ${who(a.arbiter)} upheld the dispute: provider payments void` : `arbiter ${who(a.arbiter)} rejected the dispute: the verdict stands, the bond is forfeited`;
+    case "ArbiterTimedOut":
+      return `the arbiter stayed silent 3 days: the verdict stands, the bond goes back (settled by ${who(a.by)})`;
+    case "JobSettled":
+      return `settled: client refund ${usdc("refund")} USDC, providers ${usdc("providersPaid")} USDC, bond returned ${usdc("bondReturned")}, forfeited ${usdc("bondForfeited")}`;
+    case "JobCancelled":
+      return `cancelled by the client: refund ${usdc("refund")} USDC`;
+    case "EarningsReleased":
+      return `${usdc("amount")} USDC of ${who(a.provider)}'s earnings moved to its withdrawable balance`;
+    default:
+      return e.event;
+  }
+}
