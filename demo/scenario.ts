@@ -11,6 +11,7 @@ import { connectProtocol, JOB_STATUS, type Protocol } from "../sdk/contracts.ts"
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { loadOrCreateKey, writeKey } from "../sdk/keys.ts";
 import { sleep } from "../sdk/retry.ts";
+import { decodeCustomError } from "../sdk/errors.ts";
 import { loadTemplate } from "../workloads/index.ts";
 import { deployLocal, freePort, startChain, TEST_KEYS } from "./chain.ts";
 import { ProcessGroup } from "./processes.ts";
@@ -291,7 +292,8 @@ async function finish(
   // Providers and the client pull their money, as they would on their own machines.
   for (const w of [...actors.providers.map((p) => p.wallet), actors.client]) {
     const escrow = protocol.escrow.connect(w);
-    if ((await escrow.earningsOf(jobId, w.address)) > 0n) await (await escrow.claimEarnings(jobId, w.address)).wait().catch(() => undefined);
+    // The finalizer claims too; whoever comes second gets JobEscrowNoEarnings, which is the expected race.
+    if ((await escrow.earningsOf(jobId, w.address)) > 0n) await claimIfStillUnclaimed(escrow, jobId, w.address);
     if ((await escrow.owed(w.address)) > 0n) await (await escrow.withdraw()).wait();
   }
   // The table, refund and bond come from the events alone (the auditor's view), then are checked against state.
@@ -336,7 +338,7 @@ async function finish(
     "",
     `client refund: ${formatUsdc(refund)} USDC${o.dispute ? `; dispute bond returned: ${formatUsdc(bondBack)} USDC` : ""}`,
     `proof of reserves: held ${formatUsdc(held)} USDC, owed ${formatUsdc(owes)} USDC → ${held >= owes ? "HOLDS" : "FAILED"}`,
-    `failover: ${watch.failoverSeconds?.toFixed(1) ?? "n/a"} s from SIGKILL to the replacement's first accepted checkpoint; ${watch.lostSteps ?? "n/a"} steps lost`,
+    `failover: ${watch.failoverSeconds?.toFixed(1) ?? "n/a"} s from SIGKILL to the replacement's first accepted checkpoint; work lost: ≥ ${watch.lostSteps ?? "n/a"} steps (trained by the killed provider beyond the checkpoint its replacement resumed from, as far as its last log line tells)`,
     "",
     ...checks.map((c) => `${c.held ? "✔" : "✘"} ${c.promise}: ${c.detail}`),
     "",
@@ -364,6 +366,14 @@ function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): Pro
       why: s?.why ?? "never assigned",
     };
   });
+}
+
+async function claimIfStillUnclaimed(escrow: Protocol["escrow"], jobId: bigint, provider: string) {
+  try {
+    await (await escrow.claimEarnings(jobId, provider)).wait();
+  } catch (err) {
+    if (decodeCustomError(err, escrow.interface)?.name !== "JobEscrowNoEarnings") throw err;
+  }
 }
 
 /** Every actor's withdrawable balance as the events tell it equals the contract's `owed`. */

@@ -6,6 +6,7 @@ import { expect } from "chai";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { runScenario, type ScenarioResult } from "../../demo/scenario.ts";
+import { runToEnd } from "../../demo/processes.ts";
 
 describe("the whole network, end to end (short configuration)", function () {
   this.timeout(600_000);
@@ -13,6 +14,9 @@ describe("the whole network, end to end (short configuration)", function () {
   const reservesAtEveryBlock: { block: number; held: bigint; owes: bigint }[] = [];
   let result: ScenarioResult;
   const lines: string[] = [];
+  let explained: { code: number; output: string } | undefined;
+  let walletOut: { code: number; output: string } | undefined;
+  let state: { paid: bigint; epoch: bigint; alice?: string } | undefined;
 
   before(async function () {
     result = await runScenario({
@@ -26,7 +30,14 @@ describe("the whole network, end to end (short configuration)", function () {
       deploymentId,
       timeoutMs: 420_000,
       print: (l) => lines.push(l),
-      beforeStop: async ({ provider, protocol }) => {
+      beforeStop: async ({ provider, protocol, jobId, rpc, deploymentFile }) => {
+        // What an auditor runs: the job's history and a provider's wallet, rebuilt from events by the real CLI.
+        const common = ["--rpc", rpc, "--deployment", deploymentFile];
+        explained = await runToEnd(["cli/gpuchain.ts", "explain", String(jobId), "--json", ...common]);
+        const job = await protocol.escrow.jobOf(jobId);
+        const accepted = await protocol.escrow.queryFilter(protocol.escrow.filters.CheckpointAccepted(jobId));
+        state = { paid: job.paid, epoch: job.epoch, alice: accepted[0]?.args.provider };
+        if (state.alice) walletOut = await runToEnd(["cli/gpuchain.ts", "wallet", state.alice, ...common]);
         const head = await provider.getBlockNumber();
         const deployedAt = (await provider.getLogs({ address: await protocol.escrow.getAddress(), fromBlock: 0 }))[0].blockNumber;
         for (let block = deployedAt; block <= head; block++) {
@@ -64,6 +75,21 @@ describe("the whole network, end to end (short configuration)", function () {
   it("holds proof of reserves at every block", function () {
     expect(reservesAtEveryBlock.length).to.be.greaterThan(10);
     for (const r of reservesAtEveryBlock) expect(r.held >= r.owes, `block ${r.block}`).to.equal(true);
+  });
+
+  it("explain reproduces the job's payments and epoch from events alone, agreeing with the contract", function () {
+    expect(explained?.code, explained?.output).to.equal(0);
+    const report = JSON.parse(explained!.output);
+    expect(report.agreesWithContract).to.equal(true);
+    expect(BigInt(report.paid)).to.equal(state!.paid);
+    expect(BigInt(report.epoch)).to.equal(state!.epoch);
+    const earned = report.providers.reduce((sum: bigint, p: { earned: string }) => sum + BigInt(p.earned), 0n);
+    expect(earned).to.equal(state!.paid);
+  });
+
+  it("wallet agrees with the contract on what a provider is owed", function () {
+    expect(walletOut?.code, walletOut?.output).to.equal(0);
+    expect(walletOut!.output).to.contain("withdrawn so far");
   });
 
   it("ends with a final model that beats the job's target accuracy", function () {
