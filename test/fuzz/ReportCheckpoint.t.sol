@@ -15,6 +15,26 @@ contract ReportCheckpointFuzzTest is EscrowFixture {
         if (accepted > 0) _reportAndAccept(jobId, accepted);
     }
 
+    /// @dev A job shape with 0 <= accepted <= interval <= totalSteps and accepted < totalSteps. With `top`, all
+    /// three lie within 1024 of the top of the uint32 range, where acceptedStep + interval exceeds uint32 (the
+    /// overflow fixed in afc4c68 reverted there with a panic and left such jobs unable to finish).
+    function _shape(uint32 totalSteps, uint32 interval, uint32 accepted, bool top)
+        private
+        pure
+        returns (uint32, uint32, uint32)
+    {
+        if (top) {
+            totalSteps = type(uint32).max - totalSteps % 1024;
+            interval = totalSteps - interval % 1024;
+        } else {
+            totalSteps = uint32(bound(totalSteps, 2, type(uint32).max));
+            interval = uint32(bound(interval, 1, totalSteps));
+        }
+        uint32 cap = interval < totalSteps ? interval : totalSteps - 1;
+        accepted = top ? cap - (accepted % 1024 > cap ? cap : accepted % 1024) : uint32(bound(accepted, 0, cap));
+        return (totalSteps, interval, accepted);
+    }
+
     function testFuzz_reportCheckpoint_succeedsIff_stepInRange(
         uint32 totalSteps,
         uint32 interval,
@@ -22,9 +42,7 @@ contract ReportCheckpointFuzzTest is EscrowFixture {
         uint32 step,
         uint8 pick
     ) public {
-        totalSteps = uint32(bound(totalSteps, 2, type(uint32).max));
-        interval = uint32(bound(interval, 1, totalSteps));
-        accepted = uint32(bound(accepted, 0, interval < totalSteps ? interval : totalSteps - 1));
+        (totalSteps, interval, accepted) = _shape(totalSteps, interval, accepted, pick >= 128);
         uint256 reach = uint256(accepted) + interval;
         uint32 maxStep = reach > totalSteps ? totalSteps : uint32(reach);
         // Half the runs land exactly on a boundary: acceptedStep, +1, the furthest allowed, one past it.
@@ -52,10 +70,10 @@ contract ReportCheckpointFuzzTest is EscrowFixture {
     }
 
     /// @dev The furthest step allowed is acceptedStep + interval, capped at totalSteps: both sides of the cap.
-    function testFuzz_reportCheckpoint_capsAtTotalSteps(uint32 totalSteps, uint32 interval, uint32 accepted) public {
-        totalSteps = uint32(bound(totalSteps, 2, type(uint32).max));
-        interval = uint32(bound(interval, 1, totalSteps));
-        accepted = uint32(bound(accepted, 1, interval < totalSteps ? interval : totalSteps - 1));
+    function testFuzz_reportCheckpoint_capsAtTotalSteps(uint32 totalSteps, uint32 interval, uint32 accepted, bool top)
+        public
+    {
+        (totalSteps, interval, accepted) = _shape(totalSteps, interval, accepted, top);
         uint256 jobId = _jobWithAccepted(totalSteps, interval, accepted);
         uint256 reach = uint256(accepted) + interval;
         uint32 maxStep = reach > totalSteps ? totalSteps : uint32(reach);

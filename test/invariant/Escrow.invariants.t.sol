@@ -37,7 +37,7 @@ contract EscrowInvariants is InvariantTest {
         _weigh(EscrowHandler.reportCheckpoint.selector, 5);
         _weigh(EscrowHandler.staleWrite.selector, 2);
         _weigh(EscrowHandler.acceptCheckpoint.selector, 5);
-        _weigh(EscrowHandler.refuseCheckpoint.selector, 1);
+        _weigh(EscrowHandler.refuseCheckpoint.selector, 2);
         _weigh(EscrowHandler.forgeDecision.selector, 2);
         _weigh(EscrowHandler.submitVerdict.selector, 3);
         _weigh(EscrowHandler.resolveDispute.selector, 2);
@@ -124,11 +124,19 @@ contract EscrowInvariants is InvariantTest {
     }
 
     /// @notice Only the live assignee of the current epoch ever wrote (reported or heartbeat): every write by a
-    /// stale, fenced, unassigned or lapsed worker reverted, and no checkpoint decision passed that was not the
-    /// Safe's about the pending checkpoint.
+    /// stale, fenced, unassigned or lapsed worker reverted, no checkpoint decision passed that was not the Safe's
+    /// about the pending checkpoint, and every refused provider is still fenced off its job.
     function invariant_onlyCurrentAssigneeWrites() public {
         assertEq(handler.ghost_staleWritesSucceeded(), 0, "a stale worker wrote");
         assertEq(handler.ghost_forgedDecisionsSucceeded(), 0, "a forged decision passed");
+        // A refused provider stays fenced off its job for good.
+        uint256 jobCount = escrow.jobCount();
+        address[4] memory providers = handler.providers();
+        for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+            for (uint256 i = 0; i < providers.length; ++i) {
+                assertEq(escrow.isFenced(jobId, providers[i]), handler.ghost_fenced(jobId, providers[i]), "fenced");
+            }
+        }
     }
 
     /// @notice Settled and Cancelled never change; every other status moves only along the lifecycle.

@@ -615,16 +615,38 @@ contract EscrowHandler is EscrowStore {
         }
     }
 
-    /// @dev Moves the clock: usually a little (under the one-hour lease), one time in four hours to days (leases
-    /// lapse, dispute windows of up to three days and the three-day arbiter timeout pass). Time-derived statuses of every job are re-checked.
+    /// @dev Moves the clock. One time in four by 1 hour to 4 days (leases lapse, dispute windows of up to three
+    /// days and the three-day arbiter timeout pass); one time in four exactly onto a job's next deadline or one
+    /// second past it (lease expiry, end of the dispute window, arbiter deadline: all inclusive); otherwise by up
+    /// to 45 minutes, under the one-hour lease. Time-derived statuses of every job are re-checked.
     function warp(uint256 secondsSeed) external instrument("warp") {
-        uint256 delta =
-            secondsSeed % 4 == 0 ? bound(secondsSeed / 4, 1 hours, 4 days) : bound(secondsSeed / 4, 1, 45 minutes);
-        currentTime += delta;
+        uint256 mode = secondsSeed % 4;
+        uint256 target = currentTime + bound(secondsSeed / 4, 1, 45 minutes);
+        if (mode == 0) {
+            target = currentTime + bound(secondsSeed / 4, 1 hours, 4 days);
+        } else if (mode == 1) {
+            uint256 deadline = _nextDeadline(secondsSeed / 8);
+            if (deadline != 0) target = deadline + (secondsSeed / 4) % 2;
+        }
+        if (target > currentTime) currentTime = target;
         VM.warp(currentTime);
         for (uint256 jobId = 1; jobId <= ghost_jobCount; ++jobId) {
             _record(jobId);
         }
+    }
+
+    /// @dev The first deadline still ahead (or now) among the jobs, scanning from a random one; 0 if none.
+    function _nextDeadline(uint256 seed) internal view returns (uint256) {
+        uint256 n = ghost_jobCount;
+        for (uint256 i = 0; i < n; ++i) {
+            GhostJob storage g = _ghostJobs[(seed + i) % n + 1];
+            uint256 deadline;
+            if (g.phase == RUNNING) deadline = g.lease;
+            else if (g.phase == DISPUTE_WINDOW) deadline = uint256(g.verdictAt) + g.disputeWindow;
+            else if (g.phase == DISPUTED) deadline = uint256(g.disputedAt) + ARBITER_TIMEOUT;
+            if (deadline >= currentTime) return deadline;
+        }
+        return 0;
     }
 
     /// @dev Someone sends test USDC straight to the escrow. The escrow owes it to no one: held > owes afterwards.
