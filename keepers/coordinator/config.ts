@@ -43,7 +43,7 @@ export function coordinatorConfig(v: FlagValues, portFlag = "port"): Coordinator
     port: parsePort(str(v[portFlag]), portFlag, COORDINATOR_DEFAULT_PORT),
     intervalMs: parsePositiveInt(str(v["interval-ms"]), "interval-ms", HEARTBEAT_DEFAULTS.intervalMs),
     heartbeatTimeoutMs: parsePositiveInt(str(v["heartbeat-timeout-ms"]), "heartbeat-timeout-ms", HEARTBEAT_DEFAULTS.timeoutMs),
-    startGraceMs: parsePositiveInt(str(v["start-grace-ms"]), "start-grace-ms", HEARTBEAT_DEFAULTS.startGraceMs),
+    startGraceMs: parseNonNegativeInt(str(v["start-grace-ms"]), "start-grace-ms", HEARTBEAT_DEFAULTS.startGraceMs),
     maxClockSkewMs: parsePositiveInt(str(v["max-clock-skew-ms"]), "max-clock-skew-ms", HEARTBEAT_DEFAULTS.maxClockSkewMs),
     minMemoryMiB: parseNonNegativeInt(str(v["min-memory"]), "min-memory", 0),
     templateMemoryMiB: table,

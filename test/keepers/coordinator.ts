@@ -38,7 +38,8 @@ const P3 = wallet(10);
 
 async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>, o: TestContextOptions = {}) {
   const { ctx, lines } = await testContext(p, { signer: p.coordinator, nowMs: clock.now, component: "coordinator", ...o });
-  const config = coordinatorConfig({ "heartbeat-timeout-ms": String(TIMEOUT) });
+  // No start grace here: these tests time a silent new assignee from the plain heartbeat timeout.
+  const config = coordinatorConfig({ "heartbeat-timeout-ms": String(TIMEOUT), "start-grace-ms": "0" });
   const keeper = createCoordinator(ctx, config);
   // An agent's clock only moves forward: two beats in the same millisecond get distinct sentAt values.
   const lastSentAt = new Map<string, number>();
