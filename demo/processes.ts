@@ -42,9 +42,17 @@ export class ProcessGroup {
     await exited;
   }
 
-  /** SIGTERM to everyone, then SIGKILL to whoever is still there after `graceMs`. */
-  async stopAll(graceMs = 5_000): Promise<void> {
-    const pending = [...this.children.entries()].map(async ([name, child]) => {
+  /**
+   * SIGTERM to everyone, then SIGKILL to whoever is still there after `graceMs`. Children named in `last` stop
+   * after all others (the chain, so that the others do not log RPC failures while shutting down).
+   */
+  async stopAll(graceMs = 5_000, last: string[] = []): Promise<void> {
+    await this.stopSome((name) => !last.includes(name), graceMs);
+    await this.stopSome(() => true, graceMs);
+  }
+
+  private async stopSome(select: (name: string) => boolean, graceMs: number): Promise<void> {
+    const pending = [...this.children.entries()].filter(([name]) => select(name)).map(async ([name, child]) => {
       const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
       child.kill("SIGTERM");
       const timer = setTimeout(() => this.children.get(name)?.kill("SIGKILL"), graceMs);

@@ -4,7 +4,7 @@
  * provider is refused by the Quality Guard, and the escrow pays each provider exactly for accepted steps.
  * Used by `npm start` (real MNIST template) and by the end-to-end test (a shorter configuration).
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { JsonRpcProvider, Wallet, type Log } from "ethers";
 import { connectProtocol, JOB_STATUS, type Protocol } from "../sdk/contracts.ts";
@@ -58,6 +58,7 @@ const PRICE = { mallory: "0.0008", alice: "0.0010", bob: "0.0012" } as const; //
 const MAX_PRICE = 1_500n; // 0.0015 USDC per step, in base units
 
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
+  pruneOldStores(path.dirname(o.runDir), o.runDir);
   rmSync(o.runDir, { recursive: true, force: true });
   mkdirSync(o.runDir, { recursive: true });
   const recorder = new Recorder(path.join(o.runDir, "recording.jsonl"));
@@ -66,7 +67,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     recorder.add("note", "start", line);
   };
   const group = new ProcessGroup((name, line, stream) => {
-    recorder.add("log", name, safeJson(line) ?? line);
+    if (isDecisionLine(name, line)) recorder.add("log", name, safeJson(line) ?? line);
     const shown = renderChildLine(name, line, stream);
     if (shown) note(shown);
   });
@@ -104,7 +105,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     await o.beforeStop?.({ provider, protocol, jobId, rpc, deploymentFile });
     return result;
   } finally {
-    await group.stopAll();
+    await group.stopAll(5_000, ["chain"]);
     provider?.destroy();
     await recorder.close();
     // The chain is gone with this run; its deployment journal would only mislead the next one.
@@ -219,6 +220,7 @@ async function watchJob(
   let fromBlock = 0;
   let timeAdvanced = false;
   const startedAt = Date.now();
+  let lastMetricAt = 0;
   const deadline = Date.now() + o.timeoutMs;
   while (Date.now() < deadline) {
     if (o.signal?.aborted) throw new Error("stopped by the user");
@@ -251,8 +253,11 @@ async function watchJob(
         return result;
       }
     }
-    const metric = await protocol.escrow.reserves();
-    recorder.add("metric", "reserves", { held: metric[0], owes: metric[1] });
+    if (Date.now() - lastMetricAt >= 1_000) {
+      lastMetricAt = Date.now();
+      const [held, owes] = await protocol.escrow.reserves();
+      recorder.add("metric", "reserves", { block: head, held, owes });
+    }
     await sleep(400, o.signal);
   }
   throw new Error(`the job did not settle within ${o.timeoutMs / 1000} s (status ${JOB_STATUS[Number(await protocol.escrow.statusOf(jobId))]})`);
@@ -352,6 +357,15 @@ async function finish(
 
 // ------------------------------------------------------------------ helpers
 
+/** Earlier runs keep their recordings; their checkpoint stores (hundreds of MB for MNIST) are removed. */
+function pruneOldStores(runsDir: string, current: string) {
+  if (!existsSync(runsDir)) return;
+  for (const entry of readdirSync(runsDir)) {
+    const dir = path.join(runsDir, entry);
+    if (dir !== current) rmSync(path.join(dir, "store"), { recursive: true, force: true });
+  }
+}
+
 type Summary = ReturnType<typeof providerSummaries>[number];
 
 function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): ProviderRow[] {
@@ -431,6 +445,14 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
     await sleep(500, signal);
   }
   throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+}
+
+/** What a recording keeps of a child's output: its decisions and warnings, not the routine per-tick lines. */
+function isDecisionLine(name: string, line: string): boolean {
+  if (name === "chain") return false;
+  const record = safeJson(line) as { msg?: string; level?: string } | undefined;
+  if (!record) return line.trim().length > 0;
+  return record.level !== "debug" && !/^(tick|reserves|listening)$/.test(String(record.msg));
 }
 
 function safeJson(line: string): unknown {
