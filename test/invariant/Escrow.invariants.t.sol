@@ -25,7 +25,7 @@ contract EscrowInvariants is InvariantTest {
         targetContract(address(handler));
         // The runner picks uniformly among the listed selectors, so listing one n times gives it weight n: the
         // steps a job needs to get through its lifecycle come up more often than the rare ones.
-        _weigh(EscrowHandler.createJob.selector, 3);
+        _weigh(EscrowHandler.createJob.selector, 2);
         _weigh(EscrowHandler.cancel.selector, 1);
         _weigh(EscrowHandler.dispute.selector, 2);
         _weigh(EscrowHandler.registerProvider.selector, 1);
@@ -34,10 +34,10 @@ contract EscrowInvariants is InvariantTest {
         _weigh(EscrowHandler.assign.selector, 4);
         _weigh(EscrowHandler.unassign.selector, 2);
         _weigh(EscrowHandler.heartbeat.selector, 2);
-        _weigh(EscrowHandler.reportCheckpoint.selector, 5);
+        _weigh(EscrowHandler.reportCheckpoint.selector, 6);
         _weigh(EscrowHandler.staleWrite.selector, 2);
-        _weigh(EscrowHandler.acceptCheckpoint.selector, 5);
-        _weigh(EscrowHandler.refuseCheckpoint.selector, 2);
+        _weigh(EscrowHandler.acceptCheckpoint.selector, 6);
+        _weigh(EscrowHandler.refuseCheckpoint.selector, 1);
         _weigh(EscrowHandler.forgeDecision.selector, 2);
         _weigh(EscrowHandler.submitVerdict.selector, 3);
         _weigh(EscrowHandler.resolveDispute.selector, 2);

@@ -27,7 +27,7 @@ function bit(IJobEscrow.JobStatus status) pure returns (uint256) {
 /// @dev The handler is the verifier Safe: the escrow is deployed with `verifierSafe = address(this)`, and a Safe
 /// transaction reaches the escrow as a direct call from the Safe with empty signatures, which is what the handler
 /// does. Every other role is a named address that the handler pranks as. Every action:
-///  1. bounds its inputs and picks its job and actors from small fixed sets (at most MAX_JOBS jobs),
+///  1. bounds its inputs and picks its job and actors from small fixed sets (at most `maxJobs` jobs),
 ///  2. predicts from the reference model (EscrowStore.GhostJob) whether the call must succeed,
 ///  3. makes the real call in try/catch and compares the outcome with the prediction,
 ///  4. on success applies the spec's effects to the model and checks the money that moved,
@@ -55,7 +55,9 @@ contract EscrowHandler is EscrowStore {
     uint64 public constant LEASE = 1 hours;
     uint128 public constant BOND = 50e6;
     uint64 public constant ARBITER_TIMEOUT = 3 days;
-    uint256 public constant MAX_JOBS = 6;
+    /// @notice At most this many jobs: 4 at the CI depth (100), so that a run's calls concentrate on few jobs and
+    /// get them through their whole lifecycle; more for deeper runs (depth / 25, up to 20).
+    uint256 public maxJobs;
     uint256 public constant N_CLIENTS = 3;
     uint256 public constant N_PROVIDERS = 4;
     bytes32 public constant TEMPLATE = keccak256("mnist-mlp-v1");
@@ -89,6 +91,8 @@ contract EscrowHandler is EscrowStore {
     }
 
     constructor() {
+        uint256 depth = VM.envOr("INVARIANT_DEPTH", uint256(100));
+        maxJobs = depth / 25 < 4 ? 4 : depth / 25 > 20 ? 20 : depth / 25;
         currentTime = 1_750_000_000;
         VM.warp(currentTime);
         usdc = new TestUSDC();
@@ -135,7 +139,7 @@ contract EscrowHandler is EscrowStore {
         uint256 budgetSeed,
         uint256 windowSeed
     ) external useCurrentTime instrument("createJob") {
-        if (ghost_jobCount >= MAX_JOBS) return;
+        if (ghost_jobCount >= maxJobs) return;
         address client = _clients[clientSeed % N_CLIENTS];
         uint32 totalSteps = uint32(bound(stepsSeed, 1, 10));
         uint32 interval = uint32(bound(intervalSeed, (totalSteps + 2) / 3, totalSteps));
@@ -280,12 +284,12 @@ contract EscrowHandler is EscrowStore {
         _record(jobId);
     }
 
-    /// @dev The coordinator may unassign at any time; anyone else only once the lease lapsed.
+    /// @dev The coordinator (one time in four) may unassign at any time; anyone else only once the lease lapsed.
     function unassign(uint256 jobSeed, uint256 callerSeed) external useCurrentTime instrument("unassign") {
         uint256 jobId = _pickJob(jobSeed, Fit.Running);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
-        address caller = callerSeed % 3 == 0 ? COORDINATOR : _actor(callerSeed / 3);
+        address caller = callerSeed % 4 == 0 ? COORDINATOR : _actor(callerSeed / 4);
         bool expected = _status(g) == RUNNING && (caller == COORDINATOR || currentTime > g.lease);
         VM.prank(caller);
         try escrow.unassign(jobId) {
