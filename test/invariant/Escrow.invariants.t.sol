@@ -201,35 +201,62 @@ contract EscrowInvariants is InvariantTest {
         assertEq(handler.ghost_unexpectedOutcomes(), 0, handler.ghost_firstUnexpected());
     }
 
-    /// @notice After each run: what the run reached (shown with `--verbosity 3`). Not an assertion.
-    function afterInvariant() public view {
+    /// @notice After each run: what the run reached, as one `coverage …` line (in the last run's trace at
+    /// `--verbosity 5`). Not an assertion. With ESCROW_COVERAGE=1 the counters add up across the runs of a campaign
+    /// (kept in environment variables, so run one invariant at a time, e.g. `--grep callsBehave`): the last line
+    /// then holds the campaign's totals. docs/INVARIANTS.md has the command and the figures.
+    function afterInvariant() public {
         string[21] memory actions = [
             "createJob", "cancel", "dispute", "registerProvider", "updateProvider", "toggleProvider", "assign",
             "unassign", "heartbeat", "reportCheckpoint", "staleWrite", "acceptCheckpoint", "refuseCheckpoint",
             "forgeDecision", "submitVerdict", "resolveDispute", "settle", "claimEarnings", "withdraw", "warp", "donate"
         ];
-        string[14] memory outcomes = [
+        string[15] memory outcomes = [
             "assign", "unassign:coordinator", "unassign:lapsed", "reportCheckpoint", "acceptCheckpoint",
             "refuseCheckpoint", "submitVerdict", "dispute", "resolveDispute:upheld", "resolveDispute:rejected",
-            "settle:window", "settle:arbiterTimeout", "cancel", "claimEarnings"
+            "settle:window", "settle:arbiterTimeout", "cancel", "claimEarnings", "withdraw"
         ];
-        string memory line = "calls";
+        bool sum = vm.envOr("ESCROW_COVERAGE", false);
+        string memory line = string.concat("coverage", _counter(sum, "runs", 1));
         for (uint256 i = 0; i < actions.length; ++i) {
-            line = string.concat(line, " ", actions[i], "=", vm.toString(handler.ghost_calls(bytes32(bytes(actions[i])))));
+            uint256 calls = handler.ghost_calls(bytes32(bytes(actions[i])));
+            line = string.concat(line, _counter(sum, string.concat("calls.", actions[i]), calls));
         }
-        console.log(line);
-        line = "successes";
         for (uint256 i = 0; i < outcomes.length; ++i) {
-            line = string.concat(line, " ", outcomes[i], "=", vm.toString(handler.ghost_successes(bytes32(bytes(outcomes[i])))));
+            uint256 successes = handler.ghost_successes(bytes32(bytes(outcomes[i])));
+            line = string.concat(line, _counter(sum, string.concat("ok.", outcomes[i]), successes));
         }
-        console.log(line);
-        console.log(
-            string.concat(
-                "withdraw=", vm.toString(handler.ghost_successes("withdraw")),
-                " staleWritesReverted=", vm.toString(handler.ghost_staleWritesReverted()),
-                " forgedDecisionsReverted=", vm.toString(handler.ghost_forgedDecisionsReverted()),
-                " jobs=", vm.toString(handler.ghost_jobCount())
-            )
+        line = string.concat(
+            line,
+            _counter(sum, "staleWritesReverted", handler.ghost_staleWritesReverted()),
+            _counter(sum, "forgedDecisionsReverted", handler.ghost_forgedDecisionsReverted())
         );
+        vm.warp(handler.currentTime());
+        uint256 settled = 0;
+        uint256 cancelled = 0;
+        uint256 jobCount = escrow.jobCount();
+        for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+            IJobEscrow.JobStatus status = escrow.statusOf(jobId);
+            if (status == SETTLED) settled += 1;
+            if (status == CANCELLED) cancelled += 1;
+        }
+        line = string.concat(
+            line,
+            _counter(sum, "jobs", jobCount),
+            _counter(sum, "jobsSettled", settled),
+            _counter(sum, "jobsCancelled", cancelled),
+            _counter(sum, "runsWithASettledJob", settled > 0 ? 1 : 0)
+        );
+        console.log(line);
+    }
+
+    /// @dev " key=value", where value adds up across runs (in the environment) when `sum` is set.
+    function _counter(bool sum, string memory key, uint256 value) private returns (string memory) {
+        if (sum) {
+            string memory name = string.concat("ESCROW_COVERAGE_", vm.toString(uint256(keccak256(bytes(key))) >> 192));
+            value += vm.envOr(name, uint256(0));
+            vm.setEnv(name, vm.toString(value));
+        }
+        return string.concat(" ", key, "=", vm.toString(value));
     }
 }

@@ -55,9 +55,6 @@ contract EscrowHandler is EscrowStore {
     uint64 public constant LEASE = 1 hours;
     uint128 public constant BOND = 50e6;
     uint64 public constant ARBITER_TIMEOUT = 3 days;
-    /// @notice At most this many jobs: 4 at the CI depth (100), so that a run's calls concentrate on few jobs and
-    /// get them through their whole lifecycle; more for deeper runs (depth / 25, up to 20).
-    uint256 public maxJobs;
     uint256 public constant N_CLIENTS = 3;
     uint256 public constant N_PROVIDERS = 4;
     bytes32 public constant TEMPLATE = keccak256("mnist-mlp-v1");
@@ -68,8 +65,6 @@ contract EscrowHandler is EscrowStore {
     address public constant FEE_RECIPIENT = address(0xFEE00000);
     address public constant STRANGER = address(0x57A40000);
 
-    // Storage, not immutables: the runner identifies the handler by its deployed code, and inlined immutable
-    // addresses at every use would make that code differ too much from the artifact.
     TestUSDC public usdc;
     ProviderRegistry public registry;
     JobEscrow public escrow;
@@ -78,6 +73,10 @@ contract EscrowHandler is EscrowStore {
     address[N_PROVIDERS] internal _providers =
         [address(0x9A000001), address(0x9A000002), address(0x9A000003), address(0x9A000004)];
 
+    /// @notice At most this many jobs: 4 at the CI depth (100), so that a run's calls concentrate on few jobs and
+    /// get them through their whole lifecycle; more for deeper runs (depth / 25, up to 20).
+    uint256 public maxJobs;
+    /// @notice The handler's clock (see `warp`).
     uint256 public currentTime;
 
     modifier useCurrentTime() {
@@ -169,7 +168,10 @@ contract EscrowHandler is EscrowStore {
         uint256 owedBefore = escrow.owed(g.client);
         VM.prank(caller);
         try escrow.cancel(jobId) {
-            if (!expected) { _unexpected("cancel succeeded"); return; }
+            if (!expected) {
+                _unexpected("cancel succeeded");
+                return;
+            }
             g.phase = CANCELLED;
             _credit(g.client, owedBefore, g.budget - g.paid, "cancel: refund");
             ghost_successes["cancel"] += 1;
@@ -189,7 +191,10 @@ contract EscrowHandler is EscrowStore {
         uint256 held = usdc.balanceOf(address(escrow));
         VM.prank(caller);
         try escrow.dispute(jobId) {
-            if (!expected) { _unexpected("dispute succeeded"); return; }
+            if (!expected) {
+                _unexpected("dispute succeeded");
+                return;
+            }
             if (usdc.balanceOf(address(escrow)) != held + BOND) _unexpected("dispute: bond not pulled");
             g.phase = DISPUTED;
             g.disputedAt = uint64(currentTime);
@@ -218,20 +223,30 @@ contract EscrowHandler is EscrowStore {
         bool expected = !ghost_providers[provider].registered;
         VM.prank(provider);
         try registry.register(string(name), price, IProviderRegistry.DeviceKind.CPU, "x86_64 CPU", 16_384) {
-            if (!expected) { _unexpected("register succeeded twice"); return; }
+            if (!expected) {
+                _unexpected("register succeeded twice");
+                return;
+            }
             ghost_providers[provider] = GhostProvider({registered: true, active: true, price: price});
         } catch {
             if (expected) _unexpected("register reverted");
         }
     }
 
-    function updateProvider(uint256 providerSeed, uint256 priceSeed) external useCurrentTime instrument("updateProvider") {
+    function updateProvider(uint256 providerSeed, uint256 priceSeed)
+        external
+        useCurrentTime
+        instrument("updateProvider")
+    {
         address provider = _providers[providerSeed % N_PROVIDERS];
         uint128 price = uint128(bound(priceSeed, 1, 1200));
         bool expected = ghost_providers[provider].registered;
         VM.prank(provider);
         try registry.update(price, IProviderRegistry.DeviceKind.GPU, "NVIDIA H200", 141_000) {
-            if (!expected) { _unexpected("update succeeded unregistered"); return; }
+            if (!expected) {
+                _unexpected("update succeeded unregistered");
+                return;
+            }
             ghost_providers[provider].price = price;
         } catch {
             if (expected) _unexpected("update reverted");
@@ -293,10 +308,13 @@ contract EscrowHandler is EscrowStore {
         bool expected = _status(g) == RUNNING && (caller == COORDINATOR || currentTime > g.lease);
         VM.prank(caller);
         try escrow.unassign(jobId) {
-            if (!expected) { _unexpected("unassign succeeded"); return; }
+            if (!expected) {
+                _unexpected("unassign succeeded");
+                return;
+            }
             _reopen(g);
-            ghost_successes[caller == COORDINATOR ? bytes32("unassign:coordinator") : bytes32("unassign:lapsed")] +=
-                1;
+            bytes32 outcome = caller == COORDINATOR ? bytes32("unassign:coordinator") : bytes32("unassign:lapsed");
+            ghost_successes[outcome] += 1;
         } catch {
             if (expected) _unexpected("unassign reverted");
         }
@@ -314,7 +332,10 @@ contract EscrowHandler is EscrowStore {
         bool live = _isLiveAssignee(g, sender, epoch);
         VM.prank(sender);
         try escrow.heartbeat(jobId, epoch) {
-            if (!live) { _staleWriteSucceeded("heartbeat"); return; }
+            if (!live) {
+                _staleWriteSucceeded("heartbeat");
+                return;
+            }
             g.lease = uint64(currentTime) + LEASE;
         } catch {
             if (live) _unexpected("heartbeat reverted");
@@ -342,8 +363,14 @@ contract EscrowHandler is EscrowStore {
         bool expected = live && g.pending == 0 && step <= maxStep;
         VM.prank(sender);
         try escrow.reportCheckpoint(jobId, epoch, step, checkpointHash) {
-            if (!live) { _staleWriteSucceeded("reportCheckpoint"); return; }
-            if (!expected) { _unexpected("reportCheckpoint succeeded"); return; }
+            if (!live) {
+                _staleWriteSucceeded("reportCheckpoint");
+                return;
+            }
+            if (!expected) {
+                _unexpected("reportCheckpoint succeeded");
+                return;
+            }
             g.pending = step;
             g.pendingHash = checkpointHash;
             g.lease = uint64(currentTime) + LEASE;
@@ -387,7 +414,11 @@ contract EscrowHandler is EscrowStore {
 
     // ================================================================== verifier Safe (this contract)
 
-    function acceptCheckpoint(uint256 jobSeed, uint256 stepSeed) external useCurrentTime instrument("acceptCheckpoint") {
+    function acceptCheckpoint(uint256 jobSeed, uint256 stepSeed)
+        external
+        useCurrentTime
+        instrument("acceptCheckpoint")
+    {
         uint256 jobId = _pickJob(jobSeed, Fit.Pending);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
@@ -397,7 +428,10 @@ contract EscrowHandler is EscrowStore {
         address provider = g.assignee;
         uint256 earnedBefore = escrow.earningsOf(jobId, provider);
         try escrow.acceptCheckpoint(jobId, g.epoch, step, checkpointHash, "") {
-            if (!expected) { _forgedDecisionSucceeded("acceptCheckpoint: nothing pending"); return; }
+            if (!expected) {
+                _forgedDecisionSucceeded("acceptCheckpoint: nothing pending");
+                return;
+            }
             uint128 amount = uint128(step - g.accepted) * g.price;
             for (uint32 s = g.accepted + 1; s <= step; ++s) {
                 if (ghost_stepPaid[jobId][s]) ghost_stepsPaidTwice += 1;
@@ -428,7 +462,10 @@ contract EscrowHandler is EscrowStore {
         (uint32 step, bytes32 checkpointHash) =
             expected ? (g.pending, g.pendingHash) : (g.accepted + 1, keccak256(abi.encode(jobSeed)));
         try escrow.refuseCheckpoint(jobId, g.epoch, step, checkpointHash, "") {
-            if (!expected) { _forgedDecisionSucceeded("refuseCheckpoint: nothing pending"); return; }
+            if (!expected) {
+                _forgedDecisionSucceeded("refuseCheckpoint: nothing pending");
+                return;
+            }
             ghost_fenced[jobId][g.assignee] = true;
             _reopen(g);
             ghost_successes["refuseCheckpoint"] += 1;
@@ -491,7 +528,10 @@ contract EscrowHandler is EscrowStore {
         bool expected = (status == OPEN || status == RUNNING) && g.accepted == g.totalSteps
             && modelHash == g.acceptedHash;
         try escrow.submitVerdict(jobId, modelHash, bound(metricSeed, 0, 10_000), passed, "") {
-            if (!expected) { _unexpected("submitVerdict succeeded"); return; }
+            if (!expected) {
+                _unexpected("submitVerdict succeeded");
+                return;
+            }
             g.phase = DISPUTE_WINDOW;
             g.epoch += 1;
             g.verdictAt = uint64(currentTime);
@@ -518,7 +558,10 @@ contract EscrowHandler is EscrowStore {
         uint256 feeBefore = escrow.owed(FEE_RECIPIENT);
         VM.prank(caller);
         try escrow.resolveDispute(jobId, upheld) {
-            if (!expected) { _unexpected("resolveDispute succeeded"); return; }
+            if (!expected) {
+                _unexpected("resolveDispute succeeded");
+                return;
+            }
             g.phase = SETTLED;
             if (upheld) {
                 g.upheld = true;
@@ -548,7 +591,10 @@ contract EscrowHandler is EscrowStore {
         uint256 clientBefore = escrow.owed(g.client);
         VM.prank(_actor(callerSeed));
         try escrow.settle(jobId) {
-            if (!expected) { _unexpected("settle succeeded"); return; }
+            if (!expected) {
+                _unexpected("settle succeeded");
+                return;
+            }
             g.phase = SETTLED;
             uint256 bondReturned = 0;
             if (status == ARBITER_TIMED_OUT) {
@@ -585,7 +631,10 @@ contract EscrowHandler is EscrowStore {
         uint256 owedBefore = escrow.owed(provider);
         VM.prank(_actor(callerSeed));
         try escrow.claimEarnings(jobId, provider) {
-            if (!expected) { _unexpected("claimEarnings succeeded"); return; }
+            if (!expected) {
+                _unexpected("claimEarnings succeeded");
+                return;
+            }
             ghost_claimed[jobId][provider] += unclaimed;
             _credit(provider, owedBefore, unclaimed, "claimEarnings: amount");
             ghost_successes["claimEarnings"] += 1;
@@ -608,7 +657,10 @@ contract EscrowHandler is EscrowStore {
         uint256 balanceBefore = usdc.balanceOf(account);
         VM.prank(account);
         try escrow.withdraw() {
-            if (!expected) { _unexpected("withdraw succeeded"); return; }
+            if (!expected) {
+                _unexpected("withdraw succeeded");
+                return;
+            }
             if (usdc.balanceOf(account) != balanceBefore + amount) _unexpected("withdraw: amount paid");
             if (escrow.owed(account) != 0) _unexpected("withdraw: owed left");
             ghost_owed[account] = 0;
