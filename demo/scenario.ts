@@ -9,11 +9,12 @@ import path from "node:path";
 import { JsonRpcProvider, Wallet, type Log } from "ethers";
 import { connectProtocol, JOB_STATUS, type Protocol } from "../sdk/contracts.ts";
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
-import { loadOrCreateKey, writeKey } from "../sdk/keys.ts";
+import { loadKey, loadOrCreateKey } from "../sdk/keys.ts";
 import { sleep } from "../sdk/retry.ts";
 import { decodeCustomError } from "../sdk/errors.ts";
 import { loadTemplate } from "../workloads/index.ts";
-import { deployLocal, freePort, startChain, TEST_KEYS } from "./chain.ts";
+import { freePort } from "./chain.ts";
+import { externalNetwork, localNetwork, type Role, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
 import { formatTable, formatUsdc, type PromiseCheck, type ProviderRow } from "./report.ts";
@@ -37,6 +38,8 @@ export interface ScenarioOptions {
   print: (line: string) => void;
   /** Stops the run early (Ctrl-C). */
   signal?: AbortSignal;
+  /** Run against an existing deployment instead of an embedded chain (see demo/network.ts). */
+  external?: { rpc: string; deploymentFile: string; keysDir: string };
   /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
   beforeStop?: (chain: { provider: JsonRpcProvider; protocol: Protocol; jobId: bigint; rpc: string; deploymentFile: string }) => Promise<void>;
 }
@@ -56,6 +59,7 @@ export interface ScenarioResult {
 
 const PRICE = { mallory: "0.0008", alice: "0.0010", bob: "0.0012" } as const; // USDC per step
 const MAX_PRICE = 1_500n; // 0.0015 USDC per step, in base units
+const DISPUTE_WINDOW = 60; // seconds: the escrow's minimum
 
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   pruneOldStores(path.dirname(o.runDir), o.runDir);
@@ -73,24 +77,22 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   });
   let provider: JsonRpcProvider | undefined;
   try {
-    const badges = ["Local chain", "Synthetic (CPU workload standing in for a GPU)", "Capped profile (bob)", "Injected fault (mallory)"];
+    const net = o.external
+      ? externalNetwork(o.external.rpc, o.external.deploymentFile, o.external.keysDir)
+      : await localNetwork(group, o.runDir, o.deploymentId, note);
+    if (o.dispute && !net.canWaitDays) throw new Error("--dispute waits out the arbiter's 3 days: only on the local chain, whose clock can be advanced");
+    const badges = [net.badge, "Synthetic (CPU workload standing in for a GPU)", "Capped profile (bob)", ...(o.fault ? ["Injected fault (mallory)"] : [])];
     recorder.add("badge", "start", badges);
     note(`badges: ${badges.map((b) => `[${b}]`).join(" ")}`);
-
-    const port = await freePort(8545);
-    note(`starting the local chain on 127.0.0.1:${port} …`);
-    const rpc = await startChain(group, port);
-    note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
-    const deploymentFile = await deployLocal(rpc, o.deploymentId);
+    const { rpc, deploymentFile } = net;
     const deployment = loadDeployment(deploymentFile);
     provider = new JsonRpcProvider(rpc, undefined, { polling: true, pollingInterval: 250, cacheTimeout: -1 });
-    const owner = new Wallet(TEST_KEYS.owner, provider);
-    const protocol = connectProtocol(deployment, owner);
+    const protocol = connectProtocol(deployment, provider);
     const template = loadTemplate(o.template);
-    await (await protocol.escrow.setTemplateApproval(template.templateId, true)).wait();
+    await net.approveTemplate(protocol, provider, template.templateId);
     note(`escrow ${deployment.escrow}; verifier Safe ${deployment.verifierSafe}; template ${template.descriptor.name} approved (${template.templateId.slice(0, 10)}…)`);
 
-    const actors = await prepareActors(o, provider, protocol);
+    const actors = await prepareActors(o, net, provider, protocol, note);
     const ports = { coordinator: await freePort(8600), collector: await freePort(8601) };
     startOffChain(group, o, rpc, deploymentFile, actors, ports);
     note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
@@ -100,7 +102,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const jobId = await createJob(o, protocol, actors.client, template.templateId, deployment.escrow);
     note(`client posted job ${jobId}: ${o.totalSteps} steps of ${template.descriptor.name}, checkpoint every ${o.checkpointInterval}, budget ${formatUsdc(MAX_PRICE * BigInt(o.totalSteps))} USDC locked`);
 
-    const watch = await watchJob(o, provider, protocol, group, recorder, note, jobId, actors);
+    const watch = await watchJob(o, net, provider, protocol, group, recorder, note, jobId, actors);
     const result = await finish(o, provider, protocol, recorder, note, jobId, actors, watch, deployment);
     await o.beforeStop?.({ provider, protocol, jobId, rpc, deploymentFile });
     return result;
@@ -116,23 +118,18 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
 interface Actors {
   client: Wallet;
   providers: { name: keyof typeof PRICE; wallet: Wallet; keyFile: string }[];
-  keyFiles: Record<string, string>;
+  keyFiles: Record<Role, string>;
 }
 
-async function prepareActors(o: ScenarioOptions, provider: JsonRpcProvider, protocol: Protocol): Promise<Actors> {
-  const keyFiles: Record<string, string> = {};
-  for (const [role, key] of Object.entries(TEST_KEYS)) {
-    keyFiles[role] = path.join(o.runDir, "keys", `${role}.key`);
-    writeKey(keyFiles[role], key);
-  }
-  const client = new Wallet(TEST_KEYS.client, provider);
-  await (await protocol.usdc.mint(client.address, 1_000_000_000n)).wait();
+async function prepareActors(o: ScenarioOptions, net: ScenarioNetwork, provider: JsonRpcProvider, protocol: Protocol, note: (l: string) => void): Promise<Actors> {
+  const client = loadKey(net.keyFiles.client).connect(provider);
+  await net.fundClient(protocol, client, MAX_PRICE * BigInt(o.totalSteps) + (await protocol.escrow.disputeBond()));
   const providers = (["mallory", "alice", "bob"] as const).map((name) => {
     const keyFile = path.join(o.runDir, "providers", name, "key");
     return { name, keyFile, wallet: loadOrCreateKey(keyFile, true).wallet.connect(provider) };
   });
-  for (const p of providers) await provider.send("hardhat_setBalance", [p.wallet.address, "0x56BC75E2D63100000"]); // 100 ETH for gas
-  return { client, providers, keyFiles };
+  for (const p of providers) await net.fundGas(provider, p.wallet.address, note);
+  return { client, providers, keyFiles: net.keyFiles };
 }
 
 function startOffChain(
@@ -157,7 +154,7 @@ function startOffChain(
   ]);
   for (const i of [1, 2, 3]) {
     const decisions = path.join(o.runDir, `verifier${i}-decisions.json`);
-    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}`], "--store", store, "--collector", collectorUrl, "--decisions", decisions]);
+    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}` as Role], "--store", store, "--collector", collectorUrl, "--decisions", decisions]);
   }
   for (const p of actors.providers) {
     const extra = p.name === "bob" ? ["--memory-cap", "2"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
@@ -181,7 +178,7 @@ async function createJob(o: ScenarioOptions, protocol: Protocol, client: Wallet,
       checkpointInterval: o.checkpointInterval,
       maxPricePerStep: MAX_PRICE,
       budget,
-      disputeWindow: 60,
+      disputeWindow: DISPUTE_WINDOW,
     })
   ).wait();
   const created = receipt!.logs.map((l) => protocol.escrow.interface.parseLog(l)).find((e) => e?.name === "JobCreated");
@@ -204,6 +201,7 @@ interface WatchResult {
 /** Follows the job's events until it settles; kills alice after her first accepted checkpoint. */
 async function watchJob(
   o: ScenarioOptions,
+  net: ScenarioNetwork,
   provider: JsonRpcProvider,
   protocol: Protocol,
   group: ProcessGroup,
@@ -248,7 +246,7 @@ async function watchJob(
       } else if (e.name === "VerdictSubmitted" && !timeAdvanced) {
         timeAdvanced = true;
         result.jobWallSeconds = (Date.now() - startedAt) / 1000;
-        await afterVerdict(o, provider, protocol, actors, note, jobId);
+        await afterVerdict(o, net, provider, protocol, actors, note, jobId);
       } else if (e.name === "JobSettled") {
         return result;
       }
@@ -263,24 +261,19 @@ async function watchJob(
   throw new Error(`the job did not settle within ${o.timeoutMs / 1000} s (status ${JOB_STATUS[Number(await protocol.escrow.statusOf(jobId))]})`);
 }
 
-/** Without --dispute: close the dispute window. With it: the client disputes, the arbiter stays silent 3 days. */
-async function afterVerdict(o: ScenarioOptions, provider: JsonRpcProvider, protocol: Protocol, actors: Actors, note: (l: string) => void, jobId: bigint) {
+/** Without --dispute: let the dispute window pass. With it: the client disputes, the arbiter stays silent 3 days. */
+async function afterVerdict(o: ScenarioOptions, net: ScenarioNetwork, provider: JsonRpcProvider, protocol: Protocol, actors: Actors, note: (l: string) => void, jobId: bigint) {
   if (o.dispute) {
     const bond = await protocol.escrow.disputeBond();
     await (await protocol.usdc.connect(actors.client).approve(await protocol.escrow.getAddress(), bond)).wait();
     await (await protocol.escrow.connect(actors.client).dispute(jobId)).wait();
     note(`client disputed the verdict with a ${formatUsdc(bond)} USDC bond; the arbiter stays silent`);
-    await advanceTime(provider, 3 * 24 * 3600 + 1);
-    note("advanced the local chain's clock by 3 days + 1 s: the arbiter's deadline passed, anyone may settle");
+    await net.passTime(provider, 3 * 24 * 3600 + 1, note);
+    note("the arbiter's 3-day deadline passed: anyone may settle, the verdict stands");
   } else {
-    await advanceTime(provider, 61);
-    note("advanced the local chain's clock by 61 s: the 60 s dispute window passed without a dispute");
+    await net.passTime(provider, DISPUTE_WINDOW + 1, note);
+    note(`the ${DISPUTE_WINDOW} s dispute window passed without a dispute`);
   }
-}
-
-async function advanceTime(provider: JsonRpcProvider, seconds: number) {
-  await provider.send("evm_increaseTime", [seconds]);
-  await provider.send("evm_mine", []);
 }
 
 async function finish(

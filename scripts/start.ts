@@ -4,6 +4,8 @@
  *   npm start -- --dispute         … and the client disputes; the arbiter stays silent 3 days; the verdict stands
  *   npm start -- --replay FILE     play a recording back
  *   npm start -- --quick           the small synthetic template (seconds instead of minutes)
+ *   npm start -- --rpc URL --deployment FILE --keys DIR   the same scenario on an existing deployment
+ *                                  (e.g. Base Sepolia; DIR holds owner/coordinator/verifier1-3/client .key files)
  * Exits 0 only if every promise held. Ctrl-C stops every process it started.
  */
 import path from "node:path";
@@ -21,6 +23,10 @@ const { values } = parseArgs({
     fault: { type: "string", default: "garbage-weights" },
     "run-dir": { type: "string" },
     timeout: { type: "string", default: "900" },
+    // An existing deployment instead of the embedded chain (e.g. Base Sepolia); see README "Deploying".
+    rpc: { type: "string" },
+    deployment: { type: "string" },
+    keys: { type: "string" },
   },
   strict: true,
 });
@@ -34,6 +40,7 @@ async function main(): Promise<number> {
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
+  const external = externalTarget();
   const template = values.quick ? "blobs-tiny" : "mnist-mlp";
   const totalSteps = Number(values.steps ?? (values.quick ? 120 : 600));
   const result = await runScenario({
@@ -49,8 +56,16 @@ async function main(): Promise<number> {
     timeoutMs: Number(values.timeout) * 1000,
     print: (l) => console.log(l),
     signal: controller.signal,
+    external,
   });
   return result.ok ? 0 : 1;
+}
+
+function externalTarget() {
+  const given = [values.rpc, values.deployment, values.keys].filter(Boolean).length;
+  if (given === 0) return undefined;
+  if (given !== 3) throw new Error("an external run needs all of --rpc URL, --deployment FILE and --keys DIR");
+  return { rpc: values.rpc!, deploymentFile: values.deployment!, keysDir: values.keys! };
 }
 
 main().then(
