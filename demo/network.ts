@@ -48,7 +48,8 @@ export async function localNetwork(group: ProcessGroup, runDir: string, deployme
     keyFiles,
     canWaitDays: true,
     fundGas: async (provider, address) => void (await provider.send("hardhat_setBalance", [address, "0x56BC75E2D63100000"])),
-    fundClient: async (protocol, client, amount) => void (await (await protocol.usdc.mint(client.address, amount)).wait()),
+    // TestUSDC's faucet is open to anyone on a local chain.
+    fundClient: async (protocol, client, amount) => void (await (await protocol.usdc.connect(client).mint(client.address, amount)).wait()),
     approveTemplate: async (protocol, provider, templateId) => {
       const owner = new Wallet(TEST_KEYS.owner, provider);
       await (await protocol.escrow.connect(owner).setTemplateApproval(templateId, true)).wait();
