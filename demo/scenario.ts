@@ -350,12 +350,16 @@ async function finish(
 
 // ------------------------------------------------------------------ helpers
 
-/** Earlier runs keep their recordings; their checkpoint stores (hundreds of MB for MNIST) are removed. */
+/**
+ * Earlier runs beside this one keep their recordings; their checkpoint stores (hundreds of MB for MNIST) are
+ * removed. Only folders that are runs (they hold a recording.jsonl) are touched.
+ */
 function pruneOldStores(runsDir: string, current: string) {
   if (!existsSync(runsDir)) return;
-  for (const entry of readdirSync(runsDir)) {
-    const dir = path.join(runsDir, entry);
-    if (dir !== current) rmSync(path.join(dir, "store"), { recursive: true, force: true });
+  for (const entry of readdirSync(runsDir, { withFileTypes: true })) {
+    const dir = path.join(runsDir, entry.name);
+    if (!entry.isDirectory() || dir === current || !existsSync(path.join(dir, "recording.jsonl"))) continue;
+    rmSync(path.join(dir, "store"), { recursive: true, force: true });
   }
 }
 
