@@ -21,6 +21,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     uint64 public constant ARBITER_TIMEOUT = 3 days;
     uint64 public constant MIN_DISPUTE_WINDOW = 1 minutes;
     uint64 public constant MAX_DISPUTE_WINDOW = 30 days;
+    /// @notice How long an assignee may heartbeat without progress while no checkpoint of its is pending.
+    uint64 public constant PROGRESS_TIMEOUT = 6 hours;
 
     bytes32 public constant CHECKPOINT_DECISION_TYPEHASH = keccak256(
         "CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,bool accept)"
@@ -180,6 +182,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.provider = provider;
         job.pricePerStep = price;
         job.leaseExpiresAt = lease;
+        job.lastProgressAt = uint64(block.timestamp);
         emit ProviderAssigned(jobId, provider, epoch, price, job.acceptedStep, job.acceptedHash, lease);
     }
 
@@ -203,6 +206,10 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     function heartbeat(uint256 jobId, uint64 epoch) external {
         Job storage job = _jobs[jobId];
         _checkAssignee(jobId, job, epoch);
+        // Waiting for the verifiers is not the provider's stall; otherwise it must report within the timeout.
+        if (job.pendingStep == 0 && block.timestamp > uint256(job.lastProgressAt) + PROGRESS_TIMEOUT) {
+            revert JobEscrowNoProgress(jobId, job.lastProgressAt, block.timestamp);
+        }
         uint64 lease = _extendLease(job);
         emit LeaseExtended(jobId, msg.sender, epoch, lease);
     }
@@ -221,6 +228,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Effects
         job.pendingStep = step;
         job.pendingHash = checkpointHash;
+        job.lastProgressAt = uint64(block.timestamp);
         _extendLease(job);
         emit CheckpointReported(jobId, msg.sender, epoch, step, checkpointHash);
     }
@@ -249,6 +257,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.acceptedHash = checkpointHash;
         job.pendingStep = 0;
         job.pendingHash = bytes32(0);
+        job.lastProgressAt = uint64(block.timestamp);
         _extendLease(job);
         emit CheckpointAccepted(jobId, provider, epoch, step, checkpointHash, steps, amount);
     }
@@ -475,6 +484,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.provider = address(0);
         job.pricePerStep = 0;
         job.leaseExpiresAt = 0;
+        job.lastProgressAt = 0;
         job.pendingStep = 0;
         job.pendingHash = bytes32(0);
         emit ProviderUnassigned(jobId, provider, epoch, reason, msg.sender);

@@ -14,6 +14,8 @@ pragma solidity 0.8.28;
 /// @dev Warning: the coordinator may assign and unassign at any time. It cannot move funds, and unassigning only
 /// discards the pending (unaccepted) checkpoint; accepted work stays credited. Once a provider's lease lapses,
 /// anyone may unassign it, so a dead coordinator never freezes a job.
+/// @dev Warning: an assignee must report a checkpoint at least every PROGRESS_TIMEOUT (6 hours) of its own
+/// time; size checkpoint intervals so that one fits. Time waiting for the verifiers' decision does not count.
 /// @dev Warning: the owner approves workload templates and names the coordinator, the arbiter and the fee
 /// recipient. It cannot touch locked budgets or balances.
 interface IJobEscrow {
@@ -62,6 +64,7 @@ interface IJobEscrow {
         uint64 leaseExpiresAt; // the assignee is live until this instant (inclusive)
         uint64 disputeWindow;
         address provider; // current assignee (0 when Open)
+        uint64 lastProgressAt; // the assignee's last assignment, report or accepted checkpoint (0 when Open)
         uint128 pricePerStep; // fixed for the current assignment
         uint128 maxPricePerStep;
         uint128 budget;
@@ -163,6 +166,8 @@ interface IJobEscrow {
     error JobEscrowStaleEpoch(uint256 jobId, uint64 given, uint64 current);
     error JobEscrowLeaseActive(uint256 jobId, uint64 leaseExpiresAt, uint256 now_);
     error JobEscrowLeaseLapsed(uint256 jobId, uint64 leaseExpiresAt, uint256 now_);
+    /// @notice The assignee made no progress (no report, nothing pending) for longer than PROGRESS_TIMEOUT.
+    error JobEscrowNoProgress(uint256 jobId, uint64 lastProgressAt, uint256 now_);
     error JobEscrowCheckpointPending(uint256 jobId, uint32 pendingStep);
     error JobEscrowInvalidStep(uint256 jobId, uint32 step, uint32 acceptedStep, uint32 maxStep);
     error JobEscrowZeroHash(uint256 jobId);
@@ -202,7 +207,10 @@ interface IJobEscrow {
 
     // ----- provider -----
 
-    /// @notice The assignee extends its lease by `leaseDuration` (only while the lease has not lapsed).
+    /// @notice The assignee extends its lease by `leaseDuration` (only while the lease has not lapsed). With no
+    /// checkpoint pending, heartbeats stop working PROGRESS_TIMEOUT after the assignee's last progress (assignment,
+    /// report or acceptance), so a provider that only heartbeats cannot hold a job forever: its lease lapses, anyone
+    /// may unassign it, and the client may cancel.
     function heartbeat(uint256 jobId, uint64 epoch) external;
 
     /// @notice The assignee reports a checkpoint's blob hash. `step` must be above the accepted step and at most

@@ -93,6 +93,68 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
     }
   });
 
+  describe("progress timeout (lastProgressAt + PROGRESS_TIMEOUT is inclusive for the assignee)", function () {
+    const PROGRESS_TIMEOUT = 6n * 3600n;
+
+    /** Keeps the lease alive with heartbeats until just before `until`, making no progress. */
+    async function heartbeatUntil(p: Awaited<ReturnType<typeof deployProtocol>>, jobId: bigint, until: bigint) {
+      for (let t = (await now()) + 110n; t < until - 1n; t += 110n) {
+        await time.setNextBlockTimestamp(t);
+        await p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
+      }
+    }
+
+    async function stalled() {
+      const p = await networkHelpers.loadFixture(deployProtocol);
+      const jobId = await startJob(p);
+      const { lastProgressAt } = await p.escrow.jobOf(jobId);
+      const deadline = lastProgressAt + PROGRESS_TIMEOUT;
+      await heartbeatUntil(p, jobId, deadline);
+      return { p, jobId, lastProgressAt, deadline };
+    }
+
+    for (const offset of [-1n, 0n, 1n]) {
+      const live = offset <= 0n;
+      it(`heartbeat at lastProgressAt + PROGRESS_TIMEOUT${offset < 0n ? "-1" : offset > 0n ? "+1" : ""} with nothing pending: ${live ? "succeeds" : "reverts with JobEscrowNoProgress"}`, async function () {
+        const { p, jobId, lastProgressAt, deadline } = await stalled();
+        const t = deadline + offset;
+        await time.setNextBlockTimestamp(t);
+        const tx = p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
+        if (live) await expect(tx).to.emit(p.escrow, "LeaseExtended").withArgs(jobId, p.provider1.address, 1n, t + LEASE);
+        else await expect(tx).to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress").withArgs(jobId, lastProgressAt, t);
+      });
+    }
+
+    it("a report restarts the progress clock; a heartbeat then succeeds past the old deadline", async function () {
+      const { p, jobId, deadline } = await stalled();
+      await time.setNextBlockTimestamp(deadline);
+      await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, ckpt(jobId, 10));
+      await time.setNextBlockTimestamp(deadline + 60n);
+      await expect(p.escrow.connect(p.provider1).heartbeat(jobId, 1n)).to.emit(p.escrow, "LeaseExtended");
+    });
+
+    it("while a checkpoint is pending, waiting for the verifiers does not count against the provider", async function () {
+      const p = await networkHelpers.loadFixture(deployProtocol);
+      const jobId = await startJob(p);
+      await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, ckpt(jobId, 10));
+      const { lastProgressAt } = await p.escrow.jobOf(jobId);
+      await heartbeatUntil(p, jobId, lastProgressAt + PROGRESS_TIMEOUT + 300n);
+      await expect(p.escrow.connect(p.provider1).heartbeat(jobId, 1n)).to.emit(p.escrow, "LeaseExtended");
+    });
+
+    it("a provider that only heartbeats loses the job: its lease lapses, anyone unassigns, the client cancels and is refunded", async function () {
+      const { p, jobId, deadline } = await stalled();
+      const { leaseExpiresAt, budget } = await p.escrow.jobOf(jobId);
+      expect(leaseExpiresAt).to.be.at.most(deadline + LEASE);
+      await time.setNextBlockTimestamp(leaseExpiresAt + 1n);
+      await expect(p.escrow.connect(p.stranger).unassign(jobId))
+        .to.emit(p.escrow, "ProviderUnassigned")
+        .withArgs(jobId, p.provider1.address, 2n, Reason.LeaseLapsed, p.stranger.address);
+      await expect(p.escrow.connect(p.client).cancel(jobId)).to.emit(p.escrow, "JobCancelled").withArgs(jobId, budget);
+      expect(await p.escrow.statusOf(jobId)).to.equal(Status.Cancelled);
+    });
+  });
+
   describe("dispute window (submittedAt + disputeWindow is inclusive for the client)", function () {
     async function inWindow() {
       const p = await networkHelpers.loadFixture(deployProtocol);

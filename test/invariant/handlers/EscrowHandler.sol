@@ -292,6 +292,7 @@ contract EscrowHandler is EscrowStore {
             g.assignee = provider;
             g.price = p.price;
             g.lease = uint64(currentTime) + LEASE;
+            g.progress = uint64(currentTime);
             ghost_successes["assign"] += 1;
         } catch {
             if (expected) _unexpected("assign reverted");
@@ -330,15 +331,21 @@ contract EscrowHandler is EscrowStore {
         address sender = g.assignee == address(0) ? _providers[jobSeed % N_PROVIDERS] : g.assignee;
         uint64 epoch = g.epoch;
         bool live = _isLiveAssignee(g, sender, epoch);
+        // A live assignee that made no progress for PROGRESS_TIMEOUT, with nothing pending, is refused.
+        bool stalled = live && g.pending == 0 && currentTime > uint256(g.progress) + escrow.PROGRESS_TIMEOUT();
         VM.prank(sender);
         try escrow.heartbeat(jobId, epoch) {
+            if (stalled) {
+                _unexpected("heartbeat succeeded without progress");
+                return;
+            }
             if (!live) {
                 _staleWriteSucceeded("heartbeat");
                 return;
             }
             g.lease = uint64(currentTime) + LEASE;
         } catch {
-            if (live) _unexpected("heartbeat reverted");
+            if (live && !stalled) _unexpected("heartbeat reverted");
         }
         _record(jobId);
     }
@@ -374,6 +381,7 @@ contract EscrowHandler is EscrowStore {
             g.pending = step;
             g.pendingHash = checkpointHash;
             g.lease = uint64(currentTime) + LEASE;
+            g.progress = uint64(currentTime);
             ghost_successes["reportCheckpoint"] += 1;
         } catch {
             if (expected) _unexpected("reportCheckpoint reverted");
@@ -447,6 +455,7 @@ contract EscrowHandler is EscrowStore {
             g.pending = 0;
             g.pendingHash = bytes32(0);
             g.lease = uint64(currentTime) + LEASE;
+            g.progress = uint64(currentTime);
             ghost_successes["acceptCheckpoint"] += 1;
         } catch {
             if (expected) _unexpected("acceptCheckpoint reverted");
@@ -816,6 +825,7 @@ contract EscrowHandler is EscrowStore {
         g.assignee = address(0);
         g.price = 0;
         g.lease = 0;
+        g.progress = 0;
         g.pending = 0;
         g.pendingHash = bytes32(0);
     }

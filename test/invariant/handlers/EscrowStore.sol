@@ -21,6 +21,7 @@ abstract contract EscrowStore {
         address assignee;
         uint128 price;
         uint64 lease;
+        uint64 progress; // last assignment, report or acceptance (the escrow's lastProgressAt)
         uint32 accepted;
         bytes32 acceptedHash;
         uint32 pending;
