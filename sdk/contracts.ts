@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { Contract, Interface, JsonRpcProvider, type ContractRunner } from "ethers";
 import type { JobEscrow, ProviderRegistry, TestUSDC } from "../types/ethers-contracts/index.ts";
 import type { Deployment } from "./deployment.ts";
+import { JobStatus } from "./ledger.ts";
 
 const ARTIFACTS = new URL("../artifacts/contracts/", import.meta.url);
 
@@ -55,18 +56,6 @@ export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
   return provider;
 }
 
-/** Job statuses, mirroring IJobEscrow.JobStatus (index = enum value). */
-export const JOB_STATUS = [
-  "None",
-  "Open",
-  "Running",
-  "DisputeWindow",
-  "Settleable",
-  "Disputed",
-  "ArbiterTimedOut",
-  "Settled",
-  "Cancelled",
-] as const;
-export type JobStatusName = (typeof JOB_STATUS)[number];
-
-export const UNASSIGN_REASON = ["Coordinator", "LeaseLapsed", "Refused"] as const;
+/** Job status names by enum value (IJobEscrow.JobStatus; the numbering lives in sdk/ledger.ts). */
+export const JOB_STATUS = Object.keys(JobStatus) as JobStatusName[];
+export type JobStatusName = keyof typeof JobStatus;

@@ -39,20 +39,11 @@ export const DEFAULT_REQUEST = {
 };
 export type JobRequest = typeof DEFAULT_REQUEST;
 
+/** The numbering of IJobEscrow's enums, kept once in sdk/ledger.ts. */
+import { JobStatus as Status, UnassignReason as Reason } from "../../sdk/ledger.ts";
+export { Status, Reason };
 /** bit i = JobStatus(i), as in JobEscrowUnexpectedStatus's `allowed`. */
-export const Status = {
-  None: 0,
-  Open: 1,
-  Running: 2,
-  DisputeWindow: 3,
-  Settleable: 4,
-  Disputed: 5,
-  ArbiterTimedOut: 6,
-  Settled: 7,
-  Cancelled: 8,
-} as const;
 export const bits = (...statuses: number[]) => statuses.reduce((acc, s) => acc | (1n << BigInt(s)), 0n);
-export const Reason = { Coordinator: 0, LeaseLapsed: 1, Refused: 2 } as const;
 export const DeviceKind = { CPU: 0, GPU: 1 } as const;
 
 /** A checkpoint blob hash that is easy to tell apart in failures. */
