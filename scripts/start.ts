@@ -68,9 +68,16 @@ function externalTarget() {
   return { rpc: values.rpc!, deploymentFile: values.deployment!, keysDir: values.keys! };
 }
 
+let interrupted = false;
+process.once("SIGINT", () => (interrupted = true));
+
 main().then(
   (code) => process.exit(code),
   (err) => {
+    if (interrupted) {
+      console.error("stopped by Ctrl-C; every process this run started has exited");
+      process.exit(130);
+    }
     console.error(`npm start failed: ${(err as Error).message}`);
     process.exit(1);
   },
