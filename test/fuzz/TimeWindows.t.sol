@@ -76,6 +76,34 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         _assertStatus(jobId, IJobEscrow.JobStatus.Open);
     }
 
+    /// @dev With nothing pending, heartbeats keep working until lastProgressAt + PROGRESS_TIMEOUT (inclusive) and
+    /// not a second longer; while a checkpoint waits for the verifiers they keep working.
+    function testFuzz_heartbeat_succeedsIff_progressWithinTimeout(uint256 seed, bool pending) public {
+        uint256 jobId = _createJob(100, 10, 1);
+        _registerAndAssign(jobId, provider1, 1);
+        if (pending) _report(jobId, 5); // progress at START as well
+        uint256 timeout = escrow.PROGRESS_TIMEOUT();
+        uint256 t = _instantAround(seed, START, START + timeout, LEASE);
+        // Keep the lease alive up to t with heartbeats that are all within the timeout.
+        uint256 last = START;
+        while (last + LEASE < t) {
+            last += LEASE;
+            vm.warp(last);
+            vm.prank(provider1);
+            escrow.heartbeat(jobId, 1);
+        }
+        vm.warp(t);
+        bool allowed = pending || t <= START + timeout;
+
+        if (!allowed) {
+            vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNoProgress.selector, jobId, START, t));
+        }
+        vm.prank(provider1);
+        escrow.heartbeat(jobId, 1);
+
+        if (allowed) assertEq(escrow.jobOf(jobId).leaseExpiresAt, t + LEASE, "lease extended");
+    }
+
     function testFuzz_disputeWindow_exactlyOneOf_disputeOrSettle(uint256 seed, uint64 window) public {
         window = uint64(bound(window, MIN_WINDOW, MAX_WINDOW));
         IJobEscrow.JobRequest memory request = _request(4, 2, 10, 40);

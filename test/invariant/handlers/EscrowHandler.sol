@@ -682,8 +682,8 @@ contract EscrowHandler is EscrowStore {
 
     /// @dev Moves the clock. One time in four by 1 hour to 4 days (leases lapse, dispute windows of up to three
     /// days and the three-day arbiter timeout pass); one time in four exactly onto a job's next deadline or one
-    /// second past it (lease expiry, end of the dispute window, arbiter deadline: all inclusive); otherwise by up
-    /// to 45 minutes, under the one-hour lease. Time-derived statuses of every job are re-checked.
+    /// second past it (lease expiry or progress timeout, end of the dispute window, arbiter deadline: all
+    /// inclusive); otherwise by up to 45 minutes, under the one-hour lease. Time-derived statuses of every job are re-checked.
     function warp(uint256 secondsSeed) external instrument("warp") {
         uint256 mode = secondsSeed % 4;
         uint256 target = currentTime + bound(secondsSeed / 4, 1, 45 minutes);
@@ -706,9 +706,15 @@ contract EscrowHandler is EscrowStore {
         for (uint256 i = 0; i < n; ++i) {
             GhostJob storage g = _ghostJobs[(seed + i) % n + 1];
             uint256 deadline;
-            if (g.phase == RUNNING) deadline = g.lease;
-            else if (g.phase == DISPUTE_WINDOW) deadline = uint256(g.verdictAt) + g.disputeWindow;
-            else if (g.phase == DISPUTED) deadline = uint256(g.disputedAt) + ARBITER_TIMEOUT;
+            if (g.phase == RUNNING) {
+                deadline = g.lease;
+                uint256 stall = uint256(g.progress) + escrow.PROGRESS_TIMEOUT();
+                if (g.pending == 0 && stall < deadline) deadline = stall;
+            } else if (g.phase == DISPUTE_WINDOW) {
+                deadline = uint256(g.verdictAt) + g.disputeWindow;
+            } else if (g.phase == DISPUTED) {
+                deadline = uint256(g.disputedAt) + ARBITER_TIMEOUT;
+            }
             if (deadline >= currentTime) return deadline;
         }
         return 0;
@@ -793,6 +799,7 @@ contract EscrowHandler is EscrowStore {
         if (status == RUNNING && (job.provider != g.assignee || job.leaseExpiresAt != g.lease)) {
             _unexpected("model: assignee or lease");
         }
+        if (status == RUNNING && job.lastProgressAt != g.progress) _unexpected("model: last progress");
         if (job.budget != g.budget || job.client != g.client) _unexpected("model: budget or client");
     }
 
