@@ -64,7 +64,10 @@ contract SettlementFuzzTest is EscrowFixture {
         (uint256 held, uint256 owes) = escrow.reserves();
         assertEq(held, 0, "held");
         assertEq(owes, 0, "owes");
-        // Nothing can be claimed or withdrawn twice.
+        // Nothing can be settled, claimed or withdrawn twice.
+        uint256 settleable = _bit(IJobEscrow.JobStatus.Settleable) | _bit(IJobEscrow.JobStatus.ArbiterTimedOut);
+        vm.expectRevert(_unexpectedStatus(jobId, IJobEscrow.JobStatus.Settled, settleable));
+        escrow.settle(jobId);
         vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNoEarnings.selector, jobId, provider1));
         escrow.claimEarnings(jobId, provider1);
         vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNothingOwed.selector, client));
@@ -144,5 +147,25 @@ contract SettlementFuzzTest is EscrowFixture {
             assertEq(escrow.owed(provider1), earned, "claimable after cancel");
         }
         _assertStatus(jobId, IJobEscrow.JobStatus.Cancelled);
+    }
+
+    /// @dev Only an Open job can be cancelled: not while a provider works on it, nor after the verdict.
+    function testFuzz_cancel_revertsIf_notOpen(uint8 stage) public {
+        uint256 jobId = _createJob(4, 2, 10);
+        _registerAndAssign(jobId, provider1, 10);
+        IJobEscrow.JobStatus status = IJobEscrow.JobStatus.Running;
+        if (stage % 3 > 0) {
+            _trainToEnd(jobId);
+            _submitVerdict(jobId);
+            status = IJobEscrow.JobStatus.DisputeWindow;
+        }
+        if (stage % 3 > 1) {
+            vm.warp(block.timestamp + WINDOW + 1);
+            escrow.settle(jobId);
+            status = IJobEscrow.JobStatus.Settled;
+        }
+        vm.expectRevert(_unexpectedStatus(jobId, status, _bit(IJobEscrow.JobStatus.Open)));
+        vm.prank(client);
+        escrow.cancel(jobId);
     }
 }
