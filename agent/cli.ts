@@ -7,7 +7,7 @@
  */
 import path from "node:path";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
-import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../cli/args.ts";
+import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../sdk/args.ts";
 import { connectProtocol, protocolInterfaces } from "../sdk/contracts.ts";
 import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
 import { classifyError, describeError } from "../sdk/errors.ts";

@@ -1,5 +1,5 @@
 /** `gpuchain arbiter resolve JOB --uphold|--reject --key FILE`: the arbiter decides a dispute before the deadline. */
-import { parseCommand, UsageError } from "./args.ts";
+import { parseCommand, UsageError } from "../sdk/args.ts";
 import { jobIdArg, openContext } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { JOB_STATUS, protocolInterfaces } from "../sdk/contracts.ts";

@@ -5,7 +5,7 @@
  * The client locks its budget with an EIP-2612 permit in the same transaction when the token supports it.
  */
 import { Signature, type Wallet } from "ethers";
-import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "./args.ts";
+import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../sdk/args.ts";
 import { jobIdArg, openContext, usdc, type CommandContext } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { JOB_STATUS, protocolInterfaces } from "../sdk/contracts.ts";

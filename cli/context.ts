@@ -3,7 +3,7 @@ import type { Wallet } from "ethers";
 import { connectProtocol, rpcProvider, type Protocol } from "../sdk/contracts.ts";
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
-import { UsageError } from "./args.ts";
+import { UsageError } from "../sdk/args.ts";
 
 export interface CommandContext {
   deployment: Deployment;

@@ -1,5 +1,5 @@
 /** `gpuchain dispute JOB --key FILE`: the client disputes the verdict during the window, posting the bond. */
-import { parseCommand } from "./args.ts";
+import { parseCommand } from "../sdk/args.ts";
 import { jobIdArg, openContext, usdc } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { JOB_STATUS, protocolInterfaces } from "../sdk/contracts.ts";

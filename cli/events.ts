@@ -1,17 +1,9 @@
-/** Reads every escrow event from the deployment block on and folds them into the ledger (sdk/ledger.ts). */
-import type { Contract } from "ethers";
-import type { JobEscrow } from "../types/ethers-contracts/index.ts";
-import { foldEscrowEvents, type EscrowEvent, type Ledger } from "../sdk/ledger.ts";
+/** The `--from-block` flag of the ledger commands (explain, wallet). */
+import type { Ledger } from "../sdk/ledger.ts";
+import { escrowLedger } from "../sdk/events.ts";
 import type { CommandContext } from "./context.ts";
 
 export const FROM_BLOCK_OPTION = { "from-block": { type: "string" } } as const;
-
-/** Every event the escrow emitted from `fromBlock` on, folded into its books. */
-export async function escrowLedger(escrow: JobEscrow, fromBlock = 0): Promise<Ledger> {
-  // TypeChain's typed overloads do not admit "*" (all events); the untyped Contract does.
-  const logs = await (escrow as unknown as Contract).queryFilter("*", fromBlock);
-  return foldEscrowEvents(logs as unknown as EscrowEvent[]);
-}
 
 export function loadLedger(ctx: CommandContext, fromBlock: string | undefined): Promise<Ledger> {
   return escrowLedger(ctx.protocol.escrow, fromBlock ? Number(fromBlock) : 0);

@@ -3,7 +3,7 @@
  * checkpoints accepted and refused, failovers, verdict, dispute, settlement) and why each provider earned what it
  * did — then compared with the contract's own state, so an auditor sees both agree.
  */
-import { parseCommand, UsageError } from "./args.ts";
+import { parseCommand, UsageError } from "../sdk/args.ts";
 import { jobIdArg, openContext } from "./context.ts";
 import { FROM_BLOCK_OPTION, loadLedger } from "./events.ts";
 import { JOB_STATUS } from "../sdk/contracts.ts";

@@ -3,7 +3,7 @@
  * `gpuchain`: one CLI for every role. Each subcommand lives with its part (agent/, verifier/, keepers/, …) and
  * exports `main(argv): Promise<number>`; this file only dispatches and turns errors into clear messages.
  */
-import { UsageError } from "./args.ts";
+import { UsageError } from "../sdk/args.ts";
 
 type Main = (argv: string[]) => Promise<number>;
 

@@ -1,5 +1,5 @@
 /** `gpuchain reserves [--watch]`: proof of reserves, live — the escrow's token balance against everything it owes. */
-import { parseCommand } from "./args.ts";
+import { parseCommand } from "../sdk/args.ts";
 import { openContext, usdc } from "./context.ts";
 
 export async function main(argv: string[]): Promise<number> {

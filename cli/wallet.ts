@@ -1,6 +1,6 @@
 /** `gpuchain wallet ADDRESS`: what an address is owed now and per job, and why — from the escrow's events. */
 import { getAddress, isAddress } from "ethers";
-import { parseCommand, UsageError } from "./args.ts";
+import { parseCommand, UsageError } from "../sdk/args.ts";
 import { openContext } from "./context.ts";
 import { FROM_BLOCK_OPTION, loadLedger } from "./events.ts";
 import { walletOf } from "../sdk/ledger.ts";

@@ -2,7 +2,7 @@
  * `gpuchain withdraw --key FILE [--jobs 1,2,…]`: claims the key's earnings on settled jobs (found from
  * CheckpointAccepted events when --jobs is not given), then withdraws everything owed.
  */
-import { parseCommand } from "./args.ts";
+import { parseCommand } from "../sdk/args.ts";
 import { openContext, usdc } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { protocolInterfaces } from "../sdk/contracts.ts";

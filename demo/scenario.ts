@@ -19,7 +19,7 @@ import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
 import { formatTable, formatUsdc, type PromiseCheck, type ProviderRow } from "./report.ts";
 import { walletOf, type Ledger } from "../sdk/ledger.ts";
-import { escrowLedger } from "../cli/events.ts";
+import { escrowLedger } from "../sdk/events.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { lastTrainedStep, renderChildLine } from "./render.ts";
 

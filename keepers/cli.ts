@@ -6,7 +6,7 @@ import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
 import { rpcProvider } from "../sdk/contracts.ts";
 import { KeyFileError, loadKey } from "../sdk/keys.ts";
 import { createLogger, type Logger } from "../sdk/log.ts";
-import { UsageError, parseCommand } from "../cli/args.ts";
+import { UsageError, parseCommand } from "../sdk/args.ts";
 import { SendQueue, withTimeout, type KeeperContext } from "./chain.ts";
 import { SHARED_OPTIONS, type FlagValues } from "./config.ts";
 import { keeperContext } from "./context.ts";

@@ -1,7 +1,7 @@
 /**
- * Options every keeper shares, parsed from the CLI flags once and validated (cli/args.ts does the parsing).
+ * Options every keeper shares, parsed from the CLI flags once and validated (sdk/args.ts does the parsing).
  */
-import { UsageError, parsePositiveInt } from "../cli/args.ts";
+import { UsageError, parsePositiveInt } from "../sdk/args.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./chain.ts";
 
 export const SHARED_OPTIONS = {

@@ -6,7 +6,7 @@
  */
 import path from "node:path";
 import { Contract } from "ethers";
-import { parseCommand, parsePositiveInt, requireString, UsageError } from "../cli/args.ts";
+import { parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/args.ts";
 import { connectProtocol, rpcProvider } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";

@@ -1,5 +1,5 @@
 /** The verdict collector's configuration, built and validated once from the CLI flags. */
-import { UsageError, parsePositiveInt } from "../../cli/args.ts";
+import { UsageError, parsePositiveInt } from "../../sdk/args.ts";
 import { parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
 
 export const COLLECTOR_OPTIONS = {

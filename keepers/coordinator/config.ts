@@ -1,5 +1,5 @@
 /** The coordinator's configuration, built and validated once from the CLI flags. */
-import { UsageError, parsePositiveInt } from "../../cli/args.ts";
+import { UsageError, parsePositiveInt } from "../../sdk/args.ts";
 import { HEARTBEAT_DEFAULTS } from "../../sdk/heartbeat.ts";
 import { parseNonNegativeInt, parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
 

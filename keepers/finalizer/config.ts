@@ -1,6 +1,6 @@
 /** The finalizer's configuration, built and validated once from the CLI flags. */
 import { validate } from "node-cron";
-import { UsageError } from "../../cli/args.ts";
+import { UsageError } from "../../sdk/args.ts";
 import { sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
 
 export const FINALIZER_OPTIONS = {

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { openProviderKey, parseProvideArgs } from "../../agent/cli.ts";
 import { detectDevice, parseNvidiaSmi, registryProfile } from "../../agent/device.ts";
 import { badges, Progress, progressLine, Terminal } from "../../agent/progress.ts";
-import { UsageError } from "../../cli/args.ts";
+import { UsageError } from "../../sdk/args.ts";
 import { TrainerPool, type TrainerFactory } from "../../agent/trainers.ts";
 import {
   ExecutionProviderError, listTemplates, loadTemplate, microBatchForMemory, type Template, type Trainer,

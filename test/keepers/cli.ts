@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { writeKey } from "../../sdk/keys.ts";
-import { UsageError } from "../../cli/args.ts";
+import { UsageError } from "../../sdk/args.ts";
 import { main } from "../../keepers/cli.ts";
 import { beat, connection, createJob, ethers, load, wallet, type Protocol } from "./fixture.ts";
 

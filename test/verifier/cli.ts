@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { UsageError } from "../../cli/args.ts";
+import { UsageError } from "../../sdk/args.ts";
 import { DeploymentError } from "../../sdk/deployment.ts";
 import { KeyFileError, writeKey } from "../../sdk/keys.ts";
 import { main } from "../../verifier/cli.ts";

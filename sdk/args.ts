@@ -1,6 +1,6 @@
 /** Flags every command shares, parsed once and validated with clear errors. */
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { defaultDeploymentPath } from "../sdk/deployment.ts";
+import { defaultDeploymentPath } from "./deployment.ts";
 
 export const COMMON_OPTIONS = {
   rpc: { type: "string", default: "http://127.0.0.1:8545" },
