@@ -124,14 +124,16 @@ export const allStepsAccepted = (j: Pick<JobView, "acceptedStep" | "totalSteps">
 
 /** The two escrow views a job is read from (a connected JobEscrow satisfies it). */
 export interface JobReader {
-  statusOf(jobId: bigint, overrides?: { blockTag?: number }): Promise<bigint>;
-  jobOf(jobId: bigint, overrides?: { blockTag?: number }): Promise<RawJob>;
+  statusOf(...args: [bigint] | [bigint, { blockTag: number }]): Promise<bigint>;
+  jobOf(...args: [bigint] | [bigint, { blockTag: number }]): Promise<RawJob>;
 }
 
 /** Reads one job, both views at the same block when `blockTag` is given (so status and fields agree). */
 export async function readJob(escrow: JobReader, jobId: bigint, blockTag?: number): Promise<JobView> {
-  const at = blockTag === undefined ? [] : [{ blockTag }];
-  const [status, raw] = await Promise.all([escrow.statusOf(jobId, ...at), escrow.jobOf(jobId, ...at)]);
+  const [status, raw] =
+    blockTag === undefined
+      ? await Promise.all([escrow.statusOf(jobId), escrow.jobOf(jobId)])
+      : await Promise.all([escrow.statusOf(jobId, { blockTag }), escrow.jobOf(jobId, { blockTag })]);
   return toJobView(jobId, status, raw);
 }
 
