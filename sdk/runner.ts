@@ -132,14 +132,17 @@ export function nonOverlapping<T>(fn: () => Promise<T>): {
 }
 
 /** An AbortSignal that fires on SIGINT or SIGTERM (a second one exits at once); `dispose` removes the handlers. */
-export function shutdownSignal(logger: Logger): { signal: AbortSignal; dispose: () => void } {
+export function shutdownSignal(
+  logger: Logger,
+  message = "stopping after the current tick",
+): { signal: AbortSignal; dispose: () => void } {
   const controller = new AbortController();
   const onSignal = (name: NodeJS.Signals) => {
     if (controller.signal.aborted) {
       logger.warn("second signal: exiting now", { signal: name });
       process.exit(130);
     }
-    logger.info("stopping after the current tick", { signal: name });
+    logger.info(message, { signal: name });
     controller.abort();
   };
   process.on("SIGINT", onSignal);
