@@ -30,6 +30,11 @@ function valueInfo(name: string, elemType: number, dims?: Dim[]) {
   return { name, type: { tensorType } };
 }
 
+/** Decodes model bytes back to a plain object (used to check which ops a graph uses). */
+export function decodeModel(bytes: Uint8Array): { graph: GraphProtoObj } {
+  return ModelProto.toObject(ModelProto.decode(bytes)) as { graph: GraphProtoObj };
+}
+
 export class GraphBuilder {
   name: string;
   private nodes: object[] = [];
@@ -37,6 +42,8 @@ export class GraphBuilder {
   private outputs: object[] = [];
   private inits: object[] = [];
   private counter = 0;
+  /** Constants shared by value within this graph (see onnx/exact.ts). */
+  readonly shared = new Map<string, string>();
 
   constructor(name: string) {
     this.name = name;
