@@ -3,7 +3,7 @@
 // portable ops (onnx/portableOps.ts): the same bits on every CPU family and device.
 import { GraphBuilder, attrGraph, attrInt } from "./onnx/builder.ts";
 import {
-  concat, contract, leafRows, logSumExp, matmulRows, maxAxis, relu, scalar, slice, squeeze, sumAxis, transpose,
+  concat, contract, groupRows, logSumExp, matmulRows, maxAxis, relu, scalar, slice, squeeze, sumAxis, transpose,
   unsqueeze,
 } from "./onnx/exact.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "./types.ts";
@@ -56,11 +56,11 @@ function paramInputs(g: GraphBuilder, specs: ParamSpec[], prefix = ""): string[]
 function weightGrad(g: GraphBuilder, h: string, dp: string, S: number, nIn: number, nOut: number, maxRows: number) {
   const hs = unsqueeze(g, transpose(g, h, [1, 0, 2]), [3]); // [S, atoms, in, 1]
   const ds = unsqueeze(g, transpose(g, dp, [1, 0, 2]), [2]); // [S, atoms, 1, out]
-  const block = leafRows(maxRows * nOut);
+  const block = groupRows((maxRows / S) * nOut);
   const parts: string[] = [];
   for (let lo = 0; lo < nIn; lo += block) {
     const part = nIn <= block ? hs : slice(g, hs, 2, lo, Math.min(nIn, lo + block));
-    parts.push(contract(g, part, ds, S, S));
+    parts.push(contract(g, part, ds, S, 1));
   }
   return concat(g, parts, 1);
 }

@@ -72,9 +72,14 @@ export class GraphBuilder {
     return name;
   }
 
+  /** A fresh value name (names follow creation order, so the same graph always gets the same names). */
+  fresh(opType: string): string {
+    return `t${this.counter++}_${opType}`;
+  }
+
   /** Adds one node; returns its (single) output name. */
   op(opType: string, inputs: string[], attrs: Attr[] = [], outName?: string): string {
-    const out = outName ?? `t${this.counter++}_${opType}`;
+    const out = outName ?? this.fresh(opType);
     this.opMulti(opType, inputs, attrs, [out]);
     return out;
   }

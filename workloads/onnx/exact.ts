@@ -4,8 +4,11 @@
 // change a bit (the rule and its reasons are in workloads/README.md).
 import { GraphBuilder, attrInt, attrInts } from "./builder.ts";
 
-/** Elements one product tensor may hold per leaf of a contraction (bounds a step's memory). */
-export const LEAF_ELEMENTS = 1 << 20;
+/**
+ * Elements one product tensor of a contraction should hold (at the largest micro-batch): small enough
+ * to stay in a core's cache, large enough that per-node overhead does not dominate.
+ */
+export const GROUP_ELEMENTS = 1 << 16;
 
 /** An int64 constant per distinct value list: many Slices share their starts, ends and axes. */
 function i64(g: GraphBuilder, values: number[]): string {
@@ -50,15 +53,23 @@ function foldAxis(g: GraphBuilder, t: string, n: number, axis: number, combine: 
   return t;
 }
 
-/** Pairwise tree over a list, in list order: (t0∘t1), (t2∘t3), …, the odd last carried. */
-function foldList(ts: string[], combine: Combine): string {
-  while (ts.length > 1) {
-    const next: string[] = [];
-    for (let i = 0; i + 1 < ts.length; i += 2) next.push(combine(ts[i], ts[i + 1]));
-    if (ts.length % 2) next.push(ts[ts.length - 1]);
-    ts = next;
-  }
-  return ts[0];
+/**
+ * Balanced tree over n lazily made terms: (terms 0…⌈n/2⌉−1) ∘ (the rest), recursively. Emitted depth
+ * first, so each term is made just before it is consumed and few are alive at once.
+ */
+function treeOf(n: number, term: (i: number) => string, combine: Combine, lo = 0): string {
+  if (n === 1) return term(lo);
+  const left = Math.ceil(n / 2);
+  const l = treeOf(left, term, combine, lo);
+  return combine(l, treeOf(n - left, term, combine, lo + left));
+}
+
+/** Splits axis `axis` into consecutive parts of the given sizes (one Split node). */
+export function split(g: GraphBuilder, t: string, axis: number, sizes: number[]): string[] {
+  if (sizes.length === 1) return [t];
+  const outs = sizes.map(() => g.fresh("Split"));
+  g.opMulti("Split", [t, i64(g, sizes)], [attrInt("axis", axis)], outs);
+  return outs;
 }
 
 const add = (g: GraphBuilder): Combine => (a, b) => g.op("Add", [a, b]);
@@ -72,34 +83,37 @@ export const maxAxis = (g: GraphBuilder, t: string, n: number, axis: number): st
   foldAxis(g, t, n, axis, (a, b) => g.op("Where", [g.op("Greater", [a, b]), a, b]));
 
 /**
- * Σ_k a[k]·b[k] over axis 0 (length n) of two broadcastable operands, axis 0 dropped.
- * Axis 0 is cut into leaves of `leaf` rows (each product tensor stays small), every leaf is folded
- * with sumAxis, and the leaves are added as a pairwise tree in order.
+ * Σ_k a[k]·b[k] over axis 0 (length n) of two broadcastable operands, axis 0 dropped, in a fixed order:
+ * axis 0 is cut into groups of m rows (a last group of the remaining r < m rows aside); the products of
+ * the full groups are added as a balanced tree (treeOf), that [m, …] sum is folded by sumAxis, the
+ * remainder group is folded the same way and added last. Only the operands are split, never a product.
  */
-export function contract(g: GraphBuilder, a: string, b: string, n: number, leaf: number): string {
-  const leaves: string[] = [];
-  for (let lo = 0; lo < n; lo += leaf) {
-    const hi = Math.min(n, lo + leaf);
-    const [sa, sb] = n <= leaf ? [a, b] : [slice(g, a, 0, lo, hi), slice(g, b, 0, lo, hi)];
-    leaves.push(sumAxis(g, g.op("Mul", [sa, sb]), hi - lo, 0));
-  }
-  return squeeze(g, foldList(leaves, add(g)), [0]);
+export function contract(g: GraphBuilder, a: string, b: string, n: number, m: number): string {
+  m = Math.min(m, n);
+  const full = Math.floor(n / m);
+  const r = n - full * m;
+  const sizes = [...new Array(full).fill(m), ...(r ? [r] : [])];
+  const [as, bs] = [split(g, a, 0, sizes), split(g, b, 0, sizes)];
+  const mul = (i: number) => g.op("Mul", [as[i], bs[i]]);
+  let sum = sumAxis(g, treeOf(full, mul, add(g)), m, 0);
+  if (r) sum = g.op("Add", [sum, sumAxis(g, mul(full), r, 0)]);
+  return squeeze(g, sum, [0]);
 }
 
 /**
  * h [...rows, K] · w [K, J] → [...rows, J] (rank = rank of h), each output a fixed tree over k.
- * `maxRows` (the most rows a call may carry) only sizes the leaves, so it fixes the tree too.
+ * `maxRows` (the most rows a call may carry) only sizes the groups, so it fixes the tree too.
  */
 export function matmulRows(g: GraphBuilder, h: string, rank: number, w: string, K: number, J: number,
   maxRows: number): string {
   const perm = [rank - 1, ...Array.from({ length: rank - 1 }, (_, i) => i)];
   const hk = unsqueeze(g, transpose(g, h, perm), [rank]); // [K, ...rows, 1]
   const wk = unsqueeze(g, w, Array.from({ length: rank - 1 }, (_, i) => i + 1)); // [K, 1…, J]
-  return contract(g, hk, wk, K, leafRows(maxRows * J));
+  return contract(g, hk, wk, K, groupRows(maxRows * J));
 }
 
-/** Rows of a leaf when one row of the product holds `rowElements` elements. */
-export const leafRows = (rowElements: number): number => Math.max(1, Math.floor(LEAF_ELEMENTS / rowElements));
+/** Rows of axis 0 per group when one row of the product holds `rowElements` elements. */
+export const groupRows = (rowElements: number): number => Math.max(1, Math.floor(GROUP_ELEMENTS / rowElements));
 
 /** max(x, 0) as a selection: Relu kernels may return −0 or +0 for −0. */
 export const relu = (g: GraphBuilder, x: string): string =>
