@@ -14,7 +14,8 @@ import { escrowDomain, signAsSafeOwner } from "../sdk/verifierSignatures.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
 import {
-  createTrainer, loadTemplate, UnknownTemplateError, type CheckpointStore, type Template, type Trainer,
+  createTrainer, isProvenProfile, loadTemplate, localProfile, UnknownTemplateError, type CheckpointStore, type Template,
+  type Trainer,
 } from "../workloads/index.ts";
 import {
   CannotVerifyError, newVerifyCache, verifyCheckpoint, verifyFinal, type CheckpointVerdict, type VerifyCache,
@@ -155,6 +156,12 @@ export class Verifier {
     if (!entry) {
       entry = (async () => {
         const template = loadTemplate(templateId);
+        // Issue 12's safety net: replaying on a profile not proven for the template, a mismatch would not be
+        // evidence against the provider, so this verifier abstains instead.
+        const profile = localProfile();
+        if (!isProvenProfile(template, profile)) {
+          throw new CannotVerifyError(`arithmetic profile ${profile} is not proven for template ${template.descriptor.name}`);
+        }
         return { template, trainer: await createTrainer(template) };
       })();
       this.trainers.set(templateId, entry);
