@@ -9,6 +9,7 @@
  */
 import { formatEther, formatUnits } from "ethers";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
+import { localProfile } from "../workloads/index.ts";
 import { sleep } from "../sdk/retry.ts";
 import { runLoop, type TickResult } from "../sdk/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
@@ -52,6 +53,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       wallet: deps.signer, chainId: network.chainId, send: deps.heartbeatSender, chain, logger, signal: deps.signal,
       intervalMs: config.heartbeatMs, leaseEveryMs: leaseHeartbeatMs(lease), now: deps.clock.now,
       ignoreFence: behaviour.ignoresFence,
+      profile: localProfile(config.device.executionProvider),
     });
     const ctx: WorkContext = {
       config, deps, chain, me, logger, liveness, behaviour,

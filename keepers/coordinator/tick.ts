@@ -22,6 +22,20 @@ import {
   type ProviderView,
 } from "./decide.ts";
 import { HeartbeatBook } from "./heartbeats.ts";
+import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
+
+/**
+ * Issue 12's safety net: a template this node knows goes only to providers whose reported arithmetic profile is
+ * proven to give its bits. A template it does not know is not replayed by verifiers built from this code either.
+ */
+function profileProven(templateId: string, profile: string | undefined): boolean {
+  try {
+    return isProvenProfile(loadTemplate(templateId), profile);
+  } catch (e) {
+    if (e instanceof UnknownTemplateError) return true;
+    throw e;
+  }
+}
 
 export interface CoordinatorTickReport {
   decisions: Decision[];
@@ -106,6 +120,7 @@ export class Coordinator {
       watchStart: this.watchStart,
       fenced: new Map(),
       memoryNeedMiB: memoryNeed(config),
+      profileProven,
     };
     await this.readFenced(view, block.number);
     return view;
