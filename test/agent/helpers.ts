@@ -135,3 +135,16 @@ export async function startAgent(
     },
   };
 }
+
+export type LocalProtocol = Awaited<ReturnType<typeof localProtocol>>;
+
+/** A new funded provider running the agent, registered, and assigned `jobId` by the coordinator. */
+export async function assignedAgent(
+  p: LocalProtocol, jobId: bigint, opts: Parameters<typeof startAgent>[2] = {},
+): Promise<{ wallet: Wallet; agent: RunningAgent }> {
+  const wallet = await p.fundedWallet();
+  const agent = await startAgent(wallet, p.deployment, opts);
+  await until("registration", () => p.registry.isActive(wallet.address));
+  await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
+  return { wallet, agent };
+}
