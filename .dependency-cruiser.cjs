@@ -63,7 +63,17 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: ["node_modules", "^types/", "^artifacts/"] },
-    exclude: { path: ["^node_modules/", "^types/", "^artifacts/", "^cache/", "^dashboard/dist/", "^coverage/", "^ignition/deployments/"] },
+    exclude: {
+      path: [
+        "^node_modules/",
+        "^types/",
+        "^artifacts/",
+        "^cache/",
+        "^dashboard/dist/",
+        "^coverage/",
+        "^ignition/deployments/",
+      ],
+    },
     // Type-only imports count: a circle of types is still a circle in the design.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },

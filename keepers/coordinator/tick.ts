@@ -191,7 +191,11 @@ function fields(d: Decision): Record<string, unknown> {
 }
 
 /** Serves `POST /heartbeat` and runs the tick loop until `signal` fires (or once). */
-export async function runCoordinator(ctx: KeeperContext, config: CoordinatorConfig, signal: AbortSignal): Promise<number> {
+export async function runCoordinator(
+  ctx: KeeperContext,
+  config: CoordinatorConfig,
+  signal: AbortSignal,
+): Promise<number> {
   const coordinator = createCoordinator(ctx, config);
   const run = () => runTicks("coordinator", ctx, config, async () => void (await coordinator.tick()), signal);
   // One tick has no time to hear heartbeats: --once only unassigns lapsed leases (and logs its decisions).

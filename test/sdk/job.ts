@@ -6,7 +6,16 @@
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import {
-  isFinished, isOpen, isRunning, isSettleable, isTraining, isTrainingOver, JOB_STATUS, JobStatus, readJob, statusName,
+  isFinished,
+  isOpen,
+  isRunning,
+  isSettleable,
+  isTraining,
+  isTrainingOver,
+  JOB_STATUS,
+  JobStatus,
+  readJob,
+  statusName,
 } from "../../sdk/job.ts";
 import { createJob, deployProtocol, networkHelpers, startJob } from "../helpers/fixture.ts";
 
@@ -36,7 +45,10 @@ describe("sdk: the job model", function () {
     expect(JOB_STATUS).to.deep.equal(compiled);
     compiled.forEach((name, value) => expect(JobStatus[name as keyof typeof JobStatus]).to.equal(value));
     // statusOf returns that enum in the ABI too.
-    const abi = JSON.parse(readFileSync(ARTIFACT, "utf8")).abi as { name?: string; outputs?: { internalType: string }[] }[];
+    const abi = JSON.parse(readFileSync(ARTIFACT, "utf8")).abi as {
+      name?: string;
+      outputs?: { internalType: string }[];
+    }[];
     expect(abi.find((f) => f.name === "statusOf")!.outputs![0].internalType).to.equal("enum IJobEscrow.JobStatus");
   });
 
@@ -70,9 +82,17 @@ describe("sdk: the job model", function () {
     const raw = await p.escrow.jobOf(running);
     const view = await readJob(p.escrow, running);
     expect(view).to.include({
-      jobId: running, status: "Running", client: raw.client, provider: raw.provider, epoch: raw.epoch,
-      totalSteps: Number(raw.totalSteps), checkpointInterval: Number(raw.checkpointInterval), budget: raw.budget,
-      templateId: raw.templateId.toLowerCase(), leaseExpiresAt: raw.leaseExpiresAt, pricePerStep: raw.pricePerStep,
+      jobId: running,
+      status: "Running",
+      client: raw.client,
+      provider: raw.provider,
+      epoch: raw.epoch,
+      totalSteps: Number(raw.totalSteps),
+      checkpointInterval: Number(raw.checkpointInterval),
+      budget: raw.budget,
+      templateId: raw.templateId.toLowerCase(),
+      leaseExpiresAt: raw.leaseExpiresAt,
+      pricePerStep: raw.pricePerStep,
     });
     expect((await readJob(p.escrow, open)).status).to.equal("Open");
     // Before job 2 existed, it reads as None: both views come from the same block.

@@ -9,7 +9,12 @@ describe("sdk: EIP-2612 permit", function () {
     await p.usdc.connect(p.client).approve(p.escrowAddress, 0n);
     const deadline = (await now()) + 3_600n;
     const value = DEFAULT_REQUEST.budget;
-    const permit = await signPermit(p.client, p.usdc, { spender: p.escrowAddress, value, deadline, chainId: p.chainId });
+    const permit = await signPermit(p.client, p.usdc, {
+      spender: p.escrowAddress,
+      value,
+      deadline,
+      chainId: p.chainId,
+    });
     const before = await p.usdc.balanceOf(p.client.address);
     await p.escrow.connect(p.client).createJobWithPermit(DEFAULT_REQUEST, deadline, permit.v, permit.r, permit.s);
     expect(await p.usdc.balanceOf(p.client.address)).to.equal(before - value);
@@ -19,12 +24,16 @@ describe("sdk: EIP-2612 permit", function () {
   it("the token rejects the permit for another spender or value (the typed data binds both)", async function () {
     const p = await networkHelpers.loadFixture(deployProtocol);
     const deadline = (await now()) + 3_600n;
-    const permit = await signPermit(p.client, p.usdc, { spender: p.escrowAddress, value: 5n, deadline, chainId: p.chainId });
+    const permit = await signPermit(p.client, p.usdc, {
+      spender: p.escrowAddress,
+      value: 5n,
+      deadline,
+      chainId: p.chainId,
+    });
     const { v, r, s } = permit;
-    await expect(p.usdc.permit(p.client.address, p.stranger.address, 5n, deadline, v, r, s)).to.be.revertedWithCustomError(
-      p.usdc,
-      "ERC2612InvalidSigner",
-    );
+    await expect(
+      p.usdc.permit(p.client.address, p.stranger.address, 5n, deadline, v, r, s),
+    ).to.be.revertedWithCustomError(p.usdc, "ERC2612InvalidSigner");
     await expect(p.usdc.permit(p.client.address, p.escrowAddress, 6n, deadline, v, r, s)).to.be.revertedWithCustomError(
       p.usdc,
       "ERC2612InvalidSigner",

@@ -38,7 +38,9 @@ describe("repository: no links to files outside it", function () {
   it("finds a path that climbs out, and none that stays inside", function () {
     expect(linksOutside("agent/x.ts", "// see ../shared/STYLE.md")).to.have.length(1);
     expect(linksOutside("docs/x.md", "[d](../../DESIGN.md)")).to.have.length(1);
-    expect(linksOutside("test/fuzz/utils/x.sol", 'import {JobEscrow} from "../../../contracts/JobEscrow.sol";')).to.deep.equal([]);
+    expect(
+      linksOutside("test/fuzz/utils/x.sol", 'import {JobEscrow} from "../../../contracts/JobEscrow.sol";'),
+    ).to.deep.equal([]);
     expect(linksOutside("agent/x.ts", 'import { a } from "../sdk/job.ts";')).to.deep.equal([]);
     expect(linksOutside("agent/x.ts", 'import { a } from "../sdk/nothing-here.ts";')).to.have.length(1);
     expect(linksOutside("x.md", "written in /work/main")).to.have.length(1);
