@@ -3,16 +3,11 @@
  * may pull `value` in the same transaction that creates the job (`createJobWithPermit`).
  */
 import { Signature, type Signer, type TypedDataDomain } from "ethers";
+import { typesFromSignature } from "./verifierSignatures.ts";
 
-export const PERMIT_TYPES = {
-  Permit: [
-    { name: "owner", type: "address" },
-    { name: "spender", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-  ],
-};
+export const PERMIT_TYPES = typesFromSignature(
+  "Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)",
+);
 
 /** The token views a permit needs (TestUSDC, or any OpenZeppelin ERC20Permit). */
 export interface PermitToken {
