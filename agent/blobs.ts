@@ -3,11 +3,8 @@
  * hash never names a blob whose states are missing) and load a committed checkpoint to resume from.
  * Blobs are never deleted or overwritten: accepted checkpoints are never lost.
  */
-import { randomBytes } from "node:crypto";
-import { link, mkdir, unlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import {
-  decodeCheckpoint, FsCheckpointStore, WorkloadError, type Checkpoint, type CheckpointStore,
+  BlobStore, decodeCheckpoint, WorkloadError, type Checkpoint, type CheckpointStore,
 } from "../workloads/index.ts";
 import type { Upload } from "./segment.ts";
 
@@ -25,27 +22,17 @@ export async function putUpload(store: CheckpointStore, upload: Upload): Promise
 }
 
 /**
- * hash-mismatch fault: stores `bytes` under another hash's name. With the file-system store the file is written
- * under that name (never replacing an existing one), so a verifier fetching the reported hash gets other content.
- * Other stores are content-addressed only: the bytes go under their own hash and the reported one names nothing.
+ * hash-mismatch fault: stores `bytes` under another hash's name, written raw to the store's backend (file or S3)
+ * and only where that name is free, so a verifier fetching the reported hash gets other content. A store without
+ * a raw backend is content-addressed only: the bytes go under their own hash and the reported one names nothing.
  */
 export async function placeUnder(store: CheckpointStore, hash: string, bytes: Uint8Array): Promise<void> {
-  if (!(store instanceof FsCheckpointStore)) {
+  if (!(store instanceof BlobStore)) {
     await store.put(bytes);
     return;
   }
-  await mkdir(store.dir, { recursive: true });
-  // Same file layout as FsCheckpointStore (<dir>/<hex>.blob); link() fails rather than overwrite.
-  const dest = join(store.dir, `${hash.toLowerCase().slice(2)}.blob`);
-  const tmp = `${dest}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
-  await writeFile(tmp, bytes, { flag: "wx" });
-  try {
-    await link(tmp, dest);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-  } finally {
-    await unlink(tmp).catch(() => {});
-  }
+  const name = hash.toLowerCase().slice(2);
+  if (!(await store.backend.exists(name))) await store.backend.write(name, bytes);
 }
 
 export type Loaded =

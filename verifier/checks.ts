@@ -16,7 +16,7 @@
  */
 import {
   blobHash, CheckpointFormatError, decodeCheckpoint, getState, HashMismatchError, initialState, NonFiniteError,
-  NotFoundError, replayStep, sampleSteps, stateHash, ZERO_HASH,
+  NotFoundError, replayStep, sampleSteps, stateHash, StoreUnavailableError, ZERO_HASH,
   type Checkpoint, type CheckpointStore, type EvalResult, type Template, type Trainer, type TrainingState,
 } from "../workloads/index.ts";
 
@@ -132,6 +132,14 @@ export type VerifyCheckpointInput = {
 /** The verifier could not reach a decision (its own inputs are missing); it must not sign, and retries later. */
 export class CannotVerifyError extends Error {}
 
+/**
+ * The store could not be read (timeouts, 5xx, EMFILE, cut-off bodies, past the store's own retries): says nothing
+ * about the checkpoint, so it is never a refusal. The runner retries and, past a bound, abstains.
+ */
+export class StoreOutageError extends CannotVerifyError {}
+
+const outage = (err: StoreUnavailableError, context: string) => new StoreOutageError(`${context}: ${err.message}`);
+
 class Refusal extends Error {
   code: ReasonCode;
   constructor(code: ReasonCode, detail: string) {
@@ -147,6 +155,7 @@ const FLOAT_SLACK = 1e-6;
 /** Maps workload errors to reason codes; anything else is the verifier's own failure and propagates. */
 function refusalOf(err: unknown, context: string): Refusal {
   if (err instanceof Refusal) return err;
+  if (err instanceof StoreUnavailableError) throw outage(err, context);
   if (err instanceof NotFoundError) return new Refusal(context === "checkpoint" ? "blob-missing" : "chain-gap", `${context}: ${err.message}`);
   if (err instanceof HashMismatchError) return new Refusal("hash-mismatch", `${context}: ${err.message}`);
   if (err instanceof NonFiniteError) return new Refusal("non-finite", `${context}: ${err.message}`);
@@ -185,6 +194,7 @@ export async function acceptedState(
       const c = decodeCheckpoint(await store.get(job.acceptedHash));
       entry = { state: c.state, hash: finalHashOf(c) };
     } catch (err) {
+      if (err instanceof StoreUnavailableError) throw outage(err, `accepted checkpoint ${job.acceptedHash}`);
       throw new CannotVerifyError(`accepted checkpoint ${job.acceptedHash} unavailable: ${(err as Error).message}`);
     }
   }
@@ -221,7 +231,15 @@ function headerProblems(c: Checkpoint, job: JobFacts, report: Report, startHash:
 async function gapProblems(store: CheckpointStore, c: Checkpoint): Promise<Refusal[]> {
   const missing: number[] = [];
   for (let i = 0; i < c.stepHashes.length - 1; i++) {
-    if (!(await store.has(c.stepHashes[i]))) missing.push(c.startStep + i + 1);
+    let stored: boolean;
+    try {
+      stored = await store.has(c.stepHashes[i]);
+    } catch (err) {
+      // "cannot tell" is not "missing": an existence check that failed is the verifier's problem, not a gap.
+      if (err instanceof StoreUnavailableError) throw outage(err, `state after step ${c.startStep + i + 1}`);
+      throw err;
+    }
+    if (!stored) missing.push(c.startStep + i + 1);
   }
   return missing.length ? [new Refusal("chain-gap", `no stored state for step(s) ${missing.slice(0, 8).join(", ")}${missing.length > 8 ? ", …" : ""}`)] : [];
 }
@@ -312,7 +330,8 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
   try {
     c = await loadReported(store, report.hash);
   } catch (err) {
-    return done([err as Refusal]);
+    if (!(err instanceof Refusal)) throw err;
+    return done([err]);
   }
   const header = headerProblems(c, job, report, start.hash);
   if (header.length) return done(header);
@@ -418,7 +437,8 @@ export async function verifyFinal(input: VerifyFinalInput): Promise<FinalVerdict
   try {
     c = await loadReported(store, modelHash);
   } catch (err) {
-    const r = err as Refusal;
+    if (!(err instanceof Refusal)) throw err;
+    const r = err;
     if (r.code === "blob-missing") throw new CannotVerifyError(r.message);
     return fail(`${r.code}: ${r.message}`);
   }
