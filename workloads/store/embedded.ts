@@ -25,7 +25,7 @@ export async function startEmbeddedS3(o: {
     address, port: o.port ?? 0, directory: o.dir, silent: true, configureBuckets: [{ name: bucket, configs: [] }],
     vhostBuckets: false,
   });
-  const info = (await server.run()) as { port: number };
+  const info = await server.run();
   const endpoint = `http://${address}:${info.port}`;
   return {
     endpoint,
