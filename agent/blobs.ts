@@ -4,15 +4,16 @@
  * Blobs are never deleted or overwritten: accepted checkpoints are never lost.
  */
 import {
-  BlobStore, decodeCheckpoint, WorkloadError, type Checkpoint, type CheckpointStore,
+  blobHash, BlobStore, decodeCheckpoint, WorkloadError, type Checkpoint, type CheckpointStore,
 } from "../workloads/index.ts";
 import type { Upload } from "./segment.ts";
 
 /** Puts at a time: a store's latency is mostly per blob (files, requests), so a few in flight hide most of it. */
 export const PUT_CONCURRENCY = 8;
 
-export async function putUpload(store: CheckpointStore, upload: Upload): Promise<void> {
-  const queue = upload.stateBlobs.slice();
+/** Puts an upload's state blobs (except those already put, by hash), then its checkpoint blob. */
+export async function putUpload(store: CheckpointStore, upload: Upload, alreadyPut?: Set<string>): Promise<void> {
+  const queue = alreadyPut ? upload.stateBlobs.filter((b) => !alreadyPut.has(blobHash(b))) : upload.stateBlobs.slice();
   const worker = async () => {
     for (let blob = queue.shift(); blob; blob = queue.shift()) await store.put(blob);
   };

@@ -6,7 +6,8 @@
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
 import {
-  initialState, loadTemplate, UnknownTemplateError, ZERO_HASH, type Template, type TrainingState,
+  defaultSegmentSteps, encodeState, initialState, loadTemplate, storedSteps, UnknownTemplateError, ZERO_HASH,
+  type Template, type TrainingState,
 } from "../workloads/index.ts";
 import { loadCheckpoint, putUpload } from "./blobs.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
@@ -21,6 +22,7 @@ import { isAbandoned, trainSegment } from "./train.ts";
 import type { TrainerPool } from "./trainers.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
 import { writeAfterFence } from "./fenced.ts";
+import { BackgroundUploads } from "./uploads.ts";
 
 export interface WorkContext {
   config: AgentConfig;
@@ -146,6 +148,9 @@ async function trainAndReport(
   const t0 = ctx.deps.clock.now();
   let trained = 0;
   let checkedAt = Number.NEGATIVE_INFINITY;
+  // Segment-boundary states go to the store in the background while training goes on (agent/uploads.ts).
+  const uploads = new BackgroundUploads(ctx.deps.store);
+  const boundaries = new Set(storedSteps(base.step, end, defaultSegmentSteps(end - base.step)));
   const seg = await trainSegment(trainer, { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state }, end, ctx.config.fault, {
     beforeStep: async () => {
       if (ctx.deps.signal.aborted) return false;
@@ -156,7 +161,8 @@ async function trainAndReport(
       if (reason) fenced = { reason, job: now };
       return !reason;
     },
-    afterStep: (step, loss) => {
+    afterStep: async (step, loss, state) => {
+      if (boundaries.has(step)) await uploads.offer(encodeState(state));
       trained++;
       const sps = (1000 * trained) / Math.max(1, ctx.deps.clock.now() - t0);
       ctx.liveness.update({ step, loss, stepsPerSecond: sps });
@@ -174,9 +180,13 @@ async function trainAndReport(
     return { outcome: "stopped" };
   }
   const upload = faultyUpload(seg, ctx.config.fault, { old: base.old });
-  await putUpload(ctx.deps.store, upload);
+  const trainedMs = ctx.deps.clock.now() - t0;
+  await uploads.drain();
+  const t1 = performance.now();
+  await putUpload(ctx.deps.store, upload, uploads.put);
   log.info("checkpoint stored", {
     step: upload.step, hash: upload.reportedHash, startStep: base.step, faults: upload.faults.length ? upload.faults : undefined,
+    states: upload.stateBlobs.length, storeWaitMs: Math.round(uploads.stallMs + performance.now() - t1), trainedMs,
   });
   return report(ctx, log, id, epoch, base, upload);
 }

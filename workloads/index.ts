@@ -11,7 +11,12 @@ export {
   StoreConfigError, StoreCorruptionError, StoreUnavailableError, ShortReadError, DEFAULT_RETRY,
 } from "./store.ts";
 export type { BlobBackend, CheckpointStore, StoreEvent, StoreOptions, RetryPolicy } from "./store.ts";
-export { sampleSteps, detectionProbability, replayCommittedStep, chainProblems } from "./replay.ts";
+export { sampleSteps, detectionProbability, replayCommittedStep, committedState, chainProblems } from "./replay.ts";
+export {
+  defaultSegmentSteps, maxSegmentSteps, storedSteps, segmentSpans, segmentsForBudget, sampleSpans,
+  spanDetectionProbability,
+} from "./segments.ts";
+export type { Span } from "./segments.ts";
 export type { StepCheck } from "./replay.ts";
 export * from "./errors.ts";
 export type * from "./types.ts";

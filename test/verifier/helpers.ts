@@ -8,7 +8,7 @@ import { faultyUpload, type Fault, type FaultKind } from "../../agent/faults.ts"
 import { honestUpload, type Segment, type SegmentStart, type Upload } from "../../agent/segment.ts";
 import { trainSegment, isAbandoned } from "../../agent/train.ts";
 import {
-  blobHash, decodeCheckpoint, encodeCheckpoint, BlobStore, initialState, listTemplates, ZERO_HASH, type Template, type Trainer, type TrainingState,
+  blobHash, decodeCheckpoint, encodeCheckpoint, BlobStore, initialState, listTemplates, storedSteps, ZERO_HASH, type Template, type Trainer, type TrainingState,
 } from "../../workloads/index.ts";
 import type { JobFacts, Report } from "../../verifier/checks.ts";
 
@@ -120,12 +120,15 @@ export class Provider {
       case "wrong-seed":
         return this.done(honestUpload(await this.train({ ...start, seed: seedOf(9999) }, toStep)));
       case "broken-chain": {
+        // A committed segment-boundary state that is not stored (its hash names no blob).
         const upload = honestUpload(await this.train(start, toStep));
-        const i = middle - from - 1;
+        const stored = storedSteps(from, toStep, upload.checkpoint.segmentSteps);
+        const gap = stored[Math.floor(stored.length / 2)];
+        const i = gap - from - 1;
         const c = { ...upload.checkpoint, stepHashes: upload.checkpoint.stepHashes.slice() };
         c.stepHashes[i] = blobHash(new TextEncoder().encode(`missing state ${i}`));
         const bytes = encodeCheckpoint(c);
-        const stateBlobs = upload.stateBlobs.filter((_, j) => j !== i + 1);
+        const stateBlobs = upload.stateBlobs.filter((_, j) => stored[j] !== gap);
         return this.done({ ...upload, checkpoint: c, checkpointBytes: bytes, reportedHash: blobHash(bytes), stateBlobs });
       }
       case "forked-start": {
