@@ -1,6 +1,6 @@
 /**
- * The agent's use of the checkpoint store: upload a segment (state blobs first, the checkpoint last, so a reported
- * hash never names a blob whose states are missing) and load a committed checkpoint to resume from.
+ * The agent's use of the checkpoint store: upload a segment (every blob before the report, so a reported hash
+ * never names a blob whose states are missing) and load a committed checkpoint to resume from.
  * Blobs are never deleted or overwritten: accepted checkpoints are never lost.
  */
 import {
@@ -11,15 +11,24 @@ import type { Upload } from "./segment.ts";
 /** Puts at a time: a store's latency is mostly per blob (files, requests), so a few in flight hide most of it. */
 export const PUT_CONCURRENCY = 8;
 
-/** Puts an upload's state blobs (except those already put, by hash), then its checkpoint blob. */
+/**
+ * Puts an upload's state blobs (except those already put, by hash) and its checkpoint blob, a few at a time.
+ * The order among them does not matter: nobody learns the checkpoint's hash before the report, which is sent
+ * only after every put has succeeded.
+ */
 export async function putUpload(store: CheckpointStore, upload: Upload, alreadyPut?: Set<string>): Promise<void> {
-  const queue = alreadyPut ? upload.stateBlobs.filter((b) => !alreadyPut.has(blobHash(b))) : upload.stateBlobs.slice();
+  const known = upload.stateHashes?.length === upload.stateBlobs.length ? upload.stateHashes : undefined;
+  const hashOf = (i: number) => known?.[i] ?? blobHash(upload.stateBlobs[i]);
+  const states = alreadyPut ? upload.stateBlobs.filter((_, i) => !alreadyPut.has(hashOf(i))) : upload.stateBlobs;
+  const last = async () => {
+    if (upload.placeUnderReportedHash) await placeUnder(store, upload.reportedHash, upload.checkpointBytes);
+    else await store.put(upload.checkpointBytes);
+  };
+  const queue: (() => Promise<unknown>)[] = [last, ...states.map((b) => () => store.put(b))];
   const worker = async () => {
-    for (let blob = queue.shift(); blob; blob = queue.shift()) await store.put(blob);
+    for (let job = queue.shift(); job; job = queue.shift()) await job();
   };
   await Promise.all(Array.from({ length: Math.min(PUT_CONCURRENCY, queue.length) }, worker));
-  if (upload.placeUnderReportedHash) await placeUnder(store, upload.reportedHash, upload.checkpointBytes);
-  else await store.put(upload.checkpointBytes);
 }
 
 /**

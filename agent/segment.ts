@@ -38,6 +38,8 @@ export interface Upload {
   reportedHash: string;
   /** State blobs to put first: the states at the segment boundaries (workloads/segments.ts storedSteps). */
   stateBlobs: Uint8Array[];
+  /** blobHash of each state blob, when known (same length as stateBlobs; saves re-hashing on upload). */
+  stateHashes?: string[];
   /** For hash-mismatch: place checkpointBytes under reportedHash's name instead of its own content hash. */
   placeUnderReportedHash: boolean;
   /** Step reported on chain (the segment's end). */
@@ -77,11 +79,13 @@ export function honestUpload(seg: Segment, m = defaultSegmentSteps(seg.states.le
   const checkpoint = buildCheckpoint(seg, blobs.map(blobHash), m);
   const checkpointBytes = encodeCheckpoint(checkpoint);
   const from = seg.start.step;
+  const stored = storedSteps(from, checkpoint.step, m);
   return {
     checkpoint,
     checkpointBytes,
     reportedHash: blobHash(checkpointBytes),
-    stateBlobs: storedSteps(from, checkpoint.step, m).map((step) => blobs[step - from]),
+    stateBlobs: stored.map((step) => blobs[step - from]),
+    stateHashes: stored.map((step) => checkpoint.stepHashes[step - from - 1]),
     placeUnderReportedHash: false,
     step: checkpoint.step,
     faults: [],

@@ -181,9 +181,9 @@ async function trainAndReport(
   }
   const upload = faultyUpload(seg, ctx.config.fault, { old: base.old });
   const trainedMs = ctx.deps.clock.now() - t0;
-  await uploads.drain();
   const t1 = performance.now();
-  await putUpload(ctx.deps.store, upload, uploads.put);
+  // The checkpoint blob goes up while the last boundary puts finish.
+  await Promise.all([uploads.drain(), putUpload(ctx.deps.store, upload, uploads.put)]);
   log.info("checkpoint stored", {
     step: upload.step, hash: upload.reportedHash, startStep: base.step, faults: upload.faults.length ? upload.faults : undefined,
     states: upload.stateBlobs.length, storeWaitMs: Math.round(uploads.stallMs + performance.now() - t1), trainedMs,

@@ -10,9 +10,9 @@
  * 2. hash chain: it starts at the accepted state's hash, its segments are no longer than the template default
  *    (about interval/10), and the state at every segment boundary is stored (its last hash equals the embedded
  *    state's hash, which decoding checks);
- * 3. replay: whole segments sampled for a budget of k steps (the verifier's own salt, so the provider cannot
- *    guess them) plus the last step, each replayed from its stored start state, reproduce every committed hash
- *    bit for bit (workloads/segments.ts);
+ * 3. replay: whole segments, k/m of them on average for a budget of k steps (chosen by the verifier's own
+ *    salt, so the provider cannot guess them), plus the last step, each replayed from its stored start state,
+ *    reproduce every committed hash bit for bit (workloads/segments.ts);
  * 4. evaluation: held-out accuracy does not drop more than the template's maxRegression below the accepted
  *    state's accuracy, and the loss is finite; a violation escalates to replaying every step (see below).
  */

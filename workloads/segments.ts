@@ -7,7 +7,9 @@
 //   - the state after step end − 1 (so the last step, the one that is paid for, replays from a stored state).
 // The start state is not stored again: it is the previous checkpoint's embedded state (or the seed's initial one).
 // Consecutive stored steps bound the segments; a verifier replays whole segments from their stored start and
-// compares every step's hash, always including the final one-step segment (end − 1, end].
+// compares every step's hash, always including the final one-step segment (end − 1, end]. For a budget of k
+// steps it replays k/m segments on average, so its expected compute (and its chance to catch one bad step,
+// k/n) is the same as sampling k single steps with every state stored.
 import { uniformInt, u32Stream } from "./prng.ts";
 
 export type Span = { from: number; to: number };
@@ -35,9 +37,15 @@ export function segmentSpans(start: number, end: number, m: number): Span[] {
   return bounds.slice(1).map((to, i) => ({ from: bounds[i], to }));
 }
 
-/** Whole segments a verifier samples for a budget of k steps besides the last: at least one when k > 0. */
-export function segmentsForBudget(k: number, m: number): number {
-  return k <= 0 ? 0 : Math.max(1, Math.ceil(k / m));
+/**
+ * Whole segments a verifier replays for a budget of k steps besides the last: k/m on average, so the expected
+ * compute equals k single-step replays whatever m is: floor(k/m), plus one more with probability frac(k/m)
+ * (`u` uniform in [0, 1), drawn from the verifier's secret salt).
+ */
+export function segmentsForBudget(k: number, m: number, u: number): number {
+  if (k <= 0) return 0;
+  const whole = Math.floor(k / m);
+  return whole + (u < k / m - whole ? 1 : 0);
 }
 
 /**
@@ -49,8 +57,8 @@ export function sampleSpans(salt: string, start: number, end: number, m: number,
   if (spans.length === 0) return [];
   const last = spans[spans.length - 1];
   const pool = spans.slice(0, -1);
-  const take = Math.min(segmentsForBudget(k, m), pool.length);
   const rng = u32Stream("gpuchain/sample-segments", salt, start);
+  const take = Math.min(segmentsForBudget(k, m, rng() / 2 ** 32), pool.length);
   for (let i = 0; i < take; i++) {
     const j = i + uniformInt(rng, pool.length - i);
     [pool[i], pool[j]] = [pool[j], pool[i]];
@@ -64,5 +72,9 @@ export function spanDetectionProbability(start: number, end: number, m: number, 
   const last = spans[spans.length - 1];
   if (badStep > last.from) return 1;
   const others = spans.length - 1;
-  return others === 0 ? 0 : Math.min(segmentsForBudget(k, m), others) / others;
+  if (others === 0 || k <= 0) return 0;
+  const whole = Math.floor(k / m);
+  const frac = k / m - whole;
+  const expected = (1 - frac) * Math.min(whole, others) + frac * Math.min(whole + 1, others);
+  return expected / others;
 }

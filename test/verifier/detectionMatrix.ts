@@ -56,10 +56,10 @@ describe("verifier detection matrix: faults × seeds × three independently samp
    * Sampling-based classes: ONE bad step (perturbed weights, or one batch of wrong data) in the middle of a
    * checkpoint of n = 20 steps, every later step honest from the bad state. Only replaying that very step shows
    * it. States are stored every m = 2 steps (workloads/segments.ts), so a verifier with a budget of k = 3 steps
-   * replays ceil(k/m) = 2 whole segments, chosen by its salt among the 10 before the always-replayed last step,
-   * and catches the bad step with p = spanDetectionProbability = 2/10 = 20 % (every-state storage sampling 3 single
-   * steps: 3/20 = 15 %, for 4 replayed steps instead of about 4.8: detection per replayed step does not fall).
-   * A 2-of-3 quorum refuses it only if two independent verifiers catch it: q = 3p²(1 − p) + p³ ≈ 10 %. (The
+   * replays k/m = 1.5 whole segments on average (1 or 2, by its salt) among the 10 before the always-replayed
+   * last step, and catches the bad step with p = spanDetectionProbability = 1.5/10 = 15 %: the same as sampling
+   * 3 single steps with every state stored (3/20), at the same expected compute (about 3.85 + 1 replayed steps).
+   * A 2-of-3 quorum refuses it only if two independent verifiers catch it: q = 3p²(1 − p) + p³ ≈ 6 %. (The
    * evaluation rule escalates to a full replay when accuracy drops beyond the template's tolerance, which can only
    * add detections; counted apart as "escalated".) The salts are deterministic (keys × reports), so the figures
    * are fixed; the bounds are ±4 binomial standard deviations around the expectation.

@@ -1,9 +1,9 @@
 // S3-compatible backend (AWS S3, Cloudflare R2, MinIO, s3rver): one object per blob under `<prefix>/<hex>.blob`.
-// Uploads go through lib-storage (multipart above PART_BYTES, so a multi-GB state never sits in one request);
+// Uploads above PART_BYTES go through lib-storage as multipart (a multi-GB state never sits in one request);
 // reads stream the body and check its length against Content-Length (a cut-off body is a retryable failure).
 // The SDK's own retries are off: the verified store above retries with its own bound and backoff.
 import {
-  GetObjectCommand, HeadObjectCommand, S3Client, type S3ClientConfig,
+  GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { ShortReadError, type BlobBackend } from "./backend.ts";
@@ -86,9 +86,19 @@ export class S3Backend implements BlobBackend {
   }
 
   async write(name: string, bytes: Uint8Array): Promise<void> {
+    const params = { Bucket: this.loc.bucket, Key: this.key(name), ContentType: "application/octet-stream" };
+    if (bytes.byteLength <= PART_BYTES) {
+      // One request: lib-storage's bookkeeping only pays off once there are parts to send in parallel.
+      try {
+        await this.client.send(new PutObjectCommand({ ...params, Body: bytes, ContentLength: bytes.byteLength }));
+      } catch (e) {
+        throw asConfigError(e, this.url);
+      }
+      return;
+    }
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.loc.bucket, Key: this.key(name), Body: bytes, ContentType: "application/octet-stream" },
+      params: { ...params, Body: bytes },
       partSize: PART_BYTES,
       queueSize: 4,
       leavePartsOnError: false,
