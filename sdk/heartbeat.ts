@@ -16,6 +16,8 @@ export interface Heartbeat {
   step: number; // last trained step
   loss?: number;
   stepsPerSecond?: number;
+  /** Arithmetic profile (workloads/profile.ts): onnxruntime version, execution provider, CPU family or gpu. */
+  profile?: string;
   sentAt: number; // ms since epoch, provider's clock
   /** sdk/machine.ts machineId(): which machine the provider runs on (badges), signed like the rest. */
   machine: string;
@@ -31,9 +33,11 @@ export interface SignedHeartbeat extends Heartbeat {
  */
 export const HEARTBEAT_DEFAULTS = { intervalMs: 1_000, timeoutMs: 5_000, startGraceMs: 20_000, maxClockSkewMs: 30_000 };
 
+/** The signed text; the profile is signed too when present (a beat without one signs as before). */
 export function heartbeatMessage(h: Heartbeat): string {
   const fields = [h.chainId, h.escrow.toLowerCase(), h.provider, h.jobId, h.epoch, h.step, h.sentAt, h.machine];
-  return ["gpuchain-heartbeat/v2", ...fields].join("|");
+  const all = ["gpuchain-heartbeat/v2", ...fields];
+  return (h.profile === undefined ? all : [...all, h.profile]).join("|");
 }
 
 /** What a beat must name to count here. */

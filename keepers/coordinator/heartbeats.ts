@@ -54,7 +54,7 @@ export class HeartbeatBook {
     const prev = this.lastSentAt.get(provider);
     if (prev !== undefined && h.sentAt <= prev) return { ok: false, status: 400, reason: "replayed heartbeat" };
     this.lastSentAt.set(provider, h.sentAt);
-    this.lastBeat.set(provider, { receivedAt: nowMs, jobId: h.jobId, epoch: h.epoch });
+    this.lastBeat.set(provider, { receivedAt: nowMs, jobId: h.jobId, epoch: h.epoch, profile: h.profile });
     this.machines.set(provider, h.machine);
     if (h.jobId !== "0") this.recordJobBeat(provider, jobBeatKey(h.jobId, h.epoch, provider), nowMs);
     return { ok: true, provider: h.provider };
@@ -100,6 +100,7 @@ const UINT256_MAX = (1n << 256n) - 1n;
 const UINT64_MAX = (1n << 64n) - 1n;
 const HEX_ID = /^0x[0-9a-f]{1,64}$/i;
 const SIGNATURE = /^0x[0-9a-f]{130}$/i;
+const PROFILE = /^[\x21-\x7e]{1,120}$/;
 
 /** The SignedHeartbeat in `body`, or why it is not one (every number in range of its on-chain type). */
 export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
@@ -117,6 +118,9 @@ export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
   if (BigInt(b.epoch as string) > UINT64_MAX) return "epoch out of range (uint64)";
   for (const k of ["loss", "stepsPerSecond"]) {
     if (b[k] !== undefined && (typeof b[k] !== "number" || !Number.isFinite(b[k]))) return `${k} must be a finite number`;
+  }
+  if (b.profile !== undefined && (typeof b.profile !== "string" || !PROFILE.test(b.profile))) {
+    return "profile must be a short printable string";
   }
   if (!HEX_ID.test(b.machine as string)) return "machine must be hex (sdk/machine.ts)";
   if (!SIGNATURE.test(b.signature as string)) return "signature must be 65 bytes of hex";

@@ -10,7 +10,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { HDNodeWallet } from "ethers";
-import { createCollector } from "../../keepers/collector/collector.ts";
+import { createCollector } from "../../keepers/collector/tick.ts";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { MAX_JOB_BEATS_PER_PROVIDER } from "../../keepers/coordinator/heartbeats.ts";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";

@@ -4,7 +4,7 @@
  * with one fault, and the three verifier keys (Hardhat accounts 3, 4, 5: the verifier Safe's owners).
  */
 import { HDNodeWallet, Mnemonic } from "ethers";
-import { faultyUpload, type Fault, type FaultKind } from "../../agent/faults.ts";
+import { behaviourOf, faultyUpload, type Fault, type FaultKind } from "../../agent/faults.ts";
 import { honestUpload, type Segment, type SegmentStart, type Upload } from "../../agent/segment.ts";
 import { trainSegment, isAbandoned } from "../../agent/train.ts";
 import {
@@ -67,7 +67,7 @@ export class Provider {
   }
 
   async train(start: SegmentStart, toStep: number, fault?: Fault): Promise<Segment> {
-    const seg = await trainSegment(this.trainer, start, toStep, fault);
+    const seg = await trainSegment(this.trainer, start, toStep, behaviourOf(fault));
     if (isAbandoned(seg)) throw new Error("segment abandoned");
     return seg;
   }

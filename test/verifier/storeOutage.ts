@@ -18,8 +18,10 @@ import {
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
 import { Verifier, type EscrowReader } from "../../verifier/verifier.ts";
-import { STATUS, type JobRecord, type SignatureBody } from "../../verifier/work.ts";
+import type { SignatureBody } from "../../verifier/work.ts";
+import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/job.ts";
 import { FaultyBackend, startFaultProxy, type FaultProxy, type HttpFault } from "../workloads/storeFaults.ts";
+import { rawJob } from "../helpers/jobs.ts";
 import { hardhatWallet, Provider, seedOf } from "./helpers.ts";
 
 const RETRY = { attempts: 3, baseDelayMs: 5, maxDelayMs: 20, opTimeoutMs: 1_000 };
@@ -133,10 +135,10 @@ describe("verifier: store outages are never refusals", function () {
 
   it("the runner signs nothing during an outage, says it abstains past the bound, and accepts once readable", async function () {
     const { job, report } = await honestPending(122);
-    const chain = new OneJobChain({
+    const chain = new OneJobChain(rawJob({
       epoch: 1n, templateId: job.templateId, seed: job.seed, totalSteps: 30n, acceptedStep: BigInt(job.acceptedStep),
       acceptedHash: job.acceptedHash, pendingStep: BigInt(report.step), pendingHash: report.hash,
-    });
+    }));
     let now = 1_000_000;
     const lines: string[] = [];
     const wallet = hardhatWallet(3);
