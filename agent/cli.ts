@@ -1,6 +1,6 @@
 /**
  * `gpuchain provide --name NAME --price P [--rpc URL] [--deployment FILE] [--memory-cap MiB] [--key FILE]
- *  [--store DIR] [--coordinator URL] [--fault KIND[:ARG]] [--once] [--pretty] [--dry-run]`
+ *  [--store URL] [--coordinator URL] [--fault KIND[:ARG]] [--once] [--pretty] [--dry-run]`
  *
  * Builds the agent's config once (validated, with clear errors), wires the real I/O (key file, RPC, checkpoint
  * store, coordinator HTTP, terminal, signals) and runs agent/agent.ts `runAgent`.
