@@ -16,7 +16,7 @@ import { MAX_JOB_BEATS_PER_PROVIDER } from "../../keepers/coordinator/heartbeats
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { MAX_BODY_BYTES, startJsonServer, type JsonServer, type Route } from "../../keepers/http.ts";
 import { checkpointDecisionDigest, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
-import { beat, domainOf, load, manualClock, testContext, wallet, type Protocol } from "./fixture.ts";
+import { beat, domainOf, load, manualClock, testContext, wallet } from "./fixture.ts";
 
 const P1 = wallet(8); // registered by the fixture
 const OUTSIDER = wallet(11); // never registered
