@@ -3,6 +3,7 @@ import type { Contract, Provider, Signer } from "ethers";
 import { connectProtocol } from "../sdk/contracts.ts";
 import type { Deployment } from "../sdk/deployment.ts";
 import type { Logger } from "../sdk/log.ts";
+import { batchReader } from "../sdk/multicall.ts";
 import { contractSender, DEFAULT_RETRY, SendQueue, type KeeperContext, type RetryPolicy, type Sender } from "./chain.ts";
 
 export interface ContextOptions {
@@ -39,5 +40,6 @@ export async function keeperContext(o: ContextOptions): Promise<KeeperContext> {
     txTimeoutMs: o.txTimeoutMs ?? 60_000,
     rpcTimeoutMs: o.rpcTimeoutMs ?? 15_000,
     retry: o.retry ?? DEFAULT_RETRY,
+    batch: batchReader(o.provider, o.deployment.multicall3),
   };
 }
