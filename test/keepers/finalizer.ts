@@ -65,6 +65,26 @@ describe("keepers: finalizer on chain", function () {
     expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
   });
 
+  it("reads only jobs whose status may have changed: the window's end from its event (t: no read, t+1: settles)", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    const open = await createJob(p);
+    const { finalizer } = await finalizerFor(p);
+    expect((await finalizer.tick()).read).to.deep.equal([1n, open]); // the first run reads every job
+    expect((await finalizer.tick()).read).to.deep.equal([]);
+    const [, , , , deadline] = (await p.escrow.queryFilter(p.escrow.filters.VerdictSubmitted(jobId)))[0].args;
+    await networkHelpers.time.setNextBlockTimestamp(deadline);
+    await networkHelpers.mine();
+    expect((await finalizer.tick()).read, "at the deadline").to.deep.equal([]);
+    await networkHelpers.mine(); // deadline + 1
+    const r = await finalizer.tick();
+    expect(r.read).to.deep.equal([jobId]);
+    expect(r.sent.map((s) => s.action.method)).to.deep.equal(["settle", "claimEarnings", "claimEarnings"]);
+    await p.escrow.connect(p.client).cancel(open);
+    expect((await finalizer.tick()).read).to.deep.equal([jobId, open]); // its own transactions, and the cancel
+    expect((await finalizer.tick()).read).to.deep.equal([]);
+  });
+
   it("settles after the arbiter stayed silent past 3 days: verdict stands, bond returned", async function () {
     const p = await load();
     const jobId = await jobWithVerdict(p);
