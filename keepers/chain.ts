@@ -56,6 +56,8 @@ export interface KeeperContext {
   retry: RetryPolicy;
   /** Batched reads through Multicall3 (one by one where none is deployed); absent: built from `provider`. */
   batch?: BatchReader;
+  /** Sends Multicall3 `aggregate3` (permissionless escrow calls in bulk) with the keeper's key and send queue. */
+  batchSender?: Sender;
 }
 
 export class TimeoutError extends Error {

@@ -6,7 +6,7 @@
 import { Contract, type Interface, type Provider } from "ethers";
 import { MULTICALL3_ABI, MULTICALL3_ADDRESS } from "./multicall3Code.ts";
 
-export { MULTICALL3_ADDRESS } from "./multicall3Code.ts";
+export { MULTICALL3_ABI, MULTICALL3_ADDRESS } from "./multicall3Code.ts";
 
 /** One view call: `fn(...args)` on `target` whose ABI is `iface`. */
 export interface ViewCall {
@@ -21,6 +21,8 @@ export type CallResult =
   { ok: true; value: ReturnType<Interface["decodeFunctionResult"]> } | { ok: false; error: Error };
 
 export interface BatchReader {
+  /** Where Multicall3 is expected. */
+  address: string;
   /** Whether reads really go through Multicall3 (false: one eth_call per read). */
   batched(): Promise<boolean>;
   /** Every call at `blockTag`, results in order. */
@@ -66,6 +68,7 @@ export function batchReader(provider: Provider, address = MULTICALL3_ADDRESS, ba
   }
 
   return {
+    address,
     batched,
     async read(calls, blockTag) {
       if (calls.length === 0) return [];

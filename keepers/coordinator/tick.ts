@@ -19,6 +19,18 @@ import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workl
  * proven to give its bits. A template it does not know is not replayed by verifiers built from this code either.
  */
 function profileProven(templateId: string, profile: string | undefined): boolean {
+  // Asked for every (Open job, provider) pair of a tick: templates never change at run time, so remember answers.
+  const key = `${templateId}|${profile ?? ""}`;
+  let known = proven.get(key);
+  if (known === undefined) {
+    if (proven.size >= 1_024) proven.clear(); // profiles come from beats: keep the cache bounded
+    proven.set(key, (known = checkProfile(templateId, profile)));
+  }
+  return known;
+}
+const proven = new Map<string, boolean>();
+
+function checkProfile(templateId: string, profile: string | undefined): boolean {
   try {
     return isProvenProfile(loadTemplate(templateId), profile);
   } catch (e) {
@@ -30,10 +42,17 @@ function profileProven(templateId: string, profile: string | undefined): boolean
 export interface CoordinatorTickReport {
   decisions: Decision[];
   sent: { decision: Decision; outcome: Outcome }[];
+  /** Where the tick's time went (bench/keepers.ts): reading the chain, deciding, sending. */
+  timings: { readMs: number; decideMs: number; sendMs: number };
 }
 
 /** The provider changed its offer (deactivated, repriced) or got fenced between our read and our send. */
-const ASSIGN_RACES = ["JobEscrowProviderInactive", "JobEscrowProviderFenced", "JobEscrowPriceAboveMax", "JobEscrowBudgetShort"];
+const ASSIGN_RACES = [
+  "JobEscrowProviderInactive",
+  "JobEscrowProviderFenced",
+  "JobEscrowPriceAboveMax",
+  "JobEscrowBudgetShort",
+];
 /** Without the coordinator role: the provider extended its lease between our read and our send. */
 const UNASSIGN_RACES = ["JobEscrowLeaseActive"];
 
@@ -51,22 +70,30 @@ export class Coordinator {
   constructor(ctx: KeeperContext, config: CoordinatorConfig) {
     this.ctx = ctx;
     this.config = config;
-    const scope = { chainId: ctx.chainId.toString(), escrow: String((ctx.escrow as unknown as { target: string }).target) };
+    const scope = {
+      chainId: ctx.chainId.toString(),
+      escrow: String((ctx.escrow as unknown as { target: string }).target),
+    };
     this.chain = new CoordinatorChainView(ctx, config.fromBlock);
     this.book = new HeartbeatBook(scope, config.maxClockSkewMs, registryCheck(ctx, this.chain.registered));
   }
 
   /** One tick: read the chain, decide (pure), send each unassign / assign on its own. */
   async tick(): Promise<CoordinatorTickReport> {
+    const t0 = performance.now();
     const view = await this.snapshot(this.ctx.nowMs());
+    const t1 = performance.now();
     const decisions = planCoordinator(view);
+    const t2 = performance.now();
     for (const d of decisions) {
       if (d.action === "assign" || d.action === "unassign") this.quiet.forget(`job ${d.jobId}`);
-      else if (this.quiet.changed(`job ${d.jobId}`, `${d.epoch} ${d.action} ${d.reason}`)) this.ctx.logger.info("decision", fields(d));
+      else if (this.quiet.changed(`job ${d.jobId}`, `${d.epoch} ${d.action} ${d.reason}`))
+        this.ctx.logger.info("decision", fields(d));
     }
     const actions = decisions.filter((d) => d.action === "assign" || d.action === "unassign");
     const sent = await mapLimit(actions, 8, (decision) => this.send(decision, view.nowMs));
-    return { decisions, sent };
+    const timings = { readMs: t1 - t0, decideMs: t2 - t1, sendMs: performance.now() - t2 };
+    return { decisions, sent, timings };
   }
 
   private async send(decision: Decision, nowMs: number): Promise<{ decision: Decision; outcome: Outcome }> {

@@ -10,6 +10,7 @@ import { statusName } from "../../sdk/job.ts";
 import { batchReader, valueOf } from "../../sdk/multicall.ts";
 import { execute, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
 import { runTicks } from "../keeper.ts";
+import { BATCH_MIN, sendBatched, shouldBatch } from "./batch.ts";
 import type { FinalizerConfig } from "./config.ts";
 import { earningsMatter, nothingLeftToDo, planFinalizer, type FinalizerAction, type FinalizerJob } from "./decide.ts";
 
@@ -109,6 +110,9 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
     const jobs = await snapshot();
     const plan = planFinalizer(jobs);
     recheck = new Set(plan.map((actions) => actions[0].jobId));
+    const settles = plan.flatMap((actions) => actions.filter((a) => a.method === "settle"));
+    if (await shouldBatch(ctx, settles))
+      return { plan, sent: await sendInBulk(plan, settles), read: jobs.map((j) => j.jobId) };
     const perJob = await mapLimit(plan, 4, async (actions) => {
       const results: { action: FinalizerAction; outcome: Outcome }[] = [];
       for (const action of actions) {
@@ -127,6 +131,28 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
       return results;
     });
     return { plan, sent: perJob.flat(), read: jobs.map((j) => j.jobId) };
+  }
+
+  /** Many jobs to settle: every settle in Multicall3 batches, then the claims of the jobs that settled. */
+  async function sendInBulk(plan: FinalizerAction[][], settles: FinalizerAction[]) {
+    log.info("decision", {
+      action: "settle",
+      jobs: settles.length,
+      reason: "many jobs settleable: batched through Multicall3",
+    });
+    const settled = await sendBatched(ctx, settles, log);
+    const blocked = new Set(
+      settled.filter((s) => s.outcome.kind === "failed" || s.outcome.kind === "retry-later").map((s) => s.action.jobId),
+    );
+    const claims = plan.flat().filter((a) => a.method === "claimEarnings" && !blocked.has(a.jobId));
+    const claimed =
+      claims.length >= BATCH_MIN ? await sendBatched(ctx, claims, log) : await mapLimit(claims, 4, (a) => sendOne(a));
+    return [...settled, ...claimed];
+  }
+
+  async function sendOne(action: FinalizerAction) {
+    const l = log.child({ job: action.jobId, action: action.method, reason: action.reason });
+    return { action, outcome: await execute(ctx, { method: action.method, args: action.args }, l) };
   }
 
   return { tick };
