@@ -185,7 +185,7 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
     await beatJobs(keeper);
     proxy.reset();
     const started = performance.now();
-    r = await keeper.tick();
+    await keeper.tick();
     ticks.push(performance.now() - started);
     calls.push(proxy.total());
     read.push(keeper.chain.last.jobsRead);
