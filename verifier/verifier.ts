@@ -259,10 +259,16 @@ export async function runVerifier(v: Verifier, log: Logger, opts: { signal?: Abo
     behaviour: v.config.behaviour, dryRun: v.config.dryRun,
   });
   const tick = async () => {
-    const s = await v.tick();
-    if (s.decided || s.errors) log.info("tick", s);
+    try {
+      const s = await v.tick();
+      if (s.decided || s.errors) log.info("tick", s);
+    } catch (err) {
+      // The chain could not be read: nothing was decided, the next tick reads again.
+      log.warn("tick failed; retrying", { error: (err as Error)?.message ?? String(err) });
+    }
   };
   const signal = opts.signal ?? new AbortController().signal;
-  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once: opts.once ?? false, signal, logger: log });
+  const once = opts.once ?? false;
+  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once, signal, logger: log, announce: false });
   log.info("verifier stopped");
 }
