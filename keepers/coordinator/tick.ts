@@ -21,6 +21,7 @@ import {
   type ProviderView,
 } from "./decide.ts";
 import { HeartbeatBook } from "./heartbeats.ts";
+import { registryCheck } from "./registered.ts";
 import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
 
 /**
@@ -63,7 +64,8 @@ export class Coordinator {
   constructor(ctx: KeeperContext, config: CoordinatorConfig) {
     this.ctx = ctx;
     this.config = config;
-    this.book = new HeartbeatBook(ctx.chainId, config.maxClockSkewMs);
+    const scope = { chainId: ctx.chainId.toString(), escrow: String((ctx.escrow as unknown as { target: string }).target) };
+    this.book = new HeartbeatBook(scope, config.maxClockSkewMs, registryCheck(ctx, this.providers));
     this.scannedTo = config.fromBlock - 1;
   }
 

@@ -5,6 +5,7 @@
  */
 import type { HDNodeWallet, Signer } from "ethers";
 import { signHeartbeat, type SignedHeartbeat } from "../../sdk/heartbeat.ts";
+import { machineId } from "../../sdk/machine.ts";
 import { createLogger, type Logger } from "../../sdk/log.ts";
 import { escrowDomain, verdictDigest } from "../../sdk/verifierSignatures.ts";
 import type { KeeperContext, Sender, TxHandle } from "../../keepers/chain.ts";
@@ -150,9 +151,14 @@ export function barrier(n: number) {
   });
 }
 
-export async function beat(w: HDNodeWallet, chainId: bigint, sentAt: number, jobId = 0n, epoch = 0n): Promise<SignedHeartbeat> {
+/** A signed beat for the deployment `p` (its chain id and escrow: see sdk/heartbeat.ts). */
+export async function beat(
+  w: HDNodeWallet, p: { chainId: bigint; deployment: { escrow: string } }, sentAt: number, jobId = 0n, epoch = 0n,
+): Promise<SignedHeartbeat> {
   return signHeartbeat(w as never, {
-    chainId: chainId.toString(),
+    chainId: p.chainId.toString(),
+    escrow: p.deployment.escrow,
+    machine: machineId(),
     provider: w.address,
     jobId: jobId.toString(),
     epoch: epoch.toString(),
