@@ -53,6 +53,15 @@ export function isProvenProfile(t: Template, profile: ArithmeticProfile | undefi
 }
 
 /**
+ * Why a verifier of this profile must not judge the template (undefined when it may): its replay mismatches
+ * would not be evidence against the provider.
+ */
+export function replayUnprovenReason(t: Template, profile: ArithmeticProfile): string | undefined {
+  if (isProvenProfile(t, profile)) return undefined;
+  return `arithmetic profile ${profile} is not proven for template ${t.descriptor.name}`;
+}
+
+/**
  * Whether a replay mismatch between a provider's and a verifier's profile counts against the provider:
  * only when both are proven for the template, or they are the very same profile.
  */

@@ -10,6 +10,7 @@ import { listTemplates } from "../../workloads/index.ts";
 import { GraphBuilder, attrGraph, attrInt } from "../../workloads/onnx/builder.ts";
 import { assertPortable, nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 import { referenceHashes } from "../../workloads/referenceHashes.ts";
+import { buildGraphs as legacyGraphs } from "../../bench/legacyGraphs.ts";
 
 const run = promisify(execFile);
 const NODE = "node_modules/node/bin/node"; // the real ELF binary (node_modules/.bin/node is a link to it)
@@ -83,6 +84,12 @@ describe("workloads: portable arithmetic", function () {
     outer.opMulti("Scan", [acc, xs], [attrGraph("body", body.graph()), attrInt("num_scan_inputs", 1)], ["sum"]);
     outer.output("sum", "sum", [2]);
     expect(nonPortableOps(outer.encode())).to.deep.equal(["Exp"]);
+  });
+
+  it("the former graphs (whose hashes differed on Nehalem) fail the rule on the ops that differed", function () {
+    const old = legacyGraphs(listTemplates()[0].descriptor);
+    expect(nonPortableOps(old.gradient)).to.include.members(["MatMul", "Softmax", "LogSoftmax"]);
+    expect(nonPortableOps(old.evaluate)).to.include.members(["MatMul", "LogSoftmax", "ReduceMean"]);
   });
 
   it("docs/WORKLOADS.md commits reference hashes for every template", function () {
