@@ -10,8 +10,11 @@ import { stateHash } from "./state.ts";
 export const REFERENCE_SEED = "0x" + "11".repeat(32);
 
 /** Trains every template `steps` steps from REFERENCE_SEED; hashes after every `every` steps. */
-export async function referenceHashes(steps = 20, every = 5, opts: TrainerOptions = {}):
-  Promise<Record<string, string[]>> {
+export async function referenceHashes(
+  steps = 20,
+  every = 5,
+  opts: TrainerOptions = {},
+): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const t of listTemplates()) {
     const tr = await createTrainer(t, opts);

@@ -1,6 +1,11 @@
 import { expect } from "chai";
 import {
-  cpuFamily, isProvenProfile, loadTemplate, localProfile, mismatchIsEvidence, replayUnprovenReason,
+  cpuFamily,
+  isProvenProfile,
+  loadTemplate,
+  localProfile,
+  mismatchIsEvidence,
+  replayUnprovenReason,
 } from "../../workloads/index.ts";
 
 describe("workloads: arithmetic profiles (safety net until every profile is proven)", function () {
