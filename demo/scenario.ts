@@ -16,6 +16,7 @@ import { loadTemplate } from "../workloads/index.ts";
 import { freePort } from "./chain.ts";
 import { externalNetwork, localNetwork, type Role, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
+import { runStore, type RunStore } from "./s3.ts";
 import { Recorder } from "./recording.ts";
 import { formatTable, formatUsdc, type PromiseCheck, type ProviderRow } from "./report.ts";
 import { walletOf, type Ledger } from "../sdk/ledger.ts";
@@ -40,6 +41,8 @@ export interface ScenarioOptions {
   signal?: AbortSignal;
   /** Run against an existing deployment instead of an embedded chain (see demo/network.ts). */
   external?: { rpc: string; deploymentFile: string; keysDir: string };
+  /** Checkpoint store URL (s3://… or file://…); unset: an embedded S3 server for this run (demo/s3.ts). */
+  store?: string;
   /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
   beforeStop?: (chain: { provider: JsonRpcProvider; protocol: Protocol; jobId: bigint; rpc: string; deploymentFile: string }) => Promise<void>;
 }
@@ -76,6 +79,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     if (shown) note(shown);
   });
   let provider: JsonRpcProvider | undefined;
+  let storage: RunStore | undefined; // issue 11: the run's checkpoint store
   try {
     const net = o.external
       ? externalNetwork(o.external.rpc, o.external.deploymentFile, o.external.keysDir)
@@ -94,7 +98,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
 
     const actors = await prepareActors(o, net, provider, protocol, note);
     const ports = { coordinator: await freePort(8600), collector: await freePort(8601) };
-    startOffChain(group, o, rpc, deploymentFile, actors, ports);
+    storage = await runStore(o.runDir, o.store);
+    note(`started: ${storage.describe}`);
+    startOffChain(group, o, rpc, deploymentFile, actors, ports, storage);
     note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
     await waitFor(() => providersRegistered(protocol, actors.providers), 120_000, "providers to register", o.signal);
     await sleep(3_000, o.signal); // let every provider's first heartbeats reach the coordinator
@@ -108,6 +114,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     return result;
   } finally {
     await group.stopAll(5_000, ["chain"]);
+    await storage?.close();
     provider?.destroy();
     await recorder.close();
     // The chain is gone with this run; its deployment journal would only mislead the next one.
@@ -139,9 +146,10 @@ function startOffChain(
   deployment: string,
   actors: Actors,
   ports: { coordinator: number; collector: number },
+  storage: RunStore,
 ) {
   const cli = "cli/gpuchain.ts";
-  const store = path.join(o.runDir, "store");
+  const store = storage.url;
   const common = ["--rpc", rpc, "--deployment", deployment];
   const coordinatorUrl = `http://127.0.0.1:${ports.coordinator}/heartbeat`;
   const collectorUrl = `http://127.0.0.1:${ports.collector}`;
@@ -154,11 +162,11 @@ function startOffChain(
   ]);
   for (const i of [1, 2, 3]) {
     const decisions = path.join(o.runDir, `verifier${i}-decisions.json`);
-    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}` as Role], "--store", store, "--collector", collectorUrl, "--decisions", decisions]);
+    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}` as Role], "--store", store, "--collector", collectorUrl, "--decisions", decisions], storage.env);
   }
   for (const p of actors.providers) {
     const extra = p.name === "bob" ? ["--memory-cap", "2"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
-    group.start(p.name, [cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile, "--store", store, "--coordinator", coordinatorUrl, ...extra]);
+    group.start(p.name, [cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile, "--store", store, "--coordinator", coordinatorUrl, ...extra], storage.env);
   }
 }
 

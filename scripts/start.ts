@@ -4,6 +4,8 @@
  *   npm start -- --dispute         … and the client disputes; the arbiter stays silent 3 days; the verdict stands
  *   npm start -- --replay FILE     play a recording back
  *   npm start -- --quick           the small synthetic template (seconds instead of minutes)
+ *   npm start -- --store URL       checkpoints in that store (s3://BUCKET/PREFIX + AWS variables) instead of the
+ *                                  embedded S3 server
  *   npm start -- --rpc URL --deployment FILE --keys DIR   the same scenario on an existing deployment
  *                                  (e.g. Base Sepolia; DIR holds owner/coordinator/verifier1-3/client .key files)
  * Exits 0 only if every promise held. Ctrl-C stops every process it started.
@@ -27,6 +29,8 @@ const { values } = parseArgs({
     rpc: { type: "string" },
     deployment: { type: "string" },
     keys: { type: "string" },
+    // A checkpoint store instead of the embedded S3 server (s3://BUCKET/PREFIX with the AWS variables, file://DIR).
+    store: { type: "string" },
   },
   strict: true,
 });
@@ -57,6 +61,7 @@ async function main(): Promise<number> {
     print: (l) => console.log(l),
     signal: controller.signal,
     external,
+    store: values.store,
   });
   return result.ok ? 0 : 1;
 }

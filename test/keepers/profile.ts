@@ -2,6 +2,7 @@
  * Issue 12's safety net in the coordinator: a template goes only to providers whose signed heartbeat reports an
  * arithmetic profile proven to give the template's bits (workloads/profile.ts).
  */
+import { machineId } from "../../sdk/machine.ts";
 import { expect } from "chai";
 import { getAddress, Wallet } from "ethers";
 import {
@@ -82,8 +83,12 @@ describe("coordinator: arithmetic profile safety net", function () {
 
   it("the profile is signed: a beat whose profile was changed in transit is refused; the book keeps it", async function () {
     const w = new Wallet(Wallet.createRandom().privateKey);
+    const escrow = Wallet.createRandom().address;
+    const scope = { chainId: "31337", escrow };
     const h = await signHeartbeat(w, {
       chainId: "31337",
+      escrow,
+      machine: machineId(),
       provider: w.address,
       jobId: "0",
       epoch: "0",
@@ -91,13 +96,14 @@ describe("coordinator: arithmetic profile safety net", function () {
       profile: PROVEN,
       sentAt: NOW,
     });
-    expect(checkHeartbeat(h, "31337", NOW, undefined)).to.deep.equal({ ok: true });
-    expect(checkHeartbeat({ ...h, profile: UNPROVEN }, "31337", NOW, undefined).ok).to.equal(false);
-    const book = new HeartbeatBook("31337", 30_000);
-    expect(book.receive(h, NOW).ok).to.equal(true);
+    expect(checkHeartbeat(h, scope, NOW, undefined)).to.deep.equal({ ok: true });
+    expect(checkHeartbeat({ ...h, profile: UNPROVEN }, scope, NOW, undefined).ok).to.equal(false);
+    const book = new HeartbeatBook(scope, 30_000, () => true);
+    expect((await book.receive(h, NOW)).ok).to.equal(true);
     expect(book.lastBeat.get(w.address.toLowerCase())?.profile).to.equal(PROVEN);
-    expect(book.receive({ ...h, sentAt: NOW + 1, profile: "x".repeat(200) }, NOW)).to.deep.equal({
+    expect(await book.receive({ ...h, sentAt: NOW + 1, profile: "x".repeat(200) }, NOW)).to.deep.equal({
       ok: false,
+      status: 400,
       reason: "profile must be a short printable string",
     });
   });
