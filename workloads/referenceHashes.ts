@@ -2,6 +2,7 @@
 // same bits. `node workloads/referenceHashes.ts [steps] [every]` prints one JSON object
 // { template: [hash after `every` steps, after 2·every, …] }; the cross-family test runs it
 // natively and under CPU emulation and compares with the hashes committed in docs/WORKLOADS.md.
+// GPUCHAIN_EP=cuda runs the same on the CUDA provider (needs onnxruntime-node's CUDA binaries installed).
 import { pathToFileURL } from "node:url";
 import { listTemplates } from "./templates.ts";
 import { createTrainer, type TrainerOptions } from "./trainer.ts";
