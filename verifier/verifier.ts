@@ -16,8 +16,8 @@ import { isTrainingOver, jobIds, readJob, type JobReader, type JobView } from ".
 import type { Logger } from "../sdk/log.ts";
 import { runLoop } from "../sdk/runner.ts";
 import {
-  createTrainer, isProvenProfile, loadTemplate, localProfile, UnknownTemplateError, type CheckpointStore, type Template,
-  type Trainer,
+  createTrainer, loadTemplate, localProfile, replayUnprovenReason, UnknownTemplateError, type CheckpointStore,
+  type Template, type Trainer,
 } from "../workloads/index.ts";
 import { DEFAULT_ABSTAIN_AFTER_MS, OutageTracker } from "./outage.ts";
 import { BEHAVIOURS, verifierBehaviour, type BehaviourName, type VerifierBehaviour } from "./behaviour.ts";
@@ -172,12 +172,10 @@ export class Verifier {
     if (!entry) {
       entry = (async () => {
         const template = loadTemplate(templateId);
-        // Issue 12's safety net: replaying on a profile not proven for the template, a mismatch would not be
-        // evidence against the provider, so this verifier abstains instead.
-        const profile = localProfile();
-        if (!isProvenProfile(template, profile)) {
-          throw new CannotVerifyError(`arithmetic profile ${profile} is not proven for template ${template.descriptor.name}`);
-        }
+        // Issue 12's safety net: on a profile not proven for the template a mismatch would not be evidence
+        // against the provider, so this verifier abstains.
+        const unproven = replayUnprovenReason(template, localProfile());
+        if (unproven) throw new CannotVerifyError(unproven);
         return { template, trainer: await createTrainer(template) };
       })();
       this.trainers.set(templateId, entry);
