@@ -28,7 +28,7 @@ describe("the whole network across separate hosts (npm start -- --hosts, short c
       kill: true, hosts: true, runDir: path.join(".gpuchain", `e2e-hosts-${process.pid}`), deploymentId,
       timeoutMs: 480_000, print: (l) => lines.push(l),
     });
-    if (!result.ok) console.log(lines.join("\n"));
+    if (!result.ok || process.env.GPUCHAIN_E2E_PRINT) console.log(lines.join("\n"));
   });
   after(function () {
     rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
