@@ -3,7 +3,7 @@
  * what is the final model worth? No chain I/O here: the caller passes the job's on-chain facts and a checkpoint
  * store; the only effects are store reads and onnxruntime runs (replay and evaluation).
  *
- * A checkpoint is accepted only if all of these hold (see docs/ARCHITECTURE.md and ../shared/DESIGN.md):
+ * A checkpoint is accepted only if all of these hold (see docs/ARCHITECTURE.md, "Training work and the Quality Guard"):
  * 1. integrity: the blob's sha256 equals the reported hash, it decodes, holds no NaN/Inf, names the job's template
  *    and seed, ends at the reported step and links to the job's accepted checkpoint (an old checkpoint replayed
  *    links elsewhere);

@@ -4,10 +4,9 @@
  */
 import type { Contract } from "ethers";
 import { isTraining, isTrainingOver, jobIds, readJob } from "../../sdk/job.ts";
-import type { Logger } from "../../sdk/log.ts";
-import { runLoop } from "../../sdk/runner.ts";
 import { changeLogger, execute, mapLimit, read, scanEvents, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer } from "../http.ts";
+import { runTicks } from "../keeper.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import { memoryNeed } from "./config.ts";
 import {
@@ -198,24 +197,22 @@ export async function runCoordinator(
   ctx: KeeperContext,
   config: CoordinatorConfig,
   signal: AbortSignal,
-  logger: Logger = ctx.logger,
 ): Promise<number> {
   const coordinator = createCoordinator(ctx, config);
-  const tick = async () => void (await coordinator.tick());
-  const run = { name: "coordinator", tick, intervalMs: config.intervalMs, once: config.once, signal, logger };
+  const run = () => runTicks("coordinator", ctx, config, async () => void (await coordinator.tick()), signal);
   // One tick has no time to hear heartbeats: --once only unassigns lapsed leases (and logs its decisions).
-  if (config.once) return runLoop(run);
+  if (config.once) return run();
   const server = await startJsonServer({
     host: config.host,
     port: config.port,
-    logger,
+    logger: ctx.logger,
     routes: {
       "POST /heartbeat": coordinator.book.handler(ctx.nowMs),
       "GET /health": () => ({ status: 200, body: { ok: true } }),
     },
   });
   try {
-    return await runLoop(run);
+    return await run();
   } finally {
     await server.close();
   }
