@@ -8,6 +8,7 @@ import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { startJsonServer } from "../../keepers/http.ts";
 import type { KeeperContext } from "../../keepers/chain.ts";
+import { JobStatus } from "../../sdk/job.ts";
 import {
   CRASH_POINTS,
   LEASE,
@@ -52,7 +53,7 @@ async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>
 }
 
 const statusOf = async (p: Protocol, jobId: bigint) => Number(await p.escrow.statusOf(jobId));
-const RUNNING = 2;
+const RUNNING = JobStatus.Running;
 const OPEN = 1;
 
 describe("keepers: coordinator on chain", function () {
