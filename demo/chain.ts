@@ -38,12 +38,43 @@ export async function freePort(preferred: number): Promise<number> {
 /** Starts `hardhat node` on `port` and waits until it answers. */
 export async function startChain(group: ProcessGroup, port: number, timeoutMs = 90_000): Promise<string> {
   group.start("chain", [HARDHAT_CLI, "node", "--port", String(port), "--hostname", "127.0.0.1"]);
-  const url = `http://127.0.0.1:${port}`;
+  return waitUntilAnswering(group, "chain", `http://127.0.0.1:${port}`, timeoutMs);
+}
+
+/**
+ * Foundry's anvil (npm `@foundry-rs/anvil`): a second, independent node implementation. Its platform binary is
+ * run directly, so that stopping it stops the node (the npm wrapper would leave it behind on SIGKILL).
+ */
+export function anvilBinary(): string {
+  const arch = process.arch === "x64" ? "amd64" : process.arch;
+  try {
+    return path.join(path.dirname(require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`)), "bin", "anvil");
+  } catch {
+    throw new Error(`no anvil binary for ${process.platform}/${process.arch} (npm @foundry-rs/anvil)`);
+  }
+}
+
+export interface AnvilOptions {
+  chainId?: number;
+  /** Seconds between blocks (mining on a timer); automine when absent. */
+  blockTime?: number;
+}
+
+/** Starts anvil on `port` under `name` with Hardhat's test accounts and waits until it answers. */
+export async function startAnvil(group: ProcessGroup, port: number, o: AnvilOptions = {}, name = "chain"): Promise<string> {
+  const args = ["--port", String(port), "--host", "127.0.0.1", "--silent"];
+  if (o.chainId !== undefined) args.push("--chain-id", String(o.chainId));
+  if (o.blockTime !== undefined) args.push("--block-time", String(o.blockTime));
+  group.start(name, args, {}, anvilBinary());
+  return waitUntilAnswering(group, name, `http://127.0.0.1:${port}`, 30_000);
+}
+
+async function waitUntilAnswering(group: ProcessGroup, name: string, url: string, timeoutMs: number): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!group.has("chain")) throw new Error("the local chain exited during start-up (see its output above)");
+    if (!group.has(name)) throw new Error(`the local chain (${name}) exited during start-up (see its output above)`);
     if (await answers(url)) return url;
-    await sleep(500);
+    await sleep(200);
   }
   throw new Error(`the local chain did not answer on ${url} within ${timeoutMs / 1000} s`);
 }

@@ -15,9 +15,9 @@ export class ProcessGroup {
     this.onLine = onLine;
   }
 
-  /** Starts `node <args>` under `name`. */
-  start(name: string, args: string[], env: Record<string, string> = {}): ChildProcess {
-    const child = spawn(process.execPath, args, {
+  /** Starts `node <args>` (or `program <args>` when given) under `name`. */
+  start(name: string, args: string[], env: Record<string, string> = {}, program = process.execPath): ChildProcess {
+    const child = spawn(program, args, {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -8,12 +8,11 @@ export interface ProviderRow {
   why: string;
 }
 
-export { formatUsdc } from "../sdk/narrative.ts";
-import { formatUsdc } from "../sdk/narrative.ts";
+import { formatUsdc, usdcAmount } from "../sdk/format.ts";
 
 export function formatTable(rows: ProviderRow[]): string[] {
   const header = ["provider", "steps accepted", "refused", "earned USDC", "withdrawn USDC", "why"];
-  const body = rows.map((r) => [r.name, String(r.stepsAccepted), String(r.checkpointsRefused), formatUsdc(r.earned), formatUsdc(r.withdrawn), r.why]);
+  const body = rows.map((r) => [r.name, String(r.stepsAccepted), String(r.checkpointsRefused), usdcAmount(r.earned), usdcAmount(r.withdrawn), r.why]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)];

@@ -3,11 +3,11 @@
  * Exports `main(argv)` for the `gpuchain` dispatcher (cli/gpuchain.ts).
  */
 import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
-import { rpcProvider } from "../sdk/contracts.ts";
+import { connectChecked } from "../sdk/contracts.ts";
 import { KeyFileError, loadKey } from "../sdk/keys.ts";
 import { createLogger, type Logger } from "../sdk/log.ts";
 import { UsageError, parseCommand } from "../sdk/args.ts";
-import { SendQueue, withTimeout, type KeeperContext } from "./chain.ts";
+import { SendQueue, type KeeperContext } from "./chain.ts";
 import { SHARED_OPTIONS, type FlagValues } from "./config.ts";
 import { keeperContext } from "./context.ts";
 import { COLLECTOR_OPTIONS, collectorConfig, type CollectorConfig } from "./collector/config.ts";
@@ -90,10 +90,10 @@ export async function main(argv: string[]): Promise<number> {
   const deployment = asUsage(() => loadDeployment(String(v.deployment)));
   const wallet = keyFile ? asUsage(() => loadKey(keyFile)) : undefined;
   const root = createLogger({ component: "keeper", pretty });
-  const provider = rpcProvider(String(v.rpc));
+  // The node must answer, be on the deployment's chain and hold its contracts (one-line errors otherwise).
+  const { provider, chainId } = await connectChecked(String(v.rpc), deployment, common.rpcTimeoutMs);
   const { signal, dispose } = shutdownSignal(root);
   try {
-    const { chainId } = await withTimeout(provider.getNetwork(), common.rpcTimeoutMs, `connecting to ${v.rpc}`);
     const signer = wallet?.connect(provider);
     const sendQueue = new SendQueue(); // `all` shares one key: one nonce sequence for the four keepers
     const contextFor = (component: string) =>
