@@ -29,6 +29,11 @@ export class ProcessGroup {
     return child;
   }
 
+  /** How many children are running. */
+  get size(): number {
+    return this.children.size;
+  }
+
   has(name: string): boolean {
     return this.children.has(name);
   }

@@ -35,10 +35,15 @@ export class CommandError extends Error {}
 
 /** Parses `argv` with the common options plus `extra`; unknown flags are an error, not silently ignored. */
 export function parseCommand<T extends Options>(argv: string[], extra: T) {
-  const options = { ...COMMON_OPTIONS, ...extra };
+  return parseFlags(argv, { ...COMMON_OPTIONS, ...extra });
+}
+
+/** Parses `argv` with exactly `options` (for entry points with flags of their own: `npm start`, `npm run bench`). */
+export function parseFlags<T extends Options>(argv: string[], options: T) {
   try {
     return parseArgs({ args: joinDashValues(argv, options), options, allowPositionals: true, strict: true });
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     throw usageFromParseArgs(err as Error & { code?: string });
   }
 }

@@ -8,6 +8,7 @@
  * device memory is at least the template's need, it sent a heartbeat within the timeout, and that latest beat is
  * idle or for a job it still holds. Among the eligible: cheapest price, then most memory, then lowest address.
  */
+import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
 import type { JobStatusName } from "../../sdk/contracts.ts";
 
@@ -216,7 +217,7 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
     const { ranked, excluded } = rankProviders(job, view, busy);
     const best = ranked[0];
     if (!best) {
-      decisions.push({ ...base, action: "wait", reason: `no eligible provider${summarize(excluded)}` });
+      decisions.push({ ...base, action: "wait", reason: `no eligible provider${summarize(excluded)}${whyNobodyFits(job, view)}` });
       continue;
     }
     busy.add(best.address.toLowerCase());
@@ -229,6 +230,13 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
     });
   }
   return decisions;
+}
+
+/** When no registered offer fits the job's own terms, why (sdk/jobFit.ts, shared with `explain`). */
+function whyNobodyFits(job: JobView, view: CoordinatorView): string {
+  const offers = view.providers.filter((p) => p.registered);
+  const fit = jobFit({ ...job, memoryNeedMiB: view.memoryNeedMiB(job.templateId) }, offers);
+  return fit.reasons.length ? `: ${fit.reasons.map(describeWait).join("; ")}` : "";
 }
 
 function summarize(excluded: Ranking["excluded"]): string {

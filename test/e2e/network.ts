@@ -1,16 +1,22 @@
 /**
  * End to end: the `npm start` scenario in a shorter configuration (the small synthetic template), with real
- * processes: a hardhat node, Ignition deployment, keepers, three verifiers, three provider agents.
+ * processes: a node, Ignition deployment, keepers, three verifiers, three provider agents — once on Hardhat's node
+ * and once on anvil (npm `@foundry-rs/anvil`, a second, independent implementation that rejects log queries for
+ * blocks past its head), each started and stopped by the scenario on a free port.
  */
 import { expect } from "chai";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { runScenario, type ScenarioResult } from "../../demo/scenario.ts";
 import { runToEnd } from "../../demo/processes.ts";
+import type { ChainNode } from "../../demo/types.ts";
 
-describe("the whole network, end to end (short configuration)", function () {
+for (const node of ["hardhat", "anvil"] as const satisfies ChainNode[]) describeScenario(node);
+
+function describeScenario(node: ChainNode) {
+describe(`the whole network, end to end (short configuration, ${node})`, function () {
   this.timeout(600_000);
-  const deploymentId = `e2e-${process.pid}`;
+  const deploymentId = `e2e-${node}-${process.pid}`;
   const reservesAtEveryBlock: { block: number; held: bigint; owes: bigint }[] = [];
   let result: ScenarioResult;
   const lines: string[] = [];
@@ -26,8 +32,10 @@ describe("the whole network, end to end (short configuration)", function () {
       dispute: false,
       fault: "garbage-weights",
       kill: true,
-      runDir: path.join(".gpuchain", `e2e-${process.pid}`),
+      runDir: path.join(".gpuchain", `e2e-${node}-${process.pid}`),
       deploymentId,
+      node,
+      port: undefined,
       timeoutMs: 420_000,
       print: (l) => lines.push(l),
       beforeStop: async ({ provider, protocol, jobId, rpc, deploymentFile }) => {
@@ -95,4 +103,27 @@ describe("the whole network, end to end (short configuration)", function () {
   it("ends with a final model that beats the job's target accuracy", function () {
     expect(result.checks.find((c) => c.promise.startsWith("the final model"))?.held).to.equal(true);
   });
+
+  it("names each keeper in its log prefix and keeps the result last on screen", function () {
+    for (const keeper of ["coordinator", "collector", "finalizer"]) expect(lines.some((l) => l.startsWith(`[${keeper}] `))).to.equal(true);
+    expect(lines.filter((l) => l.startsWith("[keepers] started"))).to.deep.equal([]);
+    const stopped = lines.findIndex((l) => /^stopped the \d+ processes this run started$/.test(l));
+    expect(stopped, "one shutdown line").to.be.greaterThan(0);
+    const tail = lines.slice(stopped + 1);
+    expect(tail.some((l) => l.startsWith("provider ") && l.includes("earned USDC"))).to.equal(true);
+    expect(tail.at(-2)).to.equal("every promise held");
+    expect(tail.filter((l) => l.startsWith("["))).to.deep.equal([]); // no child's line after the table
+  });
+
+  it("reports reserves over the whole run and lost work consistent with the chain", function () {
+    const reserves = result.checks.find((c) => c.promise.startsWith("proof of reserves"))!;
+    expect(reserves.detail).to.match(/^\d+ blocks, smallest margin held − owed \d+\.\d{6} USDC/);
+    expect(result.minReserveMargin! >= 0n).to.equal(true);
+    const failover = lines.find((l) => l.startsWith("failover: "))!;
+    const m = /work lost: (\d+) steps \(alice trained to step (\d+).*resumed from step (\d+)/.exec(failover);
+    expect(m, failover).to.not.equal(null);
+    expect(Number(m![1])).to.equal(Math.max(0, Number(m![2]) - Number(m![3])));
+    expect(result.lostSteps).to.equal(Number(m![1]));
+  });
 });
+}
