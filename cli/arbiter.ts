@@ -2,7 +2,8 @@
 import { CommandError, expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
 import { openContext, requireJob } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
-import { JOB_STATUS, protocolInterfaces } from "../sdk/contracts.ts";
+import { protocolInterfaces } from "../sdk/contracts.ts";
+import { statusName } from "../sdk/job.ts";
 
 export const USAGE = `usage: gpuchain arbiter resolve JOB --uphold|--reject --key FILE
 
@@ -27,7 +28,7 @@ export async function main(argv: string[]): Promise<number> {
   const { escrow } = ctx.protocol;
   try {
     await requireJob(ctx, jobId);
-    const status = JOB_STATUS[Number(await escrow.statusOf(jobId))];
+    const status = statusName(await escrow.statusOf(jobId));
     if (status !== "Disputed") {
       console.error(`gpuchain: job ${jobId} is ${status}: only a Disputed job within the 3-day deadline can be resolved`);
       return 1;

@@ -16,7 +16,8 @@ import {
 } from "../sdk/args.ts";
 import { openContext, requireJob, templateArg, type CommandContext } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
-import { JOB_STATUS, protocolInterfaces } from "../sdk/contracts.ts";
+import { protocolInterfaces } from "../sdk/contracts.ts";
+import { statusName } from "../sdk/job.ts";
 import { formatDuration, formatPrice, formatUsdc } from "../sdk/format.ts";
 import { warnIfNobodyFits } from "./fit.ts";
 
@@ -172,7 +173,7 @@ async function signPermit(ctx: CommandContext, value: bigint) {
 async function cancel(ctx: CommandContext, jobId: bigint, dryRun: boolean): Promise<number> {
   const { escrow } = ctx.protocol;
   await requireJob(ctx, jobId);
-  const status = JOB_STATUS[Number(await escrow.statusOf(jobId))];
+  const status = statusName(await escrow.statusOf(jobId));
   if (status !== "Open") {
     console.error(`gpuchain: job ${jobId} is ${status}: only an Open job (no provider assigned) can be cancelled`);
     return 1;

@@ -2,7 +2,8 @@
 import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
 import { openContext, requireJob } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
-import { JOB_STATUS, protocolInterfaces } from "../sdk/contracts.ts";
+import { protocolInterfaces } from "../sdk/contracts.ts";
+import { statusName } from "../sdk/job.ts";
 import { formatDeadline, formatUsdc } from "../sdk/format.ts";
 
 export const USAGE = `usage: gpuchain dispute JOB --key FILE
@@ -19,7 +20,7 @@ export async function main(argv: string[]): Promise<number> {
   const { escrow, usdc: token } = ctx.protocol;
   try {
     await requireJob(ctx, jobId);
-    const status = JOB_STATUS[Number(await escrow.statusOf(jobId))];
+    const status = statusName(await escrow.statusOf(jobId));
     if (status !== "DisputeWindow") {
       console.error(`gpuchain: job ${jobId} is ${status}: a dispute is only possible during the dispute window`);
       return 1;

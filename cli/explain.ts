@@ -8,7 +8,7 @@ import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sd
 import { openContext, type CommandContext } from "./context.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
 import { currentOffers } from "./fit.ts";
-import { JOB_STATUS } from "../sdk/contracts.ts";
+import { statusName } from "../sdk/job.ts";
 import { statusAt, type LedgerJob } from "../sdk/ledger.ts";
 import { jobNarrative, providerSummaries } from "../sdk/narrative.ts";
 import { formatUsdc } from "../sdk/format.ts";
@@ -39,9 +39,9 @@ export async function main(argv: string[]): Promise<number> {
       ctx.provider.getBlock("latest"),
     ]);
     const summaries = providerSummaries(job);
-    const status = JOB_STATUS[statusAt(job, BigInt(block!.timestamp))];
+    const status = statusName(statusAt(job, BigInt(block!.timestamp)));
     const agrees =
-      status === JOB_STATUS[Number(chainStatus)] &&
+      status === statusName(chainStatus) &&
       job.paid === onChain.paid &&
       job.epoch === onChain.epoch &&
       job.acceptedStep === Number(onChain.acceptedStep);

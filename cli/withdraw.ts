@@ -6,7 +6,8 @@ import type { Contract } from "ethers";
 import { CommandError, expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
 import { openContext, requireJob, type CommandContext } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
-import { JOB_STATUS, protocolInterfaces } from "../sdk/contracts.ts";
+import { protocolInterfaces } from "../sdk/contracts.ts";
+import { isFinished, statusName } from "../sdk/job.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
 
@@ -15,8 +16,6 @@ export const USAGE = `usage: gpuchain withdraw --key FILE [--jobs 1,2,…]
   claims the key's earnings on settled or cancelled jobs (all it ever had a checkpoint accepted on, unless
   --jobs names them), then withdraws everything the escrow owes the key
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --dry-run  --debug`;
-
-const CLAIMABLE = new Set(["Settled", "Cancelled"]);
 
 export function parseJobList(value: string): bigint[] {
   const items = value.split(",").map((s) => s.trim());
@@ -41,9 +40,9 @@ export async function main(argv: string[]): Promise<number> {
     for (const jobId of listed ?? []) await requireJob(ctx, jobId);
     for (const jobId of listed ?? (await jobsWithAcceptedWork(ctx, me))) {
       const earnings = await escrow.earningsOf(jobId, me);
-      const status = JOB_STATUS[Number(await escrow.statusOf(jobId))];
+      const status = statusName(await escrow.statusOf(jobId));
       if (earnings === 0n) continue;
-      if (!CLAIMABLE.has(status)) {
+      if (!isFinished(status)) {
         console.log(`job ${jobId}: ${formatUsdc(earnings)} earned, claimable once the job settles (${status} now)`);
         continue;
       }

@@ -5,7 +5,8 @@
 import { decodeCustomError } from "../sdk/errors.ts";
 import { escrowLedger } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
-import { JOB_STATUS, type Protocol } from "../sdk/contracts.ts";
+import type { Protocol } from "../sdk/contracts.ts";
+import { statusName } from "../sdk/job.ts";
 import { walletOf, type Ledger } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { loadTemplate } from "../workloads/index.ts";
@@ -38,7 +39,7 @@ export async function settle(
   const accuracy = Number(verdict.metric) / 100;
   const target = loadTemplate(o.template).descriptor.evalRules.targetAccuracy;
   const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
-  const status = JOB_STATUS[Number(statusCode)];
+  const status = statusName(statusCode);
   const minMargin = watch.minReserveMargin ?? held - owes;
   const checks: PromiseCheck[] = [{ promise: "the job settled", held: status === "Settled", detail: status }];
   if (o.fault) {

@@ -3,7 +3,7 @@
  * its events, kills alice after her first accepted checkpoint, times the failover, measures the work lost, tracks
  * proof of reserves at every block, and lets the dispute window (or the arbiter's 3 days) pass after the verdict.
  */
-import { JOB_STATUS } from "../sdk/contracts.ts";
+import { statusName } from "../sdk/job.ts";
 import { decodeLogs } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { LogCursor } from "../sdk/logRange.ts";
@@ -50,7 +50,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
     lastSampled = Math.max(lastSampled, head);
     await sleep(250, o.signal);
   }
-  const status = JOB_STATUS[Number(await run.protocol.escrow.statusOf(jobId))];
+  const status = statusName(await run.protocol.escrow.statusOf(jobId));
   throw new Error(`the job did not settle within ${o.timeoutMs / 1000} s (status ${status})`);
 }
 

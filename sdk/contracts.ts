@@ -7,7 +7,6 @@ import { Contract, FetchRequest, Interface, JsonRpcProvider, Network, type Contr
 import type { JobEscrow, ProviderRegistry, TestUSDC } from "../types/ethers-contracts/index.ts";
 import { DeploymentError, type Deployment } from "./deployment.ts";
 import { UsageError } from "./args.ts";
-import { JobStatus } from "./ledger.ts";
 
 const ARTIFACTS = new URL("../artifacts/contracts/", import.meta.url);
 
@@ -146,6 +145,5 @@ export function staticProvider(url: string, chainId: bigint, timeoutMs: number, 
   return provider;
 }
 
-/** Job status names by enum value (IJobEscrow.JobStatus; the numbering lives in sdk/ledger.ts). */
-export const JOB_STATUS = Object.keys(JobStatus) as JobStatusName[];
-export type JobStatusName = keyof typeof JobStatus;
+/** Job status names by enum value: the job model lives in sdk/job.ts (kept here for the commands that import it). */
+export { JOB_STATUS, type JobStatusName } from "./job.ts";

@@ -10,24 +10,27 @@
  */
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
-import type { JobStatusName } from "../../sdk/contracts.ts";
+import type { JobView } from "../../sdk/job.ts";
 
-export interface JobView {
-  jobId: bigint;
-  status: JobStatusName;
-  epoch: bigint;
-  templateId: string;
-  totalSteps: number;
-  acceptedStep: number;
-  pendingStep: number;
-  maxPricePerStep: bigint;
-  budget: bigint;
-  paid: bigint;
-  /** Current assignee (zero address when Open). */
-  provider: string;
-  /** Unix seconds; the lease is live while chain time ≤ this. */
-  leaseExpiresAt: bigint;
-}
+/**
+ * The parts of a job (sdk/job.ts) the coordinator decides on. `provider` is the zero address when Open; the lease
+ * is live while chain time ≤ `leaseExpiresAt` (unix seconds).
+ */
+export type CoordinatorJob = Pick<
+  JobView,
+  | "jobId"
+  | "status"
+  | "epoch"
+  | "templateId"
+  | "totalSteps"
+  | "acceptedStep"
+  | "pendingStep"
+  | "maxPricePerStep"
+  | "budget"
+  | "paid"
+  | "provider"
+  | "leaseExpiresAt"
+>;
 
 export interface ProviderView {
   address: string;
@@ -53,7 +56,7 @@ export interface CoordinatorView {
   startGraceMs?: number;
   /** Whether the keeper's key holds the coordinator role (assign; unassign before the lease lapses). */
   isCoordinator: boolean;
-  jobs: JobView[];
+  jobs: CoordinatorJob[];
   providers: ProviderView[];
   /** Latest beat per provider (lower-case address). */
   lastBeat: Map<string, BeatRecord>;
@@ -95,7 +98,7 @@ export const jobBeatKey = (jobId: bigint | string, epoch: bigint | string, provi
   `${jobId}:${epoch}:${provider.toLowerCase()}`;
 
 /** Whether a Running job's assignee should be unassigned now. Boundary: still live at exactly `timeoutMs`. */
-export function decideRunning(job: JobView, view: CoordinatorView): Decision {
+export function decideRunning(job: CoordinatorJob, view: CoordinatorView): Decision {
   const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep, provider: job.provider };
   if (job.acceptedStep >= job.totalSteps) {
     return { ...base, action: "keep", reason: "training complete; awaiting verdict" };
@@ -127,7 +130,7 @@ export function decideRunning(job: JobView, view: CoordinatorView): Decision {
 
 /** Why `p` cannot take `job`, or undefined when it can. `busy` holds lower-case addresses. */
 export function exclusionOf(
-  job: JobView,
+  job: CoordinatorJob,
   p: ProviderView,
   view: CoordinatorView,
   busy: Set<string>,
@@ -172,7 +175,7 @@ export interface Ranking {
   excluded: { address: string; reason: Exclusion }[];
 }
 
-export function rankProviders(job: JobView, view: CoordinatorView, busy: Set<string>): Ranking {
+export function rankProviders(job: CoordinatorJob, view: CoordinatorView, busy: Set<string>): Ranking {
   const ranked: ProviderView[] = [];
   const excluded: Ranking["excluded"] = [];
   for (const p of view.providers) {
@@ -185,12 +188,12 @@ export function rankProviders(job: JobView, view: CoordinatorView, busy: Set<str
 }
 
 /** Providers assigned to a Running job (lower-case). */
-export function busyProviders(jobs: JobView[]): Set<string> {
+export function busyProviders(jobs: CoordinatorJob[]): Set<string> {
   return new Set(jobs.filter((j) => j.status === "Running").map((j) => j.provider.toLowerCase()));
 }
 
 /** Which Open jobs need a provider (steps remain). The tick asks `isFenced` only for these jobs' candidates. */
-export function needsProvider(job: JobView): boolean {
+export function needsProvider(job: CoordinatorJob): boolean {
   return job.status === "Open" && job.acceptedStep < job.totalSteps;
 }
 
@@ -233,7 +236,7 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
 }
 
 /** When no registered offer fits the job's own terms, why (sdk/jobFit.ts, shared with `explain`). */
-function whyNobodyFits(job: JobView, view: CoordinatorView): string {
+function whyNobodyFits(job: CoordinatorJob, view: CoordinatorView): string {
   const offers = view.providers.filter((p) => p.registered);
   const fit = jobFit({ ...job, memoryNeedMiB: view.memoryNeedMiB(job.templateId) }, offers);
   return fit.reasons.length ? `: ${fit.reasons.map(describeWait).join("; ")}` : "";
