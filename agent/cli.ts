@@ -137,7 +137,8 @@ export async function main(argv: string[]): Promise<number> {
   // Key and deployment problems are the person's to fix: thrown to gpuchain's one error path (one line, exit 1).
   const key = loadOrCreateKey(args.keyFile, true);
   const wallet = key.wallet;
-  logger.info(key.created ? "created provider key" : "using provider key", { address: wallet.address, keyFile: args.keyFile });
+  const keyFields = { address: wallet.address, keyFile: args.keyFile };
+  logger.info(key.created ? "created provider key" : "using provider key", keyFields);
   const deployment = loadDeployment(args.deployment);
   const { signal, dispose } = shutdownSignal(logger, "stopping (finishing or abandoning the current step)");
   const provider = await connectRpc(args.rpc, logger, signal).catch((err) => {

@@ -27,7 +27,8 @@ if (wantsHelp(argv)) {
 }
 try {
   parseFlags(argv, { debug: { type: "boolean", default: false }, help: { type: "boolean", short: "h" } });
-  if (argv.some((a) => !a.startsWith("-"))) throw new UsageError(`unexpected argument "${argv.find((a) => !a.startsWith("-"))}"`, true);
+  const stray = argv.find((a) => !a.startsWith("-"));
+  if (stray !== undefined) throw new UsageError(`unexpected argument "${stray}": npm run bench takes no arguments`, true);
   for (const [name, run] of parts) {
     progress(`${name} …`);
     const started = performance.now();
@@ -37,7 +38,8 @@ try {
 } catch (err) {
   // One line, like every command: usage errors exit 2, failures 1; the stack only with --debug.
   const usage = err instanceof UsageError;
-  console.error(`npm run bench: ${String((err as Error)?.message ?? err).split("\n")[0]}${usage && err.showUsage ? `\n\n${USAGE}` : ""}`);
+  const line = String((err as Error)?.message ?? err).split("\n")[0];
+  console.error(`npm run bench: ${line}${usage && err.showUsage ? `\n\n${USAGE}` : ""}`);
   if (argv.includes("--debug")) console.error((err as Error)?.stack);
   process.exit(usage ? 2 : 1);
 }

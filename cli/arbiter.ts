@@ -30,7 +30,9 @@ export async function main(argv: string[]): Promise<number> {
     await requireJob(ctx, jobId);
     const status = statusName(await escrow.statusOf(jobId));
     if (status !== "Disputed") {
-      console.error(`gpuchain: job ${jobId} is ${status}: only a Disputed job within the 3-day deadline can be resolved`);
+      console.error(
+        `gpuchain: job ${jobId} is ${status}: only a Disputed job within the 3-day deadline can be resolved`,
+      );
       return 1;
     }
     if (values["dry-run"]) {

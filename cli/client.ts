@@ -131,7 +131,8 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
   };
   console.log(
     `job: ${r.templateName}, ${r.totalSteps} steps, checkpoint every ${r.checkpointInterval}, ` +
-      `≤ ${formatPrice(r.maxPricePerStep)}, budget ${formatUsdc(r.budget)}, dispute window ${formatDuration(r.disputeWindow)}`,
+      `≤ ${formatPrice(r.maxPricePerStep)}, budget ${formatUsdc(r.budget)}, ` +
+      `dispute window ${formatDuration(r.disputeWindow)}`,
   );
   await warnIfNobodyFits(ctx, r);
   if (dryRun) return 0;
@@ -141,7 +142,9 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
     : await approveThen(ctx, r.budget, () => escrow.createJob(call));
   const receipt = await tx.wait();
   const created = receipt!.logs.map((l) => escrow.interface.parseLog(l)).find((e) => e?.name === "JobCreated");
-  console.log(`created job ${created?.args.jobId} (tx ${receipt!.hash}); budget locked${permit ? " with a permit" : ""}`);
+  console.log(
+    `created job ${created?.args.jobId} (tx ${receipt!.hash}); budget locked${permit ? " with a permit" : ""}`,
+  );
   return 0;
 }
 
@@ -183,11 +186,17 @@ async function cancel(ctx: CommandContext, jobId: bigint, dryRun: boolean): Prom
     return 0;
   }
   const receipt = await (await escrow.cancel(jobId)).wait();
-  console.log(`job ${jobId} cancelled (tx ${receipt!.hash}); the unspent budget is withdrawable with \`gpuchain withdraw\``);
+  console.log(
+    `job ${jobId} cancelled (tx ${receipt!.hash}); the unspent budget is withdrawable with \`gpuchain withdraw\``,
+  );
   return 0;
 }
 
-async function approveTemplate(ctx: CommandContext, t: ReturnType<typeof templateArg>, dryRun: boolean): Promise<number> {
+async function approveTemplate(
+  ctx: CommandContext,
+  t: ReturnType<typeof templateArg>,
+  dryRun: boolean,
+): Promise<number> {
   if (dryRun) {
     console.log(`would approve template ${t.descriptor.name} (${t.templateId})`);
     return 0;

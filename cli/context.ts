@@ -4,7 +4,13 @@
  * then the node must answer, be on the deployment's chain and have the contracts' code.
  */
 import type { JsonRpcProvider, Wallet } from "ethers";
-import { checkRpcUrl, connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type Protocol } from "../sdk/contracts.ts";
+import {
+  checkRpcUrl,
+  connectChecked,
+  connectProtocol,
+  DEFAULT_RPC_TIMEOUT_MS,
+  type Protocol,
+} from "../sdk/contracts.ts";
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { CommandError, parsePositiveInt, UsageError } from "../sdk/args.ts";
@@ -32,7 +38,8 @@ export async function openContext(values: ContextFlags, needsKey: boolean): Prom
   if (process.versions.node.split(".").map(Number)[0] < 22) {
     throw new UsageError(`Node ${process.versions.node} is too old: run through npx/npm (the project ships Node 22)`);
   }
-  if (needsKey && !values.key) throw new UsageError("--key FILE is required (a 0600 file holding the private key)", true);
+  if (needsKey && !values.key)
+    throw new UsageError("--key FILE is required (a 0600 file holding the private key)", true);
   const timeoutMs = parsePositiveInt(values["rpc-timeout-ms"], "rpc-timeout-ms", DEFAULT_RPC_TIMEOUT_MS);
   checkRpcUrl(values.rpc!);
   const wallet = values.key ? loadKey(values.key) : undefined;
@@ -54,11 +61,15 @@ export async function requireJob(ctx: CommandContext, jobId: bigint): Promise<vo
 
 /** A workload template by name or templateId, or a one-line error listing the known ones. */
 export function templateArg(nameOrId: string | undefined, what: string): Template {
-  const known = listTemplates().map((t) => t.descriptor.name).join(", ");
+  const known = listTemplates()
+    .map((t) => t.descriptor.name)
+    .join(", ");
   if (!nameOrId) throw new UsageError(`${what} is required: one of ${known} (or a 0x… template id)`, true);
   const isId = /^0x[0-9a-fA-F]{64}$/.test(nameOrId);
   if (nameOrId.startsWith("0x") && !isId) {
-    throw new UsageError(`${what} "${nameOrId}" is not a template id (0x followed by 64 hex digits) nor a name (${known})`);
+    throw new UsageError(
+      `${what} "${nameOrId}" is not a template id (0x followed by 64 hex digits) nor a name (${known})`,
+    );
   }
   try {
     return loadTemplate(nameOrId);

@@ -36,7 +36,8 @@ export async function main(argv: string[]): Promise<number> {
     const now = (await ctx.provider.getBlock("latest"))!.timestamp;
     console.log(`job ${jobId} disputed (tx ${receipt!.hash}); bond ${formatUsdc(bond)}`);
     console.log(
-      `the arbiter may decide until ${formatDeadline(deadline, now)}; after that the verdict stands and the bond comes back`,
+      `the arbiter may decide until ${formatDeadline(deadline, now)}; ` +
+        "after that the verdict stands and the bond comes back",
     );
     return 0;
   } catch (err) {

@@ -25,8 +25,10 @@ export function reportError(err: unknown, usage: string, debug: boolean): number
 
 function oneLine(err: unknown): string {
   const e = err as { code?: string; message?: string };
-  if (e?.code === "TIMEOUT") return "the RPC did not answer in time (a slow or overloaded node; --rpc-timeout-ms raises the limit)";
-  if (/ECONNREFUSED/.test(String(e?.message))) return "lost the connection to the RPC (connection refused): is the node still running?";
+  if (e?.code === "TIMEOUT")
+    return "the RPC did not answer in time (a slow or overloaded node; --rpc-timeout-ms raises the limit)";
+  if (/ECONNREFUSED/.test(String(e?.message)))
+    return "lost the connection to the RPC (connection refused): is the node still running?";
   try {
     return firstLine(describeError(err, protocolInterfaces().escrow));
   } catch {

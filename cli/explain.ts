@@ -23,7 +23,10 @@ export const USAGE = `usage: gpuchain explain JOB [--json] [--from-block N]
 const jsonSafe = (_k: string, v: unknown) => (typeof v === "bigint" ? v.toString() : v);
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, { ...FROM_BLOCK_OPTION, json: { type: "boolean", default: false } });
+  const { values, positionals } = parseCommand(argv, {
+    ...FROM_BLOCK_OPTION,
+    json: { type: "boolean", default: false },
+  });
   expectPositionals(positionals, ["JOB"]);
   const jobId = parseJobId(positionals[0]);
   const fromBlock = parseFromBlock(values["from-block"]);
@@ -52,7 +55,10 @@ export async function main(argv: string[]): Promise<number> {
       return agrees ? 0 : 1;
     }
     const progress = `${job.acceptedStep}/${job.totalSteps} steps accepted`;
-    console.log(`job ${jobId} — ${status}, epoch ${job.epoch}, ${progress}, paid ${formatUsdc(job.paid)} of ${formatUsdc(job.budget)}`);
+    console.log(
+      `job ${jobId} — ${status}, epoch ${job.epoch}, ${progress}, ` +
+        `paid ${formatUsdc(job.paid)} of ${formatUsdc(job.budget)}`,
+    );
     for (const why of waits) console.log(`waiting: ${why}`);
     console.log("");
     for (const line of jobNarrative(job, {}, BigInt(block!.timestamp))) console.log(line);
@@ -60,7 +66,9 @@ export async function main(argv: string[]): Promise<number> {
     console.log("why each provider earned what it did:");
     for (const s of summaries) {
       const counts = `${s.stepsAccepted} steps accepted, ${s.checkpointsRefused} refused`;
-      console.log(`  ${s.provider}: ${counts}, earned ${formatUsdc(s.earned)} (released ${formatUsdc(s.released)}) — ${s.why}`);
+      console.log(
+        `  ${s.provider}: ${counts}, earned ${formatUsdc(s.earned)} (released ${formatUsdc(s.released)}) — ${s.why}`,
+      );
     }
     console.log("");
     const verdict = agrees ? "agrees" : "DISAGREES";
@@ -73,8 +81,15 @@ export async function main(argv: string[]): Promise<number> {
 
 /** Why no provider takes the job, as the escrow's assign rules and the registry's offers tell. */
 async function whyItWaits(ctx: CommandContext, job: LedgerJob): Promise<string[]> {
-  const terms = { totalSteps: job.totalSteps, acceptedStep: job.acceptedStep, maxPricePerStep: job.maxPricePerStep, budget: job.budget, paid: job.paid };
+  const terms = {
+    totalSteps: job.totalSteps,
+    acceptedStep: job.acceptedStep,
+    maxPricePerStep: job.maxPricePerStep,
+    budget: job.budget,
+    paid: job.paid,
+  };
   const fit = jobFit(terms, await currentOffers(ctx));
-  if (fit.reasons.length === 0) return [`for the coordinator to assign it (${fit.fitting.length} active provider(s) fit)`];
+  if (fit.reasons.length === 0)
+    return [`for the coordinator to assign it (${fit.fitting.length} active provider(s) fit)`];
   return fit.reasons.map((r) => `no active provider fits: ${describeWait(r)}`);
 }

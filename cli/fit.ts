@@ -1,4 +1,4 @@
-/** The registry's current offers (from ProviderRegistered events, then each one's live quote) and the job-fit warning. */
+/** The registry's offers (ProviderRegistered events, then each one's live quote) and the job-fit warning. */
 import type { Contract } from "ethers";
 import { readLogsToHead } from "../sdk/logRange.ts";
 import { describeWait, jobFit, type JobTerms, type Offer } from "../sdk/jobFit.ts";
@@ -31,7 +31,8 @@ export async function warnIfNobodyFits(
     console.log(`${fit.fitting.length} active provider(s) fit this price and budget`);
     return;
   }
-  for (const reason of fit.reasons) console.warn(`warning: no active provider can take this job: ${describeWait(reason)}`);
+  for (const reason of fit.reasons)
+    console.warn(`warning: no active provider can take this job: ${describeWait(reason)}`);
   const active = offers.filter((o) => o.active).sort((a, b) => (a.pricePerStep < b.pricePerStep ? -1 : 1));
   if (active.length) {
     const cheapest = active[0].pricePerStep;

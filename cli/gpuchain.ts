@@ -16,9 +16,15 @@ interface CommandModule {
 }
 
 const COMMANDS: Record<string, { load: () => Promise<CommandModule>; help: string }> = {
-  provide: { load: () => import("../agent/cli.ts"), help: "run a provider agent: --name N --price P [--memory-cap MiB]" },
+  provide: {
+    load: () => import("../agent/cli.ts"),
+    help: "run a provider agent: --name N --price P [--memory-cap MiB]",
+  },
   verify: { load: () => import("../verifier/cli.ts"), help: "run one Quality Guard verifier (--key FILE)" },
-  keeper: { load: () => import("../keepers/cli.ts"), help: "run keepers: coordinator | collector | finalizer | reserves | all" },
+  keeper: {
+    load: () => import("../keepers/cli.ts"),
+    help: "run keepers: coordinator | collector | finalizer | reserves | all",
+  },
   job: { load: () => import("./client.ts"), help: "client: job create | job cancel JOB | job approve-template NAME" },
   dispute: { load: () => import("./dispute.ts"), help: "client: dispute JOB (posts the bond)" },
   arbiter: { load: () => import("./arbiter.ts"), help: "arbiter: arbiter resolve JOB --uphold|--reject" },

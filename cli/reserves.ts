@@ -27,11 +27,16 @@ export async function main(argv: string[]): Promise<number> {
 async function once(ctx: CommandContext): Promise<number> {
   const { escrow } = ctx.protocol;
   const [held, owes] = await escrow.reserves();
-  const [locked, bonds, withdrawable] = await Promise.all([escrow.totalLocked(), escrow.totalBonds(), escrow.totalWithdrawable()]);
+  const [locked, bonds, withdrawable] = await Promise.all([
+    escrow.totalLocked(),
+    escrow.totalBonds(),
+    escrow.totalWithdrawable(),
+  ]);
   const ok = held >= owes;
   console.log(`escrow:        ${ctx.deployment.escrow}`);
   console.log(`held:          ${formatUsdc(held)}`);
-  const parts = `locked budgets ${formatUsdc(locked)} + bonds ${formatUsdc(bonds)} + withdrawable ${formatUsdc(withdrawable)}`;
+  const parts =
+    `locked budgets ${formatUsdc(locked)} + bonds ${formatUsdc(bonds)} + ` + `withdrawable ${formatUsdc(withdrawable)}`;
   console.log(`owed:          ${formatUsdc(owes)}  (${parts})`);
   console.log(`surplus:       ${formatUsdc(held - owes)}`);
   console.log(`proof of reserves: ${ok ? "HOLDS" : "FAILED"}`);
@@ -55,7 +60,9 @@ async function watch(ctx: CommandContext): Promise<number> {
         const margin = held - owes;
         if (minMargin === undefined || margin < minMargin) minMargin = margin;
         const verdict = margin >= 0n ? "HOLDS" : "FAILED";
-        console.log(`block ${head}: held ${formatUsdc(held)}, owed ${formatUsdc(owes)}, margin ${formatUsdc(margin)} ${verdict}`);
+        console.log(
+          `block ${head}: held ${formatUsdc(held)}, owed ${formatUsdc(owes)}, margin ${formatUsdc(margin)} ${verdict}`,
+        );
       }
       await sleep(500, stop.signal);
     }

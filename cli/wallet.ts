@@ -22,14 +22,16 @@ export async function main(argv: string[]): Promise<number> {
     const ledger = await loadLedger(ctx, fromBlock);
     const wallet = walletOf(ledger, who);
     const onChain = await ctx.protocol.escrow.owed(who);
-    const disagree = onChain === wallet.withdrawable ? "" : ` (contract says ${formatUsdc(onChain)}: events and state DISAGREE)`;
+    const disagree =
+      onChain === wallet.withdrawable ? "" : ` (contract says ${formatUsdc(onChain)}: events and state DISAGREE)`;
     console.log(`${who}`);
     console.log(`  withdrawable now: ${formatUsdc(wallet.withdrawable)}${disagree}`);
     console.log(`  withdrawn so far: ${formatUsdc(wallet.withdrawn)}`);
     for (const c of wallet.claimable) {
       console.log(`  job ${c.jobId}: ${formatUsdc(c.amount)} earned and claimable now (gpuchain withdraw claims it)`);
     }
-    for (const p of wallet.pending) console.log(`  job ${p.jobId}: ${formatUsdc(p.amount)} earned, claimable once the job settles`);
+    for (const p of wallet.pending)
+      console.log(`  job ${p.jobId}: ${formatUsdc(p.amount)} earned, claimable once the job settles`);
     for (const job of ledger.jobs.values()) {
       const mine = providerSummaries(job).find((s) => s.provider === who.toLowerCase());
       if (mine) {

@@ -19,7 +19,8 @@ export const USAGE = `usage: gpuchain withdraw --key FILE [--jobs 1,2,…]
 
 export function parseJobList(value: string): bigint[] {
   const items = value.split(",").map((s) => s.trim());
-  if (items.some((s) => s === "")) throw new UsageError(`--jobs must be job ids separated by commas, like 1,2, got "${value}"`);
+  if (items.some((s) => s === ""))
+    throw new UsageError(`--jobs must be job ids separated by commas, like 1,2, got "${value}"`);
   return items.map((s) => {
     try {
       return parseJobId(s);

@@ -54,7 +54,8 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
     ]);
   }
   for (const p of actors.providers) {
-    const extra = p.name === "bob" ? ["--memory-cap", "2"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
+    const extra =
+      p.name === "bob" ? ["--memory-cap", "2"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
     group.start(p.name, [
       ...[cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
       ...["--store", store, "--coordinator", coordinatorUrl, ...extra],
@@ -68,7 +69,11 @@ export async function providersRegistered(protocol: Protocol, providers: Provide
 }
 
 /** The client approves the budget and posts the job; returns its id and the block it was created in. */
-export async function createJob(run: Run, client: Wallet, templateId: string): Promise<{ jobId: bigint; block: number }> {
+export async function createJob(
+  run: Run,
+  client: Wallet,
+  templateId: string,
+): Promise<{ jobId: bigint; block: number }> {
   const { o, protocol } = run;
   const budget = budgetOf(o.totalSteps);
   await (await protocol.usdc.connect(client).approve(run.deployment.escrow, budget)).wait();

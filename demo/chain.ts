@@ -48,7 +48,11 @@ export async function startChain(group: ProcessGroup, port: number, timeoutMs = 
 export function anvilBinary(): string {
   const arch = process.arch === "x64" ? "amd64" : process.arch;
   try {
-    return path.join(path.dirname(require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`)), "bin", "anvil");
+    return path.join(
+      path.dirname(require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`)),
+      "bin",
+      "anvil",
+    );
   } catch {
     throw new Error(`no anvil binary for ${process.platform}/${process.arch} (npm @foundry-rs/anvil)`);
   }
@@ -61,7 +65,12 @@ export interface AnvilOptions {
 }
 
 /** Starts anvil on `port` under `name` with Hardhat's test accounts and waits until it answers. */
-export async function startAnvil(group: ProcessGroup, port: number, o: AnvilOptions = {}, name = "chain"): Promise<string> {
+export async function startAnvil(
+  group: ProcessGroup,
+  port: number,
+  o: AnvilOptions = {},
+  name = "chain",
+): Promise<string> {
   const args = ["--port", String(port), "--host", "127.0.0.1", "--silent"];
   if (o.chainId !== undefined) args.push("--chain-id", String(o.chainId));
   if (o.blockTime !== undefined) args.push("--block-time", String(o.blockTime));

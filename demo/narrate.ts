@@ -7,6 +7,7 @@ export interface LiveEvent {
   blockNumber: number;
 }
 
+const short = (hash: unknown) => `${String(hash).slice(0, 10)}…`;
 const UNASSIGN_REASONS = ["missed heartbeats", "lease lapsed", "refused"];
 
 export function describeEvent(e: LiveEvent, names: Record<string, string>): string {
@@ -18,19 +19,23 @@ export function describeEvent(e: LiveEvent, names: Record<string, string>): stri
       return `[chain] job ${a.jobId} created: ${a.totalSteps} steps, budget ${usdc("budget")} locked`;
     case "ProviderAssigned": {
       const price = formatPrice(BigInt(a.pricePerStep as bigint));
-      return `[chain] job ${a.jobId} assigned to ${who(a.provider)} (epoch ${a.epoch}, ${price}), resuming at step ${a.resumeStep}`;
+      const to = `${who(a.provider)} (epoch ${a.epoch}, ${price})`;
+      return `[chain] job ${a.jobId} assigned to ${to}, resuming at step ${a.resumeStep}`;
     }
     case "CheckpointReported":
-      return `[chain] ${who(a.provider)} reported step ${a.step} (epoch ${a.epoch}) ${String(a.checkpointHash).slice(0, 10)}…`;
+      return `[chain] ${who(a.provider)} reported step ${a.step} (epoch ${a.epoch}) ${short(a.checkpointHash)}`;
     case "CheckpointAccepted":
-      return `[chain] ✔ Quality Guard accepted ${who(a.provider)}'s step ${a.step}: +${a.stepsCredited} steps, ${usdc("amount")} credited`;
+      return (
+        `[chain] ✔ Quality Guard accepted ${who(a.provider)}'s step ${a.step}: ` +
+        `+${a.stepsCredited} steps, ${usdc("amount")} credited`
+      );
     case "CheckpointRefused":
       return `[chain] ✘ Quality Guard refused ${who(a.provider)}'s step ${a.step}: fenced off the job`;
     case "ProviderUnassigned":
       return `[chain] ${who(a.provider)} unassigned (${UNASSIGN_REASONS[Number(a.reason)]}); epoch → ${a.newEpoch}`;
     case "VerdictSubmitted": {
       const accuracy = (Number(a.metric) / 100).toFixed(2);
-      return `[chain] verdict: model ${String(a.modelHash).slice(0, 10)}…, accuracy ${accuracy} %, ${a.passed ? "passed" : "failed"}`;
+      return `[chain] verdict: model ${short(a.modelHash)}, accuracy ${accuracy} %, ${a.passed ? "passed" : "failed"}`;
     }
     case "JobSettled":
       return `[chain] job ${a.jobId} settled: refund ${usdc("refund")}, providers ${usdc("providersPaid")}`;

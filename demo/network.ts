@@ -12,7 +12,8 @@ import { loadKey, writeKey } from "../sdk/keys.ts";
 import { sleep } from "../sdk/retry.ts";
 import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
-import type { ChainNode } from "./types.ts";
+
+export type ChainNode = "hardhat" | "anvil";
 
 /** The roles whose key files the scenario needs (providers create their own). */
 export const ROLES = ["owner", "coordinator", "verifier1", "verifier2", "verifier3", "client"] as const;
@@ -57,7 +58,11 @@ export function chainName(chainId: bigint): string {
   return `chain ${chainId}${KNOWN_CHAINS[chainId.toString()] ? ` (${KNOWN_CHAINS[chainId.toString()]})` : ""}`;
 }
 
-export async function localNetwork(group: ProcessGroup, o: LocalOptions, note: (l: string) => void): Promise<ScenarioNetwork> {
+export async function localNetwork(
+  group: ProcessGroup,
+  o: LocalOptions,
+  note: (l: string) => void,
+): Promise<ScenarioNetwork> {
   const port = o.port ?? (await freePort(8545));
   if (o.port !== undefined && (await freePort(o.port)) !== o.port) {
     throw new Error(`--port ${o.port} is in use (another node?): pick another or leave --port out for a free one`);
@@ -80,9 +85,11 @@ export async function localNetwork(group: ProcessGroup, o: LocalOptions, note: (
     keyFiles,
     local: true,
     canWaitDays: true,
-    fundGas: async (provider, address) => void (await provider.send(`${rpcPrefix}_setBalance`, [address, "0x56BC75E2D63100000"])),
+    fundGas: async (provider, address) =>
+      void (await provider.send(`${rpcPrefix}_setBalance`, [address, "0x56BC75E2D63100000"])),
     // TestUSDC's faucet is open to anyone on a local chain.
-    fundClient: async (protocol, client, amount) => void (await (await protocol.usdc.connect(client).mint(client.address, amount)).wait()),
+    fundClient: async (protocol, client, amount) =>
+      void (await (await protocol.usdc.connect(client).mint(client.address, amount)).wait()),
     approveTemplate: async (protocol, provider, templateId) => {
       const owner = new Wallet(TEST_KEYS.owner, provider);
       await (await protocol.escrow.connect(owner).setTemplateApproval(templateId, true)).wait();
@@ -116,13 +123,16 @@ export async function externalNetwork(rpc: string, deploymentFile: string, keysD
       if (balance < amount) {
         throw new Error(
           `the client ${client.address} holds ${formatUsdc(balance)}; the job needs ${formatUsdc(amount)} ` +
-            "(test USDC: see README \"Deploying\")",
+            '(test USDC: see README "Deploying")',
         );
       }
     },
     approveTemplate: async (protocol, _provider, templateId) => {
       if (!(await protocol.escrow.isApprovedTemplate(templateId))) {
-        throw new Error(`template ${templateId} is not approved on this escrow: its owner runs \`npx gpuchain job approve-template NAME\``);
+        throw new Error(
+          `template ${templateId} is not approved on this escrow: ` +
+            "its owner runs `npx gpuchain job approve-template NAME`",
+        );
       }
     },
     passTime: async (_provider, seconds, note) => {

@@ -57,13 +57,15 @@ export class ProcessGroup {
   }
 
   private async stopSome(select: (name: string) => boolean, graceMs: number): Promise<void> {
-    const pending = [...this.children.entries()].filter(([name]) => select(name)).map(async ([name, child]) => {
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => this.children.get(name)?.kill("SIGKILL"), graceMs);
-      await exited;
-      clearTimeout(timer);
-    });
+    const pending = [...this.children.entries()]
+      .filter(([name]) => select(name))
+      .map(async ([name, child]) => {
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => this.children.get(name)?.kill("SIGKILL"), graceMs);
+        await exited;
+        clearTimeout(timer);
+      });
     await Promise.all(pending);
   }
 }

@@ -22,7 +22,10 @@ export function renderChildLine(name: string, line: string, stream: "stdout" | "
   if (typeof record.step === "number") trained.set(name, Math.max(record.step, trained.get(name) ?? 0));
   const level = String(record.level ?? "info");
   const msg = String(record.msg ?? "");
-  const important = level === "warn" || level === "error" || /fault|fenced|refus|decided|decision|assign|regist|verdict|settle|dispute|kill|stopped|started|failed/i.test(msg);
+  const important =
+    level === "warn" ||
+    level === "error" ||
+    /fault|fenced|refus|decided|decision|assign|regist|verdict|settle|dispute|kill|stopped|started|failed/i.test(msg);
   if (!important && /^(tick|reserves|signature)$/.test(msg)) return undefined; // routine, every block or tick
   const key = `${prefixOf(name, record)}:${important ? msg : "progress"}`;
   const now = Date.now();
@@ -40,7 +43,19 @@ function prefixOf(name: string, record: Record<string, unknown>): string {
   return typeof record.keeper === "string" ? record.keeper : name;
 }
 
-const SHOWN_FIELDS = ["job", "jobId", "epoch", "step", "loss", "stepsPerSecond", "action", "reason", "reasons", "accuracy", "fault"];
+const SHOWN_FIELDS = [
+  "job",
+  "jobId",
+  "epoch",
+  "step",
+  "loss",
+  "stepsPerSecond",
+  "action",
+  "reason",
+  "reasons",
+  "accuracy",
+  "fault",
+];
 
 function fields(r: Record<string, unknown>): string {
   const parts = SHOWN_FIELDS.filter((k) => r[k] !== undefined).map((k) => `${k}=${format(r[k])}`);

@@ -1,21 +1,8 @@
 /** Pure: the closing lines `npm start` ends with — the settlement table (rows from sdk/narrative.ts), the checks. */
 import { formatUsdc, usdcAmount } from "../sdk/format.ts";
-import type { WatchResult } from "./types.ts";
+import type { PromiseCheck, ProviderRow, WatchResult } from "./types.ts";
 
-export interface ProviderRow {
-  name: string;
-  stepsAccepted: number;
-  checkpointsRefused: number;
-  earned: bigint;
-  withdrawn: bigint;
-  why: string;
-}
-
-export interface PromiseCheck {
-  promise: string;
-  held: boolean;
-  detail: string;
-}
+export type { PromiseCheck, ProviderRow } from "./types.ts";
 
 export function formatTable(rows: ProviderRow[]): string[] {
   const header = ["provider", "steps accepted", "refused", "earned USDC", "withdrawn USDC", "why"];
@@ -28,7 +15,11 @@ export function formatTable(rows: ProviderRow[]): string[] {
     r.why,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join("  ")
+      .trimEnd();
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)];
 }
 
@@ -46,9 +37,10 @@ export interface Summary {
 }
 
 export function summaryLines(s: Summary): string[] {
+  const verdict = s.passed ? "passed" : "failed";
   return [
     "",
-    `final model: held-out accuracy ${s.accuracy.toFixed(2)} % (${s.passed ? "passed" : "failed"} the template's rules)`,
+    `final model: held-out accuracy ${s.accuracy.toFixed(2)} % (${verdict} the template's rules)`,
     "",
     ...formatTable(s.rows),
     "",

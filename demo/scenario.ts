@@ -57,7 +57,13 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const run = await openRun(o, net, group, recorder, status, note);
     provider = run.provider;
     result = await playJob(run);
-    await o.beforeStop?.({ provider, protocol: run.protocol, jobId: result.jobId!, rpc: net.rpc, deploymentFile: net.deploymentFile });
+    await o.beforeStop?.({
+      provider,
+      protocol: run.protocol,
+      jobId: result.jobId!,
+      rpc: net.rpc,
+      deploymentFile: net.deploymentFile,
+    });
     if (o.keep) {
       quiet = true; // the summary and the how-to stay on screen; the children keep recording
       await keepUp(run, result);
@@ -130,7 +136,9 @@ async function keepUp(run: Run, result: ScenarioResult): Promise<void> {
   o.print(`  npx gpuchain explain ${result.jobId} ${common}`);
   o.print(`  npx gpuchain wallet ADDRESS ${common}   (ADDRESS: a provider's, from the explain output)`);
   o.print(`  npx gpuchain reserves --watch ${common}`);
-  o.print(`  keys of this run: ${path.join(o.runDir, "keys")} (client.key posts jobs: npx gpuchain job create … --key …)`);
+  o.print(
+    `  keys of this run: ${path.join(o.runDir, "keys")} (client.key posts jobs: npx gpuchain job create … --key …)`,
+  );
   while (!o.signal?.aborted) await sleep(1_000, o.signal);
 }
 

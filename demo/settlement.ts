@@ -45,33 +45,89 @@ export async function settle(
   if (o.fault) {
     const m = byName.mallory;
     const detail = `refused ${m?.checkpointsRefused}, earned ${formatUsdc(m?.earned ?? 0n)}`;
-    checks.push({ promise: "the faulty provider was refused and paid nothing", held: m?.checkpointsRefused > 0 && m?.earned === 0n, detail });
+    checks.push({
+      promise: "the faulty provider was refused and paid nothing",
+      held: m?.checkpointsRefused > 0 && m?.earned === 0n,
+      detail,
+    });
   }
   if (o.kill) {
     const a = byName.alice;
     const exact = a?.stepsAccepted > 0 && a.earned === BigInt(a.stepsAccepted) * priceUnits("alice");
     const lost = watch.lostWork ? `${watch.lostWork.steps} steps lost` : "lost work unknown";
     checks.push(
-      { promise: "the killed provider was paid exactly for its accepted steps", held: exact, detail: `${a?.stepsAccepted} steps × ${PRICE.alice} = ${formatUsdc(a?.earned ?? 0n)}` },
-      { promise: "the job survived the kill (failover)", held: watch.failoverSeconds !== undefined && state.acceptedStep === state.totalSteps, detail: `${watch.failoverSeconds?.toFixed(1)} s, ${lost}` },
+      {
+        promise: "the killed provider was paid exactly for its accepted steps",
+        held: exact,
+        detail: `${a?.stepsAccepted} steps × ${PRICE.alice} = ${formatUsdc(a?.earned ?? 0n)}`,
+      },
+      {
+        promise: "the job survived the kill (failover)",
+        held: watch.failoverSeconds !== undefined && state.acceptedStep === state.totalSteps,
+        detail: `${watch.failoverSeconds?.toFixed(1)} s, ${lost}`,
+      },
     );
   }
   const stepsPaid = rows.reduce((s, r) => s + r.stepsAccepted, 0);
   const earned = rows.reduce((s, r) => s + r.earned, 0n);
   checks.push(
-    { promise: "every step was paid once, only for accepted work", held: stepsPaid === o.totalSteps && earned === state.paid, detail: `paid ${formatUsdc(state.paid)} of ${formatUsdc(state.budget)}` },
-    { promise: "the client got the unspent budget back", held: refund === state.budget - state.paid, detail: formatUsdc(refund) },
-    { promise: "the books rebuilt from events alone match the contract", held: booksAgree && ledger.owes === owes, detail: `owed ${formatUsdc(ledger.owes)} from events, ${formatUsdc(owes)} from state` },
-    { promise: "proof of reserves held at every block of the run", held: minMargin >= 0n && held >= owes, detail: reservesDetail(watch, minMargin, held, owes) },
-    { promise: "the final model beats the job's target", held: verdict.passed && accuracy / 100 >= target, detail: `${accuracy.toFixed(2)} % held-out accuracy (target ${(target * 100).toFixed(0)} %)` },
+    {
+      promise: "every step was paid once, only for accepted work",
+      held: stepsPaid === o.totalSteps && earned === state.paid,
+      detail: `paid ${formatUsdc(state.paid)} of ${formatUsdc(state.budget)}`,
+    },
+    {
+      promise: "the client got the unspent budget back",
+      held: refund === state.budget - state.paid,
+      detail: formatUsdc(refund),
+    },
+    {
+      promise: "the books rebuilt from events alone match the contract",
+      held: booksAgree && ledger.owes === owes,
+      detail: `owed ${formatUsdc(ledger.owes)} from events, ${formatUsdc(owes)} from state`,
+    },
+    {
+      promise: "proof of reserves held at every block of the run",
+      held: minMargin >= 0n && held >= owes,
+      detail: reservesDetail(watch, minMargin, held, owes),
+    },
+    {
+      promise: "the final model beats the job's target",
+      held: verdict.passed && accuracy / 100 >= target,
+      detail: `${accuracy.toFixed(2)} % held-out accuracy (target ${(target * 100).toFixed(0)} %)`,
+    },
   );
-  if (o.dispute) checks.push({ promise: "arbiter silent 3 days: verdict stands, bond returned", held: bondBack > 0n, detail: `bond returned ${formatUsdc(bondBack)}` });
+  if (o.dispute)
+    checks.push({
+      promise: "arbiter silent 3 days: verdict stands, bond returned",
+      held: bondBack > 0n,
+      detail: `bond returned ${formatUsdc(bondBack)}`,
+    });
   const ok = checks.every((c) => c.held);
-  const summary = summaryLines({ accuracy, passed: verdict.passed, rows, refund, bondBack, dispute: o.dispute, watch, checks, ok, recording: run.recorder.file });
+  const summary = summaryLines({
+    accuracy,
+    passed: verdict.passed,
+    rows,
+    refund,
+    bondBack,
+    dispute: o.dispute,
+    watch,
+    checks,
+    ok,
+    recording: run.recorder.file,
+  });
   run.recorder.add("summary", "start", summary);
   return {
-    ok, checks, summary, accuracy, jobId, deployment: run.deployment, recording: run.recorder.file,
-    failoverSeconds: watch.failoverSeconds, lostSteps: watch.lostWork?.steps, jobWallSeconds: watch.jobWallSeconds,
+    ok,
+    checks,
+    summary,
+    accuracy,
+    jobId,
+    deployment: run.deployment,
+    recording: run.recorder.file,
+    failoverSeconds: watch.failoverSeconds,
+    lostSteps: watch.lostWork?.steps,
+    jobWallSeconds: watch.jobWallSeconds,
     minReserveMargin: minMargin,
   };
 }
@@ -79,7 +135,8 @@ export async function settle(
 /** The figure that proves something is the one during the run: the smallest margin while the most was owed. */
 function reservesDetail(w: WatchResult, minMargin: bigint, held: bigint, owes: bigint): string {
   const during = w.blocksSampled
-    ? `${w.blocksSampled} blocks, smallest margin held − owed ${formatUsdc(minMargin)} (block ${w.minReserveBlock}), ` +
+    ? `${w.blocksSampled} blocks, smallest margin held − owed ${formatUsdc(minMargin)} ` +
+      `(block ${w.minReserveBlock}), ` +
       `most owed ${formatUsdc(w.maxOwed ?? 0n)} (block ${w.maxOwedBlock})`
     : "no block sampled";
   return `${during}; at settlement held ${formatUsdc(held)}, owed ${formatUsdc(owes)}`;

@@ -2,13 +2,27 @@
 import type { JsonRpcProvider, Wallet } from "ethers";
 import type { Protocol } from "../sdk/contracts.ts";
 import type { Deployment } from "../sdk/deployment.ts";
-import type { ScenarioNetwork, Role } from "./network.ts";
+import type { ChainNode, ScenarioNetwork, Role } from "./network.ts";
 import type { ProcessGroup } from "./processes.ts";
 import type { Recorder } from "./recording.ts";
-import type { PromiseCheck } from "./report.ts";
 import type { StatusLine } from "./status.ts";
 
-export type ChainNode = "hardhat" | "anvil";
+export type { ChainNode } from "./network.ts";
+
+export interface PromiseCheck {
+  promise: string;
+  held: boolean;
+  detail: string;
+}
+
+export interface ProviderRow {
+  name: string;
+  stepsAccepted: number;
+  checkpointsRefused: number;
+  earned: bigint;
+  withdrawn: bigint;
+  why: string;
+}
 
 export interface ScenarioOptions {
   template: string;

@@ -30,7 +30,15 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
   const { o, provider } = run;
   const alice = actors.providers.find((p) => p.name === "alice")!.wallet.address.toLowerCase();
   const f: Follow = {
-    run, actors, jobId, names: nameBook(actors), alice, startedAt: Date.now(), result: {}, aliceReported: 0, timeAdvanced: false,
+    run,
+    actors,
+    jobId,
+    names: nameBook(actors),
+    alice,
+    startedAt: Date.now(),
+    result: {},
+    aliceReported: 0,
+    timeAdvanced: false,
   };
   const cursor = new LogCursor(provider, { address: run.deployment.escrow }, fromBlock);
   const deadline = Date.now() + o.timeoutMs;
@@ -64,14 +72,30 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
     await run.group.kill("alice", "SIGKILL");
     result.killedAt = Date.now();
     const trained = lastTrainedStep("alice") ?? Number(e.args.step);
-    run.note(`>>> killed alice (SIGKILL) after her checkpoint at step ${e.args.step} was accepted; she had trained to step ${trained}`);
+    run.note(
+      `>>> killed alice (SIGKILL) after her checkpoint at step ${e.args.step} was accepted; ` +
+        `she had trained to step ${trained}`,
+    );
   } else if (e.name === "ProviderAssigned" && result.killedAt !== undefined && result.lostWork === undefined) {
     const resumeStep = Number(e.args.resumeStep);
     const trainedStep = Math.max(lastTrainedStep("alice") ?? 0, f.aliceReported);
-    result.lostWork = { resumeStep, reportedStep: f.aliceReported, trainedStep, steps: Math.max(0, trainedStep - resumeStep) };
-  } else if (e.name === "CheckpointAccepted" && !byAlice && result.killedAt !== undefined && result.failoverSeconds === undefined) {
+    result.lostWork = {
+      resumeStep,
+      reportedStep: f.aliceReported,
+      trainedStep,
+      steps: Math.max(0, trainedStep - resumeStep),
+    };
+  } else if (
+    e.name === "CheckpointAccepted" &&
+    !byAlice &&
+    result.killedAt !== undefined &&
+    result.failoverSeconds === undefined
+  ) {
     result.failoverSeconds = (Date.now() - result.killedAt) / 1000;
-    run.note(`>>> failover complete: first checkpoint from the replacement accepted ${result.failoverSeconds.toFixed(1)} s after the kill`);
+    run.note(
+      `>>> failover complete: first checkpoint from the replacement accepted ` +
+        `${result.failoverSeconds.toFixed(1)} s after the kill`,
+    );
   } else if (e.name === "VerdictSubmitted" && !f.timeAdvanced) {
     f.timeAdvanced = true;
     result.jobWallSeconds = (Date.now() - f.startedAt) / 1000;
@@ -86,10 +110,12 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
 function trackStatus(f: Follow, e: LiveEvent): void {
   const status = f.run.status;
   const who = f.names[String(e.args.provider).toLowerCase()];
-  if (e.name === "ProviderAssigned") status.update({ holder: who, epoch: BigInt(e.args.epoch as bigint), pendingStep: undefined });
+  if (e.name === "ProviderAssigned")
+    status.update({ holder: who, epoch: BigInt(e.args.epoch as bigint), pendingStep: undefined });
   if (e.name === "ProviderUnassigned") status.update({ holder: undefined, epoch: BigInt(e.args.newEpoch as bigint) });
   if (e.name === "CheckpointReported") status.update({ pendingStep: Number(e.args.step), signed: 0 });
-  if (e.name === "CheckpointAccepted" || e.name === "CheckpointRefused") status.update({ pendingStep: undefined, signed: 0 });
+  if (e.name === "CheckpointAccepted" || e.name === "CheckpointRefused")
+    status.update({ pendingStep: undefined, signed: 0 });
   if (e.name === "VerdictSubmitted") status.update({ phase: "verdict in, dispute window open" });
 }
 

@@ -56,10 +56,12 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
   }
   const totalSteps = parsePositiveInt(v.steps, "steps", v.quick ? 120 : 600);
   const checkpointInterval = parsePositiveInt(v.interval, "interval", v.quick ? 20 : 100);
-  if (checkpointInterval > totalSteps) throw new UsageError(`--interval (${checkpointInterval}) cannot exceed --steps (${totalSteps})`);
+  if (checkpointInterval > totalSteps)
+    throw new UsageError(`--interval (${checkpointInterval}) cannot exceed --steps (${totalSteps})`);
   if (!["hardhat", "anvil"].includes(v.node)) throw new UsageError(`--node must be hardhat or anvil, got "${v.node}"`);
   const port = v.port === undefined ? undefined : parsePositiveInt(v.port, "port");
-  if (port !== undefined && port > 65_535) throw new UsageError(`--port must be a TCP port (1 to 65535), got "${v.port}"`);
+  if (port !== undefined && port > 65_535)
+    throw new UsageError(`--port must be a TCP port (1 to 65535), got "${v.port}"`);
   try {
     parseFault(v.fault || undefined);
   } catch (err) {
@@ -90,10 +92,12 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
 function externalTarget(v: Values) {
   const given = [v.rpc, v.deployment, v.keys].filter((x) => x !== undefined).length;
   if (given === 0) return undefined;
-  if (given !== 3) throw new UsageError("an external run needs all three of --rpc URL, --deployment FILE and --keys DIR", true);
+  if (given !== 3)
+    throw new UsageError("an external run needs all three of --rpc URL, --deployment FILE and --keys DIR", true);
   checkRpcUrl(v.rpc!);
   if (!existsSync(v.deployment!)) throw new UsageError(`--deployment ${v.deployment}: no such file`);
-  if (!existsSync(v.keys!) || !statSync(v.keys!).isDirectory()) throw new UsageError(`--keys ${v.keys}: no such folder`);
+  if (!existsSync(v.keys!) || !statSync(v.keys!).isDirectory())
+    throw new UsageError(`--keys ${v.keys}: no such folder`);
   if (v.dispute) throw new UsageError("--dispute waits out the arbiter's 3 days: only on the embedded chain");
   return { rpc: v.rpc!, deploymentFile: v.deployment!, keysDir: v.keys! };
 }
@@ -104,7 +108,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const { values, positionals } = parseFlags(argv, OPTIONS);
-  if (positionals.length) throw new UsageError(`unexpected argument "${positionals[0]}": npm start takes only options`, true);
+  if (positionals.length)
+    throw new UsageError(`unexpected argument "${positionals[0]}": npm start takes only options`, true);
   const controller = new AbortController();
   const options = buildOptions(values, controller.signal);
   if ("replay" in options) return replay(options.replay, (l) => console.log(l));

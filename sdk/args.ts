@@ -141,7 +141,8 @@ export function parseDuration(value: string | undefined, flag: string, fallback:
 
 /** A job id positional: a positive integer (checked before anything is read from disk or chain). */
 export function parseJobId(value: string | undefined): bigint {
-  if (value === undefined) throw new UsageError("a job id is required (a positive integer, as `job create` printed)", true);
+  if (value === undefined)
+    throw new UsageError("a job id is required (a positive integer, as `job create` printed)", true);
   if (!/^\d+$/.test(value) || BigInt(value) === 0n) {
     throw new UsageError(`a job id must be a positive integer like 3, got "${value}"`);
   }

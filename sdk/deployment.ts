@@ -34,7 +34,7 @@ export function defaultDeploymentPath(chainId: bigint = LOCAL_CHAIN_ID): string 
 
 export class DeploymentError extends Error {}
 
-/** Maps Ignition's `Module#Future` keys to the parts GPUChain needs. Throws a DeploymentError naming what is missing. */
+/** Maps Ignition's `Module#Future` keys to the parts GPUChain needs; a DeploymentError names what is missing. */
 export function parseDeployment(addresses: Record<string, string>): Deployment {
   const pick = (suffix: string): string => {
     const key = Object.keys(addresses).find((k) => k.endsWith(`#${suffix}`));
@@ -86,7 +86,9 @@ export function loadDeployment(file: string): Deployment {
     throw new DeploymentError(`deployment file ${file} is not JSON (${(err as Error).message.split("\n")[0]})`);
   }
   if (!addresses || typeof addresses !== "object" || Array.isArray(addresses)) {
-    throw new DeploymentError(`deployment file ${file} is not Ignition's deployed_addresses.json (an object of addresses)`);
+    throw new DeploymentError(
+      `deployment file ${file} is not Ignition's deployed_addresses.json (an object of addresses)`,
+    );
   }
   try {
     return { ...parseDeployment(addresses as Record<string, string>), file, chainId: deploymentChainId(file) };
@@ -100,7 +102,9 @@ export function loadDeployment(file: string): Deployment {
 export function deploymentChainId(file: string): bigint | undefined {
   const journal = path.join(path.dirname(file), "journal.jsonl");
   if (existsSync(journal)) {
-    const first = readFileSync(journal, "utf8").split("\n").find((l) => l.includes('"chainId"'));
+    const first = readFileSync(journal, "utf8")
+      .split("\n")
+      .find((l) => l.includes('"chainId"'));
     const m = first ? /"chainId"\s*:\s*(\d+)/.exec(first) : null;
     if (m) return BigInt(m[1]);
   }

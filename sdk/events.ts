@@ -7,7 +7,11 @@ import { readLogsToHead } from "./logRange.ts";
 /** Every event the escrow emitted from `fromBlock` on, folded into its books. */
 export async function escrowLedger(escrow: JobEscrow, fromBlock = 0): Promise<Ledger> {
   const contract = escrow as unknown as Contract;
-  const { logs } = await readLogsToHead(contract.runner!.provider!, { address: await contract.getAddress() }, fromBlock);
+  const { logs } = await readLogsToHead(
+    contract.runner!.provider!,
+    { address: await contract.getAddress() },
+    fromBlock,
+  );
   return foldEscrowEvents(decodeLogs(contract.interface, logs));
 }
 

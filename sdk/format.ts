@@ -34,7 +34,12 @@ export function formatTime(at: bigint | number | Date): string {
 export function formatDuration(seconds: bigint | number): string {
   let s = Math.max(0, Math.round(Number(seconds)));
   const parts: string[] = [];
-  for (const [unit, size] of [["d", 86_400], ["h", 3_600], ["min", 60], ["s", 1]] as const) {
+  for (const [unit, size] of [
+    ["d", 86_400],
+    ["h", 3_600],
+    ["min", 60],
+    ["s", 1],
+  ] as const) {
     if (s >= size || (unit === "s" && parts.length === 0)) {
       parts.push(`${Math.floor(s / size)} ${unit}`);
       s %= size;

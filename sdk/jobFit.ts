@@ -35,7 +35,7 @@ export interface Fit {
   reasons: WaitReason[];
 }
 
-/** The same rules the escrow's `assign` checks (price ≤ max, remaining steps × price ≤ budget − paid), plus memory. */
+/** The escrow's `assign` rules (price ≤ max, remaining steps × price ≤ budget − paid), plus memory. */
 export function jobFit(job: JobTerms, offers: readonly Offer[]): Fit {
   const active = offers.filter((o) => o.active);
   if (active.length === 0) return { fitting: [], reasons: [{ kind: "no active provider" }] };
@@ -46,13 +46,24 @@ export function jobFit(job: JobTerms, offers: readonly Offer[]): Fit {
   const need = job.memoryNeedMiB ?? 0;
   const fitting = affordable.filter((o) => o.memoryMiB >= need);
   if (fitting.length) return { fitting, reasons: [] };
-  const cheapestOf = (list: Offer[]) => list.reduce((m, o) => (o.pricePerStep < m ? o.pricePerStep : m), list[0].pricePerStep);
+  const cheapestOf = (list: Offer[]) =>
+    list.reduce((m, o) => (o.pricePerStep < m ? o.pricePerStep : m), list[0].pricePerStep);
   const reasons: WaitReason[] = [];
   if (priced.length === 0) {
-    reasons.push({ kind: "price above every offer", cheapest: cheapestOf(active), maxPricePerStep: job.maxPricePerStep });
+    reasons.push({
+      kind: "price above every offer",
+      cheapest: cheapestOf(active),
+      maxPricePerStep: job.maxPricePerStep,
+    });
   } else if (affordable.length === 0) {
     const cheapest = cheapestOf(priced);
-    reasons.push({ kind: "budget short", cheapest, needed: remaining * cheapest, available, stepsAffordable: available / cheapest });
+    reasons.push({
+      kind: "budget short",
+      cheapest,
+      needed: remaining * cheapest,
+      available,
+      stepsAffordable: available / cheapest,
+    });
   } else {
     reasons.push({ kind: "memory", needMiB: need, largestMiB: Math.max(...affordable.map((o) => o.memoryMiB)) });
   }
@@ -65,7 +76,10 @@ export function describeWait(r: WaitReason): string {
     case "no active provider":
       return "no provider is registered and active";
     case "price above every offer":
-      return `the max price ${formatPrice(r.maxPricePerStep)} is below every offer (the cheapest asks ${formatPrice(r.cheapest)})`;
+      return (
+        `the max price ${formatPrice(r.maxPricePerStep)} is below every offer ` +
+        `(the cheapest asks ${formatPrice(r.cheapest)})`
+      );
     case "budget short":
       return (
         `the budget left (${formatUsdc(r.available)}) is short at the cheapest price ${formatPrice(r.cheapest)}: ` +

@@ -32,7 +32,9 @@ export function loadKey(file: string): Wallet {
     );
   }
   const text = readFileSync(file, "utf8").trim();
-  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw new KeyFileError(`key file ${file} does not hold a private key (expected 0x followed by 64 hex digits)`);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) {
+    throw new KeyFileError(`key file ${file} does not hold a private key (expected 0x followed by 64 hex digits)`);
+  }
   return new Wallet(text);
 }
 

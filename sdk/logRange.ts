@@ -22,11 +22,11 @@ export function blockRanges(from: number, to: number, maxSpan: number): BlockRan
 }
 
 /** The node refused the block range itself (too wide, past its head), not the request as such. */
+const RANGE_REFUSAL =
+  /out of range|BlockOutOfRange|beyond|future|block range|range (is )?too|too many (blocks|results|logs)|exceed|limit/i;
+
 export function isRangeRefusal(err: unknown): boolean {
-  const text = errorText(err);
-  return /out of range|BlockOutOfRange|beyond|future|block range|range (is )?too|too many (blocks|results|logs)|exceed|limit/i.test(
-    text,
-  );
+  return RANGE_REFUSAL.test(errorText(err));
 }
 
 function errorText(err: unknown, depth = 0): string {

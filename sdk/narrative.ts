@@ -76,7 +76,10 @@ function describe(e: LedgerEntry, who: (a: unknown) => string, now?: bigint): st
   const usdc = (k: string) => formatUsdc(BigInt(a[k] as bigint));
   const price = (k: string) => formatPrice(BigInt(a[k] as bigint));
   // A deadline still ahead says how long is left; a past one is just its time.
-  const when = (k: string) => (now === undefined ? formatTime(BigInt(a[k] as bigint)) : formatDeadline(BigInt(a[k] as bigint), now));
+  const when = (k: string) => {
+    const at = BigInt(a[k] as bigint);
+    return now === undefined ? formatTime(at) : formatDeadline(at, now);
+  };
   switch (e.event) {
     case "JobCreated":
       return `created by ${who(a.client)}: ${a.totalSteps} steps, checkpoint every ${a.checkpointInterval}, ≤ ${price("maxPricePerStep")}, budget ${usdc("budget")} locked`;

@@ -220,7 +220,8 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
     const { ranked, excluded } = rankProviders(job, view, busy);
     const best = ranked[0];
     if (!best) {
-      decisions.push({ ...base, action: "wait", reason: `no eligible provider${summarize(excluded)}${whyNobodyFits(job, view)}` });
+      const reason = `no eligible provider${summarize(excluded)}${whyNobodyFits(job, view)}`;
+      decisions.push({ ...base, action: "wait", reason });
       continue;
     }
     busy.add(best.address.toLowerCase());

@@ -11,18 +11,31 @@
 import { expect } from "chai";
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { JsonRpcProvider } from "ethers";
+import { JsonRpcProvider, Wallet } from "ethers";
+import { connectProtocol } from "../../sdk/contracts.ts";
+import { loadDeployment } from "../../sdk/deployment.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { writeKey } from "../../sdk/keys.ts";
 
 const NODE = process.execPath;
 const CLI = path.resolve("cli/gpuchain.ts");
+const PROBLEM_LINE = /^(gpuchain|npm start|npm start failed|npm run bench|warning): /;
 
 interface Case {
   name: string;
@@ -34,9 +47,12 @@ interface Case {
   usage?: boolean;
   /** Where the output must match: stderr (default) or stdout. */
   stream?: "stdout" | "stderr";
+  /** The entry point: `gpuchain` (default), `npm start` (scripts/start.ts) or `npm run bench` (bench/main.ts). */
+  entry?: "start" | "bench";
 }
 
-const ADDR = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"; // Hardhat account 1, checksummed
+const ENTRIES = { gpuchain: CLI, start: path.resolve("scripts/start.ts"), bench: path.resolve("bench/main.ts") };
+
 const BAD_CHECKSUM = "0x70997970C51812dc3A010C7d01b50e0d17dc79c8";
 const CREATE = "job create --template blobs-tiny --steps 10 --max-price 0.001 --key {dir}/client.key";
 
@@ -44,80 +60,511 @@ const CASES: Case[] = [
   // ---- what was typed (exit 2)
   { name: "no command", args: "", code: 2, message: /^usage: gpuchain <command>/ },
   { name: "unknown command", args: "frobnicate", code: 2, message: /^gpuchain: unknown command "frobnicate"/ },
-  { name: "unknown flag shows the usage", args: "reserves --bogus", code: 2, message: /^gpuchain: unknown option --bogus$/m, usage: true },
-  { name: "negative price", args: `${CREATE} --max-price -1`, code: 2, message: /^gpuchain: --max-price must be a USDC amount above zero, like 0\.002, got "-1"$/m },
-  { name: "negative steps", args: `${CREATE} --steps -5`, code: 2, message: /^gpuchain: --steps must be a positive integer, got "-5"$/m },
-  { name: "fractional steps", args: `${CREATE} --steps 2.5`, code: 2, message: /--steps must be a positive integer, got "2\.5"/ },
-  { name: "steps not a number", args: `${CREATE} --steps ten`, code: 2, message: /--steps must be a positive integer, got "ten"/ },
+  {
+    name: "unknown flag shows the usage",
+    args: "reserves --bogus",
+    code: 2,
+    message: /^gpuchain: unknown option --bogus$/m,
+    usage: true,
+  },
+  {
+    name: "negative price",
+    args: `${CREATE} --max-price -1`,
+    code: 2,
+    message: /^gpuchain: --max-price must be a USDC amount above zero, like 0\.002, got "-1"$/m,
+  },
+  {
+    name: "negative steps",
+    args: `${CREATE} --steps -5`,
+    code: 2,
+    message: /^gpuchain: --steps must be a positive integer, got "-5"$/m,
+  },
+  {
+    name: "fractional steps",
+    args: `${CREATE} --steps 2.5`,
+    code: 2,
+    message: /--steps must be a positive integer, got "2\.5"/,
+  },
+  {
+    name: "steps not a number",
+    args: `${CREATE} --steps ten`,
+    code: 2,
+    message: /--steps must be a positive integer, got "ten"/,
+  },
   { name: "zero price", args: `${CREATE} --max-price 0`, code: 2, message: /--max-price must be above zero, got "0"/ },
-  { name: "price finer than USDC", args: `${CREATE} --max-price 0.0000001`, code: 2, message: /--max-price has more than 6 decimals .*"0\.0000001"/ },
-  { name: "price in exponent form", args: `${CREATE} --max-price 1e-3`, code: 2, message: /--max-price must be a USDC amount .*got "1e-3"/ },
-  { name: "negative budget", args: `${CREATE} --budget -3`, code: 2, message: /--budget must be a USDC amount above zero, like 0\.002, got "-3"/ },
-  { name: "interval above steps", args: `${CREATE} --interval 20`, code: 2, message: /--interval \(20\) cannot exceed --steps \(10\)/ },
-  { name: "unknown template name", args: `${CREATE} --template mnist-cnn`, code: 2, message: /unknown template "mnist-cnn": known templates are mnist-mlp, blobs-tiny/ },
-  { name: "malformed template id", args: `${CREATE} --template 0x1234`, code: 2, message: /--template "0x1234" is not a template id \(0x followed by 64 hex digits\)/ },
-  { name: "unknown template id", args: `${CREATE} --template 0x${"ab".repeat(32)}`, code: 2, message: /unknown template id "0xabab/ },
-  { name: "dispute window too short", args: `${CREATE} --dispute-window 10s`, code: 2, message: /--dispute-window must be between 1 min and 30 d, got "10s" \(10 s\)/ },
-  { name: "dispute window too long", args: `${CREATE} --dispute-window 31d`, code: 2, message: /--dispute-window must be between 1 min and 30 d, got "31d" \(31 d\)/ },
-  { name: "malformed duration", args: `${CREATE} --dispute-window soon`, code: 2, message: /--dispute-window must be a duration like 300, 90s, 5m, 2h or 3d, got "soon"/ },
-  { name: "missing template", args: "job create --steps 10 --max-price 0.001", code: 2, message: /^gpuchain: --template is required: one of mnist-mlp, blobs-tiny/m, usage: true },
-  { name: "missing max price", args: "job create --template blobs-tiny --steps 10", code: 2, message: /^gpuchain: --max-price is required$/m, usage: true },
-  { name: "job without action", args: "job", code: 2, message: /job needs an action: create, cancel or approve-template \(got none\)/, usage: true },
-  { name: "job with unknown action", args: "job frob", code: 2, message: /job needs an action: .*\(got "frob"\)/, usage: true },
+  {
+    name: "price finer than USDC",
+    args: `${CREATE} --max-price 0.0000001`,
+    code: 2,
+    message: /--max-price has more than 6 decimals .*"0\.0000001"/,
+  },
+  {
+    name: "price in exponent form",
+    args: `${CREATE} --max-price 1e-3`,
+    code: 2,
+    message: /--max-price must be a USDC amount .*got "1e-3"/,
+  },
+  {
+    name: "negative budget",
+    args: `${CREATE} --budget -3`,
+    code: 2,
+    message: /--budget must be a USDC amount above zero, like 0\.002, got "-3"/,
+  },
+  {
+    name: "interval above steps",
+    args: `${CREATE} --interval 20`,
+    code: 2,
+    message: /--interval \(20\) cannot exceed --steps \(10\)/,
+  },
+  {
+    name: "unknown template name",
+    args: `${CREATE} --template mnist-cnn`,
+    code: 2,
+    message: /unknown template "mnist-cnn": known templates are mnist-mlp, blobs-tiny/,
+  },
+  {
+    name: "malformed template id",
+    args: `${CREATE} --template 0x1234`,
+    code: 2,
+    message: /--template "0x1234" is not a template id \(0x followed by 64 hex digits\)/,
+  },
+  {
+    name: "unknown template id",
+    args: `${CREATE} --template 0x${"ab".repeat(32)}`,
+    code: 2,
+    message: /unknown template id "0xabab/,
+  },
+  {
+    name: "dispute window too short",
+    args: `${CREATE} --dispute-window 10s`,
+    code: 2,
+    message: /--dispute-window must be between 1 min and 30 d, got "10s" \(10 s\)/,
+  },
+  {
+    name: "dispute window too long",
+    args: `${CREATE} --dispute-window 31d`,
+    code: 2,
+    message: /--dispute-window must be between 1 min and 30 d, got "31d" \(31 d\)/,
+  },
+  {
+    name: "malformed duration",
+    args: `${CREATE} --dispute-window soon`,
+    code: 2,
+    message: /--dispute-window must be a duration like 300, 90s, 5m, 2h or 3d, got "soon"/,
+  },
+  {
+    name: "missing template",
+    args: "job create --steps 10 --max-price 0.001",
+    code: 2,
+    message: /^gpuchain: --template is required: one of mnist-mlp, blobs-tiny/m,
+    usage: true,
+  },
+  {
+    name: "missing max price",
+    args: "job create --template blobs-tiny --steps 10",
+    code: 2,
+    message: /^gpuchain: --max-price is required$/m,
+    usage: true,
+  },
+  {
+    name: "job without action",
+    args: "job",
+    code: 2,
+    message: /job needs an action: create, cancel or approve-template \(got none\)/,
+    usage: true,
+  },
+  {
+    name: "job with unknown action",
+    args: "job frob",
+    code: 2,
+    message: /job needs an action: .*\(got "frob"\)/,
+    usage: true,
+  },
   // The id is checked before the deployment (there is none in the case's folder).
-  { name: "job id not a number, before the deployment", args: "job cancel abc --key {dir}/client.key", code: 2, message: /^gpuchain: a job id must be a positive integer like 3, got "abc"$/m },
-  { name: "job id zero", args: "job cancel 0 --key {dir}/client.key", code: 2, message: /a job id must be a positive integer like 3, got "0"/ },
-  { name: "job id negative", args: "job cancel -3 --key {dir}/client.key", code: 2, message: /a job id must be a positive integer like 3, got "-3"/ },
-  { name: "job id missing", args: "job cancel --key {dir}/client.key", code: 2, message: /a job id is required/, usage: true },
-  { name: "extra argument", args: "job cancel 1 2 --key {dir}/client.key", code: 2, message: /unexpected argument "2": it takes cancel JOB/, usage: true },
-  { name: "short address", args: "wallet 0x1234", code: 2, message: /ADDRESS must be 0x followed by 40 hex digits, got "0x1234"/ },
-  { name: "address with a bad checksum", args: `wallet ${BAD_CHECKSUM}`, code: 2, message: /ADDRESS "0x70997970C51812dc3A010C7d01b50e0d17dc79c8" has a bad checksum \(EIP-55/ },
+  {
+    name: "job id not a number, before the deployment",
+    args: "job cancel abc --key {dir}/client.key",
+    code: 2,
+    message: /^gpuchain: a job id must be a positive integer like 3, got "abc"$/m,
+  },
+  {
+    name: "job id zero",
+    args: "job cancel 0 --key {dir}/client.key",
+    code: 2,
+    message: /a job id must be a positive integer like 3, got "0"/,
+  },
+  {
+    name: "job id negative",
+    args: "job cancel -3 --key {dir}/client.key",
+    code: 2,
+    message: /a job id must be a positive integer like 3, got "-3"/,
+  },
+  {
+    name: "job id missing",
+    args: "job cancel --key {dir}/client.key",
+    code: 2,
+    message: /a job id is required/,
+    usage: true,
+  },
+  {
+    name: "extra argument",
+    args: "job cancel 1 2 --key {dir}/client.key",
+    code: 2,
+    message: /unexpected argument "2": it takes cancel JOB/,
+    usage: true,
+  },
+  {
+    name: "short address",
+    args: "wallet 0x1234",
+    code: 2,
+    message: /ADDRESS must be 0x followed by 40 hex digits, got "0x1234"/,
+  },
+  {
+    name: "address with a bad checksum",
+    args: `wallet ${BAD_CHECKSUM}`,
+    code: 2,
+    message: /ADDRESS "0x70997970C51812dc3A010C7d01b50e0d17dc79c8" has a bad checksum \(EIP-55/,
+  },
   { name: "address missing", args: "wallet", code: 2, message: /ADDRESS is required/, usage: true },
-  { name: "negative from-block", args: "explain 1 --from-block -1", code: 2, message: /--from-block must be a block number \(0 or more\), got "-1"/ },
-  { name: "malformed job list", args: "withdraw --jobs 1,,2 --key {dir}/client.key", code: 2, message: /--jobs must be job ids separated by commas, like 1,2, got "1,,2"/ },
-  { name: "both uphold and reject", args: "arbiter resolve 1 --uphold --reject --key {dir}/owner.key", code: 2, message: /give exactly one of --uphold .* or --reject/, usage: true },
-  { name: "arbiter unknown action", args: "arbiter decide 1", code: 2, message: /arbiter needs the action resolve, got "decide"/, usage: true },
+  {
+    name: "negative from-block",
+    args: "explain 1 --from-block -1",
+    code: 2,
+    message: /--from-block must be a block number \(0 or more\), got "-1"/,
+  },
+  {
+    name: "malformed job list",
+    args: "withdraw --jobs 1,,2 --key {dir}/client.key",
+    code: 2,
+    message: /--jobs must be job ids separated by commas, like 1,2, got "1,,2"/,
+  },
+  {
+    name: "both uphold and reject",
+    args: "arbiter resolve 1 --uphold --reject --key {dir}/owner.key",
+    code: 2,
+    message: /give exactly one of --uphold .* or --reject/,
+    usage: true,
+  },
+  {
+    name: "arbiter unknown action",
+    args: "arbiter decide 1",
+    code: 2,
+    message: /arbiter needs the action resolve, got "decide"/,
+    usage: true,
+  },
   { name: "key required", args: "dispute 1", code: 2, message: /^gpuchain: --key FILE is required/m, usage: true },
-  { name: "rpc not a URL", args: "reserves --rpc ftp://example", code: 2, message: /--rpc must be an http\(s\) URL like http:\/\/127\.0\.0\.1:8545, got "ftp:\/\/example"/ },
-  { name: "rpc timeout zero", args: "reserves --rpc-timeout-ms 0", code: 2, message: /--rpc-timeout-ms must be a positive integer, got "0"/ },
-  { name: "flag without its value", args: "reserves --rpc", code: 2, message: /^gpuchain: --rpc needs a value$/m, usage: true },
-  { name: "flag followed by a flag", args: "reserves --rpc --watch", code: 2, message: /--rpc needs a value, got the flag --watch/, usage: true },
-  { name: "boolean flag with a value", args: "explain 1 --json=yes", code: 2, message: /^gpuchain: --json takes no value$/m, usage: true },
-  { name: "keeper unknown flag", args: "keeper coordinator --bogus", code: 2, message: /^gpuchain: unknown option --bogus$/m, usage: true },
+  {
+    name: "rpc not a URL",
+    args: "reserves --rpc ftp://example",
+    code: 2,
+    message: /--rpc must be an http\(s\) URL like http:\/\/127\.0\.0\.1:8545, got "ftp:\/\/example"/,
+  },
+  {
+    name: "rpc timeout zero",
+    args: "reserves --rpc-timeout-ms 0",
+    code: 2,
+    message: /--rpc-timeout-ms must be a positive integer, got "0"/,
+  },
+  {
+    name: "flag without its value",
+    args: "reserves --rpc",
+    code: 2,
+    message: /^gpuchain: --rpc needs a value$/m,
+    usage: true,
+  },
+  {
+    name: "flag followed by a flag",
+    args: "reserves --rpc --watch",
+    code: 2,
+    message: /--rpc needs a value, got the flag --watch/,
+    usage: true,
+  },
+  {
+    name: "boolean flag with a value",
+    args: "explain 1 --json=yes",
+    code: 2,
+    message: /^gpuchain: --json takes no value$/m,
+    usage: true,
+  },
+  {
+    name: "keeper unknown flag",
+    args: "keeper coordinator --bogus",
+    code: 2,
+    message: /^gpuchain: unknown option --bogus$/m,
+    usage: true,
+  },
   { name: "unknown keeper", args: "keeper sleeper", code: 2, message: /^gpuchain: unknown keeper "sleeper"/ },
-  { name: "provider negative price", args: "provide --name a --price -1", code: 2, message: /^gpuchain: --price must be a USDC amount above zero, like 0\.002, got "-1"$/m },
-  { name: "provider negative memory cap", args: "provide --name a --price 0.001 --memory-cap -3", code: 2, message: /--memory-cap must be a positive integer, got "-3"/ },
-  { name: "verifier negative samples", args: "verify --key {dir}/owner.key --samples -1", code: 2, message: /--samples must be a non-negative integer, got "-1"/ },
+  {
+    name: "provider negative price",
+    args: "provide --name a --price -1",
+    code: 2,
+    message: /^gpuchain: --price must be a USDC amount above zero, like 0\.002, got "-1"$/m,
+  },
+  {
+    name: "provider negative memory cap",
+    args: "provide --name a --price 0.001 --memory-cap -3",
+    code: 2,
+    message: /--memory-cap must be a positive integer, got "-3"/,
+  },
+  {
+    name: "verifier negative samples",
+    args: "verify --key {dir}/owner.key --samples -1",
+    code: 2,
+    message: /--samples must be a non-negative integer, got "-1"/,
+  },
   // ---- --help wins, whatever else is given (exit 0)
-  { name: "help with bad flags", args: `job create --help --bogus --max-price -1`, code: 0, message: /^usage: gpuchain job/, stream: "stdout" },
+  {
+    name: "help with bad flags",
+    args: `job create --help --bogus --max-price -1`,
+    code: 0,
+    message: /^usage: gpuchain job/,
+    stream: "stdout",
+  },
   { name: "keeper help", args: "keeper all -h", code: 0, message: /^usage: gpuchain keeper/, stream: "stdout" },
-  { name: "provider help", args: "provide --nonsense --help", code: 0, message: /^usage: gpuchain provide/, stream: "stdout" },
+  {
+    name: "provider help",
+    args: "provide --nonsense --help",
+    code: 0,
+    message: /^usage: gpuchain provide/,
+    stream: "stdout",
+  },
   { name: "verifier help", args: "verify --help", code: 0, message: /^usage: gpuchain verify/, stream: "stdout" },
   // ---- the world the command meets (exit 1)
-  { name: "no deployment file", args: "reserves --rpc {rpc}", code: 1, message: /^gpuchain: no deployment file at ignition\/deployments\/chain-31337\/deployed_addresses\.json: deploy first/m },
-  { name: "deployment not JSON", args: "reserves --rpc {rpc} --deployment {dir}/notjson.json", code: 1, message: /^gpuchain: deployment file .*notjson\.json is not JSON/m },
-  { name: "deployment not an object", args: "reserves --rpc {rpc} --deployment {dir}/array.json", code: 1, message: /array\.json is not Ignition's deployed_addresses\.json/ },
-  { name: "deployment without escrow", args: "reserves --rpc {rpc} --deployment {dir}/noescrow.json", code: 1, message: /noescrow\.json: deployment has no JobEscrow/ },
-  { name: "deployment is a folder", args: "reserves --rpc {rpc} --deployment {dir}", code: 1, message: /is a folder: give its deployed_addresses\.json/ },
-  { name: "key file missing", args: "job cancel 1 --rpc {rpc} --deployment {dep} --key {dir}/nobody.key", code: 1, message: /^gpuchain: no key file at .*nobody\.key/m },
-  { name: "key file readable by others", args: "job cancel 1 --rpc {rpc} --deployment {dep} --key {dir}/open.key", code: 1, message: /open\.key has permissions 644; it must be readable by its owner only \(chmod 600/ },
-  { name: "key file not a key", args: "job cancel 1 --rpc {rpc} --deployment {dep} --key {dir}/garbage.key", code: 1, message: /garbage\.key does not hold a private key \(expected 0x followed by 64 hex digits\)/ },
-  { name: "key file is a folder", args: "job cancel 1 --rpc {rpc} --deployment {dep} --key {dir}/keys", code: 1, message: /key file .*keys is not a file/ },
-  { name: "provider key readable by others", args: "provide --name a --price 0.001 --key {dir}/open.key", code: 1, message: /^gpuchain: key file .*open\.key has permissions 644/m },
-  { name: "rpc down", args: "reserves --rpc {down} --deployment {dep}", code: 1, message: /^gpuchain: cannot reach the RPC at http:\/\/127\.0\.0\.1:\d+ \(connection refused\): is the node running\?$/m },
-  { name: "rpc slow", args: "reserves --rpc {slow} --deployment {dep} --rpc-timeout-ms 700", code: 1, message: /^gpuchain: the RPC at .* did not answer within 0\.7 s$/m },
-  { name: "rpc not a JSON-RPC node", args: "reserves --rpc {notrpc} --deployment {dep}", code: 1, message: /did not answer eth_chainId like an Ethereum JSON-RPC node \(HTTP 404\)/ },
-  { name: "chain id does not match the deployment", args: "reserves --rpc {other} --deployment {dep}", code: 1, message: /was deployed on chain 31337, but the RPC at .* is chain 4242/ },
-  { name: "stale deployment after a chain restart", args: "job approve-template blobs-tiny --rpc {stale} --deployment {dep} --key {dir}/owner.key", code: 1, message: /no contract code at the escrow address 0x[0-9a-fA-F]{40} on chain 31337 .* is stale \(was the chain restarted\?\)/ },
-  { name: "keeper against a stale deployment", args: "keeper reserves --once --rpc {stale} --deployment {dep}", code: 1, message: /^gpuchain: no contract code at the escrow address/m },
-  { name: "keeper with the RPC down", args: "keeper reserves --once --rpc {down} --deployment {dep}", code: 1, message: /^gpuchain: cannot reach the RPC at/m },
-  { name: "verifier with the RPC down", args: "verify --key {dir}/owner.key --rpc {down} --deployment {dep}", code: 1, message: /^gpuchain: cannot reach the RPC at/m },
-  { name: "job that does not exist", args: "job cancel 99 --rpc {rpc} --deployment {dep} --key {dir}/client.key", code: 1, message: /^gpuchain: job 99 does not exist: escrow 0x[0-9a-fA-F]{40} has no jobs yet$/m },
-  { name: "explain a job that does not exist", args: "explain 99 --rpc {rpc} --deployment {dep}", code: 1, message: /^gpuchain: job 99 has no JobCreated event on escrow/m },
-  { name: "--debug adds the stack", args: "reserves --rpc {down} --deployment {dep} --debug", code: 1, message: /cannot reach the RPC[^]*\n\s+at /m },
+  {
+    name: "no deployment file",
+    args: "reserves --rpc {rpc}",
+    code: 1,
+    message:
+      /^gpuchain: no deployment file at ignition\/deployments\/chain-31337\/deployed_addresses\.json: deploy first/m,
+  },
+  {
+    name: "deployment not JSON",
+    args: "reserves --rpc {rpc} --deployment {dir}/notjson.json",
+    code: 1,
+    message: /^gpuchain: deployment file .*notjson\.json is not JSON/m,
+  },
+  {
+    name: "deployment not an object",
+    args: "reserves --rpc {rpc} --deployment {dir}/array.json",
+    code: 1,
+    message: /array\.json is not Ignition's deployed_addresses\.json/,
+  },
+  {
+    name: "deployment without escrow",
+    args: "reserves --rpc {rpc} --deployment {dir}/noescrow.json",
+    code: 1,
+    message: /noescrow\.json: deployment has no JobEscrow/,
+  },
+  {
+    name: "deployment is a folder",
+    args: "reserves --rpc {rpc} --deployment {dir}",
+    code: 1,
+    message: /is a folder: give its deployed_addresses\.json/,
+  },
+  {
+    name: "key file missing",
+    args: "job cancel 1 --rpc {rpc} --deployment {dep} --key {dir}/nobody.key",
+    code: 1,
+    message: /^gpuchain: no key file at .*nobody\.key/m,
+  },
+  {
+    name: "key file readable by others",
+    args: "job cancel 1 --rpc {rpc} --deployment {dep} --key {dir}/open.key",
+    code: 1,
+    message: /open\.key has permissions 644; it must be readable by its owner only \(chmod 600/,
+  },
+  {
+    name: "key file not a key",
+    args: "job cancel 1 --rpc {rpc} --deployment {dep} --key {dir}/garbage.key",
+    code: 1,
+    message: /garbage\.key does not hold a private key \(expected 0x followed by 64 hex digits\)/,
+  },
+  {
+    name: "key file is a folder",
+    args: "job cancel 1 --rpc {rpc} --deployment {dep} --key {dir}/keys",
+    code: 1,
+    message: /key file .*keys is not a file/,
+  },
+  {
+    name: "provider key readable by others",
+    args: "provide --name a --price 0.001 --key {dir}/open.key",
+    code: 1,
+    message: /^gpuchain: key file .*open\.key has permissions 644/m,
+  },
+  {
+    name: "rpc down",
+    args: "reserves --rpc {down} --deployment {dep}",
+    code: 1,
+    message:
+      /^gpuchain: cannot reach the RPC at http:\/\/127\.0\.0\.1:\d+ \(connection refused\): is the node running\?$/m,
+  },
+  {
+    name: "rpc slow",
+    args: "reserves --rpc {slow} --deployment {dep} --rpc-timeout-ms 700",
+    code: 1,
+    message: /^gpuchain: the RPC at .* did not answer within 0\.7 s$/m,
+  },
+  {
+    name: "rpc not a JSON-RPC node",
+    args: "reserves --rpc {notrpc} --deployment {dep}",
+    code: 1,
+    message: /did not answer eth_chainId like an Ethereum JSON-RPC node \(HTTP 404\)/,
+  },
+  {
+    name: "chain id does not match the deployment",
+    args: "reserves --rpc {other} --deployment {dep}",
+    code: 1,
+    message: /was deployed on chain 31337, but the RPC at .* is chain 4242/,
+  },
+  {
+    name: "stale deployment after a chain restart",
+    args: "job approve-template blobs-tiny --rpc {stale} --deployment {dep} --key {dir}/owner.key",
+    code: 1,
+    message:
+      /no contract code at the escrow address 0x[0-9a-fA-F]{40} on chain 31337 .* is stale \(was the chain restarted/,
+  },
+  {
+    name: "keeper against a stale deployment",
+    args: "keeper reserves --once --rpc {stale} --deployment {dep}",
+    code: 1,
+    message: /^gpuchain: no contract code at the escrow address/m,
+  },
+  {
+    name: "keeper with the RPC down",
+    args: "keeper reserves --once --rpc {down} --deployment {dep}",
+    code: 1,
+    message: /^gpuchain: cannot reach the RPC at/m,
+  },
+  {
+    name: "verifier with the RPC down",
+    args: "verify --key {dir}/owner.key --rpc {down} --deployment {dep}",
+    code: 1,
+    message: /^gpuchain: cannot reach the RPC at/m,
+  },
+  {
+    name: "job that does not exist",
+    args: "job cancel 99 --rpc {rpc} --deployment {dep} --key {dir}/client.key",
+    code: 1,
+    message: /^gpuchain: job 99 does not exist: escrow 0x[0-9a-fA-F]{40} has jobs 1 to 1$/m,
+  },
+  {
+    name: "explain a job that does not exist",
+    args: "explain 99 --rpc {rpc} --deployment {dep}",
+    code: 1,
+    message: /^gpuchain: job 99 has no JobCreated event on escrow/m,
+  },
+  {
+    name: "--debug adds the stack",
+    args: "reserves --rpc {down} --deployment {dep} --debug",
+    code: 1,
+    message: /cannot reach the RPC[^]*\n\s+at /m,
+  },
   // ---- controls: the same commands with good input succeed and still change nothing
-  { name: "control: reserves holds", args: "reserves --rpc {rpc} --deployment {dep}", code: 0, message: /proof of reserves: HOLDS/, stream: "stdout" },
-  { name: "control: dry-run job warns that nobody fits", args: `${CREATE} --rpc {rpc} --deployment {dep} --dry-run`, code: 0, message: /^warning: no active provider can take this job: no provider is registered and active$/m },
+  {
+    name: "control: reserves holds",
+    args: "reserves --rpc {rpc} --deployment {dep}",
+    code: 0,
+    message: /proof of reserves: HOLDS/,
+    stream: "stdout",
+  },
+  // ---- npm start and npm run bench follow the same rules
+  {
+    name: "npm start: unknown flag",
+    entry: "start",
+    args: "--bogus",
+    code: 2,
+    message: /^npm start: unknown option --bogus$/m,
+    usage: true,
+  },
+  {
+    name: "npm start: negative steps",
+    entry: "start",
+    args: "--steps -5",
+    code: 2,
+    message: /^npm start: --steps must be a positive integer, got "-5"$/m,
+  },
+  {
+    name: "npm start: port out of range",
+    entry: "start",
+    args: "--port 99999",
+    code: 2,
+    message: /^npm start: --port must be a TCP port \(1 to 65535\), got "99999"$/m,
+  },
+  {
+    name: "npm start: unknown node",
+    entry: "start",
+    args: "--node geth",
+    code: 2,
+    message: /^npm start: --node must be hardhat or anvil, got "geth"$/m,
+  },
+  {
+    name: "npm start: unknown fault",
+    entry: "start",
+    args: "--fault explode",
+    code: 2,
+    message: /^npm start: --fault: unknown fault/m,
+  },
+  {
+    name: "npm start: external run half given",
+    entry: "start",
+    args: "--rpc {rpc}",
+    code: 2,
+    message: /needs all three of --rpc URL, --deployment FILE and --keys DIR/,
+    usage: true,
+  },
+  {
+    name: "npm start: missing recording",
+    entry: "start",
+    args: "--replay {dir}/none.jsonl",
+    code: 2,
+    message: /^npm start: --replay .*none\.jsonl: no such recording$/m,
+  },
+  {
+    name: "npm start: help wins",
+    entry: "start",
+    args: "--bogus --help",
+    code: 0,
+    message: /^usage: npm start/,
+    stream: "stdout",
+  },
+  {
+    name: "npm run bench: unknown flag",
+    entry: "bench",
+    args: "--fast",
+    code: 2,
+    message: /^npm run bench: unknown option --fast$/m,
+    usage: true,
+  },
+  {
+    name: "npm run bench: stray argument",
+    entry: "bench",
+    args: "all",
+    code: 2,
+    message: /^npm run bench: unexpected argument "all"/m,
+    usage: true,
+  },
+  {
+    name: "npm run bench: help",
+    entry: "bench",
+    args: "--help",
+    code: 0,
+    message: /^usage: npm run bench/,
+    stream: "stdout",
+  },
+  // ---- jobs nobody can take
+  {
+    name: "control: explain says why an Open job waits",
+    args: "explain 1 --rpc {rpc} --deployment {dep}",
+    code: 0,
+    message: /^waiting: no active provider fits: no provider is registered and active$/m,
+    stream: "stdout",
+  },
+  {
+    name: "control: dry-run job warns that nobody fits",
+    args: `${CREATE} --rpc {rpc} --deployment {dep} --dry-run`,
+    code: 0,
+    message: /^warning: no active provider can take this job: no provider is registered and active$/m,
+  },
 ];
 
 interface Result {
@@ -126,9 +573,9 @@ interface Result {
   stderr: string;
 }
 
-function runCli(args: string[], cwd: string): Promise<Result> {
+function runCli(args: string[], cwd: string, entry: keyof typeof ENTRIES = "gpuchain"): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE, [CLI, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(NODE, [ENTRIES[entry], ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -169,7 +616,11 @@ async function silentServer(): Promise<{ url: string; close: () => Promise<void>
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+    close: () =>
+      new Promise((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -181,15 +632,24 @@ async function notRpcServer(): Promise<{ url: string; close: () => Promise<void>
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 /** Runs `fn` over `items` with at most `limit` at once. */
 async function inBatches<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await fn(items[next++]);
+    }),
+  );
 }
 
 describe("gpuchain: every bad input is one clear line, the right exit code, and changes nothing", function () {
@@ -235,17 +695,34 @@ describe("gpuchain: every bad input is one clear line, the right exit code, and 
     const approve = ["job", "approve-template", "blobs-tiny", "--rpc", vars.rpc, "--deployment", deployed];
     const approved = await runCli([...approve, "--key", path.join(fixtures, "owner.key")], process.cwd());
     expect(approved.code, approved.stderr).to.equal(0);
-    chains.push(...[vars.rpc, vars.stale, vars.other].map((u) => new JsonRpcProvider(u, undefined, { staticNetwork: true })));
+    // The client (test USDC from the token's open faucet) posts job 1 through the CLI: an Open job nobody can take.
+    const client = new Wallet(TEST_KEYS.client, new JsonRpcProvider(vars.rpc, undefined, { staticNetwork: true }));
+    const { usdc } = connectProtocol(loadDeployment(deployed), client);
+    await (await usdc.mint(client.address, 1_000_000n)).wait();
+    const create = ["job", "create", "--template", "blobs-tiny", "--steps", "10", "--max-price", "0.001"];
+    const posted = await runCli(
+      [...create, "--rpc", vars.rpc, "--deployment", deployed, "--key", path.join(fixtures, "client.key")],
+      process.cwd(),
+    );
+    expect(posted.code, posted.stderr).to.equal(0);
+    expect(posted.stdout).to.match(/^created job 1 \(tx 0x[0-9a-f]{64}\); budget locked with a permit$/m);
+    (client.provider as JsonRpcProvider).destroy();
+    chains.push(
+      ...[vars.rpc, vars.stale, vars.other].map((u) => new JsonRpcProvider(u, undefined, { staticNetwork: true })),
+    );
     blocksBefore = await Promise.all(chains.map((c) => c.getBlockNumber()));
 
     // Each case in its own copy of the fixtures (its working directory), so a write anywhere in it shows.
     await inBatches(CASES, 4, async (c) => {
       const dir = path.join(root, "case-" + CASES.indexOf(c));
       cpSync(fixtures, dir, { recursive: true });
-      const fill = (s: string) => s.replace(/\{(\w+)\}/g, (_m, k: string) => (k === "dir" ? dir : k === "dep" ? path.join(dir, "deployment", "deployed_addresses.json") : vars[k]));
+      const fill = (s: string) =>
+        s.replace(/\{(\w+)\}/g, (_m, k: string) =>
+          k === "dir" ? dir : k === "dep" ? path.join(dir, "deployment", "deployed_addresses.json") : vars[k],
+        );
       const args = c.args.split(" ").filter(Boolean).map(fill);
       const diskBefore = snapshotDisk(dir);
-      const result = await runCli(args, dir);
+      const result = await runCli(args, dir, c.entry);
       results.set(c.name, { result, diskBefore, diskAfter: snapshotDisk(dir) });
     });
     blocksAfter = await Promise.all(chains.map((c) => c.getBlockNumber()));
@@ -276,15 +753,31 @@ describe("gpuchain: every bad input is one clear line, the right exit code, and 
         expect(result.stderr, "no Node error dump").not.to.match(/node:internal|ERR_[A-Z_]+/);
       }
       if (c.code !== 0 && c.stream !== "stdout") {
-        const problem = result.stderr.split("\n").filter((l) => l.startsWith("gpuchain: ") || l.startsWith("warning: "));
+        const problem = result.stderr.split("\n").filter((l) => PROBLEM_LINE.test(l));
         expect(problem.length, `one line names the problem\n${shown}`).to.be.at.most(1);
       }
-      if (c.usage) expect(result.stderr, shown).to.match(/\n\nusage: gpuchain /);
+      if (c.usage) expect(result.stderr, shown).to.match(/\n\nusage: (gpuchain|npm) /);
       expect(diskAfter, "nothing changed on disk").to.deep.equal(diskBefore);
     });
   }
 
   it("mined nothing on any chain", function () {
     expect(blocksAfter).to.deep.equal(blocksBefore);
+  });
+
+  it("reserves --watch prints a line per block until Ctrl-C, then the smallest margin", async function () {
+    const dep = path.join(root, "fixtures", "deployment", "deployed_addresses.json");
+    const child = spawn(NODE, [CLI, "reserves", "--watch", "--rpc", vars.rpc, "--deployment", dep], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    const exited = new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? -1)));
+    const deadline = Date.now() + 30_000;
+    while (!/^block \d+: held /m.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    child.kill("SIGINT");
+    expect(await exited, out).to.equal(0);
+    expect(out).to.match(/^block \d+: held 0\.010000 USDC, owed 0\.010000 USDC, margin 0\.000000 USDC HOLDS$/m);
+    expect(out).to.match(/^smallest margin seen: 0\.000000 USDC → HOLDS$/m);
   });
 });

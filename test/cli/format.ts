@@ -1,6 +1,14 @@
 /** sdk/format.ts: one way to show USDC amounts and times. */
 import { expect } from "chai";
-import { formatDeadline, formatDuration, formatPrice, formatTime, formatUsdc, formatWait, usdcAmount } from "../../sdk/format.ts";
+import {
+  formatDeadline,
+  formatDuration,
+  formatPrice,
+  formatTime,
+  formatUsdc,
+  formatWait,
+  usdcAmount,
+} from "../../sdk/format.ts";
 
 describe("sdk/format: amounts and times", function () {
   it("shows USDC with 6 fixed decimals and the unit", function () {

@@ -2,9 +2,21 @@
 import { expect } from "chai";
 import { describeWait, jobFit, type JobTerms, type Offer } from "../../sdk/jobFit.ts";
 
-const offer = (pricePerStep: bigint, memoryMiB = 1_024, active = true): Offer => ({ address: `0x${pricePerStep}`, pricePerStep, memoryMiB, active });
+const offer = (pricePerStep: bigint, memoryMiB = 1_024, active = true): Offer => ({
+  address: `0x${pricePerStep}`,
+  pricePerStep,
+  memoryMiB,
+  active,
+});
 // 100 steps at most 1000/step: needs 100 × price of the budget.
-const job = (over: Partial<JobTerms> = {}): JobTerms => ({ totalSteps: 100, acceptedStep: 0, maxPricePerStep: 1_000n, budget: 100_000n, paid: 0n, ...over });
+const job = (over: Partial<JobTerms> = {}): JobTerms => ({
+  totalSteps: 100,
+  acceptedStep: 0,
+  maxPricePerStep: 1_000n,
+  budget: 100_000n,
+  paid: 0n,
+  ...over,
+});
 
 describe("sdk/jobFit: why a job waits", function () {
   it("fits an offer at exactly the max price and exactly the budget", function () {
@@ -22,7 +34,9 @@ describe("sdk/jobFit: why a job waits", function () {
 
   it("budget one unit short at the cheapest price: budget short, with the steps it covers", function () {
     const fit = jobFit(job({ budget: 99_999n }), [offer(1_000n)]);
-    expect(fit.reasons).to.deep.equal([{ kind: "budget short", cheapest: 1_000n, needed: 100_000n, available: 99_999n, stepsAffordable: 99n }]);
+    expect(fit.reasons).to.deep.equal([
+      { kind: "budget short", cheapest: 1_000n, needed: 100_000n, available: 99_999n, stepsAffordable: 99n },
+    ]);
     expect(describeWait(fit.reasons[0])).to.contain("covers 99 steps");
     expect(jobFit(job({ budget: 100_001n }), [offer(1_000n)]).reasons).to.deep.equal([]);
   });
@@ -33,7 +47,9 @@ describe("sdk/jobFit: why a job waits", function () {
   });
 
   it("memory: needs at least what the coordinator asks (t-1 refused, t fits)", function () {
-    expect(jobFit(job({ memoryNeedMiB: 1_025 }), [offer(1_000n, 1_024)]).reasons).to.deep.equal([{ kind: "memory", needMiB: 1_025, largestMiB: 1_024 }]);
+    expect(jobFit(job({ memoryNeedMiB: 1_025 }), [offer(1_000n, 1_024)]).reasons).to.deep.equal([
+      { kind: "memory", needMiB: 1_025, largestMiB: 1_024 },
+    ]);
     expect(jobFit(job({ memoryNeedMiB: 1_024 }), [offer(1_000n, 1_024)]).reasons).to.deep.equal([]);
   });
 

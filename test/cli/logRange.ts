@@ -16,8 +16,14 @@ describe("sdk/logRange: reading logs from any standard node", function () {
   let timed: JsonRpcProvider;
 
   before(async function () {
-    provider = new JsonRpcProvider(await startAnvil(group, await freePort(0), {}, "automine"), undefined, { staticNetwork: true, cacheTimeout: -1 });
-    timed = new JsonRpcProvider(await startAnvil(group, await freePort(0), { blockTime: 1 }, "timer"), undefined, { staticNetwork: true, cacheTimeout: -1 });
+    provider = new JsonRpcProvider(await startAnvil(group, await freePort(0), {}, "automine"), undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
+    timed = new JsonRpcProvider(await startAnvil(group, await freePort(0), { blockTime: 1 }, "timer"), undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+    });
   });
 
   after(async function () {
@@ -38,7 +44,10 @@ describe("sdk/logRange: reading logs from any standard node", function () {
 
   it("anvil really rejects head+1..head, and that refusal is recognised", async function () {
     const head = await provider.getBlockNumber();
-    const err = await provider.getLogs({ fromBlock: head + 1, toBlock: head }).then(() => undefined, (e: unknown) => e);
+    const err = await provider.getLogs({ fromBlock: head + 1, toBlock: head }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err, "anvil answered an inverted range").to.not.equal(undefined);
     expect(isRangeRefusal(err)).to.equal(true);
     expect(isRangeRefusal(new Error("connect ECONNREFUSED"))).to.equal(false);
