@@ -39,7 +39,7 @@ export class StatusLine {
     print: (line: string) => void,
     enabled: boolean,
     totalSteps: number,
-    write = (t: string) => void process.stdout.write(t),
+    write: (text: string) => void = (t) => void process.stdout.write(t),
   ) {
     this.print = print;
     this.enabled = enabled;

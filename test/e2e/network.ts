@@ -23,6 +23,18 @@ function describeScenario(node: ChainNode) {
     let explained: { code: number; output: string } | undefined;
     let walletOut: { code: number; output: string } | undefined;
     let state: { paid: bigint; epoch: bigint; alice?: string } | undefined;
+    // On anvil the run also uses --keep: the network must still answer the CLI after the summary, until stopped.
+    const keep = node === "anvil";
+    const stop = new AbortController();
+    let live: { rpc: string; deploymentFile: string } | undefined;
+    let keptUp: Promise<{ code: number; output: string }> | undefined;
+    const print = (line: string) => {
+      lines.push(line);
+      if (keep && line.startsWith("the network stays up") && live && !keptUp) {
+        const common = ["--rpc", live.rpc, "--deployment", live.deploymentFile];
+        keptUp = runToEnd(["cli/gpuchain.ts", "reserves", ...common]).finally(() => stop.abort());
+      }
+    };
 
     before(async function () {
       result = await runScenario({
@@ -37,8 +49,11 @@ function describeScenario(node: ChainNode) {
         node,
         port: undefined,
         timeoutMs: 420_000,
-        print: (l) => lines.push(l),
+        print,
+        keep,
+        signal: stop.signal,
         beforeStop: async ({ provider, protocol, jobId, rpc, deploymentFile }) => {
+          live = { rpc, deploymentFile };
           // What an auditor runs: the job's history and a provider's wallet, rebuilt from events by the real CLI.
           const common = ["--rpc", rpc, "--deployment", deploymentFile];
           explained = await runToEnd(["cli/gpuchain.ts", "explain", String(jobId), "--json", ...common]);
@@ -116,6 +131,19 @@ function describeScenario(node: ChainNode) {
       expect(tail.at(-2)).to.equal("every promise held");
       expect(tail.filter((l) => l.startsWith("["))).to.deep.equal([]); // no child's line after the table
     });
+
+    if (keep) {
+      it("--keep leaves the network up after the settlement for the CLI, and says how to use it", async function () {
+        const reserves = await keptUp!;
+        expect(reserves.code, reserves.output).to.equal(0);
+        expect(reserves.output).to.match(/^proof of reserves: HOLDS$/m);
+        const howTo = lines.slice(lines.findIndex((l) => l.startsWith("the network stays up")));
+        expect(howTo.some((l) => l.includes(`npx gpuchain explain ${result.jobId} --rpc http://127.0.0.1:`))).to.equal(
+          true,
+        );
+        expect(howTo.some((l) => l.includes("npx gpuchain wallet ADDRESS"))).to.equal(true);
+      });
+    }
 
     it("reports reserves over the whole run and lost work consistent with the chain", function () {
       const reserves = result.checks.find((c) => c.promise.startsWith("proof of reserves"))!;
