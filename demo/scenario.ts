@@ -56,6 +56,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     }
     const run = await openRun(o, net, group, recorder, status, note);
     provider = run.provider;
+    const up = { provider, protocol: run.protocol, rpc: net.rpc, deploymentFile: net.deploymentFile, runDir: o.runDir };
+    await o.onNetworkUp?.(up);
     result = await playJob(run);
     await o.beforeStop?.({
       provider,

@@ -49,6 +49,17 @@ export interface ScenarioOptions {
   liveStatus?: boolean;
   /** Run against an existing deployment instead of an embedded chain (see demo/network.ts). */
   external?: { rpc: string; deploymentFile: string; keysDir: string };
+  /**
+   * Called once the chain is up, deployed and checked, before any provider starts: where a dashboard server (or a
+   * test) hooks in; it gets the chain and the run's folder (the recording is written there as the run goes).
+   */
+  onNetworkUp?: (network: {
+    provider: JsonRpcProvider;
+    protocol: Protocol;
+    rpc: string;
+    deploymentFile: string;
+    runDir: string;
+  }) => Promise<void>;
   /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
   beforeStop?: (chain: LiveChain) => Promise<void>;
 }

@@ -85,9 +85,10 @@ export async function rpcChainId(url: string, timeoutMs = DEFAULT_RPC_TIMEOUT_MS
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
+    const e = err as Error & { cause?: { code?: string; message?: string } };
     if (e.name === "TimeoutError") throw new RpcError(`the RPC at ${url} did not answer within ${timeoutMs / 1000} s`);
-    const why = e.cause?.code === "ECONNREFUSED" ? "connection refused" : (e.cause?.code ?? e.message);
+    const why =
+      e.cause?.code === "ECONNREFUSED" ? "connection refused" : (e.cause?.code ?? e.cause?.message ?? e.message);
     throw new RpcError(`cannot reach the RPC at ${url} (${why}): is the node running?`);
   }
   const body = (await res.json().catch(() => undefined)) as { result?: string } | undefined;
