@@ -9,6 +9,7 @@
  */
 import { formatEther, formatUnits } from "ethers";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
+import { localProfile } from "../workloads/index.ts";
 import { sleep } from "../sdk/retry.ts";
 import { runLoop, type TickResult } from "../sdk/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
@@ -49,9 +50,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     if (config.dryRun) return { exitCode: 0, address: me, outcomes };
     const lease = await chain.read("leaseDuration", () => deps.protocol.escrow.leaseDuration());
     const liveness = new Liveness({
-      wallet: deps.signer, chainId: network.chainId, send: deps.heartbeatSender, chain, logger, signal: deps.signal,
+      wallet: deps.signer, chainId: network.chainId, escrow: String(deps.protocol.escrow.target), send: deps.heartbeatSender, chain, logger, signal: deps.signal,
       intervalMs: config.heartbeatMs, leaseEveryMs: leaseHeartbeatMs(lease), now: deps.clock.now,
       ignoreFence: behaviour.ignoresFence,
+      profile: localProfile(config.device.executionProvider),
     });
     const ctx: WorkContext = {
       config, deps, chain, me, logger, liveness, behaviour,

@@ -36,7 +36,8 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
   const { o, group } = run;
   const ports = { coordinator: await freePort(8600), collector: await freePort(8601) };
   const cli = "cli/gpuchain.ts";
-  const store = path.join(o.runDir, "store");
+  const store = run.storage.url;
+  const env = run.storage.env;
   const common = ["--rpc", run.net.rpc, "--deployment", run.net.deploymentFile];
   const coordinatorUrl = `http://127.0.0.1:${ports.coordinator}/heartbeat`;
   const collectorUrl = `http://127.0.0.1:${ports.collector}`;
@@ -48,18 +49,26 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
   for (const i of [1, 2, 3]) {
     const key = actors.keyFiles[`verifier${i}` as Role];
     const decisions = path.join(o.runDir, `verifier${i}-decisions.json`);
-    group.start(`verifier${i}`, [
-      ...[cli, "verify", ...common, "--key", key, "--store", store],
-      ...["--collector", collectorUrl, "--decisions", decisions],
-    ]);
+    group.start(
+      `verifier${i}`,
+      [
+        ...[cli, "verify", ...common, "--key", key, "--store", store],
+        ...["--collector", collectorUrl, "--decisions", decisions],
+      ],
+      env,
+    );
   }
   for (const p of actors.providers) {
     const extra =
       p.name === "bob" ? ["--memory-cap", "2"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
-    group.start(p.name, [
-      ...[cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
-      ...["--store", store, "--coordinator", coordinatorUrl, ...extra],
-    ]);
+    group.start(
+      p.name,
+      [
+        ...[cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
+        ...["--store", store, "--coordinator", coordinatorUrl, ...extra],
+      ],
+      env,
+    );
   }
 }
 

@@ -20,6 +20,7 @@ import { externalNetwork, localNetwork, type ScenarioNetwork } from "./network.t
 import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
 import { renderChildLine } from "./render.ts";
+import { runStore, type RunStore } from "./s3.ts";
 import { settle } from "./settlement.ts";
 import { StatusLine } from "./status.ts";
 import type { Run, ScenarioOptions, ScenarioResult } from "./types.ts";
@@ -47,6 +48,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   let provider: JsonRpcProvider | undefined;
   let net: ScenarioNetwork | undefined;
   let result: ScenarioResult | undefined;
+  let storage: RunStore | undefined; // issue 11: the run's checkpoint store
   try {
     net = o.external
       ? await externalNetwork(o.external.rpc, o.external.deploymentFile, o.external.keysDir)
@@ -54,7 +56,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     if (o.dispute && !net.canWaitDays) {
       throw new Error("--dispute waits out the arbiter's 3 days: only on the local chain, whose clock can be advanced");
     }
-    const run = await openRun(o, net, group, recorder, status, note);
+    storage = await runStore(o.runDir, o.store);
+    note(`started: ${storage.describe}`);
+    const run = await openRun(o, net, { group, recorder, status, storage }, note);
     provider = run.provider;
     const up = { provider, protocol: run.protocol, rpc: net.rpc, deploymentFile: net.deploymentFile, runDir: o.runDir };
     await o.onNetworkUp?.(up);
@@ -76,6 +80,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     status.stop();
     const count = group.size;
     await group.stopAll(5_000, ["chain"]);
+    await storage?.close();
     provider?.destroy();
     await recorder.close();
     // A local chain is gone with this run; its deployment journal would only mislead the next one.
@@ -90,11 +95,10 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
 async function openRun(
   o: ScenarioOptions,
   net: ScenarioNetwork,
-  group: ProcessGroup,
-  recorder: Recorder,
-  status: StatusLine,
+  parts: Pick<Run, "group" | "recorder" | "status" | "storage">,
   note: (line: string) => void,
 ): Promise<Run> {
+  const { recorder } = parts;
   const badges = [net.badge, "Synthetic (CPU workload standing in for a GPU)", "Capped profile (bob)"];
   if (o.fault) badges.push("Injected fault (mallory)");
   recorder.add("badge", "start", badges);
@@ -106,7 +110,7 @@ async function openRun(
   await net.approveTemplate(protocol, provider, template.templateId);
   const templateNote = `template ${template.descriptor.name} approved (${template.templateId.slice(0, 10)}…)`;
   note(`escrow ${deployment.escrow}; verifier Safe ${deployment.verifierSafe}; ${templateNote}`);
-  return { o, net, provider, protocol, deployment, group, recorder, status, note };
+  return { o, net, provider, protocol, deployment, ...parts, note };
 }
 
 /** Providers register, the client posts the job, the network works it to settlement. */

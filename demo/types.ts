@@ -5,6 +5,7 @@ import type { Deployment } from "../sdk/deployment.ts";
 import type { ChainNode, ScenarioNetwork, Role } from "./network.ts";
 import type { ProcessGroup } from "./processes.ts";
 import type { Recorder } from "./recording.ts";
+import type { RunStore } from "./s3.ts";
 import type { StatusLine } from "./status.ts";
 
 export type { ChainNode } from "./network.ts";
@@ -47,6 +48,8 @@ export interface ScenarioOptions {
   keep?: boolean;
   /** Redraw a one-line live status (step, holder, epoch, pending checkpoint, signatures): for a TTY. */
   liveStatus?: boolean;
+  /** Checkpoint store URL (s3://… or file://…); unset: an embedded S3 server for this run (demo/s3.ts). */
+  store?: string;
   /** Run against an existing deployment instead of an embedded chain (see demo/network.ts). */
   external?: { rpc: string; deploymentFile: string; keysDir: string };
   /**
@@ -111,6 +114,8 @@ export interface Run {
   group: ProcessGroup;
   recorder: Recorder;
   status: StatusLine;
+  /** The run's checkpoint store (issue 11): the URL and environment verifiers and providers get. */
+  storage: RunStore;
   /** Prints and records one line. */
   note: (line: string) => void;
 }

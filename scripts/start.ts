@@ -22,6 +22,8 @@ export const USAGE = `usage: npm start [-- options]
   --node hardhat|anvil   which embedded node to run (default hardhat)
   --steps N  --interval N  --fault KIND  --timeout DURATION (default 900 s)  --run-dir DIR
   --replay FILE          play a recording back (e.g. recordings/sample.jsonl)
+  --store URL            checkpoints in that store (s3://BUCKET/PREFIX with the AWS variables, or file://DIR)
+                         instead of the embedded S3 server
   --rpc URL --deployment FILE --keys DIR
                          the same scenario on an existing deployment (any RPC, e.g. Base Sepolia; DIR holds
                          owner/coordinator/verifier1-3/client .key files, each 0600; see README "Deploying")
@@ -42,6 +44,7 @@ const OPTIONS = {
   rpc: { type: "string" },
   deployment: { type: "string" },
   keys: { type: "string" },
+  store: { type: "string" },
   debug: { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
 } as const;
@@ -86,6 +89,7 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
     keep: v.keep,
     liveStatus: process.stdout.isTTY === true,
     external: externalTarget(v),
+    store: v.store,
   };
 }
 

@@ -28,7 +28,11 @@ export type RunOptions = Schedule & {
 /** Resolves with the exit code: 0 after a clean stop, 1 when `--once` hit an unexpected error, or the tick's own. */
 export async function runLoop(opts: RunOptions): Promise<number> {
   const { once, logger, name } = opts;
-  logger.info("started", { keeper: name, ...(opts.cron ? { cron: opts.cron } : { intervalMs: opts.intervalMs }), once });
+  logger.info("started", {
+    keeper: name,
+    ...(opts.cron ? { cron: opts.cron } : { intervalMs: opts.intervalMs }),
+    once,
+  });
   const step = guardedTick(opts);
   let exitCode: number;
   if (once) exitCode = (await step()) ?? 0;

@@ -45,6 +45,8 @@ export interface BeatRecord {
   receivedAt: number;
   jobId: string; // "0" when idle
   epoch: string;
+  /** The arithmetic profile the beat reported (workloads/profile.ts), if any. */
+  profile?: string;
 }
 
 export interface CoordinatorView {
@@ -68,6 +70,11 @@ export interface CoordinatorView {
   fenced: Map<string, Set<string>>;
   /** Device memory a template needs, MiB. */
   memoryNeedMiB: (templateId: string) => number;
+  /**
+   * Whether verifiers can replay a provider of this arithmetic profile exactly for the template (issue 12's
+   * safety net); absent: no profile rule.
+   */
+  profileProven?: (templateId: string, profile: string | undefined) => boolean;
 }
 
 export type Action = "assign" | "unassign" | "keep" | "wait";
@@ -91,7 +98,8 @@ export type Exclusion =
   | "budget short"
   | "memory too small"
   | "no recent heartbeat"
-  | "stale heartbeat";
+  | "stale heartbeat"
+  | "arithmetic profile not proven";
 
 export const jobEpochKey = (jobId: bigint | string, epoch: bigint | string) => `${jobId}:${epoch}`;
 export const jobBeatKey = (jobId: bigint | string, epoch: bigint | string, provider: string) =>
@@ -147,6 +155,7 @@ export function exclusionOf(
   const beat = view.lastBeat.get(addr);
   if (!beat || !isLive(beat.receivedAt, view.nowMs, view.timeoutMs)) return "no recent heartbeat";
   if (beat.jobId !== "0" && !holds(view, addr, beat)) return "stale heartbeat";
+  if (view.profileProven && !view.profileProven(job.templateId, beat.profile)) return "arithmetic profile not proven";
   return undefined;
 }
 

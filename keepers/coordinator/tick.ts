@@ -4,10 +4,9 @@
  */
 import type { Contract } from "ethers";
 import { isTraining, isTrainingOver, jobIds, readJob } from "../../sdk/job.ts";
-import type { Logger } from "../../sdk/log.ts";
-import { runLoop } from "../../sdk/runner.ts";
 import { changeLogger, execute, mapLimit, read, scanEvents, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer } from "../http.ts";
+import { runTicks } from "../keeper.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import { memoryNeed } from "./config.ts";
 import {
@@ -22,6 +21,21 @@ import {
   type ProviderView,
 } from "./decide.ts";
 import { HeartbeatBook } from "./heartbeats.ts";
+import { registryCheck } from "./registered.ts";
+import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
+
+/**
+ * Issue 12's safety net: a template this node knows goes only to providers whose reported arithmetic profile is
+ * proven to give its bits. A template it does not know is not replayed by verifiers built from this code either.
+ */
+function profileProven(templateId: string, profile: string | undefined): boolean {
+  try {
+    return isProvenProfile(loadTemplate(templateId), profile);
+  } catch (e) {
+    if (e instanceof UnknownTemplateError) return true;
+    throw e;
+  }
+}
 
 export interface CoordinatorTickReport {
   decisions: Decision[];
@@ -50,7 +64,8 @@ export class Coordinator {
   constructor(ctx: KeeperContext, config: CoordinatorConfig) {
     this.ctx = ctx;
     this.config = config;
-    this.book = new HeartbeatBook(ctx.chainId, config.maxClockSkewMs);
+    const scope = { chainId: ctx.chainId.toString(), escrow: String((ctx.escrow as unknown as { target: string }).target) };
+    this.book = new HeartbeatBook(scope, config.maxClockSkewMs, registryCheck(ctx, this.providers));
     this.scannedTo = config.fromBlock - 1;
   }
 
@@ -106,6 +121,7 @@ export class Coordinator {
       watchStart: this.watchStart,
       fenced: new Map(),
       memoryNeedMiB: memoryNeed(config),
+      profileProven,
     };
     await this.readFenced(view, block.number);
     return view;
@@ -181,24 +197,22 @@ export async function runCoordinator(
   ctx: KeeperContext,
   config: CoordinatorConfig,
   signal: AbortSignal,
-  logger: Logger = ctx.logger,
 ): Promise<number> {
   const coordinator = createCoordinator(ctx, config);
-  const tick = async () => void (await coordinator.tick());
-  const run = { name: "coordinator", tick, intervalMs: config.intervalMs, once: config.once, signal, logger };
+  const run = () => runTicks("coordinator", ctx, config, async () => void (await coordinator.tick()), signal);
   // One tick has no time to hear heartbeats: --once only unassigns lapsed leases (and logs its decisions).
-  if (config.once) return runLoop(run);
+  if (config.once) return run();
   const server = await startJsonServer({
     host: config.host,
     port: config.port,
-    logger,
+    logger: ctx.logger,
     routes: {
       "POST /heartbeat": coordinator.book.handler(ctx.nowMs),
       "GET /health": () => ({ status: 200, body: { ok: true } }),
     },
   });
   try {
-    return await runLoop(run);
+    return await run();
   } finally {
     await server.close();
   }

@@ -5,9 +5,8 @@
  */
 import type { Contract } from "ethers";
 import { jobIds, statusName } from "../../sdk/job.ts";
-import type { Logger } from "../../sdk/log.ts";
-import { runLoop } from "../../sdk/runner.ts";
 import { execute, mapLimit, read, scanEvents, type KeeperContext, type Outcome } from "../chain.ts";
+import { runTicks } from "../keeper.ts";
 import type { FinalizerConfig } from "./config.ts";
 import { earningsMatter, nothingLeftToDo, planFinalizer, type FinalizerAction, type FinalizerJob } from "./decide.ts";
 
@@ -78,13 +77,7 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
 }
 
 /** Runs the finalizer on `config.cron` until `signal` fires (or once). Resolves with the exit code. */
-export function runFinalizer(
-  ctx: KeeperContext,
-  config: FinalizerConfig,
-  signal: AbortSignal,
-  logger: Logger = ctx.logger,
-): Promise<number> {
+export function runFinalizer(ctx: KeeperContext, config: FinalizerConfig, signal: AbortSignal): Promise<number> {
   const finalizer = createFinalizer(ctx, config);
-  const tick = async () => void (await finalizer.tick());
-  return runLoop({ name: "finalizer", tick, cron: config.cron, once: config.once, signal, logger });
+  return runTicks("finalizer", ctx, config, async () => void (await finalizer.tick()), signal);
 }

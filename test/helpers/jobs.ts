@@ -7,10 +7,25 @@ const ZERO = "0x" + "00".repeat(32);
 /** A `jobOf` record: an Open 30-step job with nothing accepted, unless `over` says otherwise. */
 export function rawJob(over: Partial<RawJob> = {}): RawJob {
   return {
-    client: ZeroAddress, epoch: 1n, templateId: ZERO, seed: ZERO, totalSteps: 30n, checkpointInterval: 10n,
-    acceptedStep: 0n, pendingStep: 0n, leaseExpiresAt: 0n, disputeWindow: 3_600n, provider: ZeroAddress,
-    lastProgressAt: 0n, pricePerStep: 0n, maxPricePerStep: 1_000n, budget: 100_000n, paid: 0n,
-    acceptedHash: ZERO, pendingHash: ZERO, ...over,
+    client: ZeroAddress,
+    epoch: 1n,
+    templateId: ZERO,
+    seed: ZERO,
+    totalSteps: 30n,
+    checkpointInterval: 10n,
+    acceptedStep: 0n,
+    pendingStep: 0n,
+    leaseExpiresAt: 0n,
+    disputeWindow: 3_600n,
+    provider: ZeroAddress,
+    lastProgressAt: 0n,
+    pricePerStep: 0n,
+    maxPricePerStep: 1_000n,
+    budget: 100_000n,
+    paid: 0n,
+    acceptedHash: ZERO,
+    pendingHash: ZERO,
+    ...over,
   };
 }
 
