@@ -1,6 +1,6 @@
 /** `gpuchain arbiter resolve JOB --uphold|--reject --key FILE`: the arbiter decides a dispute before the deadline. */
 import { CommandError, expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
-import { openContext, requireJob } from "./context.ts";
+import { confirm, openContext, requireJob } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { protocolInterfaces } from "../sdk/contracts.ts";
 import { statusName } from "../sdk/job.ts";
@@ -39,7 +39,7 @@ export async function main(argv: string[]): Promise<number> {
       console.log(`would ${values.uphold ? "uphold" : "reject"} the dispute on job ${jobId}`);
       return 0;
     }
-    const receipt = await (await escrow.resolveDispute(jobId, values.uphold)).wait();
+    const receipt = await confirm(ctx, escrow.resolveDispute(jobId, values.uphold), `resolve job ${jobId}`);
     const what = values.uphold
       ? "upheld — provider payments void, budget and bond back to the client"
       : "rejected — the verdict stands, the bond goes to the fee recipient";

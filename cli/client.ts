@@ -14,7 +14,7 @@ import {
   requireString,
   UsageError,
 } from "../sdk/args.ts";
-import { openContext, requireJob, templateArg, type CommandContext } from "./context.ts";
+import { confirm, openContext, requireJob, templateArg, type CommandContext } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { protocolInterfaces } from "../sdk/contracts.ts";
 import { statusName } from "../sdk/job.ts";
@@ -137,10 +137,13 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
   await warnIfNobodyFits(ctx, r);
   if (dryRun) return 0;
   const permit = await signPermit(ctx, r.budget).catch(() => undefined);
-  const tx = permit
-    ? await escrow.createJobWithPermit(call, permit.deadline, permit.v, permit.r, permit.s)
-    : await approveThen(ctx, r.budget, () => escrow.createJob(call));
-  const receipt = await tx.wait();
+  const receipt = await confirm(
+    ctx,
+    permit
+      ? escrow.createJobWithPermit(call, permit.deadline, permit.v, permit.r, permit.s)
+      : approveThen(ctx, r.budget, () => escrow.createJob(call)),
+    "create the job",
+  );
   const created = receipt!.logs.map((l) => escrow.interface.parseLog(l)).find((e) => e?.name === "JobCreated");
   console.log(
     `created job ${created?.args.jobId} (tx ${receipt!.hash}); budget locked${permit ? " with a permit" : ""}`,
@@ -149,7 +152,7 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
 }
 
 async function approveThen<T>(ctx: CommandContext, amount: bigint, send: () => Promise<T>): Promise<T> {
-  await (await ctx.protocol.usdc.approve(ctx.deployment.escrow, amount)).wait();
+  await confirm(ctx, ctx.protocol.usdc.approve(ctx.deployment.escrow, amount), "approve the budget");
   return send();
 }
 
@@ -185,7 +188,7 @@ async function cancel(ctx: CommandContext, jobId: bigint, dryRun: boolean): Prom
     console.log(`would cancel job ${jobId}`);
     return 0;
   }
-  const receipt = await (await escrow.cancel(jobId)).wait();
+  const receipt = await confirm(ctx, escrow.cancel(jobId), `cancel job ${jobId}`);
   console.log(
     `job ${jobId} cancelled (tx ${receipt!.hash}); the unspent budget is withdrawable with \`gpuchain withdraw\``,
   );
@@ -201,7 +204,11 @@ async function approveTemplate(
     console.log(`would approve template ${t.descriptor.name} (${t.templateId})`);
     return 0;
   }
-  const receipt = await (await ctx.protocol.escrow.setTemplateApproval(t.templateId, true)).wait();
+  const receipt = await confirm(
+    ctx,
+    ctx.protocol.escrow.setTemplateApproval(t.templateId, true),
+    "approve the template",
+  );
   console.log(`approved template ${t.descriptor.name} (${t.templateId}) (tx ${receipt!.hash})`);
   return 0;
 }

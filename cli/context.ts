@@ -3,7 +3,7 @@
  * given, a signer. Everything local (flags, key file, deployment file) is checked before the network is touched;
  * then the node must answer, be on the deployment's chain and have the contracts' code.
  */
-import type { JsonRpcProvider, Wallet } from "ethers";
+import type { ContractTransactionReceipt, ContractTransactionResponse, JsonRpcProvider, Wallet } from "ethers";
 import {
   checkRpcUrl,
   connectChecked,
@@ -24,6 +24,8 @@ export interface CommandContext {
   provider: JsonRpcProvider;
   chainId: bigint;
   signer?: Wallet;
+  /** How long to wait for a sent transaction to be mined (--tx-timeout-ms). */
+  txTimeoutMs: number;
   close(): void;
 }
 
@@ -32,6 +34,7 @@ export interface ContextFlags {
   deployment?: string;
   key?: string;
   "rpc-timeout-ms"?: string;
+  "tx-timeout-ms"?: string;
 }
 
 export async function openContext(values: ContextFlags, needsKey: boolean): Promise<CommandContext> {
@@ -41,13 +44,14 @@ export async function openContext(values: ContextFlags, needsKey: boolean): Prom
   if (needsKey && !values.key)
     throw new UsageError("--key FILE is required (a 0600 file holding the private key)", true);
   const timeoutMs = parsePositiveInt(values["rpc-timeout-ms"], "rpc-timeout-ms", DEFAULT_RPC_TIMEOUT_MS);
+  const txTimeoutMs = parsePositiveInt(values["tx-timeout-ms"], "tx-timeout-ms", TX_TIMEOUT_MS);
   checkRpcUrl(values.rpc!);
   const wallet = values.key ? loadKey(values.key) : undefined;
   const deployment = loadDeployment(values.deployment!);
   const { provider, chainId } = await connectChecked(values.rpc!, deployment, timeoutMs);
   const signer = wallet?.connect(provider);
   const protocol = connectProtocol(deployment, signer ?? provider);
-  return { deployment, protocol, provider, chainId, signer, close: () => provider.destroy() };
+  return { deployment, protocol, provider, chainId, signer, txTimeoutMs, close: () => provider.destroy() };
 }
 
 /** The job must exist on this escrow (ids run 1..jobCount). */
@@ -77,5 +81,28 @@ export function templateArg(nameOrId: string | undefined, what: string): Templat
     if (!(err instanceof UnknownTemplateError)) throw err;
     const kind = isId ? "template id" : "template";
     throw new UsageError(`unknown ${kind} "${nameOrId}": known templates are ${known}`);
+  }
+}
+
+/** How long a command waits for its transaction to be mined before saying so (it may still land later). */
+export const TX_TIMEOUT_MS = 120_000;
+
+/** Sends are progress a person waits for: say what was sent, then wait for the block (bounded). */
+export async function confirm(
+  ctx: CommandContext,
+  sent: Promise<ContractTransactionResponse>,
+  what: string,
+): Promise<ContractTransactionReceipt> {
+  const timeoutMs = ctx.txTimeoutMs;
+  const tx = await sent;
+  console.log(`${what}: sent ${tx.hash}, waiting for a block …`);
+  try {
+    return (await tx.wait(1, timeoutMs))!;
+  } catch (err) {
+    if ((err as { code?: string }).code !== "TIMEOUT") throw err;
+    throw new CommandError(
+      `${what}: transaction ${tx.hash} was not mined within ${timeoutMs / 1000} s; it may still land ` +
+        "(a later `gpuchain explain` or `wallet` shows whether it did)",
+    );
   }
 }

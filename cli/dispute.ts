@@ -1,6 +1,6 @@
 /** `gpuchain dispute JOB --key FILE`: the client disputes the verdict during the window, posting the bond. */
 import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
-import { openContext, requireJob } from "./context.ts";
+import { confirm, openContext, requireJob } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { protocolInterfaces } from "../sdk/contracts.ts";
 import { statusName } from "../sdk/job.ts";
@@ -30,8 +30,8 @@ export async function main(argv: string[]): Promise<number> {
       console.log(`would dispute job ${jobId}, posting a bond of ${formatUsdc(bond)}`);
       return 0;
     }
-    await (await token.approve(ctx.deployment.escrow, bond)).wait();
-    const receipt = await (await escrow.dispute(jobId)).wait();
+    await confirm(ctx, token.approve(ctx.deployment.escrow, bond), "approve the bond");
+    const receipt = await confirm(ctx, escrow.dispute(jobId), `dispute job ${jobId}`);
     const deadline = (await escrow.disputeOf(jobId)).openedAt + (await escrow.ARBITER_TIMEOUT());
     const now = (await ctx.provider.getBlock("latest"))!.timestamp;
     console.log(`job ${jobId} disputed (tx ${receipt!.hash}); bond ${formatUsdc(bond)}`);

@@ -4,7 +4,7 @@
  */
 import type { Contract } from "ethers";
 import { CommandError, expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
-import { openContext, requireJob, type CommandContext } from "./context.ts";
+import { confirm, openContext, requireJob, type CommandContext } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { protocolInterfaces } from "../sdk/contracts.ts";
 import { isFinished, statusName } from "../sdk/job.ts";
@@ -51,7 +51,7 @@ export async function main(argv: string[]): Promise<number> {
         console.log(`job ${jobId}: would claim ${formatUsdc(earnings)}`);
         continue;
       }
-      await (await escrow.claimEarnings(jobId, me)).wait();
+      await confirm(ctx, escrow.claimEarnings(jobId, me), `claim job ${jobId}`);
       console.log(`job ${jobId}: claimed ${formatUsdc(earnings)}`);
     }
     const owed = await escrow.owed(me);
@@ -63,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
       console.log(`would withdraw ${formatUsdc(owed)} to ${me}`);
       return 0;
     }
-    await (await escrow.withdraw()).wait();
+    await confirm(ctx, escrow.withdraw(), "withdraw");
     console.log(`withdrew ${formatUsdc(owed)} to ${me}`);
     return 0;
   } catch (err) {

@@ -13,6 +13,7 @@ export const COMMON_OPTIONS = {
   key: { type: "string" },
   store: { type: "string", default: ".gpuchain/store" },
   "rpc-timeout-ms": { type: "string" },
+  "tx-timeout-ms": { type: "string" },
   pretty: { type: "boolean", default: false },
   "dry-run": { type: "boolean", default: false },
   debug: { type: "boolean", default: false },

@@ -772,6 +772,27 @@ describe("gpuchain: every bad input is one clear line, the right exit code, and 
     expect(blocksAfter).to.deep.equal(blocksBefore);
   });
 
+  it("a node that stops mining: the sent transaction is named, the wait is bounded, exit 1", async function () {
+    const main = new JsonRpcProvider(vars.rpc, undefined, { staticNetwork: true });
+    await main.send("evm_setAutomine", [false]);
+    try {
+      const dep = path.join(root, "fixtures", "deployment", "deployed_addresses.json");
+      const key = path.join(root, "fixtures", "owner.key");
+      const args = ["job", "approve-template", "mnist-mlp", "--rpc", vars.rpc, "--deployment", dep, "--key", key];
+      const r = await runCli([...args, "--tx-timeout-ms", "1500"], root);
+      expect(r.code, r.stderr).to.equal(1);
+      expect(r.stdout).to.match(/^approve the template: sent 0x[0-9a-f]{64}, waiting for a block …$/m);
+      expect(r.stderr).to.match(
+        /^gpuchain: approve the template: transaction 0x[0-9a-f]{64} was not mined within 1\.5 s; it may still land/m,
+      );
+      expect(r.stderr).not.to.match(/^\s+at /m);
+    } finally {
+      await main.send("evm_setAutomine", [true]);
+      await main.send("evm_mine", []);
+      main.destroy();
+    }
+  });
+
   it("reserves --watch prints a line per block until Ctrl-C, then the smallest margin", async function () {
     const dep = path.join(root, "fixtures", "deployment", "deployed_addresses.json");
     const child = spawn(NODE, [CLI, "reserves", "--watch", "--rpc", vars.rpc, "--deployment", dep], {
