@@ -1,6 +1,6 @@
 /** The `--from-block` flag of the ledger commands (explain, wallet). */
 import type { Ledger } from "../sdk/ledger.ts";
-import { escrowLedger } from "../sdk/events.ts";
+import { escrowLedger, type LedgerQuery } from "../sdk/events.ts";
 import { UsageError } from "../sdk/args.ts";
 import type { CommandContext } from "./context.ts";
 
@@ -15,6 +15,7 @@ export function parseFromBlock(value: string | undefined): number {
   return Number(value);
 }
 
-export function loadLedger(ctx: CommandContext, fromBlock: number): Promise<Ledger> {
-  return escrowLedger(ctx.protocol.escrow, fromBlock);
+/** The escrow's books from `fromBlock`, narrowed by `query` (one job for explain, one account for wallet). */
+export function loadLedger(ctx: CommandContext, fromBlock: number, query: LedgerQuery = {}): Promise<Ledger> {
+  return escrowLedger(ctx.protocol.escrow, fromBlock, query);
 }

@@ -32,7 +32,7 @@ export async function main(argv: string[]): Promise<number> {
   const fromBlock = parseFromBlock(values["from-block"]);
   const ctx = await openContext(values, false);
   try {
-    const ledger = await loadLedger(ctx, fromBlock);
+    const ledger = await loadLedger(ctx, fromBlock, { jobIds: [jobId] });
     const job = ledger.jobs.get(jobId);
     if (!job) throw new CommandError(`job ${jobId} has no JobCreated event on escrow ${ctx.deployment.escrow}`);
     const { escrow } = ctx.protocol;

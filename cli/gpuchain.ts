@@ -41,8 +41,9 @@ function usage(): string {
     "",
     ...lines,
     "",
-    "common options: --rpc URL  --deployment FILE (Ignition deployed_addresses.json)  --key FILE  --store DIR",
-    "                --rpc-timeout-ms N  --pretty  --dry-run  --debug (stack traces)",
+    "common options: --rpc URL  --deployment FILE (Ignition deployed_addresses.json)  --key FILE  --store URL",
+    "                --rpc-timeout-ms N  --tx-timeout-ms N  --pretty  --dry-run  --debug (stack traces)",
+    "                (--store: s3://BUCKET/PREFIX with the AWS_* variables, file://DIR or a folder)",
   ].join("\n");
 }
 

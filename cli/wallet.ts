@@ -19,7 +19,7 @@ export async function main(argv: string[]): Promise<number> {
   const fromBlock = parseFromBlock(values["from-block"]);
   const ctx = await openContext(values, false);
   try {
-    const ledger = await loadLedger(ctx, fromBlock);
+    const ledger = await loadLedger(ctx, fromBlock, { account: who });
     const wallet = walletOf(ledger, who);
     const onChain = await ctx.protocol.escrow.owed(who);
     const disagree =

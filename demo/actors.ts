@@ -39,13 +39,23 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
   const store = run.storage.url;
   const env = run.storage.env;
   const common = ["--rpc", run.net.rpc, "--deployment", run.net.deploymentFile];
-  const coordinatorUrl = `http://127.0.0.1:${ports.coordinator}/heartbeat`;
-  const collectorUrl = `http://127.0.0.1:${ports.collector}`;
-  group.start("keepers", [
-    ...[cli, "keeper", "all", ...common, "--key", actors.keyFiles.coordinator],
-    ...["--coordinator-port", String(ports.coordinator), "--collector-port", String(ports.collector)],
-    ...["--state-file", path.join(o.runDir, "collector-state.json")],
-  ]);
+  // --hosts: every part on its own host; the keepers listen on the operator's (chain) host address.
+  const hostNet = run.hostNet;
+  const keeperIp = hostNet?.host("chain").ip ?? "127.0.0.1";
+  const on = (host: string) => hostNet?.wrapper(host) ?? [];
+  const coordinatorUrl = `http://${keeperIp}:${ports.coordinator}/heartbeat`;
+  const collectorUrl = `http://${keeperIp}:${ports.collector}`;
+  group.start(
+    "keepers",
+    [
+      ...[cli, "keeper", "all", ...common, "--key", actors.keyFiles.coordinator],
+      ...["--coordinator-port", String(ports.coordinator), "--collector-port", String(ports.collector)],
+      ...["--state-file", path.join(o.runDir, "collector-state.json")],
+      ...(hostNet ? ["--host", keeperIp] : []),
+    ],
+    {},
+    on("chain"),
+  );
   for (const i of [1, 2, 3]) {
     const key = actors.keyFiles[`verifier${i}` as Role];
     const decisions = path.join(o.runDir, `verifier${i}-decisions.json`);
@@ -56,6 +66,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
         ...["--collector", collectorUrl, "--decisions", decisions],
       ],
       env,
+      on(`verifier${i}`),
     );
   }
   for (const p of actors.providers) {
@@ -68,6 +79,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
         ...["--store", store, "--coordinator", coordinatorUrl, ...extra],
       ],
       env,
+      on(p.name),
     );
   }
 }

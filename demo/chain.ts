@@ -35,10 +35,23 @@ export async function freePort(preferred: number): Promise<number> {
   return tryPort(preferred).catch(() => tryPort(0));
 }
 
-/** Starts `hardhat node` on `port` and waits until it answers. */
-export async function startChain(group: ProcessGroup, port: number, timeoutMs = 90_000): Promise<string> {
-  group.start("chain", [HARDHAT_CLI, "node", "--port", String(port), "--hostname", "127.0.0.1"]);
-  return waitUntilAnswering(group, "chain", `http://127.0.0.1:${port}`, timeoutMs);
+/** Where a node listens: loopback, or (with --hosts) its own host's address, run through that host's wrapper. */
+export interface ChainAt {
+  address: string;
+  wrapper: string[];
+}
+
+const LOOPBACK: ChainAt = { address: "127.0.0.1", wrapper: [] };
+
+/** Starts `hardhat node` on `port` and waits until it answers (on `at`'s host and address with --hosts). */
+export async function startChain(
+  group: ProcessGroup,
+  port: number,
+  timeoutMs = 90_000,
+  at = LOOPBACK,
+): Promise<string> {
+  group.start("chain", [HARDHAT_CLI, "node", "--port", String(port), "--hostname", at.address], {}, at.wrapper);
+  return waitUntilAnswering(group, "chain", `http://${at.address}:${port}`, timeoutMs);
 }
 
 /**
@@ -62,6 +75,7 @@ export interface AnvilOptions {
   chainId?: number;
   /** Seconds between blocks (mining on a timer); automine when absent. */
   blockTime?: number;
+  at?: ChainAt;
 }
 
 /** Starts anvil on `port` under `name` with Hardhat's test accounts and waits until it answers. */
@@ -71,11 +85,12 @@ export async function startAnvil(
   o: AnvilOptions = {},
   name = "chain",
 ): Promise<string> {
-  const args = ["--port", String(port), "--host", "127.0.0.1", "--silent"];
+  const at = o.at ?? LOOPBACK;
+  const args = ["--port", String(port), "--host", at.address, "--silent"];
   if (o.chainId !== undefined) args.push("--chain-id", String(o.chainId));
   if (o.blockTime !== undefined) args.push("--block-time", String(o.blockTime));
-  group.start(name, args, {}, anvilBinary());
-  return waitUntilAnswering(group, name, `http://127.0.0.1:${port}`, 30_000);
+  group.start(name, args, {}, at.wrapper, anvilBinary());
+  return waitUntilAnswering(group, name, `http://${at.address}:${port}`, 30_000);
 }
 
 async function waitUntilAnswering(group: ProcessGroup, name: string, url: string, timeoutMs: number): Promise<string> {

@@ -142,3 +142,21 @@ export class HostNet {
     }
   }
 }
+
+/** The parts of `npm start` and the host each runs on (chain and keepers share one: the operator's). */
+export const SCENARIO_HOSTS = ["chain", "store", "verifier1", "verifier2", "verifier3", "mallory", "alice", "bob"];
+
+/** Makes the scenario's hosts under `runDir/hosts/` and says where each part runs. */
+export function scenarioHosts(runDir: string, note: (l: string) => void): HostNet {
+  const why = hostsUnavailable();
+  if (why) throw new Error(why);
+  const net = new HostNet(SCENARIO_HOSTS, path.join(runDir, "hosts"));
+  note(
+    `separate hosts on one machine: ${net.hosts.size} network namespaces on ${net.subnet}.0/24 (prefix ${net.prefix})`,
+  );
+  for (const h of net.hosts.values()) {
+    const parts = h.name === "chain" ? "chain + keepers (coordinator, collector, finalizer, reserves)" : h.name;
+    note(`  host ${h.ns} ${h.ip}: ${parts} (data ${h.dataDir})`);
+  }
+  return net;
+}

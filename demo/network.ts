@@ -10,7 +10,7 @@ import { rpcChainId, type Protocol } from "../sdk/contracts.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { loadKey, writeKey } from "../sdk/keys.ts";
 import { sleep } from "../sdk/retry.ts";
-import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS } from "./chain.ts";
+import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
 
 export type ChainNode = "hardhat" | "anvil";
@@ -41,6 +41,8 @@ export interface LocalOptions {
   deploymentId: string;
   node?: ChainNode;
   port?: number;
+  /** issue 11: the chain's host with --hosts. */
+  at?: ChainAt;
 }
 
 /** Chains the badge can name; any other is named by its id. */
@@ -63,13 +65,16 @@ export async function localNetwork(
   o: LocalOptions,
   note: (l: string) => void,
 ): Promise<ScenarioNetwork> {
-  const port = o.port ?? (await freePort(8545));
+  const port = o.port ?? (o.at ? 8545 : await freePort(8545));
   if (o.port !== undefined && (await freePort(o.port)) !== o.port) {
     throw new Error(`--port ${o.port} is in use (another node?): pick another or leave --port out for a free one`);
   }
   const node = o.node ?? "hardhat";
-  note(`starting the local chain (${node === "anvil" ? "anvil" : "Hardhat node"}) on 127.0.0.1:${port} …`);
-  const rpc = node === "anvil" ? await startAnvil(group, port) : await startChain(group, port);
+  note(
+    `starting the local chain (${node === "anvil" ? "anvil" : "Hardhat node"}) on ${o.at?.address ?? "127.0.0.1"}:${port} …`,
+  );
+  const rpc =
+    node === "anvil" ? await startAnvil(group, port, { at: o.at }) : await startChain(group, port, undefined, o.at);
   note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
   const deploymentFile = await deployLocal(rpc, o.deploymentId);
   const keyFiles = {} as Record<Role, string>;

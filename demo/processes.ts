@@ -15,9 +15,19 @@ export class ProcessGroup {
     this.onLine = onLine;
   }
 
-  /** Starts `node <args>` (or `program <args>` when given) under `name`. */
-  start(name: string, args: string[], env: Record<string, string> = {}, program = process.execPath): ChildProcess {
-    const child = spawn(program, args, {
+  /**
+   * Starts `node <args>` (or `program <args>`) under `name`; `wrapper` runs it elsewhere (issue 11:
+   * `ip netns exec NS`, same pid).
+   */
+  start(
+    name: string,
+    args: string[],
+    env: Record<string, string> = {},
+    wrapper: string[] = [],
+    program = process.execPath,
+  ): ChildProcess {
+    const [cmd, ...pre] = [...wrapper, program];
+    const child = spawn(cmd, [...pre, ...args], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -21,6 +21,7 @@ import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
 import { renderChildLine } from "./render.ts";
 import { runStore, type RunStore } from "./s3.ts";
+import { scenarioHosts, type HostNet } from "./hosts.ts";
 import { settle } from "./settlement.ts";
 import { StatusLine } from "./status.ts";
 import type { Run, ScenarioOptions, ScenarioResult } from "./types.ts";
@@ -49,16 +50,19 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   let net: ScenarioNetwork | undefined;
   let result: ScenarioResult | undefined;
   let storage: RunStore | undefined; // issue 11: the run's checkpoint store
+  let hostNet: HostNet | undefined; // issue 11: --hosts
   try {
+    if (o.hosts) hostNet = scenarioHosts(o.runDir, note);
+    const at = hostNet && { address: hostNet.host("chain").ip, wrapper: hostNet.wrapper("chain") };
     net = o.external
       ? await externalNetwork(o.external.rpc, o.external.deploymentFile, o.external.keysDir)
-      : await localNetwork(group, o, note);
+      : await localNetwork(group, { ...o, at }, note);
     if (o.dispute && !net.canWaitDays) {
       throw new Error("--dispute waits out the arbiter's 3 days: only on the local chain, whose clock can be advanced");
     }
-    storage = await runStore(o.runDir, o.store);
+    storage = await runStore(o.runDir, o.store, hostNet && { net: hostNet, group });
     note(`started: ${storage.describe}`);
-    const run = await openRun(o, net, { group, recorder, status, storage }, note);
+    const run = await openRun(o, net, { group, recorder, status, storage, hostNet }, note);
     provider = run.provider;
     const up = { provider, protocol: run.protocol, rpc: net.rpc, deploymentFile: net.deploymentFile, runDir: o.runDir };
     await o.onNetworkUp?.(up);
@@ -81,6 +85,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const count = group.size;
     await group.stopAll(5_000, ["chain"]);
     await storage?.close();
+    hostNet?.destroy();
     provider?.destroy();
     await recorder.close();
     // A local chain is gone with this run; its deployment journal would only mislead the next one.
@@ -95,11 +100,12 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
 async function openRun(
   o: ScenarioOptions,
   net: ScenarioNetwork,
-  parts: Pick<Run, "group" | "recorder" | "status" | "storage">,
+  parts: Pick<Run, "group" | "recorder" | "status" | "storage" | "hostNet">,
   note: (line: string) => void,
 ): Promise<Run> {
   const { recorder } = parts;
-  const badges = [net.badge, "Synthetic (CPU workload standing in for a GPU)", "Capped profile (bob)"];
+  const hosts = parts.hostNet ? ["Separate hosts on one machine (network namespaces)"] : [];
+  const badges = [net.badge, ...hosts, "Synthetic (CPU workload standing in for a GPU)", "Capped profile (bob)"];
   if (o.fault) badges.push("Injected fault (mallory)");
   recorder.add("badge", "start", badges);
   note(`badges: ${badges.map((b) => `[${b}]`).join(" ")}`);

@@ -6,6 +6,7 @@ import type { ChainNode, ScenarioNetwork, Role } from "./network.ts";
 import type { ProcessGroup } from "./processes.ts";
 import type { Recorder } from "./recording.ts";
 import type { RunStore } from "./s3.ts";
+import type { HostNet } from "./hosts.ts";
 import type { StatusLine } from "./status.ts";
 
 export type { ChainNode } from "./network.ts";
@@ -50,6 +51,8 @@ export interface ScenarioOptions {
   liveStatus?: boolean;
   /** Checkpoint store URL (s3://… or file://…); unset: an embedded S3 server for this run (demo/s3.ts). */
   store?: string;
+  /** Each part on a separate network host (a namespace of its own, demo/hosts.ts; Linux, as root). */
+  hosts?: boolean;
   /** Run against an existing deployment instead of an embedded chain (see demo/network.ts). */
   external?: { rpc: string; deploymentFile: string; keysDir: string };
   /**
@@ -116,6 +119,8 @@ export interface Run {
   status: StatusLine;
   /** The run's checkpoint store (issue 11): the URL and environment verifiers and providers get. */
   storage: RunStore;
+  /** issue 11, --hosts: every part on a host of its own; alice is cut off instead of killed. */
+  hostNet?: HostNet;
   /** Prints and records one line. */
   note: (line: string) => void;
 }

@@ -11,6 +11,7 @@ import { sleep } from "../sdk/retry.ts";
 import { DISPUTE_WINDOW, nameBook } from "./actors.ts";
 import { describeEvent, type LiveEvent } from "./narrate.ts";
 import { lastTrainedStep } from "./render.ts";
+import type { HostNet } from "./hosts.ts";
 import type { Actors, Run, WatchResult } from "./types.ts";
 
 interface Follow {
@@ -23,6 +24,8 @@ interface Follow {
   result: WatchResult;
   /** alice's highest reported step at the epoch she held when killed. */
   aliceReported: number;
+  /** --hosts: what alice had trained when cut off (she keeps training, unreachable; that never counts). */
+  aliceStepAtCut?: number;
   timeAdvanced: boolean;
 }
 
@@ -68,7 +71,16 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
   const byAlice = String(e.args.provider).toLowerCase() === f.alice;
   trackStatus(f, e);
   if (e.name === "CheckpointReported" && byAlice) f.aliceReported = Math.max(f.aliceReported, Number(e.args.step));
-  if (e.name === "CheckpointAccepted" && byAlice && result.killedAt === undefined && run.o.kill) {
+  if (e.name === "CheckpointAccepted" && byAlice && result.killedAt === undefined && run.o.kill && run.hostNet) {
+    // --hosts: alice keeps running, cut off; her later steps never count.
+    f.aliceStepAtCut = lastTrainedStep("alice");
+    run.hostNet.cut("alice");
+    result.killedAt = Date.now();
+    run.note(
+      `>>> cut alice's network link after her checkpoint at step ${e.args.step} was accepted ` +
+        `(her process keeps running, unreachable); she had trained to step ${f.aliceStepAtCut ?? "?"}`,
+    );
+  } else if (e.name === "CheckpointAccepted" && byAlice && result.killedAt === undefined && run.o.kill) {
     await run.group.kill("alice", "SIGKILL");
     result.killedAt = Date.now();
     const trained = lastTrainedStep("alice") ?? Number(e.args.step);
@@ -78,7 +90,7 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
     );
   } else if (e.name === "ProviderAssigned" && result.killedAt !== undefined && result.lostWork === undefined) {
     const resumeStep = Number(e.args.resumeStep);
-    const trainedStep = Math.max(lastTrainedStep("alice") ?? 0, f.aliceReported);
+    const trainedStep = Math.max(f.aliceStepAtCut ?? lastTrainedStep("alice") ?? 0, f.aliceReported);
     result.lostWork = {
       resumeStep,
       reportedStep: f.aliceReported,
@@ -96,6 +108,7 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
       `>>> failover complete: first checkpoint from the replacement accepted ` +
         `${result.failoverSeconds.toFixed(1)} s after the kill`,
     );
+    if (run.hostNet) storeOutage(run.hostNet, run.note);
   } else if (e.name === "VerdictSubmitted" && !f.timeAdvanced) {
     f.timeAdvanced = true;
     result.jobWallSeconds = (Date.now() - f.startedAt) / 1000;
@@ -104,6 +117,20 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
     return true;
   }
   return false;
+}
+
+/** --hosts: the store's host unreachable for 10 s; nothing may be refused for it, and the job must still settle. */
+function storeOutage(hostNet: HostNet, note: (line: string) => void): void {
+  hostNet.cut("store");
+  note(">>> cut the store's network link for 10 s");
+  setTimeout(() => {
+    try {
+      hostNet.restore("store");
+      note(">>> the store's link is back");
+    } catch {
+      // the run ended first and removed its hosts
+    }
+  }, 10_000).unref();
 }
 
 /** The live status line follows the chain: holder and epoch, the pending checkpoint. */

@@ -22,6 +22,7 @@ export const USAGE = `usage: npm start [-- options]
   --node hardhat|anvil   which embedded node to run (default hardhat)
   --steps N  --interval N  --fault KIND  --timeout DURATION (default 900 s)  --run-dir DIR
   --replay FILE          play a recording back (e.g. recordings/sample.jsonl)
+  --hosts                every part on a separate network host (network namespaces; Linux, as root)
   --store URL            checkpoints in that store (s3://BUCKET/PREFIX with the AWS variables, or file://DIR)
                          instead of the embedded S3 server
   --rpc URL --deployment FILE --keys DIR
@@ -45,6 +46,7 @@ const OPTIONS = {
   deployment: { type: "string" },
   keys: { type: "string" },
   store: { type: "string" },
+  hosts: { type: "boolean", default: false },
   debug: { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
 } as const;
@@ -90,6 +92,7 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
     liveStatus: process.stdout.isTTY === true,
     external: externalTarget(v),
     store: v.store,
+    hosts: v.hosts,
   };
 }
 

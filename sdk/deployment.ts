@@ -3,6 +3,7 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
+import { MULTICALL3_ADDRESS } from "./multicall3Code.ts";
 
 export interface Deployment {
   /** The file it was read from (for messages). */
@@ -13,6 +14,8 @@ export interface Deployment {
   registry: string;
   usdc: string;
   verifierSafe: string;
+  /** Multicall3: Ignition's local deployment, else its canonical address (every public chain has it there). */
+  multicall3: string;
   /** Safe singletons, for protocol-kit's `contractNetworks`. */
   safe: {
     safeSingletonAddress: string;
@@ -48,6 +51,7 @@ export function parseDeployment(addresses: Record<string, string>): Deployment {
     registry: pick("ProviderRegistry"),
     usdc: addressAt(addresses, usdcKey),
     verifierSafe: pick("VerifierSafeProxy"),
+    multicall3: addresses[Object.keys(addresses).find((k) => k.endsWith("#Multicall3")) ?? ""] ?? MULTICALL3_ADDRESS,
     safe: {
       safeSingletonAddress: pick("SafeL2"),
       safeProxyFactoryAddress: pick("SafeProxyFactory"),
