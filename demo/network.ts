@@ -70,9 +70,8 @@ export async function localNetwork(
     throw new Error(`--port ${o.port} is in use (another node?): pick another or leave --port out for a free one`);
   }
   const node = o.node ?? "hardhat";
-  note(
-    `starting the local chain (${node === "anvil" ? "anvil" : "Hardhat node"}) on ${o.at?.address ?? "127.0.0.1"}:${port} …`,
-  );
+  const where = `${o.at?.address ?? "127.0.0.1"}:${port}`;
+  note(`starting the local chain (${node === "anvil" ? "anvil" : "Hardhat node"}) on ${where} …`);
   const rpc =
     node === "anvil" ? await startAnvil(group, port, { at: o.at }) : await startChain(group, port, undefined, o.at);
   note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
