@@ -57,14 +57,6 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     mapping(uint256 jobId => mapping(address provider => bool)) private _fenced;
     mapping(address account => uint256) private _withdrawable;
 
-    struct Roles {
-        address owner;
-        address coordinator;
-        address arbiter;
-        address feeRecipient;
-        address verifierSafe;
-    }
-
     constructor(IERC20 token_, IProviderRegistry registry_, Roles memory roles, uint64 leaseDuration_, uint128 bond)
         Ownable(roles.owner)
         EIP712("GPUChain JobEscrow", "1")
@@ -90,7 +82,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     // ------------------------------------------------------------------ admin
 
     function setTemplateApproval(bytes32 templateId, bool approved) external onlyOwner {
-        if (templateId == bytes32(0)) revert JobEscrowZeroHash(0);
+        if (templateId == bytes32(0)) revert JobEscrowZeroTemplate();
         isApprovedTemplate[templateId] = approved;
         emit TemplateApprovalSet(templateId, approved);
     }
@@ -295,10 +287,11 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         _authorizeVerifiers(verdictDigest(jobId, modelHash, metric, passed), signatures);
         // Effects: the epoch bump fences the provider; training is over.
         job.phase = JobStatus.DisputeWindow;
-        job.epoch += 1;
+        uint64 epoch = job.epoch + 1;
+        job.epoch = epoch;
         _verdicts[jobId] =
             Verdict({modelHash: modelHash, metric: metric, passed: passed, submittedAt: uint64(block.timestamp)});
-        emit VerdictSubmitted(jobId, modelHash, metric, passed, uint64(block.timestamp) + job.disputeWindow);
+        emit VerdictSubmitted(jobId, modelHash, metric, passed, uint64(block.timestamp) + job.disputeWindow, epoch);
     }
 
     // ------------------------------------------------------------------ arbiter

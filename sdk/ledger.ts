@@ -212,7 +212,7 @@ function apply(l: Ledger, e: EscrowEvent): void {
     case "VerdictSubmitted": {
       const j = job();
       j.phase = JobStatus.DisputeWindow;
-      j.epoch += 1n; // the contract fences the provider by bumping the epoch; the event does not repeat it
+      j.epoch = big("newEpoch"); // the bump that fences the last assignee
       j.verdict = {
         modelHash: str("modelHash"),
         metric: big("metric"),

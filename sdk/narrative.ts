@@ -95,7 +95,7 @@ function describe(e: LedgerEntry, who: (a: unknown) => string): string {
     case "CheckpointRefused":
       return `Quality Guard refused step ${a.step} from ${who(a.provider)}: nothing credited, provider fenced off the job`;
     case "VerdictSubmitted":
-      return `verdict on model ${a.modelHash}: metric ${a.metric} (${(Number(a.metric) / 100).toFixed(2)} % held-out accuracy), ${a.passed ? "passed" : "failed"}; dispute window until ${a.disputeDeadline}`;
+      return `verdict on model ${a.modelHash}: metric ${a.metric} (${(Number(a.metric) / 100).toFixed(2)} % held-out accuracy), ${a.passed ? "passed" : "failed"}; dispute window until ${a.disputeDeadline}; epoch → ${a.newEpoch}`;
     case "DisputeOpened":
       return `${who(a.client)} disputed with a ${usdc("bond")} USDC bond; the arbiter may decide until ${a.arbiterDeadline}`;
     case "DisputeResolved":

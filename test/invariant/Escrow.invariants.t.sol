@@ -5,7 +5,8 @@ import {console} from "hardhat/console.sol";
 import {IJobEscrow} from "../../contracts/interfaces/IJobEscrow.sol";
 import {JobEscrow} from "../../contracts/JobEscrow.sol";
 import {TestUSDC} from "../../contracts/test/TestUSDC.sol";
-import {EscrowHandler, SETTLED, CANCELLED} from "./handlers/EscrowHandler.sol";
+import {EscrowHandler} from "./handlers/EscrowHandler.sol";
+import {SETTLED, CANCELLED} from "./handlers/HandlerBase.sol";
 import {EscrowStore} from "./handlers/EscrowStore.sol";
 import {InvariantTest} from "./utils/InvariantTest.sol";
 
@@ -25,27 +26,27 @@ contract EscrowInvariants is InvariantTest {
         targetContract(address(handler));
         // The runner picks uniformly among the listed selectors, so listing one n times gives it weight n: the
         // steps a job needs to get through its lifecycle come up more often than the rare ones.
-        _weigh(EscrowHandler.createJob.selector, 2);
-        _weigh(EscrowHandler.cancel.selector, 1);
-        _weigh(EscrowHandler.dispute.selector, 2);
-        _weigh(EscrowHandler.registerProvider.selector, 1);
-        _weigh(EscrowHandler.updateProvider.selector, 1);
-        _weigh(EscrowHandler.toggleProvider.selector, 1);
-        _weigh(EscrowHandler.assign.selector, 4);
-        _weigh(EscrowHandler.unassign.selector, 2);
-        _weigh(EscrowHandler.heartbeat.selector, 2);
-        _weigh(EscrowHandler.reportCheckpoint.selector, 6);
-        _weigh(EscrowHandler.staleWrite.selector, 2);
-        _weigh(EscrowHandler.acceptCheckpoint.selector, 6);
-        _weigh(EscrowHandler.refuseCheckpoint.selector, 1);
-        _weigh(EscrowHandler.forgeDecision.selector, 2);
-        _weigh(EscrowHandler.submitVerdict.selector, 3);
-        _weigh(EscrowHandler.resolveDispute.selector, 2);
-        _weigh(EscrowHandler.settle.selector, 3);
-        _weigh(EscrowHandler.claimEarnings.selector, 3);
-        _weigh(EscrowHandler.withdraw.selector, 3);
-        _weigh(EscrowHandler.warp.selector, 4);
-        _weigh(EscrowHandler.donate.selector, 1);
+        _weigh(handler.createJob.selector, 2);
+        _weigh(handler.cancel.selector, 1);
+        _weigh(handler.dispute.selector, 2);
+        _weigh(handler.registerProvider.selector, 1);
+        _weigh(handler.updateProvider.selector, 1);
+        _weigh(handler.toggleProvider.selector, 1);
+        _weigh(handler.assign.selector, 4);
+        _weigh(handler.unassign.selector, 2);
+        _weigh(handler.heartbeat.selector, 2);
+        _weigh(handler.reportCheckpoint.selector, 6);
+        _weigh(handler.staleWrite.selector, 2);
+        _weigh(handler.acceptCheckpoint.selector, 6);
+        _weigh(handler.refuseCheckpoint.selector, 1);
+        _weigh(handler.forgeDecision.selector, 2);
+        _weigh(handler.submitVerdict.selector, 3);
+        _weigh(handler.resolveDispute.selector, 2);
+        _weigh(handler.settle.selector, 3);
+        _weigh(handler.claimEarnings.selector, 3);
+        _weigh(handler.withdraw.selector, 3);
+        _weigh(handler.warp.selector, 4);
+        _weigh(handler.donate.selector, 1);
         targetSelector(FuzzSelector({addr: address(handler), selectors: _selectors}));
     }
 

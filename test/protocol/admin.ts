@@ -112,11 +112,10 @@ describe("JobEscrow: admin and deployment", function () {
       await createJob(p, { templateId: other });
     });
 
-    it("setTemplateApproval: reverts with JobEscrowZeroHash for the zero template id", async function () {
+    it("setTemplateApproval: reverts with JobEscrowZeroTemplate for the zero template id", async function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
       await expect(p.escrow.connect(p.owner).setTemplateApproval(ethers.ZeroHash, true))
-        .to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroHash")
-        .withArgs(0n);
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroTemplate");
     });
   });
 

@@ -203,7 +203,7 @@ const cases: Case[] = [
   { name: "setCoordinator to the zero address", act: (w) => w.escrow.connect(w.owner).setCoordinator(ethers.ZeroAddress), error: E("ZeroAddress") },
   { name: "setArbiter to the zero address", act: (w) => w.escrow.connect(w.owner).setArbiter(ethers.ZeroAddress), error: E("ZeroAddress") },
   { name: "setFeeRecipient to the zero address", act: (w) => w.escrow.connect(w.owner).setFeeRecipient(ethers.ZeroAddress), error: E("ZeroAddress") },
-  { name: "setTemplateApproval for the zero template id", act: (w) => w.escrow.connect(w.owner).setTemplateApproval(ethers.ZeroHash, true), error: E("ZeroHash"), args: () => [0n] },
+  { name: "setTemplateApproval for the zero template id", act: (w) => w.escrow.connect(w.owner).setTemplateApproval(ethers.ZeroHash, true), error: E("ZeroTemplate"), args: () => [] },
   { name: "setFeeRecipient by someone other than the owner", act: (w) => w.escrow.connect(w.stranger).setFeeRecipient(w.stranger.address), error: ["escrow", "OwnableUnauthorizedAccount"], args: (w) => [w.stranger.address] },
   // ---- registry
   { name: "register twice", act: (w) => w.registry.connect(w.provider1).register("again", 1n, 0, "cpu", 1), error: R("AlreadyRegistered"), args: (w) => [w.provider1.address] },

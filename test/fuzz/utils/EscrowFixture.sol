@@ -42,7 +42,7 @@ abstract contract EscrowFixture is PRBTest {
         escrow = new JobEscrow(
             usdc,
             registry,
-            JobEscrow.Roles({
+            IJobEscrow.Roles({
                 owner: owner,
                 coordinator: coordinator,
                 arbiter: arbiter,
