@@ -21,11 +21,20 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     uint64 public constant ARBITER_TIMEOUT = 3 days;
     uint64 public constant MIN_DISPUTE_WINDOW = 1 minutes;
     uint64 public constant MAX_DISPUTE_WINDOW = 30 days;
-    /// @notice How long an assignee may heartbeat without progress while no checkpoint of its is pending.
+    /// @notice The longest progress timeout any job gets.
     uint64 public constant PROGRESS_TIMEOUT = 6 hours;
+    uint64 public constant MAX_SECONDS_PER_STEP = 30;
+    uint64 public constant DECISION_TIMEOUT = 1 hours;
+    uint64 public constant STALL_EXPIRY = 7 days;
+    uint16 public constant CLIENT_SHARE_BPS = 5_000;
+    uint16 public constant FINDER_SHARE_BPS = 2_000;
 
     bytes32 public constant CHECKPOINT_DECISION_TYPEHASH = keccak256(
         "CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,bool accept)"
+    );
+    bytes32 public constant FAULT_REFUSAL_TYPEHASH = keccak256(
+        "FaultRefusal(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,uint32 faultStep,"
+        "bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)"
     );
     bytes32 public constant VERDICT_TYPEHASH =
         keccak256("Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)");
@@ -66,6 +75,10 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
                 || roles.arbiter == address(0) || roles.feeRecipient == address(0) || roles.verifierSafe == address(0)
         ) revert JobEscrowZeroAddress();
         if (leaseDuration_ == 0 || bond == 0) revert JobEscrowZeroAmount();
+        address stakeToken = address(registry_.stakeToken());
+        if (stakeToken != address(token_)) revert JobEscrowStakeTokenMismatch(address(token_), stakeToken);
+        uint64 unbonding = registry_.unbondingDelay();
+        if (unbonding <= DECISION_TIMEOUT) revert JobEscrowUnbondingTooShort(unbonding, DECISION_TIMEOUT);
         token = token_;
         registry = registry_;
         verifierSafe = roles.verifierSafe;
@@ -127,10 +140,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         Job storage job = _jobs[jobId];
         _expectStatus(jobId, _bit(JobStatus.Open));
         _onlyClient(jobId, job);
-        job.phase = JobStatus.Cancelled;
-        uint128 refund = job.budget - job.paid;
-        _release(job.client, refund);
-        emit JobCancelled(jobId, refund);
+        _cancel(jobId, job);
     }
 
     /// @inheritdoc IJobEscrow
@@ -163,9 +173,13 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         if (!active) revert JobEscrowProviderInactive(provider);
         if (_fenced[jobId][provider]) revert JobEscrowProviderFenced(jobId, provider);
         if (price > job.maxPricePerStep) revert JobEscrowPriceAboveMax(jobId, price, job.maxPricePerStep);
-        uint256 needed = uint256(job.totalSteps - job.acceptedStep) * price;
+        _dropLapsed(jobId, job);
+        uint256 needed = _budgetNeeded(job, price);
         uint256 available = job.budget - job.paid;
         if (needed > available) revert JobEscrowBudgetShort(jobId, needed, available);
+        uint128 lock = _lockFor(price, job.checkpointInterval);
+        (uint128 stakeNeeded, uint128 stakeFree) = registry.stakeQuote(provider, jobId, lock);
+        if (stakeNeeded > stakeFree) revert JobEscrowStakeShort(jobId, provider, stakeFree, stakeNeeded);
         // Effects
         uint64 epoch = job.epoch + 1;
         uint64 lease = uint64(block.timestamp) + leaseDuration;
@@ -176,6 +190,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.leaseExpiresAt = lease;
         job.lastProgressAt = uint64(block.timestamp);
         emit ProviderAssigned(jobId, provider, epoch, price, job.acceptedStep, job.acceptedHash, lease);
+        // Interactions: the registry is fixed at construction; it emits StakeLocked.
+        registry.lockStake(provider, jobId, lock);
     }
 
     /// @inheritdoc IJobEscrow
@@ -198,8 +214,9 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     function heartbeat(uint256 jobId, uint64 epoch) external {
         Job storage job = _jobs[jobId];
         _checkAssignee(jobId, job, epoch);
-        // Waiting for the verifiers is not the provider's stall; otherwise it must report within the timeout.
-        if (job.pendingStep == 0 && block.timestamp > uint256(job.lastProgressAt) + PROGRESS_TIMEOUT) {
+        // Waiting for the verifiers (bounded by DECISION_TIMEOUT) is not the provider's stall; otherwise it must
+        // make progress within its job's timeout.
+        if (!_pendingLive(job) && block.timestamp > uint256(job.lastProgressAt) + job.progressTimeout) {
             revert JobEscrowNoProgress(jobId, job.lastProgressAt, block.timestamp);
         }
         uint64 lease = _extendLease(job);
@@ -211,15 +228,20 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         Job storage job = _jobs[jobId];
         // Checks
         _checkAssignee(jobId, job, epoch);
-        if (job.pendingStep != 0) revert JobEscrowCheckpointPending(jobId, job.pendingStep);
+        if (_pendingLive(job)) revert JobEscrowCheckpointPending(jobId, job.pendingStep);
         // Summed in 256 bits: two uint32 values near the top of their range would overflow and brick the job.
         uint256 reach = uint256(job.acceptedStep) + job.checkpointInterval;
         uint32 maxStep = reach > job.totalSteps ? job.totalSteps : uint32(reach);
         if (step <= job.acceptedStep || step > maxStep) revert JobEscrowInvalidStep(jobId, step, job.acceptedStep, maxStep);
         if (checkpointHash == bytes32(0)) revert JobEscrowZeroHash(jobId);
         // Effects
+        _dropLapsed(jobId, job);
         job.pendingStep = step;
         job.pendingHash = checkpointHash;
+        job.pendingProvider = msg.sender;
+        job.pendingEpoch = epoch;
+        job.pendingPrice = job.pricePerStep;
+        job.reportedAt = uint64(block.timestamp);
         job.lastProgressAt = uint64(block.timestamp);
         _extendLease(job);
         emit CheckpointReported(jobId, msg.sender, epoch, step, checkpointHash);
@@ -239,19 +261,26 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks
         _checkPending(jobId, job, epoch, step, checkpointHash);
         _authorizeVerifiers(checkpointDecisionDigest(jobId, epoch, step, checkpointHash, true), signatures);
-        // Effects: the assignment's price was checked against the remaining budget at assign time.
+        // Effects: the reporter's price was checked against the remaining budget when it was assigned, and every
+        // later assignment reserved budget for this checkpoint too (`_budgetNeeded`).
         uint32 steps = step - job.acceptedStep;
-        uint128 amount = uint128(steps) * job.pricePerStep;
-        address provider = job.provider;
+        address provider = job.pendingProvider;
+        uint128 amount = uint128(steps) * job.pendingPrice;
         job.paid += amount;
         _earnings[jobId][provider] += amount;
         job.acceptedStep = step;
         job.acceptedHash = checkpointHash;
-        job.pendingStep = 0;
-        job.pendingHash = bytes32(0);
-        job.lastProgressAt = uint64(block.timestamp);
-        _extendLease(job);
+        _clearPending(job);
+        // Whoever holds the job now was waiting for this decision: its progress clock restarts.
+        if (job.phase == JobStatus.Running) {
+            job.lastProgressAt = uint64(block.timestamp);
+            _extendLease(job);
+        } else {
+            job.openSince = uint64(block.timestamp);
+        }
         emit CheckpointAccepted(jobId, provider, epoch, step, checkpointHash, steps, amount);
+        // Interactions: a reporter that no longer holds the job gets its stake lock back.
+        _releaseIfIdle(jobId, job, provider);
     }
 
     /// @inheritdoc IJobEscrow
@@ -266,11 +295,33 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks
         _checkPending(jobId, job, epoch, step, checkpointHash);
         _authorizeVerifiers(checkpointDecisionDigest(jobId, epoch, step, checkpointHash, false), signatures);
+        address provider = _refuse(jobId, job, epoch, step, checkpointHash);
+        _releaseIfIdle(jobId, job, provider);
+    }
+
+    /// @inheritdoc IJobEscrow
+    function refuseWithFault(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        Fault calldata fault,
+        bytes calldata signatures
+    ) external {
+        Job storage job = _jobs[jobId];
+        // Checks
+        _checkPending(jobId, job, epoch, step, checkpointHash);
+        if (fault.step <= job.acceptedStep || fault.step > step) {
+            revert JobEscrowInvalidFaultStep(jobId, fault.step, job.acceptedStep, step);
+        }
+        if (fault.committedHash == fault.replayedHash) {
+            revert JobEscrowNotAFault(jobId, fault.committedHash, fault.replayedHash);
+        }
+        if (fault.finder == address(0)) revert JobEscrowZeroAddress();
+        _authorizeVerifiers(faultRefusalDigest(jobId, epoch, step, checkpointHash, fault), signatures);
         // Effects
-        address provider = job.provider;
-        _fenced[jobId][provider] = true;
-        emit CheckpointRefused(jobId, provider, epoch, step, checkpointHash);
-        _unassign(jobId, job, UnassignReason.Refused);
+        address provider = _refuse(jobId, job, epoch, step, checkpointHash);
+        _slash(jobId, job, provider, fault.step, fault.finder);
     }
 
     /// @inheritdoc IJobEscrow
@@ -292,6 +343,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         _verdicts[jobId] =
             Verdict({modelHash: modelHash, metric: metric, passed: passed, submittedAt: uint64(block.timestamp)});
         emit VerdictSubmitted(jobId, modelHash, metric, passed, uint64(block.timestamp) + job.disputeWindow, epoch);
+        // Interactions: training is over; the last holder's stake lock comes back (no checkpoint can be pending).
+        _releaseIfIdle(jobId, job, job.provider);
     }
 
     // ------------------------------------------------------------------ arbiter
@@ -330,6 +383,16 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
             emit ArbiterTimedOut(jobId, msg.sender);
         }
         _settle(jobId, job, bondReturned, 0);
+    }
+
+    /// @inheritdoc IJobEscrow
+    function expire(uint256 jobId) external {
+        Job storage job = _jobs[jobId];
+        _expectStatus(jobId, _bit(JobStatus.Open));
+        uint64 expiresAt = job.openSince + STALL_EXPIRY;
+        if (block.timestamp <= expiresAt) revert JobEscrowNotExpired(jobId, expiresAt, block.timestamp);
+        emit JobExpired(jobId, job.budget - job.paid, msg.sender);
+        _cancel(jobId, job);
     }
 
     /// @inheritdoc IJobEscrow
@@ -404,7 +467,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
 
     /// @inheritdoc IJobEscrow
     function reserves() external view returns (uint256 held, uint256 owes) {
-        return (token.balanceOf(address(this)), totalLocked + totalBonds + totalWithdrawable);
+        (uint256 stakeHeld, uint256 stakes) = registry.reserves();
+        return (token.balanceOf(address(this)) + stakeHeld, totalLocked + totalBonds + totalWithdrawable + stakes);
     }
 
     /// @inheritdoc IJobEscrow
@@ -415,6 +479,32 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     {
         return _hashTypedDataV4(
             keccak256(abi.encode(CHECKPOINT_DECISION_TYPEHASH, jobId, epoch, step, checkpointHash, accept))
+        );
+    }
+
+    /// @inheritdoc IJobEscrow
+    function faultRefusalDigest(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        Fault calldata fault
+    ) public view returns (bytes32) {
+        return _hashTypedDataV4(
+            keccak256(
+                abi.encode(
+                    FAULT_REFUSAL_TYPEHASH,
+                    jobId,
+                    epoch,
+                    step,
+                    checkpointHash,
+                    fault.step,
+                    fault.inputHash,
+                    fault.committedHash,
+                    fault.replayedHash,
+                    fault.finder
+                )
+            )
         );
     }
 
@@ -453,6 +543,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.disputeWindow = request.disputeWindow;
         job.maxPricePerStep = request.maxPricePerStep;
         job.budget = request.budget;
+        job.progressTimeout = _progressTimeout(request.checkpointInterval);
+        job.openSince = uint64(block.timestamp);
         totalLocked += request.budget;
         emit JobCreated(
             jobId,
@@ -469,8 +561,15 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         token.safeTransferFrom(msg.sender, address(this), request.budget);
     }
 
+    /// @dev A pending checkpoint stays: it is its reporter's, decided on its own epoch. The holder's stake lock
+    /// comes back unless that checkpoint is its own and still decidable.
     function _unassign(uint256 jobId, Job storage job, UnassignReason reason) private {
-        address provider = job.provider;
+        address provider = _reopen(jobId, job, reason);
+        _releaseIfIdle(jobId, job, provider);
+    }
+
+    function _reopen(uint256 jobId, Job storage job, UnassignReason reason) private returns (address provider) {
+        provider = job.provider;
         uint64 epoch = job.epoch + 1;
         job.epoch = epoch;
         job.phase = JobStatus.Open;
@@ -478,9 +577,102 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.pricePerStep = 0;
         job.leaseExpiresAt = 0;
         job.lastProgressAt = 0;
+        job.openSince = uint64(block.timestamp);
+        emit ProviderUnassigned(jobId, provider, epoch, reason, msg.sender);
+    }
+
+    /// @dev Fences the pending checkpoint's reporter, drops the checkpoint, and reopens the job if the reporter
+    /// holds it. Returns the reporter; its stake lock is the caller's to release or slash.
+    function _refuse(uint256 jobId, Job storage job, uint64 epoch, uint32 step, bytes32 checkpointHash)
+        private
+        returns (address provider)
+    {
+        provider = job.pendingProvider;
+        _fenced[jobId][provider] = true;
+        _clearPending(job);
+        emit CheckpointRefused(jobId, provider, epoch, step, checkpointHash);
+        if (job.phase == JobStatus.Running && job.provider == provider) _reopen(jobId, job, UnassignReason.Refused);
+    }
+
+    /// @dev Books the split of `provider`'s lock on the job and voids its unclaimed earnings there, then has the
+    /// registry (fixed at construction) send exactly that lock here: effects first, the one interaction last.
+    function _slash(uint256 jobId, Job storage job, address provider, uint32 faultStep, address finder) private {
+        uint128 slashed = registry.lockOf(provider, jobId);
+        uint128 voided = _earnings[jobId][provider];
+        _earnings[jobId][provider] = 0;
+        job.paid -= voided;
+        uint128 toClient = uint128((uint256(slashed) * CLIENT_SHARE_BPS) / 10_000);
+        uint128 toFinder = uint128((uint256(slashed) * FINDER_SHARE_BPS) / 10_000);
+        uint128 toFee = slashed - toClient - toFinder;
+        _withdrawable[job.client] += toClient;
+        _withdrawable[finder] += toFinder;
+        _withdrawable[feeRecipient] += toFee;
+        totalWithdrawable += slashed;
+        emit ProviderSlashed(jobId, provider, faultStep, finder, slashed, toClient, toFinder, toFee, voided);
+        registry.slashStake(provider, jobId);
+    }
+
+    function _cancel(uint256 jobId, Job storage job) private {
+        if (_pendingLive(job)) revert JobEscrowCheckpointPending(jobId, job.pendingStep);
+        _dropLapsed(jobId, job);
+        job.phase = JobStatus.Cancelled;
+        uint128 refund = job.budget - job.paid;
+        _release(job.client, refund);
+        emit JobCancelled(jobId, refund);
+    }
+
+    /// @dev Drops a pending checkpoint whose decision window closed, and returns its reporter's stake lock if the
+    /// reporter no longer holds the job.
+    function _dropLapsed(uint256 jobId, Job storage job) private {
+        if (job.pendingStep == 0 || _pendingLive(job)) return;
+        address provider = job.pendingProvider;
+        emit CheckpointLapsed(jobId, provider, job.pendingEpoch, job.pendingStep, job.pendingHash);
+        _clearPending(job);
+        _releaseIfIdle(jobId, job, provider);
+    }
+
+    function _clearPending(Job storage job) private {
         job.pendingStep = 0;
         job.pendingHash = bytes32(0);
-        emit ProviderUnassigned(jobId, provider, epoch, reason, msg.sender);
+        job.pendingProvider = address(0);
+        job.pendingEpoch = 0;
+        job.pendingPrice = 0;
+        job.reportedAt = 0;
+    }
+
+    /// @dev Releases `provider`'s stake lock on the job unless it still holds the job or has a decidable
+    /// checkpoint on it. Safe to repeat: the registry ignores a release without a lock.
+    function _releaseIfIdle(uint256 jobId, Job storage job, address provider) private {
+        if (provider == address(0)) return;
+        if (job.phase == JobStatus.Running && job.provider == provider) return;
+        if (job.pendingProvider == provider && _pendingLive(job)) return;
+        registry.releaseStake(provider, jobId);
+    }
+
+    function _pendingLive(Job storage job) private view returns (bool) {
+        return job.pendingStep != 0 && block.timestamp <= uint256(job.reportedAt) + DECISION_TIMEOUT;
+    }
+
+    /// @dev Budget a new assignment must find: the remaining steps at its price, or, while another provider's
+    /// checkpoint is still decidable, that checkpoint at its reporter's price plus the steps after it.
+    function _budgetNeeded(Job storage job, uint128 price) private view returns (uint256 needed) {
+        needed = uint256(job.totalSteps - job.acceptedStep) * price;
+        if (job.pendingStep == 0) return needed;
+        uint256 withPending = uint256(job.pendingStep - job.acceptedStep) * job.pendingPrice
+            + uint256(job.totalSteps - job.pendingStep) * price;
+        if (withPending > needed) needed = withPending;
+    }
+
+    /// @dev price × checkpointInterval: what one checkpoint pays, so what fabricating one could win at most.
+    function _lockFor(uint128 price, uint32 interval) private pure returns (uint128) {
+        uint256 lock = uint256(price) * interval;
+        return lock > type(uint128).max ? type(uint128).max : uint128(lock);
+    }
+
+    function _progressTimeout(uint32 interval) private view returns (uint64) {
+        uint256 timeout = uint256(interval) * MAX_SECONDS_PER_STEP;
+        if (timeout < leaseDuration) return leaseDuration;
+        return timeout > PROGRESS_TIMEOUT ? PROGRESS_TIMEOUT : uint64(timeout);
     }
 
     /// @dev Releases the client's refund (and the bond, whichever way it goes). Providers claim their earnings
@@ -521,10 +713,13 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         private
         view
     {
-        _expectStatus(jobId, _bit(JobStatus.Running));
+        _expectStatus(jobId, _bit(JobStatus.Open) | _bit(JobStatus.Running));
         if (
-            job.pendingStep == 0 || epoch != job.epoch || step != job.pendingStep || checkpointHash != job.pendingHash
+            job.pendingStep == 0 || epoch != job.pendingEpoch || step != job.pendingStep
+                || checkpointHash != job.pendingHash
         ) revert JobEscrowNoSuchPendingCheckpoint(jobId, epoch, step, checkpointHash);
+        uint64 deadline = job.reportedAt + DECISION_TIMEOUT;
+        if (block.timestamp > deadline) revert JobEscrowDecisionWindowClosed(jobId, deadline, block.timestamp);
     }
 
     /// @dev The Safe may call directly (a Safe transaction), or anyone may relay 2-of-3 owner signatures over the

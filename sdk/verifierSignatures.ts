@@ -13,6 +13,24 @@ export interface CheckpointDecision {
   accept: boolean;
 }
 
+/** A fault the verifiers proved by replaying one step (IJobEscrow.Fault). */
+export interface Fault {
+  step: number;
+  inputHash: string;
+  committedHash: string;
+  replayedHash: string;
+  finder: string;
+}
+
+/** A refusal that carries a proven fault: the checkpoint it refuses and the fault (slashes the reporter). */
+export interface FaultRefusal {
+  jobId: bigint;
+  epoch: bigint;
+  step: number;
+  checkpointHash: string;
+  fault: Fault;
+}
+
 export interface VerdictMessage {
   jobId: bigint;
   modelHash: string;
@@ -27,6 +45,21 @@ export const checkpointDecisionTypes = {
     { name: "step", type: "uint32" },
     { name: "checkpointHash", type: "bytes32" },
     { name: "accept", type: "bool" },
+  ],
+};
+
+/** Flat, as the contract hashes it (FAULT_REFUSAL_TYPEHASH): the fault's fields follow the checkpoint's. */
+export const faultRefusalTypes = {
+  FaultRefusal: [
+    { name: "jobId", type: "uint256" },
+    { name: "epoch", type: "uint64" },
+    { name: "step", type: "uint32" },
+    { name: "checkpointHash", type: "bytes32" },
+    { name: "faultStep", type: "uint32" },
+    { name: "inputHash", type: "bytes32" },
+    { name: "committedHash", type: "bytes32" },
+    { name: "replayedHash", type: "bytes32" },
+    { name: "finder", type: "address" },
   ],
 };
 
@@ -47,6 +80,21 @@ export function escrowDomain(chainId: bigint, escrow: string): TypedDataDomain {
 
 export function checkpointDecisionDigest(domain: TypedDataDomain, decision: CheckpointDecision): string {
   return TypedDataEncoder.hash(domain, checkpointDecisionTypes, decision);
+}
+
+export function faultRefusalDigest(domain: TypedDataDomain, r: FaultRefusal): string {
+  const { fault } = r;
+  return TypedDataEncoder.hash(domain, faultRefusalTypes, {
+    jobId: r.jobId,
+    epoch: r.epoch,
+    step: r.step,
+    checkpointHash: r.checkpointHash,
+    faultStep: fault.step,
+    inputHash: fault.inputHash,
+    committedHash: fault.committedHash,
+    replayedHash: fault.replayedHash,
+    finder: fault.finder,
+  });
 }
 
 export function verdictDigest(domain: TypedDataDomain, verdict: VerdictMessage): string {

@@ -17,8 +17,15 @@ import {IProviderRegistry} from "./IProviderRegistry.sol";
 /// @dev Warning: the coordinator may assign and unassign at any time. It cannot move funds, and unassigning only
 /// discards the pending (unaccepted) checkpoint; accepted work stays credited. Once a provider's lease lapses,
 /// anyone may unassign it, so a dead coordinator never freezes a job.
-/// @dev Warning: an assignee must report a checkpoint at least every PROGRESS_TIMEOUT (6 hours) of its own
-/// time; size checkpoint intervals so that one fits. Time waiting for the verifiers' decision does not count.
+/// @dev Warning: an assignee must make progress (a report or an acceptance) within its job's `progressTimeout`
+/// (checkpointInterval × MAX_SECONDS_PER_STEP, at least one lease, at most PROGRESS_TIMEOUT); while a checkpoint
+/// waits for the verifiers (at most DECISION_TIMEOUT) it may keep heartbeating. So no identity holds a job longer
+/// than progressTimeout + DECISION_TIMEOUT + one lease without progress.
+/// @dev Warning: a provider takes a job only with stake at risk: assignment locks max(minStake, price ×
+/// checkpointInterval) of its registry stake until it no longer holds the job and has no checkpoint awaiting
+/// decision. A refusal carrying a 2-of-3 signed fault slashes that lock (CLIENT_SHARE_BPS to the client,
+/// FINDER_SHARE_BPS to the verifier that found the fault, the rest to the fee recipient) and voids the provider's
+/// unclaimed earnings on the job. Only the verifier Safe can prove a fault; a plain refusal never slashes.
 /// @dev Warning: the owner approves workload templates and names the coordinator, the arbiter and the fee
 /// recipient. It cannot touch locked budgets or balances.
 interface IJobEscrow {
@@ -68,6 +75,12 @@ interface IJobEscrow {
         uint64 disputeWindow;
         address provider; // current assignee (0 when Open)
         uint64 lastProgressAt; // the assignee's last assignment, report or accepted checkpoint (0 when Open)
+        uint64 progressTimeout; // this job's bound on an assignee's time without progress (fixed at creation)
+        uint64 openSince; // when the job last became Open or saw an acceptance while Open (for `expire`)
+        address pendingProvider; // who reported the pending checkpoint: it is credited or slashed for it
+        uint64 pendingEpoch; // the epoch it was reported at; decisions name this epoch
+        uint128 pendingPrice; // the reporter's price for it
+        uint64 reportedAt; // the pending checkpoint may be decided until reportedAt + DECISION_TIMEOUT
         uint128 pricePerStep; // fixed for the current assignment
         uint128 maxPricePerStep;
         uint128 budget;
@@ -90,6 +103,16 @@ interface IJobEscrow {
         uint64 openedAt; // the arbiter may decide until openedAt + ARBITER_TIMEOUT (inclusive)
         bool resolved; // the arbiter decided, or the timeout applied
         bool upheld; // the arbiter agreed with the client: the job's payments are void
+    }
+
+    /// @notice A fault the verifiers proved by replaying one step: from the committed input state, the step
+    /// gives `replayedHash`, not the `committedHash` the provider's checkpoint claims.
+    struct Fault {
+        uint32 step; // the faulty step, in (acceptedStep, pending step]
+        bytes32 inputHash; // state hash before the step, as committed by the provider
+        bytes32 committedHash; // state hash after the step, as committed by the provider
+        bytes32 replayedHash; // state hash after the step, as replayed by the verifier; differs from committedHash
+        address finder; // the verifier whose replay found it; receives the bounty
     }
 
     /// @notice The escrow's roles, named once at deployment. `owner` approves templates and may rename the others
@@ -192,6 +215,41 @@ interface IJobEscrow {
     event CheckpointRefused(
         uint256 indexed jobId, address indexed provider, uint64 epoch, uint32 step, bytes32 checkpointHash
     );
+    /// @notice Emitted when a pending checkpoint's decision window closed without a decision; it is dropped.
+    /// @param jobId The job.
+    /// @param provider Its reporter.
+    /// @param epoch The epoch it was reported at.
+    /// @param step Its step.
+    /// @param checkpointHash Its hash.
+    event CheckpointLapsed(
+        uint256 indexed jobId, address indexed provider, uint64 epoch, uint32 step, bytes32 checkpointHash
+    );
+    /// @notice Emitted when a refusal carrying a proven fault slashed the reporter's lock on the job.
+    /// @param jobId The job.
+    /// @param provider The provider slashed.
+    /// @param faultStep The faulty step.
+    /// @param finder The verifier that found it.
+    /// @param slashed Test USDC taken from its stake.
+    /// @param toClient Credited to the client's withdrawable balance.
+    /// @param toFinder Credited to the finder's withdrawable balance.
+    /// @param toFeeRecipient Credited to the fee recipient's withdrawable balance.
+    /// @param earningsVoided The provider's unclaimed earnings on the job, returned to the job's budget.
+    event ProviderSlashed(
+        uint256 indexed jobId,
+        address indexed provider,
+        uint32 faultStep,
+        address indexed finder,
+        uint128 slashed,
+        uint128 toClient,
+        uint128 toFinder,
+        uint128 toFeeRecipient,
+        uint128 earningsVoided
+    );
+    /// @notice Emitted when anyone expired a job that stayed Open without progress for STALL_EXPIRY.
+    /// @param jobId The job.
+    /// @param refund The unspent budget, moved to the client's withdrawable balance.
+    /// @param by Who expired it.
+    event JobExpired(uint256 indexed jobId, uint128 refund, address by);
     /// @notice Emitted when the verifier multisig submitted the verdict on the final model.
     /// @param jobId The job.
     /// @param modelHash The final accepted checkpoint's hash.
@@ -226,7 +284,7 @@ interface IJobEscrow {
     event JobSettled(
         uint256 indexed jobId, uint128 refund, uint128 providersPaid, uint128 bondReturned, uint128 bondForfeited
     );
-    /// @notice Emitted when the client cancelled an Open job.
+    /// @notice Emitted when the client cancelled an Open job (also emitted by `expire`).
     /// @param jobId The job.
     /// @param refund The unspent budget, moved to the client's withdrawable balance.
     event JobCancelled(uint256 indexed jobId, uint128 refund);
@@ -374,6 +432,41 @@ interface IJobEscrow {
     /// @param jobId The job.
     /// @param provider The provider.
     error JobEscrowNoEarnings(uint256 jobId, address provider);
+    /// @notice The provider's free stake does not cover the lock the job needs.
+    /// @param jobId The job.
+    /// @param provider The provider.
+    /// @param free Its free stake.
+    /// @param needed The lock still needed: max(minStake, price × checkpointInterval) less any lock it has.
+    error JobEscrowStakeShort(uint256 jobId, address provider, uint256 free, uint256 needed);
+    /// @notice The pending checkpoint's decision window closed; it can no longer be accepted or refused.
+    /// @param jobId The job.
+    /// @param deadline reportedAt + DECISION_TIMEOUT (inclusive).
+    /// @param now_ The block's timestamp.
+    error JobEscrowDecisionWindowClosed(uint256 jobId, uint64 deadline, uint256 now_);
+    /// @notice The fault's committed and replayed hashes are equal: that is no fault.
+    /// @param jobId The job.
+    /// @param committedHash The committed hash.
+    /// @param replayedHash The replayed hash.
+    error JobEscrowNotAFault(uint256 jobId, bytes32 committedHash, bytes32 replayedHash);
+    /// @notice The fault's step is not in the pending checkpoint's segment (acceptedStep, pendingStep].
+    /// @param jobId The job.
+    /// @param faultStep The step given.
+    /// @param acceptedStep The job's accepted step.
+    /// @param pendingStep The pending checkpoint's step.
+    error JobEscrowInvalidFaultStep(uint256 jobId, uint32 faultStep, uint32 acceptedStep, uint32 pendingStep);
+    /// @notice The job has not been Open without progress for STALL_EXPIRY yet.
+    /// @param jobId The job.
+    /// @param expiresAt openSince + STALL_EXPIRY (exclusive: expirable after it).
+    /// @param now_ The block's timestamp.
+    error JobEscrowNotExpired(uint256 jobId, uint64 expiresAt, uint256 now_);
+    /// @notice The registry's stake token is not the escrow's token.
+    /// @param token The escrow's token.
+    /// @param stakeToken The registry's.
+    error JobEscrowStakeTokenMismatch(address token, address stakeToken);
+    /// @notice The registry's unbonding delay must be longer than the window in which a fault can be proven.
+    /// @param unbondingDelay The registry's delay.
+    /// @param decisionTimeout DECISION_TIMEOUT.
+    error JobEscrowUnbondingTooShort(uint64 unbondingDelay, uint64 decisionTimeout);
     /// @notice The account is owed nothing.
     /// @param account The account.
     error JobEscrowNothingOwed(address account);
@@ -386,8 +479,22 @@ interface IJobEscrow {
     function MIN_DISPUTE_WINDOW() external view returns (uint64);
     /// @notice The longest dispute window a job may ask for (30 days).
     function MAX_DISPUTE_WINDOW() external view returns (uint64);
-    /// @notice How long an assignee may heartbeat without progress while no checkpoint of its is pending.
+    /// @notice The longest progress timeout any job gets (6 hours).
     function PROGRESS_TIMEOUT() external view returns (uint64);
+    /// @notice Seconds per step a job's progress timeout allows (× checkpointInterval, see Job.progressTimeout).
+    function MAX_SECONDS_PER_STEP() external view returns (uint64);
+    /// @notice How long a reported checkpoint stays decidable (1 hour); also the window to prove a fault in it.
+    function DECISION_TIMEOUT() external view returns (uint64);
+    /// @notice How long a job may stay Open without progress before anyone may expire it (7 days).
+    function STALL_EXPIRY() external view returns (uint64);
+    /// @notice Share of a slashed stake credited to the client, in basis points (50 %).
+    function CLIENT_SHARE_BPS() external view returns (uint16);
+    /// @notice Share of a slashed stake credited to the verifier that found the fault, in basis points (20 %).
+    /// The rest (30 %) goes to the fee recipient.
+    function FINDER_SHARE_BPS() external view returns (uint16);
+    /// @notice EIP-712 type hash of `FaultRefusal(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,
+    /// uint32 faultStep,bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)`.
+    function FAULT_REFUSAL_TYPEHASH() external view returns (bytes32);
     /// @notice EIP-712 type hash of `CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32
     /// checkpointHash,bool accept)`.
     function CHECKPOINT_DECISION_TYPEHASH() external view returns (bytes32);
@@ -464,7 +571,8 @@ interface IJobEscrow {
         external
         returns (uint256 jobId);
 
-    /// @notice The client takes the unspent budget back from an Open job. Accepted work stays claimable.
+    /// @notice The client takes the unspent budget back from an Open job. Accepted work stays claimable. Not
+    /// while a checkpoint is still decidable (at most DECISION_TIMEOUT).
     /// @param jobId The job.
     function cancel(uint256 jobId) external;
 
@@ -481,7 +589,8 @@ interface IJobEscrow {
     function assign(uint256 jobId, address provider) external;
 
     /// @notice Removes the assignee and reopens the job, bumping the epoch. The coordinator may do this at any
-    /// time; anyone may once `block.timestamp > leaseExpiresAt`. A pending checkpoint is discarded.
+    /// time; anyone may once `block.timestamp > leaseExpiresAt`. A pending checkpoint stays decidable: it is
+    /// credited to (or slashed from) its reporter, never to whoever holds the job next.
     /// @param jobId The job.
     function unassign(uint256 jobId) external;
 
@@ -505,7 +614,8 @@ interface IJobEscrow {
 
     // ----- verifier multisig: called by the Safe itself, or by anyone carrying 2-of-3 owner signatures -----
 
-    /// @notice Accepts the pending checkpoint and credits its steps to the assignee at the assignment's price.
+    /// @notice Accepts the pending checkpoint and credits its steps to its reporter at the reporter's price, also
+    /// after the reporter was unassigned (the job then resumes from it). Until reportedAt + DECISION_TIMEOUT.
     /// @dev Warning: trusts the verifier Safe; anyone may relay its owners' signatures.
     /// @param jobId The job.
     /// @param epoch The epoch the checkpoint was reported at.
@@ -521,8 +631,8 @@ interface IJobEscrow {
         bytes calldata signatures
     ) external;
 
-    /// @notice Refuses the pending checkpoint: the assignee is fenced off the job and the job reopens from the
-    /// last accepted checkpoint.
+    /// @notice Refuses the pending checkpoint without a proven fault (e.g. a missing blob): its reporter is fenced
+    /// off the job (unassigned if it holds it), its stake lock released; nothing is slashed.
     /// @param jobId The job.
     /// @param epoch The epoch the checkpoint was reported at.
     /// @param step The pending checkpoint's step.
@@ -533,6 +643,25 @@ interface IJobEscrow {
         uint64 epoch,
         uint32 step,
         bytes32 checkpointHash,
+        bytes calldata signatures
+    ) external;
+
+    /// @notice Refuses the pending checkpoint for a proven, deterministic fault: like `refuseCheckpoint`, and the
+    /// reporter's lock on the job is slashed (split client / finder / fee recipient) and its unclaimed earnings on
+    /// the job voided (returned to the budget). Happens at most once per lock.
+    /// @dev Warning: trusts the verifier Safe's 2-of-3 signature over the fault, finder included.
+    /// @param jobId The job.
+    /// @param epoch The epoch the checkpoint was reported at.
+    /// @param step The pending checkpoint's step.
+    /// @param checkpointHash The pending checkpoint's hash.
+    /// @param fault The proven fault (see Fault).
+    /// @param signatures Packed Safe owner signatures over `faultRefusalDigest(…)`.
+    function refuseWithFault(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        Fault calldata fault,
         bytes calldata signatures
     ) external;
 
@@ -562,6 +691,11 @@ interface IJobEscrow {
     /// (verdict stands, bond returned). Releases the unspent budget to the client's withdrawable balance.
     /// @param jobId The job.
     function settle(uint256 jobId) external;
+
+    /// @notice Cancels a job that stayed Open without progress for more than STALL_EXPIRY, so that accepted
+    /// earnings become claimable and the rest of the budget goes back to the client, even if nobody acts.
+    /// @param jobId The job.
+    function expire(uint256 jobId) external;
 
     /// @notice Moves `provider`'s accepted earnings on a Settled or Cancelled job to its withdrawable balance.
     /// @param jobId The job.
@@ -596,8 +730,9 @@ interface IJobEscrow {
     /// @notice What `account` can withdraw now.
     /// @param account The account.
     function owed(address account) external view returns (uint256);
-    /// @notice Proof of reserves: the escrow's token balance and everything it owes (locked budgets, bonds,
-    /// withdrawable balances). `held >= owes` after every transaction.
+    /// @notice Proof of reserves of the escrow and the registry's stakes together: their token balances, and
+    /// everything they owe (locked budgets, bonds, withdrawable balances, stakes). `held >= owes` after every
+    /// transaction.
     /// @return held Test USDC held.
     /// @return owes Test USDC owed.
     function reserves() external view returns (uint256 held, uint256 owes);
@@ -611,6 +746,19 @@ interface IJobEscrow {
         external
         view
         returns (bytes32);
+    /// @notice EIP-712 digest the verifier Safe signs to refuse a checkpoint for a proven fault.
+    /// @param jobId The job.
+    /// @param epoch The epoch the checkpoint was reported at.
+    /// @param step The checkpoint's step.
+    /// @param checkpointHash The checkpoint's hash.
+    /// @param fault The fault.
+    function faultRefusalDigest(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        Fault calldata fault
+    ) external view returns (bytes32);
     /// @notice EIP-712 digest the verifier Safe signs for a verdict.
     /// @param jobId The job.
     /// @param modelHash The final model's hash.

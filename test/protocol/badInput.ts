@@ -89,7 +89,8 @@ async function falseTokenWorld() {
     feeRecipient: p.feeRecipient.address,
     verifierSafe: p.safeAddress,
   };
-  const escrow = await ethers.deployContract("JobEscrow", [await token.getAddress(), await p.registry.getAddress(), roles, LEASE, BOND]);
+  const registry = await ethers.deployContract("ProviderRegistry", [await token.getAddress(), 1n, 7_200n]);
+  const escrow = await ethers.deployContract("JobEscrow", [await token.getAddress(), await registry.getAddress(), roles, LEASE, BOND]);
   await escrow.connect(p.owner).setTemplateApproval(TEMPLATE, true);
   await token.mint(p.client.address, 1_000_000n);
   await token.connect(p.client).approve(await escrow.getAddress(), 1_000_000n);
@@ -168,7 +169,8 @@ const cases: Case[] = [
   { name: "acceptCheckpoint for another hash than the pending one", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.pending, 1n, 10, other, await signDecision(w, w.jobs.pending, 1n, 10, other, true)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.pending, 1n, 10, other] },
   { name: "acceptCheckpoint with a stale epoch", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.pending, 0n, 10, w.pendingHash, await signDecision(w, w.jobs.pending, 0n, 10, w.pendingHash, true)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.pending, 0n, 10, w.pendingHash] },
   { name: "acceptCheckpoint with one verifier's signature", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.pending, 1n, 10, w.pendingHash, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, true, [w.verifier1])), error: E("InvalidVerifierSignatures"), args: (w) => [w.digests.accept] },
-  { name: "acceptCheckpoint on an Open job", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.open, 0n, 10, other, "0x"), error: E("UnexpectedStatus"), args: (w) => [w.jobs.open, Status.Open, bits(Status.Running)] },
+  { name: "acceptCheckpoint on a Cancelled job", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.cancelled, 0n, 10, other, "0x"), error: E("UnexpectedStatus"), args: (w) => [w.jobs.cancelled, Status.Cancelled, bits(Status.Open, Status.Running)] },
+  { name: "acceptCheckpoint on an Open job with nothing pending", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.open, 0n, 10, other, "0x"), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.open, 0n, 10, other] },
   { name: "refuseCheckpoint with no checkpoint pending", act: async (w) => w.escrow.refuseCheckpoint(w.jobs.running, 1n, 10, other, await signDecision(w, w.jobs.running, 1n, 10, other, false)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.running, 1n, 10, other] },
   { name: "refuseCheckpoint for another hash than the pending one", act: async (w) => w.escrow.refuseCheckpoint(w.jobs.pending, 1n, 10, other, await signDecision(w, w.jobs.pending, 1n, 10, other, false)), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.pending, 1n, 10, other] },
   { name: "refuseCheckpoint with accept signatures", act: async (w) => w.escrow.refuseCheckpoint(w.jobs.pending, 1n, 10, w.pendingHash, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, true)), error: E("InvalidVerifierSignatures"), args: (w) => [w.digests.refuse] },

@@ -26,6 +26,7 @@ import {
   signDecision,
   signVerdict,
   type Protocol,
+  depositStake,
 } from "../helpers/fixture.ts";
 
 const EXTRA_PROVIDERS = 50;
@@ -52,6 +53,7 @@ async function crowd(p: Protocol) {
     const w = new ethers.Wallet(ethers.id(`gas-provider-${i}`), ethers.provider);
     await networkHelpers.setBalance(w.address, 10n ** 18n);
     await p.registry.connect(w).register(`extra-${i}`, 900n, 1, "GPU", 8_192);
+    await depositStake(p, w);
     wallets.push(w);
   }
   for (let i = 0; i < EXTRA_JOBS; i++) {

@@ -31,9 +31,10 @@ abstract contract ClientActions is HandlerBase {
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
         address caller = _clientOrOther(g, callerSeed);
-        bool expected = _status(g) == OPEN && caller == g.client;
+        bool expected = _status(g) == OPEN && caller == g.client && !_pendingLive(g);
         uint256 owedBefore = escrow.owed(g.client);
         if (_call(caller, address(escrow), abi.encodeCall(escrow.cancel, (jobId)), expected, "cancel")) {
+            _dropLapsed(jobId, g);
             g.phase = CANCELLED;
             _credit(g.client, owedBefore, g.budget - g.paid, "cancel: refund");
             _succeeded("cancel");
@@ -84,6 +85,8 @@ abstract contract ClientActions is HandlerBase {
         g.budget = request.budget;
         g.disputeWindow = request.disputeWindow;
         g.phase = OPEN;
+        g.progressTimeout = _progressTimeout(request.checkpointInterval);
+        g.openSince = uint64(currentTime);
         _record(jobId);
     }
 }

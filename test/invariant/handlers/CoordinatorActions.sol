@@ -14,6 +14,10 @@ abstract contract CoordinatorActions is HandlerBase {
         string memory what = ghost_fenced[jobId][provider] ? "assign (fenced provider)" : "assign";
         bytes memory data = abi.encodeCall(escrow.assign, (jobId, provider));
         if (_call(COORDINATOR, address(escrow), data, expected, what)) {
+            _dropLapsed(jobId, g);
+            uint128 extra = _stakeNeeded(jobId, provider, ghost_providers[provider].price);
+            ghost_lock[jobId][provider] += extra;
+            _ghostStakes[provider].locked += extra;
             g.phase = RUNNING;
             g.epoch += 1;
             g.assignee = provider;
@@ -33,7 +37,9 @@ abstract contract CoordinatorActions is HandlerBase {
         address caller = callerSeed % 4 == 0 ? COORDINATOR : _actor(callerSeed / 4);
         bool expected = _status(g) == RUNNING && (caller == COORDINATOR || currentTime > g.lease);
         if (_call(caller, address(escrow), abi.encodeCall(escrow.unassign, (jobId)), expected, "unassign")) {
+            address holder = g.assignee;
             _reopen(g);
+            _releaseIfIdle(jobId, g, holder);
             _succeeded(caller == COORDINATOR ? bytes32("unassign:coordinator") : bytes32("unassign:lapsed"));
         }
         _record(jobId);

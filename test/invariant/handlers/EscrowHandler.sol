@@ -32,7 +32,7 @@ contract EscrowHandler is ClientActions, ProviderActions, CoordinatorActions, Ve
         currentTime = 1_750_000_000;
         VM.warp(currentTime);
         usdc = new TestUSDC();
-        registry = new ProviderRegistry();
+        registry = new ProviderRegistry(usdc, MIN_STAKE, UNBONDING);
         escrow = new JobEscrow(
             usdc,
             registry,
@@ -46,6 +46,7 @@ contract EscrowHandler is ClientActions, ProviderActions, CoordinatorActions, Ve
             LEASE,
             BOND
         );
+        registry.bindEscrow(address(escrow));
         VM.prank(OWNER);
         escrow.setTemplateApproval(TEMPLATE, true);
         for (uint256 i = 0; i < N_CLIENTS; ++i) {
@@ -58,6 +59,7 @@ contract EscrowHandler is ClientActions, ProviderActions, CoordinatorActions, Ve
             VM.prank(_providers[i]);
             registry.register("provider", prices[i], IProviderRegistry.DeviceKind.GPU, "NVIDIA H200", 141_000);
             ghost_providers[_providers[i]] = GhostProvider({registered: true, active: true, price: prices[i]});
+            _depositInitialStake(_providers[i]);
         }
         // Two jobs exist from the start, so that every run has work from its first call: one that every
         // registered provider can take, one whose budget only the cheapest provider fits.
@@ -65,19 +67,27 @@ contract EscrowHandler is ClientActions, ProviderActions, CoordinatorActions, Ve
         _createJob(_clients[1], IJobEscrow.JobRequest(TEMPLATE, 4, 4, 500, 600, 1 days));
     }
 
+    /// @dev Enough for a few minimum locks, and for one or two at the larger prices × intervals: stake runs
+    /// short sometimes (the coordinator must skip the provider) until more is deposited.
+    function _depositInitialStake(address provider) private {
+        uint128 amount = 8_000;
+        usdc.mint(provider, amount);
+        VM.startPrank(provider);
+        usdc.approve(address(registry), amount);
+        registry.depositStake(amount);
+        VM.stopPrank();
+        _ghostStakes[provider].deposited = amount;
+        ghost_stakeDeposited += amount;
+    }
+
     // ================================================================== views for the invariants
 
     /// @notice Every account that can ever be owed or hold test USDC in this campaign.
     function actors() external view returns (address[] memory list) {
-        list = new address[](N_CLIENTS + N_PROVIDERS + 2);
-        for (uint256 i = 0; i < N_CLIENTS; ++i) {
-            list[i] = _clients[i];
+        list = new address[](N_ACTORS);
+        for (uint256 i = 0; i < N_ACTORS; ++i) {
+            list[i] = _actor(i);
         }
-        for (uint256 i = 0; i < N_PROVIDERS; ++i) {
-            list[N_CLIENTS + i] = _providers[i];
-        }
-        list[N_CLIENTS + N_PROVIDERS] = FEE_RECIPIENT;
-        list[N_CLIENTS + N_PROVIDERS + 1] = STRANGER;
     }
 
     function providers() external view returns (address[N_PROVIDERS] memory) {

@@ -32,11 +32,13 @@ abstract contract HandlerBase is EscrowStore {
         Any,
         Open,
         Assignable, // Open, and some provider is eligible
-        Stuck, // Open, and no provider is eligible (what a client would cancel)
+        Stuck, // Open, nothing decidable, and no provider is eligible (what a client would cancel)
         Running,
         Live, // Running with a live lease
-        Reportable, // Live, nothing pending, steps left
-        Pending, // Running with a pending checkpoint
+        Reportable, // Live, nothing decidable, steps left
+        Pending, // Open or Running with a checkpoint still decidable
+        Fabricated, // Pending, and its reporter made it up
+        Expirable, // Open without progress for longer than STALL_EXPIRY
         Trained, // Open or Running with every step accepted
         InDisputeWindow,
         Disputed,
@@ -50,7 +52,13 @@ abstract contract HandlerBase is EscrowStore {
     uint256 public constant N_CLIENTS = 3;
     uint256 public constant N_PROVIDERS = 4;
     bytes32 public constant TEMPLATE = keccak256("mnist-mlp-v1");
-
+    uint128 public constant MIN_STAKE = 1_000;
+    uint64 public constant UNBONDING = 2 days;
+    uint64 public constant DECISION_TIMEOUT = 1 hours;
+    uint64 public constant STALL_EXPIRY = 7 days;
+    uint64 public constant MAX_SECONDS_PER_STEP = 30;
+    uint64 public constant PROGRESS_CAP = 6 hours;
+    uint256 public constant N_VERIFIERS = 3;
     address public constant OWNER = address(0x0A110000);
     address public constant COORDINATOR = address(0xC00D0000);
     address public constant ARBITER = address(0xA4B10000);
@@ -64,6 +72,8 @@ abstract contract HandlerBase is EscrowStore {
     address[N_CLIENTS] internal _clients = [address(0xC1100001), address(0xC1100002), address(0xC1100003)];
     address[N_PROVIDERS] internal _providers =
         [address(0x9A000001), address(0x9A000002), address(0x9A000003), address(0x9A000004)];
+    /// @dev The verifiers that may be named as a fault's finder (they receive the bounty).
+    address[N_VERIFIERS] internal _verifiers = [address(0xF1D00001), address(0xF1D00002), address(0xF1D00003)];
 
     /// @notice At most this many jobs: 4 at the CI depth (100), so that a run's calls concentrate on few jobs and
     /// get them through their whole lifecycle; more for deeper runs (depth / 25, up to 20).
@@ -131,6 +141,16 @@ abstract contract HandlerBase is EscrowStore {
         }
         if (status == RUNNING && job.lastProgressAt != g.progress) _unexpected("model: last progress");
         if (job.budget != g.budget || job.client != g.client) _unexpected("model: budget or client");
+        if (job.pendingProvider != g.pendingProvider || job.pendingEpoch != g.pendingEpoch) {
+            _unexpected("model: pending reporter or epoch");
+        }
+        if (job.pendingPrice != g.pendingPrice || job.reportedAt != g.reportedAt) _unexpected("model: pending price");
+        if (job.progressTimeout != g.progressTimeout || job.openSince != g.openSince) {
+            _unexpected("model: progress timeout or open since");
+        }
+        for (uint256 i = 0; i < N_PROVIDERS; ++i) {
+            if (registry.lockOf(_providers[i], jobId) != ghost_lock[jobId][_providers[i]]) _unexpected("model: lock");
+        }
     }
 
     /// @dev The lifecycle as a transition table: what each status may become in one call or one time warp.
@@ -156,6 +176,7 @@ abstract contract HandlerBase is EscrowStore {
         return _status(g) == RUNNING && sender == g.assignee && epoch == g.epoch && currentTime <= g.lease;
     }
 
+    /// @dev The holder leaves; a pending checkpoint stays its reporter's (decidable until its window closes).
     function _reopen(GhostJob storage g) internal {
         g.phase = OPEN;
         g.epoch += 1;
@@ -163,8 +184,60 @@ abstract contract HandlerBase is EscrowStore {
         g.price = 0;
         g.lease = 0;
         g.progress = 0;
+        g.openSince = uint64(currentTime);
+    }
+
+    function _clearPending(GhostJob storage g) internal {
         g.pending = 0;
         g.pendingHash = bytes32(0);
+        g.pendingProvider = address(0);
+        g.pendingEpoch = 0;
+        g.pendingPrice = 0;
+        g.reportedAt = 0;
+        g.pendingFabricated = false;
+    }
+
+    function _pendingLive(GhostJob storage g) internal view returns (bool) {
+        return g.pending != 0 && currentTime <= uint256(g.reportedAt) + DECISION_TIMEOUT;
+    }
+
+    /// @dev A pending checkpoint whose decision window closed is dropped by the next assign, report or cancel.
+    function _dropLapsed(uint256 jobId, GhostJob storage g) internal {
+        if (g.pending == 0 || _pendingLive(g)) return;
+        address reporter = g.pendingProvider;
+        _clearPending(g);
+        _releaseIfIdle(jobId, g, reporter);
+        _succeeded("lapsedCheckpoints");
+    }
+
+    /// @dev The spec's release rule: a provider's lock on a job comes back once it neither holds the job nor has
+    /// a decidable checkpoint on it.
+    function _releaseIfIdle(uint256 jobId, GhostJob storage g, address provider) internal {
+        if (provider == address(0)) return;
+        if (g.phase == RUNNING && g.assignee == provider) return;
+        if (g.pendingProvider == provider && _pendingLive(g)) return;
+        _ghostStakes[provider].locked -= ghost_lock[jobId][provider];
+        ghost_lock[jobId][provider] = 0;
+    }
+
+    /// @dev What a lock for `price` on the job still needs from the provider: max(MIN_STAKE, price × interval)
+    /// less the lock it already has there.
+    function _stakeNeeded(uint256 jobId, address provider, uint128 price) internal view returns (uint128) {
+        uint256 target = uint256(price) * _ghostJobs[jobId].interval;
+        if (target < MIN_STAKE) target = MIN_STAKE;
+        uint128 current = ghost_lock[jobId][provider];
+        return target > current ? uint128(target) - current : 0;
+    }
+
+    function _freeStake(address provider) internal view returns (uint128) {
+        GhostStake storage st = _ghostStakes[provider];
+        return st.deposited - st.locked - st.unbonding;
+    }
+
+    function _progressTimeout(uint32 interval) internal pure returns (uint64) {
+        uint256 timeout = uint256(interval) * MAX_SECONDS_PER_STEP;
+        if (timeout < LEASE) return LEASE;
+        return timeout > PROGRESS_CAP ? PROGRESS_CAP : uint64(timeout);
     }
 
     function _maxStep(GhostJob storage g) internal view returns (uint32) {
@@ -214,13 +287,15 @@ abstract contract HandlerBase is EscrowStore {
             }
             return false;
         }
-        if (fit == Fit.Stuck) return status == OPEN && !_fits(jobId, Fit.Assignable);
+        if (fit == Fit.Stuck) return status == OPEN && !_pendingLive(g) && !_fits(jobId, Fit.Assignable);
         if (fit == Fit.Running) return status == RUNNING;
         if (fit == Fit.Live) return status == RUNNING && currentTime <= g.lease;
         if (fit == Fit.Reportable) {
-            return status == RUNNING && currentTime <= g.lease && g.pending == 0 && g.accepted < g.totalSteps;
+            return status == RUNNING && currentTime <= g.lease && !_pendingLive(g) && g.accepted < g.totalSteps;
         }
-        if (fit == Fit.Pending) return status == RUNNING && g.pending != 0;
+        if (fit == Fit.Pending) return (status == OPEN || status == RUNNING) && _pendingLive(g);
+        if (fit == Fit.Fabricated) return _fits(jobId, Fit.Pending) && g.pendingFabricated;
+        if (fit == Fit.Expirable) return status == OPEN && currentTime > uint256(g.openSince) + STALL_EXPIRY;
         if (fit == Fit.Trained) return (status == OPEN || status == RUNNING) && g.accepted == g.totalSteps;
         if (fit == Fit.InDisputeWindow) return status == DISPUTE_WINDOW;
         if (fit == Fit.Disputed) return status == DISPUTED;
@@ -240,7 +315,18 @@ abstract contract HandlerBase is EscrowStore {
         GhostJob storage g = _ghostJobs[jobId];
         GhostProvider storage p = ghost_providers[provider];
         return p.active && !ghost_fenced[jobId][provider] && p.price <= g.maxPrice
-            && uint256(g.totalSteps - g.accepted) * p.price <= g.budget - g.paid;
+            && _budgetNeeded(g, p.price) <= g.budget - g.paid
+            && _stakeNeeded(jobId, provider, p.price) <= _freeStake(provider);
+    }
+
+    /// @dev The remaining steps at `price`, or, while a checkpoint is still decidable, that checkpoint at its
+    /// reporter's price plus the steps after it at `price` (whichever is more). Lapsed ones are dropped first.
+    function _budgetNeeded(GhostJob storage g, uint128 price) internal view returns (uint256 needed) {
+        needed = uint256(g.totalSteps - g.accepted) * price;
+        if (!_pendingLive(g)) return needed;
+        uint256 withPending =
+            uint256(g.pending - g.accepted) * g.pendingPrice + uint256(g.totalSteps - g.pending) * price;
+        if (withPending > needed) needed = withPending;
     }
 
     /// @dev A provider chosen by `seed`; seven times in eight the first eligible one from there, if any.
@@ -254,12 +340,15 @@ abstract contract HandlerBase is EscrowStore {
         return _providers[start];
     }
 
-    /// @dev Any of the accounts that take part (clients, providers, fee recipient, a stranger).
+    uint256 internal constant N_ACTORS = N_CLIENTS + N_PROVIDERS + N_VERIFIERS + 2;
+
+    /// @dev Any of the accounts that take part (clients, providers, verifiers, fee recipient, a stranger).
     function _actor(uint256 seed) internal view returns (address) {
-        uint256 i = seed % (N_CLIENTS + N_PROVIDERS + 2);
+        uint256 i = seed % N_ACTORS;
         if (i < N_CLIENTS) return _clients[i];
         if (i < N_CLIENTS + N_PROVIDERS) return _providers[i - N_CLIENTS];
-        return i == N_CLIENTS + N_PROVIDERS ? FEE_RECIPIENT : STRANGER;
+        if (i < N_CLIENTS + N_PROVIDERS + N_VERIFIERS) return _verifiers[i - N_CLIENTS - N_PROVIDERS];
+        return i == N_ACTORS - 2 ? FEE_RECIPIENT : STRANGER;
     }
 
     function _max(uint32 a, uint32 b) internal pure returns (uint32) {

@@ -2,7 +2,7 @@
 pragma solidity 0.8.28;
 
 import {IProviderRegistry} from "../../../contracts/interfaces/IProviderRegistry.sol";
-import {bound} from "../../fuzz/utils/Bound.sol";
+import {VM, bound} from "../../fuzz/utils/Bound.sol";
 import {HandlerBase} from "./HandlerBase.sol";
 
 /// @notice The providers' calls: their registry record, heartbeats and reports, and writes by stale workers.
@@ -56,8 +56,8 @@ abstract contract ProviderActions is HandlerBase {
         address sender = g.assignee == address(0) ? _providers[jobSeed % N_PROVIDERS] : g.assignee;
         uint64 epoch = g.epoch;
         bool live = _isLiveAssignee(g, sender, epoch);
-        // A live assignee that made no progress for PROGRESS_TIMEOUT, with nothing pending, is refused.
-        bool stalled = live && g.pending == 0 && currentTime > uint256(g.progress) + escrow.PROGRESS_TIMEOUT();
+        // A live assignee that made no progress within its job's timeout, with nothing decidable, is refused.
+        bool stalled = live && !_pendingLive(g) && currentTime > uint256(g.progress) + g.progressTimeout;
         (bool ok,) = _rawCall(sender, address(escrow), abi.encodeCall(escrow.heartbeat, (jobId, epoch)));
         if (ok && !live) _staleWriteSucceeded("heartbeat");
         else if (ok && stalled) _unexpected("heartbeat succeeded without progress");
@@ -83,7 +83,7 @@ abstract contract ProviderActions is HandlerBase {
         if (step == g.accepted) step += 1; // nothing left to report: the call must revert
         bytes32 checkpointHash = keccak256(abi.encode(jobId, step, hashSeed));
         bool live = _isLiveAssignee(g, sender, epoch);
-        bool expected = live && g.pending == 0 && step <= maxStep;
+        bool expected = live && !_pendingLive(g) && step <= maxStep;
         bytes memory data = abi.encodeCall(escrow.reportCheckpoint, (jobId, epoch, step, checkpointHash));
         (bool ok,) = _rawCall(sender, address(escrow), data);
         if (ok && !live) {
@@ -91,13 +91,68 @@ abstract contract ProviderActions is HandlerBase {
         } else if (ok != expected) {
             _unexpected(ok ? "reportCheckpoint succeeded" : "reportCheckpoint reverted");
         } else if (ok) {
+            _dropLapsed(jobId, g);
             g.pending = step;
             g.pendingHash = checkpointHash;
+            g.pendingProvider = sender;
+            g.pendingEpoch = epoch;
+            g.pendingPrice = g.price;
+            g.reportedAt = uint64(currentTime);
+            g.pendingFabricated = hashSeed % 4 == 0; // one report in four makes a step up
             g.lease = uint64(currentTime) + LEASE;
             g.progress = uint64(currentTime);
             _succeeded("reportCheckpoint");
         }
         _record(jobId);
+    }
+
+    // ------------------------------------------------------------------ stake
+
+    function depositStake(uint256 providerSeed, uint256 amountSeed) external useCurrentTime instrument("depositStake") {
+        address provider = _providers[providerSeed % N_PROVIDERS];
+        uint128 amount = uint128(bound(amountSeed, 0, 20_000)); // zero must revert
+        usdc.mint(provider, amount);
+        VM.prank(provider);
+        usdc.approve(address(registry), amount);
+        bool expected = ghost_providers[provider].registered && amount > 0;
+        bytes memory data = abi.encodeCall(registry.depositStake, (amount));
+        if (_call(provider, address(registry), data, expected, "depositStake")) {
+            _ghostStakes[provider].deposited += amount;
+            ghost_stakeDeposited += amount;
+            _succeeded("depositStake");
+        }
+    }
+
+    function requestUnbond(uint256 providerSeed, uint256 amountSeed) external useCurrentTime instrument("requestUnbond") {
+        address provider = _providers[providerSeed % N_PROVIDERS];
+        uint128 free = _freeStake(provider);
+        // Mostly some of the free stake; sometimes one unit more than is free (must revert).
+        uint128 amount = amountSeed % 8 == 7 ? free + 1 : uint128(bound(amountSeed / 8, 1, free == 0 ? 1 : free));
+        bool expected = amount <= free;
+        bytes memory data = abi.encodeCall(registry.requestUnbond, (amount));
+        if (_call(provider, address(registry), data, expected, "requestUnbond")) {
+            GhostStake storage st = _ghostStakes[provider];
+            st.unbonding += amount;
+            st.readyAt = uint64(currentTime) + UNBONDING;
+            _succeeded("requestUnbond");
+        }
+    }
+
+    function withdrawStake(uint256 providerSeed) external useCurrentTime instrument("withdrawStake") {
+        address provider = _providers[providerSeed % N_PROVIDERS];
+        GhostStake storage st = _ghostStakes[provider];
+        uint128 amount = st.unbonding;
+        bool expected = amount > 0 && currentTime >= st.readyAt;
+        uint256 balanceBefore = usdc.balanceOf(provider);
+        bytes memory data = abi.encodeCall(registry.withdrawStake, ());
+        if (_call(provider, address(registry), data, expected, "withdrawStake")) {
+            if (usdc.balanceOf(provider) != balanceBefore + amount) _unexpected("withdrawStake: amount paid");
+            st.deposited -= amount;
+            st.unbonding = 0;
+            st.readyAt = 0;
+            ghost_stakeWithdrawn += amount;
+            _succeeded("withdrawStake");
+        }
     }
 
     /// @dev A worker that is not the live assignee of the current epoch tries to write: a provider that was

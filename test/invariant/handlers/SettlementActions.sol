@@ -4,7 +4,7 @@ pragma solidity 0.8.28;
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
 import {VM, bound} from "../../fuzz/utils/Bound.sol";
 import {
-    HandlerBase, RUNNING, DISPUTE_WINDOW, SETTLEABLE, DISPUTED, ARBITER_TIMED_OUT, SETTLED, CANCELLED
+    HandlerBase, OPEN, RUNNING, DISPUTE_WINDOW, SETTLEABLE, DISPUTED, ARBITER_TIMED_OUT, SETTLED, CANCELLED
 } from "./HandlerBase.sol";
 
 /// @notice The end of a job and the money: the arbiter, settlement, claims, withdrawals, time and donations.
@@ -59,6 +59,24 @@ abstract contract SettlementActions is HandlerBase {
         _record(jobId);
     }
 
+    /// @dev Anyone expires a job Open without progress for longer than STALL_EXPIRY: refund to the client, and
+    /// accepted earnings become claimable.
+    function expire(uint256 jobSeed, uint256 callerSeed) external useCurrentTime instrument("expire") {
+        uint256 jobId = _pickJob(jobSeed, Fit.Expirable);
+        if (jobId == 0) return;
+        GhostJob storage g = _ghostJobs[jobId];
+        bool expected =
+            _status(g) == OPEN && currentTime > uint256(g.openSince) + STALL_EXPIRY && !_pendingLive(g);
+        uint256 owedBefore = escrow.owed(g.client);
+        if (_call(_actor(callerSeed), address(escrow), abi.encodeCall(escrow.expire, (jobId)), expected, "expire")) {
+            _dropLapsed(jobId, g);
+            g.phase = CANCELLED;
+            _credit(g.client, owedBefore, g.budget - g.paid, "expire: refund");
+            _succeeded("expire");
+        }
+        _record(jobId);
+    }
+
     function claimEarnings(uint256 jobSeed, uint256 providerSeed, uint256 callerSeed)
         external
         useCurrentTime
@@ -89,7 +107,7 @@ abstract contract SettlementActions is HandlerBase {
 
     function withdraw(uint256 actorSeed) external useCurrentTime instrument("withdraw") {
         address account = _actor(actorSeed / 8);
-        for (uint256 i = 0; i < N_CLIENTS + N_PROVIDERS + 2 && actorSeed % 8 != 7; ++i) {
+        for (uint256 i = 0; i < N_ACTORS && actorSeed % 8 != 7; ++i) {
             address candidate = _actor(actorSeed / 8 + i);
             if (ghost_owed[candidate] > 0) {
                 account = candidate;
@@ -107,16 +125,17 @@ abstract contract SettlementActions is HandlerBase {
         }
     }
 
-    /// @dev Moves the clock. One time in four by 1 hour to 4 days (leases lapse, dispute windows of up to three
-    /// days and the three-day arbiter timeout pass); one time in four exactly onto a job's next deadline or one
-    /// second past it (lease expiry or progress timeout, end of the dispute window, arbiter deadline: all
-    /// inclusive); otherwise by up to 45 minutes, under the one-hour lease. Time-derived statuses of every job are
-    /// re-checked.
+    /// @dev Moves the clock. One time in four by 1 hour to 8 days (leases lapse, decision windows close, dispute
+    /// windows of up to three days, the three-day arbiter timeout, the two-day unbonding and the seven-day stall
+    /// expiry pass); one time in four exactly onto a job's next deadline or one second past it (lease expiry or
+    /// progress timeout, decision window, stall expiry, end of the dispute window, arbiter deadline: all
+    /// inclusive but the expiry); otherwise by up to 45 minutes, under the one-hour lease. Time-derived statuses
+    /// of every job are re-checked.
     function warp(uint256 secondsSeed) external instrument("warp") {
         uint256 mode = secondsSeed % 4;
         uint256 target = currentTime + bound(secondsSeed / 4, 1, 45 minutes);
         if (mode == 0) {
-            target = currentTime + bound(secondsSeed / 4, 1 hours, 4 days);
+            target = currentTime + bound(secondsSeed / 4, 1 hours, 8 days);
         } else if (mode == 1) {
             uint256 deadline = _nextDeadline(secondsSeed / 8);
             if (deadline != 0) target = deadline + (secondsSeed / 4) % 2;
@@ -143,10 +162,14 @@ abstract contract SettlementActions is HandlerBase {
         for (uint256 i = 0; i < n; ++i) {
             GhostJob storage g = _ghostJobs[(seed + i) % n + 1];
             uint256 deadline;
-            if (g.phase == RUNNING) {
+            if (_pendingLive(g)) {
+                deadline = uint256(g.reportedAt) + DECISION_TIMEOUT;
+            } else if (g.phase == RUNNING) {
                 deadline = g.lease;
-                uint256 stall = uint256(g.progress) + escrow.PROGRESS_TIMEOUT();
-                if (g.pending == 0 && stall < deadline) deadline = stall;
+                uint256 stall = uint256(g.progress) + g.progressTimeout;
+                if (stall < deadline) deadline = stall;
+            } else if (g.phase == OPEN) {
+                deadline = uint256(g.openSince) + STALL_EXPIRY;
             } else if (g.phase == DISPUTE_WINDOW) {
                 deadline = uint256(g.verdictAt) + g.disputeWindow;
             } else if (g.phase == DISPUTED) {
