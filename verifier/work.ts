@@ -20,6 +20,8 @@ export type JobRecord = {
   totalSteps: bigint | number;
   acceptedStep: bigint | number;
   pendingStep: bigint | number;
+  /** The epoch the pending checkpoint was reported at: decisions name it (its reporter may be unassigned since). */
+  pendingEpoch: bigint;
   acceptedHash: string;
   pendingHash: string;
 };
@@ -57,9 +59,9 @@ export const checkpointKey = (jobId: bigint, epoch: bigint, step: number, hash: 
 export const verdictKey = (jobId: bigint, modelHash: string) => `verdict:${jobId}:${modelHash.toLowerCase()}`;
 
 /**
- * The decisions the chain is waiting for, in job order: the pending checkpoint of each Running job (only the one
- * at the job's current epoch exists on chain, so reports from fenced workers never appear), and a verdict for each
- * Open or Running job whose every step is accepted.
+ * The decisions the chain is waiting for, in job order: the pending checkpoint of each Open or Running job (one
+ * at most, on the epoch it was reported at: a report stays decidable after its reporter is unassigned, and a fenced
+ * worker can never report), and a verdict for each Open or Running job whose every step is accepted.
  */
 export function planWork(views: JobView[]): WorkItem[] {
   const items: WorkItem[] = [];
@@ -67,11 +69,11 @@ export function planWork(views: JobView[]): WorkItem[] {
     const pendingStep = Number(job.pendingStep);
     const acceptedStep = Number(job.acceptedStep);
     const totalSteps = Number(job.totalSteps);
-    if (status === STATUS.Running && pendingStep !== 0) {
+    if ((status === STATUS.Open || status === STATUS.Running) && pendingStep !== 0) {
       items.push({
         kind: "checkpoint",
-        key: checkpointKey(jobId, job.epoch, pendingStep, job.pendingHash),
-        jobId, epoch: job.epoch, step: pendingStep, hash: job.pendingHash,
+        key: checkpointKey(jobId, job.pendingEpoch, pendingStep, job.pendingHash),
+        jobId, epoch: job.pendingEpoch, step: pendingStep, hash: job.pendingHash,
         templateId: job.templateId, seed: job.seed, acceptedStep, acceptedHash: job.acceptedHash,
       });
     } else if ((status === STATUS.Open || status === STATUS.Running) && totalSteps > 0 && acceptedStep === totalSteps) {

@@ -186,6 +186,7 @@ export class Collector {
         acceptedHash: job.acceptedHash,
         pendingStep: Number(job.pendingStep),
         pendingHash: job.pendingHash,
+        pendingEpoch: job.pendingEpoch,
       };
     });
   }

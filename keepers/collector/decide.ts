@@ -111,6 +111,8 @@ export interface JobState {
   acceptedHash: string;
   pendingStep: number;
   pendingHash: string;
+  /** The epoch the pending checkpoint was reported at (it stays decidable after its reporter is unassigned). */
+  pendingEpoch: bigint;
 }
 
 export type Applicability = { action: "send" | "wait" | "stale"; reason: string };
@@ -119,11 +121,11 @@ export type Applicability = { action: "send" | "wait" | "stale"; reason: string 
 export function applicability(d: Decision, job: JobState): Applicability {
   if (d.kind === "checkpoint") {
     const m = d.message;
-    if (job.status !== "Running") return { action: "stale", reason: `job is ${job.status}` };
-    if (job.epoch !== m.epoch) return { action: "stale", reason: `epoch moved on to ${job.epoch}` };
-    if (job.pendingStep === m.step && eqHash(job.pendingHash, m.checkpointHash)) {
+    if (job.status !== "Running" && job.status !== "Open") return { action: "stale", reason: `job is ${job.status}` };
+    if (job.pendingStep === m.step && eqHash(job.pendingHash, m.checkpointHash) && job.pendingEpoch === m.epoch) {
       return { action: "send", reason: "pending checkpoint matches" };
     }
+    if (job.epoch !== m.epoch) return { action: "stale", reason: `epoch moved on to ${job.epoch}` };
     if (job.pendingStep === 0 && job.acceptedStep < m.step) return { action: "wait", reason: "checkpoint not reported yet" };
     return { action: "stale", reason: `pending checkpoint is now step ${job.pendingStep}, accepted ${job.acceptedStep}` };
   }

@@ -66,6 +66,13 @@ export async function deployProtocol() {
   await registry.connect(provider1).register("provider1", 900n, 1, "NVIDIA H200", 143_771);
   await registry.connect(provider2).register("provider2", 1_000n, 1, "NVIDIA L4", 23_034);
   await registry.connect(provider3).register("provider3", 1_100n, 0, "x86_64 CPU", 16_384);
+  // An identity without stake takes no work: each provider deposits ten network-minimum locks.
+  const stake = 10n * (await registry.minStake());
+  for (const provider of [provider1, provider2, provider3]) {
+    await usdc.mint(provider.address, stake);
+    await usdc.connect(provider).approve(deployment.registry, stake);
+    await registry.connect(provider).depositStake(stake);
+  }
   return {
     escrow, usdc, registry, safe: d.verifierSafe, deployment, chainId,
     owner, coordinator, arbiter, verifier1, verifier2, verifier3, verifiers: [verifier1, verifier2, verifier3],

@@ -9,7 +9,12 @@ import { expect } from "chai";
 import type { ContractTransactionResponse } from "ethers";
 import {
   BOND,
+  DECISION_TIMEOUT,
   DEFAULT_REQUEST,
+  MIN_STAKE,
+  STAKE,
+  faultAt,
+  signFault,
   LEASE,
   METRIC,
   PRICE,
@@ -67,14 +72,32 @@ async function badInputWorld() {
   const pendingHash = ckpt(pending, 10);
   await escrow.connect(p.provider1).reportCheckpoint(pending, 1n, 10, pendingHash);
   const lease = (await escrow.jobOf(running)).leaseExpiresAt;
+  // A reporter unassigned with its checkpoint still decidable; and one whose job was handed to someone else.
+  const orphan = await startJob(p);
+  await escrow.connect(p.provider1).reportCheckpoint(orphan, 1n, 10, ckpt(orphan, 10));
+  await escrow.connect(p.coordinator).unassign(orphan);
+  const handedOver = await startJob(p, { maxPricePerStep: 1_100n, budget: 110_000n });
+  await escrow.connect(p.provider1).reportCheckpoint(handedOver, 1n, 10, ckpt(handedOver, 10));
+  await escrow.connect(p.coordinator).unassign(handedOver);
+  await escrow.connect(p.coordinator).assign(handedOver, p.provider3.address); // epoch 3
+  // provider4 registers without stake; provider2 asks all of its free stake back.
+  await p.registry.connect(p.provider4).register("unstaked", 900n, 1, "GPU", 8_192);
+  await p.registry.connect(p.provider2).requestUnbond(STAKE);
+  const unbondReadyAt = (await p.registry.stakeOf(p.provider2.address)).unbondingReadyAt;
+  const { reportedAt } = await escrow.jobOf(pending);
+  const openSince = (await escrow.jobOf(open)).openSince;
+  const fault = faultAt(p, 7);
   const digests = {
     accept: await escrow.checkpointDecisionDigest(pending, 1n, 10, pendingHash, true),
     refuse: await escrow.checkpointDecisionDigest(pending, 1n, 10, pendingHash, false),
     verdict: await escrow.verdictDigest(complete, completeHash, METRIC, true),
   };
 
-  const jobs = { settled, upheld, verdict: verdict.jobId, disputed, cancelled, fenced, short, complete, progress, open, running, pending };
-  return { ...p, token: p.usdc, jobs, completeHash, pendingHash, lease, digests };
+  const jobs = {
+    settled, upheld, verdict: verdict.jobId, disputed, cancelled, fenced, short, complete, progress, open, running, pending,
+    orphan, handedOver,
+  };
+  return { ...p, token: p.usdc, jobs, completeHash, pendingHash, lease, digests, unbondReadyAt, reportedAt, openSince, fault };
 }
 type World = Awaited<ReturnType<typeof badInputWorld>>;
 
@@ -106,7 +129,7 @@ interface Case {
   at?: (w: World) => bigint;
   act: (w: World) => Promise<ContractTransactionResponse>;
   error: [contract: "escrow" | "registry" | "usdc", name: string];
-  args?: (w: World) => unknown[];
+  args?: (w: World) => unknown[] | Promise<unknown[]>;
 }
 
 const req = (o: Partial<typeof DEFAULT_REQUEST>) => ({ ...DEFAULT_REQUEST, ...o });
@@ -115,6 +138,11 @@ const R = (name: string): Case["error"] => ["registry", `ProviderRegistry${name}
 const MAXW = 30n * DAY;
 const other = ethers.id("not the checkpoint");
 const SETTLEABLE = bits(Status.Settleable, Status.ArbiterTimedOut);
+
+async function freeStake(w: World, provider: string): Promise<bigint> {
+  const st = await w.registry.stakeOf(provider);
+  return st.deposited - st.locked - st.unbonding;
+}
 
 const cases: Case[] = [
   // ---- createJob
@@ -217,6 +245,36 @@ const cases: Case[] = [
   { name: "deactivate twice", prepare: (w) => w.registry.connect(w.provider3).deactivate(), act: (w) => w.registry.connect(w.provider3).deactivate(), error: R("ActiveUnchanged"), args: (w) => [w.provider3.address, false] },
   { name: "reactivate an active provider", act: (w) => w.registry.connect(w.provider3).reactivate(), error: R("ActiveUnchanged"), args: (w) => [w.provider3.address, true] },
   { name: "deactivate by an unregistered address", act: (w) => w.registry.connect(w.stranger).deactivate(), error: R("NotRegistered"), args: (w) => [w.stranger.address] },
+  // ---- stake (registry)
+  { name: "depositStake of zero", act: (w) => w.registry.connect(w.provider1).depositStake(0n), error: R("ZeroStake"), args: (w) => [w.provider1.address] },
+  { name: "depositStake by an unregistered address", act: (w) => w.registry.connect(w.stranger).depositStake(1n), error: R("NotRegistered"), args: (w) => [w.stranger.address] },
+  { name: "depositStake without an allowance", act: (w) => w.registry.connect(w.provider1).depositStake(1n), error: ["usdc", "ERC20InsufficientAllowance"], args: (w) => [w.registry.target, 0n, 1n] },
+  { name: "requestUnbond of zero", act: (w) => w.registry.connect(w.provider1).requestUnbond(0n), error: R("ZeroStake"), args: (w) => [w.provider1.address] },
+  { name: "requestUnbond of more than the free stake (one lock held)", act: (w) => w.registry.connect(w.provider1).requestUnbond(STAKE), error: R("StakeShort"), args: async (w) => [w.provider1.address, await freeStake(w, w.provider1.address), STAKE] },
+  { name: "requestUnbond without any stake", act: (w) => w.registry.connect(w.stranger).requestUnbond(1n), error: R("StakeShort"), args: (w) => [w.stranger.address, 0n, 1n] },
+  { name: "withdrawStake with nothing unbonding", act: (w) => w.registry.connect(w.provider1).withdrawStake(), error: R("NothingUnbonding"), args: (w) => [w.provider1.address] },
+  { name: "withdrawStake one second before the unbonding delay passed", at: (w) => w.unbondReadyAt - 1n, act: (w) => w.registry.connect(w.provider2).withdrawStake(), error: R("UnbondingNotReady"), args: (w) => [w.provider2.address, w.unbondReadyAt, w.unbondReadyAt - 1n] },
+  { name: "lockStake by someone other than the escrow", act: (w) => w.registry.connect(w.stranger).lockStake(w.provider1.address, 1n, 1n), error: R("NotEscrow"), args: (w) => [w.stranger.address, w.escrowAddress] },
+  { name: "releaseStake by someone other than the escrow", act: (w) => w.registry.connect(w.provider1).releaseStake(w.provider1.address, w.jobs.running), error: R("NotEscrow"), args: (w) => [w.provider1.address, w.escrowAddress] },
+  { name: "slashStake by someone other than the escrow", act: (w) => w.registry.connect(w.client).slashStake(w.provider1.address, w.jobs.running), error: R("NotEscrow"), args: (w) => [w.client.address, w.escrowAddress] },
+  { name: "bindEscrow a second time by the deployer", act: (w) => w.registry.connect(w.owner).bindEscrow(w.stranger.address), error: R("CannotBind"), args: (w) => [w.owner.address, w.escrowAddress] },
+  { name: "bindEscrow by someone other than the deployer", act: (w) => w.registry.connect(w.stranger).bindEscrow(w.stranger.address), error: R("CannotBind"), args: (w) => [w.stranger.address, w.escrowAddress] },
+  // ---- stake and slashing (escrow)
+  { name: "assign a provider without stake", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.provider4.address), error: E("StakeShort"), args: (w) => [w.jobs.open, w.provider4.address, 0n, MIN_STAKE] },
+  { name: "assign a provider whose stake is all asked back", act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.provider2.address), error: E("StakeShort"), args: (w) => [w.jobs.open, w.provider2.address, 0n, MIN_STAKE] },
+  { name: "refuseWithFault whose replayed hash equals the committed one", act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, replayedHash: w.fault.committedHash }, "0x"), error: E("NotAFault"), args: (w) => [w.jobs.pending, w.fault.committedHash, w.fault.committedHash] },
+  { name: "refuseWithFault at the accepted step (0)", act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, step: 0 }, "0x"), error: E("InvalidFaultStep"), args: (w) => [w.jobs.pending, 0, 0, 10] },
+  { name: "refuseWithFault past the pending step (11)", act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, step: 11 }, "0x"), error: E("InvalidFaultStep"), args: (w) => [w.jobs.pending, 11, 0, 10] },
+  { name: "refuseWithFault naming no finder", act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, finder: ethers.ZeroAddress }, "0x"), error: E("ZeroAddress") },
+  { name: "refuseWithFault carrying plain refusal signatures", act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, w.fault, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, false)), error: E("InvalidVerifierSignatures"), args: async (w) => [await w.escrow.faultRefusalDigest(w.jobs.pending, 1n, 10, w.pendingHash, w.fault)] },
+  { name: "refuseWithFault with nothing pending", act: async (w) => w.escrow.refuseWithFault(w.jobs.running, 1n, 10, other, w.fault, "0x"), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.running, 1n, 10, other] },
+  { name: "refuseWithFault one second after the decision window closed", at: (w) => w.reportedAt + DECISION_TIMEOUT + 1n, act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, w.fault, await signFault(w, w.jobs.pending, 1n, 10, w.pendingHash, w.fault)), error: E("DecisionWindowClosed"), args: (w) => [w.jobs.pending, w.reportedAt + DECISION_TIMEOUT, w.reportedAt + DECISION_TIMEOUT + 1n] },
+  { name: "acceptCheckpoint one second after the decision window closed", at: (w) => w.reportedAt + DECISION_TIMEOUT + 1n, act: async (w) => w.escrow.acceptCheckpoint(w.jobs.pending, 1n, 10, w.pendingHash, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, true)), error: E("DecisionWindowClosed"), args: (w) => [w.jobs.pending, w.reportedAt + DECISION_TIMEOUT, w.reportedAt + DECISION_TIMEOUT + 1n] },
+  { name: "acceptCheckpoint of an unassigned reporter's checkpoint at the job's new epoch", act: async (w) => w.escrow.acceptCheckpoint(w.jobs.orphan, 2n, 10, ckpt(w.jobs.orphan, 10), "0x"), error: E("NoSuchPendingCheckpoint"), args: (w) => [w.jobs.orphan, 2n, 10, ckpt(w.jobs.orphan, 10)] },
+  { name: "reportCheckpoint by the newcomer while its predecessor's checkpoint is decidable", act: (w) => w.escrow.connect(w.provider3).reportCheckpoint(w.jobs.handedOver, 3n, 10, ckpt(w.jobs.handedOver, 10)), error: E("CheckpointPending"), args: (w) => [w.jobs.handedOver, 10] },
+  { name: "cancel while an unassigned reporter's checkpoint is decidable", act: (w) => w.escrow.connect(w.client).cancel(w.jobs.orphan), error: E("CheckpointPending"), args: (w) => [w.jobs.orphan, 10] },
+  { name: "expire at openSince + STALL_EXPIRY (not yet)", at: (w) => w.openSince + 7n * DAY, act: (w) => w.escrow.connect(w.stranger).expire(w.jobs.open), error: E("NotExpired"), args: (w) => [w.jobs.open, w.openSince + 7n * DAY, w.openSince + 7n * DAY] },
+  { name: "expire a Running job", act: (w) => w.escrow.connect(w.stranger).expire(w.jobs.running), error: E("UnexpectedStatus"), args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)] },
 ];
 
 
@@ -225,16 +283,18 @@ async function balances(w: World) {
   const accounts = [w.escrowAddress, w.client, w.client2, w.provider1, w.provider2, w.provider3, w.feeRecipient, w.stranger].map(
     (a) => (typeof a === "string" ? a : a.address),
   );
+  const providers = [w.provider1, w.provider2, w.provider3, w.provider4].map((s) => s.address);
   return {
-    tokens: await Promise.all(accounts.map((a) => w.token.balanceOf(a))),
+    tokens: await Promise.all([...accounts, await w.registry.getAddress()].map((a) => w.token.balanceOf(a))),
     reserves: await w.escrow.reserves(),
     owed: await Promise.all(accounts.map((a) => w.escrow.owed(a))),
+    stakes: await Promise.all(providers.map(async (a) => (await w.registry.stakeOf(a)).toArray())),
   };
 }
 
 describe("bad input (table-driven): reverts with the expected custom error and moves nothing", function () {
-  it(`has at least 40 cases (${cases.length})`, function () {
-    expect(cases.length).to.be.at.least(40);
+  it(`has at least 60 cases (${cases.length})`, function () {
+    expect(cases.length).to.be.at.least(60);
   });
 
   for (const c of cases) {
@@ -247,7 +307,7 @@ describe("bad input (table-driven): reverts with the expected custom error and m
       await time.setNextBlockTimestamp(c.at ? c.at(w) : BigInt(await time.latest()) + 1n);
       const contract = c.error[0] === "escrow" ? w.escrow : c.error[0] === "registry" ? w.registry : w.usdc;
       const assertion = expect(c.act(w)).to.be.revertedWithCustomError(contract, c.error[1]);
-      if (c.args) await assertion.withArgs(...c.args(w));
+      if (c.args) await assertion.withArgs(...(await c.args(w)));
       else await assertion;
       await networkHelpers.mine(); // consume the pinned instant: the reverted call was never mined
       expect(await balances(w)).to.deep.equal(before);

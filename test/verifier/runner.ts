@@ -65,6 +65,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     return {
       epoch: 1n, templateId: facts.templateId, seed: facts.seed, totalSteps: 20n, acceptedStep: BigInt(facts.acceptedStep),
       acceptedHash: facts.acceptedHash, pendingStep: 0n, pendingHash: ZERO, ...over,
+      pendingEpoch: over.pendingEpoch ?? over.epoch ?? 1n,
     };
   }
 
