@@ -1,6 +1,6 @@
 /**
  * `gpuchain provide --name NAME --price P [--rpc URL] [--deployment FILE] [--memory-cap MiB] [--key FILE]
- *  [--store DIR] [--coordinator URL] [--fault KIND[:ARG]] [--once] [--pretty] [--dry-run]`
+ *  [--store URL] [--coordinator URL] [--fault KIND[:ARG]] [--once] [--pretty] [--dry-run]`
  *
  * Builds the agent's config once (validated, with clear errors), wires the real I/O (key file, RPC, checkpoint
  * store, coordinator HTTP, terminal, signals) and runs agent/agent.ts `runAgent`.
@@ -15,9 +15,10 @@ import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
 import { KeyFileError, loadOrCreateKey } from "../sdk/keys.ts";
 import { createLogger, type Logger } from "../sdk/log.ts";
 import { withRetry } from "../sdk/retry.ts";
-import { FsCheckpointStore } from "../workloads/index.ts";
+import { openStore, parseStoreUrl, StoreUrlError } from "../workloads/index.ts";
 import { runAgent } from "./agent.ts";
 import { detectDevice } from "./device.ts";
+import { shutdownSignal } from "../sdk/runner.ts";
 import { FaultSpecError, parseFault } from "./faults.ts";
 import { httpHeartbeatSender } from "./liveness.ts";
 import { Terminal } from "./progress.ts";
@@ -37,7 +38,7 @@ export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP 
   --rpc URL            JSON-RPC endpoint (default http://127.0.0.1:8545)
   --deployment FILE    Ignition deployed_addresses.json (default: the local chain's)
   --key FILE           provider key (default .gpuchain/providers/NAME/key, created 0600)
-  --store DIR          checkpoint store (default .gpuchain/store)
+  --store URL          checkpoint store: s3://BUCKET/PREFIX, file://DIR or a folder (default .gpuchain/store)
   --memory-cap MiB     offer less memory than the device has (capped profile; smaller micro-batches)
   --coordinator URL    heartbeat endpoint (default http://127.0.0.1:8600/heartbeat)
   --fault KIND[:ARG]   inject a fault: garbage-weights skip-steps wrong-data nan hash-mismatch replay-old
@@ -81,11 +82,22 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
     rpc: values.rpc,
     deployment: values.deployment,
     keyFile: values.key ?? path.join(".gpuchain", "providers", safeName, "key"),
-    store: values.store,
+    store: checkStoreUrl(values.store),
     coordinator: values.coordinator,
     pretty: values.pretty,
     help: false,
   };
+}
+
+/** `--store` names a store by URL (file://DIR, s3://BUCKET/PREFIX or a folder); anything else is a usage error. */
+function checkStoreUrl(spec: string): string {
+  try {
+    parseStoreUrl(spec);
+    return spec;
+  } catch (err) {
+    if (err instanceof StoreUrlError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 /** Asks the RPC for its chain id, retrying (with "chain unreachable" logs) until it answers or we are stopped. */
@@ -143,29 +155,25 @@ export async function main(argv: string[]): Promise<number> {
     logger.error(err.message);
     return 1;
   }
-  const controller = new AbortController();
-  const stop = (sig: string) => {
-    if (controller.signal.aborted) process.exit(130);
-    logger.info("stopping (finishing or abandoning the current step)", { signal: sig });
-    controller.abort();
-  };
-  process.on("SIGINT", () => stop("SIGINT"));
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  const provider = await connectRpc(args.rpc, logger, controller.signal).catch((err) => {
-    if (controller.signal.aborted) return undefined;
+  const { signal, dispose } = shutdownSignal(logger, "stopping (finishing or abandoning the current step)");
+  const provider = await connectRpc(args.rpc, logger, signal).catch((err) => {
+    if (signal.aborted) return undefined;
     throw err;
   });
-  if (!provider) return 0;
+  if (!provider) {
+    dispose();
+    return 0;
+  }
   const signer = wallet.connect(provider);
   try {
     const result = await runAgent(args.config, {
       signer,
       protocol: connectProtocol(deployment, signer),
-      store: new FsCheckpointStore(args.store),
+      store: openStore(args.store, { onEvent: (e) => logger.warn(`store ${e.kind}`, { ...e, store: args.store }) }),
       logger,
       clock: { now: () => Date.now() },
       heartbeatSender: httpHeartbeatSender(args.coordinator),
-      signal: controller.signal,
+      signal,
       terminal,
     });
     return result.exitCode;
@@ -174,6 +182,7 @@ export async function main(argv: string[]): Promise<number> {
     logger.error("provider agent failed", { error: describeError(err, protocolInterfaces().escrow) });
     return 1;
   } finally {
+    dispose();
     provider.destroy();
   }
 }

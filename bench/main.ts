@@ -5,6 +5,7 @@
 import { benchWorkloads } from "./workloads.ts";
 import { benchAgent } from "./agent.ts";
 import { benchVerifier } from "./verifier.ts";
+import { benchStore } from "./store.ts";
 import { benchGas } from "./gas.ts";
 import { benchSystem } from "./system.ts";
 
@@ -14,6 +15,7 @@ const parts: [string, () => Promise<Record<string, number>>][] = [
   ["training throughput per template", benchWorkloads],
   ["agent time outside training", benchAgent],
   ["verifier compute and detection", benchVerifier],
+  ["checkpoint store and segment commitments", benchStore],
   ["gas of a full job lifecycle", benchGas],
   ["whole network: overhead and failover", () => benchSystem(progress)],
 ];

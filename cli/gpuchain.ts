@@ -27,7 +27,8 @@ function usage(): string {
     "",
     ...lines,
     "",
-    "common options: --rpc URL  --deployment FILE (Ignition deployed_addresses.json)  --key FILE  --store DIR  --pretty  --dry-run",
+    "common options: --rpc URL  --deployment FILE (Ignition deployed_addresses.json)  --key FILE  --store URL  --pretty",
+    "                --dry-run   (--store: s3://BUCKET/PREFIX with the AWS_* variables, file://DIR or a folder)",
   ].join("\n");
 }
 

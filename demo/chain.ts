@@ -35,10 +35,12 @@ export async function freePort(preferred: number): Promise<number> {
   return tryPort(preferred).catch(() => tryPort(0));
 }
 
-/** Starts `hardhat node` on `port` and waits until it answers. */
-export async function startChain(group: ProcessGroup, port: number, timeoutMs = 90_000): Promise<string> {
-  group.start("chain", [HARDHAT_CLI, "node", "--port", String(port), "--hostname", "127.0.0.1"]);
-  const url = `http://127.0.0.1:${port}`;
+/** Starts `hardhat node` on `port` and waits until it answers (on `at`'s host and address with --hosts). */
+export async function startChain(
+  group: ProcessGroup, port: number, timeoutMs = 90_000, at: { address: string; wrapper: string[] } = { address: "127.0.0.1", wrapper: [] },
+): Promise<string> {
+  group.start("chain", [HARDHAT_CLI, "node", "--port", String(port), "--hostname", at.address], {}, at.wrapper);
+  const url = `http://${at.address}:${port}`;
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (!group.has("chain")) throw new Error("the local chain exited during start-up (see its output above)");

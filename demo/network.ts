@@ -30,10 +30,13 @@ export interface ScenarioNetwork {
   canWaitDays: boolean;
 }
 
-export async function localNetwork(group: ProcessGroup, runDir: string, deploymentId: string, note: (l: string) => void): Promise<ScenarioNetwork> {
-  const port = await freePort(8545);
-  note(`starting the local chain on 127.0.0.1:${port} …`);
-  const rpc = await startChain(group, port);
+export async function localNetwork(
+  group: ProcessGroup, runDir: string, deploymentId: string, note: (l: string) => void,
+  at?: { address: string; wrapper: string[] }, // issue 11: the chain's host with --hosts
+): Promise<ScenarioNetwork> {
+  const port = at ? 8545 : await freePort(8545);
+  note(`starting the local chain on ${at?.address ?? "127.0.0.1"}:${port} …`);
+  const rpc = await startChain(group, port, undefined, at);
   note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
   const deploymentFile = await deployLocal(rpc, deploymentId);
   const keyFiles = {} as Record<Role, string>;

@@ -15,9 +15,10 @@ export class ProcessGroup {
     this.onLine = onLine;
   }
 
-  /** Starts `node <args>` under `name`. */
-  start(name: string, args: string[], env: Record<string, string> = {}): ChildProcess {
-    const child = spawn(process.execPath, args, {
+  /** Starts `node <args>` under `name`; `wrapper` runs it elsewhere (issue 11: `ip netns exec NS`, same pid). */
+  start(name: string, args: string[], env: Record<string, string> = {}, wrapper: string[] = []): ChildProcess {
+    const [cmd, ...pre] = [...wrapper, process.execPath];
+    const child = spawn(cmd, [...pre, ...args], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });

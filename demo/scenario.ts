@@ -16,6 +16,8 @@ import { loadTemplate } from "../workloads/index.ts";
 import { freePort } from "./chain.ts";
 import { externalNetwork, localNetwork, type Role, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
+import { runStore, type RunStore } from "./s3.ts";
+import { scenarioHosts, type HostNet } from "./hosts.ts";
 import { Recorder } from "./recording.ts";
 import { formatTable, formatUsdc, type PromiseCheck, type ProviderRow } from "./report.ts";
 import { walletOf, type Ledger } from "../sdk/ledger.ts";
@@ -40,6 +42,10 @@ export interface ScenarioOptions {
   signal?: AbortSignal;
   /** Run against an existing deployment instead of an embedded chain (see demo/network.ts). */
   external?: { rpc: string; deploymentFile: string; keysDir: string };
+  /** Checkpoint store URL (s3://… or file://…); unset: an embedded S3 server for this run (demo/s3.ts). */
+  store?: string;
+  /** Each part on a separate network host (a namespace of its own, demo/hosts.ts; Linux, as root). */
+  hosts?: boolean;
   /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
   beforeStop?: (chain: { provider: JsonRpcProvider; protocol: Protocol; jobId: bigint; rpc: string; deploymentFile: string }) => Promise<void>;
 }
@@ -76,12 +82,16 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     if (shown) note(shown);
   });
   let provider: JsonRpcProvider | undefined;
+  let storage: RunStore | undefined; // issue 11: the run's checkpoint store
+  let hostNet: HostNet | undefined; // issue 11: --hosts
   try {
+    if (o.hosts) hostNet = scenarioHosts(o.runDir, note);
+    const chainAt = hostNet && { address: hostNet.host("chain").ip, wrapper: hostNet.wrapper("chain") };
     const net = o.external
       ? externalNetwork(o.external.rpc, o.external.deploymentFile, o.external.keysDir)
-      : await localNetwork(group, o.runDir, o.deploymentId, note);
+      : await localNetwork(group, o.runDir, o.deploymentId, note, chainAt);
     if (o.dispute && !net.canWaitDays) throw new Error("--dispute waits out the arbiter's 3 days: only on the local chain, whose clock can be advanced");
-    const badges = [net.badge, "Synthetic (CPU workload standing in for a GPU)", "Capped profile (bob)", ...(o.fault ? ["Injected fault (mallory)"] : [])];
+    const badges = [net.badge, ...(hostNet ? ["Separate hosts on one machine (network namespaces)"] : []), "Synthetic (CPU workload standing in for a GPU)", "Capped profile (bob)", ...(o.fault ? ["Injected fault (mallory)"] : [])];
     recorder.add("badge", "start", badges);
     note(`badges: ${badges.map((b) => `[${b}]`).join(" ")}`);
     const { rpc, deploymentFile } = net;
@@ -94,7 +104,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
 
     const actors = await prepareActors(o, net, provider, protocol, note);
     const ports = { coordinator: await freePort(8600), collector: await freePort(8601) };
-    startOffChain(group, o, rpc, deploymentFile, actors, ports);
+    storage = await runStore(o.runDir, o.store, hostNet && { net: hostNet, group });
+    note(`started: ${storage.describe}`);
+    startOffChain(group, o, rpc, deploymentFile, actors, ports, storage, hostNet);
     note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
     await waitFor(() => providersRegistered(protocol, actors.providers), 120_000, "providers to register", o.signal);
     await sleep(3_000, o.signal); // let every provider's first heartbeats reach the coordinator
@@ -102,12 +114,14 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const jobId = await createJob(o, protocol, actors.client, template.templateId, deployment.escrow);
     note(`client posted job ${jobId}: ${o.totalSteps} steps of ${template.descriptor.name}, checkpoint every ${o.checkpointInterval}, budget ${formatUsdc(MAX_PRICE * BigInt(o.totalSteps))} USDC locked`);
 
-    const watch = await watchJob(o, net, provider, protocol, group, recorder, note, jobId, actors);
+    const watch = await watchJob(o, net, provider, protocol, group, recorder, note, jobId, actors, hostNet);
     const result = await finish(o, provider, protocol, recorder, note, jobId, actors, watch, deployment);
     await o.beforeStop?.({ provider, protocol, jobId, rpc, deploymentFile });
     return result;
   } finally {
     await group.stopAll(5_000, ["chain"]);
+    await storage?.close();
+    hostNet?.destroy();
     provider?.destroy();
     await recorder.close();
     // The chain is gone with this run; its deployment journal would only mislead the next one.
@@ -139,26 +153,32 @@ function startOffChain(
   deployment: string,
   actors: Actors,
   ports: { coordinator: number; collector: number },
+  storage: RunStore,
+  hostNet?: HostNet,
 ) {
   const cli = "cli/gpuchain.ts";
-  const store = path.join(o.runDir, "store");
+  const store = storage.url;
   const common = ["--rpc", rpc, "--deployment", deployment];
-  const coordinatorUrl = `http://127.0.0.1:${ports.coordinator}/heartbeat`;
-  const collectorUrl = `http://127.0.0.1:${ports.collector}`;
+  // --hosts: every part on its own host; the keepers listen on the operator's (chain) host address.
+  const keeperIp = hostNet?.host("chain").ip ?? "127.0.0.1";
+  const on = (host: string) => hostNet?.wrapper(host) ?? [];
+  const coordinatorUrl = `http://${keeperIp}:${ports.coordinator}/heartbeat`;
+  const collectorUrl = `http://${keeperIp}:${ports.collector}`;
   group.start("keepers", [
     cli, "keeper", "all", ...common,
     "--key", actors.keyFiles.coordinator,
     "--coordinator-port", String(ports.coordinator),
     "--collector-port", String(ports.collector),
     "--state-file", path.join(o.runDir, "collector-state.json"),
-  ]);
+    ...(hostNet ? ["--host", keeperIp] : []),
+  ], {}, on("chain"));
   for (const i of [1, 2, 3]) {
     const decisions = path.join(o.runDir, `verifier${i}-decisions.json`);
-    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}` as Role], "--store", store, "--collector", collectorUrl, "--decisions", decisions]);
+    group.start(`verifier${i}`, [cli, "verify", ...common, "--key", actors.keyFiles[`verifier${i}` as Role], "--store", store, "--collector", collectorUrl, "--decisions", decisions], storage.env, on(`verifier${i}`));
   }
   for (const p of actors.providers) {
     const extra = p.name === "bob" ? ["--memory-cap", "2"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
-    group.start(p.name, [cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile, "--store", store, "--coordinator", coordinatorUrl, ...extra]);
+    group.start(p.name, [cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile, "--store", store, "--coordinator", coordinatorUrl, ...extra], storage.env, on(p.name));
   }
 }
 
@@ -185,6 +205,20 @@ async function createJob(o: ScenarioOptions, protocol: Protocol, client: Wallet,
   return created!.args.jobId as bigint;
 }
 
+/** --hosts: the store's host unreachable for 10 s; nothing may be refused for it, and the job must still settle. */
+function storeOutage(hostNet: HostNet, note: (line: string) => void): void {
+  hostNet.cut("store");
+  note(">>> cut the store's network link for 10 s");
+  setTimeout(() => {
+    try {
+      hostNet.restore("store");
+      note(">>> the store's link is back");
+    } catch {
+      // the run ended first and removed its hosts
+    }
+  }, 10_000).unref();
+}
+
 interface LiveEvent {
   name: string;
   args: Record<string, unknown>;
@@ -209,12 +243,14 @@ async function watchJob(
   note: (line: string) => void,
   jobId: bigint,
   actors: Actors,
+  hostNet?: HostNet,
 ): Promise<WatchResult> {
   const names = nameBook(actors);
   const events: LiveEvent[] = [];
   const result: WatchResult = { events };
   const alice = actors.providers.find((p) => p.name === "alice")!.wallet.address.toLowerCase();
   let killedAt: number | undefined;
+  let aliceStepAtCut: number | undefined; // --hosts: alice keeps running, cut off; her later steps never count
   let fromBlock = 0;
   let timeAdvanced = false;
   const startedAt = Date.now();
@@ -233,16 +269,22 @@ async function watchJob(
       if (e.args.jobId === undefined || BigInt(e.args.jobId as bigint) !== jobId) continue; // set-up events
       note(describeEvent(e, names));
       const byAlice = String(e.args.provider).toLowerCase() === alice;
-      if (e.name === "CheckpointAccepted" && byAlice && killedAt === undefined && o.kill) {
+      if (e.name === "CheckpointAccepted" && byAlice && killedAt === undefined && o.kill && hostNet) {
+        aliceStepAtCut = lastTrainedStep("alice");
+        hostNet.cut("alice");
+        killedAt = Date.now();
+        note(`>>> cut alice's network link after her checkpoint at step ${e.args.step} was accepted (her process keeps running, unreachable); she had trained to step ${aliceStepAtCut ?? "?"}`);
+      } else if (e.name === "CheckpointAccepted" && byAlice && killedAt === undefined && o.kill) {
         await group.kill("alice", "SIGKILL");
         killedAt = Date.now();
         note(`>>> killed alice (SIGKILL) after her checkpoint at step ${e.args.step} was accepted; she had trained to step ${lastTrainedStep("alice") ?? "?"}`);
       } else if (e.name === "ProviderAssigned" && killedAt !== undefined && result.lostSteps === undefined) {
         // Work lost = what alice trained beyond the checkpoint her replacement resumes from.
-        result.lostSteps = Math.max(0, (lastTrainedStep("alice") ?? 0) - Number(e.args.resumeStep));
+        result.lostSteps = Math.max(0, (aliceStepAtCut ?? lastTrainedStep("alice") ?? 0) - Number(e.args.resumeStep));
       } else if (e.name === "CheckpointAccepted" && !byAlice && killedAt !== undefined && result.failoverSeconds === undefined) {
         result.failoverSeconds = (Date.now() - killedAt) / 1000;
         note(`>>> failover complete: first checkpoint from the replacement accepted ${result.failoverSeconds.toFixed(1)} s after the kill`);
+        if (hostNet) storeOutage(hostNet, note);
       } else if (e.name === "VerdictSubmitted" && !timeAdvanced) {
         timeAdvanced = true;
         result.jobWallSeconds = (Date.now() - startedAt) / 1000;

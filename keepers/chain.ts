@@ -137,6 +137,16 @@ export interface Call {
   races?: readonly string[];
 }
 
+/** How each outcome is logged: a race or a dropped transaction is expected (warn); only a real failure is an error. */
+const OUTCOME_LOG: Record<Outcome["kind"], ["info" | "warn" | "error", string]> = {
+  confirmed: ["info", "sent"],
+  "dry-run": ["info", "dry run: not sent"],
+  race: ["warn", "lost a race: the state moved on before our transaction (someone else did it)"],
+  unconfirmed: ["warn", "no receipt in time; the next tick re-checks the chain"],
+  "retry-later": ["warn", "rpc unavailable; left for the next tick"],
+  failed: ["error", "failed"],
+};
+
 /**
  * Simulates, sends and waits for one call; never throws. Each attempt re-simulates against the latest state, so a
  * retried send whose first try did land comes back as an expected race, not as a second transaction.
@@ -146,27 +156,8 @@ export interface Call {
 export async function execute(ctx: KeeperContext, call: Call, log: Logger): Promise<Outcome> {
   const iface = escrowInterface(ctx);
   const outcome = await executeInner(ctx, call, iface);
-  const fields = { method: call.method, ...outcomeFields(outcome) };
-  switch (outcome.kind) {
-    case "confirmed":
-      log.info("sent", fields);
-      break;
-    case "dry-run":
-      log.info("dry run: not sent", fields);
-      break;
-    case "race":
-      log.warn("lost a race: the state moved on before our transaction (someone else did it)", fields);
-      break;
-    case "unconfirmed":
-      log.warn("no receipt in time; the next tick re-checks the chain", fields);
-      break;
-    case "retry-later":
-      log.warn("rpc unavailable; left for the next tick", fields);
-      break;
-    case "failed":
-      log.error("failed", fields);
-      break;
-  }
+  const [level, message] = OUTCOME_LOG[outcome.kind];
+  log[level](message, { method: call.method, ...outcomeFields(outcome) });
   return outcome;
 }
 

@@ -4,6 +4,9 @@
  *   npm start -- --dispute         … and the client disputes; the arbiter stays silent 3 days; the verdict stands
  *   npm start -- --replay FILE     play a recording back
  *   npm start -- --quick           the small synthetic template (seconds instead of minutes)
+ *   npm start -- --store URL       checkpoints in that store (s3://BUCKET/PREFIX + AWS variables) instead of the
+ *                                  embedded S3 server
+ *   npm start -- --hosts           every part on a separate network host (network namespaces; Linux, as root)
  *   npm start -- --rpc URL --deployment FILE --keys DIR   the same scenario on an existing deployment
  *                                  (e.g. Base Sepolia; DIR holds owner/coordinator/verifier1-3/client .key files)
  * Exits 0 only if every promise held. Ctrl-C stops every process it started.
@@ -27,6 +30,10 @@ const { values } = parseArgs({
     rpc: { type: "string" },
     deployment: { type: "string" },
     keys: { type: "string" },
+    // A checkpoint store instead of the embedded S3 server (s3://BUCKET/PREFIX with the AWS variables, file://DIR).
+    store: { type: "string" },
+    // Each part on a separate network host: a namespace of its own (Linux, as root).
+    hosts: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -57,6 +64,8 @@ async function main(): Promise<number> {
     print: (l) => console.log(l),
     signal: controller.signal,
     external,
+    store: values.store,
+    hosts: values.hosts,
   });
   return result.ok ? 0 : 1;
 }

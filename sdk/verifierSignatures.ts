@@ -3,7 +3,7 @@
  * A verifier signs the escrow digest as a SafeMessage; anyone relays two owners' signatures to the escrow,
  * which asks the Safe (through its CompatibilityFallbackHandler) whether they are valid.
  */
-import { AbiCoder, TypedDataEncoder, getAddress, type Signer, type TypedDataDomain } from "ethers";
+import { AbiCoder, TypedDataEncoder, getAddress, verifyTypedData, type Signer, type TypedDataDomain } from "ethers";
 
 export interface CheckpointDecision {
   jobId: bigint;
@@ -38,41 +38,43 @@ export interface VerdictMessage {
   passed: boolean;
 }
 
-export const checkpointDecisionTypes = {
-  CheckpointDecision: [
-    { name: "jobId", type: "uint256" },
-    { name: "epoch", type: "uint64" },
-    { name: "step", type: "uint32" },
-    { name: "checkpointHash", type: "bytes32" },
-    { name: "accept", type: "bool" },
-  ],
-};
+/**
+ * EIP-712 types from the struct's type string, written exactly as the contract hashes it (its TYPEHASH), so the
+ * TypeScript twin and the Solidity side read the same text: `"Verdict(uint256 jobId,bytes32 modelHash)"`.
+ */
+export function typesFromSignature(signature: string): Record<string, { name: string; type: string }[]> {
+  const m = /^(\w+)\((.*)\)$/.exec(signature);
+  if (!m) throw new Error(`not an EIP-712 struct type: ${signature}`);
+  const fields = m[2].split(",").map((f) => {
+    const [type, name] = f.trim().split(" ");
+    return { name, type };
+  });
+  return { [m[1]]: fields };
+}
+
+export const checkpointDecisionTypes = typesFromSignature(
+  "CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,bool accept)",
+);
 
 /** Flat, as the contract hashes it (FAULT_REFUSAL_TYPEHASH): the fault's fields follow the checkpoint's. */
-export const faultRefusalTypes = {
-  FaultRefusal: [
-    { name: "jobId", type: "uint256" },
-    { name: "epoch", type: "uint64" },
-    { name: "step", type: "uint32" },
-    { name: "checkpointHash", type: "bytes32" },
-    { name: "faultStep", type: "uint32" },
-    { name: "inputHash", type: "bytes32" },
-    { name: "committedHash", type: "bytes32" },
-    { name: "replayedHash", type: "bytes32" },
-    { name: "finder", type: "address" },
-  ],
-};
+export const faultRefusalTypes = typesFromSignature(
+  "FaultRefusal(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,uint32 faultStep," +
+    "bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)",
+);
 
-export const verdictTypes = {
-  Verdict: [
-    { name: "jobId", type: "uint256" },
-    { name: "modelHash", type: "bytes32" },
-    { name: "metric", type: "uint256" },
-    { name: "passed", type: "bool" },
-  ],
-};
+export const verdictTypes = typesFromSignature("Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)");
 
-const safeMessageTypes = { SafeMessage: [{ name: "message", type: "bytes" }] };
+/** Safe v1.4.1's EIP-712 SafeMessage (CompatibilityFallbackHandler): the one definition in this repository. */
+export const SAFE_MESSAGE_TYPES = typesFromSignature("SafeMessage(bytes message)");
+
+/** The Safe's own EIP-712 domain (no name or version) and the SafeMessage wrapping an escrow digest. */
+export function safeMessage(chainId: bigint, safe: string, digest: string) {
+  return {
+    domain: { chainId, verifyingContract: safe } satisfies TypedDataDomain,
+    types: SAFE_MESSAGE_TYPES,
+    value: { message: AbiCoder.defaultAbiCoder().encode(["bytes32"], [digest]) },
+  };
+}
 
 export function escrowDomain(chainId: bigint, escrow: string): TypedDataDomain {
   return { name: "GPUChain JobEscrow", version: "1", chainId, verifyingContract: escrow };
@@ -108,8 +110,14 @@ export async function signAsSafeOwner(
   safe: string,
   digest: string,
 ): Promise<string> {
-  const message = AbiCoder.defaultAbiCoder().encode(["bytes32"], [digest]);
-  return owner.signTypedData({ chainId, verifyingContract: safe }, safeMessageTypes, { message });
+  const m = safeMessage(chainId, safe, digest);
+  return owner.signTypedData(m.domain, m.types, m.value);
+}
+
+/** The address whose SafeMessage signature over `digest` this is (throws on a malformed signature). */
+export function recoverSafeSigner(chainId: bigint, safe: string, digest: string, signature: string): string {
+  const m = safeMessage(chainId, safe, digest);
+  return verifyTypedData(m.domain, m.types, m.value, signature);
 }
 
 /** The Safe checks signatures in ascending owner order; duplicates would count once and fail the threshold. */

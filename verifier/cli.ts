@@ -1,5 +1,5 @@
 /**
- * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store DIR] [--collector URL] [--samples K]
+ * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store URL] [--collector URL] [--samples K]
  *  [--behaviour honest|always-accept|always-refuse] [--decisions FILE] [--poll-ms MS] [--once] [--dry-run] [--pretty]`
  *
  * One independent Quality Guard verifier. Its key must be one of the verifier Safe's owners.
@@ -11,11 +11,12 @@ import { connectProtocol, rpcProvider } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { createLogger } from "../sdk/log.ts";
+import { shutdownSignal } from "../sdk/runner.ts";
 import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignatures.ts";
-import { FsCheckpointStore } from "../workloads/index.ts";
+import { openStore, StoreUrlError } from "../workloads/index.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
-import { BEHAVIOURS, DEFAULT_CONFIG, runVerifier, Verifier, type Behaviour, type EscrowReader } from "./verifier.ts";
+import { BEHAVIOURS, DEFAULT_CONFIG, runVerifier, Verifier, type BehaviourName, type EscrowReader } from "./verifier.ts";
 
 const OPTIONS = {
   collector: { type: "string", default: DEFAULT_COLLECTOR_URL },
@@ -31,7 +32,8 @@ const HELP = `usage: gpuchain verify --key FILE [options]
   --key FILE          verifier private key (0600), one of the verifier Safe's owners
   --rpc URL           chain RPC (default http://127.0.0.1:8545)
   --deployment FILE   Ignition deployed_addresses.json
-  --store DIR         checkpoint store shared with providers (default .gpuchain/store)
+  --store URL         checkpoint store shared with providers: s3://BUCKET/PREFIX, file://DIR or a folder
+                      (default .gpuchain/store; S3 settings from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)
   --collector URL     verdict collector (default ${DEFAULT_COLLECTOR_URL})
   --samples K         sampled steps replayed per checkpoint, besides the last (default ${DEFAULT_CONFIG.samples})
   --behaviour MODE    honest | always-accept | always-refuse (malicious modes: tests and demos only)
@@ -47,7 +49,7 @@ export async function main(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const behaviour = values.behaviour as Behaviour;
+  const behaviour = values.behaviour as BehaviourName;
   if (!BEHAVIOURS.includes(behaviour)) throw new UsageError(`--behaviour must be one of ${BEHAVIOURS.join(", ")}, got "${values.behaviour}"`);
   const samples = values.samples === undefined ? DEFAULT_CONFIG.samples : Number(values.samples);
   if (!Number.isSafeInteger(samples) || samples < 0) throw new UsageError(`--samples must be a non-negative integer, got "${values.samples}"`);
@@ -57,6 +59,12 @@ export async function main(argv: string[]): Promise<number> {
   const deployment = loadDeployment(values.deployment);
   const provider = rpcProvider(values.rpc);
   const log = createLogger({ component: "verifier", pretty: values.pretty }, { verifier: wallet.address });
+  let store;
+  try {
+    store = openStore(values.store, { onEvent: (e) => log.warn(`store ${e.kind}`, { ...e, store: values.store }) });
+  } catch (err) {
+    throw err instanceof StoreUrlError ? new UsageError(err.message) : err;
+  }
   const { escrow } = connectProtocol(deployment, provider);
   const { chainId } = await provider.getNetwork();
 
@@ -73,21 +81,17 @@ export async function main(argv: string[]): Promise<number> {
     {
       chain: escrow as unknown as EscrowReader,
       signer: wallet, // signs offline: the Safe message needs no provider
-      store: new FsCheckpointStore(values.store),
+      store,
       collector: httpCollector(values.collector),
       decisions,
       log,
     },
   );
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  const { signal, dispose } = shutdownSignal(log);
   try {
-    await runVerifier(verifier, log, { signal: stop.signal, once: values.once });
+    await runVerifier(verifier, log, { signal, once: values.once });
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    dispose();
     await verifier.close();
     provider.destroy();
   }

@@ -4,13 +4,16 @@
  * it is on chain now (so a decision already on chain is never sent twice).
  */
 import { getAddress, isHexString } from "ethers";
-import type { JobStatusName } from "../../sdk/contracts.ts";
+import { isTraining, type JobView } from "../../sdk/job.ts";
 import type { CheckpointDecision, VerdictMessage } from "../../sdk/verifierSignatures.ts";
 
-export type Decision = { kind: "checkpoint"; message: CheckpointDecision } | { kind: "verdict"; message: VerdictMessage };
+/** What the verifiers sign: a decision on one checkpoint, or the verdict on the final model. */
+export type VerifierDecision =
+  | { kind: "checkpoint"; message: CheckpointDecision }
+  | { kind: "verdict"; message: VerdictMessage };
 
 export interface Submission {
-  decision: Decision;
+  decision: VerifierDecision;
   digest: string; // lower-case 0x…
   signer: string; // checksummed
   signature: string;
@@ -18,7 +21,7 @@ export interface Submission {
 
 export interface Pending {
   digest: string;
-  decision: Decision;
+  decision: VerifierDecision;
   /** lower-case signer → its signature (the first one received). */
   signatures: Map<string, { signer: string; signature: string }>;
 }
@@ -40,13 +43,13 @@ export function parseSubmission(body: unknown): Submission | string {
   }
   const m = b.message as Record<string, unknown> | undefined;
   if (!m || typeof m !== "object") return "message must be an object";
-  const jobId = uint(m.jobId);
-  if (jobId === undefined || jobId === 0n) return "message.jobId must be a positive integer";
-  let decision: Decision;
+  const jobId = uint(m.jobId, 256);
+  if (jobId === undefined || jobId === 0n) return "message.jobId must be a positive integer below 2^256";
+  let decision: VerifierDecision;
   if (b.kind === "checkpoint") {
-    const epoch = uint(m.epoch);
-    const step = uint(m.step);
-    if (epoch === undefined) return "message.epoch must be an integer";
+    const epoch = uint(m.epoch, 64);
+    const step = uint(m.step, 32);
+    if (epoch === undefined) return "message.epoch must be an integer below 2^64";
     if (step === undefined || step === 0n || step > 0xffffffffn) return "message.step must be a uint32 above 0";
     if (!isHexString(m.checkpointHash, 32)) return "message.checkpointHash must be 32 bytes of hex";
     if (typeof m.accept !== "boolean") return "message.accept must be a boolean";
@@ -55,9 +58,9 @@ export function parseSubmission(body: unknown): Submission | string {
       message: { jobId, epoch, step: Number(step), checkpointHash: String(m.checkpointHash).toLowerCase(), accept: m.accept },
     };
   } else {
-    const metric = uint(m.metric);
+    const metric = uint(m.metric, 256);
     if (!isHexString(m.modelHash, 32)) return "message.modelHash must be 32 bytes of hex";
-    if (metric === undefined) return "message.metric must be an integer";
+    if (metric === undefined) return "message.metric must be an integer below 2^256";
     if (typeof m.passed !== "boolean") return "message.passed must be a boolean";
     decision = {
       kind: "verdict",
@@ -67,10 +70,12 @@ export function parseSubmission(body: unknown): Submission | string {
   return { decision, digest: String(b.digest).toLowerCase(), signer, signature: String(b.signature) };
 }
 
-function uint(v: unknown): bigint | undefined {
-  if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
-  if (typeof v === "string" && /^\d{1,78}$/.test(v)) return BigInt(v);
-  return undefined;
+/** A non-negative integer that fits the signed message's uintN field (out of range: undefined, a 400). */
+function uint(v: unknown, bits: number): bigint | undefined {
+  let n: bigint | undefined;
+  if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) n = BigInt(v);
+  else if (typeof v === "string" && /^\d{1,78}$/.test(v)) n = BigInt(v);
+  return n !== undefined && n < 1n << BigInt(bits) ? n : undefined;
 }
 
 /** Adds a verified submission to the pool. The same signer twice counts once. */
@@ -102,26 +107,20 @@ export function readySignatures(
   return threshold > 0 && valid.length >= threshold ? valid.slice(0, threshold) : undefined;
 }
 
-/** The parts of a job the collector compares a decision with. */
-export interface JobState {
-  status: JobStatusName;
-  epoch: bigint;
-  totalSteps: number;
-  acceptedStep: number;
-  acceptedHash: string;
-  pendingStep: number;
-  pendingHash: string;
-  /** The epoch the pending checkpoint was reported at (it stays decidable after its reporter is unassigned). */
-  pendingEpoch: bigint;
-}
+/** The parts of a job (sdk/job.ts) the collector compares a decision with. */
+export type JobState = Pick<
+  JobView,
+  "status" | "epoch" | "totalSteps" | "acceptedStep" | "acceptedHash" | "pendingStep" | "pendingHash" | "pendingEpoch"
+>;
 
 export type Applicability = { action: "send" | "wait" | "stale"; reason: string };
 
 /** Whether the decision can land now (send), may later (wait), or never again (stale: drop it). */
-export function applicability(d: Decision, job: JobState): Applicability {
+export function applicability(d: VerifierDecision, job: JobState): Applicability {
   if (d.kind === "checkpoint") {
     const m = d.message;
-    if (job.status !== "Running" && job.status !== "Open") return { action: "stale", reason: `job is ${job.status}` };
+    // A checkpoint stays decidable, on the epoch it was reported at, after its reporter is unassigned.
+    if (!isTraining(job.status)) return { action: "stale", reason: `job is ${job.status}` };
     if (job.pendingStep === m.step && eqHash(job.pendingHash, m.checkpointHash) && job.pendingEpoch === m.epoch) {
       return { action: "send", reason: "pending checkpoint matches" };
     }
@@ -130,7 +129,7 @@ export function applicability(d: Decision, job: JobState): Applicability {
     return { action: "stale", reason: `pending checkpoint is now step ${job.pendingStep}, accepted ${job.acceptedStep}` };
   }
   const m = d.message;
-  if (job.status !== "Open" && job.status !== "Running") return { action: "stale", reason: `job is ${job.status}` };
+  if (!isTraining(job.status)) return { action: "stale", reason: `job is ${job.status}` };
   if (job.acceptedStep < job.totalSteps) {
     return { action: "wait", reason: `training incomplete (${job.acceptedStep}/${job.totalSteps} accepted)` };
   }
@@ -143,7 +142,7 @@ function eqHash(a: string, b: string): boolean {
 }
 
 /** The escrow call that carries a decision and its packed signatures. */
-export function decisionCall(d: Decision, packed: string): { method: string; args: unknown[] } {
+export function decisionCall(d: VerifierDecision, packed: string): { method: string; args: unknown[] } {
   if (d.kind === "checkpoint") {
     const m = d.message;
     return {
@@ -155,7 +154,7 @@ export function decisionCall(d: Decision, packed: string): { method: string; arg
   return { method: "submitVerdict", args: [m.jobId, m.modelHash, m.metric, m.passed, packed] };
 }
 
-export function describeDecision(d: Decision): Record<string, unknown> {
+export function describeDecision(d: VerifierDecision): Record<string, unknown> {
   if (d.kind === "checkpoint") {
     const m = d.message;
     return { job: m.jobId, epoch: m.epoch, step: m.step, action: m.accept ? "accept" : "refuse" };

@@ -288,7 +288,12 @@ async function balances(w: World) {
     tokens: await Promise.all([...accounts, await w.registry.getAddress()].map((a) => w.token.balanceOf(a))),
     reserves: await w.escrow.reserves(),
     owed: await Promise.all(accounts.map((a) => w.escrow.owed(a))),
-    stakes: await Promise.all(providers.map(async (a) => (await w.registry.stakeOf(a)).toArray())),
+    stakes: await Promise.all(
+      providers.map(async (a) => {
+        const st = await w.registry.stakeOf(a);
+        return [st.deposited, st.locked, st.unbonding, st.unbondingReadyAt];
+      }),
+    ),
   };
 }
 

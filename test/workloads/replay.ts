@@ -37,7 +37,7 @@ describe("workloads: sampled replay by verifiers", function () {
     }
     return {
       templateId: t.templateId, seed: SEED_A, step: 12, prevCheckpointHash: ZERO_HASH, startStep: 0,
-      startStateHash: start, stepHashes: hashes, state: s,
+      startStateHash: start, segmentSteps: 1, stepHashes: hashes, state: s,
     };
   }
 
@@ -50,7 +50,7 @@ describe("workloads: sampled replay by verifiers", function () {
   });
 
   it("a step trained on the wrong data is refused when sampled", async function () {
-    const c = await segment(async (s) => {
+    const c = await segment(async () => {
       const prev = await trainTo(tr, tr.initialState(SEED_A), SEED_A, 6);
       return (await tr.trainStep(prev.state, SEED_A, 7, { dataSeedOverride: SEED_B })).state;
     });
