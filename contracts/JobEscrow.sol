@@ -36,8 +36,9 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         "FaultRefusal(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,uint32 faultStep,"
         "bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)"
     );
-    bytes32 public constant VERDICT_TYPEHASH =
-        keccak256("Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)");
+    bytes32 public constant VERDICT_TYPEHASH = keccak256(
+        "Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)"
+    );
 
     IERC20 public immutable token;
     IProviderRegistry public immutable registry;
@@ -66,13 +67,20 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     mapping(uint256 jobId => mapping(address provider => bool)) private _fenced;
     mapping(address account => uint256) private _withdrawable;
 
-    constructor(IERC20 token_, IProviderRegistry registry_, Roles memory roles, uint64 leaseDuration_, uint128 bond)
-        Ownable(roles.owner)
-        EIP712("GPUChain JobEscrow", "1")
-    {
+    constructor(
+        IERC20 token_,
+        IProviderRegistry registry_,
+        Roles memory roles,
+        uint64 leaseDuration_,
+        uint128 bond
+    ) Ownable(roles.owner) EIP712("GPUChain JobEscrow", "1") {
         if (
-            address(token_) == address(0) || address(registry_) == address(0) || roles.coordinator == address(0)
-                || roles.arbiter == address(0) || roles.feeRecipient == address(0) || roles.verifierSafe == address(0)
+            address(token_) == address(0) ||
+            address(registry_) == address(0) ||
+            roles.coordinator == address(0) ||
+            roles.arbiter == address(0) ||
+            roles.feeRecipient == address(0) ||
+            roles.verifierSafe == address(0)
         ) revert JobEscrowZeroAddress();
         if (leaseDuration_ == 0 || bond == 0) revert JobEscrowZeroAmount();
         address stakeToken = address(registry_.stakeToken());
@@ -126,12 +134,17 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     }
 
     /// @inheritdoc IJobEscrow
-    function createJobWithPermit(JobRequest calldata request, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
-        external
-        returns (uint256 jobId)
-    {
+    function createJobWithPermit(
+        JobRequest calldata request,
+        uint256 deadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external returns (uint256 jobId) {
         // A front-runner may have used the permit already; the allowance check in transferFrom still protects.
-        try IERC20Permit(address(token)).permit(msg.sender, address(this), request.budget, deadline, v, r, s) {} catch {}
+        try
+            IERC20Permit(address(token)).permit(msg.sender, address(this), request.budget, deadline, v, r, s)
+        {} catch {}
         return _createJob(request);
     }
 
@@ -169,7 +182,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks: the coordinator's choice is only a hint; every condition is re-checked here.
         if (msg.sender != coordinator) revert JobEscrowNotCoordinator(msg.sender, coordinator);
         _expectStatus(jobId, _bit(JobStatus.Open));
-        (uint128 price,, bool active) = registry.quote(provider);
+        (uint128 price, , bool active) = registry.quote(provider);
         if (!active) revert JobEscrowProviderInactive(provider);
         if (_fenced[jobId][provider]) revert JobEscrowProviderFenced(jobId, provider);
         if (price > job.maxPricePerStep) revert JobEscrowPriceAboveMax(jobId, price, job.maxPricePerStep);
@@ -232,7 +245,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Summed in 256 bits: two uint32 values near the top of their range would overflow and brick the job.
         uint256 reach = uint256(job.acceptedStep) + job.checkpointInterval;
         uint32 maxStep = reach > job.totalSteps ? job.totalSteps : uint32(reach);
-        if (step <= job.acceptedStep || step > maxStep) revert JobEscrowInvalidStep(jobId, step, job.acceptedStep, maxStep);
+        if (step <= job.acceptedStep || step > maxStep)
+            revert JobEscrowInvalidStep(jobId, step, job.acceptedStep, maxStep);
         if (checkpointHash == bytes32(0)) revert JobEscrowZeroHash(jobId);
         // Effects
         _dropLapsed(jobId, job);
@@ -325,9 +339,13 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     }
 
     /// @inheritdoc IJobEscrow
-    function submitVerdict(uint256 jobId, bytes32 modelHash, uint256 metric, bool passed, bytes calldata signatures)
-        external
-    {
+    function submitVerdict(
+        uint256 jobId,
+        bytes32 modelHash,
+        uint256 metric,
+        bool passed,
+        bytes calldata signatures
+    ) external {
         Job storage job = _jobs[jobId];
         // Checks: Open too, because a lapsed lease may have unassigned the provider after its last acceptance.
         _expectStatus(jobId, _bit(JobStatus.Open) | _bit(JobStatus.Running));
@@ -340,8 +358,12 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.phase = JobStatus.DisputeWindow;
         uint64 epoch = job.epoch + 1;
         job.epoch = epoch;
-        _verdicts[jobId] =
-            Verdict({modelHash: modelHash, metric: metric, passed: passed, submittedAt: uint64(block.timestamp)});
+        _verdicts[jobId] = Verdict({
+            modelHash: modelHash,
+            metric: metric,
+            passed: passed,
+            submittedAt: uint64(block.timestamp)
+        });
         emit VerdictSubmitted(jobId, modelHash, metric, passed, uint64(block.timestamp) + job.disputeWindow, epoch);
         // Interactions: training is over; the last holder's stake lock comes back (no checkpoint can be pending).
         _releaseIfIdle(jobId, job, job.provider);
@@ -472,14 +494,17 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     }
 
     /// @inheritdoc IJobEscrow
-    function checkpointDecisionDigest(uint256 jobId, uint64 epoch, uint32 step, bytes32 checkpointHash, bool accept)
-        public
-        view
-        returns (bytes32)
-    {
-        return _hashTypedDataV4(
-            keccak256(abi.encode(CHECKPOINT_DECISION_TYPEHASH, jobId, epoch, step, checkpointHash, accept))
-        );
+    function checkpointDecisionDigest(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        bool accept
+    ) public view returns (bytes32) {
+        return
+            _hashTypedDataV4(
+                keccak256(abi.encode(CHECKPOINT_DECISION_TYPEHASH, jobId, epoch, step, checkpointHash, accept))
+            );
     }
 
     /// @inheritdoc IJobEscrow
@@ -490,30 +515,32 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         bytes32 checkpointHash,
         Fault calldata fault
     ) public view returns (bytes32) {
-        return _hashTypedDataV4(
-            keccak256(
-                abi.encode(
-                    FAULT_REFUSAL_TYPEHASH,
-                    jobId,
-                    epoch,
-                    step,
-                    checkpointHash,
-                    fault.step,
-                    fault.inputHash,
-                    fault.committedHash,
-                    fault.replayedHash,
-                    fault.finder
+        return
+            _hashTypedDataV4(
+                keccak256(
+                    abi.encode(
+                        FAULT_REFUSAL_TYPEHASH,
+                        jobId,
+                        epoch,
+                        step,
+                        checkpointHash,
+                        fault.step,
+                        fault.inputHash,
+                        fault.committedHash,
+                        fault.replayedHash,
+                        fault.finder
+                    )
                 )
-            )
-        );
+            );
     }
 
     /// @inheritdoc IJobEscrow
-    function verdictDigest(uint256 jobId, bytes32 modelHash, uint256 metric, bool passed)
-        public
-        view
-        returns (bytes32)
-    {
+    function verdictDigest(
+        uint256 jobId,
+        bytes32 modelHash,
+        uint256 metric,
+        bool passed
+    ) public view returns (bytes32) {
         return _hashTypedDataV4(keccak256(abi.encode(VERDICT_TYPEHASH, jobId, modelHash, metric, passed)));
     }
 
@@ -523,8 +550,9 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks
         if (!isApprovedTemplate[request.templateId]) revert JobEscrowTemplateNotApproved(request.templateId);
         if (
-            request.totalSteps == 0 || request.checkpointInterval == 0
-                || request.checkpointInterval > request.totalSteps
+            request.totalSteps == 0 ||
+            request.checkpointInterval == 0 ||
+            request.checkpointInterval > request.totalSteps
         ) revert JobEscrowInvalidSteps(request.totalSteps, request.checkpointInterval);
         if (request.maxPricePerStep == 0 || request.budget == 0) revert JobEscrowZeroAmount();
         if (request.disputeWindow < MIN_DISPUTE_WINDOW || request.disputeWindow > MAX_DISPUTE_WINDOW) {
@@ -583,10 +611,13 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
 
     /// @dev Fences the pending checkpoint's reporter, drops the checkpoint, and reopens the job if the reporter
     /// holds it. Returns the reporter; its stake lock is the caller's to release or slash.
-    function _refuse(uint256 jobId, Job storage job, uint64 epoch, uint32 step, bytes32 checkpointHash)
-        private
-        returns (address provider)
-    {
+    function _refuse(
+        uint256 jobId,
+        Job storage job,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash
+    ) private returns (address provider) {
         provider = job.pendingProvider;
         _fenced[jobId][provider] = true;
         _clearPending(job);
@@ -658,8 +689,9 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     function _budgetNeeded(Job storage job, uint128 price) private view returns (uint256 needed) {
         needed = uint256(job.totalSteps - job.acceptedStep) * price;
         if (job.pendingStep == 0) return needed;
-        uint256 withPending = uint256(job.pendingStep - job.acceptedStep) * job.pendingPrice
-            + uint256(job.totalSteps - job.pendingStep) * price;
+        uint256 withPending =
+            uint256(job.pendingStep - job.acceptedStep) * job.pendingPrice +
+                uint256(job.totalSteps - job.pendingStep) * price;
         if (withPending > needed) needed = withPending;
     }
 
@@ -709,14 +741,19 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         }
     }
 
-    function _checkPending(uint256 jobId, Job storage job, uint64 epoch, uint32 step, bytes32 checkpointHash)
-        private
-        view
-    {
+    function _checkPending(
+        uint256 jobId,
+        Job storage job,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash
+    ) private view {
         _expectStatus(jobId, _bit(JobStatus.Open) | _bit(JobStatus.Running));
         if (
-            job.pendingStep == 0 || epoch != job.pendingEpoch || step != job.pendingStep
-                || checkpointHash != job.pendingHash
+            job.pendingStep == 0 ||
+            epoch != job.pendingEpoch ||
+            step != job.pendingStep ||
+            checkpointHash != job.pendingHash
         ) revert JobEscrowNoSuchPendingCheckpoint(jobId, epoch, step, checkpointHash);
         uint64 deadline = job.reportedAt + DECISION_TIMEOUT;
         if (block.timestamp > deadline) revert JobEscrowDecisionWindowClosed(jobId, deadline, block.timestamp);

@@ -212,11 +212,11 @@ contract ProviderRegistry is IProviderRegistry {
     }
 
     /// @inheritdoc IProviderRegistry
-    function stakeQuote(address provider, uint256 jobId, uint128 amount)
-        external
-        view
-        returns (uint128 needed, uint128 free)
-    {
+    function stakeQuote(
+        address provider,
+        uint256 jobId,
+        uint128 amount
+    ) external view returns (uint128 needed, uint128 free) {
         return (_extraNeeded(_locks[provider][jobId], amount), _free(_stakes[provider]));
     }
 

@@ -172,7 +172,11 @@ interface IJobEscrow {
     /// @param reason Why (coordinator, lapsed lease, refused checkpoint).
     /// @param by Who sent the transaction.
     event ProviderUnassigned(
-        uint256 indexed jobId, address indexed provider, uint64 newEpoch, UnassignReason reason, address by
+        uint256 indexed jobId,
+        address indexed provider,
+        uint64 newEpoch,
+        UnassignReason reason,
+        address by
     );
     /// @notice Emitted when the assignee's heartbeat extended its lease.
     /// @param jobId The job.
@@ -187,7 +191,11 @@ interface IJobEscrow {
     /// @param step The checkpoint's step.
     /// @param checkpointHash The checkpoint blob's hash.
     event CheckpointReported(
-        uint256 indexed jobId, address indexed provider, uint64 epoch, uint32 step, bytes32 checkpointHash
+        uint256 indexed jobId,
+        address indexed provider,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash
     );
     /// @notice Emitted when the verifier multisig accepted the pending checkpoint.
     /// @param jobId The job.
@@ -213,7 +221,11 @@ interface IJobEscrow {
     /// @param step The refused checkpoint's step.
     /// @param checkpointHash The refused checkpoint's hash.
     event CheckpointRefused(
-        uint256 indexed jobId, address indexed provider, uint64 epoch, uint32 step, bytes32 checkpointHash
+        uint256 indexed jobId,
+        address indexed provider,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash
     );
     /// @notice Emitted when a pending checkpoint's decision window closed without a decision; it is dropped.
     /// @param jobId The job.
@@ -222,7 +234,11 @@ interface IJobEscrow {
     /// @param step Its step.
     /// @param checkpointHash Its hash.
     event CheckpointLapsed(
-        uint256 indexed jobId, address indexed provider, uint64 epoch, uint32 step, bytes32 checkpointHash
+        uint256 indexed jobId,
+        address indexed provider,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash
     );
     /// @notice Emitted when a refusal carrying a proven fault slashed the reporter's lock on the job.
     /// @param jobId The job.
@@ -258,7 +274,12 @@ interface IJobEscrow {
     /// @param disputeDeadline The client may dispute until this instant (inclusive).
     /// @param newEpoch The epoch after the bump that fences the last assignee.
     event VerdictSubmitted(
-        uint256 indexed jobId, bytes32 modelHash, uint256 metric, bool passed, uint64 disputeDeadline, uint64 newEpoch
+        uint256 indexed jobId,
+        bytes32 modelHash,
+        uint256 metric,
+        bool passed,
+        uint64 disputeDeadline,
+        uint64 newEpoch
     );
     /// @notice Emitted when the client disputed the verdict and posted the bond.
     /// @param jobId The job.
@@ -282,7 +303,11 @@ interface IJobEscrow {
     /// @param bondReturned Moved to the client's withdrawable balance.
     /// @param bondForfeited Moved to the fee recipient's withdrawable balance.
     event JobSettled(
-        uint256 indexed jobId, uint128 refund, uint128 providersPaid, uint128 bondReturned, uint128 bondForfeited
+        uint256 indexed jobId,
+        uint128 refund,
+        uint128 providersPaid,
+        uint128 bondReturned,
+        uint128 bondForfeited
     );
     /// @notice Emitted when the client cancelled an Open job (also emitted by `expire`).
     /// @param jobId The job.
@@ -567,9 +592,13 @@ interface IJobEscrow {
     /// @param r The permit signature's r.
     /// @param s The permit signature's s.
     /// @return jobId The new job's id.
-    function createJobWithPermit(JobRequest calldata request, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
-        external
-        returns (uint256 jobId);
+    function createJobWithPermit(
+        JobRequest calldata request,
+        uint256 deadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external returns (uint256 jobId);
 
     /// @notice The client takes the unspent budget back from an Open job. Accepted work stays claimable. Not
     /// while a checkpoint is still decidable (at most DECISION_TIMEOUT).
@@ -672,8 +701,13 @@ interface IJobEscrow {
     /// @param metric The evaluation metric.
     /// @param passed Whether the model met the template's rules.
     /// @param signatures Packed Safe owner signatures over `verdictDigest(…)`.
-    function submitVerdict(uint256 jobId, bytes32 modelHash, uint256 metric, bool passed, bytes calldata signatures)
-        external;
+    function submitVerdict(
+        uint256 jobId,
+        bytes32 modelHash,
+        uint256 metric,
+        bool passed,
+        bytes calldata signatures
+    ) external;
 
     // ----- arbiter -----
 
@@ -742,10 +776,13 @@ interface IJobEscrow {
     /// @param step The checkpoint's step.
     /// @param checkpointHash The checkpoint's hash.
     /// @param accept True to accept, false to refuse.
-    function checkpointDecisionDigest(uint256 jobId, uint64 epoch, uint32 step, bytes32 checkpointHash, bool accept)
-        external
-        view
-        returns (bytes32);
+    function checkpointDecisionDigest(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        bool accept
+    ) external view returns (bytes32);
     /// @notice EIP-712 digest the verifier Safe signs to refuse a checkpoint for a proven fault.
     /// @param jobId The job.
     /// @param epoch The epoch the checkpoint was reported at.
@@ -764,8 +801,10 @@ interface IJobEscrow {
     /// @param modelHash The final model's hash.
     /// @param metric The evaluation metric.
     /// @param passed Whether it passed.
-    function verdictDigest(uint256 jobId, bytes32 modelHash, uint256 metric, bool passed)
-        external
-        view
-        returns (bytes32);
+    function verdictDigest(
+        uint256 jobId,
+        bytes32 modelHash,
+        uint256 metric,
+        bool passed
+    ) external view returns (bytes32);
 }

@@ -47,7 +47,12 @@ interface IProviderRegistry {
     /// @param deviceModel Its device model.
     /// @param memoryMiB Its device memory offered.
     event ProviderRegistered(
-        address indexed provider, string name, uint128 pricePerStep, DeviceKind kind, string deviceModel, uint32 memoryMiB
+        address indexed provider,
+        string name,
+        uint128 pricePerStep,
+        DeviceKind kind,
+        string deviceModel,
+        uint32 memoryMiB
     );
     /// @notice Emitted when `provider` changed its price or device profile.
     /// @param provider The provider.
@@ -56,7 +61,11 @@ interface IProviderRegistry {
     /// @param deviceModel Its device model.
     /// @param memoryMiB Its device memory offered.
     event ProviderUpdated(
-        address indexed provider, uint128 pricePerStep, DeviceKind kind, string deviceModel, uint32 memoryMiB
+        address indexed provider,
+        uint128 pricePerStep,
+        DeviceKind kind,
+        string deviceModel,
+        uint32 memoryMiB
     );
     /// @notice Emitted when `provider` stopped taking new work.
     /// @param provider The provider.
@@ -213,10 +222,11 @@ interface IProviderRegistry {
     /// @param amount The lock the job asks for.
     /// @return needed max(minStake, amount) less the lock it already has on the job (0 if that covers it).
     /// @return free Its free stake.
-    function stakeQuote(address provider, uint256 jobId, uint128 amount)
-        external
-        view
-        returns (uint128 needed, uint128 free);
+    function stakeQuote(
+        address provider,
+        uint256 jobId,
+        uint128 amount
+    ) external view returns (uint128 needed, uint128 free);
     /// @notice Proof of reserves of the stakes: the registry's token balance and Σ deposits.
     /// @return held Test USDC held.
     /// @return owes Σ deposits.

@@ -38,9 +38,10 @@ contract StakeFuzzTest is EscrowFixture {
         _assign(jobId, provider1);
     }
 
-    function testFuzz_refuseWithFault_splitsTheLockExactlyAndVoidsUnclaimedEarnings(uint128 price, uint32 interval)
-        public
-    {
+    function testFuzz_refuseWithFault_splitsTheLockExactlyAndVoidsUnclaimedEarnings(
+        uint128 price,
+        uint32 interval
+    ) public {
         price = uint128(bound(price, 1, 1e12));
         interval = uint32(bound(interval, 2, 100_000));
         uint256 jobId = _createJob(2 * interval, interval, price);
@@ -73,7 +74,10 @@ contract StakeFuzzTest is EscrowFixture {
         if (block.timestamp < readyAt) {
             vm.expectRevert(
                 abi.encodeWithSelector(
-                    IProviderRegistry.ProviderRegistryUnbondingNotReady.selector, provider1, readyAt, block.timestamp
+                    IProviderRegistry.ProviderRegistryUnbondingNotReady.selector,
+                    provider1,
+                    readyAt,
+                    block.timestamp
                 )
             );
         }
@@ -96,7 +100,10 @@ contract StakeFuzzTest is EscrowFixture {
         if (block.timestamp > deadline) {
             vm.expectRevert(
                 abi.encodeWithSelector(
-                    IJobEscrow.JobEscrowDecisionWindowClosed.selector, jobId, deadline, block.timestamp
+                    IJobEscrow.JobEscrowDecisionWindowClosed.selector,
+                    jobId,
+                    deadline,
+                    block.timestamp
                 )
             );
         }

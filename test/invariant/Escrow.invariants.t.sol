@@ -90,8 +90,11 @@ contract EscrowInvariants is InvariantTest {
     /// campaign.
     function invariant_usdcIsConserved() public {
         uint256 balance = usdc.balanceOf(address(escrow)) + usdc.balanceOf(address(registry));
-        uint256 deposited = handler.ghost_budgetsDeposited() + handler.ghost_bondsDeposited() + handler.ghost_donated()
-            + handler.ghost_stakeDeposited();
+        uint256 deposited =
+            handler.ghost_budgetsDeposited() +
+                handler.ghost_bondsDeposited() +
+                handler.ghost_donated() +
+                handler.ghost_stakeDeposited();
         uint256 withdrawn = handler.ghost_withdrawn() + handler.ghost_stakeWithdrawn();
         assertEq(balance + withdrawn, deposited, "deposited != withdrawn + balance");
         address[] memory actors = handler.actors();
@@ -248,9 +251,10 @@ contract EscrowInvariants is InvariantTest {
             bool final_ = status == SETTLED || status == CANCELLED;
             if (!final_) locked += g.budget;
             for (uint256 i = 0; i < providers.length; ++i) {
-                uint256 unclaimed = g.upheld
-                    ? 0
-                    : handler.ghost_earned(jobId, providers[i]) - handler.ghost_claimed(jobId, providers[i]);
+                uint256 unclaimed =
+                    g.upheld
+                        ? 0
+                        : handler.ghost_earned(jobId, providers[i]) - handler.ghost_claimed(jobId, providers[i]);
                 assertEq(escrow.earningsOf(jobId, providers[i]), unclaimed, "earnings != credited - claimed");
                 if (final_) locked += unclaimed;
             }
@@ -270,16 +274,56 @@ contract EscrowInvariants is InvariantTest {
     /// then holds the campaign's totals. docs/INVARIANTS.md has the command and the figures.
     function afterInvariant() public {
         string[26] memory actions = [
-            "createJob", "cancel", "dispute", "registerProvider", "updateProvider", "toggleProvider", "assign",
-            "unassign", "heartbeat", "reportCheckpoint", "staleWrite", "acceptCheckpoint", "refuseCheckpoint",
-            "forgeDecision", "submitVerdict", "resolveDispute", "settle", "claimEarnings", "withdraw", "warp", "donate",
-            "depositStake", "requestUnbond", "withdrawStake", "refuseWithFault", "expire"
+            "createJob",
+            "cancel",
+            "dispute",
+            "registerProvider",
+            "updateProvider",
+            "toggleProvider",
+            "assign",
+            "unassign",
+            "heartbeat",
+            "reportCheckpoint",
+            "staleWrite",
+            "acceptCheckpoint",
+            "refuseCheckpoint",
+            "forgeDecision",
+            "submitVerdict",
+            "resolveDispute",
+            "settle",
+            "claimEarnings",
+            "withdraw",
+            "warp",
+            "donate",
+            "depositStake",
+            "requestUnbond",
+            "withdrawStake",
+            "refuseWithFault",
+            "expire"
         ];
         string[22] memory outcomes = [
-            "assign", "unassign:coordinator", "unassign:lapsed", "reportCheckpoint", "acceptCheckpoint",
-            "refuseCheckpoint", "submitVerdict", "dispute", "resolveDispute:upheld", "resolveDispute:rejected",
-            "settle:window", "settle:arbiterTimeout", "cancel", "claimEarnings", "withdraw", "acceptCheckpoint:orphan",
-            "refuseWithFault", "expire", "depositStake", "requestUnbond", "withdrawStake", "lapsedCheckpoints"
+            "assign",
+            "unassign:coordinator",
+            "unassign:lapsed",
+            "reportCheckpoint",
+            "acceptCheckpoint",
+            "refuseCheckpoint",
+            "submitVerdict",
+            "dispute",
+            "resolveDispute:upheld",
+            "resolveDispute:rejected",
+            "settle:window",
+            "settle:arbiterTimeout",
+            "cancel",
+            "claimEarnings",
+            "withdraw",
+            "acceptCheckpoint:orphan",
+            "refuseWithFault",
+            "expire",
+            "depositStake",
+            "requestUnbond",
+            "withdrawStake",
+            "lapsedCheckpoints"
         ];
         bool sum = vm.envOr("ESCROW_COVERAGE", false);
         string memory line = string.concat("coverage", _counter(sum, "runs", 1));

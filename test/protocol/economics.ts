@@ -58,7 +58,9 @@ describe("economics: fabricating steps does not pay at the deployment defaults",
       for (const price of [1n, 800n, 1_000n, DEMO_MAX_PRICE]) {
         const ratio = Number(lockFor(MIN_STAKE, price, interval)) / Number(price);
         const needed = requiredStakeOverPrice(interval, DEFAULT_CONFIG.samples, "2-of-3");
-        expect(ratio, `interval ${interval}, price ${price}: S/price ${ratio} < ${needed.toFixed(1)}`).to.be.at.least(needed);
+        expect(ratio, `interval ${interval}, price ${price}: S/price ${ratio} < ${needed.toFixed(1)}`).to.be.at.least(
+          needed,
+        );
       }
     }
   });

@@ -54,8 +54,15 @@ describe("stake: deposit, lock, release, unbond", function () {
     await p.usdc.mint(p.provider1.address, 5n * MIN_STAKE);
     await p.usdc.connect(p.provider1).approve(await p.registry.getAddress(), 5n * MIN_STAKE);
     const tx = p.registry.connect(p.provider1).depositStake(5n * MIN_STAKE);
-    await expect(tx).to.emit(p.registry, "StakeDeposited").withArgs(p.provider1.address, 5n * MIN_STAKE, STAKE + 5n * MIN_STAKE);
-    await expect(tx).to.changeTokenBalances(ethers, p.usdc, [p.provider1, p.registry], [-5n * MIN_STAKE, 5n * MIN_STAKE]);
+    await expect(tx)
+      .to.emit(p.registry, "StakeDeposited")
+      .withArgs(p.provider1.address, 5n * MIN_STAKE, STAKE + 5n * MIN_STAKE);
+    await expect(tx).to.changeTokenBalances(
+      ethers,
+      p.usdc,
+      [p.provider1, p.registry],
+      [-5n * MIN_STAKE, 5n * MIN_STAKE],
+    );
     expect(await p.registry.totalStaked()).to.equal(3n * STAKE + 5n * MIN_STAKE);
     const [held, owes] = await p.escrow.reserves();
     expect([held, owes]).to.deep.equal([3n * STAKE + 5n * MIN_STAKE, 3n * STAKE + 5n * MIN_STAKE]);
@@ -108,14 +115,25 @@ describe("stake: deposit, lock, release, unbond", function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
       const tx = await p.registry.connect(p.provider3).requestUnbond(4n * MIN_STAKE);
       const readyAt = (await now()) + UNBONDING;
-      await expect(tx).to.emit(p.registry, "UnbondingStarted").withArgs(p.provider3.address, 4n * MIN_STAKE, 4n * MIN_STAKE, readyAt);
+      await expect(tx)
+        .to.emit(p.registry, "UnbondingStarted")
+        .withArgs(p.provider3.address, 4n * MIN_STAKE, 4n * MIN_STAKE, readyAt);
       // Unbonding stake is no longer lockable.
-      expect(await p.registry.stakeQuote(p.provider3.address, 1n, 0n)).to.deep.equal([MIN_STAKE, STAKE - 4n * MIN_STAKE]);
+      expect(await p.registry.stakeQuote(p.provider3.address, 1n, 0n)).to.deep.equal([
+        MIN_STAKE,
+        STAKE - 4n * MIN_STAKE,
+      ]);
       await time.setNextBlockTimestamp(readyAt + offset);
       const withdraw = p.registry.connect(p.provider3).withdrawStake();
       if (ready) {
-        await expect(withdraw).to.emit(p.registry, "StakeWithdrawn").withArgs(p.provider3.address, 4n * MIN_STAKE);
-        expect(await stakeOf(p, p.provider3)).to.deep.equal({ deposited: STAKE - 4n * MIN_STAKE, locked: 0n, unbonding: 0n });
+        await expect(withdraw)
+          .to.emit(p.registry, "StakeWithdrawn")
+          .withArgs(p.provider3.address, 4n * MIN_STAKE);
+        expect(await stakeOf(p, p.provider3)).to.deep.equal({
+          deposited: STAKE - 4n * MIN_STAKE,
+          locked: 0n,
+          unbonding: 0n,
+        });
         expect(await p.usdc.balanceOf(p.provider3.address)).to.equal(4n * MIN_STAKE);
       } else {
         await expect(withdraw)
@@ -157,10 +175,22 @@ describe("slashing: a refusal carrying a fault signed 2 of 3", function () {
     const [toClient, toFinder] = [MIN_STAKE / 2n, MIN_STAKE / 5n];
     await expect(tx)
       .to.emit(p.escrow, "ProviderSlashed")
-      .withArgs(jobId, p.provider1.address, 17, p.verifier3.address, MIN_STAKE, toClient, toFinder, MIN_STAKE - toClient - toFinder, 10n * PRICE.provider1);
+      .withArgs(
+        jobId,
+        p.provider1.address,
+        17,
+        p.verifier3.address,
+        MIN_STAKE,
+        toClient,
+        toFinder,
+        MIN_STAKE - toClient - toFinder,
+        10n * PRICE.provider1,
+      );
     await expect(tx).to.emit(p.registry, "StakeSlashed").withArgs(p.provider1.address, jobId, MIN_STAKE);
     await expect(tx).to.emit(p.escrow, "CheckpointRefused").withArgs(jobId, p.provider1.address, 1n, 20, hash);
-    await expect(tx).to.emit(p.escrow, "ProviderUnassigned").withArgs(jobId, p.provider1.address, 2n, Reason.Refused, p.stranger.address);
+    await expect(tx)
+      .to.emit(p.escrow, "ProviderUnassigned")
+      .withArgs(jobId, p.provider1.address, 2n, Reason.Refused, p.stranger.address);
     await expect(tx).to.changeTokenBalances(ethers, p.usdc, [p.registry, p.escrow], [-MIN_STAKE, MIN_STAKE]);
     expect(await p.escrow.owed(p.client.address)).to.equal(toClient);
     expect(await p.escrow.owed(p.verifier3.address)).to.equal(toFinder);
@@ -188,10 +218,22 @@ describe("slashing: a refusal carrying a fault signed 2 of 3", function () {
   });
 
   it("fault step boundaries: accepted step (t−1) reverts, accepted+1 (t) slashes; pending step (t) slashes, +1 reverts", async function () {
-    for (const [faultStep, ok] of [[0, false], [1, true], [10, true], [11, false]] as const) {
+    for (const [faultStep, ok] of [
+      [0, false],
+      [1, true],
+      [10, true],
+      [11, false],
+    ] as const) {
       const p = await pendingJob();
       const fault = faultAt(p, faultStep);
-      const tx = p.escrow.refuseWithFault(p.jobId, 1n, 10, p.hash, fault, await signFault(p, p.jobId, 1n, 10, p.hash, fault));
+      const tx = p.escrow.refuseWithFault(
+        p.jobId,
+        1n,
+        10,
+        p.hash,
+        fault,
+        await signFault(p, p.jobId, 1n, 10, p.hash, fault),
+      );
       if (ok) await expect(tx, `fault at ${faultStep}`).to.emit(p.escrow, "ProviderSlashed");
       else {
         await expect(tx, `fault at ${faultStep}`)
@@ -222,7 +264,11 @@ describe("pay cannot be redirected: a checkpoint stays its reporter's (finding, 
       .to.be.revertedWithCustomError(p.escrow, "JobEscrowCheckpointPending")
       .withArgs(p.jobId, 10);
     const job = await p.escrow.jobOf(p.jobId);
-    expect([job.pendingProvider, job.pendingEpoch, job.pendingPrice]).to.deep.equal([p.provider1.address, 1n, PRICE.provider1]);
+    expect([job.pendingProvider, job.pendingEpoch, job.pendingPrice]).to.deep.equal([
+      p.provider1.address,
+      1n,
+      PRICE.provider1,
+    ]);
     const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
     await expect(p.escrow.connect(p.stranger).acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
       .to.emit(p.escrow, "CheckpointAccepted")
@@ -253,7 +299,13 @@ describe("pay cannot be redirected: a checkpoint stays its reporter's (finding, 
     await p.escrow.connect(p.provider2).reportCheckpoint(jobId, 2n - 1n, 10, ckpt(jobId, 10));
     await p.escrow.connect(p.coordinator).unassign(jobId);
     await p.escrow.connect(p.coordinator).assign(jobId, p.provider1.address);
-    await p.escrow.acceptCheckpoint(jobId, 1n, 10, ckpt(jobId, 10), await signDecision(p, jobId, 1n, 10, ckpt(jobId, 10), true));
+    await p.escrow.acceptCheckpoint(
+      jobId,
+      1n,
+      10,
+      ckpt(jobId, 10),
+      await signDecision(p, jobId, 1n, 10, ckpt(jobId, 10), true),
+    );
     const job = await p.escrow.jobOf(jobId);
     expect(job.paid).to.equal(10n * PRICE.provider2);
     expect(job.budget - job.paid).to.be.at.least(90n * PRICE.provider1);
@@ -308,8 +360,12 @@ describe("accepted earnings are never locked forever: anyone expires a stalled j
       .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
       .withArgs(p.jobId, Status.Open, bits(Status.Settled, Status.Cancelled));
     const tx = p.escrow.connect(p.stranger).expire(p.jobId);
-    await expect(tx).to.emit(p.escrow, "JobExpired").withArgs(p.jobId, 100_000n - 9_000n, p.stranger.address);
-    await expect(tx).to.emit(p.escrow, "JobCancelled").withArgs(p.jobId, 100_000n - 9_000n);
+    await expect(tx)
+      .to.emit(p.escrow, "JobExpired")
+      .withArgs(p.jobId, 100_000n - 9_000n, p.stranger.address);
+    await expect(tx)
+      .to.emit(p.escrow, "JobCancelled")
+      .withArgs(p.jobId, 100_000n - 9_000n);
     await expect(p.escrow.connect(p.stranger).claimEarnings(p.jobId, p.provider1.address))
       .to.emit(p.escrow, "EarningsReleased")
       .withArgs(p.jobId, p.provider1.address, 9_000n);
@@ -374,7 +430,10 @@ describe("hold bound: no identity holds a job longer than a bound tied to the jo
       await p.escrow.connect(p.provider4).heartbeat(jobId, 1n);
     }
     await time.setNextBlockTimestamp(lastProgressAt + progressTimeout + 1n);
-    await expect(p.escrow.connect(p.provider4).heartbeat(jobId, 1n)).to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress");
+    await expect(p.escrow.connect(p.provider4).heartbeat(jobId, 1n)).to.be.revertedWithCustomError(
+      p.escrow,
+      "JobEscrowNoProgress",
+    );
     const { leaseExpiresAt } = await p.escrow.jobOf(jobId);
     expect(leaseExpiresAt - lastProgressAt).to.be.at.most(progressTimeout + 120n);
     await time.setNextBlockTimestamp(leaseExpiresAt + 1n);

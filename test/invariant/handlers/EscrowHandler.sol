@@ -28,7 +28,12 @@ import {VerifierActions} from "./VerifierActions.sol";
 contract EscrowHandler is ClientActions, ProviderActions, CoordinatorActions, VerifierActions, SettlementActions {
     constructor() {
         uint256 depth = VM.envOr("INVARIANT_DEPTH", uint256(100));
-        maxJobs = depth / 25 < 4 ? 4 : depth / 25 > 20 ? 20 : depth / 25;
+        maxJobs =
+            depth / 25 < 4
+                ? 4
+                : depth / 25 > 20
+                    ? 20
+                    : depth / 25;
         currentTime = 1_750_000_000;
         VM.warp(currentTime);
         usdc = new TestUSDC();

@@ -70,8 +70,12 @@ abstract contract HandlerBase is EscrowStore {
     JobEscrow public escrow;
 
     address[N_CLIENTS] internal _clients = [address(0xC1100001), address(0xC1100002), address(0xC1100003)];
-    address[N_PROVIDERS] internal _providers =
-        [address(0x9A000001), address(0x9A000002), address(0x9A000003), address(0x9A000004)];
+    address[N_PROVIDERS] internal _providers = [
+        address(0x9A000001),
+        address(0x9A000002),
+        address(0x9A000003),
+        address(0x9A000004)
+    ];
     /// @dev The verifiers that may be named as a fault's finder (they receive the bounty).
     address[N_VERIFIERS] internal _verifiers = [address(0xF1D00001), address(0xF1D00002), address(0xF1D00003)];
 
@@ -94,19 +98,23 @@ abstract contract HandlerBase is EscrowStore {
     /// @dev The one shape of every action's call: made as `caller` (none: as the handler, i.e. the verifier Safe),
     /// judged against the model's prediction. True when it succeeded as predicted: the action then applies the
     /// spec's effects to the model. A success or revert against the prediction is counted as unexpected.
-    function _call(address caller, address target, bytes memory data, bool expected, string memory what)
-        internal
-        returns (bool ok)
-    {
-        (ok,) = _rawCall(caller, target, data);
+    function _call(
+        address caller,
+        address target,
+        bytes memory data,
+        bool expected,
+        string memory what
+    ) internal returns (bool ok) {
+        (ok, ) = _rawCall(caller, target, data);
         if (ok != expected) _unexpected(string.concat(what, ok ? " succeeded" : " reverted"));
         return ok && expected;
     }
 
-    function _rawCall(address caller, address target, bytes memory data)
-        internal
-        returns (bool ok, bytes memory result)
-    {
+    function _rawCall(
+        address caller,
+        address target,
+        bytes memory data
+    ) internal returns (bool ok, bytes memory result) {
         if (caller != address(this)) VM.prank(caller);
         (ok, result) = target.call(data);
     }
@@ -270,7 +278,7 @@ abstract contract HandlerBase is EscrowStore {
         uint256 start = (seed / 8) % n;
         if (seed % 8 == 7 || fit == Fit.Any) return start + 1;
         for (uint256 i = 0; i < n; ++i) {
-            uint256 jobId = (start + i) % n + 1;
+            uint256 jobId = ((start + i) % n) + 1;
             if (_fits(jobId, fit)) return jobId;
         }
         return start + 1;
@@ -314,9 +322,12 @@ abstract contract HandlerBase is EscrowStore {
     function _eligible(uint256 jobId, address provider) internal view returns (bool) {
         GhostJob storage g = _ghostJobs[jobId];
         GhostProvider storage p = ghost_providers[provider];
-        return p.active && !ghost_fenced[jobId][provider] && p.price <= g.maxPrice
-            && _budgetNeeded(g, p.price) <= g.budget - g.paid
-            && _stakeNeeded(jobId, provider, p.price) <= _freeStake(provider);
+        return
+            p.active &&
+            !ghost_fenced[jobId][provider] &&
+            p.price <= g.maxPrice &&
+            _budgetNeeded(g, p.price) <= g.budget - g.paid &&
+            _stakeNeeded(jobId, provider, p.price) <= _freeStake(provider);
     }
 
     /// @dev The remaining steps at `price`, or, while a checkpoint is still decidable, that checkpoint at its

@@ -7,11 +7,11 @@ import {HandlerBase} from "./HandlerBase.sol";
 
 /// @notice The providers' calls: their registry record, heartbeats and reports, and writes by stale workers.
 abstract contract ProviderActions is HandlerBase {
-    function registerProvider(uint256 providerSeed, uint256 priceSeed, uint256 nameSeed)
-        external
-        useCurrentTime
-        instrument("registerProvider")
-    {
+    function registerProvider(
+        uint256 providerSeed,
+        uint256 priceSeed,
+        uint256 nameSeed
+    ) external useCurrentTime instrument("registerProvider") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         uint128 price = uint128(bound(priceSeed, 1, 1200));
         bytes memory name = new bytes(bound(nameSeed, 1, 64));
@@ -20,32 +20,35 @@ abstract contract ProviderActions is HandlerBase {
         }
         bool expected = !ghost_providers[provider].registered;
         bytes memory data = abi.encodeCall(
-            registry.register, (string(name), price, IProviderRegistry.DeviceKind.CPU, "x86_64 CPU", 16_384)
+            registry.register,
+            (string(name), price, IProviderRegistry.DeviceKind.CPU, "x86_64 CPU", 16_384)
         );
         if (_call(provider, address(registry), data, expected, "register")) {
             ghost_providers[provider] = GhostProvider({registered: true, active: true, price: price});
         }
     }
 
-    function updateProvider(uint256 providerSeed, uint256 priceSeed)
-        external
-        useCurrentTime
-        instrument("updateProvider")
-    {
+    function updateProvider(
+        uint256 providerSeed,
+        uint256 priceSeed
+    ) external useCurrentTime instrument("updateProvider") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         uint128 price = uint128(bound(priceSeed, 1, 1200));
         bool expected = ghost_providers[provider].registered;
-        bytes memory data =
-            abi.encodeCall(registry.update, (price, IProviderRegistry.DeviceKind.GPU, "NVIDIA H200", 141_000));
+        bytes memory data = abi.encodeCall(
+            registry.update,
+            (price, IProviderRegistry.DeviceKind.GPU, "NVIDIA H200", 141_000)
+        );
         if (_call(provider, address(registry), data, expected, "update")) ghost_providers[provider].price = price;
     }
 
     function toggleProvider(uint256 providerSeed) external useCurrentTime instrument("toggleProvider") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         GhostProvider storage p = ghost_providers[provider];
-        bytes memory data = p.active
-            ? abi.encodeCall(IProviderRegistry.deactivate, ())
-            : abi.encodeCall(IProviderRegistry.reactivate, ());
+        bytes memory data =
+            p.active
+                ? abi.encodeCall(IProviderRegistry.deactivate, ())
+                : abi.encodeCall(IProviderRegistry.reactivate, ());
         if (_call(provider, address(registry), data, p.registered, "toggle")) p.active = !p.active;
     }
 
@@ -58,7 +61,7 @@ abstract contract ProviderActions is HandlerBase {
         bool live = _isLiveAssignee(g, sender, epoch);
         // A live assignee that made no progress within its job's timeout, with nothing decidable, is refused.
         bool stalled = live && !_pendingLive(g) && currentTime > uint256(g.progress) + g.progressTimeout;
-        (bool ok,) = _rawCall(sender, address(escrow), abi.encodeCall(escrow.heartbeat, (jobId, epoch)));
+        (bool ok, ) = _rawCall(sender, address(escrow), abi.encodeCall(escrow.heartbeat, (jobId, epoch)));
         if (ok && !live) _staleWriteSucceeded("heartbeat");
         else if (ok && stalled) _unexpected("heartbeat succeeded without progress");
         else if (ok) g.lease = uint64(currentTime) + LEASE;
@@ -67,11 +70,11 @@ abstract contract ProviderActions is HandlerBase {
     }
 
     /// @dev The honest path: the assignee reports a step in range (three times in four the furthest one allowed).
-    function reportCheckpoint(uint256 jobSeed, uint256 stepSeed, uint256 hashSeed)
-        external
-        useCurrentTime
-        instrument("reportCheckpoint")
-    {
+    function reportCheckpoint(
+        uint256 jobSeed,
+        uint256 stepSeed,
+        uint256 hashSeed
+    ) external useCurrentTime instrument("reportCheckpoint") {
         uint256 jobId = _pickJob(jobSeed, Fit.Reportable);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
@@ -85,7 +88,7 @@ abstract contract ProviderActions is HandlerBase {
         bool live = _isLiveAssignee(g, sender, epoch);
         bool expected = live && !_pendingLive(g) && step <= maxStep;
         bytes memory data = abi.encodeCall(escrow.reportCheckpoint, (jobId, epoch, step, checkpointHash));
-        (bool ok,) = _rawCall(sender, address(escrow), data);
+        (bool ok, ) = _rawCall(sender, address(escrow), data);
         if (ok && !live) {
             _staleWriteSucceeded("reportCheckpoint");
         } else if (ok != expected) {
@@ -123,7 +126,10 @@ abstract contract ProviderActions is HandlerBase {
         }
     }
 
-    function requestUnbond(uint256 providerSeed, uint256 amountSeed) external useCurrentTime instrument("requestUnbond") {
+    function requestUnbond(
+        uint256 providerSeed,
+        uint256 amountSeed
+    ) external useCurrentTime instrument("requestUnbond") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         uint128 free = _freeStake(provider);
         // Mostly some of the free stake; sometimes one unit more than is free (must revert).
@@ -158,23 +164,26 @@ abstract contract ProviderActions is HandlerBase {
     /// @dev A worker that is not the live assignee of the current epoch tries to write: a provider that was
     /// unassigned, refused (fenced), never assigned, or whose lease lapsed, with the current or an old epoch, or
     /// the live assignee with an epoch that is not the current one. Every such write must revert.
-    function staleWrite(uint256 jobSeed, uint256 providerSeed, uint256 epochSeed, uint256 stepSeed)
-        external
-        useCurrentTime
-        instrument("staleWrite")
-    {
+    function staleWrite(
+        uint256 jobSeed,
+        uint256 providerSeed,
+        uint256 epochSeed,
+        uint256 stepSeed
+    ) external useCurrentTime instrument("staleWrite") {
         uint256 jobId = _pickJob(jobSeed, Fit.Any);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
         address sender = _providers[providerSeed % N_PROVIDERS];
         uint64 epoch = uint64(bound(epochSeed, 0, g.epoch + 1));
         if (_isLiveAssignee(g, sender, epoch)) epoch = epochSeed % 2 == 0 ? epoch + 1 : epoch - 1;
-        bytes memory data = stepSeed % 3 == 0
-            ? abi.encodeCall(escrow.heartbeat, (jobId, epoch))
-            : abi.encodeCall(
-                escrow.reportCheckpoint, (jobId, epoch, g.accepted + 1, keccak256(abi.encode("stale", stepSeed)))
-            );
-        (bool ok,) = _rawCall(sender, address(escrow), data);
+        bytes memory data =
+            stepSeed % 3 == 0
+                ? abi.encodeCall(escrow.heartbeat, (jobId, epoch))
+                : abi.encodeCall(
+                    escrow.reportCheckpoint,
+                    (jobId, epoch, g.accepted + 1, keccak256(abi.encode("stale", stepSeed)))
+                );
+        (bool ok, ) = _rawCall(sender, address(escrow), data);
         if (ok) _staleWriteSucceeded("staleWrite");
         else ghost_staleWritesReverted += 1;
         _record(jobId);

@@ -4,16 +4,24 @@ pragma solidity 0.8.28;
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
 import {VM, bound} from "../../fuzz/utils/Bound.sol";
 import {
-    HandlerBase, OPEN, RUNNING, DISPUTE_WINDOW, SETTLEABLE, DISPUTED, ARBITER_TIMED_OUT, SETTLED, CANCELLED
+    HandlerBase,
+    OPEN,
+    RUNNING,
+    DISPUTE_WINDOW,
+    SETTLEABLE,
+    DISPUTED,
+    ARBITER_TIMED_OUT,
+    SETTLED,
+    CANCELLED
 } from "./HandlerBase.sol";
 
 /// @notice The end of a job and the money: the arbiter, settlement, claims, withdrawals, time and donations.
 abstract contract SettlementActions is HandlerBase {
-    function resolveDispute(uint256 jobSeed, bool upheld, uint256 callerSeed)
-        external
-        useCurrentTime
-        instrument("resolveDispute")
-    {
+    function resolveDispute(
+        uint256 jobSeed,
+        bool upheld,
+        uint256 callerSeed
+    ) external useCurrentTime instrument("resolveDispute") {
         uint256 jobId = _pickJob(jobSeed, Fit.Disputed);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
@@ -65,8 +73,7 @@ abstract contract SettlementActions is HandlerBase {
         uint256 jobId = _pickJob(jobSeed, Fit.Expirable);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
-        bool expected =
-            _status(g) == OPEN && currentTime > uint256(g.openSince) + STALL_EXPIRY && !_pendingLive(g);
+        bool expected = _status(g) == OPEN && currentTime > uint256(g.openSince) + STALL_EXPIRY && !_pendingLive(g);
         uint256 owedBefore = escrow.owed(g.client);
         if (_call(_actor(callerSeed), address(escrow), abi.encodeCall(escrow.expire, (jobId)), expected, "expire")) {
             _dropLapsed(jobId, g);
@@ -77,11 +84,11 @@ abstract contract SettlementActions is HandlerBase {
         _record(jobId);
     }
 
-    function claimEarnings(uint256 jobSeed, uint256 providerSeed, uint256 callerSeed)
-        external
-        useCurrentTime
-        instrument("claimEarnings")
-    {
+    function claimEarnings(
+        uint256 jobSeed,
+        uint256 providerSeed,
+        uint256 callerSeed
+    ) external useCurrentTime instrument("claimEarnings") {
         uint256 jobId = _pickJob(jobSeed, Fit.Claimable);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
@@ -138,7 +145,7 @@ abstract contract SettlementActions is HandlerBase {
             target = currentTime + bound(secondsSeed / 4, 1 hours, 8 days);
         } else if (mode == 1) {
             uint256 deadline = _nextDeadline(secondsSeed / 8);
-            if (deadline != 0) target = deadline + (secondsSeed / 4) % 2;
+            if (deadline != 0) target = deadline + ((secondsSeed / 4) % 2);
         }
         if (target > currentTime) currentTime = target;
         VM.warp(currentTime);
@@ -160,7 +167,7 @@ abstract contract SettlementActions is HandlerBase {
     function _nextDeadline(uint256 seed) internal view returns (uint256) {
         uint256 n = ghost_jobCount;
         for (uint256 i = 0; i < n; ++i) {
-            GhostJob storage g = _ghostJobs[(seed + i) % n + 1];
+            GhostJob storage g = _ghostJobs[((seed + i) % n) + 1];
             uint256 deadline;
             if (_pendingLive(g)) {
                 deadline = uint256(g.reportedAt) + DECISION_TIMEOUT;

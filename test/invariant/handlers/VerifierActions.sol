@@ -7,22 +7,22 @@ import {HandlerBase, OPEN, RUNNING, DISPUTE_WINDOW} from "./HandlerBase.sol";
 
 /// @notice The verifier Safe's calls (the handler is the Safe: direct calls, empty signatures) and forgeries.
 abstract contract VerifierActions is HandlerBase {
-    function acceptCheckpoint(uint256 jobSeed, uint256 stepSeed)
-        external
-        useCurrentTime
-        instrument("acceptCheckpoint")
-    {
+    function acceptCheckpoint(
+        uint256 jobSeed,
+        uint256 stepSeed
+    ) external useCurrentTime instrument("acceptCheckpoint") {
         uint256 jobId = _pickJob(jobSeed, Fit.Pending);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
         IJobEscrow.JobStatus status = _status(g);
         bool expected = (status == OPEN || status == RUNNING) && _pendingLive(g);
-        (uint32 step, bytes32 checkpointHash) =
-            expected ? (g.pending, g.pendingHash) : (g.accepted + 1, keccak256(abi.encode(stepSeed)));
+        (uint32 step, bytes32 checkpointHash) = expected
+            ? (g.pending, g.pendingHash)
+            : (g.accepted + 1, keccak256(abi.encode(stepSeed)));
         address reporter = g.pendingProvider;
         uint256 earnedBefore = escrow.earningsOf(jobId, reporter);
         bytes memory data = _decision(jobId, g.pendingEpoch, step, checkpointHash, true, "");
-        (bool ok,) = _rawCall(address(this), address(escrow), data);
+        (bool ok, ) = _rawCall(address(this), address(escrow), data);
         if (ok && !expected) {
             _forgedDecisionSucceeded("acceptCheckpoint: nothing decidable");
         } else if (ok) {
@@ -60,10 +60,11 @@ abstract contract VerifierActions is HandlerBase {
         GhostJob storage g = _ghostJobs[jobId];
         IJobEscrow.JobStatus status = _status(g);
         bool expected = (status == OPEN || status == RUNNING) && _pendingLive(g);
-        (uint32 step, bytes32 checkpointHash) =
-            expected ? (g.pending, g.pendingHash) : (g.accepted + 1, keccak256(abi.encode(jobSeed)));
+        (uint32 step, bytes32 checkpointHash) = expected
+            ? (g.pending, g.pendingHash)
+            : (g.accepted + 1, keccak256(abi.encode(jobSeed)));
         bytes memory data = _decision(jobId, g.pendingEpoch, step, checkpointHash, false, "");
-        (bool ok,) = _rawCall(address(this), address(escrow), data);
+        (bool ok, ) = _rawCall(address(this), address(escrow), data);
         if (ok && !expected) {
             _forgedDecisionSucceeded("refuseCheckpoint: nothing decidable");
         } else if (ok) {
@@ -79,11 +80,11 @@ abstract contract VerifierActions is HandlerBase {
     /// @dev The Safe proves a fault in a fabricated checkpoint: the reporter's lock is slashed (50 % client, 20 %
     /// finder, rest fee recipient) and its unclaimed earnings on the job are voided. About an honest checkpoint
     /// the Safe signs no fault: only a forger tries (someone else, junk signatures), and must fail.
-    function refuseWithFault(uint256 jobSeed, uint256 stepSeed, uint256 finderSeed)
-        external
-        useCurrentTime
-        instrument("refuseWithFault")
-    {
+    function refuseWithFault(
+        uint256 jobSeed,
+        uint256 stepSeed,
+        uint256 finderSeed
+    ) external useCurrentTime instrument("refuseWithFault") {
         uint256 jobId = _pickJob(jobSeed, Fit.Fabricated);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
@@ -93,7 +94,7 @@ abstract contract VerifierActions is HandlerBase {
         address reporter = g.pendingProvider;
         address finder = _verifiers[finderSeed % N_VERIFIERS];
         uint256[3] memory before = [escrow.owed(g.client), escrow.owed(finder), escrow.owed(FEE_RECIPIENT)];
-        (bool ok,) = _faultCall(g, jobId, stepSeed, finder, honest);
+        (bool ok, ) = _faultCall(g, jobId, stepSeed, finder, honest);
         if (ok && honest) ghost_honestSlashed += 1;
         if (ok != expected) {
             _unexpected(ok ? "refuseWithFault succeeded" : "refuseWithFault reverted");
@@ -105,11 +106,15 @@ abstract contract VerifierActions is HandlerBase {
         _record(jobId);
     }
 
-    function _faultCall(GhostJob storage g, uint256 jobId, uint256 stepSeed, address finder, bool forged)
-        internal
-        returns (bool ok, bytes memory result)
-    {
-        bytes memory signatures = forged ? abi.encodePacked(bytes32(stepSeed), bytes32(stepSeed), uint8(28)) : bytes("");
+    function _faultCall(
+        GhostJob storage g,
+        uint256 jobId,
+        uint256 stepSeed,
+        address finder,
+        bool forged
+    ) internal returns (bool ok, bytes memory result) {
+        bytes memory signatures =
+            forged ? abi.encodePacked(bytes32(stepSeed), bytes32(stepSeed), uint8(28)) : bytes("");
         bytes memory data = abi.encodeCall(
             escrow.refuseWithFault,
             (jobId, g.pendingEpoch, _pendingOrNext(g), g.pendingHash, _fault(g, stepSeed, finder), signatures)
@@ -122,18 +127,19 @@ abstract contract VerifierActions is HandlerBase {
     }
 
     /// @dev A replay mismatch at a step inside the pending checkpoint's segment.
-    function _fault(GhostJob storage g, uint256 stepSeed, address finder)
-        internal
-        view
-        returns (IJobEscrow.Fault memory)
-    {
-        return IJobEscrow.Fault({
-            step: uint32(bound(stepSeed, g.accepted + 1, _pendingOrNext(g))),
-            inputHash: keccak256(abi.encode("in", stepSeed)),
-            committedHash: keccak256(abi.encode("committed", stepSeed)),
-            replayedHash: keccak256(abi.encode("replayed", stepSeed)),
-            finder: finder
-        });
+    function _fault(
+        GhostJob storage g,
+        uint256 stepSeed,
+        address finder
+    ) internal view returns (IJobEscrow.Fault memory) {
+        return
+            IJobEscrow.Fault({
+                step: uint32(bound(stepSeed, g.accepted + 1, _pendingOrNext(g))),
+                inputHash: keccak256(abi.encode("in", stepSeed)),
+                committedHash: keccak256(abi.encode("committed", stepSeed)),
+                replayedHash: keccak256(abi.encode("replayed", stepSeed)),
+                finder: finder
+            });
     }
 
     /// @dev The model of a refusal: the reporter is fenced, the checkpoint dropped, the job reopened if the
@@ -145,9 +151,13 @@ abstract contract VerifierActions is HandlerBase {
         if (g.phase == RUNNING && g.assignee == reporter) _reopen(g);
     }
 
-    function _slash(GhostJob storage g, uint256 jobId, address reporter, address finder, uint256[3] memory before)
-        internal
-    {
+    function _slash(
+        GhostJob storage g,
+        uint256 jobId,
+        address reporter,
+        address finder,
+        uint256[3] memory before
+    ) internal {
         uint128 slashed = ghost_lock[jobId][reporter];
         uint128 voided = uint128(ghost_earned[jobId][reporter] - ghost_claimed[jobId][reporter]);
         ghost_earned[jobId][reporter] -= voided;
@@ -167,34 +177,37 @@ abstract contract VerifierActions is HandlerBase {
 
     /// @dev A decision that must never pass: from someone other than the Safe with junk signatures, or from the
     /// Safe about a checkpoint that is not the pending one (old epoch, other step, other hash).
-    function forgeDecision(uint256 jobSeed, uint256 modeSeed, bool accept)
-        external
-        useCurrentTime
-        instrument("forgeDecision")
-    {
+    function forgeDecision(
+        uint256 jobSeed,
+        uint256 modeSeed,
+        bool accept
+    ) external useCurrentTime instrument("forgeDecision") {
         uint256 jobId = _pickJob(jobSeed, Fit.Pending);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
-        (bool ok,) = _forgedCall(g, jobId, modeSeed, accept);
+        (bool ok, ) = _forgedCall(g, jobId, modeSeed, accept);
         if (ok) _forgedDecisionSucceeded("forgeDecision");
         else ghost_forgedDecisionsReverted += 1;
         _record(jobId);
     }
 
-    function submitVerdict(uint256 jobSeed, uint256 metricSeed, bool passed, uint256 hashSeed)
-        external
-        useCurrentTime
-        instrument("submitVerdict")
-    {
+    function submitVerdict(
+        uint256 jobSeed,
+        uint256 metricSeed,
+        bool passed,
+        uint256 hashSeed
+    ) external useCurrentTime instrument("submitVerdict") {
         uint256 jobId = _pickJob(jobSeed, Fit.Trained);
         if (jobId == 0) return;
         GhostJob storage g = _ghostJobs[jobId];
         bytes32 modelHash = hashSeed % 5 == 0 ? keccak256(abi.encode(hashSeed)) : g.acceptedHash;
         IJobEscrow.JobStatus status = _status(g);
-        bool expected = (status == OPEN || status == RUNNING) && g.accepted == g.totalSteps
-            && modelHash == g.acceptedHash;
-        bytes memory data =
-            abi.encodeCall(escrow.submitVerdict, (jobId, modelHash, bound(metricSeed, 0, 10_000), passed, ""));
+        bool expected =
+            (status == OPEN || status == RUNNING) && g.accepted == g.totalSteps && modelHash == g.acceptedHash;
+        bytes memory data = abi.encodeCall(
+            escrow.submitVerdict,
+            (jobId, modelHash, bound(metricSeed, 0, 10_000), passed, "")
+        );
         if (_call(address(this), address(escrow), data, expected, "submitVerdict")) {
             g.phase = DISPUTE_WINDOW;
             g.epoch += 1;
@@ -207,10 +220,12 @@ abstract contract VerifierActions is HandlerBase {
 
     /// @dev Mode 0: junk signatures from someone other than the Safe; 1: another epoch; 2: another step; 3: another
     /// hash.
-    function _forgedCall(GhostJob storage g, uint256 jobId, uint256 modeSeed, bool accept)
-        internal
-        returns (bool ok, bytes memory result)
-    {
+    function _forgedCall(
+        GhostJob storage g,
+        uint256 jobId,
+        uint256 modeSeed,
+        bool accept
+    ) internal returns (bool ok, bytes memory result) {
         uint64 epoch = g.pendingEpoch;
         uint32 step = g.pending == 0 ? g.accepted + 1 : g.pending;
         bytes32 checkpointHash = g.pendingHash;
@@ -229,8 +244,13 @@ abstract contract VerifierActions is HandlerBase {
         bytes memory data = _decision(jobId, epoch, step, checkpointHash, accept, signatures);
         // One refusal in two is a fault refusal (it would slash): forged, it must fail like the others.
         if (!accept && modeSeed % 16 >= 8) {
-            IJobEscrow.Fault memory fault =
-                IJobEscrow.Fault(step, bytes32(modeSeed), keccak256("a"), keccak256("b"), _verifiers[0]);
+            IJobEscrow.Fault memory fault = IJobEscrow.Fault(
+                step,
+                bytes32(modeSeed),
+                keccak256("a"),
+                keccak256("b"),
+                _verifiers[0]
+            );
             data = abi.encodeCall(escrow.refuseWithFault, (jobId, epoch, step, checkpointHash, fault, signatures));
         }
         return _rawCall(caller, address(escrow), data);
@@ -244,8 +264,9 @@ abstract contract VerifierActions is HandlerBase {
         bool accept,
         bytes memory signatures
     ) internal view returns (bytes memory) {
-        return accept
-            ? abi.encodeCall(escrow.acceptCheckpoint, (jobId, epoch, step, checkpointHash, signatures))
-            : abi.encodeCall(escrow.refuseCheckpoint, (jobId, epoch, step, checkpointHash, signatures));
+        return
+            accept
+                ? abi.encodeCall(escrow.acceptCheckpoint, (jobId, epoch, step, checkpointHash, signatures))
+                : abi.encodeCall(escrow.refuseCheckpoint, (jobId, epoch, step, checkpointHash, signatures));
     }
 }
