@@ -7,6 +7,7 @@ import type { Contract, ContractEventName, EventLog, Interface, Log, Provider } 
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
+import type { BatchReader } from "../sdk/multicall.ts";
 import { withRetry } from "../sdk/retry.ts";
 
 export interface ReceiptLike {
@@ -53,6 +54,10 @@ export interface KeeperContext {
   txTimeoutMs: number;
   rpcTimeoutMs: number;
   retry: RetryPolicy;
+  /** Batched reads through Multicall3 (one by one where none is deployed); absent: built from `provider`. */
+  batch?: BatchReader;
+  /** Sends Multicall3 `aggregate3` (permissionless escrow calls in bulk) with the keeper's key and send queue. */
+  batchSender?: Sender;
 }
 
 export class TimeoutError extends Error {

@@ -47,10 +47,12 @@ export function connectProtocol(deployment: Deployment, runner: ContractRunner):
 
 /**
  * A JSON-RPC provider that polls quickly (local chains mine on demand). Its request cache is off: ethers caches
- * identical calls for 250 ms by default, which hands two quick transactions from one key the same nonce.
+ * identical calls for 250 ms by default, which hands two quick transactions from one key the same nonce. Its
+ * network is static: the chain id is asked once at start-up, not with every request (ethers' default doubles the
+ * request count of every keeper tick).
  */
 export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
-  const provider = new JsonRpcProvider(url, undefined, { polling: true, cacheTimeout: -1 });
+  const provider = new JsonRpcProvider(url, undefined, { polling: true, cacheTimeout: -1, staticNetwork: true });
   provider.pollingInterval = pollingMs;
   return provider;
 }

@@ -3,12 +3,15 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { MULTICALL3_ADDRESS } from "./multicall3Code.ts";
 
 export interface Deployment {
   escrow: string;
   registry: string;
   usdc: string;
   verifierSafe: string;
+  /** Multicall3: Ignition's local deployment, else its canonical address (every public chain has it there). */
+  multicall3: string;
   /** Safe singletons, for protocol-kit's `contractNetworks`. */
   safe: {
     safeSingletonAddress: string;
@@ -44,6 +47,7 @@ export function parseDeployment(addresses: Record<string, string>): Deployment {
     registry: pick("ProviderRegistry"),
     usdc: addresses[usdcKey],
     verifierSafe: pick("VerifierSafeProxy"),
+    multicall3: addresses[Object.keys(addresses).find((k) => k.endsWith("#Multicall3")) ?? ""] ?? MULTICALL3_ADDRESS,
     safe: {
       safeSingletonAddress: pick("SafeL2"),
       safeProxyFactoryAddress: pick("SafeProxyFactory"),

@@ -320,7 +320,8 @@ describe("keepers: coordinator on chain", function () {
     const waits = k.lines.filter((l) => l.msg === "decision");
     expect(waits).to.have.length(1);
     expect(waits[0]).to.include({ job: "1", epoch: "0", step: 0, action: "wait" });
-    expect(waits[0].reason).to.equal("no eligible provider (no recent heartbeat ×2, price above max ×1)");
+    // The provider-only rules are checked first (once per tick), so silence is named before the price.
+    expect(waits[0].reason).to.equal("no eligible provider (no recent heartbeat ×3)");
     expect(lines).to.deep.equal([]);
   });
 });
