@@ -15,6 +15,9 @@ export interface ProviderSummary {
   /** Already moved to the provider's withdrawable balance. */
   released: bigint;
   lostAssignment: "refused" | "heartbeats" | "lease" | null;
+  /** Stake slashed on this job for a proven fault (its unclaimed earnings there were voided too). */
+  slashed: bigint;
+  slash: { faultStep: number; finder: string } | null;
   why: string;
 }
 
@@ -26,7 +29,10 @@ export function providerSummaries(job: LedgerJob): ProviderSummary[] {
   const rows = new Map<string, ProviderSummary>();
   const row = (provider: string) => {
     if (!rows.has(provider)) {
-      rows.set(provider, { provider, assignments: 0, stepsAccepted: 0, checkpointsRefused: 0, earned: 0n, released: 0n, lostAssignment: null, why: "" });
+      rows.set(provider, {
+        provider, assignments: 0, stepsAccepted: 0, checkpointsRefused: 0, earned: 0n, released: 0n, lostAssignment: null,
+        slashed: 0n, slash: null, why: "",
+      });
     }
     return rows.get(provider)!;
   };
@@ -44,6 +50,12 @@ export function providerSummaries(job: LedgerJob): ProviderSummary[] {
         reason === UnassignReason.Refused ? "refused" : reason === UnassignReason.LeaseLapsed ? "lease" : "heartbeats";
     }
     if (e.event === "EarningsReleased") row(addr(e, "provider")).released += BigInt(arg(e, "amount") as bigint);
+    if (e.event === "ProviderSlashed") {
+      const r = row(addr(e, "provider"));
+      r.slashed += BigInt(arg(e, "slashed") as bigint);
+      r.earned -= BigInt(arg(e, "earningsVoided") as bigint);
+      r.slash = { faultStep: Number(arg(e, "faultStep")), finder: addr(e, "finder") };
+    }
   }
   const voided = job.dispute?.upheld === true;
   for (const r of rows.values()) {
@@ -55,6 +67,9 @@ export function providerSummaries(job: LedgerJob): ProviderSummary[] {
 
 function whyOf(r: ProviderSummary, voided: boolean): string {
   if (voided) return "the arbiter upheld the client's dispute: this job's payments are void";
+  if (r.slash) {
+    return `slashed: fault at step ${r.slash.faultStep}, found by ${r.slash.finder}; ${formatUsdc(r.slashed)} of stake lost, unclaimed earnings voided`;
+  }
   if (r.checkpointsRefused > 0 && r.stepsAccepted === 0) return "refused by the Quality Guard; fenced off the job";
   if (r.checkpointsRefused > 0) return "paid for its accepted steps, then refused by the Quality Guard and fenced";
   if (r.lostAssignment === "heartbeats" || r.lostAssignment === "lease") {
@@ -96,7 +111,7 @@ function describe(e: LedgerEntry, who: (a: unknown) => string, now?: bigint): st
     case "CheckpointRefused":
       return `Quality Guard refused step ${a.step} from ${who(a.provider)}: nothing credited, provider fenced off the job`;
     case "VerdictSubmitted":
-      return `verdict on model ${a.modelHash}: metric ${a.metric} (${(Number(a.metric) / 100).toFixed(2)} % held-out accuracy), ${a.passed ? "passed" : "failed"}; dispute window until ${when("disputeDeadline")}`;
+      return `verdict on model ${a.modelHash}: metric ${a.metric} (${(Number(a.metric) / 100).toFixed(2)} % held-out accuracy), ${a.passed ? "passed" : "failed"}; dispute window until ${when("disputeDeadline")}; epoch → ${a.newEpoch}`;
     case "DisputeOpened":
       return `${who(a.client)} disputed with a ${usdc("bond")} bond; the arbiter may decide until ${when("arbiterDeadline")}`;
     case "DisputeResolved":
@@ -105,8 +120,14 @@ function describe(e: LedgerEntry, who: (a: unknown) => string, now?: bigint): st
       return `the arbiter stayed silent 3 days: the verdict stands, the bond goes back (settled by ${who(a.by)})`;
     case "JobSettled":
       return `settled: client refund ${usdc("refund")}, providers ${usdc("providersPaid")}, bond returned ${usdc("bondReturned")}, forfeited ${usdc("bondForfeited")}`;
+    case "CheckpointLapsed":
+      return `step ${a.step} from ${who(a.provider)} (epoch ${a.epoch}) was not decided in time and is dropped: nothing credited`;
+    case "ProviderSlashed":
+      return `${who(a.provider)} slashed: fault at step ${a.faultStep}, found by ${who(a.finder)}; ${usdc("slashed")} of stake to the client (${usdc("toClient")}), the finder (${usdc("toFinder")}) and the fee recipient (${usdc("toFeeRecipient")}); ${usdc("earningsVoided")} of unclaimed earnings voided`;
+    case "JobExpired":
+      return `expired by ${who(a.by)} after standing Open without progress: refund ${usdc("refund")}, accepted earnings claimable`;
     case "JobCancelled":
-      return `cancelled by the client: refund ${usdc("refund")}`;
+      return `cancelled: refund ${usdc("refund")}`;
     case "EarningsReleased":
       return `${usdc("amount")} of ${who(a.provider)}'s earnings moved to its withdrawable balance`;
     default:

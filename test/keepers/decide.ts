@@ -311,17 +311,22 @@ describe("keepers: collector grouping and threshold (pure)", function () {
     acceptedHash: "0x" + "00".repeat(32),
     pendingStep: 10,
     pendingHash: "0x" + "22".repeat(32),
+    pendingEpoch: 2n,
     ...over,
   });
 
   it("sends a checkpoint decision only while that exact checkpoint is pending", function () {
     const d = sub(addr(1)).decision;
     expect(applicability(d, job()).action).to.equal("send");
-    expect(applicability(d, job({ epoch: 3n })).action).to.equal("stale");
+    expect(applicability(d, job({ epoch: 3n, pendingEpoch: 3n })).action).to.equal("stale");
+    // Its reporter was unassigned (epoch moved on, job Open or reassigned): the checkpoint is still decidable.
+    expect(applicability(d, job({ epoch: 3n })).action).to.equal("send");
+    expect(applicability(d, job({ epoch: 3n, status: "Open" })).action).to.equal("send");
+    expect(applicability(d, job({ epoch: 3n, pendingStep: 0 })).action).to.equal("stale");
     expect(applicability(d, job({ pendingStep: 0, acceptedStep: 10, acceptedHash: "0x" + "22".repeat(32) })).action).to.equal("stale");
     expect(applicability(d, job({ pendingStep: 0 })).action).to.equal("wait");
     expect(applicability(d, job({ pendingHash: "0x" + "99".repeat(32) })).action).to.equal("stale");
-    expect(applicability(d, job({ status: "Open" })).action).to.equal("stale");
+    expect(applicability(d, job({ status: "Cancelled" })).action).to.equal("stale");
   });
 
   it("sends a verdict once all steps are accepted with that model hash, and never after the verdict", function () {
