@@ -111,6 +111,7 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
   };
   const code = await runLoop({
     name: "agent", tick, intervalMs: config.idleMs, once: config.once, signal: deps.signal, logger: ctx.logger,
+    announce: false, // it announces itself ("provider agent", "stopped cleanly")
   });
   if (fatal) throw fatal.err;
   if (config.once && !deps.signal.aborted) return code;

@@ -7,7 +7,9 @@ import type { Contract, ContractEventName, EventLog, Interface, Log, Provider } 
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
+import type { BatchReader } from "../sdk/multicall.ts";
 import { withRetry } from "../sdk/retry.ts";
+import { blockRanges } from "../sdk/logRange.ts";
 
 export interface ReceiptLike {
   status: number | null;
@@ -53,6 +55,10 @@ export interface KeeperContext {
   txTimeoutMs: number;
   rpcTimeoutMs: number;
   retry: RetryPolicy;
+  /** Batched reads through Multicall3 (one by one where none is deployed); absent: built from `provider`. */
+  batch?: BatchReader;
+  /** Sends Multicall3 `aggregate3` (permissionless escrow calls in bulk) with the keeper's key and send queue. */
+  batchSender?: Sender;
 }
 
 export class TimeoutError extends Error {
@@ -232,8 +238,8 @@ export async function scanEvents(
   chunk = 10_000,
 ): Promise<EventLog[]> {
   const out: EventLog[] = [];
-  for (let start = fromBlock; start <= toBlock; start += chunk) {
-    const end = Math.min(toBlock, start + chunk - 1);
+  // sdk/logRange.ts: never an empty or future range (anvil rejects those), spans public RPCs accept.
+  for (const { fromBlock: start, toBlock: end } of blockRanges(fromBlock, toBlock, chunk)) {
     const logs: (EventLog | Log)[] = await read(ctx, "getLogs", () => contract.queryFilter(event, start, end));
     for (const l of logs) if ("args" in l) out.push(l);
   }

@@ -275,18 +275,7 @@ async function replay(
       throw refusalOf(err, `state after step ${span.from}`);
     }
     if (state.step !== span.from) throw new Refusal("replay-mismatch", `state committed after step ${span.from} is labelled step ${state.step}`);
-    for (let step = span.from + 1; step <= span.to; step++) {
-      const t0 = process.cpuUsage();
-      try {
-        state = await replayStep(trainer, state, c.seed, step);
-      } catch (err) {
-        throw refusalOf(err, `replay of step ${step}`);
-      }
-      const actual = stateHash(state);
-      costs.push(cpuMsSince(t0));
-      const committed = c.stepHashes[step - c.startStep - 1];
-      if (!sameHex(actual, committed)) throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
-    }
+    for (let step = span.from + 1; step <= span.to; step++) state = await replayChecked(trainer, c, state, step, costs);
   }
 }
 
@@ -296,18 +285,25 @@ async function replay(
  */
 async function replaySequential(trainer: Trainer, c: Checkpoint, start: TrainingState, costs: number[]): Promise<void> {
   let state = start;
-  for (let step = c.startStep + 1; step <= c.step; step++) {
-    const t0 = process.cpuUsage();
-    try {
-      state = await replayStep(trainer, state, c.seed, step);
-    } catch (err) {
-      throw refusalOf(err, `replay of step ${step}`);
-    }
-    const actual = stateHash(state);
-    costs.push(cpuMsSince(t0));
-    const committed = c.stepHashes[step - c.startStep - 1];
-    if (!sameHex(actual, committed)) throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
+  for (let step = c.startStep + 1; step <= c.step; step++) state = await replayChecked(trainer, c, state, step, costs);
+}
+
+/** Replays `step` from `state` (its CPU time into `costs`) and refuses unless it hashes to the committed state. */
+async function replayChecked(
+  trainer: Trainer, c: Checkpoint, state: TrainingState, step: number, costs: number[],
+): Promise<TrainingState> {
+  const t0 = process.cpuUsage();
+  let next: TrainingState;
+  try {
+    next = await replayStep(trainer, state, c.seed, step);
+  } catch (err) {
+    throw refusalOf(err, `replay of step ${step}`);
   }
+  const actual = stateHash(next);
+  costs.push(cpuMsSince(t0));
+  const committed = c.stepHashes[step - c.startStep - 1];
+  if (!sameHex(actual, committed)) throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
+  return next;
 }
 
 export function cpuMsSince(t0: NodeJS.CpuUsage): number {

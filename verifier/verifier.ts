@@ -16,8 +16,8 @@ import { isTrainingOver, jobIds, readJob, type JobReader, type JobView } from ".
 import type { Logger } from "../sdk/log.ts";
 import { runLoop } from "../sdk/runner.ts";
 import {
-  createTrainer, isProvenProfile, loadTemplate, localProfile, UnknownTemplateError, type CheckpointStore, type Template,
-  type Trainer,
+  createTrainer, loadTemplate, localProfile, replayUnprovenReason, UnknownTemplateError, type CheckpointStore,
+  type Template, type Trainer,
 } from "../workloads/index.ts";
 import { DEFAULT_ABSTAIN_AFTER_MS, OutageTracker } from "./outage.ts";
 import { BEHAVIOURS, verifierBehaviour, type BehaviourName, type VerifierBehaviour } from "./behaviour.ts";
@@ -172,12 +172,10 @@ export class Verifier {
     if (!entry) {
       entry = (async () => {
         const template = loadTemplate(templateId);
-        // Issue 12's safety net: replaying on a profile not proven for the template, a mismatch would not be
-        // evidence against the provider, so this verifier abstains instead.
-        const profile = localProfile();
-        if (!isProvenProfile(template, profile)) {
-          throw new CannotVerifyError(`arithmetic profile ${profile} is not proven for template ${template.descriptor.name}`);
-        }
+        // Issue 12's safety net: on a profile not proven for the template a mismatch would not be evidence
+        // against the provider, so this verifier abstains.
+        const unproven = replayUnprovenReason(template, localProfile());
+        if (unproven) throw new CannotVerifyError(unproven);
         return { template, trainer: await createTrainer(template) };
       })();
       this.trainers.set(templateId, entry);
@@ -275,10 +273,16 @@ export async function runVerifier(v: Verifier, log: Logger, opts: { signal?: Abo
     behaviour: v.config.behaviour, dryRun: v.config.dryRun,
   });
   const tick = async () => {
-    const s = await v.tick();
-    if (s.decided || s.errors) log.info("tick", s);
+    try {
+      const s = await v.tick();
+      if (s.decided || s.errors) log.info("tick", s);
+    } catch (err) {
+      // The chain could not be read: nothing was decided, the next tick reads again.
+      log.warn("tick failed; retrying", { error: (err as Error)?.message ?? String(err) });
+    }
   };
   const signal = opts.signal ?? new AbortController().signal;
-  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once: opts.once ?? false, signal, logger: log });
+  const once = opts.once ?? false;
+  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once, signal, logger: log, announce: false });
   log.info("verifier stopped");
 }

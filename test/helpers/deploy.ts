@@ -21,6 +21,7 @@ export async function deployOn(connection: Connection) {
     registry: await registry.getAddress(),
     usdc: await usdc.getAddress(),
     verifierSafe: await d.verifierSafe.getAddress(),
+    multicall3: await d.multicall3.getAddress(),
     safe: {
       safeSingletonAddress: await d.safeSingleton.getAddress(),
       safeProxyFactoryAddress: await d.proxyFactory.getAddress(),

@@ -8,6 +8,7 @@ import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { startJsonServer } from "../../keepers/http.ts";
 import type { KeeperContext } from "../../keepers/chain.ts";
+import { JobStatus } from "../../sdk/job.ts";
 import {
   CRASH_POINTS,
   LEASE,
@@ -52,7 +53,7 @@ async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>
 }
 
 const statusOf = async (p: Protocol, jobId: bigint) => Number(await p.escrow.statusOf(jobId));
-const RUNNING = 2;
+const RUNNING = JobStatus.Running;
 const OPEN = 1;
 
 describe("keepers: coordinator on chain", function () {
@@ -319,7 +320,8 @@ describe("keepers: coordinator on chain", function () {
     const waits = k.lines.filter((l) => l.msg === "decision");
     expect(waits).to.have.length(1);
     expect(waits[0]).to.include({ job: "1", epoch: "0", step: 0, action: "wait" });
-    expect(waits[0].reason).to.equal("no eligible provider (no recent heartbeat ×2, price above max ×1)");
+    // The provider-only rules are checked first (once per tick), so silence is named before the price.
+    expect(waits[0].reason).to.equal("no eligible provider (no recent heartbeat ×3)");
     expect(lines).to.deep.equal([]);
   });
 });
