@@ -13,7 +13,7 @@ import { localProfile } from "../workloads/index.ts";
 import { sleep } from "../sdk/retry.ts";
 import { runLoop, type TickResult } from "../sdk/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
-import { assignedJobs, decideRegistration, leaseHeartbeatMs, type Offer } from "./decide.ts";
+import { assignedJobs, decideRegistration, leaseHeartbeatMs, stakeTopUp, type Offer } from "./decide.ts";
 import { registryProfile } from "./device.ts";
 import { behaviourOf } from "./faults.ts";
 import { Liveness } from "./liveness.ts";
@@ -47,6 +47,9 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     });
     if (!(await waitForGas(config, deps, chain))) return { exitCode: 0, address: me, outcomes };
     if (!(await register(config, deps, chain))) return { exitCode: 1, address: me, outcomes };
+    if (!(await depositStake(config, deps, chain, network.chainId === LOCAL_CHAIN_ID))) {
+      return { exitCode: 1, address: me, outcomes };
+    }
     if (config.dryRun) return { exitCode: 0, address: me, outcomes };
     const lease = await chain.read("leaseDuration", () => deps.protocol.escrow.leaseDuration());
     const liveness = new Liveness({
@@ -135,6 +138,41 @@ async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain): P
     await sleep(config.fundingPollMs, deps.signal);
   }
   return false;
+}
+
+/**
+ * Tops the registry stake up to STAKE_LOCKS network-minimum locks (an identity without stake at risk takes no
+ * work). On a local chain the test USDC comes from its open faucet; elsewhere from the provider's own balance.
+ */
+async function depositStake(config: AgentConfig, deps: AgentDeps, chain: Chain, local: boolean): Promise<boolean> {
+  const me = deps.signer.address;
+  const { registry, usdc } = deps.protocol;
+  const [stake, minStake] = await chain.read("stake", async () => [await registry.stakeOf(me), await registry.minStake()] as const);
+  const amount = stakeTopUp(stake, minStake);
+  const fields = { deposited: formatUnits(stake.deposited, 6), topUp: formatUnits(amount, 6) };
+  if (amount === 0n) {
+    deps.logger.info("stake in place; nothing sent", fields);
+    return true;
+  }
+  if (config.dryRun) {
+    deps.logger.info("dry run: would deposit stake", fields);
+    return true;
+  }
+  const registryAddress = await registry.getAddress();
+  const steps = [
+    ...(local ? [["mint", () => usdc.mint(me, amount)] as const] : []),
+    ["approve", () => usdc.approve(registryAddress, amount)] as const,
+    ["depositStake", () => registry.depositStake(amount)] as const,
+  ];
+  for (const [what, send] of steps) {
+    const r = await chain.write(what, send);
+    if (!r.ok) {
+      deps.logger.error(`stake ${what} failed`, { reason: r.description, ...fields });
+      return false;
+    }
+  }
+  deps.logger.info("stake deposited", fields);
+  return true;
 }
 
 /** Registers or updates the offer; nothing is sent when the registry already holds it. */

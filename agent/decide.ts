@@ -74,6 +74,16 @@ export function decideRegistration(current: ProviderRecord | undefined, offer: O
   return { calls, notes };
 }
 
+/** How many network-minimum job locks the agent keeps deposited as stake (an identity without stake takes no work). */
+export const STAKE_LOCKS = 5n;
+
+/** Stake to deposit so that `STAKE_LOCKS` minimum locks fit in the free stake (0: enough already). */
+export function stakeTopUp(stake: { deposited: bigint; locked: bigint; unbonding: bigint }, minStake: bigint): bigint {
+  const free = stake.deposited - stake.locked - stake.unbonding;
+  const target = STAKE_LOCKS * minStake;
+  return free >= target ? 0n : target - free;
+}
+
 // ---------------------------------------------------------------- jobs
 
 const same = (a: string, b: string) => getAddress(a) === getAddress(b);

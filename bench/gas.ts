@@ -1,12 +1,15 @@
 /**
  * Gas of a full job lifecycle on Hardhat's simulated chain, with the real Safe checking 2-of-3 signatures:
  * lock (approve + create), assign, 10 accepted checkpoints, 1 failover (unassign + reassign), verdict, settle,
- * 2 claims and 2 withdrawals.
+ * 2 claims and 2 withdrawals; then the stake calls: deposit, a slashing fault refusal, an expiry, unbond and
+ * withdraw of stake.
  */
 import { network } from "hardhat";
 import type { ContractTransactionResponse } from "ethers";
 import GPUChainLocal from "../ignition/modules/GPUChainLocal.ts";
-import { checkpointDecisionDigest, escrowDomain, packSafeSignatures, signAsSafeOwner, verdictDigest } from "../sdk/verifierSignatures.ts";
+import {
+  checkpointDecisionDigest, escrowDomain, faultRefusalDigest, packSafeSignatures, signAsSafeOwner, verdictDigest,
+} from "../sdk/verifierSignatures.ts";
 
 export async function benchGas(): Promise<Record<string, number>> {
   const { ethers, ignition, networkHelpers } = await network.create();
@@ -32,6 +35,13 @@ export async function benchGas(): Promise<Record<string, number>> {
   await usdc.mint(client.address, 10_000_000n);
   await registry.connect(p1).register("p1", 1000, 0, "cpu", 1024);
   await registry.connect(p2).register("p2", 1000, 0, "cpu", 1024);
+  const stake = 5n * (await registry.minStake());
+  const depositGas: bigint[] = [];
+  for (const p of [p1, p2]) {
+    await usdc.mint(p.address, stake);
+    await usdc.connect(p).approve(await registry.getAddress(), stake);
+    depositGas.push((await (await registry.connect(p).depositStake(stake)).wait())!.gasUsed);
+  }
 
   await gasOf(usdc.connect(client).approve(await escrow.getAddress(), 100_000n));
   await gasOf(escrow.connect(client).createJob({ templateId: template, totalSteps: 100, checkpointInterval: 10, maxPricePerStep: 1000, budget: 100_000, disputeWindow: 60 }));
@@ -44,7 +54,7 @@ export async function benchGas(): Promise<Record<string, number>> {
       acceptGas.push(await gasOf(escrow.acceptCheckpoint(1, epoch, step, hash, await sign(digest))));
     }
   };
-  await gasOf(escrow.connect(coordinator).assign(1, p1.address));
+  const assignGas = await gasOf(escrow.connect(coordinator).assign(1, p1.address));
   await runCheckpoints(p1, 1n, 10, 50);
   await gasOf(escrow.connect(coordinator).unassign(1)); // failover
   await gasOf(escrow.connect(coordinator).assign(1, p2.address));
@@ -58,7 +68,33 @@ export async function benchGas(): Promise<Record<string, number>> {
     await gasOf(escrow.claimEarnings(1, p.address));
     await gasOf(escrow.connect(p).withdraw());
   }
+  /** A fabricated checkpoint refused with a 2-of-3 signed fault (slash), a stalled job expired, stake unbonded. */
+  const benchStakeCalls = async () => {
+    await usdc.connect(client).approve(await escrow.getAddress(), 20_000n);
+    await escrow.connect(client).createJob({ templateId: template, totalSteps: 20, checkpointInterval: 10, maxPricePerStep: 1000, budget: 20_000, disputeWindow: 60 });
+    await escrow.connect(coordinator).assign(2, p1.address);
+    const bad = ethers.id("fabricated");
+    await escrow.connect(p1).reportCheckpoint(2, 1n, 10, bad);
+    const fault = { step: 3, inputHash: ethers.id("in"), committedHash: ethers.id("out"), replayedHash: ethers.id("re"), finder: v1.address };
+    const faultDigest = faultRefusalDigest(domain, { jobId: 2n, epoch: 1n, step: 10, checkpointHash: bad, fault });
+    const slashGas = (await (await escrow.refuseWithFault(2, 1n, 10, bad, fault, await sign(faultDigest))).wait())!.gasUsed;
+    await networkHelpers.time.increase(7 * 86_400 + 1);
+    const expireGas = (await (await escrow.expire(2)).wait())!.gasUsed;
+    const unbondGas = (await (await registry.connect(p2).requestUnbond(stake)).wait())!.gasUsed;
+    await networkHelpers.time.increase(Number(await registry.unbondingDelay()));
+    const withdrawGas = (await (await registry.connect(p2).withdrawStake()).wait())!.gasUsed;
+    return {
+      gas_refuse_with_fault: Number(slashGas),
+      gas_expire: Number(expireGas),
+      gas_request_unbond: Number(unbondGas),
+      gas_withdraw_stake: Number(withdrawGas),
+    };
+  };
+  const stakeGas = await benchStakeCalls();
   return {
+    gas_assign_with_stake_lock: Number(assignGas),
+    gas_deposit_stake: Number(depositGas[0]),
+    ...stakeGas,
     gas_job_total: Number(total),
     gas_per_verdict: Number(verdictGas),
     gas_per_accepted_checkpoint: Number(acceptGas.reduce((a, b) => a + b, 0n) / BigInt(acceptGas.length)),

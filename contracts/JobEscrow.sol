@@ -21,14 +21,24 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     uint64 public constant ARBITER_TIMEOUT = 3 days;
     uint64 public constant MIN_DISPUTE_WINDOW = 1 minutes;
     uint64 public constant MAX_DISPUTE_WINDOW = 30 days;
-    /// @notice How long an assignee may heartbeat without progress while no checkpoint of its is pending.
+    /// @notice The longest progress timeout any job gets.
     uint64 public constant PROGRESS_TIMEOUT = 6 hours;
+    uint64 public constant MAX_SECONDS_PER_STEP = 30;
+    uint64 public constant DECISION_TIMEOUT = 1 hours;
+    uint64 public constant STALL_EXPIRY = 7 days;
+    uint16 public constant CLIENT_SHARE_BPS = 5_000;
+    uint16 public constant FINDER_SHARE_BPS = 2_000;
 
     bytes32 public constant CHECKPOINT_DECISION_TYPEHASH = keccak256(
         "CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,bool accept)"
     );
-    bytes32 public constant VERDICT_TYPEHASH =
-        keccak256("Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)");
+    bytes32 public constant FAULT_REFUSAL_TYPEHASH = keccak256(
+        "FaultRefusal(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,uint32 faultStep,"
+        "bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)"
+    );
+    bytes32 public constant VERDICT_TYPEHASH = keccak256(
+        "Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)"
+    );
 
     IERC20 public immutable token;
     IProviderRegistry public immutable registry;
@@ -57,23 +67,26 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     mapping(uint256 jobId => mapping(address provider => bool)) private _fenced;
     mapping(address account => uint256) private _withdrawable;
 
-    struct Roles {
-        address owner;
-        address coordinator;
-        address arbiter;
-        address feeRecipient;
-        address verifierSafe;
-    }
-
-    constructor(IERC20 token_, IProviderRegistry registry_, Roles memory roles, uint64 leaseDuration_, uint128 bond)
-        Ownable(roles.owner)
-        EIP712("GPUChain JobEscrow", "1")
-    {
+    constructor(
+        IERC20 token_,
+        IProviderRegistry registry_,
+        Roles memory roles,
+        uint64 leaseDuration_,
+        uint128 bond
+    ) Ownable(roles.owner) EIP712("GPUChain JobEscrow", "1") {
         if (
-            address(token_) == address(0) || address(registry_) == address(0) || roles.coordinator == address(0)
-                || roles.arbiter == address(0) || roles.feeRecipient == address(0) || roles.verifierSafe == address(0)
+            address(token_) == address(0) ||
+            address(registry_) == address(0) ||
+            roles.coordinator == address(0) ||
+            roles.arbiter == address(0) ||
+            roles.feeRecipient == address(0) ||
+            roles.verifierSafe == address(0)
         ) revert JobEscrowZeroAddress();
         if (leaseDuration_ == 0 || bond == 0) revert JobEscrowZeroAmount();
+        address stakeToken = address(registry_.stakeToken());
+        if (stakeToken != address(token_)) revert JobEscrowStakeTokenMismatch(address(token_), stakeToken);
+        uint64 unbonding = registry_.unbondingDelay();
+        if (unbonding <= DECISION_TIMEOUT) revert JobEscrowUnbondingTooShort(unbonding, DECISION_TIMEOUT);
         token = token_;
         registry = registry_;
         verifierSafe = roles.verifierSafe;
@@ -90,7 +103,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     // ------------------------------------------------------------------ admin
 
     function setTemplateApproval(bytes32 templateId, bool approved) external onlyOwner {
-        if (templateId == bytes32(0)) revert JobEscrowZeroHash(0);
+        if (templateId == bytes32(0)) revert JobEscrowZeroTemplate();
         isApprovedTemplate[templateId] = approved;
         emit TemplateApprovalSet(templateId, approved);
     }
@@ -121,12 +134,17 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     }
 
     /// @inheritdoc IJobEscrow
-    function createJobWithPermit(JobRequest calldata request, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
-        external
-        returns (uint256 jobId)
-    {
+    function createJobWithPermit(
+        JobRequest calldata request,
+        uint256 deadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external returns (uint256 jobId) {
         // A front-runner may have used the permit already; the allowance check in transferFrom still protects.
-        try IERC20Permit(address(token)).permit(msg.sender, address(this), request.budget, deadline, v, r, s) {} catch {}
+        try
+            IERC20Permit(address(token)).permit(msg.sender, address(this), request.budget, deadline, v, r, s)
+        {} catch {}
         return _createJob(request);
     }
 
@@ -135,10 +153,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         Job storage job = _jobs[jobId];
         _expectStatus(jobId, _bit(JobStatus.Open));
         _onlyClient(jobId, job);
-        job.phase = JobStatus.Cancelled;
-        uint128 refund = job.budget - job.paid;
-        _release(job.client, refund);
-        emit JobCancelled(jobId, refund);
+        _cancel(jobId, job);
     }
 
     /// @inheritdoc IJobEscrow
@@ -167,13 +182,17 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks: the coordinator's choice is only a hint; every condition is re-checked here.
         if (msg.sender != coordinator) revert JobEscrowNotCoordinator(msg.sender, coordinator);
         _expectStatus(jobId, _bit(JobStatus.Open));
-        (uint128 price,, bool active) = registry.quote(provider);
+        (uint128 price, , bool active) = registry.quote(provider);
         if (!active) revert JobEscrowProviderInactive(provider);
         if (_fenced[jobId][provider]) revert JobEscrowProviderFenced(jobId, provider);
         if (price > job.maxPricePerStep) revert JobEscrowPriceAboveMax(jobId, price, job.maxPricePerStep);
-        uint256 needed = uint256(job.totalSteps - job.acceptedStep) * price;
+        _dropLapsed(jobId, job);
+        uint256 needed = _budgetNeeded(job, price);
         uint256 available = job.budget - job.paid;
         if (needed > available) revert JobEscrowBudgetShort(jobId, needed, available);
+        uint128 lock = _lockFor(price, job.checkpointInterval);
+        (uint128 stakeNeeded, uint128 stakeFree) = registry.stakeQuote(provider, jobId, lock);
+        if (stakeNeeded > stakeFree) revert JobEscrowStakeShort(jobId, provider, stakeFree, stakeNeeded);
         // Effects
         uint64 epoch = job.epoch + 1;
         uint64 lease = uint64(block.timestamp) + leaseDuration;
@@ -184,6 +203,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.leaseExpiresAt = lease;
         job.lastProgressAt = uint64(block.timestamp);
         emit ProviderAssigned(jobId, provider, epoch, price, job.acceptedStep, job.acceptedHash, lease);
+        // Interactions: the registry is fixed at construction; it emits StakeLocked.
+        registry.lockStake(provider, jobId, lock);
     }
 
     /// @inheritdoc IJobEscrow
@@ -206,8 +227,9 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     function heartbeat(uint256 jobId, uint64 epoch) external {
         Job storage job = _jobs[jobId];
         _checkAssignee(jobId, job, epoch);
-        // Waiting for the verifiers is not the provider's stall; otherwise it must report within the timeout.
-        if (job.pendingStep == 0 && block.timestamp > uint256(job.lastProgressAt) + PROGRESS_TIMEOUT) {
+        // Waiting for the verifiers (bounded by DECISION_TIMEOUT) is not the provider's stall; otherwise it must
+        // make progress within its job's timeout.
+        if (!_pendingLive(job) && block.timestamp > uint256(job.lastProgressAt) + job.progressTimeout) {
             revert JobEscrowNoProgress(jobId, job.lastProgressAt, block.timestamp);
         }
         uint64 lease = _extendLease(job);
@@ -219,15 +241,21 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         Job storage job = _jobs[jobId];
         // Checks
         _checkAssignee(jobId, job, epoch);
-        if (job.pendingStep != 0) revert JobEscrowCheckpointPending(jobId, job.pendingStep);
+        if (_pendingLive(job)) revert JobEscrowCheckpointPending(jobId, job.pendingStep);
         // Summed in 256 bits: two uint32 values near the top of their range would overflow and brick the job.
         uint256 reach = uint256(job.acceptedStep) + job.checkpointInterval;
         uint32 maxStep = reach > job.totalSteps ? job.totalSteps : uint32(reach);
-        if (step <= job.acceptedStep || step > maxStep) revert JobEscrowInvalidStep(jobId, step, job.acceptedStep, maxStep);
+        if (step <= job.acceptedStep || step > maxStep)
+            revert JobEscrowInvalidStep(jobId, step, job.acceptedStep, maxStep);
         if (checkpointHash == bytes32(0)) revert JobEscrowZeroHash(jobId);
         // Effects
+        _dropLapsed(jobId, job);
         job.pendingStep = step;
         job.pendingHash = checkpointHash;
+        job.pendingProvider = msg.sender;
+        job.pendingEpoch = epoch;
+        job.pendingPrice = job.pricePerStep;
+        job.reportedAt = uint64(block.timestamp);
         job.lastProgressAt = uint64(block.timestamp);
         _extendLease(job);
         emit CheckpointReported(jobId, msg.sender, epoch, step, checkpointHash);
@@ -247,19 +275,26 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks
         _checkPending(jobId, job, epoch, step, checkpointHash);
         _authorizeVerifiers(checkpointDecisionDigest(jobId, epoch, step, checkpointHash, true), signatures);
-        // Effects: the assignment's price was checked against the remaining budget at assign time.
+        // Effects: the reporter's price was checked against the remaining budget when it was assigned, and every
+        // later assignment reserved budget for this checkpoint too (`_budgetNeeded`).
         uint32 steps = step - job.acceptedStep;
-        uint128 amount = uint128(steps) * job.pricePerStep;
-        address provider = job.provider;
+        address provider = job.pendingProvider;
+        uint128 amount = uint128(steps) * job.pendingPrice;
         job.paid += amount;
         _earnings[jobId][provider] += amount;
         job.acceptedStep = step;
         job.acceptedHash = checkpointHash;
-        job.pendingStep = 0;
-        job.pendingHash = bytes32(0);
-        job.lastProgressAt = uint64(block.timestamp);
-        _extendLease(job);
+        _clearPending(job);
+        // Whoever holds the job now was waiting for this decision: its progress clock restarts.
+        if (job.phase == JobStatus.Running) {
+            job.lastProgressAt = uint64(block.timestamp);
+            _extendLease(job);
+        } else {
+            job.openSince = uint64(block.timestamp);
+        }
         emit CheckpointAccepted(jobId, provider, epoch, step, checkpointHash, steps, amount);
+        // Interactions: a reporter that no longer holds the job gets its stake lock back.
+        _releaseIfIdle(jobId, job, provider);
     }
 
     /// @inheritdoc IJobEscrow
@@ -274,17 +309,43 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks
         _checkPending(jobId, job, epoch, step, checkpointHash);
         _authorizeVerifiers(checkpointDecisionDigest(jobId, epoch, step, checkpointHash, false), signatures);
-        // Effects
-        address provider = job.provider;
-        _fenced[jobId][provider] = true;
-        emit CheckpointRefused(jobId, provider, epoch, step, checkpointHash);
-        _unassign(jobId, job, UnassignReason.Refused);
+        address provider = _refuse(jobId, job, epoch, step, checkpointHash);
+        _releaseIfIdle(jobId, job, provider);
     }
 
     /// @inheritdoc IJobEscrow
-    function submitVerdict(uint256 jobId, bytes32 modelHash, uint256 metric, bool passed, bytes calldata signatures)
-        external
-    {
+    function refuseWithFault(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        Fault calldata fault,
+        bytes calldata signatures
+    ) external {
+        Job storage job = _jobs[jobId];
+        // Checks
+        _checkPending(jobId, job, epoch, step, checkpointHash);
+        if (fault.step <= job.acceptedStep || fault.step > step) {
+            revert JobEscrowInvalidFaultStep(jobId, fault.step, job.acceptedStep, step);
+        }
+        if (fault.committedHash == fault.replayedHash) {
+            revert JobEscrowNotAFault(jobId, fault.committedHash, fault.replayedHash);
+        }
+        if (fault.finder == address(0)) revert JobEscrowZeroAddress();
+        _authorizeVerifiers(faultRefusalDigest(jobId, epoch, step, checkpointHash, fault), signatures);
+        // Effects
+        address provider = _refuse(jobId, job, epoch, step, checkpointHash);
+        _slash(jobId, job, provider, fault.step, fault.finder);
+    }
+
+    /// @inheritdoc IJobEscrow
+    function submitVerdict(
+        uint256 jobId,
+        bytes32 modelHash,
+        uint256 metric,
+        bool passed,
+        bytes calldata signatures
+    ) external {
         Job storage job = _jobs[jobId];
         // Checks: Open too, because a lapsed lease may have unassigned the provider after its last acceptance.
         _expectStatus(jobId, _bit(JobStatus.Open) | _bit(JobStatus.Running));
@@ -295,10 +356,17 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         _authorizeVerifiers(verdictDigest(jobId, modelHash, metric, passed), signatures);
         // Effects: the epoch bump fences the provider; training is over.
         job.phase = JobStatus.DisputeWindow;
-        job.epoch += 1;
-        _verdicts[jobId] =
-            Verdict({modelHash: modelHash, metric: metric, passed: passed, submittedAt: uint64(block.timestamp)});
-        emit VerdictSubmitted(jobId, modelHash, metric, passed, uint64(block.timestamp) + job.disputeWindow);
+        uint64 epoch = job.epoch + 1;
+        job.epoch = epoch;
+        _verdicts[jobId] = Verdict({
+            modelHash: modelHash,
+            metric: metric,
+            passed: passed,
+            submittedAt: uint64(block.timestamp)
+        });
+        emit VerdictSubmitted(jobId, modelHash, metric, passed, uint64(block.timestamp) + job.disputeWindow, epoch);
+        // Interactions: training is over; the last holder's stake lock comes back (no checkpoint can be pending).
+        _releaseIfIdle(jobId, job, job.provider);
     }
 
     // ------------------------------------------------------------------ arbiter
@@ -337,6 +405,16 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
             emit ArbiterTimedOut(jobId, msg.sender);
         }
         _settle(jobId, job, bondReturned, 0);
+    }
+
+    /// @inheritdoc IJobEscrow
+    function expire(uint256 jobId) external {
+        Job storage job = _jobs[jobId];
+        _expectStatus(jobId, _bit(JobStatus.Open));
+        uint64 expiresAt = job.openSince + STALL_EXPIRY;
+        if (block.timestamp <= expiresAt) revert JobEscrowNotExpired(jobId, expiresAt, block.timestamp);
+        emit JobExpired(jobId, job.budget - job.paid, msg.sender);
+        _cancel(jobId, job);
     }
 
     /// @inheritdoc IJobEscrow
@@ -411,26 +489,58 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
 
     /// @inheritdoc IJobEscrow
     function reserves() external view returns (uint256 held, uint256 owes) {
-        return (token.balanceOf(address(this)), totalLocked + totalBonds + totalWithdrawable);
+        (uint256 stakeHeld, uint256 stakes) = registry.reserves();
+        return (token.balanceOf(address(this)) + stakeHeld, totalLocked + totalBonds + totalWithdrawable + stakes);
     }
 
     /// @inheritdoc IJobEscrow
-    function checkpointDecisionDigest(uint256 jobId, uint64 epoch, uint32 step, bytes32 checkpointHash, bool accept)
-        public
-        view
-        returns (bytes32)
-    {
-        return _hashTypedDataV4(
-            keccak256(abi.encode(CHECKPOINT_DECISION_TYPEHASH, jobId, epoch, step, checkpointHash, accept))
-        );
+    function checkpointDecisionDigest(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        bool accept
+    ) public view returns (bytes32) {
+        return
+            _hashTypedDataV4(
+                keccak256(abi.encode(CHECKPOINT_DECISION_TYPEHASH, jobId, epoch, step, checkpointHash, accept))
+            );
     }
 
     /// @inheritdoc IJobEscrow
-    function verdictDigest(uint256 jobId, bytes32 modelHash, uint256 metric, bool passed)
-        public
-        view
-        returns (bytes32)
-    {
+    function faultRefusalDigest(
+        uint256 jobId,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash,
+        Fault calldata fault
+    ) public view returns (bytes32) {
+        return
+            _hashTypedDataV4(
+                keccak256(
+                    abi.encode(
+                        FAULT_REFUSAL_TYPEHASH,
+                        jobId,
+                        epoch,
+                        step,
+                        checkpointHash,
+                        fault.step,
+                        fault.inputHash,
+                        fault.committedHash,
+                        fault.replayedHash,
+                        fault.finder
+                    )
+                )
+            );
+    }
+
+    /// @inheritdoc IJobEscrow
+    function verdictDigest(
+        uint256 jobId,
+        bytes32 modelHash,
+        uint256 metric,
+        bool passed
+    ) public view returns (bytes32) {
         return _hashTypedDataV4(keccak256(abi.encode(VERDICT_TYPEHASH, jobId, modelHash, metric, passed)));
     }
 
@@ -440,8 +550,9 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         // Checks
         if (!isApprovedTemplate[request.templateId]) revert JobEscrowTemplateNotApproved(request.templateId);
         if (
-            request.totalSteps == 0 || request.checkpointInterval == 0
-                || request.checkpointInterval > request.totalSteps
+            request.totalSteps == 0 ||
+            request.checkpointInterval == 0 ||
+            request.checkpointInterval > request.totalSteps
         ) revert JobEscrowInvalidSteps(request.totalSteps, request.checkpointInterval);
         if (request.maxPricePerStep == 0 || request.budget == 0) revert JobEscrowZeroAmount();
         if (request.disputeWindow < MIN_DISPUTE_WINDOW || request.disputeWindow > MAX_DISPUTE_WINDOW) {
@@ -460,6 +571,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.disputeWindow = request.disputeWindow;
         job.maxPricePerStep = request.maxPricePerStep;
         job.budget = request.budget;
+        job.progressTimeout = _progressTimeout(request.checkpointInterval);
+        job.openSince = uint64(block.timestamp);
         totalLocked += request.budget;
         emit JobCreated(
             jobId,
@@ -476,8 +589,15 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         token.safeTransferFrom(msg.sender, address(this), request.budget);
     }
 
+    /// @dev A pending checkpoint stays: it is its reporter's, decided on its own epoch. The holder's stake lock
+    /// comes back unless that checkpoint is its own and still decidable.
     function _unassign(uint256 jobId, Job storage job, UnassignReason reason) private {
-        address provider = job.provider;
+        address provider = _reopen(jobId, job, reason);
+        _releaseIfIdle(jobId, job, provider);
+    }
+
+    function _reopen(uint256 jobId, Job storage job, UnassignReason reason) private returns (address provider) {
+        provider = job.provider;
         uint64 epoch = job.epoch + 1;
         job.epoch = epoch;
         job.phase = JobStatus.Open;
@@ -485,9 +605,106 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.pricePerStep = 0;
         job.leaseExpiresAt = 0;
         job.lastProgressAt = 0;
+        job.openSince = uint64(block.timestamp);
+        emit ProviderUnassigned(jobId, provider, epoch, reason, msg.sender);
+    }
+
+    /// @dev Fences the pending checkpoint's reporter, drops the checkpoint, and reopens the job if the reporter
+    /// holds it. Returns the reporter; its stake lock is the caller's to release or slash.
+    function _refuse(
+        uint256 jobId,
+        Job storage job,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash
+    ) private returns (address provider) {
+        provider = job.pendingProvider;
+        _fenced[jobId][provider] = true;
+        _clearPending(job);
+        emit CheckpointRefused(jobId, provider, epoch, step, checkpointHash);
+        if (job.phase == JobStatus.Running && job.provider == provider) _reopen(jobId, job, UnassignReason.Refused);
+    }
+
+    /// @dev Books the split of `provider`'s lock on the job and voids its unclaimed earnings there, then has the
+    /// registry (fixed at construction) send exactly that lock here: effects first, the one interaction last.
+    function _slash(uint256 jobId, Job storage job, address provider, uint32 faultStep, address finder) private {
+        uint128 slashed = registry.lockOf(provider, jobId);
+        uint128 voided = _earnings[jobId][provider];
+        _earnings[jobId][provider] = 0;
+        job.paid -= voided;
+        uint128 toClient = uint128((uint256(slashed) * CLIENT_SHARE_BPS) / 10_000);
+        uint128 toFinder = uint128((uint256(slashed) * FINDER_SHARE_BPS) / 10_000);
+        uint128 toFee = slashed - toClient - toFinder;
+        _withdrawable[job.client] += toClient;
+        _withdrawable[finder] += toFinder;
+        _withdrawable[feeRecipient] += toFee;
+        totalWithdrawable += slashed;
+        emit ProviderSlashed(jobId, provider, faultStep, finder, slashed, toClient, toFinder, toFee, voided);
+        registry.slashStake(provider, jobId);
+    }
+
+    function _cancel(uint256 jobId, Job storage job) private {
+        if (_pendingLive(job)) revert JobEscrowCheckpointPending(jobId, job.pendingStep);
+        _dropLapsed(jobId, job);
+        job.phase = JobStatus.Cancelled;
+        uint128 refund = job.budget - job.paid;
+        _release(job.client, refund);
+        emit JobCancelled(jobId, refund);
+    }
+
+    /// @dev Drops a pending checkpoint whose decision window closed, and returns its reporter's stake lock if the
+    /// reporter no longer holds the job.
+    function _dropLapsed(uint256 jobId, Job storage job) private {
+        if (job.pendingStep == 0 || _pendingLive(job)) return;
+        address provider = job.pendingProvider;
+        emit CheckpointLapsed(jobId, provider, job.pendingEpoch, job.pendingStep, job.pendingHash);
+        _clearPending(job);
+        _releaseIfIdle(jobId, job, provider);
+    }
+
+    function _clearPending(Job storage job) private {
         job.pendingStep = 0;
         job.pendingHash = bytes32(0);
-        emit ProviderUnassigned(jobId, provider, epoch, reason, msg.sender);
+        job.pendingProvider = address(0);
+        job.pendingEpoch = 0;
+        job.pendingPrice = 0;
+        job.reportedAt = 0;
+    }
+
+    /// @dev Releases `provider`'s stake lock on the job unless it still holds the job or has a decidable
+    /// checkpoint on it. Safe to repeat: the registry ignores a release without a lock.
+    function _releaseIfIdle(uint256 jobId, Job storage job, address provider) private {
+        if (provider == address(0)) return;
+        if (job.phase == JobStatus.Running && job.provider == provider) return;
+        if (job.pendingProvider == provider && _pendingLive(job)) return;
+        registry.releaseStake(provider, jobId);
+    }
+
+    function _pendingLive(Job storage job) private view returns (bool) {
+        return job.pendingStep != 0 && block.timestamp <= uint256(job.reportedAt) + DECISION_TIMEOUT;
+    }
+
+    /// @dev Budget a new assignment must find: the remaining steps at its price, or, while another provider's
+    /// checkpoint is still decidable, that checkpoint at its reporter's price plus the steps after it.
+    function _budgetNeeded(Job storage job, uint128 price) private view returns (uint256 needed) {
+        needed = uint256(job.totalSteps - job.acceptedStep) * price;
+        if (job.pendingStep == 0) return needed;
+        uint256 withPending =
+            uint256(job.pendingStep - job.acceptedStep) * job.pendingPrice +
+                uint256(job.totalSteps - job.pendingStep) * price;
+        if (withPending > needed) needed = withPending;
+    }
+
+    /// @dev price × checkpointInterval: what one checkpoint pays, so what fabricating one could win at most.
+    function _lockFor(uint128 price, uint32 interval) private pure returns (uint128) {
+        uint256 lock = uint256(price) * interval;
+        return lock > type(uint128).max ? type(uint128).max : uint128(lock);
+    }
+
+    function _progressTimeout(uint32 interval) private view returns (uint64) {
+        uint256 timeout = uint256(interval) * MAX_SECONDS_PER_STEP;
+        if (timeout < leaseDuration) return leaseDuration;
+        return timeout > PROGRESS_TIMEOUT ? PROGRESS_TIMEOUT : uint64(timeout);
     }
 
     /// @dev Releases the client's refund (and the bond, whichever way it goes). Providers claim their earnings
@@ -524,14 +741,22 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         }
     }
 
-    function _checkPending(uint256 jobId, Job storage job, uint64 epoch, uint32 step, bytes32 checkpointHash)
-        private
-        view
-    {
-        _expectStatus(jobId, _bit(JobStatus.Running));
+    function _checkPending(
+        uint256 jobId,
+        Job storage job,
+        uint64 epoch,
+        uint32 step,
+        bytes32 checkpointHash
+    ) private view {
+        _expectStatus(jobId, _bit(JobStatus.Open) | _bit(JobStatus.Running));
         if (
-            job.pendingStep == 0 || epoch != job.epoch || step != job.pendingStep || checkpointHash != job.pendingHash
+            job.pendingStep == 0 ||
+            epoch != job.pendingEpoch ||
+            step != job.pendingStep ||
+            checkpointHash != job.pendingHash
         ) revert JobEscrowNoSuchPendingCheckpoint(jobId, epoch, step, checkpointHash);
+        uint64 deadline = job.reportedAt + DECISION_TIMEOUT;
+        if (block.timestamp > deadline) revert JobEscrowDecisionWindowClosed(jobId, deadline, block.timestamp);
     }
 
     /// @dev The Safe may call directly (a Safe transaction), or anyone may relay 2-of-3 owner signatures over the

@@ -1,14 +1,140 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 
 /// @title ProviderRegistry
-/// @notice Self-service registry of training providers. No admin: each provider manages only its own record.
+/// @notice Self-service registry of training providers and their stake. No admin: each provider manages only its
+/// own record and deposit; only the escrow bound once at deployment locks, releases and slashes stake.
+/// @dev Every function touches one provider (and one job's lock): no loops.
 contract ProviderRegistry is IProviderRegistry {
+    using SafeERC20 for IERC20;
+
     uint256 public constant MAX_NAME_LENGTH = 64;
 
+    IERC20 public immutable stakeToken;
+    uint128 public immutable minStake;
+    uint64 public immutable unbondingDelay;
+    address public immutable binder;
+    address public escrow;
+    uint256 public totalStaked;
+
     mapping(address provider => Provider) private _providers;
+    mapping(address provider => Stake) private _stakes;
+    mapping(address provider => mapping(uint256 jobId => uint128)) private _locks;
+
+    constructor(IERC20 stakeToken_, uint128 minStake_, uint64 unbondingDelay_) {
+        if (address(stakeToken_) == address(0) || minStake_ == 0 || unbondingDelay_ == 0) {
+            revert ProviderRegistryInvalidConfig(address(stakeToken_), minStake_, unbondingDelay_);
+        }
+        stakeToken = stakeToken_;
+        minStake = minStake_;
+        unbondingDelay = unbondingDelay_;
+        binder = msg.sender;
+    }
+
+    modifier onlyEscrow() {
+        if (msg.sender != escrow || escrow == address(0)) revert ProviderRegistryNotEscrow(msg.sender, escrow);
+        _;
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function bindEscrow(address escrow_) external {
+        if (msg.sender != binder || escrow != address(0) || escrow_ == address(0)) {
+            revert ProviderRegistryCannotBind(msg.sender, escrow);
+        }
+        escrow = escrow_;
+        emit EscrowBound(escrow_);
+    }
+
+    // ------------------------------------------------------------------ stake: providers
+
+    /// @inheritdoc IProviderRegistry
+    function depositStake(uint128 amount) external {
+        // Checks
+        Stake storage st = _stakes[msg.sender];
+        _registered(msg.sender);
+        if (amount == 0) revert ProviderRegistryZeroStake(msg.sender);
+        // Effects
+        st.deposited += amount;
+        totalStaked += amount;
+        emit StakeDeposited(msg.sender, amount, st.deposited);
+        // Interactions
+        stakeToken.safeTransferFrom(msg.sender, address(this), amount);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function requestUnbond(uint128 amount) external {
+        Stake storage st = _stakes[msg.sender];
+        if (amount == 0) revert ProviderRegistryZeroStake(msg.sender);
+        uint128 free = _free(st);
+        if (amount > free) revert ProviderRegistryStakeShort(msg.sender, free, amount);
+        uint64 readyAt = uint64(block.timestamp) + unbondingDelay;
+        st.unbonding += amount;
+        st.unbondingReadyAt = readyAt;
+        emit UnbondingStarted(msg.sender, amount, st.unbonding, readyAt);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function withdrawStake() external {
+        // Checks
+        Stake storage st = _stakes[msg.sender];
+        uint128 amount = st.unbonding;
+        if (amount == 0) revert ProviderRegistryNothingUnbonding(msg.sender);
+        if (block.timestamp < st.unbondingReadyAt) {
+            revert ProviderRegistryUnbondingNotReady(msg.sender, st.unbondingReadyAt, block.timestamp);
+        }
+        // Effects
+        st.unbonding = 0;
+        st.unbondingReadyAt = 0;
+        st.deposited -= amount;
+        totalStaked -= amount;
+        emit StakeWithdrawn(msg.sender, amount);
+        // Interactions
+        stakeToken.safeTransfer(msg.sender, amount);
+    }
+
+    // ------------------------------------------------------------------ stake: escrow
+
+    /// @inheritdoc IProviderRegistry
+    function lockStake(address provider, uint256 jobId, uint128 amount) external onlyEscrow {
+        Stake storage st = _stakes[provider];
+        uint128 current = _locks[provider][jobId];
+        uint128 extra = _extraNeeded(current, amount);
+        if (extra == 0) return;
+        uint128 free = _free(st);
+        if (extra > free) revert ProviderRegistryStakeShort(provider, free, extra);
+        st.locked += extra;
+        _locks[provider][jobId] = current + extra;
+        emit StakeLocked(provider, jobId, current + extra);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function releaseStake(address provider, uint256 jobId) external onlyEscrow {
+        uint128 amount = _locks[provider][jobId];
+        if (amount == 0) return;
+        _locks[provider][jobId] = 0;
+        _stakes[provider].locked -= amount;
+        emit StakeReleased(provider, jobId, amount);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function slashStake(address provider, uint256 jobId) external onlyEscrow returns (uint128 amount) {
+        // Checks
+        amount = _locks[provider][jobId];
+        if (amount == 0) return 0;
+        // Effects
+        Stake storage st = _stakes[provider];
+        _locks[provider][jobId] = 0;
+        st.locked -= amount;
+        st.deposited -= amount;
+        totalStaked -= amount;
+        emit StakeSlashed(provider, jobId, amount);
+        // Interactions: to the escrow, which books the split before calling here.
+        stakeToken.safeTransfer(msg.sender, amount);
+    }
 
     /// @inheritdoc IProviderRegistry
     function register(
@@ -73,6 +199,41 @@ contract ProviderRegistry is IProviderRegistry {
     function quote(address provider) external view returns (uint128 pricePerStep, uint32 memoryMiB, bool active) {
         Provider storage p = _providers[provider];
         return (p.pricePerStep, p.memoryMiB, p.active);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function stakeOf(address provider) external view returns (Stake memory) {
+        return _stakes[provider];
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function lockOf(address provider, uint256 jobId) external view returns (uint128) {
+        return _locks[provider][jobId];
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function stakeQuote(
+        address provider,
+        uint256 jobId,
+        uint128 amount
+    ) external view returns (uint128 needed, uint128 free) {
+        return (_extraNeeded(_locks[provider][jobId], amount), _free(_stakes[provider]));
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function reserves() external view returns (uint256 held, uint256 owes) {
+        return (stakeToken.balanceOf(address(this)), totalStaked);
+    }
+
+    function _free(Stake storage st) private view returns (uint128) {
+        return st.deposited - st.locked - st.unbonding;
+    }
+
+    /// @dev A job's lock is at least the network minimum; a provider re-assigned a job it still has a lock on
+    /// only tops it up.
+    function _extraNeeded(uint128 current, uint128 amount) private view returns (uint128) {
+        uint128 target = amount < minStake ? minStake : amount;
+        return target > current ? target - current : 0;
     }
 
     function _setActive(bool active) private {

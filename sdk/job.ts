@@ -69,6 +69,11 @@ export interface RawJob {
   paid: bigint | number;
   acceptedHash: string;
   pendingHash: string;
+  /** Who reported the pending checkpoint and at which epoch (it stays decidable after its reporter leaves). */
+  pendingProvider?: string;
+  pendingEpoch?: bigint | number;
+  reportedAt?: bigint | number;
+  progressTimeout?: bigint | number;
 }
 
 /** A job's on-chain state at one block, as plain values: hashes and ids lower-case, steps as numbers. */
@@ -87,6 +92,13 @@ export interface JobView {
   acceptedHash: string;
   pendingStep: number;
   pendingHash: string;
+  /** The pending checkpoint's reporter and epoch: decisions name this epoch, acceptance credits this reporter. */
+  pendingProvider: string;
+  pendingEpoch: bigint;
+  /** The pending checkpoint may be decided until reportedAt + DECISION_TIMEOUT. */
+  reportedAt: bigint;
+  /** This job's bound on an assignee's time without progress. */
+  progressTimeout: bigint;
   leaseExpiresAt: bigint;
   disputeWindow: bigint;
   lastProgressAt: bigint;
@@ -111,6 +123,11 @@ export function toJobView(jobId: bigint, status: bigint | number, raw: RawJob): 
     acceptedHash: raw.acceptedHash.toLowerCase(),
     pendingStep: Number(raw.pendingStep),
     pendingHash: raw.pendingHash.toLowerCase(),
+    // Older fixtures omit them: a pending checkpoint then belongs to the current epoch and holder.
+    pendingProvider: raw.pendingProvider ?? raw.provider,
+    pendingEpoch: BigInt(raw.pendingEpoch ?? raw.epoch),
+    reportedAt: BigInt(raw.reportedAt ?? 0),
+    progressTimeout: BigInt(raw.progressTimeout ?? 0),
     leaseExpiresAt: BigInt(raw.leaseExpiresAt),
     disputeWindow: BigInt(raw.disputeWindow),
     lastProgressAt: BigInt(raw.lastProgressAt),

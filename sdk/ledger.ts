@@ -4,7 +4,8 @@
  * read it to say who is owed what and why.
  *
  * Input: the escrow's decoded logs in any order (ethers' `EventLog`s from `escrow.queryFilter("*")` fit), each
- * `{ eventName, args, blockNumber, index }`. Unknown events (e.g. Ownable's) are ignored; an event for a job
+ * `{ eventName, args, blockNumber, index }`, together with the registry's (its stake events; the rest of its
+ * events are ignored) so that stakes are counted too. Unknown events (e.g. Ownable's) are ignored; an event for a job
  * whose JobCreated is missing throws, because the books would be wrong (query from the deployment block).
  *
  * Output, `Ledger`:
@@ -14,14 +15,16 @@
  *   totalLocked        budgets not yet released, providers' unclaimed earnings included
  *   totalBonds         dispute bonds held
  *   totalWithdrawable  sum of `withdrawable`
- *   owes               totalLocked + totalBonds + totalWithdrawable (proof of reserves, right-hand side)
- *   held               tokens in (budgets, bonds) minus tokens out (withdrawals), as the events tell; a plain
- *                      token transfer to the escrow is not an escrow event, so `reserves().held` may exceed it
+ *   stakes             Map<provider, { deposited, locked, unbonding, slashed }>: the registry's stake books
+ *   totalStaked        Σ deposits still in the registry (locked and unbonding included)
+ *   owes               totalLocked + totalBonds + totalWithdrawable + totalStaked (proof of reserves, right side)
+ *   held               tokens in (budgets, bonds, stakes) minus tokens out (withdrawals), as the events tell; a
+ *                      plain token transfer is not an event, so `reserves().held` may exceed it
  *   roles              { coordinator, arbiter, feeRecipient }, from the latest *Set events
  *   templates          Map<templateId, approved>
  * `LedgerJob` mirrors the contract's `Job` (stored phase, epoch, provider, price, accepted/pending step and hash,
  * paid) plus what only history tells: per-provider earnings not yet claimed and already released, fenced
- * providers, the verdict, the dispute, the settlement, and `history` (every event of the job, in order).
+ * providers, slashes, the verdict, the dispute, the settlement, and `history` (every event of the job, in order).
  * `statusAt(job, now)` derives the clock-dependent statuses exactly as the contract's `statusOf`.
  */
 import { getAddress } from "ethers";
@@ -66,14 +69,28 @@ export interface LedgerJob {
   acceptedHash: string | null;
   pendingStep: number;
   pendingHash: string | null;
+  /** Who reported the pending checkpoint, at which epoch: it, not the current holder, is credited for it. */
+  pendingProvider: string | null;
+  pendingEpoch: bigint;
   paid: bigint;
   earnings: Map<string, bigint>;
   released: Map<string, bigint>;
   fenced: Set<string>;
+  slashes: { provider: string; faultStep: number; finder: string; slashed: bigint; earningsVoided: bigint }[];
+  expired: boolean;
   verdict: { modelHash: string; metric: bigint; passed: boolean; disputeDeadline: bigint } | null;
   dispute: { bond: bigint; arbiterDeadline: bigint; resolved: boolean; upheld: boolean; timedOut: boolean } | null;
   settlement: { refund: bigint; providersPaid: bigint; bondReturned: bigint; bondForfeited: bigint } | null;
   history: LedgerEntry[];
+}
+
+export interface StakeBook {
+  deposited: bigint;
+  locked: bigint;
+  unbonding: bigint;
+  slashed: bigint;
+  /** Current lock per job id. */
+  locks: Map<bigint, bigint>;
 }
 
 export interface Ledger {
@@ -83,6 +100,8 @@ export interface Ledger {
   totalLocked: bigint;
   totalBonds: bigint;
   totalWithdrawable: bigint;
+  stakes: Map<string, StakeBook>;
+  totalStaked: bigint;
   owes: bigint;
   held: bigint;
   roles: { coordinator: string | null; arbiter: string | null; feeRecipient: string | null };
@@ -98,6 +117,8 @@ export function foldEscrowEvents(events: readonly EscrowEvent[]): Ledger {
     totalLocked: 0n,
     totalBonds: 0n,
     totalWithdrawable: 0n,
+    stakes: new Map(),
+    totalStaked: 0n,
     owes: 0n,
     held: 0n,
     roles: { coordinator: null, arbiter: null, feeRecipient: null },
@@ -105,7 +126,7 @@ export function foldEscrowEvents(events: readonly EscrowEvent[]): Ledger {
   };
   const ordered = [...events].sort((a, b) => a.blockNumber - b.blockNumber || a.index - b.index);
   for (const e of ordered) apply(ledger, e);
-  ledger.owes = ledger.totalLocked + ledger.totalBonds + ledger.totalWithdrawable;
+  ledger.owes = ledger.totalLocked + ledger.totalBonds + ledger.totalWithdrawable + ledger.totalStaked;
   return ledger;
 }
 
@@ -167,13 +188,12 @@ function apply(l: Ledger, e: EscrowEvent): void {
       return;
     }
     case "ProviderUnassigned": {
+      // A pending checkpoint stays its reporter's (decided later on its own epoch, or lapsed).
       const j = job();
       j.phase = JobStatus.Open;
       j.epoch = big("newEpoch");
       j.provider = null;
       j.pricePerStep = 0n;
-      j.pendingStep = 0;
-      j.pendingHash = null;
       return;
     }
     case "LeaseExtended":
@@ -183,8 +203,13 @@ function apply(l: Ledger, e: EscrowEvent): void {
       const j = job();
       j.pendingStep = num("step");
       j.pendingHash = str("checkpointHash");
+      j.pendingProvider = addr("provider");
+      j.pendingEpoch = big("epoch");
       return;
     }
+    case "CheckpointLapsed":
+      clearPending(job());
+      return;
     case "CheckpointAccepted": {
       const j = job();
       const provider = addr("provider");
@@ -193,17 +218,72 @@ function apply(l: Ledger, e: EscrowEvent): void {
       j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) + amount);
       j.acceptedStep = num("step");
       j.acceptedHash = str("checkpointHash");
-      j.pendingStep = 0;
-      j.pendingHash = null;
+      clearPending(j);
       return;
     }
-    case "CheckpointRefused":
-      job().fenced.add(addr("provider"));
+    case "CheckpointRefused": {
+      const j = job();
+      j.fenced.add(addr("provider"));
+      clearPending(j);
       return;
+    }
+    case "ProviderSlashed": {
+      const j = job();
+      const provider = addr("provider");
+      const voided = big("earningsVoided");
+      j.paid -= voided;
+      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - voided);
+      j.slashes.push({ provider, faultStep: num("faultStep"), finder: addr("finder"), slashed: big("slashed"), earningsVoided: voided });
+      credit(l, j.client, big("toClient"));
+      credit(l, addr("finder"), big("toFinder"));
+      credit(l, feeRecipientOf(l, e), big("toFeeRecipient"));
+      return;
+    }
+    case "JobExpired":
+      job().expired = true; // JobCancelled follows in the same transaction with the refund
+      return;
+    case "StakeDeposited": {
+      const st = stakeOf(l, addr("provider"));
+      st.deposited += big("amount");
+      l.totalStaked += big("amount");
+      l.held += big("amount");
+      return;
+    }
+    case "UnbondingStarted":
+      stakeOf(l, addr("provider")).unbonding = big("unbonding");
+      return;
+    case "StakeWithdrawn": {
+      const st = stakeOf(l, addr("provider"));
+      st.deposited -= big("amount");
+      st.unbonding = 0n;
+      l.totalStaked -= big("amount");
+      l.held -= big("amount");
+      return;
+    }
+    case "StakeLocked": {
+      const st = stakeOf(l, addr("provider"));
+      const jobId = big("jobId");
+      st.locked += big("amount") - (st.locks.get(jobId) ?? 0n);
+      st.locks.set(jobId, big("amount"));
+      return;
+    }
+    case "StakeReleased":
+    case "StakeSlashed": {
+      const st = stakeOf(l, addr("provider"));
+      st.locked -= big("amount");
+      st.locks.delete(big("jobId"));
+      if (e.eventName === "StakeSlashed") {
+        // The tokens move from the registry to the escrow (held stays); ProviderSlashed credits the split.
+        st.deposited -= big("amount");
+        st.slashed += big("amount");
+        l.totalStaked -= big("amount");
+      }
+      return;
+    }
     case "VerdictSubmitted": {
       const j = job();
       j.phase = JobStatus.DisputeWindow;
-      j.epoch += 1n; // the contract fences the provider by bumping the epoch; the event does not repeat it
+      j.epoch = big("newEpoch"); // the bump that fences the last assignee
       j.verdict = {
         modelHash: str("modelHash"),
         metric: big("metric"),
@@ -297,6 +377,22 @@ function apply(l: Ledger, e: EscrowEvent): void {
   }
 }
 
+function clearPending(j: LedgerJob): void {
+  j.pendingStep = 0;
+  j.pendingHash = null;
+  j.pendingProvider = null;
+  j.pendingEpoch = 0n;
+}
+
+function stakeOf(l: Ledger, provider: string): StakeBook {
+  let st = l.stakes.get(provider);
+  if (st === undefined) {
+    st = { deposited: 0n, locked: 0n, unbonding: 0n, slashed: 0n, locks: new Map() };
+    l.stakes.set(provider, st);
+  }
+  return st;
+}
+
 function newJob(jobId: bigint, client: string, a: Record<string, unknown>): LedgerJob {
   return {
     jobId,
@@ -316,10 +412,14 @@ function newJob(jobId: bigint, client: string, a: Record<string, unknown>): Ledg
     acceptedHash: null,
     pendingStep: 0,
     pendingHash: null,
+    pendingProvider: null,
+    pendingEpoch: 0n,
     paid: 0n,
     earnings: new Map(),
     released: new Map(),
     fenced: new Set(),
+    slashes: [],
+    expired: false,
     verdict: null,
     dispute: null,
     settlement: null,

@@ -13,6 +13,24 @@ export interface CheckpointDecision {
   accept: boolean;
 }
 
+/** A fault the verifiers proved by replaying one step (IJobEscrow.Fault). */
+export interface Fault {
+  step: number;
+  inputHash: string;
+  committedHash: string;
+  replayedHash: string;
+  finder: string;
+}
+
+/** A refusal that carries a proven fault: the checkpoint it refuses and the fault (slashes the reporter). */
+export interface FaultRefusal {
+  jobId: bigint;
+  epoch: bigint;
+  step: number;
+  checkpointHash: string;
+  fault: Fault;
+}
+
 export interface VerdictMessage {
   jobId: bigint;
   modelHash: string;
@@ -38,6 +56,12 @@ export const checkpointDecisionTypes = typesFromSignature(
   "CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,bool accept)",
 );
 
+/** Flat, as the contract hashes it (FAULT_REFUSAL_TYPEHASH): the fault's fields follow the checkpoint's. */
+export const faultRefusalTypes = typesFromSignature(
+  "FaultRefusal(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,uint32 faultStep," +
+    "bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)",
+);
+
 export const verdictTypes = typesFromSignature("Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)");
 
 /** Safe v1.4.1's EIP-712 SafeMessage (CompatibilityFallbackHandler): the one definition in this repository. */
@@ -58,6 +82,21 @@ export function escrowDomain(chainId: bigint, escrow: string): TypedDataDomain {
 
 export function checkpointDecisionDigest(domain: TypedDataDomain, decision: CheckpointDecision): string {
   return TypedDataEncoder.hash(domain, checkpointDecisionTypes, decision);
+}
+
+export function faultRefusalDigest(domain: TypedDataDomain, r: FaultRefusal): string {
+  const { fault } = r;
+  return TypedDataEncoder.hash(domain, faultRefusalTypes, {
+    jobId: r.jobId,
+    epoch: r.epoch,
+    step: r.step,
+    checkpointHash: r.checkpointHash,
+    faultStep: fault.step,
+    inputHash: fault.inputHash,
+    committedHash: fault.committedHash,
+    replayedHash: fault.replayedHash,
+    finder: fault.finder,
+  });
 }
 
 export function verdictDigest(domain: TypedDataDomain, verdict: VerdictMessage): string {

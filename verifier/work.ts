@@ -8,7 +8,7 @@ import {
   checkpointDecisionDigest, verdictDigest, type CheckpointDecision, type VerdictMessage,
 } from "../sdk/verifierSignatures.ts";
 import type { TypedDataDomain } from "ethers";
-import { allStepsAccepted, isRunning, isTraining, type JobView } from "../sdk/job.ts";
+import { allStepsAccepted, isTraining, type JobView } from "../sdk/job.ts";
 
 export type CheckpointItem = {
   kind: "checkpoint";
@@ -41,19 +41,19 @@ export const checkpointKey = (jobId: bigint, epoch: bigint, step: number, hash: 
 export const verdictKey = (jobId: bigint, modelHash: string) => `verdict:${jobId}:${modelHash.toLowerCase()}`;
 
 /**
- * The decisions the chain is waiting for, in job order: the pending checkpoint of each Running job (only the one
- * at the job's current epoch exists on chain, so reports from fenced workers never appear), and a verdict for each
- * Open or Running job whose every step is accepted.
+ * The decisions the chain is waiting for, in job order: the pending checkpoint of each Open or Running job (one
+ * at most, on the epoch it was reported at: a report stays decidable after its reporter is unassigned, and a fenced
+ * worker can never report), and a verdict for each Open or Running job whose every step is accepted.
  */
 export function planWork(jobs: JobView[]): WorkItem[] {
   const items: WorkItem[] = [];
   for (const job of jobs) {
     const { jobId } = job;
-    if (isRunning(job.status) && job.pendingStep !== 0) {
+    if (isTraining(job.status) && job.pendingStep !== 0) {
       items.push({
         kind: "checkpoint",
-        key: checkpointKey(jobId, job.epoch, job.pendingStep, job.pendingHash),
-        jobId, epoch: job.epoch, step: job.pendingStep, hash: job.pendingHash,
+        key: checkpointKey(jobId, job.pendingEpoch, job.pendingStep, job.pendingHash),
+        jobId, epoch: job.pendingEpoch, step: job.pendingStep, hash: job.pendingHash,
         templateId: job.templateId, seed: job.seed, acceptedStep: job.acceptedStep, acceptedHash: job.acceptedHash,
       });
     } else if (isTraining(job.status) && allStepsAccepted(job)) {

@@ -1,5 +1,4 @@
 import type { buildModule } from "@nomicfoundation/hardhat-ignition/modules";
-import ProviderRegistryModule from "./ProviderRegistry.ts";
 import VerifierSafeModule from "./VerifierSafe.ts";
 
 /** The builder `buildModule` hands its callback (Ignition no longer exports the type by name from here). */
@@ -9,10 +8,15 @@ type TokenFuture = Parameters<IgnitionModuleBuilder["contractAt"]>[2];
 /**
  * The escrow part, shared by the local and the Base Sepolia protocol modules (they differ only in where the
  * token comes from). Parameters: `owner`, `coordinator`, `arbiter`, `feeRecipient` (addresses),
- * `leaseDurationSeconds`, `disputeBond` (token units, 6 decimals).
+ * `leaseDurationSeconds`, `disputeBond` (token units, 6 decimals), and the registry's stake rules: `minStake`
+ * (token units; the smallest lock a job takes) and `unbondingDelaySeconds` (must exceed the escrow's
+ * DECISION_TIMEOUT of one hour, or the escrow's constructor reverts). The deployer binds the escrow to the
+ * registry, once.
  */
 export function addJobEscrow(m: IgnitionModuleBuilder, token: TokenFuture) {
-  const { registry } = m.useModule(ProviderRegistryModule);
+  const minStake = m.getParameter("minStake", 1_000_000n);
+  const unbondingDelay = m.getParameter("unbondingDelaySeconds", 2 * 24 * 3600);
+  const registry = m.contract("ProviderRegistry", [token, minStake, unbondingDelay]);
   const safe = m.useModule(VerifierSafeModule);
   const roles = {
     owner: m.getParameter("owner", m.getAccount(0) as never),
@@ -24,5 +28,6 @@ export function addJobEscrow(m: IgnitionModuleBuilder, token: TokenFuture) {
   const leaseDuration = m.getParameter("leaseDurationSeconds", 120);
   const disputeBond = m.getParameter("disputeBond", 50_000_000n);
   const escrow = m.contract("JobEscrow", [token, registry, roles, leaseDuration, disputeBond]);
+  m.call(registry, "bindEscrow", [escrow]);
   return { escrow, registry, ...safe };
 }

@@ -4,7 +4,7 @@
  * it is on chain now (so a decision already on chain is never sent twice).
  */
 import { getAddress, isHexString } from "ethers";
-import { isRunning, isTraining, type JobView } from "../../sdk/job.ts";
+import { isTraining, type JobView } from "../../sdk/job.ts";
 import type { CheckpointDecision, VerdictMessage } from "../../sdk/verifierSignatures.ts";
 
 /** What the verifiers sign: a decision on one checkpoint, or the verdict on the final model. */
@@ -110,7 +110,7 @@ export function readySignatures(
 /** The parts of a job (sdk/job.ts) the collector compares a decision with. */
 export type JobState = Pick<
   JobView,
-  "status" | "epoch" | "totalSteps" | "acceptedStep" | "acceptedHash" | "pendingStep" | "pendingHash"
+  "status" | "epoch" | "totalSteps" | "acceptedStep" | "acceptedHash" | "pendingStep" | "pendingHash" | "pendingEpoch"
 >;
 
 export type Applicability = { action: "send" | "wait" | "stale"; reason: string };
@@ -119,11 +119,12 @@ export type Applicability = { action: "send" | "wait" | "stale"; reason: string 
 export function applicability(d: VerifierDecision, job: JobState): Applicability {
   if (d.kind === "checkpoint") {
     const m = d.message;
-    if (!isRunning(job.status)) return { action: "stale", reason: `job is ${job.status}` };
-    if (job.epoch !== m.epoch) return { action: "stale", reason: `epoch moved on to ${job.epoch}` };
-    if (job.pendingStep === m.step && eqHash(job.pendingHash, m.checkpointHash)) {
+    // A checkpoint stays decidable, on the epoch it was reported at, after its reporter is unassigned.
+    if (!isTraining(job.status)) return { action: "stale", reason: `job is ${job.status}` };
+    if (job.pendingStep === m.step && eqHash(job.pendingHash, m.checkpointHash) && job.pendingEpoch === m.epoch) {
       return { action: "send", reason: "pending checkpoint matches" };
     }
+    if (job.epoch !== m.epoch) return { action: "stale", reason: `epoch moved on to ${job.epoch}` };
     if (job.pendingStep === 0 && job.acceptedStep < m.step) return { action: "wait", reason: "checkpoint not reported yet" };
     return { action: "stale", reason: `pending checkpoint is now step ${job.pendingStep}, accepted ${job.acceptedStep}` };
   }

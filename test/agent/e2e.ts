@@ -3,7 +3,7 @@ import { checkHeartbeat } from "../../sdk/heartbeat.ts";
 import {
   createTrainer, decodeCheckpoint, replayCommittedStep, sampleSteps, type Trainer,
 } from "../../workloads/index.ts";
-import { BLOBS, localProtocol, startAgent, until } from "./helpers.ts";
+import { BLOBS, localProtocol, staked, startAgent, until } from "./helpers.ts";
 
 describe("agent: end to end on the local chain", function () {
   this.timeout(60_000);
@@ -21,7 +21,7 @@ describe("agent: end to end on the local chain", function () {
     const wallet = await p.fundedWallet();
     const agent = await startAgent(wallet, p.deployment);
     try {
-      await until("registration", () => registry.isActive(wallet.address));
+      await until("registration and stake", () => staked(registry, wallet.address));
       expect((await registry.providerOf(wallet.address)).pricePerStep).to.equal(900n);
       await (await escrow.connect(coordinator).assign(jobId, wallet.address)).wait();
 
@@ -56,7 +56,9 @@ describe("agent: end to end on the local chain", function () {
       expect(reports.every((e) => e.blockNumber < unassignedAt)).to.equal(true);
       const leases = await escrow.queryFilter(escrow.filters.LeaseExtended(jobId, wallet.address), unassignedAt);
       expect(leases).to.have.length(0);
-      expect((await escrow.jobOf(jobId)).pendingStep).to.equal(0n);
+      // The agent's last report stays its own and decidable on its epoch (issue 13: pay cannot be redirected).
+      const after = await escrow.jobOf(jobId);
+      expect([after.pendingStep, after.pendingProvider, after.pendingEpoch]).to.deep.equal([8n, wallet.address, 1n]);
 
       // Heartbeats: signed, for the job at epoch 1 while working, idle (job 0) once fenced.
       const { chainId } = await p.ethers.provider.getNetwork();

@@ -83,14 +83,15 @@ export async function localProtocol() {
   /** 2-of-3 verifier signatures on accepting (or refusing) the pending checkpoint, relayed by anyone. */
   async function decide(jobId: bigint, accept: boolean) {
     const job = await escrow.jobOf(jobId);
-    const msg = { jobId, epoch: job.epoch, step: Number(job.pendingStep), checkpointHash: job.pendingHash, accept };
+    // A checkpoint is decided on the epoch it was reported at (its reporter may have been unassigned since).
+    const msg = { jobId, epoch: job.pendingEpoch, step: Number(job.pendingStep), checkpointHash: job.pendingHash, accept };
     const digest = checkpointDecisionDigest(domain, msg);
     const sigs = packSafeSignatures([
       { signer: v1.address, signature: await signAsSafeOwner(v1, chainId, safe, digest) },
       { signer: v2.address, signature: await signAsSafeOwner(v2, chainId, safe, digest) },
     ]);
     const fn = accept ? escrow.acceptCheckpoint : escrow.refuseCheckpoint;
-    await (await fn(jobId, job.epoch, job.pendingStep, job.pendingHash, sigs)).wait();
+    await (await fn(jobId, job.pendingEpoch, job.pendingStep, job.pendingHash, sigs)).wait();
     return msg;
   }
 
@@ -136,15 +137,20 @@ export async function startAgent(
   };
 }
 
+/** Registered, active and with stake deposited: the agent takes work only then (it stakes right after registering). */
+export async function staked(registry: { isActive(a: string): Promise<boolean>; stakeOf(a: string): Promise<{ deposited: bigint }> }, address: string) {
+  return (await registry.isActive(address)) && (await registry.stakeOf(address)).deposited > 0n;
+}
+
 export type LocalProtocol = Awaited<ReturnType<typeof localProtocol>>;
 
-/** A new funded provider running the agent, registered, and assigned `jobId` by the coordinator. */
+/** A new funded provider running the agent, registered and staked, and assigned `jobId` by the coordinator. */
 export async function assignedAgent(
   p: LocalProtocol, jobId: bigint, opts: Parameters<typeof startAgent>[2] = {},
 ): Promise<{ wallet: Wallet; agent: RunningAgent }> {
   const wallet = await p.fundedWallet();
   const agent = await startAgent(wallet, p.deployment, opts);
-  await until("registration", () => p.registry.isActive(wallet.address));
+  await until("registration and stake", () => staked(p.registry, wallet.address));
   await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
   return { wallet, agent };
 }

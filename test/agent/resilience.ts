@@ -5,7 +5,7 @@ import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { connectRpc } from "../../agent/cli.ts";
 import { parseFault } from "../../agent/faults.ts";
 import { decodeCheckpoint, loadTemplate } from "../../workloads/index.ts";
-import { assignedAgent, captureLogger, CPU_DEVICE, localProtocol, startAgent, until } from "./helpers.ts";
+import { assignedAgent, captureLogger, CPU_DEVICE, localProtocol, staked, startAgent, until } from "./helpers.ts";
 
 /** A localhost port nobody listens on. */
 async function closedPort(): Promise<number> {
@@ -89,7 +89,7 @@ describe("agent: on the local chain, faults and restarts", function () {
     const wallet = await p.fundedWallet();
     const agent = await startAgent(wallet, p.deployment);
     try {
-      await until("registration", () => p.registry.isActive(wallet.address));
+      await until("registration and stake", () => staked(p.registry, wallet.address));
       await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
       const declined = await until("decline", () => agent.records.find((r) => r.msg.startsWith("declining job")));
       expect(declined).to.include({ level: "error", templateId: bogus, job: jobId.toString() });
@@ -110,7 +110,7 @@ describe("agent: on the local chain, faults and restarts", function () {
     const tiny = { ...CPU_DEVICE, memoryMiB: 1, capped: true };
     const agent = await startAgent(wallet, p.deployment, { config: { device: tiny } });
     try {
-      await until("registration", () => p.registry.isActive(wallet.address));
+      await until("registration and stake", () => staked(p.registry, wallet.address));
       await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
       const declined = await until("decline", () => agent.records.find((r) => r.msg.startsWith("declining job")));
       expect(declined).to.include({ level: "error", job: jobId.toString() });
@@ -124,7 +124,7 @@ describe("agent: on the local chain, faults and restarts", function () {
     const wallet = await p.fundedWallet();
     const agent = await startAgent(wallet, p.deployment, { fault: parseFault("write-after-fence") });
     try {
-      await until("registration", () => p.registry.isActive(wallet.address));
+      await until("registration and stake", () => staked(p.registry, wallet.address));
       await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
       await until("report", async () => (await p.escrow.jobOf(jobId)).pendingStep === 4n);
       await (await p.escrow.connect(p.coordinator).unassign(jobId)).wait();
@@ -148,7 +148,7 @@ describe("agent: on the local chain, faults and restarts", function () {
     const agent = await startAgent(wallet, p.deployment, {
       fault: parseFault("die-at:6"), deps: { die: (s) => { diedAt = s; } },
     });
-    await until("registration", () => p.registry.isActive(wallet.address));
+    await until("registration and stake", () => staked(p.registry, wallet.address));
     await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
     const result = await agent.done;
     expect(result.exitCode).to.equal(137);

@@ -4,6 +4,7 @@ pragma solidity 0.8.28;
 import {PRBTest} from "@prb/test/src/PRBTest.sol";
 import {IProviderRegistry} from "../../contracts/interfaces/IProviderRegistry.sol";
 import {ProviderRegistry} from "../../contracts/ProviderRegistry.sol";
+import {TestUSDC} from "../../contracts/test/TestUSDC.sol";
 import {bound} from "./utils/Bound.sol";
 
 /// @notice ProviderRegistry input bounds: a name of 1..64 bytes, a non-zero price and memory; each provider
@@ -15,7 +16,7 @@ contract ProviderRegistryFuzzTest is PRBTest {
 
     function setUp() public {
         vm.warp(1_750_000_000);
-        registry = new ProviderRegistry();
+        registry = new ProviderRegistry(new TestUSDC(), 1e6, 2 days);
     }
 
     function _name(uint256 length, bytes1 fill) private pure returns (string memory) {

@@ -82,7 +82,12 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         uint256 jobId = _createJob(100, 10, 1);
         _registerAndAssign(jobId, provider1, 1);
         if (pending) _report(jobId, 5); // progress at START as well
-        uint256 timeout = escrow.PROGRESS_TIMEOUT();
+        // The job's own bound (interval 10 × 30 s is under the 1 h lease, so one lease); a pending checkpoint
+        // keeps heartbeats working until its decision window closes, whichever is later.
+        uint256 timeout = escrow.jobOf(jobId).progressTimeout;
+        assertEq(timeout, LEASE, "progress timeout");
+        uint256 decision = escrow.DECISION_TIMEOUT();
+        if (pending && decision > timeout) timeout = decision;
         uint256 t = _instantAround(seed, START, START + timeout, LEASE);
         // Keep the lease alive up to t with heartbeats that are all within the timeout.
         uint256 last = START;
@@ -93,7 +98,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
             escrow.heartbeat(jobId, 1);
         }
         vm.warp(t);
-        bool allowed = pending || t <= START + timeout;
+        bool allowed = t <= START + timeout;
 
         if (!allowed) {
             vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNoProgress.selector, jobId, START, t));

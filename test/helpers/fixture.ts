@@ -8,10 +8,11 @@
  */
 import { network } from "hardhat";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
-import { HDNodeWallet } from "ethers";
+import { HDNodeWallet, type Signer } from "ethers";
 import {
   checkpointDecisionDigest,
   escrowDomain,
+  faultRefusalDigest,
   packSafeSignatures,
   signAsSafeOwner,
   verdictDigest,
@@ -32,6 +33,11 @@ export const LEASE = 120n; // leaseDurationSeconds, Ignition's default
 export const BOND = 50n * USDC; // disputeBond, Ignition's default
 export const ARBITER_TIMEOUT = 3n * 24n * 3600n;
 export const PRICE = { provider1: 900n, provider2: 1_000n, provider3: 1_100n };
+export const MIN_STAKE = 1_000_000n; // minStake, Ignition's default (1 USDC)
+export const UNBONDING = 2n * 24n * 3600n; // unbondingDelaySeconds, Ignition's default
+export const DECISION_TIMEOUT = 3_600n;
+/** What each fixture provider deposits: ten jobs' minimum locks. */
+export const STAKE = 10n * MIN_STAKE;
 
 /** The job a test gets unless it asks for something else: 100 steps, checkpoints every 10, at most 1000/step. */
 export const DEFAULT_REQUEST = {
@@ -72,6 +78,7 @@ export async function deployProtocol() {
   await registry.connect(provider1).register("provider1", PRICE.provider1, DeviceKind.GPU, "NVIDIA H200", 143_771);
   await registry.connect(provider2).register("provider2", PRICE.provider2, DeviceKind.GPU, "NVIDIA L4", 23_034);
   await registry.connect(provider3).register("provider3", PRICE.provider3, DeviceKind.CPU, "x86_64 CPU", 16_384);
+  for (const provider of [provider1, provider2, provider3]) await depositStake({ usdc, registry }, provider);
 
   return {
     escrow,
@@ -103,6 +110,17 @@ export async function deployProtocol() {
 }
 export type Protocol = Awaited<ReturnType<typeof deployProtocol>>;
 
+/** Mints test USDC to a (registered) provider and deposits it as stake (default STAKE). */
+export async function depositStake(
+  p: Pick<Protocol, "usdc" | "registry">,
+  provider: Signer & { address: string },
+  amount = STAKE,
+): Promise<void> {
+  await p.usdc.mint(provider.address, amount);
+  await p.usdc.connect(provider).approve(await p.registry.getAddress(), amount);
+  await p.registry.connect(provider).depositStake(amount);
+}
+
 /** Creates a job (DEFAULT_REQUEST with `overrides`) as `from` (default: the client) and returns its id. */
 export async function createJob(p: Protocol, overrides: Partial<JobRequest> = {}, from = p.client): Promise<bigint> {
   await p.escrow.connect(from).createJob({ ...DEFAULT_REQUEST, ...overrides });
@@ -133,6 +151,28 @@ export async function signDecision(
     checkpointHash: hash,
     accept,
   });
+  return signDigest(p, digest, signers);
+}
+
+export type Fault = { step: number; inputHash: string; committedHash: string; replayedHash: string; finder: string };
+
+/** A replay mismatch at `step` found by `finder` (default verifier1): committed and replayed hashes differ. */
+export function faultAt(p: Protocol, step: number, finder = p.verifier1.address): Fault {
+  const h = (what: string) => ethers.id(`state:${step}:${what}`);
+  return { step, inputHash: h("in"), committedHash: h("committed"), replayedHash: h("replayed"), finder };
+}
+
+/** Safe-owner signatures over a fault refusal's digest. Default: verifier1 + 2. */
+export async function signFault(
+  p: Protocol,
+  jobId: bigint,
+  epoch: bigint,
+  step: number,
+  hash: string,
+  fault: Fault,
+  signers: HardhatEthersSigner[] = [p.verifier1, p.verifier2],
+): Promise<string> {
+  const digest = faultRefusalDigest(escrowDomain(p.chainId, p.escrowAddress), { jobId, epoch, step, checkpointHash: hash, fault });
   return signDigest(p, digest, signers);
 }
 

@@ -4,8 +4,11 @@ pragma solidity 0.8.28;
 import {console} from "hardhat/console.sol";
 import {IJobEscrow} from "../../contracts/interfaces/IJobEscrow.sol";
 import {JobEscrow} from "../../contracts/JobEscrow.sol";
+import {IProviderRegistry} from "../../contracts/interfaces/IProviderRegistry.sol";
+import {ProviderRegistry} from "../../contracts/ProviderRegistry.sol";
 import {TestUSDC} from "../../contracts/test/TestUSDC.sol";
-import {EscrowHandler, SETTLED, CANCELLED} from "./handlers/EscrowHandler.sol";
+import {EscrowHandler} from "./handlers/EscrowHandler.sol";
+import {SETTLED, CANCELLED} from "./handlers/HandlerBase.sol";
 import {EscrowStore} from "./handlers/EscrowStore.sol";
 import {InvariantTest} from "./utils/InvariantTest.sol";
 
@@ -15,37 +18,44 @@ import {InvariantTest} from "./utils/InvariantTest.sol";
 contract EscrowInvariants is InvariantTest {
     EscrowHandler internal handler;
     JobEscrow internal escrow;
+    ProviderRegistry internal registry;
     TestUSDC internal usdc;
 
     function setUp() public {
         handler = new EscrowHandler();
         escrow = handler.escrow();
+        registry = handler.registry();
         usdc = handler.usdc();
 
         targetContract(address(handler));
         // The runner picks uniformly among the listed selectors, so listing one n times gives it weight n: the
         // steps a job needs to get through its lifecycle come up more often than the rare ones.
-        _weigh(EscrowHandler.createJob.selector, 2);
-        _weigh(EscrowHandler.cancel.selector, 1);
-        _weigh(EscrowHandler.dispute.selector, 2);
-        _weigh(EscrowHandler.registerProvider.selector, 1);
-        _weigh(EscrowHandler.updateProvider.selector, 1);
-        _weigh(EscrowHandler.toggleProvider.selector, 1);
-        _weigh(EscrowHandler.assign.selector, 4);
-        _weigh(EscrowHandler.unassign.selector, 2);
-        _weigh(EscrowHandler.heartbeat.selector, 2);
-        _weigh(EscrowHandler.reportCheckpoint.selector, 6);
-        _weigh(EscrowHandler.staleWrite.selector, 2);
-        _weigh(EscrowHandler.acceptCheckpoint.selector, 6);
-        _weigh(EscrowHandler.refuseCheckpoint.selector, 1);
-        _weigh(EscrowHandler.forgeDecision.selector, 2);
-        _weigh(EscrowHandler.submitVerdict.selector, 3);
-        _weigh(EscrowHandler.resolveDispute.selector, 2);
-        _weigh(EscrowHandler.settle.selector, 3);
-        _weigh(EscrowHandler.claimEarnings.selector, 3);
-        _weigh(EscrowHandler.withdraw.selector, 3);
-        _weigh(EscrowHandler.warp.selector, 4);
-        _weigh(EscrowHandler.donate.selector, 1);
+        _weigh(handler.createJob.selector, 2);
+        _weigh(handler.cancel.selector, 1);
+        _weigh(handler.dispute.selector, 2);
+        _weigh(handler.registerProvider.selector, 1);
+        _weigh(handler.updateProvider.selector, 1);
+        _weigh(handler.toggleProvider.selector, 1);
+        _weigh(handler.assign.selector, 4);
+        _weigh(handler.unassign.selector, 2);
+        _weigh(handler.heartbeat.selector, 2);
+        _weigh(handler.reportCheckpoint.selector, 6);
+        _weigh(handler.staleWrite.selector, 2);
+        _weigh(handler.acceptCheckpoint.selector, 6);
+        _weigh(handler.refuseCheckpoint.selector, 1);
+        _weigh(handler.forgeDecision.selector, 2);
+        _weigh(handler.submitVerdict.selector, 3);
+        _weigh(handler.resolveDispute.selector, 2);
+        _weigh(handler.settle.selector, 3);
+        _weigh(handler.claimEarnings.selector, 3);
+        _weigh(handler.withdraw.selector, 3);
+        _weigh(handler.warp.selector, 4);
+        _weigh(handler.donate.selector, 1);
+        _weigh(handler.depositStake.selector, 2);
+        _weigh(handler.requestUnbond.selector, 1);
+        _weigh(handler.withdrawStake.selector, 1);
+        _weigh(handler.refuseWithFault.selector, 2);
+        _weigh(handler.expire.selector, 1);
         targetSelector(FuzzSelector({addr: address(handler), selectors: _selectors}));
     }
 
@@ -63,21 +73,30 @@ contract EscrowInvariants is InvariantTest {
         _;
     }
 
-    /// @notice Proof of reserves: the escrow holds at least what it owes (locked budgets, bonds, withdrawable
-    /// balances), and exactly that plus whatever was sent to it by plain transfer.
+    /// @notice Proof of reserves with stakes: the escrow and the registry together hold at least what they owe
+    /// (locked budgets, bonds, withdrawable balances, stakes), and exactly that plus whatever was sent to the
+    /// escrow by plain transfer; the registry alone holds exactly its stakes.
     function invariant_reservesCoverWhatIsOwed() public {
         (uint256 held, uint256 owes) = escrow.reserves();
         assertGte(held, owes, "held < owes");
-        assertEq(owes, escrow.totalLocked() + escrow.totalBonds() + escrow.totalWithdrawable(), "owes");
+        uint256 stakes = registry.totalStaked();
+        assertEq(owes, escrow.totalLocked() + escrow.totalBonds() + escrow.totalWithdrawable() + stakes, "owes");
         assertEq(held, owes + handler.ghost_donated(), "held != owes + donations");
+        assertEq(usdc.balanceOf(address(registry)), stakes, "registry balance != stakes");
     }
 
-    /// @notice USDC is conserved: everything deposited (budgets, bonds, plain transfers) is either withdrawn or
-    /// still in the escrow, and no test USDC ever reaches an account outside the campaign.
+    /// @notice USDC is conserved: everything deposited (budgets, bonds, stakes, plain transfers) is either
+    /// withdrawn or still in the escrow or the registry, and no test USDC ever reaches an account outside the
+    /// campaign.
     function invariant_usdcIsConserved() public {
-        uint256 balance = usdc.balanceOf(address(escrow));
-        uint256 deposited = handler.ghost_budgetsDeposited() + handler.ghost_bondsDeposited() + handler.ghost_donated();
-        assertEq(balance + handler.ghost_withdrawn(), deposited, "deposited != withdrawn + balance");
+        uint256 balance = usdc.balanceOf(address(escrow)) + usdc.balanceOf(address(registry));
+        uint256 deposited =
+            handler.ghost_budgetsDeposited() +
+                handler.ghost_bondsDeposited() +
+                handler.ghost_donated() +
+                handler.ghost_stakeDeposited();
+        uint256 withdrawn = handler.ghost_withdrawn() + handler.ghost_stakeWithdrawn();
+        assertEq(balance + withdrawn, deposited, "deposited != withdrawn + balance");
         address[] memory actors = handler.actors();
         uint256 outside = 0;
         for (uint256 i = 0; i < actors.length; ++i) {
@@ -110,6 +129,53 @@ contract EscrowInvariants is InvariantTest {
             assertLte(g.paid, g.budget, "credited > budget");
             for (uint32 step = 1; step <= job.totalSteps; ++step) {
                 assertEq(handler.ghost_stepPaid(jobId, step), step <= job.acceptedStep, "paid steps != 1..accepted");
+            }
+        }
+    }
+
+    /// @notice Σ stakes is conserved: the registry's total is exactly deposits − withdrawals − slashes, and each
+    /// provider's stake equals the model's.
+    function invariant_stakesAreConserved() public {
+        uint256 expected =
+            handler.ghost_stakeDeposited() - handler.ghost_stakeWithdrawn() - handler.ghost_stakeSlashed();
+        assertEq(registry.totalStaked(), expected, "totalStaked != deposited - withdrawn - slashed");
+        address[4] memory providers = handler.providers();
+        uint256 sum = 0;
+        for (uint256 i = 0; i < providers.length; ++i) {
+            IProviderRegistry.Stake memory st = registry.stakeOf(providers[i]);
+            EscrowStore.GhostStake memory g = handler.ghostStake(providers[i]);
+            assertEq(st.deposited, g.deposited, "deposited != model");
+            assertEq(st.locked, g.locked, "locked != model");
+            assertEq(st.unbonding, g.unbonding, "unbonding != model");
+            sum += st.deposited;
+        }
+        assertEq(sum, registry.totalStaked(), "sum of deposits != totalStaked");
+    }
+
+    /// @notice Locked stake never exceeds what was deposited: locked + unbonding <= deposited for every provider,
+    /// and its locked stake is exactly the sum of its per-job locks.
+    function invariant_lockedWithinDeposited() public {
+        uint256 jobCount = escrow.jobCount();
+        address[4] memory providers = handler.providers();
+        for (uint256 i = 0; i < providers.length; ++i) {
+            IProviderRegistry.Stake memory st = registry.stakeOf(providers[i]);
+            assertLte(uint256(st.locked) + st.unbonding, st.deposited, "locked + unbonding > deposited");
+            uint256 locks = 0;
+            for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+                locks += registry.lockOf(providers[i], jobId);
+            }
+            assertEq(locks, st.locked, "sum of job locks != locked");
+        }
+    }
+
+    /// @notice No lock is slashed twice, and no provider is ever slashed for a checkpoint it did not fabricate.
+    function invariant_neverSlashedTwiceNorHonestly() public {
+        assertEq(handler.ghost_honestSlashed(), 0, "an honest provider was slashed");
+        uint256 jobCount = escrow.jobCount();
+        address[4] memory providers = handler.providers();
+        for (uint256 jobId = 1; jobId <= jobCount; ++jobId) {
+            for (uint256 i = 0; i < providers.length; ++i) {
+                assertLte(handler.ghost_slashes(jobId, providers[i]), 1, "slashed twice on one job");
             }
         }
     }
@@ -185,9 +251,10 @@ contract EscrowInvariants is InvariantTest {
             bool final_ = status == SETTLED || status == CANCELLED;
             if (!final_) locked += g.budget;
             for (uint256 i = 0; i < providers.length; ++i) {
-                uint256 unclaimed = g.upheld
-                    ? 0
-                    : handler.ghost_earned(jobId, providers[i]) - handler.ghost_claimed(jobId, providers[i]);
+                uint256 unclaimed =
+                    g.upheld
+                        ? 0
+                        : handler.ghost_earned(jobId, providers[i]) - handler.ghost_claimed(jobId, providers[i]);
                 assertEq(escrow.earningsOf(jobId, providers[i]), unclaimed, "earnings != credited - claimed");
                 if (final_) locked += unclaimed;
             }
@@ -206,15 +273,57 @@ contract EscrowInvariants is InvariantTest {
     /// (kept in environment variables, so run one invariant at a time, e.g. `--grep callsBehave`): the last line
     /// then holds the campaign's totals. docs/INVARIANTS.md has the command and the figures.
     function afterInvariant() public {
-        string[21] memory actions = [
-            "createJob", "cancel", "dispute", "registerProvider", "updateProvider", "toggleProvider", "assign",
-            "unassign", "heartbeat", "reportCheckpoint", "staleWrite", "acceptCheckpoint", "refuseCheckpoint",
-            "forgeDecision", "submitVerdict", "resolveDispute", "settle", "claimEarnings", "withdraw", "warp", "donate"
+        string[26] memory actions = [
+            "createJob",
+            "cancel",
+            "dispute",
+            "registerProvider",
+            "updateProvider",
+            "toggleProvider",
+            "assign",
+            "unassign",
+            "heartbeat",
+            "reportCheckpoint",
+            "staleWrite",
+            "acceptCheckpoint",
+            "refuseCheckpoint",
+            "forgeDecision",
+            "submitVerdict",
+            "resolveDispute",
+            "settle",
+            "claimEarnings",
+            "withdraw",
+            "warp",
+            "donate",
+            "depositStake",
+            "requestUnbond",
+            "withdrawStake",
+            "refuseWithFault",
+            "expire"
         ];
-        string[15] memory outcomes = [
-            "assign", "unassign:coordinator", "unassign:lapsed", "reportCheckpoint", "acceptCheckpoint",
-            "refuseCheckpoint", "submitVerdict", "dispute", "resolveDispute:upheld", "resolveDispute:rejected",
-            "settle:window", "settle:arbiterTimeout", "cancel", "claimEarnings", "withdraw"
+        string[22] memory outcomes = [
+            "assign",
+            "unassign:coordinator",
+            "unassign:lapsed",
+            "reportCheckpoint",
+            "acceptCheckpoint",
+            "refuseCheckpoint",
+            "submitVerdict",
+            "dispute",
+            "resolveDispute:upheld",
+            "resolveDispute:rejected",
+            "settle:window",
+            "settle:arbiterTimeout",
+            "cancel",
+            "claimEarnings",
+            "withdraw",
+            "acceptCheckpoint:orphan",
+            "refuseWithFault",
+            "expire",
+            "depositStake",
+            "requestUnbond",
+            "withdrawStake",
+            "lapsedCheckpoints"
         ];
         bool sum = vm.envOr("ESCROW_COVERAGE", false);
         string memory line = string.concat("coverage", _counter(sum, "runs", 1));

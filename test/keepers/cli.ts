@@ -119,7 +119,8 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
   it("reserves --once checks the latest block and exits 0", async function () {
     const run = keeper(["reserves", "--once", ...common]);
     expect(await run.code, run.stderr()).to.equal(0);
-    expect(run.lines().find((l) => l.msg === "reserves")).to.include({ held: "100000", owed: "100000" });
+    const total = String(100_000n + (await p.registry.totalStaked())); // budgets and the providers' stakes
+    expect(run.lines().find((l) => l.msg === "reserves")).to.include({ held: total, owed: total });
   });
 
   it("coordinator --once --dry-run decides, logs the decision and sends nothing", async function () {

@@ -28,30 +28,14 @@ import {
 } from "../../keepers/collector/decide.ts";
 import { nothingLeftToDo, planFinalizer } from "../../keepers/finalizer/decide.ts";
 import { blocksToCheck, checkReserves } from "../../keepers/reserves/decide.ts";
+import { openJob as anOpenJob } from "../helpers/jobs.ts";
 
 const T = 5_000; // heartbeat timeout
 const NOW = 1_000_000;
-const ZERO = "0x0000000000000000000000000000000000000000";
 const addr = (n: number) => getAddress("0x" + n.toString(16).padStart(40, "0"));
 const TEMPLATE = "0x" + "ab".repeat(32);
 
-function openJob(over: Partial<CoordinatorJob> = {}): CoordinatorJob {
-  return {
-    jobId: 1n,
-    status: "Open",
-    epoch: 0n,
-    templateId: TEMPLATE,
-    totalSteps: 100,
-    acceptedStep: 0,
-    pendingStep: 0,
-    maxPricePerStep: 1_000n,
-    budget: 100_000n,
-    paid: 0n,
-    provider: ZERO,
-    leaseExpiresAt: 0n,
-    ...over,
-  };
-}
+const openJob = (over: Partial<CoordinatorJob> = {}) => anOpenJob({ templateId: TEMPLATE, ...over });
 
 function provider(n: number, over: Partial<ProviderView> = {}): ProviderView {
   return { address: addr(n), pricePerStep: 900n, memoryMiB: 1024, active: true, registered: true, ...over };
@@ -327,17 +311,22 @@ describe("keepers: collector grouping and threshold (pure)", function () {
     acceptedHash: "0x" + "00".repeat(32),
     pendingStep: 10,
     pendingHash: "0x" + "22".repeat(32),
+    pendingEpoch: 2n,
     ...over,
   });
 
   it("sends a checkpoint decision only while that exact checkpoint is pending", function () {
     const d = sub(addr(1)).decision;
     expect(applicability(d, job()).action).to.equal("send");
-    expect(applicability(d, job({ epoch: 3n })).action).to.equal("stale");
+    expect(applicability(d, job({ epoch: 3n, pendingEpoch: 3n })).action).to.equal("stale");
+    // Its reporter was unassigned (epoch moved on, job Open or reassigned): the checkpoint is still decidable.
+    expect(applicability(d, job({ epoch: 3n })).action).to.equal("send");
+    expect(applicability(d, job({ epoch: 3n, status: "Open" })).action).to.equal("send");
+    expect(applicability(d, job({ epoch: 3n, pendingStep: 0 })).action).to.equal("stale");
     expect(applicability(d, job({ pendingStep: 0, acceptedStep: 10, acceptedHash: "0x" + "22".repeat(32) })).action).to.equal("stale");
     expect(applicability(d, job({ pendingStep: 0 })).action).to.equal("wait");
     expect(applicability(d, job({ pendingHash: "0x" + "99".repeat(32) })).action).to.equal("stale");
-    expect(applicability(d, job({ status: "Open" })).action).to.equal("stale");
+    expect(applicability(d, job({ status: "Cancelled" })).action).to.equal("stale");
   });
 
   it("sends a verdict once all steps are accepted with that model hash, and never after the verdict", function () {

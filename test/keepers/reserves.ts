@@ -14,12 +14,15 @@ describe("keepers: reserves watch on chain", function () {
     await createJob(p);
     await createJob(p);
     const r = await watch.tick();
+    // reserves() counts the providers' stakes (held by the registry) as well as the escrow's budgets.
+    const stakes = await p.registry.totalStaked();
     expect(r.checked.map((c) => [c.held, c.owes, c.ok])).to.deep.equal([
-      [100_000n, 100_000n, true],
-      [200_000n, 200_000n, true],
+      [100_000n + stakes, 100_000n + stakes, true],
+      [200_000n + stakes, 200_000n + stakes, true],
     ]);
     expect((await watch.tick()).checked).to.deep.equal([]);
-    expect(lines.filter((l) => l.msg === "reserves").at(-1)).to.include({ held: "200000", owed: "200000", surplus: "0" });
+    const total = String(200_000n + stakes);
+    expect(lines.filter((l) => l.msg === "reserves").at(-1)).to.include({ held: total, owed: total, surplus: "0" });
   });
 
   it(`logs ${RESERVES_FAILED} when held < owed, and stops with exit code 1 in --strict`, async function () {
@@ -38,6 +41,7 @@ describe("keepers: reserves watch on chain", function () {
     const failed = errors(lines);
     expect(failed).to.have.length(2);
     expect(String(failed[0].msg)).to.contain(RESERVES_FAILED);
-    expect(failed[0]).to.include({ held: "99999", owed: "100000", deficit: "1" });
+    const stakes = await p.registry.totalStaked();
+    expect(failed[0]).to.include({ held: String(99_999n + stakes), owed: String(100_000n + stakes), deficit: "1" });
   });
 });

@@ -112,11 +112,10 @@ describe("JobEscrow: admin and deployment", function () {
       await createJob(p, { templateId: other });
     });
 
-    it("setTemplateApproval: reverts with JobEscrowZeroHash for the zero template id", async function () {
+    it("setTemplateApproval: reverts with JobEscrowZeroTemplate for the zero template id", async function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
       await expect(p.escrow.connect(p.owner).setTemplateApproval(ethers.ZeroHash, true))
-        .to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroHash")
-        .withArgs(0n);
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroTemplate");
     });
   });
 
@@ -193,7 +192,8 @@ describe("JobEscrow: admin and deployment", function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
       const bad = await ethers.deployContract("FalseReturningToken");
       const badAddress = await bad.getAddress();
-      const escrow = await ethers.deployContract("JobEscrow", [badAddress, await p.registry.getAddress(), roles(p), LEASE, BOND]);
+      const registry = await ethers.deployContract("ProviderRegistry", [badAddress, 1n, 7_200n]);
+      const escrow = await ethers.deployContract("JobEscrow", [badAddress, await registry.getAddress(), roles(p), LEASE, BOND]);
       await escrow.connect(p.owner).setTemplateApproval(TEMPLATE, true);
       await bad.mint(p.client.address, 1_000_000n);
       await bad.connect(p.client).approve(await escrow.getAddress(), 1_000_000n);

@@ -139,7 +139,7 @@ describe("JobEscrow: assign, unassign, heartbeat", function () {
   });
 
   describe("unassign", function () {
-    it("unassign: the coordinator reopens the job at any time, bumps the epoch and discards the pending checkpoint", async function () {
+    it("unassign: the coordinator reopens the job at any time, bumps the epoch; the pending checkpoint stays its reporter's", async function () {
       const p = await runningJob();
       await reportAndAccept(p, p.jobId, p.provider1, 10);
       await p.escrow.connect(p.provider1).reportCheckpoint(p.jobId, 1n, 20, ckpt(p.jobId, 20));
@@ -149,7 +149,10 @@ describe("JobEscrow: assign, unassign, heartbeat", function () {
       const job = await p.escrow.jobOf(p.jobId);
       expect(job.phase).to.equal(BigInt(Status.Open));
       expect(job.provider).to.equal(ethers.ZeroAddress);
-      expect([job.pendingStep, job.pendingHash, job.pricePerStep, job.leaseExpiresAt]).to.deep.equal([0n, ethers.ZeroHash, 0n, 0n]);
+      expect([job.pricePerStep, job.leaseExpiresAt]).to.deep.equal([0n, 0n]);
+      expect([job.pendingStep, job.pendingHash, job.pendingProvider, job.pendingEpoch, job.pendingPrice]).to.deep.equal([
+        20n, ckpt(p.jobId, 20), p.provider1.address, 1n, PRICE.provider1,
+      ]);
       expect([job.acceptedStep, job.paid]).to.deep.equal([10n, 10n * PRICE.provider1]);
       expect(await p.escrow.isFenced(p.jobId, p.provider1.address)).to.equal(false);
     });

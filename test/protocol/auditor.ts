@@ -1,9 +1,9 @@
 /**
  * The auditor's test: a long seeded random scenario of real calls (several clients, four providers, many jobs:
  * creates, assigns, reports, accepts, refuses, unassigns, lease lapses, verdicts, disputes upheld / rejected /
- * timed out, settles, cancels, claims, withdrawals), proof of reserves checked after every transaction, then
- * every balance, job and total rebuilt from the escrow's events alone (sdk/ledger.ts) and compared with the
- * contract's state.
+ * timed out, settles, cancels, expiries, claims, withdrawals, fault refusals that slash, stake deposits, unbonding
+ * and withdrawals), proof of reserves checked after every transaction, then every balance, job, stake and total
+ * rebuilt from the escrow's and the registry's events alone (sdk/ledger.ts) and compared with the contracts.
  */
 import { expect } from "chai";
 import type { BaseContract, ContractTransactionResponse, EventLog } from "ethers";
@@ -11,7 +11,9 @@ import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types"
 import { foldEscrowEvents, statusAt, walletOf, type Ledger } from "../../sdk/ledger.ts";
 import {
   ARBITER_TIMEOUT,
+  DECISION_TIMEOUT,
   LEASE,
+  UNBONDING,
   METRIC,
   Status,
   TEMPLATE,
@@ -19,9 +21,12 @@ import {
   deployProtocol,
   networkHelpers,
   now,
+  faultAt,
   signDecision,
+  signFault,
   signVerdict,
   type Protocol,
+  depositStake,
 } from "../helpers/fixture.ts";
 
 const SEED = 0x6a09e667;
@@ -56,7 +61,9 @@ class Scenario {
     this.p = p;
     this.clients = [p.client, p.client2, p.client3];
     this.providers = [p.provider1, p.provider2, p.provider3, p.provider4];
-    this.accounts = [...this.clients, ...this.providers, p.feeRecipient, p.stranger, p.owner].map((s) => s.address);
+    this.accounts = [...this.clients, ...this.providers, ...p.verifiers, p.feeRecipient, p.stranger, p.owner].map(
+      (s) => s.address,
+    );
   }
 
   /** Sends, counts the action, and checks proof of reserves right after the transaction. */
@@ -75,7 +82,7 @@ class Scenario {
     const { p, rng } = this;
     if (this.live.size < 3 || rng.chance(0.05)) return this.create();
     if (rng.chance(0.12)) return this.claimOrWithdraw();
-    if (rng.chance(0.03)) return this.registryChurn();
+    if (rng.chance(0.05)) return this.registryChurn();
     if (rng.chance(0.01)) return this.send("setFeeRecipient", p.escrow.connect(p.owner).setFeeRecipient(rng.pick([p.feeRecipient, p.stranger]).address));
     const jobId = rng.pick([...this.live]);
     await this.advance(jobId);
@@ -110,15 +117,24 @@ class Scenario {
     const job = await p.escrow.jobOf(jobId);
     const status = Number(await p.escrow.statusOf(jobId));
     const t = (await now()) + 1n;
+    // A checkpoint stays decidable after its reporter is unassigned, on its own epoch, until the window closes.
+    const decidable = job.pendingStep !== 0n && t <= job.reportedAt + DECISION_TIMEOUT;
+    if (decidable && (status === Status.Open || rng.chance(0.8))) return this.decide(jobId, job);
     switch (status) {
       case Status.Open: {
         if (job.acceptedStep === job.totalSteps) return this.verdict(jobId, job.acceptedHash);
+        if (rng.chance(0.03)) {
+          await networkHelpers.time.increaseTo(job.openSince + 7n * 86_400n + 1n);
+          return this.send("expire", p.escrow.connect(p.stranger).expire(jobId));
+        }
         if (rng.chance(0.08)) return this.send("cancel", p.escrow.connect(await this.signer(job.client)).cancel(jobId));
         const candidates = [];
         for (const pr of this.providers) {
           const [price, , active] = await p.registry.quote(pr.address);
           const fits = price <= job.maxPricePerStep && (job.totalSteps - job.acceptedStep) * price <= job.budget - job.paid;
-          if (active && fits && !(await p.escrow.isFenced(jobId, pr.address))) candidates.push(pr);
+          const [stakeNeeded, stakeFree] = await p.registry.stakeQuote(pr.address, jobId, price * job.checkpointInterval);
+          const staked = stakeNeeded <= stakeFree;
+          if (active && fits && staked && !(await p.escrow.isFenced(jobId, pr.address))) candidates.push(pr);
         }
         if (candidates.length === 0) return this.send("cancel (no provider fits)", p.escrow.connect(await this.signer(job.client)).cancel(jobId));
         return this.send("assign", p.escrow.connect(p.coordinator).assign(jobId, rng.pick(candidates).address));
@@ -126,16 +142,8 @@ class Scenario {
       case Status.Running: {
         const provider = await this.signer(job.provider);
         if (t > job.leaseExpiresAt) return this.send("unassign (lease lapsed)", p.escrow.connect(p.stranger).unassign(jobId));
-        if (job.pendingStep !== 0n) {
-          const r = rng.next();
-          const [step, hash] = [Number(job.pendingStep), job.pendingHash];
-          if (r < 0.7) {
-            return this.send("accept", p.escrow.connect(p.stranger).acceptCheckpoint(jobId, job.epoch, step, hash, await signDecision(p, jobId, job.epoch, step, hash, true, this.verifierPair())));
-          }
-          if (r < 0.85) {
-            return this.send("refuse", p.escrow.connect(p.stranger).refuseCheckpoint(jobId, job.epoch, step, hash, await signDecision(p, jobId, job.epoch, step, hash, false, this.verifierPair())));
-          }
-          if (r < 0.93) return this.send("unassign (coordinator)", p.escrow.connect(p.coordinator).unassign(jobId));
+        if (decidable) {
+          if (rng.chance(0.5)) return this.send("unassign (coordinator)", p.escrow.connect(p.coordinator).unassign(jobId));
           return this.lapse();
         }
         if (job.acceptedStep === job.totalSteps) {
@@ -147,7 +155,8 @@ class Scenario {
           const step = rng.chance(0.8) ? maxStep : rng.int(Number(job.acceptedStep) + 1, maxStep);
           return this.send("report", p.escrow.connect(provider).reportCheckpoint(jobId, job.epoch, step, ckpt(jobId, step, `:${job.epoch}`)));
         }
-        if (r < 0.96) return this.send("heartbeat", p.escrow.connect(provider).heartbeat(jobId, job.epoch));
+        const stalled = t > job.lastProgressAt + job.progressTimeout; // heartbeats no longer hold the job
+        if (r < 0.96 && !stalled) return this.send("heartbeat", p.escrow.connect(provider).heartbeat(jobId, job.epoch));
         return this.lapse();
       }
       case Status.DisputeWindow: {
@@ -159,8 +168,8 @@ class Scenario {
         return this.send("settle (window passed)", p.escrow.connect(p.stranger).settle(jobId));
       case Status.Disputed: {
         const r = rng.next();
-        if (r < 0.25) return this.send("resolve (upheld)", p.escrow.connect(p.arbiter).resolveDispute(jobId, true));
-        if (r < 0.5) return this.send("resolve (rejected)", p.escrow.connect(p.arbiter).resolveDispute(jobId, false));
+        if (r < 0.3) return this.send("resolve (upheld)", p.escrow.connect(p.arbiter).resolveDispute(jobId, true));
+        if (r < 0.55) return this.send("resolve (rejected)", p.escrow.connect(p.arbiter).resolveDispute(jobId, false));
         await networkHelpers.time.increase(ARBITER_TIMEOUT + 1n);
         return this.send("settle (arbiter timed out)", p.escrow.connect(p.stranger).settle(jobId));
       }
@@ -169,6 +178,25 @@ class Scenario {
       default:
         throw new Error(`unexpected status ${status} for live job ${jobId}`);
     }
+  }
+
+  /** The verifiers decide the pending checkpoint, on the epoch it was reported at (its reporter may be gone). */
+  async decide(jobId: bigint, job: Awaited<ReturnType<Protocol["escrow"]["jobOf"]>>) {
+    const { p, rng } = this;
+    const [epoch, step, hash] = [job.pendingEpoch, Number(job.pendingStep), job.pendingHash];
+    const r = rng.next();
+    const orphan = job.provider !== job.pendingProvider ? " (reporter unassigned)" : "";
+    if (r < 0.72) {
+      const sigs = await signDecision(p, jobId, epoch, step, hash, true, this.verifierPair());
+      return this.send(`accept${orphan}`, p.escrow.connect(p.stranger).acceptCheckpoint(jobId, epoch, step, hash, sigs));
+    }
+    if (r < 0.86) {
+      const sigs = await signDecision(p, jobId, epoch, step, hash, false, this.verifierPair());
+      return this.send("refuse", p.escrow.connect(p.stranger).refuseCheckpoint(jobId, epoch, step, hash, sigs));
+    }
+    const fault = faultAt(p, rng.int(Number(job.acceptedStep) + 1, step), rng.pick(p.verifiers).address);
+    const sigs = await signFault(p, jobId, epoch, step, hash, fault, this.verifierPair());
+    return this.send("refuse with fault (slash)", p.escrow.connect(p.stranger).refuseWithFault(jobId, epoch, step, hash, fault, sigs));
   }
 
   async verdict(jobId: bigint, modelHash: string) {
@@ -198,7 +226,7 @@ class Scenario {
       return;
     }
     const owed = [];
-    for (const s of [...this.clients, ...this.providers, p.feeRecipient, p.stranger]) {
+    for (const s of [...this.clients, ...this.providers, ...p.verifiers, p.feeRecipient, p.stranger]) {
       if ((await p.escrow.owed(s.address)) > 0n) owed.push(s);
     }
     if (owed.length > 0) await this.send("withdraw", p.escrow.connect(rng.pick(owed)).withdraw());
@@ -207,11 +235,26 @@ class Scenario {
   async registryChurn() {
     const { p, rng } = this;
     const pr = rng.pick(this.providers.slice(1));
+    if (rng.chance(0.5)) return this.stakeChurn(pr);
     if (await p.registry.isActive(pr.address)) {
       if (rng.chance(0.5)) return this.send("registry: deactivate", p.registry.connect(pr).deactivate());
       return this.send("registry: update price", p.registry.connect(pr).update(BigInt(rng.int(800, 1_300)), 1, "GPU", 16_384));
     }
     return this.send("registry: reactivate", p.registry.connect(pr).reactivate());
+  }
+
+  /** Deposits more, asks free stake back, or withdraws what finished unbonding. */
+  async stakeChurn(pr: HardhatEthersSigner) {
+    const { p, rng } = this;
+    const st = await p.registry.stakeOf(pr.address);
+    const free = st.deposited - st.locked - st.unbonding;
+    if (st.unbonding > 0n && (await now()) >= st.unbondingReadyAt) {
+      return this.send("stake: withdraw", p.registry.connect(pr).withdrawStake());
+    }
+    if (free > 2_000_000n && rng.chance(0.6)) return this.send("stake: unbond", p.registry.connect(pr).requestUnbond(free / 2n));
+    await p.usdc.mint(pr.address, 3_000_000n);
+    await p.usdc.connect(pr).approve(await p.registry.getAddress(), 3_000_000n);
+    return this.send("stake: deposit", p.registry.connect(pr).depositStake(3_000_000n));
   }
 
   verifierPair() {
@@ -245,8 +288,21 @@ class Scenario {
         }
       }
     }
-    for (const s of [...this.clients, ...this.providers, p.feeRecipient, p.stranger]) {
+    for (const s of [...this.clients, ...this.providers, ...p.verifiers, p.feeRecipient, p.stranger]) {
       if ((await p.escrow.owed(s.address)) > 0n) await this.send("withdraw (drain)", p.escrow.connect(s).withdraw());
+    }
+    // Every lock is released once every job is final: all stake can be asked back and withdrawn.
+    for (const pr of this.providers) {
+      const st = await p.registry.stakeOf(pr.address);
+      expect(st.locked, `locked stake of ${pr.address} after every job ended`).to.equal(0n);
+      const free = st.deposited - st.unbonding;
+      if (free > 0n) await this.send("stake: unbond (drain)", p.registry.connect(pr).requestUnbond(free));
+    }
+    await networkHelpers.time.increase(UNBONDING);
+    for (const pr of this.providers) {
+      if ((await p.registry.stakeOf(pr.address)).unbonding > 0n) {
+        await this.send("stake: withdraw (drain)", p.registry.connect(pr).withdrawStake());
+      }
     }
   }
 }
@@ -254,6 +310,7 @@ class Scenario {
 async function auditorWorld() {
   const p = await deployProtocol();
   await p.registry.connect(p.provider4).register("provider4", 950n, 1, "NVIDIA A100", 81_920);
+  await depositStake(p, p.provider4);
   return p;
 }
 
@@ -263,7 +320,10 @@ async function audit(p: Protocol, accounts: string[]): Promise<Ledger> {
   const logs = await (p.escrow as unknown as BaseContract).queryFilter("*", 0, "latest");
   const events = logs.filter((l): l is EventLog => "eventName" in l);
   expect(events.length).to.equal(logs.length, "every escrow log decodes");
-  const ledger = foldEscrowEvents(events);
+  const registryLogs = await (p.registry as unknown as BaseContract).queryFilter("*", 0, "latest");
+  const registryEvents = registryLogs.filter((l): l is EventLog => "eventName" in l);
+  expect(registryEvents.length).to.equal(registryLogs.length, "every registry log decodes");
+  const ledger = foldEscrowEvents([...events, ...registryEvents]);
   const t = await now();
 
   const jobCount = await p.escrow.jobCount();
@@ -289,6 +349,12 @@ async function audit(p: Protocol, accounts: string[]): Promise<Ledger> {
   for (const account of accounts) {
     expect(walletOf(ledger, account).withdrawable, `owed(${account})`).to.equal(await p.escrow.owed(account));
   }
+  for (const account of accounts) {
+    const st = await p.registry.stakeOf(account);
+    const mine = ledger.stakes.get(account) ?? { deposited: 0n, locked: 0n, unbonding: 0n };
+    expect([mine.deposited, mine.locked, mine.unbonding], `stake of ${account}`).to.deep.equal([st.deposited, st.locked, st.unbonding]);
+  }
+  expect(ledger.totalStaked, "totalStaked").to.equal(await p.registry.totalStaked());
   expect(ledger.totalLocked, "totalLocked").to.equal(await p.escrow.totalLocked());
   expect(ledger.totalBonds, "totalBonds").to.equal(await p.escrow.totalBonds());
   expect(ledger.totalWithdrawable, "totalWithdrawable").to.equal(await p.escrow.totalWithdrawable());
@@ -309,7 +375,8 @@ describe("auditor: a long seeded random scenario, rebuilt from events alone", fu
     const must = [
       "createJob", "assign", "report", "accept", "refuse", "heartbeat", "unassign (coordinator)", "unassign (lease lapsed)",
       "submitVerdict", "dispute", "resolve (upheld)", "resolve (rejected)", "settle (arbiter timed out)",
-      "settle (window passed)", "cancel", "claimEarnings", "withdraw",
+      "settle (window passed)", "cancel", "claimEarnings", "withdraw", "refuse with fault (slash)",
+      "accept (reporter unassigned)", "expire", "stake: deposit", "stake: unbond",
     ];
     const missing = must.filter((m) => !scenario.counts.has(m));
     expect(missing, `actions never taken: ${JSON.stringify(Object.fromEntries(scenario.counts))}`).to.deep.equal([]);
@@ -321,6 +388,7 @@ describe("auditor: a long seeded random scenario, rebuilt from events alone", fu
     expect(end.totalBonds).to.equal(0n);
     expect(end.totalWithdrawable).to.equal(0n);
     expect(end.held).to.equal(0n);
+    expect(end.totalStaked).to.equal(0n);
     // Conservation: every token that came in went out to someone, and providers got exactly the released pay.
     let released = 0n;
     for (const job of end.jobs.values()) for (const amount of job.released.values()) released += amount;

@@ -13,6 +13,7 @@ import {
   reportAndAccept,
   signDecision,
   startJob,
+  depositStake,
 } from "../helpers/fixture.ts";
 
 async function runningJob(overrides = {}) {
@@ -49,6 +50,7 @@ describe("JobEscrow: report, accept, refuse", function () {
     it("reportCheckpoint: does not overflow when acceptedStep + interval exceeds uint32 (regression)", async function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
       await p.registry.connect(p.provider4).register("bulk", 1n, 0, "cpu", 1);
+      await depositStake(p, p.provider4, 4_000_000_000n);
       const total = 4_000_000_000;
       const jobId = await startJob(
         p,
@@ -125,13 +127,14 @@ describe("JobEscrow: report, accept, refuse", function () {
       }
     });
 
-    it("acceptCheckpoint: reverts with JobEscrowUnexpectedStatus when the job is not Running", async function () {
+    it("acceptCheckpoint: reverts with JobEscrowUnexpectedStatus when the job is final (Cancelled)", async function () {
       const p = await runningJob();
       await p.escrow.connect(p.coordinator).unassign(p.jobId);
+      await p.escrow.connect(p.client).cancel(p.jobId);
       const h = ckpt(p.jobId, 10);
       await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, h, await signDecision(p, p.jobId, 1n, 10, h, true)))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-        .withArgs(p.jobId, Status.Open, bits(Status.Running));
+        .withArgs(p.jobId, Status.Cancelled, bits(Status.Open, Status.Running));
     });
   });
 

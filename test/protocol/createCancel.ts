@@ -10,6 +10,7 @@ import {
   networkHelpers,
   reportAndAccept,
   type Protocol,
+  STAKE,
 } from "../helpers/fixture.ts";
 
 async function permit(p: Protocol, owner: HardhatEthersSigner, value: bigint, deadline: bigint) {
@@ -57,7 +58,8 @@ describe("JobEscrow: create and cancel", function () {
       expect(await escrow.statusOf(1n)).to.equal(BigInt(Status.Open));
       expect(await escrow.jobCount()).to.equal(1n);
       expect(await escrow.totalLocked()).to.equal(r.budget);
-      expect(await escrow.reserves()).to.deep.equal([r.budget, r.budget]);
+      // reserves() counts the three fixture providers' stakes too (held by the registry).
+      expect(await escrow.reserves()).to.deep.equal([r.budget + 3n * STAKE, r.budget + 3n * STAKE]);
     });
 
     it("createJob: accepts the dispute-window bounds (1 minute and 30 days) and interval == totalSteps", async function () {

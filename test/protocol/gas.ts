@@ -23,9 +23,14 @@ import {
   deployProtocol,
   ethers,
   networkHelpers,
+  MIN_STAKE,
+  UNBONDING,
+  faultAt,
   signDecision,
+  signFault,
   signVerdict,
   type Protocol,
+  depositStake,
 } from "../helpers/fixture.ts";
 
 const EXTRA_PROVIDERS = 50;
@@ -52,6 +57,7 @@ async function crowd(p: Protocol) {
     const w = new ethers.Wallet(ethers.id(`gas-provider-${i}`), ethers.provider);
     await networkHelpers.setBalance(w.address, 10n ** 18n);
     await p.registry.connect(w).register(`extra-${i}`, 900n, 1, "GPU", 8_192);
+    await depositStake(p, w);
     wallets.push(w);
   }
   for (let i = 0; i < EXTRA_JOBS; i++) {
@@ -85,11 +91,32 @@ async function lifecycle(p: Protocol): Promise<Record<string, Gas>> {
   g.withdraw = await measure(escrow.connect(p.provider1).withdraw());
   expect(await escrow.owed(p.provider1.address)).to.equal(0n);
   expect(await escrow.earningsOf(jobId, p.provider2.address)).to.equal(20n * PRICE.provider2);
+  await stakeCalls(p, g);
   return g;
 }
 
+/** The stake entry points: a slashing fault refusal, an expiry, deposit, unbond and withdraw of stake. */
+async function stakeCalls(p: Protocol, g: Record<string, Gas>) {
+  const { escrow, registry } = p;
+  const faulty = await createJob(p, { totalSteps: 30, maxPricePerStep: 1_100n, budget: 33_000n });
+  await escrow.connect(p.coordinator).assign(faulty, p.provider3.address);
+  await escrow.connect(p.provider3).reportCheckpoint(faulty, 1n, 10, h(10, "fabricated"));
+  const fault = faultAt(p, 4);
+  const sigs = await signFault(p, faulty, 1n, 10, h(10, "fabricated"), fault);
+  g.refuseWithFault = await measure(escrow.refuseWithFault(faulty, 1n, 10, h(10, "fabricated"), fault, sigs));
+  const stalled = await createJob(p, { totalSteps: 30 });
+  await networkHelpers.time.increase(7 * 86_400 + 1);
+  g.expire = await measure(escrow.connect(p.stranger).expire(stalled));
+  await p.usdc.mint(p.provider3.address, MIN_STAKE);
+  await p.usdc.connect(p.provider3).approve(await registry.getAddress(), MIN_STAKE);
+  g.depositStake = await measure(registry.connect(p.provider3).depositStake(MIN_STAKE));
+  g.requestUnbond = await measure(registry.connect(p.provider3).requestUnbond(MIN_STAKE));
+  await networkHelpers.time.increase(UNBONDING);
+  g.withdrawStake = await measure(registry.connect(p.provider3).withdrawStake());
+}
+
 describe("gas: independent of the number of providers and jobs", function () {
-  it(`assign/heartbeat/report/accept/refuse/verdict/settle/claim/withdraw cost the same with 1 job and 3 providers as with ${EXTRA_JOBS + 1} jobs and ${EXTRA_PROVIDERS + 3} providers`, async function () {
+  it(`assign/heartbeat/report/accept/refuse/refuseWithFault/verdict/settle/expire/claim/withdraw and stake calls cost the same with 1 job and 3 providers as with ${EXTRA_JOBS + 1} jobs and ${EXTRA_PROVIDERS + 3} providers`, async function () {
     const quiet = await lifecycle(await networkHelpers.loadFixture(deployProtocol));
     const p = await networkHelpers.loadFixture(deployProtocol);
     await crowd(p);

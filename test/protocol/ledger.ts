@@ -21,7 +21,7 @@ function history(): EscrowEvent[] {
     ev("ProviderAssigned", { jobId: 1n, provider: p2, epoch: 3n, pricePerStep: 1_000n, resumeStep: 10n, resumeHash: H(10), leaseExpiresAt: 200n }),
     ev("CheckpointReported", { jobId: 1n, provider: p2, epoch: 3n, step: 20n, checkpointHash: H(20) }),
     ev("CheckpointAccepted", { jobId: 1n, provider: p2, epoch: 3n, step: 20n, checkpointHash: H(20), stepsCredited: 10n, amount: 10_000n }),
-    ev("VerdictSubmitted", { jobId: 1n, modelHash: H(20), metric: 9_000n, passed: true, disputeDeadline: 1_060n }),
+    ev("VerdictSubmitted", { jobId: 1n, modelHash: H(20), metric: 9_000n, passed: true, disputeDeadline: 1_060n, newEpoch: 4n }),
     ev("DisputeOpened", { jobId: 1n, client, bond: 50n, arbiterDeadline: 260_200n }),
     ev("DisputeResolved", { jobId: 1n, arbiter: A(5), upheld: false }),
     ev("JobSettled", { jobId: 1n, refund: 11_000n, providersPaid: 19_000n, bondReturned: 0n, bondForfeited: 50n }),

@@ -14,6 +14,7 @@ import {
   METRIC,
   startJob,
   trainToEnd,
+  STAKE,
 } from "../helpers/fixture.ts";
 
 /** A job trained 0..40 by provider1, 40..100 by provider2 (after a fail-over), settled without dispute. */
@@ -82,7 +83,7 @@ describe("JobEscrow: claim and withdraw", function () {
       expect(await p.escrow.owed(p.provider2.address)).to.equal(0n);
       const [held, owes] = await p.escrow.reserves();
       expect(held).to.equal(owes);
-      expect(owes).to.equal(100_000n - p.earned2);
+      expect(owes).to.equal(100_000n - p.earned2 + 3n * STAKE); // the fixture providers' stakes
     });
 
     it("withdraw: one call collects a client's refunds from several jobs plus a returned bond", async function () {

@@ -6,6 +6,7 @@ import { expect } from "chai";
 import SafeKit from "@safe-global/protocol-kit";
 import { HDNodeWallet, Mnemonic } from "ethers";
 import {
+  DECISION_TIMEOUT,
   METRIC,
   ckpt,
   connection,
@@ -23,6 +24,8 @@ import {
   checkpointDecisionDigest,
   checkpointDecisionTypes,
   escrowDomain,
+  faultRefusalDigest,
+  faultRefusalTypes,
   verdictDigest,
   verdictTypes,
 } from "../../sdk/verifierSignatures.ts";
@@ -65,10 +68,15 @@ describe("JobEscrow: verifier signatures", function () {
       expect(verdictDigest(domain, { jobId: 7n, modelHash: h, metric: METRIC, passed: true })).to.equal(
         await p.escrow.verdictDigest(7n, h, METRIC, true),
       );
+      const fault = { step: 41, inputHash: ethers.id("in"), committedHash: ethers.id("out"), replayedHash: ethers.id("re"), finder: p.verifier2.address };
+      expect(faultRefusalDigest(domain, { jobId: 7n, epoch: 3n, step: 42, checkpointHash: h, fault })).to.equal(
+        await p.escrow.faultRefusalDigest(7n, 3n, 42, h, fault),
+      );
       const encoder = (types: Record<string, { name: string; type: string }[]>) => ethers.TypedDataEncoder.from(types);
       expect(ethers.id(encoder(checkpointDecisionTypes).encodeType("CheckpointDecision"))).to.equal(
         await p.escrow.CHECKPOINT_DECISION_TYPEHASH(),
       );
+      expect(ethers.id(encoder(faultRefusalTypes).encodeType("FaultRefusal"))).to.equal(await p.escrow.FAULT_REFUSAL_TYPEHASH());
       expect(ethers.id(encoder(verdictTypes).encodeType("Verdict"))).to.equal(await p.escrow.VERDICT_TYPEHASH());
     });
   });
@@ -119,10 +127,11 @@ describe("JobEscrow: verifier signatures", function () {
         .withArgs(await p.escrow.checkpointDecisionDigest(p.jobId, 1n, 20, h20, true));
     });
 
-    it("replay: a checkpoint re-reported in a later epoch needs new signatures", async function () {
+    it("replay: a checkpoint re-reported in a later epoch (after its first report lapsed) needs new signatures", async function () {
       const p = await pendingJob();
       const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
       await p.escrow.connect(p.coordinator).unassign(p.jobId);
+      await networkHelpers.time.increase(DECISION_TIMEOUT + 1n);
       await p.escrow.connect(p.coordinator).assign(p.jobId, p.provider1.address); // epoch 3
       await p.escrow.connect(p.provider1).reportCheckpoint(p.jobId, 3n, 10, p.hash);
       await expect(p.escrow.acceptCheckpoint(p.jobId, 3n, 10, p.hash, sigs))

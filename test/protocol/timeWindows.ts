@@ -7,6 +7,7 @@ import { expect } from "chai";
 import type { ContractTransactionResponse } from "ethers";
 import {
   ARBITER_TIMEOUT,
+  DECISION_TIMEOUT,
   LEASE,
   Reason,
   Status,
@@ -93,8 +94,7 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
     }
   });
 
-  describe("progress timeout (lastProgressAt + PROGRESS_TIMEOUT is inclusive for the assignee)", function () {
-    const PROGRESS_TIMEOUT = 6n * 3600n;
+  describe("progress timeout (lastProgressAt + the job's progressTimeout is inclusive for the assignee)", function () {
 
     /** Keeps the lease alive with heartbeats until just before `until`, making no progress. */
     async function heartbeatUntil(p: Awaited<ReturnType<typeof deployProtocol>>, jobId: bigint, until: bigint) {
@@ -107,15 +107,17 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
     async function stalled() {
       const p = await networkHelpers.loadFixture(deployProtocol);
       const jobId = await startJob(p);
-      const { lastProgressAt } = await p.escrow.jobOf(jobId);
-      const deadline = lastProgressAt + PROGRESS_TIMEOUT;
+      const { lastProgressAt, progressTimeout } = await p.escrow.jobOf(jobId);
+      // interval 10 × MAX_SECONDS_PER_STEP (30 s): 300 s, above the 120 s lease and far below 6 h.
+      expect(progressTimeout).to.equal(300n);
+      const deadline = lastProgressAt + progressTimeout;
       await heartbeatUntil(p, jobId, deadline);
       return { p, jobId, lastProgressAt, deadline };
     }
 
     for (const offset of [-1n, 0n, 1n]) {
       const live = offset <= 0n;
-      it(`heartbeat at lastProgressAt + PROGRESS_TIMEOUT${offset < 0n ? "-1" : offset > 0n ? "+1" : ""} with nothing pending: ${live ? "succeeds" : "reverts with JobEscrowNoProgress"}`, async function () {
+      it(`heartbeat at lastProgressAt + progressTimeout${offset < 0n ? "-1" : offset > 0n ? "+1" : ""} with nothing pending: ${live ? "succeeds" : "reverts with JobEscrowNoProgress"}`, async function () {
         const { p, jobId, lastProgressAt, deadline } = await stalled();
         const t = deadline + offset;
         await time.setNextBlockTimestamp(t);
@@ -133,14 +135,21 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
       await expect(p.escrow.connect(p.provider1).heartbeat(jobId, 1n)).to.emit(p.escrow, "LeaseExtended");
     });
 
-    it("while a checkpoint is pending, waiting for the verifiers does not count against the provider", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const jobId = await startJob(p);
-      await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, ckpt(jobId, 10));
-      const { lastProgressAt } = await p.escrow.jobOf(jobId);
-      await heartbeatUntil(p, jobId, lastProgressAt + PROGRESS_TIMEOUT + 300n);
-      await expect(p.escrow.connect(p.provider1).heartbeat(jobId, 1n)).to.emit(p.escrow, "LeaseExtended");
-    });
+    for (const offset of [-1n, 0n, 1n]) {
+      const live = offset <= 0n;
+      it(`while a checkpoint is pending the wait does not count, up to reportedAt + DECISION_TIMEOUT${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: heartbeat ${live ? "succeeds" : "reverts with JobEscrowNoProgress"}`, async function () {
+        const p = await networkHelpers.loadFixture(deployProtocol);
+        const jobId = await startJob(p);
+        await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, ckpt(jobId, 10));
+        const { reportedAt, lastProgressAt } = await p.escrow.jobOf(jobId);
+        const t = reportedAt + DECISION_TIMEOUT + offset;
+        await heartbeatUntil(p, jobId, t);
+        await time.setNextBlockTimestamp(t);
+        const tx = p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
+        if (live) await expect(tx).to.emit(p.escrow, "LeaseExtended");
+        else await expect(tx).to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress").withArgs(jobId, lastProgressAt, t);
+      });
+    }
 
     it("a provider that only heartbeats loses the job: its lease lapses, anyone unassigns, the client cancels and is refunded", async function () {
       const { p, jobId, deadline } = await stalled();

@@ -27,7 +27,7 @@ describe("JobEscrow: verdict", function () {
     const { escrow, jobId, modelHash } = p;
     const tx = await escrow.connect(p.stranger).submitVerdict(jobId, modelHash, METRIC, true, await signVerdict(p, jobId, modelHash, METRIC, true));
     const t = await now();
-    await expect(tx).to.emit(escrow, "VerdictSubmitted").withArgs(jobId, modelHash, METRIC, true, t + 3_600n);
+    await expect(tx).to.emit(escrow, "VerdictSubmitted").withArgs(jobId, modelHash, METRIC, true, t + 3_600n, 2n);
     expect(await escrow.statusOf(jobId)).to.equal(BigInt(Status.DisputeWindow));
     const v = await escrow.verdictOf(jobId);
     expect([v.modelHash, v.metric, v.passed, v.submittedAt]).to.deep.equal([modelHash, METRIC, true, t]);

@@ -71,6 +71,12 @@ describe("verifier quorum on the local chain: 2 of 3 decide", function () {
     await usdc.connect(client).approve(await escrow.getAddress(), ethers.MaxUint256);
     await registry.connect(provider1).register("provider1", PRICE, 1, "cpu", 1024);
     await registry.connect(provider2).register("provider2", PRICE, 1, "cpu", 1024);
+    const stake = 5n * (await registry.minStake()); // an identity without stake takes no work
+    for (const provider of [provider1, provider2]) {
+      await usdc.mint(provider.address, stake);
+      await usdc.connect(provider).approve(await registry.getAddress(), stake);
+      await registry.connect(provider).depositStake(stake);
+    }
     await escrow.connect(client).createJob({ templateId: template.templateId, ...REQUEST });
     await escrow.connect(coordinator).assign(1n, provider1.address);
     return { escrow, coordinator, provider1, provider2, stranger, chainId, safe: deployment.verifierSafe };

@@ -28,6 +28,13 @@ describe("verifier planning: what the chain waits for", function () {
     expect([item.step, item.acceptedStep, item.hash]).to.deep.equal([10, 0, H(2)]);
   });
 
+  it("plans a checkpoint whose reporter was unassigned on the epoch it was reported at (Open or reassigned)", function () {
+    const orphan = job({ epoch: 4n, pendingEpoch: 3n, pendingStep: 10n, pendingHash: H(2) });
+    const items = planWork([view(1n, STATUS.Open, orphan), view(2n, STATUS.Running, orphan)]);
+    expect(items.map((i) => i.key)).to.deep.equal([checkpointKey(1n, 3n, 10, H(2)), checkpointKey(2n, 3n, 10, H(2))]);
+    expect((items[0] as CheckpointItem).epoch).to.equal(3n);
+  });
+
   it("plans nothing for a Running job without a pending checkpoint, or an Open job mid-training", function () {
     expect(planWork([view(1n, STATUS.Running, job({ acceptedStep: 10n })), view(2n, STATUS.Open, job({ acceptedStep: 10n }))])).to.deep.equal([]);
   });

@@ -20,6 +20,8 @@ abstract contract EscrowFixture is PRBTest {
     uint64 internal constant MAX_WINDOW = 30 days;
     uint256 internal constant START = 1_750_000_000;
     bytes32 internal constant TEMPLATE = keccak256("mnist-mlp-v1");
+    uint128 internal constant MIN_STAKE = 1e6;
+    uint64 internal constant UNBONDING = 2 days;
 
     address internal constant owner = address(0x0A110000);
     address internal constant coordinator = address(0xC00D0000);
@@ -38,11 +40,11 @@ abstract contract EscrowFixture is PRBTest {
     function setUp() public virtual {
         vm.warp(START);
         usdc = new TestUSDC();
-        registry = new ProviderRegistry();
+        registry = new ProviderRegistry(usdc, MIN_STAKE, UNBONDING);
         escrow = new JobEscrow(
             usdc,
             registry,
-            JobEscrow.Roles({
+            IJobEscrow.Roles({
                 owner: owner,
                 coordinator: coordinator,
                 arbiter: arbiter,
@@ -52,6 +54,7 @@ abstract contract EscrowFixture is PRBTest {
             LEASE,
             BOND
         );
+        registry.bindEscrow(address(escrow));
         vm.prank(owner);
         escrow.setTemplateApproval(TEMPLATE, true);
         vm.prank(client);
@@ -88,9 +91,19 @@ abstract contract EscrowFixture is PRBTest {
 
     // ------------------------------------------------------------------ providers and assignment
 
+    /// @dev Registers `provider` at `price` with a stake no job lock can exceed (locks are capped at 2^128 − 1).
     function _register(address provider, uint128 price) internal {
         vm.prank(provider);
         registry.register("provider", price, IProviderRegistry.DeviceKind.GPU, "NVIDIA H200", 141_000);
+        _stake(provider, type(uint128).max);
+    }
+
+    function _stake(address provider, uint128 amount) internal {
+        usdc.mint(provider, amount);
+        vm.startPrank(provider);
+        usdc.approve(address(registry), amount);
+        registry.depositStake(amount);
+        vm.stopPrank();
     }
 
     function _assign(uint256 jobId, address provider) internal {

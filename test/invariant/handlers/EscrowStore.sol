@@ -30,6 +30,21 @@ abstract contract EscrowStore {
         uint64 verdictAt;
         uint64 disputedAt;
         bool upheld;
+        uint64 progressTimeout; // the job's bound on time without progress
+        uint64 openSince; // when it last became Open (or saw an acceptance while Open): `expire` runs from here
+        address pendingProvider; // the pending checkpoint's reporter: credited or slashed for it
+        uint64 pendingEpoch;
+        uint128 pendingPrice;
+        uint64 reportedAt;
+        bool pendingFabricated; // the reporter made the pending checkpoint up: only then may the Safe slash
+    }
+
+    /// @notice A provider's stake as the model books it (the registry's Stake).
+    struct GhostStake {
+        uint128 deposited;
+        uint128 locked;
+        uint128 unbonding;
+        uint64 readyAt;
     }
 
     /// @notice A provider's record as the handler set it.
@@ -46,6 +61,10 @@ abstract contract EscrowStore {
     /// @dev Tokens sent to the escrow by plain transfer: the escrow owes them to no one.
     uint256 public ghost_donated;
     uint256 public ghost_withdrawn;
+    /// @dev Stake in and out of the registry, and what slashing moved from it to the escrow.
+    uint256 public ghost_stakeDeposited;
+    uint256 public ghost_stakeWithdrawn;
+    uint256 public ghost_stakeSlashed;
 
     // ------------------------------------------------------------------ per job
 
@@ -61,12 +80,16 @@ abstract contract EscrowStore {
     mapping(uint256 jobId => uint256) public ghost_bondsPosted;
     mapping(uint256 jobId => uint256) public ghost_bondsReturned;
     mapping(uint256 jobId => uint256) public ghost_bondsForfeited;
+    /// @dev The model's stake lock of each provider on each job, and how often each was slashed.
+    mapping(uint256 jobId => mapping(address provider => uint128)) public ghost_lock;
+    mapping(uint256 jobId => mapping(address provider => uint256)) public ghost_slashes;
 
     // ------------------------------------------------------------------ per account
 
     mapping(address provider => GhostProvider) public ghost_providers;
     /// @dev What the model says each account may withdraw.
     mapping(address account => uint256) public ghost_owed;
+    mapping(address provider => GhostStake) internal _ghostStakes;
 
     // ------------------------------------------------------------------ violations: every one must stay 0
 
@@ -79,6 +102,8 @@ abstract contract EscrowStore {
     uint256 public ghost_forgedDecisionsSucceeded;
     uint256 public ghost_terminalStatusChanges;
     uint256 public ghost_illegalTransitions;
+    /// @dev Slashes of a checkpoint its reporter did not fabricate (only the Safe can slash; forgeries must fail).
+    uint256 public ghost_honestSlashed;
     /// @dev A call succeeded or reverted against the model's prediction, or the escrow's state left the model.
     uint256 public ghost_unexpectedOutcomes;
     string public ghost_firstUnexpected;
@@ -92,6 +117,10 @@ abstract contract EscrowStore {
 
     function ghostJob(uint256 jobId) external view returns (GhostJob memory) {
         return _ghostJobs[jobId];
+    }
+
+    function ghostStake(address provider) external view returns (GhostStake memory) {
+        return _ghostStakes[provider];
     }
 
     function _unexpected(string memory what) internal {

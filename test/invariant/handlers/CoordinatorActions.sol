@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.28;
+
+import {HandlerBase, OPEN, RUNNING} from "./HandlerBase.sol";
+
+/// @notice The coordinator's calls (and anyone's unassign once a lease lapsed).
+abstract contract CoordinatorActions is HandlerBase {
+    function assign(uint256 jobSeed, uint256 providerSeed) external useCurrentTime instrument("assign") {
+        uint256 jobId = _pickJob(jobSeed, Fit.Assignable);
+        if (jobId == 0) return;
+        GhostJob storage g = _ghostJobs[jobId];
+        address provider = _pickProvider(jobId, providerSeed);
+        bool expected = _status(g) == OPEN && _eligible(jobId, provider);
+        string memory what = ghost_fenced[jobId][provider] ? "assign (fenced provider)" : "assign";
+        bytes memory data = abi.encodeCall(escrow.assign, (jobId, provider));
+        if (_call(COORDINATOR, address(escrow), data, expected, what)) {
+            _dropLapsed(jobId, g);
+            uint128 extra = _stakeNeeded(jobId, provider, ghost_providers[provider].price);
+            ghost_lock[jobId][provider] += extra;
+            _ghostStakes[provider].locked += extra;
+            g.phase = RUNNING;
+            g.epoch += 1;
+            g.assignee = provider;
+            g.price = ghost_providers[provider].price;
+            g.lease = uint64(currentTime) + LEASE;
+            g.progress = uint64(currentTime);
+            _succeeded("assign");
+        }
+        _record(jobId);
+    }
+
+    /// @dev The coordinator (one time in four) may unassign at any time; anyone else only once the lease lapsed.
+    function unassign(uint256 jobSeed, uint256 callerSeed) external useCurrentTime instrument("unassign") {
+        uint256 jobId = _pickJob(jobSeed, Fit.Running);
+        if (jobId == 0) return;
+        GhostJob storage g = _ghostJobs[jobId];
+        address caller = callerSeed % 4 == 0 ? COORDINATOR : _actor(callerSeed / 4);
+        bool expected = _status(g) == RUNNING && (caller == COORDINATOR || currentTime > g.lease);
+        if (_call(caller, address(escrow), abi.encodeCall(escrow.unassign, (jobId)), expected, "unassign")) {
+            address holder = g.assignee;
+            _reopen(g);
+            _releaseIfIdle(jobId, g, holder);
+            _succeeded(caller == COORDINATOR ? bytes32("unassign:coordinator") : bytes32("unassign:lapsed"));
+        }
+        _record(jobId);
+    }
+}
