@@ -8,6 +8,7 @@ import { benchVerifier } from "./verifier.ts";
 import { benchStore } from "./store.ts";
 import { benchGas } from "./gas.ts";
 import { benchSystem } from "./system.ts";
+import { benchKeepers } from "./keepers.ts";
 import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -18,6 +19,7 @@ const parts: [string, () => Promise<Record<string, number>>][] = [
   ["verifier compute and detection", benchVerifier],
   ["checkpoint store and segment commitments", benchStore],
   ["gas of a full job lifecycle", benchGas],
+  ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["whole network: overhead and failover", () => benchSystem(progress)],
 ];
 
