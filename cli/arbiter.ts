@@ -1,8 +1,6 @@
 /** `gpuchain arbiter resolve JOB --uphold|--reject --key FILE`: the arbiter decides a dispute before the deadline. */
-import { CommandError, expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
-import { confirm, openContext, requireJob } from "./context.ts";
-import { describeError } from "../sdk/errors.ts";
-import { protocolInterfaces } from "../sdk/contracts.ts";
+import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
+import { confirm, openContext, requireJob, runOnChain } from "./context.ts";
 import { statusName } from "../sdk/job.ts";
 
 export const USAGE = `usage: gpuchain arbiter resolve JOB --uphold|--reject --key FILE
@@ -26,7 +24,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const ctx = await openContext(values, true);
   const { escrow } = ctx.protocol;
-  try {
+  return runOnChain(ctx, "resolve", async () => {
     await requireJob(ctx, jobId);
     const status = statusName(await escrow.statusOf(jobId));
     if (status !== "Disputed") {
@@ -45,11 +43,5 @@ export async function main(argv: string[]): Promise<number> {
       : "rejected — the verdict stands, the bond goes to the fee recipient";
     console.log(`job ${jobId}: dispute ${what} (tx ${receipt!.hash})`);
     return 0;
-  } catch (err) {
-    if (err instanceof CommandError) throw err;
-    console.error(`gpuchain: resolve failed: ${describeError(err, protocolInterfaces().escrow)}`);
-    return 1;
-  } finally {
-    ctx.close();
-  }
+  });
 }

@@ -2,9 +2,7 @@
  * `gpuchain job create|cancel|approve-template`: the client's side of a job.
  * The client locks its budget with an EIP-2612 permit in the same transaction when the token supports it.
  */
-import { Signature, type Wallet } from "ethers";
 import {
-  CommandError,
   expectPositionals,
   parseCommand,
   parseDuration,
@@ -14,10 +12,9 @@ import {
   requireString,
   UsageError,
 } from "../sdk/args.ts";
-import { confirm, openContext, requireJob, templateArg, type CommandContext } from "./context.ts";
-import { describeError } from "../sdk/errors.ts";
-import { protocolInterfaces } from "../sdk/contracts.ts";
+import { confirm, openContext, requireJob, runOnChain, templateArg, type CommandContext } from "./context.ts";
 import { statusName } from "../sdk/job.ts";
+import { signPermit } from "../sdk/permit.ts";
 import { formatDuration, formatPrice, formatUsdc } from "../sdk/format.ts";
 import { warnIfNobodyFits } from "./fit.ts";
 
@@ -58,17 +55,11 @@ export async function main(argv: string[]): Promise<number> {
   const jobId = action === "cancel" ? parseJobId(arg) : undefined;
   const template = action === "approve-template" ? templateArg(arg, "a template name") : undefined;
   const ctx = await openContext(values, true);
-  try {
+  return runOnChain(ctx, `job ${action}`, async () => {
     if (request) return await create(ctx, request, values["dry-run"]);
     if (jobId !== undefined) return await cancel(ctx, jobId, values["dry-run"]);
     return await approveTemplate(ctx, template!, values["dry-run"]);
-  } catch (err) {
-    if (err instanceof CommandError) throw err;
-    console.error(`gpuchain: job ${action} failed: ${describeError(err, protocolInterfaces().escrow)}`);
-    return 1;
-  } finally {
-    ctx.close();
-  }
+  });
 }
 
 export interface Request {
@@ -136,7 +127,7 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
   );
   await warnIfNobodyFits(ctx, r);
   if (dryRun) return 0;
-  const permit = await signPermit(ctx, r.budget).catch(() => undefined);
+  const permit = await permitFor(ctx, r.budget).catch(() => undefined);
   const receipt = await confirm(
     ctx,
     permit
@@ -156,24 +147,15 @@ async function approveThen<T>(ctx: CommandContext, amount: bigint, send: () => P
   return send();
 }
 
-async function signPermit(ctx: CommandContext, value: bigint) {
-  const signer = ctx.signer as Wallet;
-  const token = ctx.protocol.usdc;
-  const [name, nonce] = await Promise.all([token.name(), token.nonces(signer.address)]);
+/** One hour to land the permit, as a person waits for the create transaction. */
+function permitFor(ctx: CommandContext, value: bigint) {
   const deadline = BigInt(Math.floor(Date.now() / 1000) + 3600);
-  const domain = { name, version: "1", chainId: ctx.chainId, verifyingContract: ctx.deployment.usdc };
-  const types = {
-    Permit: [
-      { name: "owner", type: "address" },
-      { name: "spender", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "nonce", type: "uint256" },
-      { name: "deadline", type: "uint256" },
-    ],
-  };
-  const message = { owner: signer.address, spender: ctx.deployment.escrow, value, nonce, deadline };
-  const sig = Signature.from(await signer.signTypedData(domain, types, message));
-  return { deadline, v: sig.v, r: sig.r, s: sig.s };
+  return signPermit(ctx.signer!, ctx.protocol.usdc, {
+    spender: ctx.deployment.escrow,
+    value,
+    deadline,
+    chainId: ctx.chainId,
+  });
 }
 
 async function cancel(ctx: CommandContext, jobId: bigint, dryRun: boolean): Promise<number> {

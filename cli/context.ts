@@ -9,8 +9,10 @@ import {
   connectChecked,
   connectProtocol,
   DEFAULT_RPC_TIMEOUT_MS,
+  protocolInterfaces,
   type Protocol,
 } from "../sdk/contracts.ts";
+import { describeError } from "../sdk/errors.ts";
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { CommandError, parsePositiveInt, UsageError } from "../sdk/args.ts";
@@ -104,5 +106,18 @@ export async function confirm(
       `${what}: transaction ${tx.hash} was not mined within ${timeoutMs / 1000} s; it may still land ` +
         "(a later `gpuchain explain` or `wallet` shows whether it did)",
     );
+  }
+}
+
+/** A command's chain part: a revert or RPC failure becomes one line naming the escrow's error; the node is let go. */
+export async function runOnChain(ctx: CommandContext, what: string, body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof CommandError) throw err;
+    console.error(`gpuchain: ${what} failed: ${describeError(err, protocolInterfaces().escrow)}`);
+    return 1;
+  } finally {
+    ctx.close();
   }
 }

@@ -1,8 +1,6 @@
 /** `gpuchain dispute JOB --key FILE`: the client disputes the verdict during the window, posting the bond. */
-import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
-import { confirm, openContext, requireJob } from "./context.ts";
-import { describeError } from "../sdk/errors.ts";
-import { protocolInterfaces } from "../sdk/contracts.ts";
+import { expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
+import { confirm, openContext, requireJob, runOnChain } from "./context.ts";
 import { statusName } from "../sdk/job.ts";
 import { formatDeadline, formatUsdc } from "../sdk/format.ts";
 
@@ -18,7 +16,7 @@ export async function main(argv: string[]): Promise<number> {
   const jobId = parseJobId(positionals[0]);
   const ctx = await openContext(values, true);
   const { escrow, usdc: token } = ctx.protocol;
-  try {
+  return runOnChain(ctx, "dispute", async () => {
     await requireJob(ctx, jobId);
     const status = statusName(await escrow.statusOf(jobId));
     if (status !== "DisputeWindow") {
@@ -40,11 +38,5 @@ export async function main(argv: string[]): Promise<number> {
         "after that the verdict stands and the bond comes back",
     );
     return 0;
-  } catch (err) {
-    if (err instanceof CommandError) throw err;
-    console.error(`gpuchain: dispute failed: ${describeError(err, protocolInterfaces().escrow)}`);
-    return 1;
-  } finally {
-    ctx.close();
-  }
+  });
 }

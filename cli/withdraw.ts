@@ -3,10 +3,8 @@
  * CheckpointAccepted events when --jobs is not given), then withdraws everything owed.
  */
 import type { Contract } from "ethers";
-import { CommandError, expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
-import { confirm, openContext, requireJob, type CommandContext } from "./context.ts";
-import { describeError } from "../sdk/errors.ts";
-import { protocolInterfaces } from "../sdk/contracts.ts";
+import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
+import { confirm, openContext, requireJob, runOnChain, type CommandContext } from "./context.ts";
 import { isFinished, statusName } from "../sdk/job.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
@@ -37,7 +35,7 @@ export async function main(argv: string[]): Promise<number> {
   const ctx = await openContext(values, true);
   const { escrow } = ctx.protocol;
   const me = ctx.signer!.address;
-  try {
+  return runOnChain(ctx, "withdraw", async () => {
     for (const jobId of listed ?? []) await requireJob(ctx, jobId);
     for (const jobId of listed ?? (await jobsWithAcceptedWork(ctx, me))) {
       const earnings = await escrow.earningsOf(jobId, me);
@@ -66,13 +64,7 @@ export async function main(argv: string[]): Promise<number> {
     await confirm(ctx, escrow.withdraw(), "withdraw");
     console.log(`withdrew ${formatUsdc(owed)} to ${me}`);
     return 0;
-  } catch (err) {
-    if (err instanceof CommandError) throw err;
-    console.error(`gpuchain: withdraw failed: ${describeError(err, protocolInterfaces().escrow)}`);
-    return 1;
-  } finally {
-    ctx.close();
-  }
+  });
 }
 
 async function jobsWithAcceptedWork(ctx: CommandContext, me: string): Promise<bigint[]> {

@@ -28,9 +28,31 @@ export function paramSpecs(layers: number[]): ParamSpec[] {
   return out;
 }
 
-type Forward = { inputs: string[]; pre: string[]; logits: string };
+export type Forward = { inputs: string[]; pre: string[]; logits: string };
 
-/** h [...rows, features] → logits [...rows, classes]; keeps pre-activations and layer inputs for backward. */
+/**
+ * The MLP's layers over x: `affine(h, l)` is layer l's h·w + b, `activate` follows every layer but the last.
+ * Keeps the layer inputs and pre-activations for backward.
+ */
+export function mlpForward(
+  layersCount: number,
+  x: string,
+  affine: (h: string, l: number) => string,
+  activate: (p: string) => string,
+): Forward {
+  const inputs: string[] = [];
+  const pre: string[] = [];
+  let h = x;
+  for (let l = 0; l < layersCount; l++) {
+    inputs.push(h);
+    const p = affine(h, l);
+    pre.push(p);
+    h = l + 1 < layersCount ? activate(p) : p;
+  }
+  return { inputs, pre, logits: h };
+}
+
+/** h [...rows, features] → logits [...rows, classes], in portable ops. */
 function forward(
   g: GraphBuilder,
   params: string[],
@@ -39,20 +61,9 @@ function forward(
   layers: number[],
   maxRows: number,
 ): Forward {
-  const inputs: string[] = [];
-  const pre: string[] = [];
-  let h = x;
-  const layersCount = params.length / 2;
-  for (let l = 0; l < layersCount; l++) {
-    inputs.push(h);
-    const p = g.op("Add", [
-      matmulRows(g, h, rank, params[2 * l], layers[l], layers[l + 1], maxRows),
-      params[2 * l + 1],
-    ]);
-    pre.push(p);
-    h = l + 1 < layersCount ? relu(g, p) : p;
-  }
-  return { inputs, pre, logits: h };
+  const affine = (h: string, l: number) =>
+    g.op("Add", [matmulRows(g, h, rank, params[2 * l], layers[l], layers[l + 1], maxRows), params[2 * l + 1]]);
+  return mlpForward(params.length / 2, x, affine, (p) => relu(g, p));
 }
 
 type Loss = { nll: string; softmax: string };
@@ -63,6 +74,13 @@ function softmaxLoss(g: GraphBuilder, logits: string, y: string, rank: number, C
   const logp = g.op("Sub", [shifted, lse]);
   const picked = squeeze(g, sumAxis(g, g.op("Mul", [y, logp]), C, rank - 1), [rank - 1]);
   return { nll: g.op("Neg", [picked]), softmax: g.op("Div", [exps, sum]) };
+}
+
+/** A graph named for `d` and `what` whose first inputs are the parameters; F features in, C classes out. */
+export function mlpGraph(d: TemplateDescriptor, what: string) {
+  const specs = paramSpecs(d.layers);
+  const g = new GraphBuilder(`${d.name}-${what}`);
+  return { specs, g, params: paramInputs(g, specs), F: d.layers[0], C: d.layers[d.layers.length - 1] };
 }
 
 function paramInputs(g: GraphBuilder, specs: ParamSpec[], prefix = ""): string[] {
@@ -93,12 +111,8 @@ function weightGrad(g: GraphBuilder, h: string, dp: string, S: number, nIn: numb
  * atoms share the call; only portable ops are used (onnx/exact.ts).
  */
 export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
-  const specs = paramSpecs(d.layers);
-  const F = d.layers[0];
-  const C = d.layers[d.layers.length - 1];
+  const { specs, g, params, F, C } = mlpGraph(d, "gradient");
   const S = d.atomSize;
-  const g = new GraphBuilder(`${d.name}-gradient`);
-  const params = paramInputs(g, specs);
   const x = g.input("x", ["atoms", S, F]);
   const y = g.input("y", ["atoms", S, C]);
   const fw = forward(g, params, x, 3, d.layers, d.globalBatch);
@@ -167,12 +181,8 @@ export function buildUpdateGraph(d: TemplateDescriptor): Uint8Array {
  * label logit is the largest; exact ties count as correct). n is fixed: the held-out split's size.
  */
 export function buildEvalGraph(d: TemplateDescriptor): Uint8Array {
-  const specs = paramSpecs(d.layers);
-  const F = d.layers[0];
-  const C = d.layers[d.layers.length - 1];
+  const { g, params, F, C } = mlpGraph(d, "evaluate");
   const n = d.data.heldoutPerClass * C;
-  const g = new GraphBuilder(`${d.name}-evaluate`);
-  const params = paramInputs(g, specs);
   const x = g.input("x", [n, F]);
   const y = g.input("y", [n, C]);
   const fw = forward(g, params, x, 2, d.layers, n);
@@ -186,10 +196,14 @@ export function buildEvalGraph(d: TemplateDescriptor): Uint8Array {
 }
 
 export function buildGraphs(d: TemplateDescriptor): TemplateGraphs {
-  return {
-    gradient: buildGradientGraph(d),
-    reduce: buildReduceGraph(d),
-    update: buildUpdateGraph(d),
-    evaluate: buildEvalGraph(d),
-  };
+  return graphsWith(d, buildGradientGraph, buildEvalGraph);
+}
+
+/** The four graphs of `d` with the given gradient and evaluation formulations (reduce and update are one). */
+export function graphsWith(
+  d: TemplateDescriptor,
+  gradient: (d: TemplateDescriptor) => Uint8Array,
+  evaluate: (d: TemplateDescriptor) => Uint8Array,
+): TemplateGraphs {
+  return { gradient: gradient(d), reduce: buildReduceGraph(d), update: buildUpdateGraph(d), evaluate: evaluate(d) };
 }

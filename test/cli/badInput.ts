@@ -58,6 +58,11 @@ const ENTRIES = { gpuchain: CLI, start: path.resolve("scripts/start.ts"), bench:
 const BAD_CHECKSUM = "0x70997970C51812dc3A010C7d01b50e0d17dc79c8";
 const CREATE = "job create --template blobs-tiny --steps 10 --max-price 0.001 --key {dir}/client.key";
 
+/** --help wins over whatever else is given: exit 0 and the usage of `command` on stdout. */
+function helpCase(name: string, args: string, command: string): Case {
+  return { name, args, code: 0, message: new RegExp(`^usage: ${command}`), stream: "stdout" };
+}
+
 const CASES: Case[] = [
   // ---- what was typed (exit 2)
   { name: "no command", args: "", code: 2, message: /^usage: gpuchain <command>/ },
@@ -315,22 +320,10 @@ const CASES: Case[] = [
     message: /--samples must be a non-negative integer, got "-1"/,
   },
   // ---- --help wins, whatever else is given (exit 0)
-  {
-    name: "help with bad flags",
-    args: `job create --help --bogus --max-price -1`,
-    code: 0,
-    message: /^usage: gpuchain job/,
-    stream: "stdout",
-  },
-  { name: "keeper help", args: "keeper all -h", code: 0, message: /^usage: gpuchain keeper/, stream: "stdout" },
-  {
-    name: "provider help",
-    args: "provide --nonsense --help",
-    code: 0,
-    message: /^usage: gpuchain provide/,
-    stream: "stdout",
-  },
-  { name: "verifier help", args: "verify --help", code: 0, message: /^usage: gpuchain verify/, stream: "stdout" },
+  helpCase("help with bad flags", "job create --help --bogus --max-price -1", "gpuchain job"),
+  helpCase("keeper help", "keeper all -h", "gpuchain keeper"),
+  helpCase("provider help", "provide --nonsense --help", "gpuchain provide"),
+  helpCase("verifier help", "verify --help", "gpuchain verify"),
   // ---- the world the command meets (exit 1)
   {
     name: "no deployment file",
@@ -521,14 +514,7 @@ const CASES: Case[] = [
     code: 2,
     message: /^npm start: --replay .*none\.jsonl: no such recording$/m,
   },
-  {
-    name: "npm start: help wins",
-    entry: "start",
-    args: "--bogus --help",
-    code: 0,
-    message: /^usage: npm start/,
-    stream: "stdout",
-  },
+  { ...helpCase("npm start: help wins", "--bogus --help", "npm start"), entry: "start" },
   {
     name: "npm run bench: unknown flag",
     entry: "bench",
@@ -545,14 +531,7 @@ const CASES: Case[] = [
     message: /^npm run bench: unexpected argument "all"/m,
     usage: true,
   },
-  {
-    name: "npm run bench: help",
-    entry: "bench",
-    args: "--help",
-    code: 0,
-    message: /^usage: npm run bench/,
-    stream: "stdout",
-  },
+  { ...helpCase("npm run bench: help", "--help", "npm run bench"), entry: "bench" },
   // ---- jobs nobody can take
   {
     name: "control: explain says why an Open job waits",
@@ -619,16 +598,9 @@ async function silentServer(): Promise<{ url: string; close: () => Promise<void>
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  };
+  return listenOnLoopback(server, () => {
+    for (const s of sockets) s.destroy();
+  });
 }
 
 /** An HTTP server that is not an Ethereum node. */
@@ -637,13 +609,21 @@ async function notRpcServer(): Promise<{ url: string; close: () => Promise<void>
     res.writeHead(404, { "content-type": "text/html" });
     res.end("<html>not here</html>");
   });
+  return listenOnLoopback(server, () => server.closeAllConnections());
+}
+
+/** Listens on a free loopback port; `close` drops the open connections (`drop`), then waits for the server. */
+async function listenOnLoopback(
+  server: Server,
+  drop: () => void,
+): Promise<{ url: string; close: () => Promise<void> }> {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
     close: () =>
       new Promise((r) => {
-        server.closeAllConnections();
+        drop();
         server.close(() => r());
       }),
   };

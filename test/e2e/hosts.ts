@@ -6,10 +6,10 @@
  */
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
 import path from "node:path";
 import { hostsUnavailable } from "../../demo/hosts.ts";
 import { runScenario, type ScenarioResult } from "../../demo/scenario.ts";
+import { expectEveryPromiseKept, removeDeploymentAfter } from "../helpers/scenario.ts";
 
 describe("the whole network across separate hosts (npm start -- --hosts, short configuration)", function () {
   this.timeout(600_000);
@@ -30,14 +30,10 @@ describe("the whole network across separate hosts (npm start -- --hosts, short c
     });
     if (!result.ok || process.env.GPUCHAIN_E2E_PRINT) console.log(lines.join("\n"));
   });
-  after(function () {
-    rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
-  });
+  removeDeploymentAfter(deploymentId);
 
   it("keeps every promise across hosts", function () {
-    const broken = result.checks.filter((c) => !c.held).map((c) => `${c.promise}: ${c.detail}`);
-    expect(broken).to.deep.equal([]);
-    expect(result.ok).to.equal(true);
+    expectEveryPromiseKept(result);
   });
 
   it("says which host each part ran on, and is badged as separate hosts on one machine", function () {

@@ -5,9 +5,9 @@
  * blocks past its head), each started and stopped by the scenario on a free port.
  */
 import { expect } from "chai";
-import { rmSync } from "node:fs";
 import path from "node:path";
 import { runScenario, type ScenarioResult } from "../../demo/scenario.ts";
+import { expectEveryPromiseKept, removeDeploymentAfter } from "../helpers/scenario.ts";
 import { runToEnd } from "../../demo/processes.ts";
 import type { ChainNode } from "../../demo/types.ts";
 
@@ -73,14 +73,10 @@ function describeScenario(node: ChainNode) {
       if (!result.ok) console.log(lines.join("\n"));
     });
 
-    after(function () {
-      rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
-    });
+    removeDeploymentAfter(deploymentId);
 
     it("settles the job and keeps every promise", function () {
-      const broken = result.checks.filter((c) => !c.held).map((c) => `${c.promise}: ${c.detail}`);
-      expect(broken).to.deep.equal([]);
-      expect(result.ok).to.equal(true);
+      expectEveryPromiseKept(result);
     });
 
     it("pays the faulty provider nothing for refused work", function () {

@@ -1,7 +1,4 @@
 import { expect } from "chai";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import {
   buildTemplate, createTrainer, FsCheckpointStore, loadTemplate, type Template, type Trainer,
 } from "../../workloads/index.ts";
@@ -10,31 +7,25 @@ import {
   type JobFacts, type ReasonCode, type Report,
 } from "../../verifier/checks.ts";
 import { afterAccept, firstJob, Provider, seedOf, type Case } from "./helpers.ts";
+import { useScratch } from "../helpers/scratch.ts";
 
 const SALT = seedOf(1);
 
 describe("verifier checks: one checkpoint, one verifier", function () {
   const template = loadTemplate("blobs-tiny");
-  let dir: string;
+  const scratch = useScratch("gpuchain-verifier-checks-", template);
   let store: FsCheckpointStore;
-  let trainer: Trainer;
   let provider: Provider;
   /** Job after an honest first checkpoint (steps 1..10) was accepted. */
   let job: JobFacts;
 
-  const verify = (j: JobFacts, report: Report, samples = 3, t: Template = template, tr: Trainer = trainer) =>
+  const verify = (j: JobFacts, report: Report, samples = 3, t: Template = template, tr: Trainer = scratch.trainer) =>
     verifyCheckpoint({ template: t, trainer: tr, store, job: j, report, sampleSalt: SALT, samples, cache: newVerifyCache() });
 
   before(async function () {
-    dir = await mkdtemp(join(tmpdir(), "gpuchain-verifier-checks-"));
-    store = new FsCheckpointStore(dir);
-    trainer = await createTrainer(template);
-    provider = new Provider(trainer, store);
+    store = new FsCheckpointStore(scratch.dir);
+    provider = new Provider(scratch.trainer, store);
     job = await provider.acceptedJob(seedOf(7), 10);
-  });
-  after(async function () {
-    await trainer.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it("accepts an honest first checkpoint, replaying the sampled steps plus the last one, and measures its cost", async function () {
@@ -166,7 +157,7 @@ describe("verifier checks: one checkpoint, one verifier", function () {
     it("passes a final model that reaches the target, with the metric in basis points", async function () {
       const { report } = await provider.produce(job, 20, "honest");
       const final = { ...afterAccept(job, report), totalSteps: 20 };
-      const v = await verifyFinal({ template, trainer, store, job: final });
+      const v = await verifyFinal({ template, trainer: scratch.trainer, store, job: final });
       expect(v.modelHash).to.equal(report.hash);
       expect(v.accuracy).to.be.at.least(template.descriptor.evalRules.targetAccuracy);
       expect(v.metric).to.equal(toBasisPoints(v.accuracy!));

@@ -5,19 +5,18 @@
  * the escrow, exactly what the collector does.
  */
 import { expect } from "chai";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { network } from "hardhat";
 import { deployOn } from "../helpers/deploy.ts";
 import { createLogger } from "../../sdk/log.ts";
 import { packSafeSignatures } from "../../sdk/verifierSignatures.ts";
-import { createTrainer, FsCheckpointStore, loadTemplate, type Trainer } from "../../workloads/index.ts";
+import { FsCheckpointStore, loadTemplate, type Trainer } from "../../workloads/index.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
 import { Verifier, type BehaviourName as Behaviour, type EscrowReader } from "../../verifier/verifier.ts";
 import type { SignatureBody } from "../../verifier/work.ts";
 import { Provider, verifierWallets, type Case } from "./helpers.ts";
+import { closeScratch, openScratch } from "../helpers/scratch.ts";
 
 const connection = await network.create();
 const { ethers, networkHelpers } = connection;
@@ -54,13 +53,9 @@ describe("verifier quorum on the local chain: 2 of 3 decide", function () {
   let trainer: Trainer;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), "gpuchain-verifier-quorum-"));
-    trainer = await createTrainer(template);
+    ({ dir, trainer } = await openScratch("gpuchain-verifier-quorum-", template));
   });
-  after(async () => {
-    await trainer.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => closeScratch({ dir, trainer }));
 
   async function deploy() {
     const signers = await ethers.getSigners();

@@ -1,10 +1,8 @@
 import { expect } from "chai";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { recoverSafeSigner } from "../../sdk/verifierSignatures.ts";
 import { createLogger } from "../../sdk/log.ts";
-import { createTrainer, FsCheckpointStore, loadTemplate, type Trainer } from "../../workloads/index.ts";
+import { FsCheckpointStore, loadTemplate } from "../../workloads/index.ts";
 import type { JobFacts } from "../../verifier/checks.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
@@ -13,6 +11,7 @@ import { runVerifier, Verifier, type BehaviourName as Behaviour, type EscrowRead
 import type { SignatureBody } from "../../verifier/work.ts";
 import { rawJob } from "../helpers/jobs.ts";
 import { hardhatWallet, Provider, seedOf } from "./helpers.ts";
+import { useScratch } from "../helpers/scratch.ts";
 
 const CHAIN_ID = 31337n;
 const ESCROW = hardhatWallet(20).address;
@@ -47,20 +46,13 @@ const ZERO = "0x" + "00".repeat(32);
 
 describe("verifier runner: tick, re-send, restart, modes", function () {
   const template = loadTemplate("blobs-tiny");
-  let dir: string;
+  const scratch = useScratch("gpuchain-verifier-runner-", template);
   let store: FsCheckpointStore;
-  let trainer: Trainer;
   let provider: Provider;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), "gpuchain-verifier-runner-"));
-    store = new FsCheckpointStore(join(dir, "store"));
-    trainer = await createTrainer(template);
-    provider = new Provider(trainer, store);
-  });
-  after(async () => {
-    await trainer.close();
-    await rm(dir, { recursive: true, force: true });
+    store = new FsCheckpointStore(join(scratch.dir, "store"));
+    provider = new Provider(scratch.trainer, store);
   });
 
   function record(facts: JobFacts, over: Partial<JobRecord> = {}): JobRecord {
@@ -156,7 +148,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
 
   it("after a restart re-sends the decision from its file without verifying again", async function () {
     const { chain } = await pendingJob(6);
-    const file = join(dir, "decisions-6.json");
+    const file = join(scratch.dir, "decisions-6.json");
     const first = verifier(chain, { file });
     await first.v.tick();
     await first.v.close();

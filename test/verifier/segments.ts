@@ -1,26 +1,17 @@
 /** The verifier's segment rules: segment length bound (t, t+1), and a bad step caught by its segment's replay. */
 import { expect } from "chai";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { honestUpload } from "../../agent/segment.ts";
-import { createTrainer, FsCheckpointStore, loadTemplate, maxSegmentSteps, type Trainer } from "../../workloads/index.ts";
+import { FsCheckpointStore, loadTemplate, maxSegmentSteps } from "../../workloads/index.ts";
 import { newVerifyCache, verifyCheckpoint } from "../../verifier/checks.ts";
 import { firstJob, Provider, seedOf } from "./helpers.ts";
+import { useScratch } from "../helpers/scratch.ts";
 
 describe("verifier: segment commitments", function () {
   const template = loadTemplate("blobs-tiny");
-  let dir: string;
-  let trainer: Trainer;
+  const scratch = useScratch("gpuchain-verifier-segments-", template);
   let provider: Provider;
-  before(async () => {
-    dir = await mkdtemp(join(tmpdir(), "gpuchain-verifier-segments-"));
-    trainer = await createTrainer(template);
-    provider = new Provider(trainer, new FsCheckpointStore(dir));
-  });
-  after(async () => {
-    await trainer.close();
-    await rm(dir, { recursive: true, force: true });
+  before(() => {
+    provider = new Provider(scratch.trainer, new FsCheckpointStore(scratch.dir));
   });
 
   async function withSegments(seed: number, m: number) {
@@ -28,7 +19,7 @@ describe("verifier: segment commitments", function () {
     const seg = await provider.train(await provider.startOf(job), 30);
     const report = await provider.put(honestUpload(seg, m));
     return verifyCheckpoint({
-      template, trainer, store: provider.store, job, report, sampleSalt: seedOf(5), samples: 6, cache: newVerifyCache(),
+      template, trainer: scratch.trainer, store: provider.store, job, report, sampleSalt: seedOf(5), samples: 6, cache: newVerifyCache(),
     });
   }
 
@@ -48,7 +39,7 @@ describe("verifier: segment commitments", function () {
     const job = await provider.acceptedJob(seedOf(60), 20);
     const { report } = await provider.produce(job, 40, "fabricated-step");
     const v = await verifyCheckpoint({
-      template, trainer, store: provider.store, job, report, sampleSalt: seedOf(6), samples: 40, cache: newVerifyCache(),
+      template, trainer: scratch.trainer, store: provider.store, job, report, sampleSalt: seedOf(6), samples: 40, cache: newVerifyCache(),
     });
     expect(v.codes).to.include("replay-mismatch");
   });

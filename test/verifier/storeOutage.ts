@@ -6,11 +6,8 @@
  * that is wrong is still refused with its reason.
  */
 import { expect } from "chai";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createLogger } from "../../sdk/log.ts";
-import { BlobStore, createTrainer, loadTemplate, S3Backend, type Trainer } from "../../workloads/index.ts";
+import { BlobStore, loadTemplate, S3Backend, type Trainer } from "../../workloads/index.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3, type EmbeddedS3 } from "../../workloads/store/embedded.ts";
 import {
   newVerifyCache, StoreOutageError, verifyCheckpoint, type JobFacts, type Report,
@@ -23,6 +20,7 @@ import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/job.ts"
 import { FaultyBackend, startFaultProxy, type FaultProxy, type HttpFault } from "../workloads/storeFaults.ts";
 import { rawJob } from "../helpers/jobs.ts";
 import { hardhatWallet, Provider, seedOf } from "./helpers.ts";
+import { closeScratch, openScratch } from "../helpers/scratch.ts";
 
 const RETRY = { attempts: 3, baseDelayMs: 5, maxDelayMs: 20, opTimeoutMs: 1_000 };
 const ZERO = "0x" + "00".repeat(32);
@@ -62,7 +60,7 @@ describe("verifier: store outages are never refusals", function () {
   const backends: S3Backend[] = [];
 
   before(async function () {
-    dir = await mkdtemp(join(tmpdir(), "gpuchain-verifier-outage-"));
+    ({ dir, trainer } = await openScratch("gpuchain-verifier-outage-", template));
     s3 = await startEmbeddedS3({ dir });
     proxy = await startFaultProxy(s3.endpoint);
     const loc = { bucket: s3.bucket, prefix: "outage" };
@@ -72,15 +70,13 @@ describe("verifier: store outages are never refusals", function () {
     backends.push(direct, viaProxy);
     faulty = new FaultyBackend(viaProxy);
     readerStore = new BlobStore(faulty, { retry: RETRY });
-    trainer = await createTrainer(template);
     provider = new Provider(trainer, new BlobStore(direct));
   });
   after(async function () {
-    await trainer?.close();
     for (const b of backends) b.close();
     await proxy?.close();
     await s3?.close();
-    await rm(dir, { recursive: true, force: true });
+    await closeScratch({ dir, trainer });
   });
   afterEach(() => (proxy.clear(), faulty.clear()));
 

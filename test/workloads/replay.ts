@@ -1,27 +1,20 @@
 import { expect } from "chai";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import {
-  blobHash, chainProblems, createTrainer, decodeCheckpoint, detectionProbability, encodeCheckpoint,
+  blobHash, chainProblems, decodeCheckpoint, detectionProbability, encodeCheckpoint,
   FsCheckpointStore, loadTemplate, putState, replayCommittedStep, sampleSteps, stateHash, ZERO_HASH,
   type Checkpoint, type Trainer, type TrainingState,
 } from "../../workloads/index.ts";
 import { SEED_A, SEED_B, trainTo } from "./helpers.ts";
+import { useScratch } from "../helpers/scratch.ts";
 
 describe("workloads: sampled replay by verifiers", function () {
   const t = loadTemplate("blobs-tiny");
-  let dir: string;
+  const scratch = useScratch("gpuchain-replay-", t);
   let store: FsCheckpointStore;
   let tr: Trainer;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), "gpuchain-replay-"));
-    store = new FsCheckpointStore(dir);
-    tr = await createTrainer(t);
-  });
-  after(async () => {
-    await tr.close();
-    await rm(dir, { recursive: true, force: true });
+    store = new FsCheckpointStore(scratch.dir);
+    tr = scratch.trainer;
   });
 
   /** Trains a 12-step segment, storing every state; `cheat` may replace the state after step 7. */
