@@ -6,5 +6,5 @@ import type { CommandContext } from "./context.ts";
 export const FROM_BLOCK_OPTION = { "from-block": { type: "string" } } as const;
 
 export function loadLedger(ctx: CommandContext, fromBlock: string | undefined): Promise<Ledger> {
-  return escrowLedger(ctx.protocol.escrow, fromBlock ? Number(fromBlock) : 0);
+  return escrowLedger(ctx.protocol.escrow, fromBlock ? Number(fromBlock) : 0, { registry: ctx.protocol.registry });
 }

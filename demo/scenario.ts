@@ -337,7 +337,7 @@ async function finish(
     if ((await escrow.owed(w.address)) > 0n) await (await escrow.withdraw()).wait();
   }
   // The table, refund and bond come from the events alone (the auditor's view), then are checked against state.
-  const ledger = await escrowLedger(protocol.escrow);
+  const ledger = await escrowLedger(protocol.escrow, 0, { registry: protocol.registry }); // stakes count in `owes`
   const ledgerJob = ledger.jobs.get(jobId)!;
   const rows = providerRows(actors, providerSummaries(ledgerJob), ledger);
   const job = await protocol.escrow.jobOf(jobId);
