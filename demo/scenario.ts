@@ -22,6 +22,7 @@ import { walletOf, type Ledger } from "../sdk/ledger.ts";
 import { escrowLedger } from "../sdk/events.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { lastTrainedStep, renderChildLine } from "./render.ts";
+import { startDashboardServer, type DashboardServer } from "../dashboard/server/server.ts"; // dashboard hook
 
 export interface ScenarioOptions {
   template: string;
@@ -76,6 +77,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     if (shown) note(shown);
   });
   let provider: JsonRpcProvider | undefined;
+  let dashboard: DashboardServer | undefined; // dashboard hook
   try {
     const net = o.external
       ? externalNetwork(o.external.rpc, o.external.deploymentFile, o.external.keysDir)
@@ -94,6 +96,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
 
     const actors = await prepareActors(o, net, provider, protocol, note);
     const ports = { coordinator: await freePort(8600), collector: await freePort(8601) };
+    // dashboard hook: served for the whole run (read-only), on a free port
+    dashboard = await startDashboardServer({ rpc, deploymentFile, coordinatorUrl: `http://127.0.0.1:${ports.coordinator}`, collectorUrl: `http://127.0.0.1:${ports.collector}`, store: path.join(o.runDir, "store"), port: await freePort(8700), extraRecordings: { "this-run.jsonl": recorder.file }, note });
+    note(`dashboard: ${dashboard.url}`);
     startOffChain(group, o, rpc, deploymentFile, actors, ports);
     note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
     await waitFor(() => providersRegistered(protocol, actors.providers), 120_000, "providers to register", o.signal);
@@ -107,6 +112,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     await o.beforeStop?.({ provider, protocol, jobId, rpc, deploymentFile });
     return result;
   } finally {
+    await dashboard?.close(); // dashboard hook
     await group.stopAll(5_000, ["chain"]);
     provider?.destroy();
     await recorder.close();

@@ -4,6 +4,7 @@ import type { KeeperContext } from "../chain.ts";
 import { startJsonServer } from "../http.ts";
 import { runLoop } from "../runner.ts";
 import { createCollector, type CollectorDeps } from "./collector.ts";
+import { pendingView } from "./pendingView.ts";
 import type { CollectorConfig } from "./config.ts";
 
 export async function runCollector(
@@ -22,6 +23,7 @@ export async function runCollector(
     routes: {
       "POST /signatures": collector.submit,
       "GET /health": () => ({ status: 200, body: { ok: true, pending: collector.pool.size } }),
+      "GET /pending": () => pendingView(collector.pool), // read-only, for dashboards
     },
   });
   try {

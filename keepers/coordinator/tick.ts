@@ -7,6 +7,7 @@ import { JOB_STATUS } from "../../sdk/contracts.ts";
 import type { Logger } from "../../sdk/log.ts";
 import { changeLogger, execute, mapLimit, read, scanEvents, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer } from "../http.ts";
+import { HeartbeatView } from "./heartbeatView.ts";
 import { runLoop } from "../runner.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import { memoryNeed } from "./config.ts";
@@ -209,12 +210,14 @@ export async function runCoordinator(
   if (config.once) {
     return runLoop({ name: "coordinator", tick: async () => void (await coordinator.tick()), intervalMs: 0, once: true, signal, logger });
   }
+  const beats = new HeartbeatView(); // read-only, for dashboards (GET /heartbeats)
   const server = await startJsonServer({
     host: config.host,
     port: config.port,
     logger,
     routes: {
-      "POST /heartbeat": coordinator.book.handler(ctx.nowMs),
+      "POST /heartbeat": beats.tap(coordinator.book.handler(ctx.nowMs), ctx.nowMs),
+      "GET /heartbeats": beats.route(ctx.nowMs),
       "GET /health": () => ({ status: 200, body: { ok: true } }),
     },
   });

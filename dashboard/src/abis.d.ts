@@ -1,0 +1,4 @@
+declare module "virtual:gpuchain-abis" {
+  const abis: { escrow: unknown[]; registry: unknown[]; usdc: unknown[] };
+  export default abis;
+}
