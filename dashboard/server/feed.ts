@@ -4,7 +4,7 @@
  * verifiers' signatures before they land (the collector's GET /pending). Read-only: it sends no transaction.
  * The history is kept, so every new viewer starts from the whole run — the same way a recording plays.
  */
-import { Contract, JsonRpcProvider, type Interface, type Log } from "ethers";
+import { Contract, JsonRpcProvider, Network, type Interface, type Log } from "ethers";
 import { connectProtocol, protocolInterfaces } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
 
@@ -42,10 +42,9 @@ export class LiveFeed {
   indexedBlock = -1;
   headBlock: number | null = null;
   private readonly o: Required<FeedOptions>;
-  private readonly provider: JsonRpcProvider;
-  private readonly escrow: Contract;
-  private readonly registry: Contract;
-  private readonly safe: Contract;
+  private provider!: JsonRpcProvider;
+  private escrow!: Contract;
+  private safe!: Contract;
   private readonly interfaces: { escrow: Interface; registry: Interface };
   private readonly listeners = new Set<(e: Entry) => void>();
   private readonly lastBeat = new Map<string, string>();
@@ -65,11 +64,6 @@ export class LiveFeed {
 
   constructor(o: FeedOptions) {
     this.o = { pollMs: 1000, maxBlocksPerQuery: 2000, maxEntries: 200_000, ...o };
-    this.provider = new JsonRpcProvider(o.rpc, undefined, { polling: false, cacheTimeout: -1, batchMaxCount: 1 });
-    const p = connectProtocol(o.deployment, this.provider);
-    this.escrow = p.escrow as unknown as Contract;
-    this.registry = p.registry as unknown as Contract;
-    this.safe = new Contract(o.deployment.verifierSafe, SAFE_ABI, this.provider);
     const i = protocolInterfaces();
     this.interfaces = { escrow: i.escrow, registry: i.registry };
   }
@@ -88,7 +82,7 @@ export class LiveFeed {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.ticking?.catch(() => {});
-    this.provider.destroy();
+    if (this.chainId !== null) this.provider.destroy();
   }
 
   subscribe(f: (e: Entry) => void): () => void {
@@ -118,9 +112,14 @@ export class LiveFeed {
 
   private async readChain() {
     if (this.chainId === null) {
-      const net = await this.provider.getNetwork();
-      this.chainId = net.chainId;
+      // Ask the chain id first, plainly: an ethers provider on a chain that is down retries and logs forever.
+      const chainId = await rpcChainId(this.o.rpc);
+      const network = Network.from(chainId);
+      this.provider = new JsonRpcProvider(this.o.rpc, network, { staticNetwork: network, polling: false, cacheTimeout: -1, batchMaxCount: 1 });
+      this.escrow = connectProtocol(this.o.deployment, this.provider).escrow as unknown as Contract;
+      this.safe = new Contract(this.o.deployment.verifierSafe, SAFE_ABI, this.provider);
       this.indexedBlock = (await this.deploymentBlock()) - 1;
+      this.chainId = chainId;
     }
     const head = await this.provider.getBlockNumber();
     this.headBlock = head;
@@ -262,6 +261,18 @@ export class LiveFeed {
       headBlock: this.headBlock,
     };
   }
+}
+
+async function rpcChainId(rpc: string): Promise<bigint> {
+  const res = await fetch(rpc, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    signal: AbortSignal.timeout(5000),
+  });
+  const body = (await res.json()) as { result?: string };
+  if (!body.result) throw new Error(`eth_chainId: no result from ${rpc}`);
+  return BigInt(body.result);
 }
 
 function plain(v: unknown): unknown {

@@ -58,7 +58,7 @@ export function App() {
   };
 
   const recorded = view.run !== null;
-  const chain = useMemo(() => (config && !recorded ? new ChainReader(config) : null), [config, recorded]);
+  const chain = useMemo(() => (config && !recorded && /^\d+$/.test(config.chainId) ? new ChainReader(config) : null), [config, recorded]);
   useEffect(() => () => chain?.stop(), [chain]);
   const health = useChainHealth(chain);
   const run = useRun(view.run, view.t, (t) => {

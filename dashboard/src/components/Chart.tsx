@@ -72,9 +72,9 @@ function drawExtras(u: uPlot, rules: Rule[] | undefined, hline: Props["hline"]) 
   const { left, top, width, height } = u.bbox;
   ctx.save();
   ctx.font = `${11 * devicePixelRatio}px DejaVu Sans, sans-serif`;
-  for (const r of rules ?? []) {
+  (rules ?? []).forEach((r, i) => {
     const x = u.valToPos(r.x, "x", true);
-    if (x < left || x > left + width) continue;
+    if (x < left || x > left + width) return;
     ctx.strokeStyle = r.color;
     ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
     ctx.beginPath();
@@ -82,8 +82,8 @@ function drawExtras(u: uPlot, rules: Rule[] | undefined, hline: Props["hline"]) 
     ctx.lineTo(x, top + height);
     ctx.stroke();
     ctx.fillStyle = r.color;
-    ctx.fillText(r.label, x + 4 * devicePixelRatio, top + 12 * devicePixelRatio);
-  }
+    ctx.fillText(r.label, x + 4 * devicePixelRatio, top + 14 * (i + 1) * devicePixelRatio);
+  });
   if (hline) {
     const y = u.valToPos(hline.y, hline.scale ?? "y", true);
     if (y >= top && y <= top + height) {

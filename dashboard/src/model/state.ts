@@ -199,6 +199,7 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
     case "ProviderAssigned": {
       const p = provider(s, String(a.provider));
       p.firstAssignedMs ??= ms;
+      p.pricePerStep ??= String(a.pricePerStep);
       s.lanes.push({ job: job!, provider: p.key, epoch: String(a.epoch), fromMs: ms, resumeStep: Number(a.resumeStep) });
       return;
     }
@@ -319,7 +320,8 @@ function applyLog(s: RunState, ms: number, source: string, raw: unknown) {
 }
 
 function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: string) {
-  const address = d.address ?? d.provider;
+  const byName = [...s.names.entries()].find(([, n]) => n === source)?.[0];
+  const address = d.address ?? d.provider ?? (byName ? s.providers.get(byName)?.address : undefined);
   if (address) {
     const p = provider(s, String(address), source);
     p.lastSeenMs = ms;
@@ -331,9 +333,6 @@ function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: str
       p.memoryMiB = Number(d.memoryMiB ?? p.memoryMiB);
     }
     if (msg === "registry register sent" && d.price) p.pricePerStep ??= String(Math.round(Number(d.price) * 1e6));
-  } else {
-    const key = [...s.names.entries()].find(([, n]) => n === source)?.[0];
-    if (key) s.providers.get(key)!.lastSeenMs = ms;
   }
   if (msg === "progress" && typeof d.loss === "number" && d.job !== undefined) {
     const job = String(d.job);

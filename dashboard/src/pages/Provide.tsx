@@ -1,6 +1,6 @@
 /** Provide compute: the one command for this network, then the chain followed to the first accepted step. */
 import { useMemo, useState } from "react";
-import type uPlot from "uplot";
+import uPlot from "uplot";
 import { Badges } from "../components/Badges.tsx";
 import { Chart } from "../components/Chart.tsx";
 import type { PageProps } from "../context.ts";
@@ -95,6 +95,10 @@ export function ProvidePage(p: PageProps) {
       </section>
       <section className="card span-all" aria-labelledby="providers-h">
         <h2 id="providers-h">Providers</h2>
+        <p className="muted">
+          Earned and withdrawn as the escrow's events tell them up to block {p.run.state.lastBlock || "—"}
+          {p.recorded ? " of the recording" : ""}.
+        </p>
         <ProvidersTable {...p} providers={providers} />
       </section>
       <section className="card span-all" aria-labelledby="earn-h">
@@ -212,6 +216,7 @@ function Bars({ providers }: { providers: ProviderView[] }) {
   );
 }
 
+const STEPPED = uPlot.paths.stepped!({ align: 1 });
 const COLORS = ["#60a5fa", "#34d399", "#f472b6", "#fbbf24", "#a78bfa", "#f87171"];
 
 function Earnings({ state, providers }: { state: RunState; providers: ProviderView[] }) {
@@ -226,7 +231,7 @@ function Earnings({ state, providers }: { state: RunState; providers: ProviderVi
     <Chart
       label="Cumulative earnings per provider, in USDC, over run time"
       data={data}
-      series={earners.map((p, i) => ({ label: p.name, stroke: COLORS[i % COLORS.length], width: 2, paths: undefined }))}
+      series={earners.map((p, i) => ({ label: p.name, stroke: COLORS[i % COLORS.length], width: 2, paths: STEPPED }))}
       axes={{ x: "run time (s)", y: "USDC" }}
       height={200}
     />

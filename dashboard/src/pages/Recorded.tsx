@@ -35,7 +35,7 @@ export function RecordedPage(p: PageProps) {
               {s.entries} entries so far · {s.events.length} chain events · block {s.lastBlock}
             </p>
             {s.summary && (
-              <pre className="summary" aria-label="The run's closing summary">
+              <pre className="summary" aria-label="The run's closing summary" tabIndex={0}>
                 {s.summary.join("\n")}
               </pre>
             )}

@@ -82,13 +82,13 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
   const cancelled = status === "Cancelled";
   const c = chainRead.value;
   return (
-    <section className="card span-2" aria-labelledby="job-h">
+    <section className="card span-all" aria-labelledby="job-h">
       <h2 id="job-h">
         Job {id} <span className="muted">template {short(job.templateId)}</span>
       </h2>
       <ol className="strip" aria-label={`State: ${status}`}>
         {(cancelled ? ["Open", "Cancelled"] : STRIP).map((s, i) => (
-          <li key={s} className={cancelled ? (s === "Cancelled" ? "now" : "done") : i < at || (at === 4 && i === 4) ? "done" : i === at ? "now" : i === 2 && at > 2 ? "done" : ""} aria-current={(!cancelled && i === at) || (cancelled && s === "Cancelled") ? "step" : undefined}>
+          <li key={s} className={cancelled ? (s === "Cancelled" ? "now" : "done") : i === at ? "now" : i < at ? "done" : ""} aria-current={(!cancelled && i === at) || (cancelled && s === "Cancelled") ? "step" : undefined}>
             {s}
           </li>
         ))}
@@ -158,7 +158,7 @@ function Curves({ state, job }: { state: RunState; job: LedgerJob }) {
     .map((m) => ({ x: m.step!, label: m.label, color: m.kind === "refusal" ? "#f87171" : "#fbbf24" }));
   const verdict = job.verdict ? Number(job.verdict.metric) / 100 : null;
   return (
-    <section className="card span-2" aria-labelledby="curves-h">
+    <section className="card span-all" aria-labelledby="curves-h">
       <h2 id="curves-h">Loss and held-out accuracy against step</h2>
       <Chart
         label={`Loss and accuracy of job ${id}`}
