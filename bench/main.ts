@@ -7,6 +7,7 @@ import { benchAgent } from "./agent.ts";
 import { benchVerifier } from "./verifier.ts";
 import { benchGas } from "./gas.ts";
 import { benchSystem } from "./system.ts";
+import { benchDashboard } from "./dashboard.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
@@ -16,6 +17,7 @@ const parts: [string, () => Promise<Record<string, number>>][] = [
   ["verifier compute and detection", benchVerifier],
   ["gas of a full job lifecycle", benchGas],
   ["whole network: overhead and failover", () => benchSystem(progress)],
+  ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
 ];
 
 for (const [name, run] of parts) {

@@ -105,6 +105,11 @@ export function App() {
     document.title = `${title} · GPUChain${recorded ? " (recorded)" : ""}`;
   }, [title, recorded]);
 
+  // The pages re-render when their data changes, not on every playback clock tick (the bar has its own).
+  const pageElement = useMemo(
+    () => <Page {...props} />,
+    [Page, run.version, run.snapshot, run.stream, run.snapshotError, view.job, view.provider, health, config, recorded, chain],
+  );
   const runBadges = [...(recorded ? ["Recorded"] : []), ...pageBadges(props)];
   return (
     <div className="app">
@@ -134,7 +139,7 @@ export function App() {
           <h1>{title}</h1>
           <Badges names={runBadges} />
         </div>
-        <Page {...props} />
+        {pageElement}
       </main>
       {overlay && <ShortcutsOverlay onClose={() => setOverlay(false)} />}
     </div>

@@ -37,23 +37,32 @@ export interface Run {
 
 export const SPEEDS = [1, 2, 4, 8, 16, 32];
 
-function useFrameTick(): [number, () => void] {
+/**
+ * A version counter bumped at most once per `minMs` (and per animation frame): many entries in a burst, or fast
+ * playback, cost one render of the pages, not one per entry.
+ */
+function useThrottledTick(minMs: number): [number, () => void] {
   const [version, setVersion] = useState(0);
   const pending = useRef(false);
+  const last = useRef(0);
   const bump = () => {
     if (pending.current) return;
     pending.current = true;
-    requestAnimationFrame(() => {
-      pending.current = false;
-      setVersion((v) => v + 1);
-    });
+    const wait = Math.max(0, last.current + minMs - performance.now());
+    setTimeout(() => {
+      requestAnimationFrame(() => {
+        pending.current = false;
+        last.current = performance.now();
+        setVersion((v) => v + 1);
+      });
+    }, wait);
   };
   return [version, bump];
 }
 
 export function useRun(recording: string | null, initialT: number | null, onTime: (t: number) => void): Run {
   const stateRef = useRef<RunState>(emptyState());
-  const [version, bump] = useFrameTick();
+  const [version, bump] = useThrottledTick(recording ? 250 : 100);
   const [stream, setStream] = useState<boolean | null>(null);
   const [snapshot, setSnapshot] = useState<Snapshot | null>(null);
   const [snapshotAt, setSnapshotAt] = useState<number | null>(null);
