@@ -67,7 +67,12 @@ describe("dashboard: a live local network in a real browser", function () {
         await run("coordinator", () => coordinatorKilled(context, net, common));
         await run("axe", () => accessibility(page, url));
       },
-    }).finally(() => browser?.close());
+    })
+      .catch((err) => {
+        console.log(lines.slice(-80).join("\n")); // what the network said before it failed
+        throw err;
+      })
+      .finally(() => browser?.close());
   });
 
   after(function () {

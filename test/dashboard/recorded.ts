@@ -49,6 +49,25 @@ describe("dashboard: the recorded run in a real browser", function () {
     }
   });
 
+  it("saves a small picture of each page (docs/screenshots is copied from these)", async function () {
+    const small = await browser.newContext({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 0.6 });
+    const p = await small.newPage();
+    for (const id of PAGE_IDS) {
+      await p.goto(`${server.url}?page=${id}&run=sample.jsonl&t=62124`);
+      await p.locator(".page-head .badge-recorded").waitFor();
+      await p.waitForTimeout(500);
+      await screenshot(p, `small-${id}`, false);
+    }
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1 });
+    const q = await phone.newPage();
+    await q.goto(`${server.url}?run=sample.jsonl&t=62124`);
+    await q.locator(".page-head .badge-recorded").waitFor();
+    await q.waitForTimeout(500);
+    await screenshot(q, "small-phone-status", false);
+    await small.close();
+    await phone.close();
+  });
+
   it("shows the failure story: the refusal, the failover and who signed", async function () {
     await page.goto(`${server.url}?run=sample.jsonl&t=62124`);
     await page.getByText("step 100: refused: mallory's step 100").waitFor();

@@ -101,7 +101,7 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
         <Fact label="Remaining" value={`${usdc(job.budget - job.paid)} USDC`} />
         <Fact label="Epoch" value={String(job.epoch)} />
         <Fact label="ETA at current rate" value={eta === null ? (job.verdict ? "done" : "unknown") : `${Math.round(eta)} s (${rate!.toFixed(1)} steps/s)`} />
-        <Fact label="Held by" value={job.provider ? nameOf(p.run.state, job.provider) : "nobody"} />
+        <Fact label={job.verdict ? "Last held by" : "Held by"} value={job.provider ? nameOf(p.run.state, job.provider) : "nobody"} />
       </div>
       {p.chain && (
         <p className={`proof ${chainRead.stale ? "stale" : ""}`} data-testid="job-chain-read">
