@@ -134,8 +134,9 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
   };
 }
 
+/** Right after start the first chain read may still be on its way; later, a chain that is down is not waited for. */
 async function waitForChainId(feed: LiveFeed): Promise<string | undefined> {
-  for (let i = 0; i < 20 && feed.chainId === null; i++) await new Promise((r) => setTimeout(r, 100));
+  while (feed.chainId === null && Date.now() - feed.startedAt < 3000) await new Promise((r) => setTimeout(r, 100));
   return feed.chainId?.toString();
 }
 

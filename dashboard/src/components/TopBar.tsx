@@ -6,7 +6,8 @@ import { ago } from "../format.ts";
 export function TopBar(p: PageProps & { onHelp(): void; configError: boolean }) {
   const now = useNow(1000);
   const { config, health, run, recorded } = p;
-  const chainLabel = config ? `${config.chainName} · ${config.chainId}` : "network unknown";
+  const recordedChain = run.state.badges.includes("Local chain") ? "Local chain · 31337" : "Public test network";
+  const chainLabel = recorded ? `${recordedChain} (recorded)` : config ? `${config.chainName} · ${config.chainId}` : "network unknown";
   let fresh: { text: string; tone: string };
   if (recorded) fresh = { text: `block ${run.state.lastBlock || "—"} · recorded`, tone: "neutral" };
   else if (health.head === null) fresh = { text: health.reachable === false ? "chain unreachable" : "reading the chain…", tone: health.reachable === false ? "bad" : "neutral" };
@@ -31,7 +32,7 @@ export function TopBar(p: PageProps & { onHelp(): void; configError: boolean }) 
           onChange={(e) => p.go({ run: e.target.value || null })}
         >
           <option value="">Live</option>
-          {(config?.recordings ?? []).map((r) => (
+          {[...(config?.recordings ?? []), ...(p.view.run && !config?.recordings.some((r) => r.name === p.view.run) ? [{ name: p.view.run }] : [])].map((r) => (
             <option key={r.name} value={r.name}>
               Recorded run: {r.name}
             </option>
