@@ -85,6 +85,8 @@ export interface RunState {
   notes: { ms: number; text: string }[];
   summary?: string[];
   lastBlock: number;
+  /** The verifier Safe's threshold and owner count, once the stream told them (live); recordings: 2 of 3. */
+  safe: { threshold: number; owners: number };
 }
 
 export function emptyState(): RunState {
@@ -105,6 +107,7 @@ export function emptyState(): RunState {
     processes: new Map(),
     notes: [],
     lastBlock: 0,
+    safe: { threshold: 2, owners: 3 },
   };
 }
 
@@ -353,6 +356,7 @@ function addAccuracy(s: RunState, job: string, step: number, accuracy: number) {
 function applyMetric(s: RunState, ms: number, source: string, raw: unknown) {
   const d = (raw ?? {}) as Log;
   if (source === "safe" && Array.isArray(d.owners)) {
+    s.safe = { threshold: Number(d.threshold), owners: d.owners.length };
     // The verifier Safe's owners, in the Safe's order: named verifier1, verifier2, … unless a log named them.
     d.owners.forEach((o, i) => {
       if (!s.verifiers.has(lower(o))) s.verifiers.set(lower(o), `verifier${i + 1}`);

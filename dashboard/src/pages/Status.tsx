@@ -268,9 +268,7 @@ function Verification({ state, job }: { state: RunState; job: LedgerJob }) {
                     <td>
                       <span className={`pill pill-${c.status}`}>{c.status === "pending" ? "waiting for signatures" : c.status}</span>
                     </td>
-                    <td>
-                      {signers.length} of 3 signed{signers.length ? `: ${signers.map((s) => nameOf(state, s)).join(", ")}` : ""}
-                    </td>
+                    <td>{signedText(state, c.status, signers)}</td>
                     <td className="reason">{reasons.length ? reasons.join("; ") : c.status === "accepted" ? "replay exact, evaluation within the template's rules" : "—"}</td>
                   </tr>
                 );
@@ -288,6 +286,20 @@ function Verification({ state, job }: { state: RunState; job: LedgerJob }) {
       </p>
     </section>
   );
+}
+
+/**
+ * "2 of 3 signed: verifier1, verifier3". A decision on chain had at least the Safe's threshold of signatures
+ * (the escrow asked the Safe); when the collector decided between two of the dashboard's reads, some signers
+ * were not seen, and the text says so instead of guessing.
+ */
+function signedText(state: RunState, status: string, signers: string[]): string {
+  const { threshold, owners } = state.safe;
+  const names = signers.map((s) => nameOf(state, s)).join(", ");
+  if (status !== "pending" && signers.length < threshold) {
+    return `at least ${threshold} of ${owners} signed (checked by the Safe on chain)${names ? `; seen: ${names}` : ""}`;
+  }
+  return `${signers.length} of ${owners} signed${names ? `: ${names}` : ""}`;
 }
 
 function Health(p: PageProps) {
