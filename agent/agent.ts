@@ -1,5 +1,6 @@
 /**
- * The provider agent: config + a tick + a runner (see shared/STYLE.md item 13).
+ * The provider agent, in the shape of every long-running part: config + a tick + the shared runner (sdk/runner.ts),
+ * with its behaviour injected (honest unless a fault was asked for: agent/behaviour.ts, agent/faults.ts).
  *
  * `runAgent(config, deps)` prints the provider address, waits for gas money, registers (idempotently), starts the
  * heartbeats and then loops: each tick scans the escrow for Running jobs assigned to this address and works the
@@ -8,11 +9,13 @@
  */
 import { formatEther, formatUnits } from "ethers";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
+import { localProfile } from "../workloads/index.ts";
 import { sleep } from "../sdk/retry.ts";
+import { runLoop, type TickResult } from "../sdk/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
 import { assignedJobs, decideRegistration, leaseHeartbeatMs, type Offer } from "./decide.ts";
 import { registryProfile } from "./device.ts";
-import { describeFault } from "./faults.ts";
+import { behaviourOf } from "./faults.ts";
 import { Liveness } from "./liveness.ts";
 import { badges, Progress } from "./progress.ts";
 import { TrainerPool } from "./trainers.ts";
@@ -33,13 +36,14 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     protocol: deps.protocol, logger, signal: deps.signal, retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs,
   });
   const outcomes = new Map<string, string>();
+  const behaviour = deps.behaviour ?? behaviourOf(config.fault);
   try {
     const network = await chain.read("chainId", () => deps.signer.provider!.getNetwork());
-    const tags = badges(config.device, config.fault, network.chainId === LOCAL_CHAIN_ID);
+    const tags = badges(config.device, behaviour.fault, network.chainId === LOCAL_CHAIN_ID);
     logger.info("provider agent", {
       address: me, chainId: network.chainId, device: config.device.model, kind: config.device.kind,
       memoryMiB: config.device.memoryMiB, executionProvider: config.device.executionProvider,
-      ...(config.fault ? { fault: describeFault(config.fault) } : {}), badges: tags,
+      ...(behaviour.fault ? { fault: behaviour.fault } : {}), badges: tags,
     });
     if (!(await waitForGas(config, deps, chain))) return { exitCode: 0, address: me, outcomes };
     if (!(await register(config, deps, chain))) return { exitCode: 1, address: me, outcomes };
@@ -48,11 +52,12 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     const liveness = new Liveness({
       wallet: deps.signer, chainId: network.chainId, send: deps.heartbeatSender, chain, logger, signal: deps.signal,
       intervalMs: config.heartbeatMs, leaseEveryMs: leaseHeartbeatMs(lease), now: deps.clock.now,
-      ignoreFence: config.fault?.kind === "write-after-fence",
+      ignoreFence: behaviour.ignoresFence,
+      profile: localProfile(config.device.executionProvider),
     });
     const ctx: WorkContext = {
-      config, deps, chain, me, logger, liveness,
-      progress: new Progress({ tags, fault: config.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
+      config, deps, chain, me, logger, liveness, behaviour,
+      progress: new Progress({ tags, fault: behaviour.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
       trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
     };
     liveness.start();
@@ -73,32 +78,45 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
   }
 }
 
-/** The runner: one tick at a time (never overlapping), until stopped, or until idle with --once. */
+/**
+ * On the shared runner: one tick at a time until stopped (`--once`: one tick). A tick works every job assigned to
+ * us now, lowest first, re-scanning after each; with none left, it marks us idle and the runner waits idleMs.
+ */
 async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<number> {
   const { config, deps } = ctx;
   // Jobs this agent finished or declined at an epoch: skipped until the epoch changes (a restart re-decides them).
   const settled = new Set<string>();
-  while (!deps.signal.aborted) {
-    const mine = assignedJobs(await ctx.chain.jobs(), ctx.me).filter((j) => !settled.has(`${j.id}:${j.epoch}`));
-    if (mine.length === 0) {
-      if (config.once) {
-        ctx.logger.info("no more assigned work (--once): exiting");
-        return 0;
+  const nextJob = async () =>
+    assignedJobs(await ctx.chain.jobs(), ctx.me).find((j) => !settled.has(`${j.jobId}:${j.epoch}`));
+  // What ends the agent (stopped, died, a deployment for another chain) is not a failed tick to retry: rethrown.
+  let fatal: { err: unknown } | undefined;
+  const tick = async (): Promise<TickResult | void> => {
+    try {
+      for (let job = await nextJob(); job && !deps.signal.aborted; job = await nextJob()) {
+        const outcome = await workJob(ctx, job);
+        const key = `${job.jobId}:${job.epoch}`;
+        outcomes.set(key, outcome);
+        if (outcome === "stopped") return { stop: true };
+        settled.add(key);
       }
-      ctx.liveness.set(undefined);
-      await sleep(config.idleMs, deps.signal);
-      continue;
+    } catch (err) {
+      fatal = { err };
+      return { stop: true, exitCode: 1 };
     }
-    const job = mine[0];
-    const outcome = await workJob(ctx, job);
-    const key = `${job.id}:${job.epoch}`;
-    outcomes.set(key, outcome);
-    if (outcome === "stopped") break;
-    settled.add(key);
-  }
+    if (config.once) {
+      ctx.logger.info("no more assigned work (--once): exiting");
+      return { stop: true };
+    }
+    ctx.liveness.set(undefined);
+  };
+  const code = await runLoop({
+    name: "agent", tick, intervalMs: config.idleMs, once: config.once, signal: deps.signal, logger: ctx.logger,
+  });
+  if (fatal) throw fatal.err;
+  if (config.once && !deps.signal.aborted) return code;
   ctx.progress.done();
   ctx.logger.info("stopped cleanly");
-  return 0;
+  return code;
 }
 
 /** Waits until the key holds ETH for gas ("fund <address> with ETH for gas"). False when stopped first. */

@@ -7,7 +7,8 @@ import type { Protocol } from "../sdk/contracts.ts";
 import { classifyError, decodeCustomError, describeError, type ErrorClass } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
 import { withRetry } from "../sdk/retry.ts";
-import { toChainJob, toProviderRecord, type ChainJob, type ProviderRecord } from "./decide.ts";
+import { jobIds, readJob, type JobView } from "../sdk/job.ts";
+import { toProviderRecord, type ProviderRecord } from "./decide.ts";
 
 export type WriteResult =
   | { ok: true; hash: string }
@@ -73,16 +74,15 @@ export class Chain {
     }
   }
 
-  job(id: bigint): Promise<ChainJob> {
-    const { escrow } = this.protocol;
-    return this.read(`job ${id}`, async () => toChainJob(id, await escrow.statusOf(id), await escrow.jobOf(id)));
+  job(id: bigint): Promise<JobView> {
+    return this.read(`job ${id}`, () => readJob(this.protocol.escrow, id));
   }
 
   /** Every job (ids 1..jobCount): jobs are few; the chain stays the one source of truth. */
-  async jobs(): Promise<ChainJob[]> {
+  async jobs(): Promise<JobView[]> {
     const count = await this.read("jobCount", () => this.protocol.escrow.jobCount());
-    const out: ChainJob[] = [];
-    for (let id = 1n; id <= count; id++) out.push(await this.job(id));
+    const out: JobView[] = [];
+    for (const id of jobIds(count)) out.push(await this.job(id));
     return out;
   }
 

@@ -18,6 +18,7 @@ import { withRetry } from "../sdk/retry.ts";
 import { FsCheckpointStore } from "../workloads/index.ts";
 import { runAgent } from "./agent.ts";
 import { detectDevice } from "./device.ts";
+import { shutdownSignal } from "../sdk/runner.ts";
 import { FaultSpecError, parseFault } from "./faults.ts";
 import { httpHeartbeatSender } from "./liveness.ts";
 import { Terminal } from "./progress.ts";
@@ -143,19 +144,15 @@ export async function main(argv: string[]): Promise<number> {
     logger.error(err.message);
     return 1;
   }
-  const controller = new AbortController();
-  const stop = (sig: string) => {
-    if (controller.signal.aborted) process.exit(130);
-    logger.info("stopping (finishing or abandoning the current step)", { signal: sig });
-    controller.abort();
-  };
-  process.on("SIGINT", () => stop("SIGINT"));
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  const provider = await connectRpc(args.rpc, logger, controller.signal).catch((err) => {
-    if (controller.signal.aborted) return undefined;
+  const { signal, dispose } = shutdownSignal(logger, "stopping (finishing or abandoning the current step)");
+  const provider = await connectRpc(args.rpc, logger, signal).catch((err) => {
+    if (signal.aborted) return undefined;
     throw err;
   });
-  if (!provider) return 0;
+  if (!provider) {
+    dispose();
+    return 0;
+  }
   const signer = wallet.connect(provider);
   try {
     const result = await runAgent(args.config, {
@@ -165,7 +162,7 @@ export async function main(argv: string[]): Promise<number> {
       logger,
       clock: { now: () => Date.now() },
       heartbeatSender: httpHeartbeatSender(args.coordinator),
-      signal: controller.signal,
+      signal,
       terminal,
     });
     return result.exitCode;
@@ -174,6 +171,7 @@ export async function main(argv: string[]): Promise<number> {
     logger.error("provider agent failed", { error: describeError(err, protocolInterfaces().escrow) });
     return 1;
   } finally {
+    dispose();
     provider.destroy();
   }
 }

@@ -4,6 +4,7 @@
  * read fresh (the agent never trusts its own memory across a tick), so a restarted agent decides the same.
  */
 import { getAddress } from "ethers";
+import { isRunning, type JobView } from "../sdk/job.ts";
 import { ZERO_HASH } from "../workloads/index.ts";
 
 // ---------------------------------------------------------------- registry
@@ -75,58 +76,17 @@ export function decideRegistration(current: ProviderRecord | undefined, offer: O
 
 // ---------------------------------------------------------------- jobs
 
-/** The fields of IJobEscrow.Job the agent uses, as plain values. */
-export interface ChainJob {
-  id: bigint;
-  status: number; // statusOf (IJobEscrow.JobStatus)
-  epoch: bigint;
-  provider: string;
-  templateId: string;
-  seed: string;
-  totalSteps: number;
-  checkpointInterval: number;
-  acceptedStep: number;
-  acceptedHash: string;
-  pendingStep: number;
-  pendingHash: string;
-  leaseExpiresAt: bigint;
-}
-
-export const RUNNING = 2;
-
-export function toChainJob(id: bigint, status: bigint | number, raw: {
-  epoch: bigint; provider: string; templateId: string; seed: string; totalSteps: bigint | number;
-  checkpointInterval: bigint | number; acceptedStep: bigint | number; acceptedHash: string;
-  pendingStep: bigint | number; pendingHash: string; leaseExpiresAt: bigint;
-}): ChainJob {
-  return {
-    id,
-    status: Number(status),
-    epoch: BigInt(raw.epoch),
-    provider: raw.provider,
-    templateId: raw.templateId.toLowerCase(),
-    seed: raw.seed.toLowerCase(),
-    totalSteps: Number(raw.totalSteps),
-    checkpointInterval: Number(raw.checkpointInterval),
-    acceptedStep: Number(raw.acceptedStep),
-    acceptedHash: raw.acceptedHash.toLowerCase(),
-    pendingStep: Number(raw.pendingStep),
-    pendingHash: raw.pendingHash.toLowerCase(),
-    leaseExpiresAt: BigInt(raw.leaseExpiresAt),
-  };
-}
-
 const same = (a: string, b: string) => getAddress(a) === getAddress(b);
 
 /** Running jobs currently assigned to `me`, lowest id first (the agent works one at a time). */
-export function assignedJobs(jobs: ChainJob[], me: string): ChainJob[] {
-  return jobs.filter((j) => j.status === RUNNING && same(j.provider, me)).sort((a, b) => (a.id < b.id ? -1 : 1));
+export function assignedJobs(jobs: JobView[], me: string): JobView[] {
+  return jobs.filter((j) => isRunning(j.status) && same(j.provider, me)).sort((a, b) => (a.jobId < b.jobId ? -1 : 1));
 }
 
 /** Why `me` may no longer write to `jobId` at `epoch` (undefined: still the assignee). */
-export function fenceReason(job: ChainJob, epoch: bigint, me: string): string | undefined {
+export function fenceReason(job: JobView, epoch: bigint, me: string): string | undefined {
   if (job.epoch !== epoch) return `epoch moved on (${epoch} -> ${job.epoch})`;
-  if (job.status !== RUNNING) return `job is no longer running (status ${job.status})`;
+  if (!isRunning(job.status)) return `job is no longer running (status ${job.status})`;
   if (!same(job.provider, me)) return `job is assigned to ${job.provider}`;
   return undefined;
 }
@@ -136,7 +96,7 @@ export type JobPlan =
   | { kind: "wait-final" } // the final checkpoint is pending
   | { kind: "done" }; // every step accepted; the verdict is the verifiers' business
 
-export function planJob(job: ChainJob): JobPlan {
+export function planJob(job: JobView): JobPlan {
   if (job.acceptedStep >= job.totalSteps) return { kind: "done" };
   if (job.pendingStep >= job.totalSteps) return { kind: "wait-final" };
   return { kind: "train" };
@@ -148,7 +108,7 @@ export function segmentTarget(baseStep: number, interval: number, totalSteps: nu
 }
 
 /** Whether the pending checkpoint is one we may build on: undecided, at our epoch (so ours), and not the last. */
-export function pendingUsable(job: ChainJob): boolean {
+export function pendingUsable(job: JobView): boolean {
   return job.pendingStep !== 0 && job.pendingStep < job.totalSteps;
 }
 
@@ -160,7 +120,7 @@ export type ReportDecision =
 
 /** A trained segment (startStep → step, built on prevHash) may be reported once its base is the accepted one. */
 export function reportDecision(
-  job: ChainJob,
+  job: JobView,
   ctx: { epoch: bigint; me: string; startStep: number; prevHash: string; step: number },
 ): ReportDecision {
   const fenced = fenceReason(job, ctx.epoch, ctx.me);

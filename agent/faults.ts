@@ -1,32 +1,37 @@
 /**
- * Injected faults (`gpuchain provide --fault KIND[:ARG]`): real misbehaviour of a running provider, and the same
- * functions for verifier tests that need faulty checkpoints without a chain.
+ * Injected faults (`gpuchain provide --fault KIND[:ARG]`): real misbehaviour of a running provider, each one a
+ * ProviderBehaviour (agent/behaviour.ts) built by `behaviourOf`, and the same functions for verifier tests that
+ * need faulty checkpoints without a chain.
  *
  * Kinds and where each one acts:
- * - training time (see agent/train.ts `trainSegment`):
+ * - training time (asked by agent/train.ts `trainSegment`):
  *   - `wrong-data`   every step draws its batch from another seed (`wrongDataSeed`); hashes are self-consistent,
  *                    replaying any step from the job seed differs.
  *   - `skip-steps`   trains only `stepsToTrain(n)` of the n claimed steps, then fabricates the rest of the hash
  *                    chain by relabelling the last trained state (`fabricateSkipped`); replaying a fabricated step
  *                    differs.
  *   - `die-at:N`     the process kills itself right after training step N (mid-interval, nothing uploaded).
- * - segment (state) level, after training (`applyStateFault`):
+ * - segment (state) level, after training (`applyStateFault`, in the behaviour's `upload`):
  *   - `garbage-weights` the final state's weights are random (`garbageState`); the last step hash is recomputed so
  *                    the blob decodes, but replaying the last step and evaluating both fail.
  *   - `nan`          a NaN in the final state's weights (`nanState`); `checkNumbers`/`decodeCheckpoint` throw.
- * - upload level (`applyUploadFault`):
+ * - upload level (the behaviour's `upload`):
  *   - `hash-mismatch` reports the honest hash but uploads different bytes under that name (`hashMismatch`).
  *   - `replay-old`   reports the last accepted checkpoint's hash/blob again for the new step (`replayOld`).
- * - chain level (agent/agent.ts): `write-after-fence` keeps reporting and heartbeating at its old epoch after it
+ * - chain level (agent/fenced.ts): `write-after-fence` keeps reporting and heartbeating at its old epoch after it
  *   was fenced; the escrow must reject every write, and the agent logs each rejection.
  *
- * Verifier tests: `trainSegment(trainer, start, toStep, fault)` then `faultyUpload(segment, fault, { old })`
+ * Verifier tests: `trainSegment(trainer, start, toStep, behaviourOf(fault))` then `faultyUpload(segment, fault, { old })`
  * gives the bytes to put, the hash to report and the state blobs, exactly as the agent would produce them.
  */
 import { createHash } from "node:crypto";
-import { blobHash, decodeCheckpoint, type StepOptions, type TrainingState } from "../workloads/index.ts";
+import { blobHash, decodeCheckpoint, type TrainingState } from "../workloads/index.ts";
 import { u32Stream, uniformSymmetric } from "../workloads/prng.ts";
+import { HONEST, type OldCheckpoint, type ProviderBehaviour } from "./behaviour.ts";
+import { writeAfterFence } from "./fenced.ts";
 import { honestUpload, type Segment, type Upload } from "./segment.ts";
+
+export type { OldCheckpoint };
 
 export const FAULT_KINDS = [
   "garbage-weights",
@@ -75,16 +80,6 @@ export function wrongDataSeed(seed: string): string {
   return "0x" + createHash("sha256").update("gpuchain/fault/wrong-data\0").update(seed.toLowerCase()).digest("hex");
 }
 
-/** Options for every trainer step under `fault`. */
-export function stepOptions(fault: Fault | undefined, seed: string): StepOptions {
-  return fault?.kind === "wrong-data" ? { dataSeedOverride: wrongDataSeed(seed) } : {};
-}
-
-/** How many of `claimed` steps are really trained (skip-steps trains half, rounded down). */
-export function stepsToTrain(fault: Fault | undefined, claimed: number): number {
-  return fault?.kind === "skip-steps" ? Math.floor(claimed / 2) : claimed;
-}
-
 /**
  * skip-steps: the claimed states after `trained`: the last really computed state (or `start`) relabelled with each
  * skipped step number. Self-consistent hashes, but replaying any of these steps gives another state.
@@ -94,11 +89,6 @@ export function fabricateSkipped(start: TrainingState, trained: TrainingState[],
   const out: TrainingState[] = [];
   for (let i = trained.length; i < claimed; i++) out.push({ ...last, step: start.step + i + 1 });
   return out;
-}
-
-/** die-at:N: whether to die right after training `step`. */
-export function shouldDie(fault: Fault | undefined, step: number): boolean {
-  return fault?.kind === "die-at" && fault.atStep === step;
 }
 
 // ---------------------------------------------------------------- state level
@@ -153,11 +143,6 @@ export function hashMismatch(upload: Upload): Upload {
   };
 }
 
-export interface OldCheckpoint {
-  hash: string;
-  bytes: Uint8Array;
-}
-
 /** replay-old: report an old checkpoint (hash and blob) again for the new step. Without one, honest. */
 export function replayOld(upload: Upload, old: OldCheckpoint | undefined): Upload {
   if (!old) return upload;
@@ -172,18 +157,54 @@ export function replayOld(upload: Upload, old: OldCheckpoint | undefined): Uploa
   };
 }
 
-export function applyUploadFault(fault: Fault | undefined, upload: Upload, ctx: { old?: OldCheckpoint } = {}): Upload {
-  if (fault?.kind === "hash-mismatch") return hashMismatch(upload);
-  if (fault?.kind === "replay-old") return replayOld(upload, ctx.old);
-  return upload;
+// ---------------------------------------------------------------- behaviours
+
+/** The fault's own lines in the upload's `faults` notes (what it did, for the logs). */
+function noted(upload: Upload, note: string): Upload {
+  return { ...upload, faults: [...upload.faults, note] };
+}
+
+/** The behaviour of a provider with `fault` injected (undefined: HONEST). Each differs from HONEST where it acts. */
+export function behaviourOf(fault: Fault | undefined): ProviderBehaviour {
+  if (!fault) return HONEST;
+  const base = { ...HONEST, fault: describeFault(fault) };
+  switch (fault.kind) {
+    case "wrong-data":
+      return {
+        ...base,
+        stepOptions: (seed) => ({ dataSeedOverride: wrongDataSeed(seed) }),
+        upload: (seg) => noted(honestUpload(seg), `wrong-data: trained with data seed ${wrongDataSeed(seg.seed)}`),
+      };
+    case "skip-steps":
+      return {
+        ...base,
+        stepsToTrain: (claimed) => Math.floor(claimed / 2),
+        fabricate: fabricateSkipped,
+        upload: (seg) =>
+          noted(honestUpload(seg), `skip-steps: trained ${seg.trainedSteps} of ${seg.states.length} claimed steps`),
+      };
+    case "garbage-weights":
+    case "nan":
+      return {
+        ...base,
+        upload: (seg) => noted(honestUpload(applyStateFault(fault, seg)), `${fault.kind}: final state replaced`),
+      };
+    case "hash-mismatch":
+      return { ...base, upload: (seg) => hashMismatch(honestUpload(seg)) };
+    case "replay-old":
+      return { ...base, upload: (seg, old) => replayOld(honestUpload(seg), old) };
+    case "die-at":
+      return { ...base, diesAfter: (step) => step === fault.atStep };
+    case "write-after-fence":
+      return {
+        ...base,
+        ignoresFence: true,
+        afterFenced: (w, job, epoch, last) => writeAfterFence(w, job, epoch, last),
+      };
+  }
 }
 
 /** Everything a (possibly faulty) provider uploads and reports for a trained segment. */
 export function faultyUpload(seg: Segment, fault: Fault | undefined, ctx: { old?: OldCheckpoint } = {}): Upload {
-  const upload = honestUpload(applyStateFault(fault, seg));
-  const notes = [...upload.faults];
-  if (fault?.kind === "garbage-weights" || fault?.kind === "nan") notes.push(`${fault.kind}: final state replaced`);
-  if (fault?.kind === "skip-steps") notes.push(`skip-steps: trained ${seg.trainedSteps} of ${seg.states.length} claimed steps`);
-  if (fault?.kind === "wrong-data") notes.push(`wrong-data: trained with data seed ${wrongDataSeed(seg.seed)}`);
-  return applyUploadFault(fault, { ...upload, faults: notes }, ctx);
+  return behaviourOf(fault).upload(seg, ctx.old);
 }

@@ -6,31 +6,42 @@
  */
 import { id as keccakId } from "ethers";
 import { decodeCustomError, describeError } from "../sdk/errors.ts";
+import type { JobView } from "../sdk/job.ts";
+import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
-import type { ChainJob } from "./decide.ts";
-import type { WorkContext } from "./work.ts";
+import type { Chain } from "./chain.ts";
+
+/** What writing after the fence needs from the agent (a narrow slice of its work context). */
+export interface FencedWriter {
+  chain: Chain;
+  logger: Logger;
+  signal: AbortSignal;
+  /** How many rejected writes of each kind to attempt, and the pause between rounds. */
+  attempts: number;
+  pollMs: number;
+}
 
 const GAS_LIMIT = 300_000n;
 
 export async function writeAfterFence(
-  ctx: WorkContext, job: ChainJob, epoch: bigint, last: { step: number; hash: string } | undefined,
+  ctx: FencedWriter, job: JobView, epoch: bigint, last: { step: number; hash: string } | undefined,
 ): Promise<void> {
   const { escrow } = ctx.chain.protocol;
   const step = last?.step ?? job.acceptedStep + 1;
-  const hash = last?.hash ?? keccakId(`gpuchain/write-after-fence/${job.id}/${epoch}`);
-  const log = ctx.logger.child({ job: job.id, epoch, fault: "write-after-fence" });
+  const hash = last?.hash ?? keccakId(`gpuchain/write-after-fence/${job.jobId}/${epoch}`);
+  const log = ctx.logger.child({ job: job.jobId, epoch, fault: "write-after-fence" });
   log.warn("injected fault write-after-fence: writing at the old epoch anyway");
   const writes = {
     reportCheckpoint: {
-      reason: () => escrow.reportCheckpoint.staticCall(job.id, epoch, step, hash),
-      send: () => escrow.reportCheckpoint(job.id, epoch, step, hash, { gasLimit: GAS_LIMIT }),
+      reason: () => escrow.reportCheckpoint.staticCall(job.jobId, epoch, step, hash),
+      send: () => escrow.reportCheckpoint(job.jobId, epoch, step, hash, { gasLimit: GAS_LIMIT }),
     },
     heartbeat: {
-      reason: () => escrow.heartbeat.staticCall(job.id, epoch),
-      send: () => escrow.heartbeat(job.id, epoch, { gasLimit: GAS_LIMIT }),
+      reason: () => escrow.heartbeat.staticCall(job.jobId, epoch),
+      send: () => escrow.heartbeat(job.jobId, epoch, { gasLimit: GAS_LIMIT }),
     },
   };
-  for (let attempt = 1; attempt <= ctx.config.writeAfterFenceAttempts && !ctx.deps.signal.aborted; attempt++) {
+  for (let attempt = 1; attempt <= ctx.attempts && !ctx.signal.aborted; attempt++) {
     for (const [what, w] of Object.entries(writes)) {
       const reason = await w.reason().then(
         () => "none (the chain would accept it)",
@@ -40,6 +51,6 @@ export async function writeAfterFence(
       if (r.ok) log.error("write after fence ACCEPTED by the chain (fencing is broken)", { what, attempt, tx: r.hash });
       else log.warn("write after fence rejected by the chain", { what, attempt, step, reason, revert: r.description });
     }
-    await sleep(ctx.config.pollMs, ctx.deps.signal);
+    await sleep(ctx.pollMs, ctx.signal);
   }
 }

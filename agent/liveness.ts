@@ -45,6 +45,8 @@ export interface LivenessOptions {
   now: () => number;
   /** write-after-fence: keep writing after a fence rejection instead of going quiet. */
   ignoreFence?: boolean;
+  /** This machine's arithmetic profile, reported in every beat (workloads/profile.ts). */
+  profile?: string;
 }
 
 export class Liveness {
@@ -92,6 +94,7 @@ export class Liveness {
       step: a?.step ?? 0,
       loss: a?.loss !== undefined && Number.isFinite(a.loss) ? a.loss : undefined,
       stepsPerSecond: a?.stepsPerSecond,
+      profile: this.opts.profile,
       sentAt: this.opts.now(),
     };
     try {

@@ -5,9 +5,9 @@
  */
 import type { Logger } from "../sdk/log.ts";
 import type { DeviceProfile } from "./device.ts";
-import { describeFault, type Fault } from "./faults.ts";
 
-export function badges(device: DeviceProfile, fault: Fault | undefined, localChain: boolean): string[] {
+/** `fault`: the injected fault's name (ProviderBehaviour.fault), undefined when honest. */
+export function badges(device: DeviceProfile, fault: string | undefined, localChain: boolean): string[] {
   const out = [device.kind === "GPU" ? "Real GPU" : "Synthetic"];
   if (device.capped) out.push("Capped profile");
   if (fault) out.push("Injected fault");
@@ -24,10 +24,10 @@ export interface ProgressState {
   stepsPerSecond: number;
 }
 
-export function progressLine(p: ProgressState, tags: string[], fault?: Fault): string {
+export function progressLine(p: ProgressState, tags: string[], fault?: string): string {
   const pct = p.totalSteps ? Math.floor((100 * p.step) / p.totalSteps) : 0;
   const loss = Number.isFinite(p.loss) ? p.loss.toFixed(4) : String(p.loss);
-  const faultText = fault ? ` fault=${describeFault(fault)}` : "";
+  const faultText = fault ? ` fault=${fault}` : "";
   return `job ${p.jobId} (epoch ${p.epoch})  step ${p.step}/${p.totalSteps} ${pct}%  loss ${loss}  ` +
     `${p.stepsPerSecond.toFixed(1)} steps/s  [${tags.join("] [")}]${faultText}`;
 }
@@ -65,14 +65,14 @@ export class Terminal {
 /** Progress sink: live line on a TTY, throttled structured logs otherwise. */
 export class Progress {
   tags: string[];
-  fault?: Fault;
+  fault?: string;
   logger: Logger;
   terminal?: Terminal;
   everyMs: number;
   now: () => number;
   private lastLogAt = Number.NEGATIVE_INFINITY;
 
-  constructor(opts: { tags: string[]; fault?: Fault; logger: Logger; terminal?: Terminal; everyMs?: number; now: () => number }) {
+  constructor(opts: { tags: string[]; fault?: string; logger: Logger; terminal?: Terminal; everyMs?: number; now: () => number }) {
     this.tags = opts.tags;
     this.fault = opts.fault;
     this.logger = opts.logger;

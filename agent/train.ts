@@ -1,9 +1,10 @@
 /**
- * Trains one segment (checkpoint interval) step by step, with the training-time faults applied. The hooks let the
+ * Trains one segment (checkpoint interval) step by step, as its behaviour says (honest unless a fault was injected,
+ * agent/behaviour.ts). The hooks let the
  * agent check fencing and the stop signal between steps and show progress; verifier tests call it without hooks.
  */
 import type { Trainer } from "../workloads/index.ts";
-import { fabricateSkipped, shouldDie, stepOptions, stepsToTrain, type Fault } from "./faults.ts";
+import { HONEST, type ProviderBehaviour } from "./behaviour.ts";
 import type { Segment, SegmentStart } from "./segment.ts";
 
 export interface TrainHooks {
@@ -25,14 +26,14 @@ export async function trainSegment(
   trainer: Trainer,
   start: SegmentStart,
   toStep: number,
-  fault?: Fault,
+  behaviour: ProviderBehaviour = HONEST,
   hooks: TrainHooks = {},
 ): Promise<Segment | Abandoned> {
   const from = start.start.step;
   if (toStep <= from) throw new RangeError(`segment must end after step ${from}, got ${toStep}`);
   const claimed = toStep - from;
-  const toTrain = stepsToTrain(fault, claimed);
-  const opts = stepOptions(fault, start.seed);
+  const toTrain = behaviour.stepsToTrain(claimed);
+  const opts = behaviour.stepOptions(start.seed);
   const states = [];
   let state = start.start;
   let loss = Number.NaN;
@@ -42,11 +43,11 @@ export async function trainSegment(
     ({ state, loss } = await trainer.trainStep(state, start.seed, step, opts));
     states.push(state);
     await hooks.afterStep?.(step, loss);
-    if (shouldDie(fault, step)) {
+    if (behaviour.diesAfter(step)) {
       (hooks.die ?? ((s: number) => { throw new Error(`die-at:${s}`); }))(step);
     }
   }
-  states.push(...fabricateSkipped(start.start, states, claimed));
+  states.push(...behaviour.fabricate(start.start, states, claimed));
   return { ...start, states, trainedSteps: toTrain, loss };
 }
 

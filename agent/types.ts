@@ -4,6 +4,7 @@ import type { Protocol } from "../sdk/contracts.ts";
 import type { Logger } from "../sdk/log.ts";
 import type { CheckpointStore } from "../workloads/index.ts";
 import type { DeviceProfile } from "./device.ts";
+import type { ProviderBehaviour } from "./behaviour.ts";
 import type { Fault } from "./faults.ts";
 import type { HeartbeatSender } from "./liveness.ts";
 import type { Terminal } from "./progress.ts";
@@ -14,6 +15,7 @@ export interface AgentConfig {
   /** Test USDC base units (6 decimals) per accepted step. */
   pricePerStep: bigint;
   device: DeviceProfile;
+  /** The injected fault as parsed from --fault (undefined: honest); the agent runs `behaviourOf(fault)`. */
   fault?: Fault;
   /** Work the jobs assigned now, then exit (no idle waiting). */
   once: boolean;
@@ -53,6 +55,8 @@ export interface AgentDeps {
   die?: (step: number) => void;
   terminal?: Terminal;
   trainerFactory?: TrainerFactory;
+  /** Replaces the behaviour built from `config.fault` (tests give their own). */
+  behaviour?: ProviderBehaviour;
 }
 
 export const DEFAULT_TIMING = {

@@ -3,6 +3,7 @@
  * says (the accepted checkpoint, or our own undecided one to keep training while the verifiers decide); nothing
  * local survives a round except the trainer. Fencing is checked between steps and before every write.
  */
+import type { JobView } from "../sdk/job.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
 import {
@@ -11,16 +12,15 @@ import {
 import { loadCheckpoint, putUpload } from "./blobs.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
 import {
-  fenceReason, pendingUsable, planJob, reportDecision, segmentTarget, type ChainJob,
+  fenceReason, pendingUsable, planJob, reportDecision, segmentTarget,
 } from "./decide.ts";
-import { faultyUpload, type OldCheckpoint } from "./faults.ts";
+import type { OldCheckpoint, ProviderBehaviour } from "./behaviour.ts";
 import type { Liveness } from "./liveness.ts";
 import type { Progress } from "./progress.ts";
 import type { Upload } from "./segment.ts";
 import { isAbandoned, trainSegment } from "./train.ts";
 import type { TrainerPool } from "./trainers.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
-import { writeAfterFence } from "./fenced.ts";
 
 export interface WorkContext {
   config: AgentConfig;
@@ -31,9 +31,11 @@ export interface WorkContext {
   liveness: Liveness;
   progress: Progress;
   trainers: TrainerPool;
+  behaviour: ProviderBehaviour;
 }
 
-export type Outcome = "fenced" | "done" | "declined" | "stopped";
+/** How working one job at one epoch ended. */
+export type JobEnd = "fenced" | "done" | "declined" | "stopped";
 
 export class DiedError extends Error {}
 
@@ -47,8 +49,8 @@ interface Base {
 
 type BaseResult = { kind: "base"; base: Base } | { kind: "wait" } | { kind: "decline"; reason: string };
 
-export async function workJob(ctx: WorkContext, first: ChainJob): Promise<Outcome> {
-  const { id, epoch } = first;
+export async function workJob(ctx: WorkContext, first: JobView): Promise<JobEnd> {
+  const { jobId: id, epoch } = first;
   const log = ctx.logger.child({ job: id, epoch });
   let template: Template;
   try {
@@ -103,7 +105,7 @@ export async function workJob(ctx: WorkContext, first: ChainJob): Promise<Outcom
   return "stopped";
 }
 
-async function resolveBase(ctx: WorkContext, job: ChainJob, template: Template): Promise<BaseResult> {
+async function resolveBase(ctx: WorkContext, job: JobView, template: Template): Promise<BaseResult> {
   const acceptedHash = job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash;
   if (pendingUsable(job)) {
     // Our own undecided checkpoint: train on while the verifiers decide (reported only once it is accepted).
@@ -128,25 +130,25 @@ async function resolveBase(ctx: WorkContext, job: ChainJob, template: Template):
 }
 
 interface RoundResult {
-  outcome?: Outcome;
+  outcome?: JobEnd;
   reason?: string;
-  job?: ChainJob;
+  job?: JobView;
   reported?: { step: number; hash: string };
   upload?: { step: number; hash: string };
 }
 
 /** One segment: train (checking fencing between steps), upload, wait for the base to be accepted, report. */
 async function trainAndReport(
-  ctx: WorkContext, log: Logger, job: ChainJob, template: Template, base: Base,
+  ctx: WorkContext, log: Logger, job: JobView, template: Template, base: Base,
 ): Promise<RoundResult> {
-  const { id, epoch } = job;
+  const { jobId: id, epoch } = job;
   const trainer = await ctx.trainers.get(template);
   const end = segmentTarget(base.step, job.checkpointInterval, job.totalSteps);
-  let fenced: { reason: string; job: ChainJob } | undefined;
+  let fenced: { reason: string; job: JobView } | undefined;
   const t0 = ctx.deps.clock.now();
   let trained = 0;
   let checkedAt = Number.NEGATIVE_INFINITY;
-  const seg = await trainSegment(trainer, { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state }, end, ctx.config.fault, {
+  const seg = await trainSegment(trainer, { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state }, end, ctx.behaviour, {
     beforeStep: async () => {
       if (ctx.deps.signal.aborted) return false;
       if (ctx.deps.clock.now() - checkedAt < ctx.config.fenceCheckMs) return true;
@@ -173,7 +175,7 @@ async function trainAndReport(
     log.info("stopping: abandoned the current step", { step: seg.atStep });
     return { outcome: "stopped" };
   }
-  const upload = faultyUpload(seg, ctx.config.fault, { old: base.old });
+  const upload = ctx.behaviour.upload(seg, base.old);
   await putUpload(ctx.deps.store, upload);
   log.info("checkpoint stored", {
     step: upload.step, hash: upload.reportedHash, startStep: base.step, faults: upload.faults.length ? upload.faults : undefined,
@@ -213,11 +215,15 @@ async function report(
 }
 
 async function onFenced(
-  ctx: WorkContext, job: ChainJob, epoch: bigint, reason: string, last: { step: number; hash: string } | undefined,
-): Promise<Outcome> {
-  ctx.logger.warn("fenced: stopped writing to this job", { job: job.id, epoch, reason });
+  ctx: WorkContext, job: JobView, epoch: bigint, reason: string, last: { step: number; hash: string } | undefined,
+): Promise<JobEnd> {
+  ctx.logger.warn("fenced: stopped writing to this job", { job: job.jobId, epoch, reason });
   ctx.progress.done();
-  if (ctx.config.fault?.kind === "write-after-fence") await writeAfterFence(ctx, job, epoch, last);
+  const writer = {
+    chain: ctx.chain, logger: ctx.logger, signal: ctx.deps.signal,
+    attempts: ctx.config.writeAfterFenceAttempts, pollMs: ctx.config.pollMs,
+  };
+  await ctx.behaviour.afterFenced(writer, job, epoch, last);
   ctx.liveness.set(undefined);
   return "fenced";
 }

@@ -1,7 +1,10 @@
-// Training throughput of every workload template on this machine's CPU (1 onnxruntime thread).
+// Training throughput of every workload template on this machine's CPU (1 onnxruntime thread), and
+// what the portable arithmetic (issue 12) costs against the former MatMul/Softmax graphs.
 // `node bench/workloads.ts` prints `name: value` lines.
+import { execFileSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
-import { createTrainer, listTemplates, stateHash, type Template } from "../workloads/index.ts";
+import { createTrainer, listTemplates, loadTemplate, stateHash, type Template } from "../workloads/index.ts";
+import { buildGraphs as legacyGraphs } from "./legacyGraphs.ts";
 
 const SEED = "0x" + "5e".repeat(32);
 const WARMUP_STEPS = 10;
@@ -38,6 +41,52 @@ async function stateHashMs(t: Template): Promise<number> {
 
 const round = (x: number) => Math.round(x * 100) / 100;
 
+/** The same template with the former (kernel-dependent) graphs, for comparison only. */
+const legacy = (t: Template): Template => ({ ...t, graphs: legacyGraphs(t.descriptor) });
+
+/** Median ms per logical step over `rounds` alternating rounds of portable vs legacy (same load for both). */
+async function portableVsLegacy(t: Template, rounds = 5): Promise<{ portable: number; legacy: number }> {
+  const ms = { portable: [] as number[], legacy: [] as number[] };
+  for (let r = 0; r < rounds; r++) {
+    ms.portable.push(1000 / (await stepsPerSecond(t)));
+    ms.legacy.push(1000 / (await stepsPerSecond(legacy(t))));
+  }
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return { portable: median(ms.portable), legacy: median(ms.legacy) };
+}
+
+/**
+ * MiB a full-batch step adds to the process's resident memory, in a fresh process: onnxruntime's
+ * arena keeps its high-water mark, so the growth over the first steps is the step's peak.
+ */
+async function stepMemoryMiB(name: string): Promise<number> {
+  const tr = await createTrainer(loadTemplate(name));
+  let s = tr.initialState(SEED);
+  (globalThis as { gc?: () => void }).gc?.();
+  const before = process.memoryUsage().rss;
+  for (let i = 0; i < 3; i++) s = (await tr.trainStep(s, SEED, s.step + 1)).state;
+  const grown = process.memoryUsage().rss - before;
+  await tr.close();
+  return grown / 2 ** 20;
+}
+
+/** Held-out accuracy after the usual 600-step job (what `npm start` trains). */
+async function accuracyAfter(t: Template, steps: number): Promise<number> {
+  const tr = await createTrainer(t);
+  try {
+    let s = tr.initialState(SEED);
+    while (s.step < steps) s = (await tr.trainStep(s, SEED, s.step + 1)).state;
+    return (await tr.evaluate(s)).accuracy;
+  } finally {
+    await tr.close();
+  }
+}
+
+function stepMemoryInChild(name: string): number {
+  const out = execFileSync(process.execPath, ["--expose-gc", import.meta.filename, "--step-memory", name]);
+  return Number(out.toString().trim());
+}
+
 export async function benchWorkloads(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const t of listTemplates()) {
@@ -46,9 +95,17 @@ export async function benchWorkloads(): Promise<Record<string, number>> {
     out[`agent_steps_per_second_${name}_capped_1_atom`] = round(await stepsPerSecond(t, 1));
     out[`state_hash_ms_${name}`] = round(await stateHashMs(t));
   }
+  const mnist = loadTemplate("mnist-mlp");
+  const { portable, legacy: before } = await portableVsLegacy(mnist);
+  out["portable_step_ms_mnist-mlp"] = round(portable);
+  out["legacy_step_ms_mnist-mlp"] = round(before);
+  out["portable_step_overhead_mnist-mlp"] = round(portable / before); // target ≤ 2.0
+  out["step_peak_memory_mib_mnist-mlp"] = round(stepMemoryInChild("mnist-mlp"));
+  out["heldout_accuracy_600_steps_mnist-mlp"] = round(await accuracyAfter(mnist, 600) * 1000) / 1000;
   return out;
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  for (const [k, v] of Object.entries(await benchWorkloads())) console.log(`${k}: ${v}`);
+  if (process.argv[2] === "--step-memory") console.log(await stepMemoryMiB(process.argv[3]));
+  else for (const [k, v] of Object.entries(await benchWorkloads())) console.log(`${k}: ${v}`);
 }

@@ -1,63 +1,48 @@
 /**
- * `gpuchain keeper coordinator|collector|finalizer|reserves|all [options]`: the keepers as long-running processes.
+ * `gpuchain keeper NAME|all [options]`: the keepers of keepers/registry.ts as long-running processes.
  * Exports `main(argv)` for the `gpuchain` dispatcher (cli/gpuchain.ts).
  */
-import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
+import { UsageError, parseCommand } from "../sdk/args.ts";
 import { rpcProvider } from "../sdk/contracts.ts";
+import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
 import { KeyFileError, loadKey } from "../sdk/keys.ts";
 import { createLogger, type Logger } from "../sdk/log.ts";
-import { UsageError, parseCommand } from "../sdk/args.ts";
-import { SendQueue, withTimeout, type KeeperContext } from "./chain.ts";
-import { SHARED_OPTIONS, type FlagValues } from "./config.ts";
+import { shutdownSignal } from "../sdk/runner.ts";
+import { SendQueue, withTimeout } from "./chain.ts";
+import { SHARED_OPTIONS, type FlagValues, type SharedConfig } from "./config.ts";
 import { keeperContext } from "./context.ts";
-import { COLLECTOR_OPTIONS, collectorConfig, type CollectorConfig } from "./collector/config.ts";
-import { runCollector } from "./collector/run.ts";
-import { COORDINATOR_OPTIONS, coordinatorConfig } from "./coordinator/config.ts";
-import { runCoordinator } from "./coordinator/tick.ts";
-import { FINALIZER_OPTIONS, finalizerConfig } from "./finalizer/config.ts";
-import { runFinalizer } from "./finalizer/tick.ts";
-import { RESERVES_OPTIONS, reservesConfig } from "./reserves/config.ts";
-import { runReservesWatch } from "./reserves/watch.ts";
-import { shutdownSignal } from "./runner.ts";
+import type { KeeperDefinition, KeeperOptions } from "./keeper.ts";
+import { KEEPERS } from "./registry.ts";
 
-const KEEPERS = ["coordinator", "collector", "finalizer", "reserves", "all"] as const;
-type KeeperName = (typeof KEEPERS)[number];
+const NAMES = KEEPERS.map((k) => k.name);
 
-const { port: _cp, ...COORDINATOR_NO_PORT } = COORDINATOR_OPTIONS;
-const { port: _lp, ...COLLECTOR_NO_PORT } = COLLECTOR_OPTIONS;
+/** Under `all`, each server's `--port` becomes `--NAME-port`. */
+const portFlagOf = (k: KeeperDefinition, all: boolean) => (all && "port" in k.options ? `${k.name}-port` : "port");
 
-const OPTIONS = {
-  coordinator: { ...SHARED_OPTIONS, ...COORDINATOR_OPTIONS },
-  collector: { ...SHARED_OPTIONS, ...COLLECTOR_OPTIONS },
-  finalizer: { ...SHARED_OPTIONS, ...FINALIZER_OPTIONS },
-  reserves: { ...SHARED_OPTIONS, ...RESERVES_OPTIONS },
-  all: {
-    ...SHARED_OPTIONS,
-    ...COORDINATOR_NO_PORT,
-    ...COLLECTOR_NO_PORT,
-    ...FINALIZER_OPTIONS,
-    ...RESERVES_OPTIONS,
-    "coordinator-port": { type: "string" },
-    "collector-port": { type: "string" },
-  },
-} as const;
+function optionsOf(keepers: readonly KeeperDefinition[], all: boolean): KeeperOptions {
+  const options: KeeperOptions = { ...SHARED_OPTIONS };
+  for (const k of keepers) {
+    const { port, ...rest } = k.options;
+    Object.assign(options, rest);
+    if (port) options[portFlagOf(k, all)] = port;
+  }
+  return options;
+}
 
-export const USAGE = `usage: gpuchain keeper <coordinator|collector|finalizer|reserves|all> [options]
+const pad = (s: string, n: number) => s.padEnd(n);
 
-  coordinator  POST /heartbeat (default :8600); unassigns silent providers, assigns Open jobs (needs the coordinator key)
-  collector    POST /signatures (default :8601); relays 2-of-3 verifier decisions to the escrow
-  finalizer    on a cron schedule: settle (Settleable / ArbiterTimedOut) and claimEarnings
-  reserves     every new block: held vs owed; logs PROOF OF RESERVES FAILED if held < owed
-  all          the four in one process (--coordinator-port, --collector-port)
-
-common:      --rpc URL  --deployment FILE  --key FILE  --pretty  --dry-run  --once
-             --interval-ms N  --tx-timeout-ms N (default 60000)  --rpc-timeout-ms N  --from-block N
-coordinator: --port N  --host H  --heartbeat-timeout-ms N (default 5000)  --start-grace-ms N (default 20000)  --max-clock-skew-ms N
-             --min-memory MiB  --template-memory TEMPLATE_ID=MiB (repeatable)
-collector:   --port N  --host H  --state-file FILE (default .gpuchain/collector-state.json)
-             --via-safe-tx --owner-key FILE (repeatable: execute as a Safe transaction signed by those owners)
-finalizer:   --cron "*/10 * * * * *"
-reserves:    --strict (exit 1 on a failed proof)  --max-blocks-per-tick N`;
+export const USAGE = [
+  `usage: gpuchain keeper <${[...NAMES, "all"].join("|")}> [options]`,
+  "",
+  ...KEEPERS.map((k) => `  ${pad(k.name, 11)}  ${k.summary}`),
+  `  ${pad("all", 11)}  every keeper above in one process (${KEEPERS.filter((k) => "port" in k.options)
+    .map((k) => `--${k.name}-port`)
+    .join(", ")})`,
+  "",
+  "common:      --rpc URL  --deployment FILE  --key FILE  --pretty  --dry-run  --once",
+  "             --interval-ms N  --tx-timeout-ms N (default 60000)  --rpc-timeout-ms N  --from-block N",
+  ...KEEPERS.flatMap((k) => k.help.map((line, i) => `${pad(i === 0 ? `${k.name}:` : "", 12)} ${line}`)),
+].join("\n");
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
@@ -65,85 +50,59 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return name ? 0 : 2;
   }
-  if (!(KEEPERS as readonly string[]).includes(name)) throw new UsageError(`unknown keeper "${name}"\n\n${USAGE}`);
-  const keeper = name as KeeperName;
-  const { values } = parseCommand(rest, OPTIONS[keeper]);
+  const all = name === "all";
+  const chosen = all ? KEEPERS : KEEPERS.filter((k) => k.name === name);
+  if (chosen.length === 0) throw new UsageError(`unknown keeper "${name}"\n\n${USAGE}`);
+  const { values } = parseCommand(rest, optionsOf(chosen, all));
   if (values.help) {
     console.log(USAGE);
     return 0;
   }
   const v = values as FlagValues;
-  const shared = { dryRun: v["dry-run"] === true };
   // Every configuration is built (and validated) before anything connects.
-  const configs = {
-    coordinator: keeper === "coordinator" || keeper === "all" ? coordinatorConfig(v, keeper === "all" ? "coordinator-port" : "port") : undefined,
-    collector: keeper === "collector" || keeper === "all" ? collectorConfig(v, keeper === "all" ? "collector-port" : "port") : undefined,
-    finalizer: keeper === "finalizer" || keeper === "all" ? finalizerConfig(v) : undefined,
-    reserves: keeper === "reserves" || keeper === "all" ? reservesConfig(v) : undefined,
-  };
+  const configs = chosen.map((k) => ({ keeper: k, config: k.config(v, portFlagOf(k, all)) }));
   const keyFile = typeof v.key === "string" ? v.key : undefined;
-  if (!keyFile && !shared.dryRun && keeper !== "reserves") {
+  if (!keyFile && v["dry-run"] !== true && chosen.some((k) => k.sends)) {
     throw new UsageError(`--key FILE is required (the keeper's signer), unless --dry-run`);
   }
+  return runKeepers(configs, v, keyFile);
+}
+
+async function runKeepers(
+  configs: { keeper: KeeperDefinition; config: SharedConfig }[],
+  v: FlagValues,
+  keyFile: string | undefined,
+): Promise<number> {
   const pretty = v.pretty === true;
-  const common = configs.coordinator ?? configs.collector ?? configs.finalizer ?? configs.reserves!;
+  const common = configs[0].config;
+  const rpc = String(v.rpc);
   const deployment = asUsage(() => loadDeployment(String(v.deployment)));
   const wallet = keyFile ? asUsage(() => loadKey(keyFile)) : undefined;
   const root = createLogger({ component: "keeper", pretty });
-  const provider = rpcProvider(String(v.rpc));
+  const provider = rpcProvider(rpc);
   const { signal, dispose } = shutdownSignal(root);
   try {
-    const { chainId } = await withTimeout(provider.getNetwork(), common.rpcTimeoutMs, `connecting to ${v.rpc}`);
+    const { chainId } = await withTimeout(provider.getNetwork(), common.rpcTimeoutMs, `connecting to ${rpc}`);
     const signer = wallet?.connect(provider);
-    const sendQueue = new SendQueue(); // `all` shares one key: one nonce sequence for the four keepers
-    const contextFor = (component: string) =>
-      keeperContext({
+    const sendQueue = new SendQueue(); // `all` shares one key: one nonce sequence for every keeper
+    // In `all`, a keeper that stops on its own (a failure, or --strict reserves) stops the others too.
+    const stopAll = new AbortController();
+    signal.addEventListener("abort", () => stopAll.abort(), { once: true });
+    const runs: Promise<number>[] = [];
+    for (const { keeper, config } of configs) {
+      const ctx = await keeperContext({
         deployment,
         provider,
         chainId,
         signer,
-        logger: createLogger({ component, pretty }),
+        logger: createLogger({ component: keeper.name, pretty }),
         dryRun: common.dryRun,
         txTimeoutMs: common.txTimeoutMs,
         rpcTimeoutMs: common.rpcTimeoutMs,
         sendQueue,
       });
-    // In `all`, a keeper that stops on its own (a failure, or --strict reserves) stops the others too.
-    const stopAll = new AbortController();
-    signal.addEventListener("abort", () => stopAll.abort(), { once: true });
-    const runs: Promise<number>[] = [];
-    const start = (name: string, run: () => Promise<number>) =>
-      runs.push(
-        run().then(
-          (code) => {
-            if (!stopAll.signal.aborted && !common.once) root.warn("keeper stopped; stopping the others", { keeper: name, code });
-            if (!common.once) stopAll.abort();
-            return code;
-          },
-          (err) => {
-            root.error("keeper failed; stopping the others", { keeper: name, error: (err as Error)?.message ?? String(err) });
-            stopAll.abort();
-            return 1;
-          },
-        ),
-      );
-    if (configs.coordinator) {
-      const ctx = await contextFor("coordinator");
-      await warnIfNotCoordinator(ctx, ctx.logger);
-      start("coordinator", () => runCoordinator(ctx, configs.coordinator!, stopAll.signal));
-    }
-    if (configs.collector) {
-      const ctx = await contextFor("collector");
-      const deps = await collectorDeps(ctx, configs.collector, deployment, String(v.rpc));
-      start("collector", () => runCollector(ctx, configs.collector!, deps, stopAll.signal));
-    }
-    if (configs.finalizer) {
-      const ctx = await contextFor("finalizer");
-      start("finalizer", () => runFinalizer(ctx, configs.finalizer!, stopAll.signal));
-    }
-    if (configs.reserves) {
-      const ctx = await contextFor("reserves");
-      start("reserves", () => runReservesWatch(ctx, configs.reserves!, stopAll.signal));
+      const run = await keeper.prepare(ctx, config, { deployment, rpc });
+      runs.push(watched(keeper.name, run(stopAll.signal), stopAll, common.once, root));
     }
     const codes = await Promise.all(runs);
     return Math.max(0, ...codes);
@@ -153,6 +112,22 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** A keeper's run that, when it ends on its own (not --once), stops the others. */
+function watched(name: string, run: Promise<number>, stopAll: AbortController, once: boolean, root: Logger) {
+  return run.then(
+    (code) => {
+      if (!stopAll.signal.aborted && !once) root.warn("keeper stopped; stopping the others", { keeper: name, code });
+      if (!once) stopAll.abort();
+      return code;
+    },
+    (err) => {
+      root.error("keeper failed; stopping the others", { keeper: name, error: (err as Error)?.message ?? String(err) });
+      stopAll.abort();
+      return 1;
+    },
+  );
+}
+
 /** Deployment and key file problems are the user's to fix: print them as usage errors, without a stack. */
 function asUsage<T>(fn: () => T): T {
   try {
@@ -160,24 +135,5 @@ function asUsage<T>(fn: () => T): T {
   } catch (err) {
     if (err instanceof DeploymentError || err instanceof KeyFileError) throw new UsageError(err.message);
     throw err;
-  }
-}
-
-async function collectorDeps(ctx: KeeperContext, config: CollectorConfig, deployment: ReturnType<typeof loadDeployment>, rpc: string) {
-  const deps = { safeAddress: deployment.verifierSafe, escrowAddress: deployment.escrow };
-  if (!config.viaSafeTx) return deps;
-  // protocol-kit (and viem) take seconds to load: only when asked for.
-  const { safeTxExecutor } = await import("./collector/safeTx.ts");
-  const ownerKeys = config.ownerKeys.map((file) => loadKey(file).privateKey);
-  return { ...deps, executor: safeTxExecutor(ctx, { provider: rpc, ownerKeys, deployment }) };
-}
-
-async function warnIfNotCoordinator(ctx: KeeperContext, logger: Logger): Promise<void> {
-  const coordinator = await ctx.escrow.coordinator();
-  if (ctx.address && ctx.address.toLowerCase() !== coordinator.toLowerCase()) {
-    logger.warn("this key is not the escrow's coordinator: it will only unassign providers whose lease lapsed", {
-      key: ctx.address,
-      coordinator,
-    });
   }
 }

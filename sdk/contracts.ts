@@ -6,7 +6,6 @@ import { readFileSync } from "node:fs";
 import { Contract, Interface, JsonRpcProvider, type ContractRunner } from "ethers";
 import type { JobEscrow, ProviderRegistry, TestUSDC } from "../types/ethers-contracts/index.ts";
 import type { Deployment } from "./deployment.ts";
-import { JobStatus } from "./ledger.ts";
 
 const ARTIFACTS = new URL("../artifacts/contracts/", import.meta.url);
 
@@ -56,6 +55,5 @@ export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
   return provider;
 }
 
-/** Job status names by enum value (IJobEscrow.JobStatus; the numbering lives in sdk/ledger.ts). */
-export const JOB_STATUS = Object.keys(JobStatus) as JobStatusName[];
-export type JobStatusName = keyof typeof JobStatus;
+/** Job status names by enum value: the job model lives in sdk/job.ts (kept here for the commands that import it). */
+export { JOB_STATUS, type JobStatusName } from "./job.ts";

@@ -14,6 +14,8 @@ export interface Heartbeat {
   step: number; // last trained step
   loss?: number;
   stepsPerSecond?: number;
+  /** Arithmetic profile (workloads/profile.ts): onnxruntime version, execution provider, CPU family or gpu. */
+  profile?: string;
   sentAt: number; // ms since epoch, provider's clock
 }
 
@@ -27,8 +29,10 @@ export interface SignedHeartbeat extends Heartbeat {
  */
 export const HEARTBEAT_DEFAULTS = { intervalMs: 1_000, timeoutMs: 5_000, startGraceMs: 20_000, maxClockSkewMs: 30_000 };
 
+/** The signed text; the profile is signed too when present (a beat without one signs as before). */
 export function heartbeatMessage(h: Heartbeat): string {
-  return ["gpuchain-heartbeat", h.chainId, h.provider, h.jobId, h.epoch, h.step, h.sentAt].join("|");
+  const fields = ["gpuchain-heartbeat", h.chainId, h.provider, h.jobId, h.epoch, h.step, h.sentAt];
+  return (h.profile === undefined ? fields : [...fields, h.profile]).join("|");
 }
 
 export async function signHeartbeat(wallet: Wallet, h: Heartbeat): Promise<SignedHeartbeat> {

@@ -25,20 +25,11 @@
  * `statusAt(job, now)` derives the clock-dependent statuses exactly as the contract's `statusOf`.
  */
 import { getAddress } from "ethers";
+import { JobStatus as JOB_STATUS_VALUES, type JobStatusValue } from "./job.ts";
 
-/** JobStatus, numbered as in IJobEscrow. */
-export const JobStatus = {
-  None: 0,
-  Open: 1,
-  Running: 2,
-  DisputeWindow: 3,
-  Settleable: 4,
-  Disputed: 5,
-  ArbiterTimedOut: 6,
-  Settled: 7,
-  Cancelled: 8,
-} as const;
-export type JobStatus = (typeof JobStatus)[keyof typeof JobStatus];
+/** JobStatus, numbered as in IJobEscrow (mirrored once, in sdk/job.ts). */
+export const JobStatus = JOB_STATUS_VALUES;
+export type JobStatus = JobStatusValue;
 
 /** UnassignReason, numbered as in IJobEscrow. */
 export const UnassignReason = { Coordinator: 0, LeaseLapsed: 1, Refused: 2 } as const;

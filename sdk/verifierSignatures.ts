@@ -3,7 +3,7 @@
  * A verifier signs the escrow digest as a SafeMessage; anyone relays two owners' signatures to the escrow,
  * which asks the Safe (through its CompatibilityFallbackHandler) whether they are valid.
  */
-import { AbiCoder, TypedDataEncoder, getAddress, type Signer, type TypedDataDomain } from "ethers";
+import { AbiCoder, TypedDataEncoder, getAddress, verifyTypedData, type Signer, type TypedDataDomain } from "ethers";
 
 export interface CheckpointDecision {
   jobId: bigint;
@@ -39,7 +39,17 @@ export const verdictTypes = {
   ],
 };
 
-const safeMessageTypes = { SafeMessage: [{ name: "message", type: "bytes" }] };
+/** Safe v1.4.1's EIP-712 SafeMessage (CompatibilityFallbackHandler): the one definition in this repository. */
+export const SAFE_MESSAGE_TYPES = { SafeMessage: [{ name: "message", type: "bytes" }] };
+
+/** The Safe's own EIP-712 domain (no name or version) and the SafeMessage wrapping an escrow digest. */
+export function safeMessage(chainId: bigint, safe: string, digest: string) {
+  return {
+    domain: { chainId, verifyingContract: safe } satisfies TypedDataDomain,
+    types: SAFE_MESSAGE_TYPES,
+    value: { message: AbiCoder.defaultAbiCoder().encode(["bytes32"], [digest]) },
+  };
+}
 
 export function escrowDomain(chainId: bigint, escrow: string): TypedDataDomain {
   return { name: "GPUChain JobEscrow", version: "1", chainId, verifyingContract: escrow };
@@ -60,8 +70,14 @@ export async function signAsSafeOwner(
   safe: string,
   digest: string,
 ): Promise<string> {
-  const message = AbiCoder.defaultAbiCoder().encode(["bytes32"], [digest]);
-  return owner.signTypedData({ chainId, verifyingContract: safe }, safeMessageTypes, { message });
+  const m = safeMessage(chainId, safe, digest);
+  return owner.signTypedData(m.domain, m.types, m.value);
+}
+
+/** The address whose SafeMessage signature over `digest` this is (throws on a malformed signature). */
+export function recoverSafeSigner(chainId: bigint, safe: string, digest: string, signature: string): string {
+  const m = safeMessage(chainId, safe, digest);
+  return verifyTypedData(m.domain, m.types, m.value, signature);
 }
 
 /** The Safe checks signatures in ascending owner order; duplicates would count once and fail the threshold. */

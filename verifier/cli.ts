@@ -11,11 +11,12 @@ import { connectProtocol, rpcProvider } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { createLogger } from "../sdk/log.ts";
+import { shutdownSignal } from "../sdk/runner.ts";
 import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignatures.ts";
 import { FsCheckpointStore } from "../workloads/index.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
-import { BEHAVIOURS, DEFAULT_CONFIG, runVerifier, Verifier, type Behaviour, type EscrowReader } from "./verifier.ts";
+import { BEHAVIOURS, DEFAULT_CONFIG, runVerifier, Verifier, type BehaviourName, type EscrowReader } from "./verifier.ts";
 
 const OPTIONS = {
   collector: { type: "string", default: DEFAULT_COLLECTOR_URL },
@@ -47,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  const behaviour = values.behaviour as Behaviour;
+  const behaviour = values.behaviour as BehaviourName;
   if (!BEHAVIOURS.includes(behaviour)) throw new UsageError(`--behaviour must be one of ${BEHAVIOURS.join(", ")}, got "${values.behaviour}"`);
   const samples = values.samples === undefined ? DEFAULT_CONFIG.samples : Number(values.samples);
   if (!Number.isSafeInteger(samples) || samples < 0) throw new UsageError(`--samples must be a non-negative integer, got "${values.samples}"`);
@@ -79,15 +80,11 @@ export async function main(argv: string[]): Promise<number> {
       log,
     },
   );
-  const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  const { signal, dispose } = shutdownSignal(log);
   try {
-    await runVerifier(verifier, log, { signal: stop.signal, once: values.once });
+    await runVerifier(verifier, log, { signal, once: values.once });
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    dispose();
     await verifier.close();
     provider.destroy();
   }

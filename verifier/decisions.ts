@@ -6,7 +6,7 @@
  */
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Decision } from "./work.ts";
+import type { SignedDecision } from "./work.ts";
 
 const FILE_VERSION = 1;
 
@@ -19,7 +19,7 @@ export class DecisionsFileError extends Error {}
 export type DecisionContext = { chainId: string; escrow: string; behaviour: string };
 
 export class DecisionStore {
-  private decisions = new Map<string, Decision>();
+  private decisions = new Map<string, SignedDecision>();
   private file: string | undefined;
   private owner: string;
   private context: DecisionContext | undefined;
@@ -34,12 +34,12 @@ export class DecisionStore {
     if (file) this.load(file);
   }
 
-  get(key: string): Decision | undefined {
+  get(key: string): SignedDecision | undefined {
     return this.decisions.get(key);
   }
 
   /** Records a decision. Refuses to replace a different decision for the same key (that would be equivocation). */
-  put(d: Decision): void {
+  put(d: SignedDecision): void {
     const existing = this.decisions.get(d.key);
     if (existing && existing.body.digest !== d.body.digest) {
       throw new EquivocationError(`refusing to sign a second, different decision for ${d.key}`);
@@ -73,7 +73,7 @@ export class DecisionStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    const data = JSON.parse(text) as { version: number; owner: string; context?: DecisionContext; decisions: Decision[] };
+    const data = JSON.parse(text) as { version: number; owner: string; context?: DecisionContext; decisions: SignedDecision[] };
     if (data.version !== FILE_VERSION) throw new DecisionsFileError(`${file}: unsupported decisions file version ${data.version}`);
     if (data.owner.toLowerCase() !== this.owner) throw new DecisionsFileError(`${file} holds decisions of ${data.owner}, not ${this.owner}`);
     if (JSON.stringify(data.context ?? null) !== JSON.stringify(this.context ?? null)) {

@@ -1,8 +1,9 @@
 /**
- * One Quality Guard verifier as a keeper (../shared/STYLE.md 13-14): a config built and validated once, a tick
+ * One Quality Guard verifier in the shape of every long-running part: a config built and validated once, a tick
  * that rebuilds pending work from chain state (`jobCount`, `jobOf`, `statusOf`), decides each item with
- * checks.ts, signs the escrow digest as a Safe owner and posts the signature to the collector, and a runner that
- * never overlaps ticks and stops on its signal. All I/O (chain, store, collector, clock, logger) is injected.
+ * checks.ts (or its injected behaviour, behaviour.ts), signs the escrow digest as a Safe owner and posts the
+ * signature to the collector, and the shared runner (sdk/runner.ts). All I/O (chain, store, collector, clock,
+ * logger) is injected.
  *
  * Every tick re-posts the signature of every decision the chain still waits for, so the collector may restart at
  * any time. A report is decided once: the decision is cached by (job, epoch, step, hash) and never replaced by
@@ -11,23 +12,25 @@
  */
 import type { Signer, TypedDataDomain } from "ethers";
 import { escrowDomain, signAsSafeOwner } from "../sdk/verifierSignatures.ts";
+import { isTrainingOver, jobIds, readJob, type JobReader, type JobView } from "../sdk/job.ts";
 import type { Logger } from "../sdk/log.ts";
-import { sleep } from "../sdk/retry.ts";
+import { runLoop } from "../sdk/runner.ts";
 import {
-  createTrainer, loadTemplate, UnknownTemplateError, type CheckpointStore, type Template, type Trainer,
+  createTrainer, isProvenProfile, loadTemplate, localProfile, UnknownTemplateError, type CheckpointStore, type Template,
+  type Trainer,
 } from "../workloads/index.ts";
+import { BEHAVIOURS, verifierBehaviour, type BehaviourName, type VerifierBehaviour } from "./behaviour.ts";
 import {
   CannotVerifyError, newVerifyCache, verifyCheckpoint, verifyFinal, type CheckpointVerdict, type VerifyCache,
 } from "./checks.ts";
 import type { SignaturePoster } from "./collector.ts";
 import type { DecisionStore } from "./decisions.ts";
 import {
-  checkpointMessage, digestOf, isFinished, planWork, sampleSalt, verdictMessage,
-  type CheckpointItem, type Decision, type JobRecord, type JobView, type VerdictItem, type WorkItem,
+  checkpointMessage, digestOf, planWork, sampleSalt, verdictMessage,
+  type CheckpointItem, type SignedDecision, type VerdictItem, type WorkItem,
 } from "./work.ts";
 
-export const BEHAVIOURS = ["honest", "always-accept", "always-refuse"] as const;
-export type Behaviour = (typeof BEHAVIOURS)[number];
+export { BEHAVIOURS, type BehaviourName };
 
 export type VerifierConfig = {
   chainId: bigint;
@@ -36,7 +39,7 @@ export type VerifierConfig = {
   /** Sampled steps replayed per checkpoint, besides the last step. */
   samples: number;
   /** `honest` verifies; the other two are malicious verifiers for tests and demos, logged loudly. */
-  behaviour: Behaviour;
+  behaviour: BehaviourName;
   /** Decide and log, but post nothing. */
   dryRun: boolean;
   pollMs: number;
@@ -48,16 +51,14 @@ export const DEFAULT_CONFIG = { samples: 4, behaviour: "honest", dryRun: false, 
 
 export function validateConfig(c: VerifierConfig): VerifierConfig {
   if (!Number.isSafeInteger(c.samples) || c.samples < 0) throw new RangeError(`samples must be a non-negative integer, got ${c.samples}`);
-  if (!BEHAVIOURS.includes(c.behaviour)) throw new RangeError(`behaviour must be one of ${BEHAVIOURS.join(", ")}`);
+  verifierBehaviour(c.behaviour); // throws on an unknown name
   if (!(c.pollMs > 0)) throw new RangeError("pollMs must be positive");
   return Object.freeze({ ...c });
 }
 
 /** The escrow views the verifier reads (a connected JobEscrow contract satisfies it). */
-export interface EscrowReader {
+export interface EscrowReader extends JobReader {
   jobCount(): Promise<bigint>;
-  jobOf(jobId: bigint): Promise<JobRecord>;
-  statusOf(jobId: bigint): Promise<bigint>;
 }
 
 export type VerifierDeps = {
@@ -76,6 +77,7 @@ export type TickSummary = { items: number; decided: number; posted: number; wait
 /** State one verifier keeps between ticks (all of it rebuildable: losing it only costs re-verification). */
 export class Verifier {
   readonly config: VerifierConfig;
+  readonly behaviour: VerifierBehaviour;
   private deps: VerifierDeps;
   private domain: TypedDataDomain;
   private trainers = new Map<string, Promise<{ template: Template; trainer: Trainer }>>();
@@ -86,6 +88,7 @@ export class Verifier {
 
   constructor(config: VerifierConfig, deps: VerifierDeps) {
     this.config = validateConfig(config);
+    this.behaviour = verifierBehaviour(this.config.behaviour);
     this.deps = deps;
     this.domain = escrowDomain(config.chainId, config.escrow);
     this.now = deps.now ?? Date.now;
@@ -95,16 +98,14 @@ export class Verifier {
     return this.deps.signer.address;
   }
 
-  /** Reads every unfinished job. Throws when the chain cannot be read (the runner retries next tick). */
+  /** Reads every job still in training. Throws when the chain cannot be read (the runner retries next tick). */
   async readJobs(): Promise<JobView[]> {
     const { chain } = this.deps;
-    const count = await chain.jobCount();
     const views: JobView[] = [];
-    for (let jobId = 1n; jobId <= count; jobId++) {
-      if (this.finished.has(jobId)) continue;
-      const [status, job] = await Promise.all([chain.statusOf(jobId), chain.jobOf(jobId)]);
-      if (isFinished(Number(status))) this.finished.add(jobId);
-      else views.push({ jobId, status: Number(status), job });
+    for (const jobId of jobIds(await chain.jobCount(), (id) => this.finished.has(id))) {
+      const job = await readJob(chain, jobId);
+      if (isTrainingOver(job.status)) this.finished.add(jobId);
+      else views.push(job);
     }
     return views;
   }
@@ -146,7 +147,7 @@ export class Verifier {
     else this.deps.log.error("item failed", fields);
   }
 
-  private async decide(item: WorkItem): Promise<Decision | undefined> {
+  private async decide(item: WorkItem): Promise<SignedDecision | undefined> {
     return item.kind === "checkpoint" ? this.decideCheckpoint(item) : this.decideVerdict(item);
   }
 
@@ -155,6 +156,12 @@ export class Verifier {
     if (!entry) {
       entry = (async () => {
         const template = loadTemplate(templateId);
+        // Issue 12's safety net: replaying on a profile not proven for the template, a mismatch would not be
+        // evidence against the provider, so this verifier abstains instead.
+        const profile = localProfile();
+        if (!isProvenProfile(template, profile)) {
+          throw new CannotVerifyError(`arithmetic profile ${profile} is not proven for template ${template.descriptor.name}`);
+        }
         return { template, trainer: await createTrainer(template) };
       })();
       this.trainers.set(templateId, entry);
@@ -168,28 +175,20 @@ export class Verifier {
     }
   }
 
-  private async checkpointVerdict(item: CheckpointItem): Promise<CheckpointVerdict> {
-    if (this.config.behaviour !== "honest") {
-      const accept = this.config.behaviour === "always-accept";
-      return {
-        accept, reasons: [`behaviour: ${this.config.behaviour} (not verified)`], codes: ["behaviour"],
-        metrics: {
-          accuracy: null, loss: null, baselineAccuracy: null, replayedSteps: 0, intervalSteps: item.step - item.acceptedStep,
-          cpuMs: 0, stepCpuMs: null, trainingCpuMsEstimate: null, fullReplay: false, notes: [],
-        },
-      };
-    }
-    const { template, trainer } = await this.trainerFor(item.templateId);
-    return verifyCheckpoint({
-      template, trainer, store: this.deps.store, cache: this.cache,
-      job: { seed: item.seed, templateId: item.templateId, acceptedStep: item.acceptedStep, acceptedHash: item.acceptedHash },
-      report: { step: item.step, hash: item.hash },
-      sampleSalt: sampleSalt(this.deps.signer.privateKey, this.config.chainId, this.config.escrow, item),
-      samples: this.config.samples,
-    });
+  private checkpointVerdict(item: CheckpointItem): Promise<CheckpointVerdict> {
+    return this.behaviour.checkpoint(async () => {
+      const { template, trainer } = await this.trainerFor(item.templateId);
+      return verifyCheckpoint({
+        template, trainer, store: this.deps.store, cache: this.cache,
+        job: { seed: item.seed, templateId: item.templateId, acceptedStep: item.acceptedStep, acceptedHash: item.acceptedHash },
+        report: { step: item.step, hash: item.hash },
+        sampleSalt: sampleSalt(this.deps.signer.privateKey, this.config.chainId, this.config.escrow, item),
+        samples: this.config.samples,
+      });
+    }, item.step - item.acceptedStep);
   }
 
-  private async decideCheckpoint(item: CheckpointItem): Promise<Decision | undefined> {
+  private async decideCheckpoint(item: CheckpointItem): Promise<SignedDecision | undefined> {
     const v = await this.checkpointVerdict(item);
     if (!v.accept && v.codes.every((c) => c === "blob-missing")) {
       const first = this.firstMissing.get(item.key) ?? this.now();
@@ -215,15 +214,13 @@ export class Verifier {
     return { key: item.key, decidedAt: this.now(), body: { kind: "checkpoint", message, digest, signer: this.address, signature } };
   }
 
-  private async decideVerdict(item: VerdictItem): Promise<Decision | undefined> {
+  private async decideVerdict(item: VerdictItem): Promise<SignedDecision | undefined> {
     const { template, trainer } = await this.trainerFor(item.templateId);
     const v = await verifyFinal({
       template, trainer, store: this.deps.store, cache: this.cache,
       job: { seed: item.seed, templateId: item.templateId, acceptedStep: item.totalSteps, acceptedHash: item.modelHash, totalSteps: item.totalSteps },
     });
-    // A malicious verifier lies about the outcome; the metric is still measured (a made-up metric would only fail
-    // to combine with anyone's signature).
-    const passed = this.config.behaviour === "honest" ? v.passed : this.config.behaviour === "always-accept";
+    const passed = this.behaviour.passed(v.passed);
     const { message, typed } = verdictMessage(item, v.metric, passed);
     const digest = digestOf(this.domain, { kind: "verdict", typed });
     const signature = await signAsSafeOwner(this.deps.signer, this.config.chainId, this.config.safe, digest);
@@ -250,27 +247,22 @@ export class Verifier {
 const round = (x: number) => Math.round(x * 100) / 100;
 
 /**
- * Runs ticks until `signal` aborts (or once). Ticks never overlap: the next one starts `pollMs` after the previous
- * one ended. A tick that fails as a whole (chain unreachable) is logged and retried after the poll interval.
+ * Runs ticks until `signal` aborts (or once), on the shared runner: ticks never overlap; the next one starts
+ * `pollMs` after the previous one ended. A tick that fails as a whole (chain unreachable) is logged and retried.
  */
 export async function runVerifier(v: Verifier, log: Logger, opts: { signal?: AbortSignal; once?: boolean } = {}): Promise<void> {
-  if (v.config.behaviour !== "honest") {
-    log.warn(`MALICIOUS VERIFIER MODE: ${v.config.behaviour} — decisions are not verified (tests and demos only)`, { behaviour: v.config.behaviour });
+  if (!v.behaviour.honest) {
+    log.warn(`MALICIOUS VERIFIER MODE: ${v.behaviour.name} — decisions are not verified (tests and demos only)`, { behaviour: v.behaviour.name });
   }
   log.info("verifier started", {
     signer: v.address, escrow: v.config.escrow, safe: v.config.safe, samples: v.config.samples,
     behaviour: v.config.behaviour, dryRun: v.config.dryRun,
   });
-  for (;;) {
-    try {
-      const s = await v.tick();
-      if (s.decided || s.errors) log.info("tick", s);
-    } catch (err) {
-      log.warn("tick failed; retrying", { error: (err as Error)?.message ?? String(err) });
-    }
-    if (opts.once || opts.signal?.aborted) break;
-    await sleep(v.config.pollMs, opts.signal);
-    if (opts.signal?.aborted) break;
-  }
+  const tick = async () => {
+    const s = await v.tick();
+    if (s.decided || s.errors) log.info("tick", s);
+  };
+  const signal = opts.signal ?? new AbortController().signal;
+  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once: opts.once ?? false, signal, logger: log });
   log.info("verifier stopped");
 }

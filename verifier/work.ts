@@ -8,23 +8,7 @@ import {
   checkpointDecisionDigest, verdictDigest, type CheckpointDecision, type VerdictMessage,
 } from "../sdk/verifierSignatures.ts";
 import type { TypedDataDomain } from "ethers";
-
-/** IJobEscrow.JobStatus values the planner needs. */
-export const STATUS = { Open: 1, Running: 2 } as const;
-
-/** The fields of `jobOf` the verifier reads (an ethers Result or a plain object). */
-export type JobRecord = {
-  epoch: bigint;
-  templateId: string;
-  seed: string;
-  totalSteps: bigint | number;
-  acceptedStep: bigint | number;
-  pendingStep: bigint | number;
-  acceptedHash: string;
-  pendingHash: string;
-};
-
-export type JobView = { jobId: bigint; status: number; job: JobRecord };
+import { allStepsAccepted, isRunning, isTraining, type JobView } from "../sdk/job.ts";
 
 export type CheckpointItem = {
   kind: "checkpoint";
@@ -61,33 +45,26 @@ export const verdictKey = (jobId: bigint, modelHash: string) => `verdict:${jobId
  * at the job's current epoch exists on chain, so reports from fenced workers never appear), and a verdict for each
  * Open or Running job whose every step is accepted.
  */
-export function planWork(views: JobView[]): WorkItem[] {
+export function planWork(jobs: JobView[]): WorkItem[] {
   const items: WorkItem[] = [];
-  for (const { jobId, status, job } of views) {
-    const pendingStep = Number(job.pendingStep);
-    const acceptedStep = Number(job.acceptedStep);
-    const totalSteps = Number(job.totalSteps);
-    if (status === STATUS.Running && pendingStep !== 0) {
+  for (const job of jobs) {
+    const { jobId } = job;
+    if (isRunning(job.status) && job.pendingStep !== 0) {
       items.push({
         kind: "checkpoint",
-        key: checkpointKey(jobId, job.epoch, pendingStep, job.pendingHash),
-        jobId, epoch: job.epoch, step: pendingStep, hash: job.pendingHash,
-        templateId: job.templateId, seed: job.seed, acceptedStep, acceptedHash: job.acceptedHash,
+        key: checkpointKey(jobId, job.epoch, job.pendingStep, job.pendingHash),
+        jobId, epoch: job.epoch, step: job.pendingStep, hash: job.pendingHash,
+        templateId: job.templateId, seed: job.seed, acceptedStep: job.acceptedStep, acceptedHash: job.acceptedHash,
       });
-    } else if ((status === STATUS.Open || status === STATUS.Running) && totalSteps > 0 && acceptedStep === totalSteps) {
+    } else if (isTraining(job.status) && allStepsAccepted(job)) {
       items.push({
         kind: "verdict",
         key: verdictKey(jobId, job.acceptedHash),
-        jobId, modelHash: job.acceptedHash, templateId: job.templateId, seed: job.seed, totalSteps,
+        jobId, modelHash: job.acceptedHash, templateId: job.templateId, seed: job.seed, totalSteps: job.totalSteps,
       });
     }
   }
   return items;
-}
-
-/** Statuses after which a job never needs a verifier again (DisputeWindow and everything after, Cancelled). */
-export function isFinished(status: number): boolean {
-  return status >= 3;
 }
 
 /** JSON-safe messages: bigints as decimal strings. */
@@ -100,7 +77,7 @@ export type SignatureBody =
   | { kind: "verdict"; message: VerdictMessageJson; digest: string; signer: string; signature: string };
 
 /** A signed decision, as cached (memory and file) and re-sent every tick until it is on chain. */
-export type Decision = { key: string; body: SignatureBody; decidedAt: number };
+export type SignedDecision = { key: string; body: SignatureBody; decidedAt: number };
 
 export function checkpointMessage(item: CheckpointItem, accept: boolean): { message: CheckpointMessageJson; typed: CheckpointDecision } {
   const typed = { jobId: item.jobId, epoch: item.epoch, step: item.step, checkpointHash: item.hash, accept };

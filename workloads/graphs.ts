@@ -1,7 +1,11 @@
 // The four ONNX graphs of an MLP template. All training arithmetic (forward, loss, backward,
-// gradient reduction, optimizer) happens inside these graphs, run by onnxruntime.
-import { GraphBuilder, attrGraph, attrInt, attrInts } from "./onnx/builder.ts";
-import { DT } from "./onnx/schema.ts";
+// gradient reduction, optimizer) happens inside these graphs, run by onnxruntime, and uses only
+// portable ops (onnx/portableOps.ts): the same bits on every CPU family and device.
+import { GraphBuilder, attrGraph, attrInt } from "./onnx/builder.ts";
+import {
+  concat, contract, groupRows, logSumExp, matmulRows, maxAxis, relu, scalar, slice, squeeze, sumAxis, transpose,
+  unsqueeze,
+} from "./onnx/exact.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "./types.ts";
 
 export function paramSpecs(layers: number[]): ParamSpec[] {
@@ -15,26 +19,30 @@ export function paramSpecs(layers: number[]): ParamSpec[] {
 
 type Forward = { inputs: string[]; pre: string[]; logits: string };
 
-/** x: [..., features] → logits [..., classes]; keeps pre-activations and layer inputs for backward. */
-function forward(g: GraphBuilder, params: string[], x: string): Forward {
+/** h [...rows, features] → logits [...rows, classes]; keeps pre-activations and layer inputs for backward. */
+function forward(g: GraphBuilder, params: string[], x: string, rank: number, layers: number[], maxRows: number):
+  Forward {
   const inputs: string[] = [];
   const pre: string[] = [];
   let h = x;
   const layersCount = params.length / 2;
   for (let l = 0; l < layersCount; l++) {
     inputs.push(h);
-    const p = g.op("Add", [g.op("MatMul", [h, params[2 * l]]), params[2 * l + 1]]);
+    const p = g.op("Add", [matmulRows(g, h, rank, params[2 * l], layers[l], layers[l + 1], maxRows), params[2 * l + 1]]);
     pre.push(p);
-    h = l + 1 < layersCount ? g.op("Relu", [p]) : p;
+    h = l + 1 < layersCount ? relu(g, p) : p;
   }
   return { inputs, pre, logits: h };
 }
 
-/** Per-sample negative log-likelihood of one-hot labels y (last axis = classes). */
-function nll(g: GraphBuilder, logits: string, y: string): string {
-  const logp = g.op("LogSoftmax", [logits], [attrInt("axis", -1)]);
-  const picked = g.op("ReduceSum", [g.op("Mul", [y, logp]), g.constInt64([-1])], [attrInt("keepdims", 0)]);
-  return g.op("Neg", [picked]);
+type Loss = { nll: string; softmax: string };
+
+/** Per-row negative log-likelihood of one-hot labels y, and the softmax, along the last axis (C classes). */
+function softmaxLoss(g: GraphBuilder, logits: string, y: string, rank: number, C: number): Loss {
+  const { shifted, exps, sum, lse } = logSumExp(g, logits, rank, C);
+  const logp = g.op("Sub", [shifted, lse]);
+  const picked = squeeze(g, sumAxis(g, g.op("Mul", [y, logp]), C, rank - 1), [rank - 1]);
+  return { nll: g.op("Neg", [picked]), softmax: g.op("Div", [exps, sum]) };
 }
 
 function paramInputs(g: GraphBuilder, specs: ParamSpec[], prefix = ""): string[] {
@@ -42,47 +50,51 @@ function paramInputs(g: GraphBuilder, specs: ParamSpec[], prefix = ""): string[]
 }
 
 /**
- * [atoms, S, n] → [atoms, n], summing the S rows of each atom. Written as a batched MatMul with a
- * ones row rather than ReduceSum: onnxruntime's ReduceSum picks a different (differently rounded)
- * kernel when atoms == 1, which would break micro-batch invariance; a MatMul per atom does not.
+ * Σ_s h[a, s, i]·dp[a, s, o] per atom → [atoms, in, out]: a fixed tree over the atom's S rows.
+ * Computed in blocks of `in` (a free axis: the blocks change memory, not arithmetic).
  */
-function sumOverAtomRows(g: GraphBuilder, t: string, rows: number): string {
-  const ones = g.constFloat(new Array(rows).fill(1), [1, rows]);
-  return g.op("Squeeze", [g.op("MatMul", [ones, t]), g.constInt64([1])]);
+function weightGrad(g: GraphBuilder, h: string, dp: string, S: number, nIn: number, nOut: number, maxRows: number) {
+  const hs = unsqueeze(g, transpose(g, h, [1, 0, 2]), [3]); // [S, atoms, in, 1]
+  const ds = unsqueeze(g, transpose(g, dp, [1, 0, 2]), [2]); // [S, atoms, 1, out]
+  const block = groupRows((maxRows / S) * nOut);
+  const parts: string[] = [];
+  for (let lo = 0; lo < nIn; lo += block) {
+    const part = nIn <= block ? hs : slice(g, hs, 2, lo, Math.min(nIn, lo + block));
+    parts.push(contract(g, part, ds, S, 1));
+  }
+  return concat(g, parts, 1);
 }
 
 /**
  * Gradient graph. Inputs: params, x [atoms, atomSize, F], y [atoms, atomSize, C] (one-hot).
  * Outputs: g_<param> [atoms, ...param dims] (each atom's share of the gradient of the global-batch
  * mean loss) and atom_loss [atoms] (mean loss over the atom's samples).
- * Every atom is computed by its own batched GEMMs, so an atom's gradient does not depend on how
- * many atoms share the call.
+ * Every output element is a fixed tree over its own atom's rows, so it does not depend on how many
+ * atoms share the call; only portable ops are used (onnx/exact.ts).
  */
 export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
   const specs = paramSpecs(d.layers);
   const F = d.layers[0];
   const C = d.layers[d.layers.length - 1];
+  const S = d.atomSize;
   const g = new GraphBuilder(`${d.name}-gradient`);
   const params = paramInputs(g, specs);
-  const x = g.input("x", ["atoms", d.atomSize, F]);
-  const y = g.input("y", ["atoms", d.atomSize, C]);
-  const fw = forward(g, params, x);
-  const meanRow = g.constFloat(new Array(d.atomSize).fill(1 / d.atomSize), [d.atomSize, 1]);
-  const atomLoss = g.op("Squeeze", [g.op("MatMul", [nll(g, fw.logits, y), meanRow]), g.constInt64([1])]);
+  const x = g.input("x", ["atoms", S, F]);
+  const y = g.input("y", ["atoms", S, C]);
+  const fw = forward(g, params, x, 3, d.layers, d.globalBatch);
+  const loss = softmaxLoss(g, fw.logits, y, 3, C);
+  const atomSum = squeeze(g, sumAxis(g, transpose(g, loss.nll, [1, 0]), S, 0), [0]);
+  const atomLoss = g.op("Div", [atomSum, scalar(g, S)]);
   // d(mean batch loss)/d logits = (softmax - y) / globalBatch
-  const invB = g.constFloat([1 / d.globalBatch], []);
-  let dp = g.op("Mul", [g.op("Sub", [g.op("Softmax", [fw.logits], [attrInt("axis", -1)]), y]), invB]);
+  let dp = g.op("Mul", [g.op("Sub", [loss.softmax, y]), scalar(g, 1 / d.globalBatch)]);
   const grads: string[] = new Array(params.length);
-  const zero = g.constFloat([0], []);
   for (let l = params.length / 2 - 1; l >= 0; l--) {
-    const hT = g.op("Transpose", [fw.inputs[l]], [attrInts("perm", [0, 2, 1])]);
-    grads[2 * l] = g.op("MatMul", [hT, dp]);
-    grads[2 * l + 1] = sumOverAtomRows(g, dp, d.atomSize);
+    const [nIn, nOut] = [d.layers[l], d.layers[l + 1]];
+    grads[2 * l] = weightGrad(g, fw.inputs[l], dp, S, nIn, nOut, d.globalBatch);
+    grads[2 * l + 1] = squeeze(g, sumAxis(g, transpose(g, dp, [1, 0, 2]), S, 0), [0]);
     if (l > 0) {
-      const wT = g.op("Transpose", [params[2 * l]], [attrInts("perm", [1, 0])]);
-      const dh = g.op("MatMul", [dp, wT]);
-      const mask = g.op("Cast", [g.op("Greater", [fw.pre[l - 1], zero])], [attrInt("to", DT.FLOAT)]);
-      dp = g.op("Mul", [dh, mask]);
+      const dh = matmulRows(g, dp, 3, transpose(g, params[2 * l], [1, 0]), nOut, nIn, d.globalBatch);
+      dp = g.op("Where", [g.op("Greater", [fw.pre[l - 1], scalar(g, 0)]), dh, scalar(g, 0)]);
     }
   }
   specs.forEach((p, i) => g.output(`g_${p.name}`, grads[i], ["atoms", ...p.dims]));
@@ -130,21 +142,26 @@ export function buildUpdateGraph(d: TemplateDescriptor): Uint8Array {
   return g.encode();
 }
 
-/** Evaluation graph: params, x [n, F], y [n, C] → loss (mean NLL) and accuracy (fraction correct). */
+/**
+ * Evaluation graph: params, x [n, F], y [n, C] → loss (mean NLL) and accuracy (fraction of rows whose
+ * label logit is the largest; exact ties count as correct). n is fixed: the held-out split's size.
+ */
 export function buildEvalGraph(d: TemplateDescriptor): Uint8Array {
   const specs = paramSpecs(d.layers);
   const F = d.layers[0];
   const C = d.layers[d.layers.length - 1];
+  const n = d.data.heldoutPerClass * C;
   const g = new GraphBuilder(`${d.name}-evaluate`);
   const params = paramInputs(g, specs);
-  const x = g.input("x", ["n", F]);
-  const y = g.input("y", ["n", C]);
-  const fw = forward(g, params, x);
-  const loss = g.op("ReduceMean", [nll(g, fw.logits, y)], [attrInt("keepdims", 0)]);
-  const argmax = (t: string) => g.op("ArgMax", [t], [attrInt("axis", -1), attrInt("keepdims", 0)]);
-  const correct = g.op("Cast", [g.op("Equal", [argmax(fw.logits), argmax(y)])], [attrInt("to", DT.FLOAT)]);
-  g.output("loss", loss, []);
-  g.output("accuracy", g.op("ReduceMean", [correct], [attrInt("keepdims", 0)]), []);
+  const x = g.input("x", [n, F]);
+  const y = g.input("y", [n, C]);
+  const fw = forward(g, params, x, 2, d.layers, n);
+  const mean = (t: string) => g.op("Div", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, n)]);
+  const labelLogit = sumAxis(g, g.op("Mul", [y, fw.logits]), C, 1);
+  const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, fw.logits, C, 1)]);
+  const correct = squeeze(g, g.op("Where", [top, scalar(g, 1), scalar(g, 0)]), [1]);
+  g.output("loss", mean(softmaxLoss(g, fw.logits, y, 2, C).nll), []);
+  g.output("accuracy", mean(correct), []);
   return g.encode();
 }
 

@@ -13,3 +13,5 @@ export type { StepCheck } from "./replay.ts";
 export * from "./errors.ts";
 export type * from "./types.ts";
 export type { ExecutionProvider } from "./runtime.ts";
+export { cpuFamily, localProfile, isProvenProfile, mismatchIsEvidence, PROVEN_PROFILES } from "./profile.ts";
+export type { ArithmeticProfile } from "./profile.ts";

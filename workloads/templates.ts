@@ -2,6 +2,7 @@
 import { createHash } from "node:crypto";
 import { UnknownTemplateError } from "./errors.ts";
 import { buildGraphs, paramSpecs } from "./graphs.ts";
+import { assertPortable } from "./onnx/portableOps.ts";
 import type { Template, TemplateDescriptor } from "./types.ts";
 
 export const DESCRIPTORS: readonly TemplateDescriptor[] = [
@@ -66,6 +67,7 @@ export function validateDescriptor(d: TemplateDescriptor): void {
 export function buildTemplate(d: TemplateDescriptor): Template {
   validateDescriptor(d);
   const graphs = buildGraphs(d);
+  for (const [kind, bytes] of Object.entries(graphs)) assertPortable(`${d.name} ${kind} graph`, bytes);
   return {
     descriptor: d,
     templateId: computeTemplateId(d, graphs),

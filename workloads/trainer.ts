@@ -1,6 +1,7 @@
 // The trainer: runs logical steps as micro-batches of atoms through the template's ONNX graphs.
 import { gather, loadDataset } from "./data.ts";
 import { StepOrderError } from "./errors.ts";
+import { GROUP_ELEMENTS } from "./onnx/exact.ts";
 import { batchIndices } from "./order.ts";
 import { createSession, f32, type ExecutionProvider, type Feeds } from "./runtime.ts";
 import { checkStateShape, initialState } from "./state.ts";
@@ -23,6 +24,8 @@ export type Trainer = {
 };
 
 const BYTES = 4;
+/** Product groups and partial sums of a contraction's depth-first Add tree alive at once (≈ log₂ groups + 2). */
+const PRODUCTS_ALIVE = 8;
 const count = (dims: number[]) => dims.reduce((a, b) => a * b, 1);
 
 /** Bytes of tensors one step holds with m atoms per micro-batch (onnxruntime's own overhead excluded). */
@@ -31,8 +34,11 @@ export function stepMemoryBytes(t: Template, m: number): number {
   const d = t.descriptor;
   const widths = d.layers.reduce((a, b) => a + b, 0);
   const fixed = 5 * params * BYTES; // weights, momentum, accumulator, new weights, new momentum
-  // per atom: two copies of its gradients (graph output + Scan input), inputs and ~4 activation buffers per layer
-  const perAtom = (2 * params + d.atomSize * (d.layers[0] + d.layers[d.layers.length - 1] + 4 * widths)) * BYTES;
+  // per atom: two copies of its gradients (graph output + Scan input), inputs and ~4 activation buffers per layer,
+  // and its share of the product groups alive in a contraction (sized for a full batch: onnx/exact.ts)
+  const products = (PRODUCTS_ALIVE * GROUP_ELEMENTS) / t.atomsPerStep;
+  const perAtom = (2 * params + d.atomSize * (d.layers[0] + d.layers[d.layers.length - 1] + 4 * widths) + products) *
+    BYTES;
   return fixed + m * perAtom;
 }
 

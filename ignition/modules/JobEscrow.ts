@@ -1,7 +1,9 @@
-import type { IgnitionModuleBuilder } from "@nomicfoundation/hardhat-ignition/modules";
+import type { buildModule } from "@nomicfoundation/hardhat-ignition/modules";
 import ProviderRegistryModule from "./ProviderRegistry.ts";
 import VerifierSafeModule from "./VerifierSafe.ts";
 
+/** The builder `buildModule` hands its callback (Ignition no longer exports the type by name from here). */
+type IgnitionModuleBuilder = Parameters<Parameters<typeof buildModule>[1]>[0];
 type TokenFuture = Parameters<IgnitionModuleBuilder["contractAt"]>[2];
 
 /**

@@ -4,13 +4,16 @@
  * it is on chain now (so a decision already on chain is never sent twice).
  */
 import { getAddress, isHexString } from "ethers";
-import type { JobStatusName } from "../../sdk/contracts.ts";
+import { isRunning, isTraining, type JobView } from "../../sdk/job.ts";
 import type { CheckpointDecision, VerdictMessage } from "../../sdk/verifierSignatures.ts";
 
-export type Decision = { kind: "checkpoint"; message: CheckpointDecision } | { kind: "verdict"; message: VerdictMessage };
+/** What the verifiers sign: a decision on one checkpoint, or the verdict on the final model. */
+export type VerifierDecision =
+  | { kind: "checkpoint"; message: CheckpointDecision }
+  | { kind: "verdict"; message: VerdictMessage };
 
 export interface Submission {
-  decision: Decision;
+  decision: VerifierDecision;
   digest: string; // lower-case 0x…
   signer: string; // checksummed
   signature: string;
@@ -18,7 +21,7 @@ export interface Submission {
 
 export interface Pending {
   digest: string;
-  decision: Decision;
+  decision: VerifierDecision;
   /** lower-case signer → its signature (the first one received). */
   signatures: Map<string, { signer: string; signature: string }>;
 }
@@ -42,7 +45,7 @@ export function parseSubmission(body: unknown): Submission | string {
   if (!m || typeof m !== "object") return "message must be an object";
   const jobId = uint(m.jobId);
   if (jobId === undefined || jobId === 0n) return "message.jobId must be a positive integer";
-  let decision: Decision;
+  let decision: VerifierDecision;
   if (b.kind === "checkpoint") {
     const epoch = uint(m.epoch);
     const step = uint(m.step);
@@ -102,24 +105,19 @@ export function readySignatures(
   return threshold > 0 && valid.length >= threshold ? valid.slice(0, threshold) : undefined;
 }
 
-/** The parts of a job the collector compares a decision with. */
-export interface JobState {
-  status: JobStatusName;
-  epoch: bigint;
-  totalSteps: number;
-  acceptedStep: number;
-  acceptedHash: string;
-  pendingStep: number;
-  pendingHash: string;
-}
+/** The parts of a job (sdk/job.ts) the collector compares a decision with. */
+export type JobState = Pick<
+  JobView,
+  "status" | "epoch" | "totalSteps" | "acceptedStep" | "acceptedHash" | "pendingStep" | "pendingHash"
+>;
 
 export type Applicability = { action: "send" | "wait" | "stale"; reason: string };
 
 /** Whether the decision can land now (send), may later (wait), or never again (stale: drop it). */
-export function applicability(d: Decision, job: JobState): Applicability {
+export function applicability(d: VerifierDecision, job: JobState): Applicability {
   if (d.kind === "checkpoint") {
     const m = d.message;
-    if (job.status !== "Running") return { action: "stale", reason: `job is ${job.status}` };
+    if (!isRunning(job.status)) return { action: "stale", reason: `job is ${job.status}` };
     if (job.epoch !== m.epoch) return { action: "stale", reason: `epoch moved on to ${job.epoch}` };
     if (job.pendingStep === m.step && eqHash(job.pendingHash, m.checkpointHash)) {
       return { action: "send", reason: "pending checkpoint matches" };
@@ -128,7 +126,7 @@ export function applicability(d: Decision, job: JobState): Applicability {
     return { action: "stale", reason: `pending checkpoint is now step ${job.pendingStep}, accepted ${job.acceptedStep}` };
   }
   const m = d.message;
-  if (job.status !== "Open" && job.status !== "Running") return { action: "stale", reason: `job is ${job.status}` };
+  if (!isTraining(job.status)) return { action: "stale", reason: `job is ${job.status}` };
   if (job.acceptedStep < job.totalSteps) {
     return { action: "wait", reason: `training incomplete (${job.acceptedStep}/${job.totalSteps} accepted)` };
   }
@@ -141,7 +139,7 @@ function eqHash(a: string, b: string): boolean {
 }
 
 /** The escrow call that carries a decision and its packed signatures. */
-export function decisionCall(d: Decision, packed: string): { method: string; args: unknown[] } {
+export function decisionCall(d: VerifierDecision, packed: string): { method: string; args: unknown[] } {
   if (d.kind === "checkpoint") {
     const m = d.message;
     return {
@@ -153,7 +151,7 @@ export function decisionCall(d: Decision, packed: string): { method: string; arg
   return { method: "submitVerdict", args: [m.jobId, m.modelHash, m.metric, m.passed, packed] };
 }
 
-export function describeDecision(d: Decision): Record<string, unknown> {
+export function describeDecision(d: VerifierDecision): Record<string, unknown> {
   if (d.kind === "checkpoint") {
     const m = d.message;
     return { job: m.jobId, epoch: m.epoch, step: m.step, action: m.accept ? "accept" : "refuse" };

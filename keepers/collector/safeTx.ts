@@ -8,7 +8,7 @@ import SafeKit, { type ContractNetworksConfig, type Eip1193Provider } from "@saf
 import type { Contract } from "ethers";
 import type { Deployment } from "../../sdk/deployment.ts";
 import { execute, type KeeperContext, type Sender } from "../chain.ts";
-import type { DecisionExecutor } from "./collector.ts";
+import type { DecisionExecutor } from "./tick.ts";
 
 // At run time (ESM) the default import is the Safe class; TypeScript reads the package's types as CommonJS and
 // sees the module object, whose `default` is the class.

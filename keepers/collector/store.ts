@@ -4,7 +4,7 @@
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Decision, Pending, Pool } from "./decide.ts";
+import type { VerifierDecision, Pending, Pool } from "./decide.ts";
 
 export interface StoreIdentity {
   chainId: string;
@@ -16,7 +16,7 @@ interface FileFormat extends StoreIdentity {
   version: 1;
   pending: {
     digest: string;
-    kind: Decision["kind"];
+    kind: VerifierDecision["kind"];
     message: Record<string, unknown>;
     signatures: { signer: string; signature: string }[];
   }[];

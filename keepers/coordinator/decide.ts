@@ -9,24 +9,27 @@
  * idle or for a job it still holds. Among the eligible: cheapest price, then most memory, then lowest address.
  */
 import { isLive } from "../../sdk/heartbeat.ts";
-import type { JobStatusName } from "../../sdk/contracts.ts";
+import type { JobView } from "../../sdk/job.ts";
 
-export interface JobView {
-  jobId: bigint;
-  status: JobStatusName;
-  epoch: bigint;
-  templateId: string;
-  totalSteps: number;
-  acceptedStep: number;
-  pendingStep: number;
-  maxPricePerStep: bigint;
-  budget: bigint;
-  paid: bigint;
-  /** Current assignee (zero address when Open). */
-  provider: string;
-  /** Unix seconds; the lease is live while chain time ≤ this. */
-  leaseExpiresAt: bigint;
-}
+/**
+ * The parts of a job (sdk/job.ts) the coordinator decides on. `provider` is the zero address when Open; the lease
+ * is live while chain time ≤ `leaseExpiresAt` (unix seconds).
+ */
+export type CoordinatorJob = Pick<
+  JobView,
+  | "jobId"
+  | "status"
+  | "epoch"
+  | "templateId"
+  | "totalSteps"
+  | "acceptedStep"
+  | "pendingStep"
+  | "maxPricePerStep"
+  | "budget"
+  | "paid"
+  | "provider"
+  | "leaseExpiresAt"
+>;
 
 export interface ProviderView {
   address: string;
@@ -41,6 +44,8 @@ export interface BeatRecord {
   receivedAt: number;
   jobId: string; // "0" when idle
   epoch: string;
+  /** The arithmetic profile the beat reported (workloads/profile.ts), if any. */
+  profile?: string;
 }
 
 export interface CoordinatorView {
@@ -52,7 +57,7 @@ export interface CoordinatorView {
   startGraceMs?: number;
   /** Whether the keeper's key holds the coordinator role (assign; unassign before the lease lapses). */
   isCoordinator: boolean;
-  jobs: JobView[];
+  jobs: CoordinatorJob[];
   providers: ProviderView[];
   /** Latest beat per provider (lower-case address). */
   lastBeat: Map<string, BeatRecord>;
@@ -64,6 +69,11 @@ export interface CoordinatorView {
   fenced: Map<string, Set<string>>;
   /** Device memory a template needs, MiB. */
   memoryNeedMiB: (templateId: string) => number;
+  /**
+   * Whether verifiers can replay a provider of this arithmetic profile exactly for the template (issue 12's
+   * safety net); absent: no profile rule.
+   */
+  profileProven?: (templateId: string, profile: string | undefined) => boolean;
 }
 
 export type Action = "assign" | "unassign" | "keep" | "wait";
@@ -87,14 +97,15 @@ export type Exclusion =
   | "budget short"
   | "memory too small"
   | "no recent heartbeat"
-  | "stale heartbeat";
+  | "stale heartbeat"
+  | "arithmetic profile not proven";
 
 export const jobEpochKey = (jobId: bigint | string, epoch: bigint | string) => `${jobId}:${epoch}`;
 export const jobBeatKey = (jobId: bigint | string, epoch: bigint | string, provider: string) =>
   `${jobId}:${epoch}:${provider.toLowerCase()}`;
 
 /** Whether a Running job's assignee should be unassigned now. Boundary: still live at exactly `timeoutMs`. */
-export function decideRunning(job: JobView, view: CoordinatorView): Decision {
+export function decideRunning(job: CoordinatorJob, view: CoordinatorView): Decision {
   const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep, provider: job.provider };
   if (job.acceptedStep >= job.totalSteps) {
     return { ...base, action: "keep", reason: "training complete; awaiting verdict" };
@@ -126,7 +137,7 @@ export function decideRunning(job: JobView, view: CoordinatorView): Decision {
 
 /** Why `p` cannot take `job`, or undefined when it can. `busy` holds lower-case addresses. */
 export function exclusionOf(
-  job: JobView,
+  job: CoordinatorJob,
   p: ProviderView,
   view: CoordinatorView,
   busy: Set<string>,
@@ -143,6 +154,7 @@ export function exclusionOf(
   const beat = view.lastBeat.get(addr);
   if (!beat || !isLive(beat.receivedAt, view.nowMs, view.timeoutMs)) return "no recent heartbeat";
   if (beat.jobId !== "0" && !holds(view, addr, beat)) return "stale heartbeat";
+  if (view.profileProven && !view.profileProven(job.templateId, beat.profile)) return "arithmetic profile not proven";
   return undefined;
 }
 
@@ -171,7 +183,7 @@ export interface Ranking {
   excluded: { address: string; reason: Exclusion }[];
 }
 
-export function rankProviders(job: JobView, view: CoordinatorView, busy: Set<string>): Ranking {
+export function rankProviders(job: CoordinatorJob, view: CoordinatorView, busy: Set<string>): Ranking {
   const ranked: ProviderView[] = [];
   const excluded: Ranking["excluded"] = [];
   for (const p of view.providers) {
@@ -184,12 +196,12 @@ export function rankProviders(job: JobView, view: CoordinatorView, busy: Set<str
 }
 
 /** Providers assigned to a Running job (lower-case). */
-export function busyProviders(jobs: JobView[]): Set<string> {
+export function busyProviders(jobs: CoordinatorJob[]): Set<string> {
   return new Set(jobs.filter((j) => j.status === "Running").map((j) => j.provider.toLowerCase()));
 }
 
 /** Which Open jobs need a provider (steps remain). The tick asks `isFenced` only for these jobs' candidates. */
-export function needsProvider(job: JobView): boolean {
+export function needsProvider(job: CoordinatorJob): boolean {
   return job.status === "Open" && job.acceptedStep < job.totalSteps;
 }
 

@@ -29,7 +29,7 @@ export class HeartbeatBook {
     const check = checkHeartbeat(h, this.chainId, nowMs, this.lastSentAt.get(provider), this.maxClockSkewMs);
     if (!check.ok) return check;
     this.lastSentAt.set(provider, h.sentAt);
-    this.lastBeat.set(provider, { receivedAt: nowMs, jobId: h.jobId, epoch: h.epoch });
+    this.lastBeat.set(provider, { receivedAt: nowMs, jobId: h.jobId, epoch: h.epoch, profile: h.profile });
     if (h.jobId !== "0") this.lastJobBeat.set(jobBeatKey(h.jobId, h.epoch, provider), nowMs);
     return { ok: true, provider: h.provider };
   }
@@ -55,6 +55,7 @@ export class HeartbeatBook {
 }
 
 const DECIMAL = /^\d{1,78}$/;
+const PROFILE = /^[\x21-\x7e]{1,120}$/;
 
 /** The SignedHeartbeat in `body`, or why it is not one. */
 export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
@@ -66,6 +67,9 @@ export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
   if (typeof b.sentAt !== "number" || !Number.isSafeInteger(b.sentAt)) return "sentAt must be an integer (ms)";
   if (typeof b.step !== "number" || !Number.isSafeInteger(b.step) || b.step < 0) return "step must be an integer ≥ 0";
   for (const k of ["chainId", "jobId", "epoch"]) if (!DECIMAL.test(b[k] as string)) return `${k} must be a decimal string`;
+  if (b.profile !== undefined && (typeof b.profile !== "string" || !PROFILE.test(b.profile))) {
+    return "profile must be a short printable string";
+  }
   try {
     getAddress(b.provider as string);
   } catch {

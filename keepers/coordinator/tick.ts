@@ -3,12 +3,12 @@
  * registered providers from the chain, decides (decide.ts, pure), and sends unassign / assign, each on its own.
  */
 import type { Contract } from "ethers";
-import { JOB_STATUS } from "../../sdk/contracts.ts";
+import { isTraining, isTrainingOver, jobIds, readJob } from "../../sdk/job.ts";
 import type { Logger } from "../../sdk/log.ts";
+import { runLoop } from "../../sdk/runner.ts";
 import { changeLogger, execute, mapLimit, read, scanEvents, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer } from "../http.ts";
 import { HeartbeatView } from "./heartbeatView.ts";
-import { runLoop } from "../runner.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import { memoryNeed } from "./config.ts";
 import {
@@ -17,12 +17,26 @@ import {
   jobEpochKey,
   needsProvider,
   planCoordinator,
+  type CoordinatorJob,
   type CoordinatorView,
   type Decision,
-  type JobView,
   type ProviderView,
 } from "./decide.ts";
 import { HeartbeatBook } from "./heartbeats.ts";
+import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
+
+/**
+ * Issue 12's safety net: a template this node knows goes only to providers whose reported arithmetic profile is
+ * proven to give its bits. A template it does not know is not replayed by verifiers built from this code either.
+ */
+function profileProven(templateId: string, profile: string | undefined): boolean {
+  try {
+    return isProvenProfile(loadTemplate(templateId), profile);
+  } catch (e) {
+    if (e instanceof UnknownTemplateError) return true;
+    throw e;
+  }
+}
 
 export interface CoordinatorTickReport {
   decisions: Decision[];
@@ -33,9 +47,6 @@ export interface CoordinatorTickReport {
 const ASSIGN_RACES = ["JobEscrowProviderInactive", "JobEscrowProviderFenced", "JobEscrowPriceAboveMax", "JobEscrowBudgetShort"];
 /** Without the coordinator role: the provider extended its lease between our read and our send. */
 const UNASSIGN_RACES = ["JobEscrowLeaseActive"];
-
-/** Statuses a job never leaves for Open or Running again: the coordinator stops reading those jobs. */
-const DONE = new Set(["DisputeWindow", "Settleable", "Disputed", "ArbiterTimedOut", "Settled", "Cancelled"]);
 
 export class Coordinator {
   /** Heartbeats received (served by `runCoordinator` on POST /heartbeat). */
@@ -110,43 +121,26 @@ export class Coordinator {
       watchStart: this.watchStart,
       fenced: new Map(),
       memoryNeedMiB: memoryNeed(config),
+      profileProven,
     };
     await this.readFenced(view, block.number);
     return view;
   }
 
   /** The timeout of a Running (job, epoch) runs from its first sight until its first beat. */
-  private trackWatchStart(jobs: JobView[], nowMs: number): void {
+  private trackWatchStart(jobs: CoordinatorJob[], nowMs: number): void {
     const running = new Set(jobs.filter((j) => j.status === "Running").map((j) => jobEpochKey(j.jobId, j.epoch)));
     for (const key of running) if (!this.watchStart.has(key)) this.watchStart.set(key, nowMs);
     for (const key of this.watchStart.keys()) if (!running.has(key)) this.watchStart.delete(key);
   }
 
-  private async readJobs(blockTag: number, jobCount: bigint): Promise<JobView[]> {
+  private async readJobs(blockTag: number, jobCount: bigint): Promise<CoordinatorJob[]> {
     const { ctx } = this;
-    const ids: bigint[] = [];
-    for (let id = 1n; id <= jobCount; id++) if (!this.done.has(id)) ids.push(id);
-    const views = await mapLimit(ids, 8, (id) =>
-      read(ctx, `job ${id}`, async () => {
-        const [status, job] = await Promise.all([ctx.escrow.statusOf(id, { blockTag }), ctx.escrow.jobOf(id, { blockTag })]);
-        return {
-          jobId: id,
-          status: JOB_STATUS[Number(status)],
-          epoch: job.epoch,
-          templateId: job.templateId,
-          totalSteps: Number(job.totalSteps),
-          acceptedStep: Number(job.acceptedStep),
-          pendingStep: Number(job.pendingStep),
-          maxPricePerStep: job.maxPricePerStep,
-          budget: job.budget,
-          paid: job.paid,
-          provider: job.provider,
-          leaseExpiresAt: job.leaseExpiresAt,
-        } satisfies JobView;
-      }),
-    );
-    for (const v of views) if (DONE.has(v.status)) this.done.add(v.jobId);
-    return views.filter((v) => v.status === "Open" || v.status === "Running");
+    const ids = jobIds(jobCount, (id) => this.done.has(id));
+    const views = await mapLimit(ids, 8, (id) => read(ctx, `job ${id}`, () => readJob(ctx.escrow, id, blockTag)));
+    // A job past training never becomes Open or Running again: never read it again.
+    for (const v of views) if (isTrainingOver(v.status)) this.done.add(v.jobId);
+    return views.filter((v) => isTraining(v.status));
   }
 
   private async readProviders(blockTag: number): Promise<ProviderView[]> {
@@ -206,10 +200,10 @@ export async function runCoordinator(
   logger: Logger = ctx.logger,
 ): Promise<number> {
   const coordinator = createCoordinator(ctx, config);
+  const tick = async () => void (await coordinator.tick());
+  const run = { name: "coordinator", tick, intervalMs: config.intervalMs, once: config.once, signal, logger };
   // One tick has no time to hear heartbeats: --once only unassigns lapsed leases (and logs its decisions).
-  if (config.once) {
-    return runLoop({ name: "coordinator", tick: async () => void (await coordinator.tick()), intervalMs: 0, once: true, signal, logger });
-  }
+  if (config.once) return runLoop(run);
   const beats = new HeartbeatView(); // read-only, for dashboards (GET /heartbeats)
   const server = await startJsonServer({
     host: config.host,
@@ -222,14 +216,7 @@ export async function runCoordinator(
     },
   });
   try {
-    return await runLoop({
-      name: "coordinator",
-      tick: async () => void (await coordinator.tick()),
-      intervalMs: config.intervalMs,
-      once: config.once,
-      signal,
-      logger,
-    });
+    return await runLoop(run);
   } finally {
     await server.close();
   }

@@ -3,7 +3,7 @@
  * silent (ArbiterTimedOut), both permissionless, and release providers' unclaimed earnings on Settled or Cancelled
  * jobs (`claimEarnings`). Both are harmless when someone else got there first (the contract rejects the repeat).
  */
-import type { JobStatusName } from "../../sdk/contracts.ts";
+import { isFinished, isSettleable, type JobStatusName } from "../../sdk/job.ts";
 
 export interface FinalizerJob {
   jobId: bigint;
@@ -31,7 +31,7 @@ export function planFinalizer(jobs: FinalizerJob[]): FinalizerAction[][] {
     const actions: FinalizerAction[] = [];
     const settleReason = SETTLE_REASON[job.status];
     if (settleReason) actions.push({ jobId: job.jobId, method: "settle", args: [job.jobId], reason: settleReason });
-    if (settleReason || job.status === "Settled" || job.status === "Cancelled") {
+    if (settleReason || isFinished(job.status)) {
       for (const e of job.earnings) {
         if (e.amount <= 0n) continue;
         actions.push({
@@ -49,12 +49,12 @@ export function planFinalizer(jobs: FinalizerJob[]): FinalizerAction[][] {
   return plan;
 }
 
-/** A job the finalizer never needs to read again: final, and nothing left to claim. */
-export function isFinished(job: FinalizerJob): boolean {
-  return (job.status === "Settled" || job.status === "Cancelled") && job.earnings.every((e) => e.amount === 0n);
+/** A job the finalizer never needs to read again: final (sdk/job.ts `isFinished`), and nothing left to claim. */
+export function nothingLeftToDo(job: FinalizerJob): boolean {
+  return isFinished(job.status) && job.earnings.every((e) => e.amount === 0n);
 }
 
 /** Whether earnings can matter for a job in this status (the others are not read). */
 export function earningsMatter(status: JobStatusName): boolean {
-  return status === "Settleable" || status === "ArbiterTimedOut" || status === "Settled" || status === "Cancelled";
+  return isSettleable(status) || isFinished(status);
 }

@@ -1,8 +1,10 @@
 import { expect } from "chai";
 import {
   assignedJobs, decideRegistration, fenceReason, leaseHeartbeatMs, planJob, reportDecision, segmentTarget,
-  type ChainJob, type Offer, type ProviderRecord,
+  type Offer, type ProviderRecord,
 } from "../../agent/decide.ts";
+import type { JobView } from "../../sdk/job.ts";
+import { jobView, rawJob } from "../helpers/jobs.ts";
 import { FaultSpecError, parseFault } from "../../agent/faults.ts";
 import { ZERO_HASH } from "../../workloads/index.ts";
 
@@ -16,11 +18,12 @@ const record = (over: Partial<ProviderRecord> = {}): ProviderRecord => ({
   registeredAt: 1_700_000_000n, ...over,
 });
 
-function job(over: Partial<ChainJob> = {}): ChainJob {
-  return {
-    id: 1n, status: 2, epoch: 3n, provider: ME, templateId: H(0x7), seed: H(5), totalSteps: 12, checkpointInterval: 4,
-    acceptedStep: 4, acceptedHash: H(44), pendingStep: 0, pendingHash: ZERO_HASH, leaseExpiresAt: 0n, ...over,
-  };
+function job(over: Partial<JobView> = {}): JobView {
+  const raw = rawJob({
+    epoch: 3n, provider: ME, templateId: H(0x7), seed: H(5), totalSteps: 12, checkpointInterval: 4,
+    acceptedStep: 4, acceptedHash: H(44), pendingStep: 0, pendingHash: ZERO_HASH, leaseExpiresAt: 0n,
+  });
+  return { ...jobView(1n, "Running", raw), ...over };
 }
 
 describe("agent: registration decision", function () {
@@ -57,14 +60,17 @@ describe("agent: registration decision", function () {
 
 describe("agent: work-loop decisions", function () {
   it("picks Running jobs assigned to this address, lowest id first", function () {
-    const jobs = [job({ id: 3n }), job({ id: 2n, provider: OTHER }), job({ id: 1n, status: 1 }), job({ id: 5n }), job({ id: 4n })];
-    expect(assignedJobs(jobs, ME.toUpperCase().replace("0X", "0x")).map((j) => j.id)).to.deep.equal([3n, 4n, 5n]);
+    const jobs = [
+      job({ jobId: 3n }), job({ jobId: 2n, provider: OTHER }), job({ jobId: 1n, status: "Open" }), job({ jobId: 5n }),
+      job({ jobId: 4n }),
+    ];
+    expect(assignedJobs(jobs, ME.toUpperCase().replace("0X", "0x")).map((j) => j.jobId)).to.deep.equal([3n, 4n, 5n]);
   });
 
   it("is fenced when the epoch moved on, the job stopped running or another provider holds it", function () {
     expect(fenceReason(job(), 3n, ME)).to.equal(undefined);
     expect(fenceReason(job({ epoch: 4n }), 3n, ME)).to.be.a("string");
-    expect(fenceReason(job({ status: 1 }), 3n, ME)).to.be.a("string");
+    expect(fenceReason(job({ status: "Open" }), 3n, ME)).to.be.a("string");
     expect(fenceReason(job({ provider: OTHER }), 3n, ME)).to.be.a("string");
   });
 

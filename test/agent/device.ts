@@ -114,7 +114,7 @@ describe("agent: output", function () {
   it("badges say what kind of run this is", function () {
     const gpu = { ...CPU_DEVICE, kind: "GPU" as const, executionProvider: "cuda" as const };
     expect(badges(CPU_DEVICE, undefined, true)).to.deep.equal(["Synthetic", "Local chain"]);
-    expect(badges({ ...gpu, capped: true }, { kind: "nan" }, false)).to.deep.equal(["Real GPU", "Capped profile", "Injected fault"]);
+    expect(badges({ ...gpu, capped: true }, "nan", false)).to.deep.equal(["Real GPU", "Capped profile", "Injected fault"]);
   });
 
   it("a TTY gets a live progress line that log lines clear and redraw; a pipe gets throttled progress logs", function () {
@@ -136,7 +136,7 @@ describe("agent: output", function () {
     now = 1500;
     pipe.update({ ...p, step: 5 });
     expect(records.map((r) => r.step)).to.deep.equal([3, 5]);
-    expect(progressLine({ ...p, loss: NaN }, [], { kind: "nan" })).to.contain("loss NaN").and.contain("fault=nan");
+    expect(progressLine({ ...p, loss: NaN }, [], "nan")).to.contain("loss NaN").and.contain("fault=nan");
   });
 });
 

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { rm } from "node:fs/promises";
 import { putUpload } from "../../agent/blobs.ts";
 import {
-  applyStateFault, faultyUpload, parseFault, wrongDataSeed, type Fault,
+  applyStateFault, behaviourOf, faultyUpload, parseFault, wrongDataSeed, type Fault,
 } from "../../agent/faults.ts";
 import { honestUpload, type Segment, type SegmentStart } from "../../agent/segment.ts";
 import { isAbandoned, trainSegment } from "../../agent/train.ts";
@@ -21,7 +21,7 @@ describe("agent: injected faults produce what they claim", function () {
     templateId: BLOBS.templateId, seed: SEED, prevCheckpointHash: ZERO_HASH, start: tr.initialState(SEED),
   });
   async function segment(fault?: Fault, toStep = 6): Promise<Segment> {
-    const seg = await trainSegment(tr, start(), toStep, fault);
+    const seg = await trainSegment(tr, start(), toStep, behaviourOf(fault));
     if (isAbandoned(seg)) throw new Error("abandoned");
     return seg;
   }
@@ -118,7 +118,7 @@ describe("agent: injected faults produce what they claim", function () {
   it("die-at:N: dies right after step N, mid-interval, with nothing trained after it", async function () {
     const steps: number[] = [];
     let diedAt = 0;
-    const err = await trainSegment(tr, start(), 6, parseFault("die-at:3"), {
+    const err = await trainSegment(tr, start(), 6, behaviourOf(parseFault("die-at:3")), {
       afterStep: (s) => { steps.push(s); },
       die: (s) => { diedAt = s; throw new Error("killed"); },
     }).then(() => undefined, (e) => e);

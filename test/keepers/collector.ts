@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { HDNodeWallet } from "ethers";
 import SafeKit, { buildSignatureBytes, EthSafeSignature } from "@safe-global/protocol-kit";
-import { createCollector } from "../../keepers/collector/collector.ts";
+import { createCollector } from "../../keepers/collector/tick.ts";
 import { safeTxExecutor } from "../../keepers/collector/safeTx.ts";
 import { startJsonServer } from "../../keepers/http.ts";
 import type { Sender } from "../../keepers/chain.ts";

@@ -13,7 +13,7 @@ import {
   planCoordinator,
   type BeatRecord,
   type CoordinatorView,
-  type JobView,
+  type CoordinatorJob,
   type ProviderView,
 } from "../../keepers/coordinator/decide.ts";
 import {
@@ -26,7 +26,7 @@ import {
   type Pool,
   type Submission,
 } from "../../keepers/collector/decide.ts";
-import { isFinished, planFinalizer } from "../../keepers/finalizer/decide.ts";
+import { nothingLeftToDo, planFinalizer } from "../../keepers/finalizer/decide.ts";
 import { blocksToCheck, checkReserves } from "../../keepers/reserves/decide.ts";
 
 const T = 5_000; // heartbeat timeout
@@ -35,7 +35,7 @@ const ZERO = "0x0000000000000000000000000000000000000000";
 const addr = (n: number) => getAddress("0x" + n.toString(16).padStart(40, "0"));
 const TEMPLATE = "0x" + "ab".repeat(32);
 
-function openJob(over: Partial<JobView> = {}): JobView {
+function openJob(over: Partial<CoordinatorJob> = {}): CoordinatorJob {
   return {
     jobId: 1n,
     status: "Open",
@@ -202,7 +202,7 @@ describe("keepers: coordinator assignment rule (pure)", function () {
 
 describe("keepers: coordinator missed-heartbeat rule (pure)", function () {
   const P = addr(1);
-  const running = (over: Partial<JobView> = {}) =>
+  const running = (over: Partial<CoordinatorJob> = {}) =>
     openJob({ status: "Running", epoch: 3n, provider: P, leaseExpiresAt: 2_000n, acceptedStep: 10, ...over });
   const at = (nowMs: number, beats: [string, number][] = [], over: Partial<CoordinatorView> = {}) =>
     view({
@@ -385,9 +385,9 @@ describe("keepers: finalizer selection (pure)", function () {
   });
 
   it("forgets a job once it is final with nothing left to claim", function () {
-    expect(isFinished({ jobId: 1n, status: "Settled", earnings: [e(1, 0n)] })).to.equal(true);
-    expect(isFinished({ jobId: 1n, status: "Settled", earnings: [e(1, 1n)] })).to.equal(false);
-    expect(isFinished({ jobId: 1n, status: "Settleable", earnings: [] })).to.equal(false);
+    expect(nothingLeftToDo({ jobId: 1n, status: "Settled", earnings: [e(1, 0n)] })).to.equal(true);
+    expect(nothingLeftToDo({ jobId: 1n, status: "Settled", earnings: [e(1, 1n)] })).to.equal(false);
+    expect(nothingLeftToDo({ jobId: 1n, status: "Settleable", earnings: [] })).to.equal(false);
   });
 });
 

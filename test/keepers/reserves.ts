@@ -1,8 +1,8 @@
 /** The reserves watch against a simulated chain: held vs owed on every new block; a failed proof in --strict. */
 import { expect } from "chai";
 import { AbiCoder, keccak256, toBeHex } from "ethers";
-import { createReservesWatch, RESERVES_FAILED } from "../../keepers/reserves/watch.ts";
-import { runLoop } from "../../keepers/runner.ts";
+import { createReservesWatch, RESERVES_FAILED } from "../../keepers/reserves/tick.ts";
+import { runLoop } from "../../sdk/runner.ts";
 import { createJob, errors, load, networkHelpers, testContext } from "./fixture.ts";
 
 describe("keepers: reserves watch on chain", function () {

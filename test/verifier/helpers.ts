@@ -6,7 +6,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { HDNodeWallet, Mnemonic } from "ethers";
-import { faultyUpload, type Fault, type FaultKind } from "../../agent/faults.ts";
+import { behaviourOf, faultyUpload, type Fault, type FaultKind } from "../../agent/faults.ts";
 import { honestUpload, type Segment, type SegmentStart, type Upload } from "../../agent/segment.ts";
 import { trainSegment, isAbandoned } from "../../agent/train.ts";
 import {
@@ -69,7 +69,7 @@ export class Provider {
   }
 
   async train(start: SegmentStart, toStep: number, fault?: Fault): Promise<Segment> {
-    const seg = await trainSegment(this.trainer, start, toStep, fault);
+    const seg = await trainSegment(this.trainer, start, toStep, behaviourOf(fault));
     if (isAbandoned(seg)) throw new Error("segment abandoned");
     return seg;
   }

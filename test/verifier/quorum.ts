@@ -15,7 +15,7 @@ import { packSafeSignatures } from "../../sdk/verifierSignatures.ts";
 import { createTrainer, FsCheckpointStore, loadTemplate, type Trainer } from "../../workloads/index.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
-import { Verifier, type Behaviour, type EscrowReader } from "../../verifier/verifier.ts";
+import { Verifier, type BehaviourName as Behaviour, type EscrowReader } from "../../verifier/verifier.ts";
 import type { SignatureBody } from "../../verifier/work.ts";
 import { Provider, verifierWallets, type Case } from "./helpers.ts";
 

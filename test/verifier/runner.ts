@@ -2,14 +2,16 @@ import { expect } from "chai";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AbiCoder, verifyTypedData } from "ethers";
+import { recoverSafeSigner } from "../../sdk/verifierSignatures.ts";
 import { createLogger } from "../../sdk/log.ts";
 import { createTrainer, FsCheckpointStore, loadTemplate, type Trainer } from "../../workloads/index.ts";
 import type { JobFacts } from "../../verifier/checks.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
-import { runVerifier, Verifier, type Behaviour, type EscrowReader } from "../../verifier/verifier.ts";
-import { STATUS, type JobRecord, type SignatureBody } from "../../verifier/work.ts";
+import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/job.ts";
+import { runVerifier, Verifier, type BehaviourName as Behaviour, type EscrowReader } from "../../verifier/verifier.ts";
+import type { SignatureBody } from "../../verifier/work.ts";
+import { rawJob } from "../helpers/jobs.ts";
 import { hardhatWallet, Provider, seedOf } from "./helpers.ts";
 
 const CHAIN_ID = 31337n;
@@ -62,10 +64,10 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
   });
 
   function record(facts: JobFacts, over: Partial<JobRecord> = {}): JobRecord {
-    return {
+    return rawJob({
       epoch: 1n, templateId: facts.templateId, seed: facts.seed, totalSteps: 20n, acceptedStep: BigInt(facts.acceptedStep),
       acceptedHash: facts.acceptedHash, pendingStep: 0n, pendingHash: ZERO, ...over,
-    };
+    });
   }
 
   /** A chain with one Running job whose checkpoint 10→20 of `kind` is pending. */
@@ -98,9 +100,8 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     expect(body.kind).to.equal("checkpoint");
     expect(body.message).to.deep.equal({ jobId: "1", epoch: "1", step: 20, checkpointHash: report.hash, accept: true });
     expect(body.signer).to.equal(wallet.address);
-    const safeMessage = { message: AbiCoder.defaultAbiCoder().encode(["bytes32"], [body.digest]) };
-    const recovered = verifyTypedData({ chainId: CHAIN_ID, verifyingContract: SAFE }, { SafeMessage: [{ name: "message", type: "bytes" }] }, safeMessage, body.signature);
-    expect(recovered).to.equal(wallet.address);
+    // The SafeMessage definition itself is checked against protocol-kit in test/keepers/collector.ts.
+    expect(recoverSafeSigner(CHAIN_ID, SAFE, body.digest, body.signature)).to.equal(wallet.address);
     const line = JSON.parse(lines.find((l) => l.includes("checkpoint decided"))!);
     expect(line).to.include({ job: "1", epoch: "1", step: 20, action: "accept", behaviour: "honest" });
     expect(line).to.have.keys(

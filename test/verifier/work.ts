@@ -3,22 +3,20 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DecisionsFileError, DecisionStore, EquivocationError } from "../../verifier/decisions.ts";
+import { isTrainingOver, JOB_STATUS, type RawJob } from "../../sdk/job.ts";
 import {
-  checkpointKey, isFinished, planWork, sampleSalt, STATUS, verdictKey,
-  type CheckpointItem, type Decision, type JobRecord, type JobView,
+  checkpointKey, planWork, sampleSalt, verdictKey, type CheckpointItem, type SignedDecision,
 } from "../../verifier/work.ts";
+import { jobView, rawJob } from "../helpers/jobs.ts";
 import { hardhatWallet, seedOf } from "./helpers.ts";
 
-const ZERO = "0x" + "00".repeat(32);
 const H = (i: number) => seedOf(1000 + i);
 
-function job(over: Partial<JobRecord> = {}): JobRecord {
-  return {
-    epoch: 1n, templateId: H(0), seed: H(1), totalSteps: 30n, acceptedStep: 0n, pendingStep: 0n,
-    acceptedHash: ZERO, pendingHash: ZERO, ...over,
-  };
+function job(over: Partial<RawJob> = {}): RawJob {
+  return rawJob({ templateId: H(0), seed: H(1), ...over });
 }
-const view = (jobId: bigint, status: number, j: JobRecord): JobView => ({ jobId, status, job: j });
+const view = jobView;
+const STATUS = { Open: "Open", Running: "Running" } as const;
 
 describe("verifier planning: what the chain waits for", function () {
   it("plans the pending checkpoint of a Running job, keyed by job, epoch, step and hash", function () {
@@ -47,8 +45,8 @@ describe("verifier planning: what the chain waits for", function () {
   });
 
   it("treats DisputeWindow and every later status as finished, Open and Running as live", function () {
-    expect([1, 2].map(isFinished)).to.deep.equal([false, false]);
-    expect([3, 4, 5, 6, 7, 8].every(isFinished)).to.equal(true);
+    expect([1, 2].map((s) => isTrainingOver(JOB_STATUS[s]))).to.deep.equal([false, false]);
+    expect([3, 4, 5, 6, 7, 8].every((s) => isTrainingOver(JOB_STATUS[s]))).to.equal(true);
   });
 
   it("derives a sampling salt that differs per verifier key and per report, and is stable across restarts", function () {
@@ -72,7 +70,7 @@ describe("verifier decisions: never two different signatures for one report", fu
   after(() => rm(dir, { recursive: true, force: true }));
 
   const owner = hardhatWallet(3).address;
-  const decision = (key: string, digest: string): Decision => ({
+  const decision = (key: string, digest: string): SignedDecision => ({
     key, decidedAt: 1,
     body: { kind: "checkpoint", digest, signer: owner, signature: "0x", message: { jobId: "1", epoch: "1", step: 10, checkpointHash: H(2), accept: true } },
   });

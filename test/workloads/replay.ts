@@ -50,7 +50,7 @@ describe("workloads: sampled replay by verifiers", function () {
   });
 
   it("a step trained on the wrong data is refused when sampled", async function () {
-    const c = await segment(async (s) => {
+    const c = await segment(async () => {
       const prev = await trainTo(tr, tr.initialState(SEED_A), SEED_A, 6);
       return (await tr.trainStep(prev.state, SEED_A, 7, { dataSeedOverride: SEED_B })).state;
     });

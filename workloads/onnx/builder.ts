@@ -30,6 +30,11 @@ function valueInfo(name: string, elemType: number, dims?: Dim[]) {
   return { name, type: { tensorType } };
 }
 
+/** Decodes model bytes back to a plain object (used to check which ops a graph uses). */
+export function decodeModel(bytes: Uint8Array): { graph: GraphProtoObj } {
+  return ModelProto.toObject(ModelProto.decode(bytes)) as { graph: GraphProtoObj };
+}
+
 export class GraphBuilder {
   name: string;
   private nodes: object[] = [];
@@ -37,6 +42,8 @@ export class GraphBuilder {
   private outputs: object[] = [];
   private inits: object[] = [];
   private counter = 0;
+  /** Constants shared by value within this graph (see onnx/exact.ts). */
+  readonly shared = new Map<string, string>();
 
   constructor(name: string) {
     this.name = name;
@@ -65,9 +72,14 @@ export class GraphBuilder {
     return name;
   }
 
+  /** A fresh value name (names follow creation order, so the same graph always gets the same names). */
+  fresh(opType: string): string {
+    return `t${this.counter++}_${opType}`;
+  }
+
   /** Adds one node; returns its (single) output name. */
   op(opType: string, inputs: string[], attrs: Attr[] = [], outName?: string): string {
-    const out = outName ?? `t${this.counter++}_${opType}`;
+    const out = outName ?? this.fresh(opType);
     this.opMulti(opType, inputs, attrs, [out]);
     return out;
   }

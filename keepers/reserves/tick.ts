@@ -5,7 +5,7 @@
  */
 import type { Logger } from "../../sdk/log.ts";
 import { read, type KeeperContext } from "../chain.ts";
-import { runLoop, type TickResult } from "../runner.ts";
+import { runLoop, type TickResult } from "../../sdk/runner.ts";
 import type { ReservesConfig } from "./config.ts";
 import { blocksToCheck, checkReserves, type ReservesCheck } from "./decide.ts";
 

@@ -8,16 +8,20 @@
  * Before sending, the job's state is read again: a decision already on chain, or overtaken, is dropped, never sent
  * twice. Pending signatures are saved to `--state-file` after every change.
  */
-import { AbiCoder, Contract, verifyTypedData } from "ethers";
-import { JOB_STATUS } from "../../sdk/contracts.ts";
+import { Contract } from "ethers";
+import { readJob } from "../../sdk/job.ts";
+import type { Logger } from "../../sdk/log.ts";
+import { runLoop } from "../../sdk/runner.ts";
 import {
   checkpointDecisionDigest,
   escrowDomain,
   packSafeSignatures,
+  recoverSafeSigner,
   verdictDigest,
 } from "../../sdk/verifierSignatures.ts";
 import { changeLogger, execute, read, type Call, type KeeperContext, type Outcome } from "../chain.ts";
-import type { JsonResponse } from "../http.ts";
+import { startJsonServer, type JsonResponse } from "../http.ts";
+import { pendingView } from "./pendingView.ts";
 import type { CollectorConfig } from "./config.ts";
 import {
   addSignature,
@@ -26,7 +30,7 @@ import {
   describeDecision,
   parseSubmission,
   readySignatures,
-  type Decision,
+  type VerifierDecision,
   type JobState,
   type Pending,
   type Pool,
@@ -39,8 +43,6 @@ export const SAFE_ABI = [
   "function getOwners() view returns (address[])",
   "function getThreshold() view returns (uint256)",
 ];
-
-const SAFE_MESSAGE_TYPES = { SafeMessage: [{ name: "message", type: "bytes" }] };
 
 /** Executes a decision some other way than relaying signatures (e.g. as a Safe transaction, see safeTx.ts). */
 export interface DecisionExecutor {
@@ -137,9 +139,7 @@ export class Collector {
     if (expected.toLowerCase() !== s.digest) return `digest does not match the message (expected ${expected})`;
     let recovered: string;
     try {
-      const message = AbiCoder.defaultAbiCoder().encode(["bytes32"], [s.digest]);
-      const domain = { chainId: this.ctx.chainId, verifyingContract: this.deps.safeAddress };
-      recovered = verifyTypedData(domain, SAFE_MESSAGE_TYPES, { message }, s.signature);
+      recovered = recoverSafeSigner(this.ctx.chainId, this.deps.safeAddress, s.digest, s.signature);
     } catch {
       return "malformed signature";
     }
@@ -175,19 +175,7 @@ export class Collector {
 
   private async readJob(jobId: bigint): Promise<JobState> {
     const { escrow, provider } = this.ctx;
-    return read(this.ctx, `job ${jobId}`, async () => {
-      const blockTag = await provider.getBlockNumber();
-      const [status, job] = await Promise.all([escrow.statusOf(jobId, { blockTag }), escrow.jobOf(jobId, { blockTag })]);
-      return {
-        status: JOB_STATUS[Number(status)],
-        epoch: job.epoch,
-        totalSteps: Number(job.totalSteps),
-        acceptedStep: Number(job.acceptedStep),
-        acceptedHash: job.acceptedHash,
-        pendingStep: Number(job.pendingStep),
-        pendingHash: job.pendingHash,
-      };
-    });
+    return read(this.ctx, `job ${jobId}`, async () => readJob(escrow, jobId, await provider.getBlockNumber()));
   }
 
   private drop(digest: string): void {
@@ -270,11 +258,40 @@ function bad(reason: string): JsonResponse {
   return { status: 400, body: { ok: false, reason } };
 }
 
-function byJobThenStep(a: { decision: Decision }, b: { decision: Decision }): number {
+function byJobThenStep(a: { decision: VerifierDecision }, b: { decision: VerifierDecision }): number {
   const ja = a.decision.message.jobId;
   const jb = b.decision.message.jobId;
   if (ja !== jb) return ja < jb ? -1 : 1;
   const sa = a.decision.kind === "checkpoint" ? a.decision.message.step : Number.MAX_SAFE_INTEGER;
   const sb = b.decision.kind === "checkpoint" ? b.decision.message.step : Number.MAX_SAFE_INTEGER;
   return sa - sb;
+}
+
+/** Restores saved signatures, serves `POST /signatures` and ticks until `signal` fires (or once). */
+export async function runCollector(
+  ctx: KeeperContext,
+  config: CollectorConfig,
+  deps: CollectorDeps,
+  signal: AbortSignal,
+  logger: Logger = ctx.logger,
+): Promise<number> {
+  const collector = createCollector(ctx, config, deps);
+  await collector.restore();
+  const server = await startJsonServer({
+    host: config.host,
+    port: config.port,
+    logger,
+    routes: {
+      "POST /signatures": collector.submit,
+      "GET /health": () => ({ status: 200, body: { ok: true, pending: collector.pool.size } }),
+      "GET /pending": () => pendingView(collector.pool), // read-only, for dashboards
+    },
+  });
+  try {
+    const tick = async () => void (await collector.tick());
+    return await runLoop({ name: "collector", tick, intervalMs: config.intervalMs, once: config.once, signal, logger });
+  } finally {
+    await server.close();
+    await collector.idle();
+  }
 }

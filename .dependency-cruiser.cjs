@@ -1,0 +1,71 @@
+/**
+ * The floors (docs/ARCHITECTURE.md, "Floors"): imports point down only, and nothing imports in a circle.
+ *   top:    cli/ demo/ scripts/ bench/
+ *   middle: keepers/ agent/ verifier/ dashboard/
+ *   bottom: workloads/ sdk/   (and the contracts' generated types/ and build artifacts/)
+ * test/ may import anything. `npm run deps` checks it (CI runs it through `npm run check`).
+ */
+const TOP = "^(cli|demo|scripts|bench)/";
+const MIDDLE = "^(keepers|agent|verifier|dashboard)/";
+const BOTTOM = "^(workloads|sdk)/";
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "Import circles make load order matter and hide which part owns what.",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "middle-imports-no-top",
+      severity: "error",
+      comment: "keepers/, agent/, verifier/ and dashboard/ are below the commands: share through sdk/ instead.",
+      from: { path: MIDDLE },
+      to: { path: TOP },
+    },
+    {
+      name: "bottom-imports-only-bottom",
+      severity: "error",
+      comment: "workloads/ and sdk/ are the floor everything stands on: they import nothing above them.",
+      from: { path: BOTTOM },
+      to: { path: [TOP, MIDDLE] },
+    },
+    {
+      name: "only-tests-import-tests",
+      severity: "error",
+      comment: "Production code never depends on test code (bench/ measures with the tests' fixtures).",
+      from: { pathNot: "^(test|bench)/" },
+      to: { path: "^test/" },
+    },
+    {
+      name: "no-links-outside-the-repository",
+      severity: "error",
+      comment: "Every import resolves inside this repository or to an npm package.",
+      from: {},
+      to: { path: "^\\.\\./", pathNot: "node_modules" },
+    },
+    {
+      name: "not-to-unresolvable",
+      severity: "error",
+      comment: "An import that does not resolve fails at run time.",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: ["node_modules", "^types/", "^artifacts/"] },
+    exclude: { path: ["^node_modules/", "^types/", "^artifacts/", "^cache/", "^dashboard/dist/", "^coverage/", "^ignition/deployments/"] },
+    // Type-only imports count: a circle of types is still a circle in the design.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      extensions: [".ts", ".tsx", ".js", ".cjs", ".mjs", ".json"],
+      // Packages like hardhat publish only an "exports" map (ESM): resolve through it as Node does.
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "types", "default"],
+      mainFields: ["module", "main", "types"],
+    },
+  },
+};

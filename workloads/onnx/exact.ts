@@ -1,0 +1,185 @@
+// Portable arithmetic: building blocks whose every float result is fixed by IEEE 754 alone.
+// Each node is one correctly rounded elementwise operation (or pure data movement), and every sum
+// over an axis is a fixed tree of elementwise Adds, so no kernel, SIMD width, FMA or device can
+// change a bit (the rule and its reasons are in workloads/README.md).
+import { GraphBuilder, attrInt, attrInts } from "./builder.ts";
+
+/**
+ * Elements one product tensor of a contraction should hold (at the largest micro-batch): small enough
+ * to stay in a core's cache, large enough that per-node overhead does not dominate.
+ */
+export const GROUP_ELEMENTS = 1 << 16;
+
+/** An int64 constant per distinct value list: many Slices share their starts, ends and axes. */
+function i64(g: GraphBuilder, values: number[]): string {
+  const key = `i64:${values.join(",")}`;
+  let name = g.shared.get(key);
+  if (!name) g.shared.set(key, (name = g.constInt64(values)));
+  return name;
+}
+
+function f32(g: GraphBuilder, v: number): string {
+  const key = `f32:${v}`;
+  let name = g.shared.get(key);
+  if (!name) g.shared.set(key, (name = g.constFloat([v], [])));
+  return name;
+}
+
+export const slice = (g: GraphBuilder, t: string, axis: number, lo: number, hi: number): string =>
+  g.op("Slice", [t, i64(g, [lo]), i64(g, [hi]), i64(g, [axis])]);
+export const unsqueeze = (g: GraphBuilder, t: string, axes: number[]): string =>
+  g.op("Unsqueeze", [t, i64(g, axes)]);
+export const squeeze = (g: GraphBuilder, t: string, axes: number[]): string => g.op("Squeeze", [t, i64(g, axes)]);
+export const transpose = (g: GraphBuilder, t: string, perm: number[]): string =>
+  g.op("Transpose", [t], [attrInts("perm", perm)]);
+export const concat = (g: GraphBuilder, ts: string[], axis: number): string =>
+  ts.length === 1 ? ts[0] : g.op("Concat", ts, [attrInt("axis", axis)]);
+export const scalar = f32;
+
+type Combine = (a: string, b: string) => string;
+
+/**
+ * Folds axis `axis` (length n) to length 1 in a fixed order: t[0:h] ∘ t[h:2h] with h = ⌊n/2⌋,
+ * the odd last slice carried to the next level. The order depends on n only, never on other axes.
+ */
+function foldAxis(g: GraphBuilder, t: string, n: number, axis: number, combine: Combine): string {
+  while (n > 1) {
+    const h = Math.floor(n / 2);
+    let s = combine(slice(g, t, axis, 0, h), slice(g, t, axis, h, 2 * h));
+    if (n % 2) s = concat(g, [s, slice(g, t, axis, 2 * h, n)], axis);
+    t = s;
+    n = h + (n % 2);
+  }
+  return t;
+}
+
+/**
+ * Balanced tree over n lazily made terms: (terms 0…⌈n/2⌉−1) ∘ (the rest), recursively. Emitted depth
+ * first, so each term is made just before it is consumed and few are alive at once.
+ */
+function treeOf(n: number, term: (i: number) => string, combine: Combine, lo = 0): string {
+  if (n === 1) return term(lo);
+  const left = Math.ceil(n / 2);
+  const l = treeOf(left, term, combine, lo);
+  return combine(l, treeOf(n - left, term, combine, lo + left));
+}
+
+/** Splits axis `axis` into consecutive parts of the given sizes (one Split node). */
+export function split(g: GraphBuilder, t: string, axis: number, sizes: number[]): string[] {
+  if (sizes.length === 1) return [t];
+  const outs = sizes.map(() => g.fresh("Split"));
+  g.opMulti("Split", [t, i64(g, sizes)], [attrInt("axis", axis)], outs);
+  return outs;
+}
+
+const add = (g: GraphBuilder): Combine => (a, b) => g.op("Add", [a, b]);
+
+/** Σ over axis (length n), keeping the axis with length 1. */
+export const sumAxis = (g: GraphBuilder, t: string, n: number, axis: number): string =>
+  foldAxis(g, t, n, axis, add(g));
+
+/** max over axis (length n), keeping it: Where(a > b, a, b), so ±0 ties resolve by position, not by kernel. */
+export const maxAxis = (g: GraphBuilder, t: string, n: number, axis: number): string =>
+  foldAxis(g, t, n, axis, (a, b) => g.op("Where", [g.op("Greater", [a, b]), a, b]));
+
+/**
+ * Σ_k a[k]·b[k] over axis 0 (length n) of two broadcastable operands, axis 0 dropped, in a fixed order:
+ * axis 0 is cut into groups of m rows (a last group of the remaining r < m rows aside); the products of
+ * the full groups are added as a balanced tree (treeOf), that [m, …] sum is folded by sumAxis, the
+ * remainder group is folded the same way and added last. Only the operands are split, never a product.
+ */
+export function contract(g: GraphBuilder, a: string, b: string, n: number, m: number): string {
+  m = Math.min(m, n);
+  const full = Math.floor(n / m);
+  const r = n - full * m;
+  const sizes = [...new Array(full).fill(m), ...(r ? [r] : [])];
+  const [as, bs] = [split(g, a, 0, sizes), split(g, b, 0, sizes)];
+  const mul = (i: number) => g.op("Mul", [as[i], bs[i]]);
+  let sum = sumAxis(g, treeOf(full, mul, add(g)), m, 0);
+  if (r) sum = g.op("Add", [sum, sumAxis(g, mul(full), r, 0)]);
+  return squeeze(g, sum, [0]);
+}
+
+/**
+ * h [...rows, K] · w [K, J] → [...rows, J] (rank = rank of h), each output a fixed tree over k.
+ * `maxRows` (the most rows a call may carry) only sizes the groups, so it fixes the tree too.
+ */
+export function matmulRows(g: GraphBuilder, h: string, rank: number, w: string, K: number, J: number,
+  maxRows: number): string {
+  const perm = [rank - 1, ...Array.from({ length: rank - 1 }, (_, i) => i)];
+  const hk = unsqueeze(g, transpose(g, h, perm), [rank]); // [K, ...rows, 1]
+  const wk = unsqueeze(g, w, Array.from({ length: rank - 1 }, (_, i) => i + 1)); // [K, 1…, J]
+  return contract(g, hk, wk, K, groupRows(maxRows * J));
+}
+
+/** Rows of axis 0 per group when one row of the product holds `rowElements` elements. */
+export const groupRows = (rowElements: number): number => Math.max(1, Math.floor(GROUP_ELEMENTS / rowElements));
+
+/** max(x, 0) as a selection: Relu kernels may return −0 or +0 for −0. */
+export const relu = (g: GraphBuilder, x: string): string =>
+  g.op("Where", [g.op("Greater", [x, f32(g, 0)]), x, f32(g, 0)]);
+
+// exp on [−80, 0]: x = k·ln2 + r, k = ⌊x·log₂e + ½⌋ (Floor is exact), |r| ≤ ½ln2 + ε, ln2 split
+// in two (Cody–Waite; k·LN2_HI is exact), a degree-7 Taylor polynomial in Horner form, then 2^k
+// built from exact power-of-two factors chosen by comparing k's bits.
+const EXP_MIN = -80;
+const LOG2E = 1.4426950408889634;
+const LN2_HI = 0.693359375;
+const LN2_LO = -2.12194440e-4;
+const EXP_COEFFS = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1]; // x⁷ … x⁰
+
+/** Horner evaluation c[0]·xⁿ + … + c[n], one Mul and one Add node per coefficient (no fused multiply-add). */
+function horner(g: GraphBuilder, x: string, coeffs: number[]): string {
+  let p = f32(g, coeffs[0]);
+  for (const c of coeffs.slice(1)) p = g.op("Add", [g.op("Mul", [p, x]), f32(g, c)]);
+  return p;
+}
+
+/** 2^−n for integer-valued n in [0, 127], as a product of exact powers of two picked by n's bits. */
+function pow2Neg(g: GraphBuilder, n: string): string {
+  let scale = "";
+  for (let bit = 64; bit >= 1; bit /= 2) {
+    const set = g.op("GreaterOrEqual", [n, f32(g, bit)]);
+    const factor = g.op("Where", [set, f32(g, 2 ** -bit), f32(g, 1)]);
+    scale = scale ? g.op("Mul", [scale, factor]) : factor;
+    if (bit > 1) n = g.op("Sub", [n, g.op("Where", [set, f32(g, bit), f32(g, 0)])]);
+  }
+  return scale;
+}
+
+/** e^x for x ≤ 0 (inputs below −80 are taken as −80; e^−80 ≈ 2e−35 is still a normal float). */
+export function expNonPositive(g: GraphBuilder, x: string): string {
+  const xc = g.op("Where", [g.op("Less", [x, f32(g, EXP_MIN)]), f32(g, EXP_MIN), x]);
+  const k = g.op("Floor", [g.op("Add", [g.op("Mul", [xc, f32(g, LOG2E)]), f32(g, 0.5)])]);
+  const r = g.op("Sub", [g.op("Sub", [xc, g.op("Mul", [k, f32(g, LN2_HI)])]), g.op("Mul", [k, f32(g, LN2_LO)])]);
+  return g.op("Mul", [horner(g, r, EXP_COEFFS), pow2Neg(g, g.op("Neg", [k]))]);
+}
+
+/**
+ * ln s for s in [1, 2^maxExp]: s = 2^e·m with m in [√½, √2) (e counted by comparisons, 2^e an exact
+ * product), ln m = 2·atanh(z), z = (m−1)/(m+1), |z| ≤ 0.172, by its odd series to z⁹.
+ */
+export function logFromOne(g: GraphBuilder, s: string, maxExp: number): string {
+  let e = "";
+  let p2 = "";
+  for (let j = 0; j < maxExp; j++) {
+    const set = g.op("GreaterOrEqual", [s, f32(g, Math.SQRT2 * 2 ** j)]);
+    const one = g.op("Where", [set, f32(g, 1), f32(g, 0)]);
+    const two = g.op("Where", [set, f32(g, 2), f32(g, 1)]);
+    e = e ? g.op("Add", [e, one]) : one;
+    p2 = p2 ? g.op("Mul", [p2, two]) : two;
+  }
+  const m = maxExp > 0 ? g.op("Div", [s, p2]) : s;
+  const z = g.op("Div", [g.op("Sub", [m, f32(g, 1)]), g.op("Add", [m, f32(g, 1)])]);
+  const series = g.op("Mul", [z, horner(g, g.op("Mul", [z, z]), [2 / 9, 2 / 7, 2 / 5, 2 / 3, 2])]);
+  return maxExp > 0 ? g.op("Add", [g.op("Mul", [e, f32(g, Math.LN2)]), series]) : series;
+}
+
+/** Shifted logits t = z − max(z), their exps, Σ exp and its log, along the last axis (length C) of z. */
+export function logSumExp(g: GraphBuilder, z: string, rank: number, C: number):
+  { shifted: string; exps: string; sum: string; lse: string } {
+  const shifted = g.op("Sub", [z, maxAxis(g, z, C, rank - 1)]);
+  const exps = expNonPositive(g, shifted);
+  const sum = sumAxis(g, exps, C, rank - 1); // ≥ 1: the max's own term is e^0 = 1 exactly
+  return { shifted, exps, sum, lse: logFromOne(g, sum, Math.ceil(Math.log2(C))) };
+}

@@ -1,0 +1,63 @@
+// Arithmetic profiles: what a provider's steps are computed with, and which profiles are proven to give a
+// template's reference bits (test/workloads/portable.ts). A replay mismatch is evidence against a provider only
+// between profiles known to agree; until a profile is proven, a mismatch from it may be the hardware's, not fraud.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import type { ExecutionProvider } from "./runtime.ts";
+import type { Template } from "./types.ts";
+
+/** `onnxruntime-<version>/<execution provider>/<cpu family | gpu>`, e.g. `onnxruntime-1.30.0/cpu/x86_64-avx512`. */
+export type ArithmeticProfile = string;
+
+const ORT_VERSION: string = createRequire(import.meta.url)("onnxruntime-node/package.json").version;
+
+/** The CPU kernel family onnxruntime picks from, by the flags the kernel reports (pure: pass the text). */
+export function cpuFamily(cpuinfo: string, arch: string = process.arch): string {
+  const flags = new Set((/^(?:flags|Features)\s*:(.*)$/m.exec(cpuinfo)?.[1] ?? "").trim().split(/\s+/));
+  if (arch === "x64") {
+    if (flags.has("avx512f")) return "x86_64-avx512";
+    if (flags.has("avx2") && flags.has("fma")) return "x86_64-avx2-fma";
+    if (flags.has("sse4_2")) return "x86_64-sse4.2";
+    return "x86_64-sse2";
+  }
+  if (arch === "arm64") return flags.has("sve") ? "arm64-sve" : "arm64-neon";
+  return arch;
+}
+
+function readCpuinfo(): string {
+  try {
+    return readFileSync("/proc/cpuinfo", "utf8");
+  } catch {
+    return ""; // not Linux: the family falls back to the architecture
+  }
+}
+
+/** This machine's profile for an execution provider (under qemu-user /proc/cpuinfo is the host's). */
+export function localProfile(ep: ExecutionProvider = "cpu"): ArithmeticProfile {
+  return `onnxruntime-${ORT_VERSION}/${ep}/${ep === "cuda" ? "gpu" : cpuFamily(readCpuinfo())}`;
+}
+
+/** Profiles whose 20-step reference hashes equal docs/WORKLOADS.md (native, qemu-x86_64, qemu-aarch64). */
+const PROVEN_PORTABLE: readonly ArithmeticProfile[] = ["x86_64-avx512", "x86_64-avx2-fma", "x86_64-sse4.2",
+  "arm64-neon"].map((f) => `onnxruntime-1.30.0/cpu/${f}`);
+
+/** Proven profiles per template name. CUDA is absent: not run yet (no GPU where this was built). */
+export const PROVEN_PROFILES: Readonly<Record<string, readonly ArithmeticProfile[]>> = {
+  "mnist-mlp": PROVEN_PORTABLE,
+  "blobs-tiny": PROVEN_PORTABLE,
+};
+
+/** Whether the verifiers can replay a provider of this profile exactly (so it may be assigned the template). */
+export function isProvenProfile(t: Template, profile: ArithmeticProfile | undefined): boolean {
+  return profile !== undefined && (PROVEN_PROFILES[t.descriptor.name] ?? []).includes(profile);
+}
+
+/**
+ * Whether a replay mismatch between a provider's and a verifier's profile counts against the provider:
+ * only when both are proven for the template, or they are the very same profile.
+ */
+export function mismatchIsEvidence(t: Template, provider: ArithmeticProfile | undefined,
+  verifier: ArithmeticProfile | undefined): boolean {
+  if (provider === undefined || verifier === undefined) return false;
+  return provider === verifier || (isProvenProfile(t, provider) && isProvenProfile(t, verifier));
+}
