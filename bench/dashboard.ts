@@ -37,10 +37,10 @@ export async function benchDashboard(log: (line: string) => void = () => {}): Pr
         const samples: number[] = [];
         for (let i = 0; i < 5; i++) {
           await page.goto(`${url}?job=1`);
-          samples.push(await page.waitForFunction(() => {
-            const el = document.querySelector('[data-testid="accepted-steps"]');
-            return el && /^\d+ of \d+$/.test(el.textContent ?? "") ? performance.now() : null;
-          }).then((h) => h.jsonValue() as Promise<number>));
+          // Strings run in the page (this file is type-checked for Node, without the DOM's types).
+          const rendered = `(() => { const el = document.querySelector('[data-testid="accepted-steps"]');
+            return el && /^\\d+ of \\d+$/.test(el.textContent ?? "") ? performance.now() : null; })()`;
+          samples.push(await page.waitForFunction(rendered).then((h) => h.jsonValue() as Promise<number>));
         }
         out.dashboard_first_render_ms = Math.round(median(samples));
         out.dashboard_longest_task_ms = await longestTask(browser, rpc, deploymentFile, runDir, log);
@@ -104,28 +104,24 @@ export async function longestTask(browser: Awaited<ReturnType<typeof launch>>, r
   try {
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     if (process.env.DEBUG_LONGTASK) page.on("console", (m) => m.type() === "debug" && log(m.text()));
-    await page.addInitScript(() => {
-      const w = window as unknown as { __longest: number };
-      w.__longest = 0;
+    await page.addInitScript(`
+      window.__longest = 0;
       new PerformanceObserver((list) => {
         for (const e of list.getEntries()) {
-          w.__longest = Math.max(w.__longest, e.duration);
-          console.debug(`longtask at ${Math.round(e.startTime)} ms: ${Math.round(e.duration)} ms`);
+          window.__longest = Math.max(window.__longest, e.duration);
+          console.debug("longtask at " + Math.round(e.startTime) + " ms: " + Math.round(e.duration) + " ms");
         }
-      }).observe({ type: "longtask", buffered: true });
-    });
+      }).observe({ type: "longtask", buffered: true });`);
     await page.goto(`${server.url}?run=bench-long.jsonl&t=0`);
     await page.getByRole("button", { name: "Play" }).waitFor();
-    await page.waitForFunction(() => !/\/ 0:00$/.test(document.querySelector(".pb-time")?.textContent ?? "/ 0:00"));
+    await page.waitForFunction(`!/\\/ 0:00$/.test(document.querySelector(".pb-time")?.textContent ?? "/ 0:00")`);
     await page.waitForTimeout(500);
-    await page.evaluate(() => {
-      (window as unknown as { __longest: number }).__longest = 0; // loading is not playback
-      console.debug(`playback starts at ${Math.round(performance.now())} ms`);
-    });
+    // Loading is not playback: count from here.
+    await page.evaluate(`window.__longest = 0; console.debug("playback starts at " + Math.round(performance.now()) + " ms")`);
     await page.getByLabel("Playback speed").selectOption("16");
     await page.getByRole("button", { name: "Play" }).click();
     await page.getByRole("button", { name: "Play" }).waitFor({ timeout: 300_000 }); // back to Play at the end
-    return Math.round(await page.evaluate(() => (window as unknown as { __longest: number }).__longest));
+    return Math.round((await page.evaluate("window.__longest")) as number);
   } finally {
     await server.close();
   }

@@ -11,7 +11,7 @@ export type Decision =
   | { kind: "static"; path: string };
 
 const RECORDING_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.jsonl$/;
-const STATIC_PATH = /^\/[A-Za-z0-9._\/-]*$/;
+const STATIC_PATH = /^\/[A-Za-z0-9._/-]*$/;
 /** Query parameters the app itself puts in its URL (the view); anything else is a mistake worth a 400. */
 const VIEW_PARAMS = new Set(["page", "run", "t", "job", "provider"]);
 

@@ -27,10 +27,10 @@ export const SHORTCUTS: [string, string][] = [
 ];
 
 export function isTyping(target: EventTarget | null): boolean {
-  const el = target as HTMLElement | null;
+  const el = target as { tagName?: string; isContentEditable?: boolean } | null;
   if (!el || !el.tagName) return false;
   const tag = el.tagName.toLowerCase();
-  return tag === "input" || tag === "textarea" || tag === "select" || el.isContentEditable;
+  return tag === "input" || tag === "textarea" || tag === "select" || el.isContentEditable === true;
 }
 
 export function keyAction(

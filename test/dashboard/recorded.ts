@@ -99,7 +99,7 @@ describe("dashboard: the recorded run in a real browser", function () {
     expect(await page.locator("h1").textContent()).to.equal("Provide compute");
     await page.keyboard.press("/");
     expect(await page.locator("h1").textContent()).to.equal("On-chain");
-    expect(await page.evaluate(() => document.activeElement?.id)).to.equal("wallet-input");
+    expect(await page.evaluate("document.activeElement?.id")).to.equal("wallet-input");
     await page.keyboard.type("0x12?");
     expect(await page.getByLabel("Address").inputValue()).to.equal("0x12?");
     expect(await page.getByRole("dialog").count()).to.equal(0);
@@ -110,10 +110,10 @@ describe("dashboard: the recorded run in a real browser", function () {
     await page.goto(`${server.url}?run=sample.jsonl&t=0`);
     await page.getByRole("button", { name: "Play" }).waitFor();
     await page.keyboard.press("End");
-    await page.waitForFunction(() => Number(new URL(location.href).searchParams.get("t")) > 62_000);
+    await page.waitForFunction(`Number(new URL(location.href).searchParams.get("t")) > 62000`);
     expect(await page.locator(".pb-time").textContent()).to.equal("1:02 / 1:02");
     await page.keyboard.press("Home");
-    await page.waitForFunction(() => new URL(location.href).searchParams.get("t") === "0");
+    await page.waitForFunction(`new URL(location.href).searchParams.get("t") === "0"`);
     await page.keyboard.press("]");
     expect(await page.getByLabel("Playback speed").inputValue()).to.equal("16");
     await page.keyboard.press(" ");
@@ -150,12 +150,12 @@ describe("dashboard: the recorded run in a real browser", function () {
   it("answers bad requests with a 400 and the reason, and refuses anything but GET", async function () {
     const bad = await fetch(`${server.url}api/recordings/..%2Fpackage.json`);
     expect(bad.status).to.equal(400);
-    expect((await bad.json()).reason).to.match(/recording name/);
+    expect(((await bad.json()) as { reason: string }).reason).to.match(/recording name/);
     const param = await fetch(`${server.url}api/status?x=1`);
     expect(param.status).to.equal(400);
     const post = await fetch(`${server.url}api/status`, { method: "POST", body: "{}" });
     expect(post.status).to.equal(405);
-    expect((await post.json()).reason).to.contain("read-only");
+    expect(((await post.json()) as { reason: string }).reason).to.contain("read-only");
     const missing = await fetch(`${server.url}api/recordings/none.jsonl`);
     expect(missing.status).to.equal(404);
   });

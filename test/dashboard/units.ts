@@ -6,7 +6,7 @@ import { keyAction } from "../../dashboard/src/keyboard.ts";
 import { parseRecording } from "../../dashboard/src/model/entries.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { nextDelay } from "../../dashboard/src/sources/backoff.ts";
-import { PAGES } from "../../dashboard/src/url.ts";
+import { PAGES } from "../../dashboard/src/pageList.ts";
 import { HeartbeatView } from "../../keepers/coordinator/heartbeatView.ts";
 import { pendingView } from "../../keepers/collector/pendingView.ts";
 import { addSignature, type Pool } from "../../keepers/collector/decide.ts";

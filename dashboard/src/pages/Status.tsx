@@ -48,7 +48,7 @@ export function StatusPage(p: PageProps) {
   );
 }
 
-function nowSec(p: PageProps): bigint {
+function nowSec(_p: PageProps): bigint {
   return BigInt(Math.floor(Date.now() / 1000));
 }
 

@@ -4,7 +4,8 @@
  * backoff; the last good values stay with their block.
  */
 import { Contract, FetchRequest, JsonRpcProvider, Network, type Log } from "ethers";
-import abis from "virtual:gpuchain-abis";
+// Only `abi` is taken from the build artifact (Vite's JSON named exports): bytecode stays out of the bundle.
+import { abi as escrowAbi } from "../../../artifacts/contracts/JobEscrow.sol/JobEscrow.json";
 import type { DashboardConfig } from "./config.ts";
 import { nextDelay } from "./backoff.ts";
 
@@ -21,7 +22,6 @@ export interface ChainHealth {
 export class ChainReader {
   readonly provider: JsonRpcProvider;
   readonly escrow: Contract;
-  readonly registry: Contract;
   readonly safe: Contract;
   health: ChainHealth = { reachable: null, head: null, headAt: null };
   private failures = 0;
@@ -36,8 +36,7 @@ export class ChainReader {
     req.setThrottleParams({ maxAttempts: 1 });
     const network = Network.from(Number(config.chainId));
     this.provider = new JsonRpcProvider(req, network, { staticNetwork: network, batchMaxCount: 1, polling: false });
-    this.escrow = new Contract(config.deployment.escrow, abis.escrow as never, this.provider);
-    this.registry = new Contract(config.deployment.registry, abis.registry as never, this.provider);
+    this.escrow = new Contract(config.deployment.escrow, escrowAbi as never, this.provider);
     this.safe = new Contract(config.deployment.verifierSafe, SAFE_ABI, this.provider);
     void this.tick();
   }
