@@ -4,7 +4,7 @@
  * No chain runs: a recording needs none.
  */
 import { expect } from "chai";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { startDashboardServer, type DashboardServer } from "../../dashboard/server/server.ts";
@@ -12,12 +12,23 @@ import { freePort } from "../../demo/chain.ts";
 import { launch, requireChromium } from "./browser.ts";
 import { offlineDeployment, PAGE_IDS, screenshot, seriousViolations } from "./helpers.ts";
 
+/** What the committed recording says, read from the file itself (a re-recorded sample changes times and keys). */
+function sampleFacts() {
+  const entries = readFileSync("recordings/sample.jsonl", "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  const end = Math.max(...entries.map((e: { ms: number }) => e.ms));
+  const key = (name: string) => entries.find((e: { source: string; data: { msg?: string } }) => e.source === name && e.data?.msg === "using provider key").data.address as string;
+  const clock = (ms: number) => `${Math.floor(ms / 60_000)}:${String(Math.floor(ms / 1000) % 60).padStart(2, "0")}`;
+  const settledBlock = entries.find((e: { kind: string; data: { name?: string } }) => e.kind === "event" && e.data.name === "JobSettled").data.blockNumber as number;
+  return { end, bob: key("bob"), duration: `${clock(end)} / ${clock(end)}`, lastBlock: settledBlock };
+}
+
 describe("dashboard: the recorded run in a real browser", function () {
   this.timeout(300_000);
   const dir = path.join(".gpuchain", `dash-rec-${process.pid}`);
   let server: DashboardServer;
   let browser: Browser;
   let page: Page;
+  const facts = sampleFacts();
 
   before(async function () {
     requireChromium(this);
@@ -42,7 +53,7 @@ describe("dashboard: the recorded run in a real browser", function () {
     expect(await page.getByTestId("accepted-steps").textContent()).to.equal("600 of 600");
     expect(await page.getByTestId("paid").textContent()).to.equal("0.700000 USDC");
     for (const id of PAGE_IDS) {
-      await page.goto(`${server.url}?page=${id}&run=sample.jsonl&t=62124`);
+      await page.goto(`${server.url}?page=${id}&run=sample.jsonl&t=${facts.end}`);
       await page.locator(".page-head .badge-recorded").waitFor();
       expect(await page.locator(".page-head .badge-recorded").textContent()).to.equal("Recorded");
       await screenshot(page, `recorded-${id}`);
@@ -53,14 +64,14 @@ describe("dashboard: the recorded run in a real browser", function () {
     const small = await browser.newContext({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 0.6 });
     const p = await small.newPage();
     for (const id of PAGE_IDS) {
-      await p.goto(`${server.url}?page=${id}&run=sample.jsonl&t=62124`);
+      await p.goto(`${server.url}?page=${id}&run=sample.jsonl&t=${facts.end}`);
       await p.locator(".page-head .badge-recorded").waitFor();
       await p.waitForTimeout(500);
       await screenshot(p, `small-${id}`, false);
     }
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 1 });
     const q = await phone.newPage();
-    await q.goto(`${server.url}?run=sample.jsonl&t=62124`);
+    await q.goto(`${server.url}?run=sample.jsonl&t=${facts.end}`);
     await q.locator(".page-head .badge-recorded").waitFor();
     await q.waitForTimeout(500);
     await screenshot(q, "small-phone-status", false);
@@ -69,13 +80,13 @@ describe("dashboard: the recorded run in a real browser", function () {
   });
 
   it("shows the failure story: the refusal, the failover and who signed", async function () {
-    await page.goto(`${server.url}?run=sample.jsonl&t=62124`);
+    await page.goto(`${server.url}?run=sample.jsonl&t=${facts.end}`);
     await page.getByText("step 100: refused: mallory's step 100").waitFor();
     await page.getByText("step 100: failover: alice missed heartbeats").waitFor();
     const rows = page.getByRole("region", { name: "Checkpoints and signatures" }).locator("tbody tr");
     expect(await rows.count()).to.equal(7);
     expect(await rows.first().textContent()).to.match(/mallory.*refused.*3 of 3 signed.*replay-mismatch/);
-    await page.goto(`${server.url}?page=provide&run=sample.jsonl&t=62124`);
+    await page.goto(`${server.url}?page=provide&run=sample.jsonl&t=${facts.end}`);
     expect(await page.getByTestId("provider-bob").textContent()).to.match(/Capped profile.*500.*0\.600000/);
     expect(await page.getByTestId("provider-mallory").textContent()).to.match(/Injected fault/);
     // No provider in this run reported a GPU or another machine: those badges never show.
@@ -110,8 +121,8 @@ describe("dashboard: the recorded run in a real browser", function () {
     await page.goto(`${server.url}?run=sample.jsonl&t=0`);
     await page.getByRole("button", { name: "Play" }).waitFor();
     await page.keyboard.press("End");
-    await page.waitForFunction(`Number(new URL(location.href).searchParams.get("t")) > 62000`);
-    expect(await page.locator(".pb-time").textContent()).to.equal("1:02 / 1:02");
+    await page.waitForFunction(`Number(new URL(location.href).searchParams.get("t")) > ${facts.end - 1000}`);
+    expect(await page.locator(".pb-time").textContent()).to.equal(facts.duration);
     await page.keyboard.press("Home");
     await page.waitForFunction(`new URL(location.href).searchParams.get("t") === "0"`);
     await page.keyboard.press("]");
@@ -123,13 +134,13 @@ describe("dashboard: the recorded run in a real browser", function () {
   });
 
   it("checks a wallet from the recording's events", async function () {
-    await page.goto(`${server.url}?page=onchain&run=sample.jsonl&t=62124`);
-    await page.getByLabel("Address").fill("0x63950997B355C53021Ff793FF2a5D43e4016E27B");
+    await page.goto(`${server.url}?page=onchain&run=sample.jsonl&t=${facts.end}`);
+    await page.getByLabel("Address").fill(facts.bob);
     await page.getByRole("button", { name: "Check" }).click();
     const result = page.getByTestId("wallet-result");
     await result.waitFor();
     expect(await result.textContent()).to.match(/0\.600000 USDC earned and claimable now/);
-    expect(await result.textContent()).to.contain("From the recording's events up to block 43");
+    expect(await result.textContent()).to.contain(`From the recording's events up to block ${facts.lastBlock}`);
   });
 
   it("has no serious accessibility violation on any page, wide or phone-width", async function () {
@@ -137,7 +148,7 @@ describe("dashboard: the recorded run in a real browser", function () {
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 900 });
       for (const id of PAGE_IDS) {
-        await page.goto(`${server.url}?page=${id}&run=sample.jsonl&t=62124`);
+        await page.goto(`${server.url}?page=${id}&run=sample.jsonl&t=${facts.end}`);
         await page.locator("h1").waitFor();
         await page.waitForTimeout(300);
         for (const v of await seriousViolations(page)) found.push(`${id} @${width}px: ${v}`);
