@@ -97,7 +97,11 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const actors = await prepareActors(o, net, provider, protocol, note);
     const ports = { coordinator: await freePort(8600), collector: await freePort(8601) };
     // dashboard hook: served for the whole run (read-only), on a free port
-    dashboard = await startDashboardServer({ rpc, deploymentFile, coordinatorUrl: `http://127.0.0.1:${ports.coordinator}`, collectorUrl: `http://127.0.0.1:${ports.collector}`, store: path.join(o.runDir, "store"), port: await freePort(8700), extraRecordings: { "this-run.jsonl": recorder.file }, note });
+    dashboard = await startDashboardServer({
+      rpc, deploymentFile, note, port: await freePort(8700), store: path.join(o.runDir, "store"),
+      coordinatorUrl: `http://127.0.0.1:${ports.coordinator}`, collectorUrl: `http://127.0.0.1:${ports.collector}`,
+      extraRecordings: { "this-run.jsonl": recorder.file },
+    });
     note(`dashboard: ${dashboard.url}`);
     startOffChain(group, o, rpc, deploymentFile, actors, ports);
     note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
