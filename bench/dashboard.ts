@@ -27,8 +27,16 @@ export async function benchDashboard(log: (line: string) => void = () => {}): Pr
   try {
     log("dashboard: short scenario on a local network for the first render …");
     await runScenario({
-      template: "blobs-tiny", totalSteps: 40, checkpointInterval: 10, dispute: false, fault: "", kill: false,
-      runDir, deploymentId, timeoutMs: 600_000, print: (l) => lines.push(l),
+      template: "blobs-tiny",
+      totalSteps: 40,
+      checkpointInterval: 10,
+      dispute: false,
+      fault: "",
+      kill: false,
+      runDir,
+      deploymentId,
+      timeoutMs: 600_000,
+      print: (l) => lines.push(l),
       beforeStop: async ({ rpc, deploymentFile }) => {
         const url = /dashboard: (http:\S+)/.exec(lines.join("\n"))![1];
         const page = await (await browser.newContext()).newPage();
@@ -57,7 +65,8 @@ export async function benchDashboard(log: (line: string) => void = () => {}): Pr
 function bundleGzipKb(): number {
   const dir = path.join(DIST_DIR, "assets");
   let bytes = 0;
-  for (const f of readdirSync(dir)) if (/\.(js|css)$/.test(f)) bytes += gzipSync(readFileSync(path.join(dir, f)), { level: 9 }).length;
+  for (const f of readdirSync(dir))
+    if (/\.(js|css)$/.test(f)) bytes += gzipSync(readFileSync(path.join(dir, f)), { level: 9 }).length;
   bytes += gzipSync(readFileSync(path.join(DIST_DIR, "index.html"))).length;
   return Math.round(bytes / 102.4) / 10;
 }
@@ -69,7 +78,10 @@ function median(xs: number[]): number {
 
 /** recordings/sample.jsonl tiled TILES times: new job ids, later blocks, run time compressed 10×. */
 export function longRecording(file: string): { entries: number; events: number } {
-  const sample = readFileSync(path.join("recordings", "sample.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  const sample = readFileSync(path.join("recordings", "sample.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const span = sample.at(-1).ms + 1000;
   const out: string[] = [];
   let events = 0;
@@ -95,12 +107,24 @@ export function longRecording(file: string): { entries: number; events: number }
   return { entries: out.length, events };
 }
 
-export async function longestTask(browser: Awaited<ReturnType<typeof launch>>, rpc: string, deploymentFile: string, dir: string, log: (l: string) => void): Promise<number> {
+export async function longestTask(
+  browser: Awaited<ReturnType<typeof launch>>,
+  rpc: string,
+  deploymentFile: string,
+  dir: string,
+  log: (l: string) => void,
+): Promise<number> {
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, "bench-long.jsonl");
   const { entries, events } = longRecording(file);
   log(`dashboard: playing ${entries} entries (${events} chain events) at 16× …`);
-  const server = await startDashboardServer({ rpc, deploymentFile, coordinatorUrl: "http://127.0.0.1:9", collectorUrl: "http://127.0.0.1:9", extraRecordings: { "bench-long.jsonl": file } });
+  const server = await startDashboardServer({
+    rpc,
+    deploymentFile,
+    coordinatorUrl: "http://127.0.0.1:9",
+    collectorUrl: "http://127.0.0.1:9",
+    extraRecordings: { "bench-long.jsonl": file },
+  });
   try {
     const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     if (process.env.DEBUG_LONGTASK) page.on("console", (m) => m.type() === "debug" && log(m.text()));
@@ -117,7 +141,9 @@ export async function longestTask(browser: Awaited<ReturnType<typeof launch>>, r
     await page.waitForFunction(`!/\\/ 0:00$/.test(document.querySelector(".pb-time")?.textContent ?? "/ 0:00")`);
     await page.waitForTimeout(500);
     // Loading is not playback: count from here.
-    await page.evaluate(`window.__longest = 0; console.debug("playback starts at " + Math.round(performance.now()) + " ms")`);
+    await page.evaluate(
+      `window.__longest = 0; console.debug("playback starts at " + Math.round(performance.now()) + " ms")`,
+    );
     await page.getByLabel("Playback speed").selectOption("16");
     await page.getByRole("button", { name: "Play" }).click();
     await page.getByRole("button", { name: "Play" }).waitFor({ timeout: 300_000 }); // back to Play at the end

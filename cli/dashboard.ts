@@ -14,7 +14,8 @@ const OPTIONS = {
   collector: { type: "string", default: "http://127.0.0.1:8601" },
 } as const;
 
-export const USAGE = `usage: gpuchain dashboard [--port P] [--rpc URL] [--deployment FILE] [--coordinator URL] [--collector URL]
+export const USAGE = `usage: gpuchain dashboard [--port P] [--rpc URL] [--deployment FILE] [--coordinator URL]
+                          [--collector URL]
 
   --port P            listen on 127.0.0.1:P (default 8700; 0 picks a free port)
   --rpc URL           JSON-RPC endpoint the browser reads the chain from (default http://127.0.0.1:8545)
@@ -31,10 +32,15 @@ export async function main(argv: string[]): Promise<number> {
   }
   const port = Number(values.port);
   if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be 0..65535, got "${values.port}"`);
-  for (const [flag, url] of [["rpc", values.rpc], ["coordinator", values.coordinator], ["collector", values.collector]] as const) {
+  for (const [flag, url] of [
+    ["rpc", values.rpc],
+    ["coordinator", values.coordinator],
+    ["collector", values.collector],
+  ] as const) {
     if (!/^https?:\/\/[^\s]+$/.test(url)) throw new UsageError(`--${flag} must be an http(s) URL, got "${url}"`);
   }
-  if (!existsSync(values.deployment)) throw new UsageError(`--deployment ${values.deployment}: no such file (Ignition's deployed_addresses.json)`);
+  if (!existsSync(values.deployment))
+    throw new UsageError(`--deployment ${values.deployment}: no such file (Ignition's deployed_addresses.json)`);
   const server = await startDashboardServer({
     rpc: values.rpc,
     deploymentFile: values.deployment,

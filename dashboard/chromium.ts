@@ -6,7 +6,8 @@ import { existsSync } from "node:fs";
 import { chromium, type Browser } from "playwright-core";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-export const MISSING = `Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set CHROMIUM_PATH`;
+export const MISSING =
+  `Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium) or set ` + `CHROMIUM_PATH`;
 
 export function chromiumMissing(): boolean {
   return !existsSync(CHROMIUM);

@@ -43,7 +43,10 @@ export async function ensureBuilt(note: (line: string) => void = () => {}): Prom
   const vite = path.join(path.dirname(createRequire(import.meta.url).resolve("vite/package.json")), "bin", "vite.js");
   const started = Date.now();
   const { code, output } = await new Promise<{ code: number; output: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [vite, "build", DASHBOARD_DIR], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [vite, "build", DASHBOARD_DIR], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout.on("data", (d) => (output += d));
     child.stderr.on("data", (d) => (output += d));

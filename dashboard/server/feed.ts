@@ -53,8 +53,24 @@ export class LiveFeed {
   readonly processes = new Map<string, ProcessSeen>();
   coordinator = { reachable: false, lastOkAt: null as number | null, checked: false };
   collector = { reachable: false, lastOkAt: null as number | null, checked: false };
-  heartbeats: { provider: string; name: string; job: string; epoch: string; step: number; loss: number | null; ageMs: number }[] = [];
-  pending: { kind: string; job: string; epoch?: string; step?: number; accept?: boolean; signers: string[]; threshold: number }[] = [];
+  heartbeats: {
+    provider: string;
+    name: string;
+    job: string;
+    epoch: string;
+    step: number;
+    loss: number | null;
+    ageMs: number;
+  }[] = [];
+  pending: {
+    kind: string;
+    job: string;
+    epoch?: string;
+    step?: number;
+    accept?: boolean;
+    signers: string[];
+    threshold: number;
+  }[] = [];
   private owners: string[] = [];
   private threshold = 0;
   private lastReserves = "";
@@ -115,7 +131,12 @@ export class LiveFeed {
       // Ask the chain id first, plainly: an ethers provider on a chain that is down retries and logs forever.
       const chainId = await rpcChainId(this.o.rpc);
       const network = Network.from(chainId);
-      this.provider = new JsonRpcProvider(this.o.rpc, network, { staticNetwork: network, polling: false, cacheTimeout: -1, batchMaxCount: 1 });
+      this.provider = new JsonRpcProvider(this.o.rpc, network, {
+        staticNetwork: network,
+        polling: false,
+        cacheTimeout: -1,
+        batchMaxCount: 1,
+      });
       this.escrow = connectProtocol(this.o.deployment, this.provider).escrow as unknown as Contract;
       this.safe = new Contract(this.o.deployment.verifierSafe, SAFE_ABI, this.provider);
       this.indexedBlock = (await this.deploymentBlock()) - 1;
@@ -134,7 +155,11 @@ export class LiveFeed {
     while (this.indexedBlock < head) {
       const from = this.indexedBlock + 1;
       const to = Math.min(head, from + this.o.maxBlocksPerQuery - 1);
-      const logs = await this.provider.getLogs({ address: [this.o.deployment.escrow, this.o.deployment.registry], fromBlock: from, toBlock: to });
+      const logs = await this.provider.getLogs({
+        address: [this.o.deployment.escrow, this.o.deployment.registry],
+        fromBlock: from,
+        toBlock: to,
+      });
       for (const log of logs) this.onLog(log);
       this.indexedBlock = to;
     }
@@ -190,10 +215,28 @@ export class LiveFeed {
     try {
       const res = await fetch(`${this.o.coordinatorUrl}/heartbeats`, { signal: AbortSignal.timeout(3000) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const body = (await res.json()) as { beats: { provider: string; jobId: string; epoch: string; step: number; loss: number | null; stepsPerSecond: number | null; ageMs: number }[] };
+      const body = (await res.json()) as {
+        beats: {
+          provider: string;
+          jobId: string;
+          epoch: string;
+          step: number;
+          loss: number | null;
+          stepsPerSecond: number | null;
+          ageMs: number;
+        }[];
+      };
       this.coordinator = { reachable: true, lastOkAt: now, checked: true };
       this.seen("coordinator", "keeper", now);
-      this.heartbeats = body.beats.map((b) => ({ provider: b.provider, name: this.nameOf(b.provider), job: b.jobId, epoch: b.epoch, step: b.step, loss: b.loss, ageMs: b.ageMs }));
+      this.heartbeats = body.beats.map((b) => ({
+        provider: b.provider,
+        name: this.nameOf(b.provider),
+        job: b.jobId,
+        epoch: b.epoch,
+        step: b.step,
+        loss: b.loss,
+        ageMs: b.ageMs,
+      }));
       for (const b of body.beats) {
         const name = this.nameOf(b.provider);
         this.seen(name, "provider", now - b.ageMs, b.jobId === "0" ? "idle" : `job ${b.jobId} step ${b.step}`);
@@ -223,19 +266,51 @@ export class LiveFeed {
     try {
       const res = await fetch(`${this.o.collectorUrl}/pending`, { signal: AbortSignal.timeout(3000) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const body = (await res.json()) as { pending: { digest: string; kind: string; job: string; epoch?: string; step?: number; action: string; signers: string[] }[] };
+      const body = (await res.json()) as {
+        pending: {
+          digest: string;
+          kind: string;
+          job: string;
+          epoch?: string;
+          step?: number;
+          action: string;
+          signers: string[];
+        }[];
+      };
       this.collector = { reachable: true, lastOkAt: now, checked: true };
       this.seen("collector", "keeper", now);
-      this.pending = body.pending.map((p) => ({ kind: p.kind, job: p.job, epoch: p.epoch, step: p.step, accept: p.action === "accept", signers: p.signers, threshold: this.threshold }));
+      this.pending = body.pending.map((p) => ({
+        kind: p.kind,
+        job: p.job,
+        epoch: p.epoch,
+        step: p.step,
+        accept: p.action === "accept",
+        signers: p.signers,
+        threshold: this.threshold,
+      }));
       for (const p of body.pending) {
         const seen = this.signersSeen.get(p.digest) ?? new Set<string>();
         this.signersSeen.set(p.digest, seen);
         for (const signer of p.signers) {
           if (seen.has(signer)) continue;
           seen.add(signer);
-          this.seen(this.nameOf(signer), "verifier", now, `signed job ${p.job}${p.step ? ` step ${p.step}` : " verdict"}`);
+          this.seen(
+            this.nameOf(signer),
+            "verifier",
+            now,
+            `signed job ${p.job}${p.step ? ` step ${p.step}` : " verdict"}`,
+          );
           // The same shape as the collector's own "signature" line in a recording.
-          this.push("log", "keepers", { component: "collector", msg: "signature", job: p.job, epoch: p.epoch, step: p.step, action: p.action, digest: p.digest, signer });
+          this.push("log", "keepers", {
+            component: "collector",
+            msg: "signature",
+            job: p.job,
+            epoch: p.epoch,
+            step: p.step,
+            action: p.action,
+            digest: p.digest,
+            signer,
+          });
         }
       }
       if (this.signersSeen.size > 10_000) this.signersSeen.clear();
@@ -252,7 +327,11 @@ export class LiveFeed {
   snapshot() {
     return {
       at: Date.now(),
-      coordinator: { url: this.o.coordinatorUrl, reachable: this.coordinator.reachable, lastOkAt: this.coordinator.lastOkAt },
+      coordinator: {
+        url: this.o.coordinatorUrl,
+        reachable: this.coordinator.reachable,
+        lastOkAt: this.coordinator.lastOkAt,
+      },
       collector: { url: this.o.collectorUrl, reachable: this.collector.reachable, lastOkAt: this.collector.lastOkAt },
       processes: [...this.processes.values()],
       heartbeats: this.heartbeats,
@@ -280,4 +359,3 @@ function plain(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(plain);
   return v;
 }
-

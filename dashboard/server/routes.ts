@@ -17,7 +17,11 @@ const VIEW_PARAMS = new Set(["page", "run", "t", "job", "provider"]);
 
 export function decideRequest(method: string, rawUrl: string, hasRecording: (name: string) => boolean): Decision {
   if (method !== "GET" && method !== "HEAD") {
-    return { kind: "error", status: 405, reason: `${method} is not allowed: the dashboard is read-only (GET and HEAD only)` };
+    return {
+      kind: "error",
+      status: 405,
+      reason: `${method} is not allowed: the dashboard is read-only (GET and HEAD only)`,
+    };
   }
   let url: URL;
   try {
@@ -28,7 +32,8 @@ export function decideRequest(method: string, rawUrl: string, hasRecording: (nam
   const p = url.pathname;
   const params = [...url.searchParams.keys()];
   if (p.startsWith("/api/")) {
-    if (params.length) return { kind: "error", status: 400, reason: `${p} takes no query parameters (got ${params.join(", ")})` };
+    if (params.length)
+      return { kind: "error", status: 400, reason: `${p} takes no query parameters (got ${params.join(", ")})` };
     if (p === "/api/config") return { kind: "config" };
     if (p === "/api/status") return { kind: "status" };
     if (p === "/api/stream") return { kind: "stream" };
@@ -39,14 +44,24 @@ export function decideRequest(method: string, rawUrl: string, hasRecording: (nam
       } catch {
         return { kind: "error", status: 400, reason: "malformed recording name" };
       }
-      if (!RECORDING_NAME.test(name)) return { kind: "error", status: 400, reason: `recording name must look like NAME.jsonl (letters, digits, . _ -), got "${name.slice(0, 80)}"` };
+      if (!RECORDING_NAME.test(name))
+        return {
+          kind: "error",
+          status: 400,
+          reason: `recording name must look like NAME.jsonl (letters, digits, . _ -), got "${name.slice(0, 80)}"`,
+        };
       if (!hasRecording(name)) return { kind: "error", status: 404, reason: `no recording named ${name}` };
       return { kind: "recording", name };
     }
     return { kind: "error", status: 404, reason: `no API route ${p}` };
   }
   const unknown = params.filter((k) => !VIEW_PARAMS.has(k));
-  if (unknown.length) return { kind: "error", status: 400, reason: `unknown query parameter ${unknown.join(", ")} (the view takes ${[...VIEW_PARAMS].join(", ")})` };
+  if (unknown.length)
+    return {
+      kind: "error",
+      status: 400,
+      reason: `unknown query parameter ${unknown.join(", ")} (the view takes ${[...VIEW_PARAMS].join(", ")})`,
+    };
   let decoded: string;
   try {
     decoded = decodeURIComponent(p);

@@ -51,7 +51,12 @@ const CHAINS: Record<string, { name: string; explorer?: string }> = {
 export async function startDashboardServer(o: DashboardOptions): Promise<DashboardServer> {
   await ensureBuilt(o.note);
   const deployment = loadDeployment(o.deploymentFile);
-  const feed = new LiveFeed({ rpc: o.rpc, deployment, coordinatorUrl: trimSlash(o.coordinatorUrl), collectorUrl: trimSlash(o.collectorUrl) });
+  const feed = new LiveFeed({
+    rpc: o.rpc,
+    deployment,
+    coordinatorUrl: trimSlash(o.coordinatorUrl),
+    collectorUrl: trimSlash(o.collectorUrl),
+  });
   feed.start();
   const recordingsDir = o.recordingsDir ?? path.resolve(DIST_DIR, "..", "..", "recordings");
   const recordings = () => listRecordings(recordingsDir, o.extraRecordings ?? {});
@@ -72,7 +77,12 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
         explorer: CHAINS[id ?? ""]?.explorer,
         rpc: o.rpc,
         deploymentFile: o.deploymentFile,
-        deployment: { escrow: deployment.escrow, registry: deployment.registry, usdc: deployment.usdc, verifierSafe: deployment.verifierSafe },
+        deployment: {
+          escrow: deployment.escrow,
+          registry: deployment.registry,
+          usdc: deployment.usdc,
+          verifierSafe: deployment.verifierSafe,
+        },
         coordinator: trimSlash(o.coordinatorUrl),
         collector: trimSlash(o.collectorUrl),
         store: o.store ?? ".gpuchain/store",
@@ -93,7 +103,9 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
     const target = existsSync(file) && statSync(file).isFile() ? file : path.join(DIST_DIR, "index.html");
     res.writeHead(200, {
       "content-type": TYPES[path.extname(target)] ?? "application/octet-stream",
-      "cache-control": target.includes(`${path.sep}assets${path.sep}`) ? "public, max-age=31536000, immutable" : "no-cache",
+      "cache-control": target.includes(`${path.sep}assets${path.sep}`)
+        ? "public, max-age=31536000, immutable"
+        : "no-cache",
     });
     if (req.method === "HEAD") return res.end();
     createReadStream(target).pipe(res);

@@ -58,7 +58,10 @@ export function App() {
   };
 
   const recorded = view.run !== null;
-  const chain = useMemo(() => (config && !recorded && /^\d+$/.test(config.chainId) ? new ChainReader(config) : null), [config, recorded]);
+  const chain = useMemo(
+    () => (config && !recorded && /^\d+$/.test(config.chainId) ? new ChainReader(config) : null),
+    [config, recorded],
+  );
   useEffect(() => () => chain?.stop(), [chain]);
   const health = useChainHealth(chain);
   const run = useRun(view.run, view.t, (t) => {
@@ -98,7 +101,13 @@ export function App() {
   });
 
   const props: PageProps = { run, config, chain, health, recorded, view, go };
-  const page = { status: StatusPage, provide: ProvidePage, onchain: OnChainPage, help: HelpPage, recorded: RecordedPage }[view.page];
+  const page = {
+    status: StatusPage,
+    provide: ProvidePage,
+    onchain: OnChainPage,
+    help: HelpPage,
+    recorded: RecordedPage,
+  }[view.page];
   const Page = page;
   const title = PAGES.find((p) => p.id === view.page)!.title;
   useEffect(() => {
@@ -108,7 +117,19 @@ export function App() {
   // The pages re-render when their data changes, not on every playback clock tick (the bar has its own).
   const pageElement = useMemo(
     () => <Page {...props} />,
-    [Page, run.version, run.snapshot, run.stream, run.snapshotError, view.job, view.provider, health, config, recorded, chain],
+    [
+      Page,
+      run.version,
+      run.snapshot,
+      run.stream,
+      run.snapshotError,
+      view.job,
+      view.provider,
+      health,
+      config,
+      recorded,
+      chain,
+    ],
   );
   const runBadges = [...(recorded ? ["Recorded"] : []), ...pageBadges(props)];
   return (

@@ -8,7 +8,10 @@ export function describeEvent(e: ChainEvent, name: (a: unknown) => string): stri
   const a = e.args ?? {};
   switch (e.name) {
     case "ProviderRegistered":
-      return `${a.name} registered: ${a.deviceModel} (${Number(a.kind) === 1 ? "GPU" : "CPU"}, ${a.memoryMiB} MiB) at ${price(String(a.pricePerStep))} USDC/step`;
+      return (
+        `${a.name} registered: ${a.deviceModel} (${Number(a.kind) === 1 ? "GPU" : "CPU"}, ${a.memoryMiB} ` +
+        `MiB) at ${price(String(a.pricePerStep))} USDC/step`
+      );
     case "ProviderUpdated":
       return `${name(a.provider)} changed its offer to ${price(String(a.pricePerStep))} USDC/step`;
     case "ProviderDeactivated":
@@ -16,21 +19,36 @@ export function describeEvent(e: ChainEvent, name: (a: unknown) => string): stri
     case "ProviderReactivated":
       return `${name(a.provider)} takes new work again`;
     case "JobCreated":
-      return `job ${a.jobId} posted: ${a.totalSteps} steps, checkpoint every ${a.checkpointInterval}, budget ${usdc(String(a.budget))} USDC locked`;
+      return (
+        `job ${a.jobId} posted: ${a.totalSteps} steps, checkpoint every ${a.checkpointInterval}, budget ` +
+        `${usdc(String(a.budget))} USDC locked`
+      );
     case "ProviderAssigned":
-      return `job ${a.jobId} assigned to ${name(a.provider)} (epoch ${a.epoch}) at ${price(String(a.pricePerStep))} USDC/step, from step ${a.resumeStep}`;
+      return (
+        `job ${a.jobId} assigned to ${name(a.provider)} (epoch ${a.epoch}) at ` +
+        `${price(String(a.pricePerStep))} USDC/step, from step ${a.resumeStep}`
+      );
     case "ProviderUnassigned":
-      return `${name(a.provider)} unassigned from job ${a.jobId} (${REASONS[Number(a.reason)] ?? "unknown reason"}); epoch is now ${a.newEpoch}`;
+      return (
+        `${name(a.provider)} unassigned from job ${a.jobId} ` +
+        `(${REASONS[Number(a.reason)] ?? "unknown reason"}); epoch is now ${a.newEpoch}`
+      );
     case "LeaseExtended":
       return `${name(a.provider)} extended its lease on job ${a.jobId}`;
     case "CheckpointReported":
       return `${name(a.provider)} reported step ${a.step} of job ${a.jobId} (${short(String(a.checkpointHash))})`;
     case "CheckpointAccepted":
-      return `Quality Guard accepted ${name(a.provider)}'s step ${a.step}: ${a.stepsCredited} steps, ${usdc(String(a.amount))} USDC credited`;
+      return (
+        `Quality Guard accepted ${name(a.provider)}'s step ${a.step}: ${a.stepsCredited} steps, ` +
+        `${usdc(String(a.amount))} USDC credited`
+      );
     case "CheckpointRefused":
       return `Quality Guard refused ${name(a.provider)}'s step ${a.step}: fenced off job ${a.jobId}`;
     case "VerdictSubmitted":
-      return `verdict for job ${a.jobId}: held-out accuracy ${(Number(a.metric) / 100).toFixed(2)} %, ${a.passed ? "passed" : "failed"}`;
+      return (
+        `verdict for job ${a.jobId}: held-out accuracy ${(Number(a.metric) / 100).toFixed(2)} %, ` +
+        `${a.passed ? "passed" : "failed"}`
+      );
     case "DisputeOpened":
       return `the client disputed job ${a.jobId} with a ${usdc(String(a.bond))} USDC bond`;
     case "DisputeResolved":
@@ -38,7 +56,10 @@ export function describeEvent(e: ChainEvent, name: (a: unknown) => string): stri
     case "ArbiterTimedOut":
       return `the arbiter stayed silent on job ${a.jobId}: the verdict stands`;
     case "JobSettled":
-      return `job ${a.jobId} settled: providers paid ${usdc(String(a.providersPaid))} USDC, client refund ${usdc(String(a.refund))} USDC`;
+      return (
+        `job ${a.jobId} settled: providers paid ${usdc(String(a.providersPaid))} USDC, client refund ` +
+        `${usdc(String(a.refund))} USDC`
+      );
     case "JobCancelled":
       return `job ${a.jobId} cancelled: ${usdc(String(a.refund))} USDC back to the client`;
     case "EarningsReleased":

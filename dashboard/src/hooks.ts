@@ -45,7 +45,8 @@ export function useChainRead<T>(
       .then((value) => !cancelled && setR({ value, block: head, at: Date.now(), stale: false }))
       .catch((err) => {
         last.current = "";
-        if (!cancelled) setR((old) => ({ ...old, stale: true, error: String((err as Error).message ?? err).slice(0, 160) }));
+        if (!cancelled)
+          setR((old) => ({ ...old, stale: true, error: String((err as Error).message ?? err).slice(0, 160) }));
       });
     return () => {
       cancelled = true;

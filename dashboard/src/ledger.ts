@@ -9,7 +9,12 @@ export { providerSummaries } from "../../sdk/narrative.ts";
 export { walletOf, JobStatus, statusAt } from "../../sdk/ledger.ts";
 export type { Ledger, LedgerJob };
 
-const REGISTRY_EVENTS = new Set(["ProviderRegistered", "ProviderUpdated", "ProviderDeactivated", "ProviderReactivated"]);
+const REGISTRY_EVENTS = new Set([
+  "ProviderRegistered",
+  "ProviderUpdated",
+  "ProviderDeactivated",
+  "ProviderReactivated",
+]);
 
 let memo: { events: readonly ChainEvent[]; length: number; ledger: Ledger | null } | null = null;
 
@@ -29,7 +34,17 @@ export function ledgerOf(events: readonly ChainEvent[]): Ledger | null {
   return ledger;
 }
 
-export const STATUS_NAMES = ["None", "Open", "Running", "Dispute window", "Settleable", "Disputed", "Arbiter timed out", "Settled", "Cancelled"];
+export const STATUS_NAMES = [
+  "None",
+  "Open",
+  "Running",
+  "Dispute window",
+  "Settleable",
+  "Disputed",
+  "Arbiter timed out",
+  "Settled",
+  "Cancelled",
+];
 
 export function statusName(job: LedgerJob, nowSec: bigint): string {
   return STATUS_NAMES[statusAt(job, nowSec)] ?? "unknown";

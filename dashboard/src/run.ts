@@ -107,7 +107,15 @@ export function useRun(recording: string | null, initialT: number | null, onTime
     stateRef.current = emptyState();
     entriesRef.current = [];
     cursor.current = 0;
-    setPlayback({ name: recording, date: "", durationMs: 0, t: 0, playing: false, speed: clock.current.speed, markers: [] });
+    setPlayback({
+      name: recording,
+      date: "",
+      durationMs: 0,
+      t: 0,
+      playing: false,
+      speed: clock.current.speed,
+      markers: [],
+    });
     void (async () => {
       try {
         const res = await fetch(`api/recordings/${encodeURIComponent(recording)}`);
@@ -121,7 +129,15 @@ export function useRun(recording: string | null, initialT: number | null, onTime
         const t = Math.min(initialT ?? 0, durationMs);
         clock.current = { ...clock.current, t, playing: initialT === null, startedAt: performance.now(), startT: t };
         seekTo(t);
-        setPlayback({ name: recording, date, durationMs, t, playing: clock.current.playing, speed: clock.current.speed, markers: full.markers });
+        setPlayback({
+          name: recording,
+          date,
+          durationMs,
+          t,
+          playing: clock.current.playing,
+          speed: clock.current.speed,
+          markers: full.markers,
+        });
         const loop = () => {
           if (cancelled) return;
           const c = clock.current;
@@ -204,7 +220,8 @@ export function useRun(recording: string | null, initialT: number | null, onTime
 function recordingDate(entries: Entry[]): string {
   for (const e of entries) {
     const t = (e.data as { t?: string } | null)?.t;
-    if (e.kind === "log" && typeof t === "string") return new Date(Date.parse(t) - e.ms).toISOString().slice(0, 16).replace("T", " ") + " UTC";
+    if (e.kind === "log" && typeof t === "string")
+      return new Date(Date.parse(t) - e.ms).toISOString().slice(0, 16).replace("T", " ") + " UTC";
   }
   return "date not recorded";
 }

@@ -15,7 +15,13 @@ export function readView(search = location.search): View {
   const q = new URLSearchParams(search);
   const page = (PAGES.find((p) => p.id === q.get("page"))?.id ?? "status") as PageId;
   const t = q.get("t");
-  return { page, run: q.get("run"), t: t && /^\d+$/.test(t) ? Number(t) : null, job: q.get("job"), provider: q.get("provider") };
+  return {
+    page,
+    run: q.get("run"),
+    t: t && /^\d+$/.test(t) ? Number(t) : null,
+    job: q.get("job"),
+    provider: q.get("provider"),
+  };
 }
 
 export function writeView(v: View, push: boolean): void {

@@ -42,7 +42,8 @@ export class HeartbeatView {
       epoch: String(b.epoch),
       step: Number(b.step),
       loss: typeof b.loss === "number" && Number.isFinite(b.loss) ? b.loss : null,
-      stepsPerSecond: typeof b.stepsPerSecond === "number" && Number.isFinite(b.stepsPerSecond) ? b.stepsPerSecond : null,
+      stepsPerSecond:
+        typeof b.stepsPerSecond === "number" && Number.isFinite(b.stepsPerSecond) ? b.stepsPerSecond : null,
       receivedAt,
     });
     if (this.latest.size > this.max) this.latest.delete(this.latest.keys().next().value!);
@@ -52,7 +53,10 @@ export class HeartbeatView {
   route(now: () => number): Route {
     return (): JsonResponse => {
       const t = now();
-      return { status: 200, body: { now: t, beats: [...this.latest.values()].map((b) => ({ ...b, ageMs: t - b.receivedAt })) } };
+      return {
+        status: 200,
+        body: { now: t, beats: [...this.latest.values()].map((b) => ({ ...b, ageMs: t - b.receivedAt })) },
+      };
     };
   }
 }

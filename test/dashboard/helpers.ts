@@ -27,7 +27,20 @@ export function offlineDeployment(dir: string): string {
   mkdirSync(dir, { recursive: true });
   const a = (n: number) => "0x" + n.toString(16).padStart(40, "0");
   const file = path.join(dir, "deployed_addresses.json");
-  const keys = ["JobEscrow", "ProviderRegistry", "TestUSDC", "VerifierSafeProxy", "SafeL2", "SafeProxyFactory", "CompatibilityFallbackHandler", "MultiSend", "MultiSendCallOnly", "SignMessageLib", "CreateCall", "SimulateTxAccessor"];
+  const keys = [
+    "JobEscrow",
+    "ProviderRegistry",
+    "TestUSDC",
+    "VerifierSafeProxy",
+    "SafeL2",
+    "SafeProxyFactory",
+    "CompatibilityFallbackHandler",
+    "MultiSend",
+    "MultiSendCallOnly",
+    "SignMessageLib",
+    "CreateCall",
+    "SimulateTxAccessor",
+  ];
   writeFileSync(file, JSON.stringify(Object.fromEntries(keys.map((k, i) => [`GPUChain#${k}`, a(i + 1)]))));
   return file;
 }

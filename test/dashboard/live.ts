@@ -82,7 +82,8 @@ describe("dashboard: a live local network in a real browser", function () {
   });
 
   const report = (name: string) => () => {
-    if (!outcome.has(name)) throw new Error(`the check did not run (the network did not reach settlement):\n${lines.slice(-30).join("\n")}`);
+    if (!outcome.has(name))
+      throw new Error(`the check did not run (the network did not reach settlement):\n${lines.slice(-30).join("\n")}`);
     const err = outcome.get(name);
     if (err) throw err;
   };
@@ -95,7 +96,10 @@ describe("dashboard: a live local network in a real browser", function () {
   it("Check any wallet equals `gpuchain wallet` for the same address", report("wallet"));
   it("proof of reserves equals `gpuchain reserves`", report("reserves"));
   it("the Provide compute command, run as shown, registers a provider that the page then shows", report("provide"));
-  it("RPC answering 429, then down → Chain unreachable with last values kept, then it recovers by itself", report("chain"));
+  it(
+    "RPC answering 429, then down → Chain unreachable with last values kept, then it recovers by itself",
+    report("chain"),
+  );
   it("coordinator killed → Coordinator offline, and the switch to the recorded run works", report("coordinator"));
   it("has no serious accessibility violation on any live page", report("axe"));
   void chromiumMissing;
@@ -192,7 +196,9 @@ async function chainUnreachable(page: Page, url: string, rpc: string) {
   const held = await page.getByTestId("reserves-held").textContent();
   const banner = page.getByRole("alert").filter({ hasText: "Chain unreachable" });
   for (const fault of ["429", "down"] as const) {
-    await page.route(isRpc, (r) => (fault === "429" ? r.fulfill({ status: 429, body: "Too Many Requests" }) : r.abort("connectionrefused")));
+    await page.route(isRpc, (r) =>
+      fault === "429" ? r.fulfill({ status: 429, body: "Too Many Requests" }) : r.abort("connectionrefused"),
+    );
     await banner.waitFor({ timeout: 20_000 });
     if (fault === "429") expect(await banner.textContent()).to.contain("429");
     expect(await page.getByTestId("reserves-held").textContent()).to.equal(held); // the last good value, not a zero
@@ -203,9 +209,18 @@ async function chainUnreachable(page: Page, url: string, rpc: string) {
 
 async function coordinatorKilled(context: BrowserContext, net: Net, common: string[]) {
   const port = await freePort(0);
-  const coordinator = spawn(process.execPath, ["cli/gpuchain.ts", "keeper", "coordinator", "--dry-run", "--port", String(port), ...common], { stdio: "ignore" });
+  const coordinator = spawn(
+    process.execPath,
+    ["cli/gpuchain.ts", "keeper", "coordinator", "--dry-run", "--port", String(port), ...common],
+    { stdio: "ignore" },
+  );
   const dead = `http://127.0.0.1:${await freePort(0)}`;
-  const server = await startDashboardServer({ rpc: net.rpc, deploymentFile: net.deploymentFile, coordinatorUrl: `http://127.0.0.1:${port}`, collectorUrl: dead });
+  const server = await startDashboardServer({
+    rpc: net.rpc,
+    deploymentFile: net.deploymentFile,
+    coordinatorUrl: `http://127.0.0.1:${port}`,
+    collectorUrl: dead,
+  });
   const page = await context.newPage();
   try {
     await page.goto(server.url);

@@ -14,11 +14,19 @@ import { offlineDeployment, PAGE_IDS, screenshot, seriousViolations } from "./he
 
 /** What the committed recording says, read from the file itself (a re-recorded sample changes times and keys). */
 function sampleFacts() {
-  const entries = readFileSync("recordings/sample.jsonl", "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  const entries = readFileSync("recordings/sample.jsonl", "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const end = Math.max(...entries.map((e: { ms: number }) => e.ms));
-  const key = (name: string) => entries.find((e: { source: string; data: { msg?: string } }) => e.source === name && e.data?.msg === "using provider key").data.address as string;
+  const key = (name: string) =>
+    entries.find(
+      (e: { source: string; data: { msg?: string } }) => e.source === name && e.data?.msg === "using provider key",
+    ).data.address as string;
   const clock = (ms: number) => `${Math.floor(ms / 60_000)}:${String(Math.floor(ms / 1000) % 60).padStart(2, "0")}`;
-  const settledBlock = entries.find((e: { kind: string; data: { name?: string } }) => e.kind === "event" && e.data.name === "JobSettled").data.blockNumber as number;
+  const settledBlock = entries.find(
+    (e: { kind: string; data: { name?: string } }) => e.kind === "event" && e.data.name === "JobSettled",
+  ).data.blockNumber as number;
   return { end, bob: key("bob"), duration: `${clock(end)} / ${clock(end)}`, lastBlock: settledBlock };
 }
 
@@ -33,7 +41,12 @@ describe("dashboard: the recorded run in a real browser", function () {
   before(async function () {
     requireChromium(this);
     const dead = `http://127.0.0.1:${await freePort(0)}`; // nothing listens there
-    server = await startDashboardServer({ rpc: dead, deploymentFile: offlineDeployment(dir), coordinatorUrl: dead, collectorUrl: dead });
+    server = await startDashboardServer({
+      rpc: dead,
+      deploymentFile: offlineDeployment(dir),
+      coordinatorUrl: dead,
+      collectorUrl: dead,
+    });
     browser = await launch();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
   });
@@ -48,7 +61,10 @@ describe("dashboard: the recorded run in a real browser", function () {
     await page.goto(`${server.url}?run=sample.jsonl`);
     await page.getByRole("region", { name: "Recorded run playback" }).waitFor();
     await page.getByLabel("Playback speed").selectOption("32");
-    await page.getByText("job 1 settled: providers paid 0.700000 USDC, client refund 0.200000 USDC").first().waitFor({ timeout: 30_000 });
+    await page
+      .getByText("job 1 settled: providers paid 0.700000 USDC, client refund 0.200000 USDC")
+      .first()
+      .waitFor({ timeout: 30_000 });
     expect(await page.locator('.strip li[aria-current="step"]').textContent()).to.equal("Settled");
     expect(await page.getByTestId("accepted-steps").textContent()).to.equal("600 of 600");
     expect(await page.getByTestId("paid").textContent()).to.equal("0.700000 USDC");
@@ -93,7 +109,7 @@ describe("dashboard: the recorded run in a real browser", function () {
     expect(await page.locator(".badge-real-gpu, .badge-real-separate-machine").count()).to.equal(0);
   });
 
-  it("opens and closes the ? overlay; shortcuts navigate; typing ? into the wallet field does not open it", async function () {
+  it("opens and closes the ? overlay; shortcuts navigate; typing ? into the wallet does not open it", async () => {
     await page.goto(`${server.url}?run=sample.jsonl&t=1000`);
     await page.locator("h1").waitFor();
     await page.keyboard.press("?");

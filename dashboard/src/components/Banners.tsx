@@ -12,11 +12,13 @@ export function Banners(p: PageProps) {
       <div className="banner banner-bad" role="alert" key="coord">
         <strong>Coordinator offline</strong>
         <span>
-          The scheduling server isn't reachable{last ? `; last heard at ${timeOfDay(last)}` : ""}. Reconnecting by itself with
-          backoff; the values below are the last ones it gave.
+          The scheduling server isn't reachable{last ? `; last heard at ${timeOfDay(last)}` : ""}. Reconnecting by
+          itself with backoff; the values below are the last ones it gave.
         </span>
         <span className="actions">
-          <button onClick={() => p.go({ run: p.config?.recordings[0]?.name ?? "sample.jsonl" })}>Switch to the recorded run</button>
+          <button onClick={() => p.go({ run: p.config?.recordings[0]?.name ?? "sample.jsonl" })}>
+            Switch to the recorded run
+          </button>
           <button onClick={() => p.go({ page: "status" })}>Open Status</button>
         </span>
       </div>,
@@ -29,7 +31,8 @@ export function Banners(p: PageProps) {
         <strong>Chain unreachable</strong>
         <span>
           {p.health.error ?? "the RPC is limiting requests or down"}. On-chain values keep their last good value
-          {p.health.head !== null ? ` (block ${p.health.head})` : ""}.{wait !== null ? ` Reading again in ${wait} s.` : ""}
+          {p.health.head !== null ? ` (block ${p.health.head})` : ""}.
+          {wait !== null ? ` Reading again in ${wait} s.` : ""}
         </span>
         <span className="actions">
           <button onClick={() => p.chain?.readAgain()}>Read again</button>

@@ -44,13 +44,16 @@ export function Chart(p: Props) {
       axes: [
         { label: p.axes?.x, stroke: "#9aa4b2", grid: { stroke: "#1f2937" }, ticks: { stroke: "#1f2937" } },
         { label: p.axes?.y, stroke: "#9aa4b2", grid: { stroke: "#1f2937" }, ticks: { stroke: "#1f2937" } },
-        ...(p.axes?.y2 ? [{ side: 1, scale: "y2", label: p.axes.y2, stroke: "#9aa4b2", grid: { show: false } } as uPlot.Axis] : []),
+        ...(p.axes?.y2
+          ? [{ side: 1, scale: "y2", label: p.axes.y2, stroke: "#9aa4b2", grid: { show: false } } as uPlot.Axis]
+          : []),
       ],
       hooks: { draw: [(u) => drawExtras(u, extras.current.rules, extras.current.hline)] },
     };
     plot.current = new uPlot(opts, p.data, box.current);
     const ro = new ResizeObserver(() => {
-      if (box.current && plot.current) plot.current.setSize({ width: Math.max(240, box.current.clientWidth), height: p.height ?? 220 });
+      if (box.current && plot.current)
+        plot.current.setSize({ width: Math.max(240, box.current.clientWidth), height: p.height ?? 220 });
     });
     ro.observe(box.current);
     return () => {

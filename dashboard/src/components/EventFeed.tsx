@@ -38,7 +38,13 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
         </label>
         <label>
           Job{" "}
-          <input value={job} onChange={(e) => setJob(e.target.value.trim())} placeholder="any" size={4} inputMode="numeric" />
+          <input
+            value={job}
+            onChange={(e) => setJob(e.target.value.trim())}
+            placeholder="any"
+            size={4}
+            inputMode="numeric"
+          />
         </label>
         <label>
           Provider{" "}

@@ -2,7 +2,14 @@ import type { Playback, Run } from "../run.ts";
 import { SPEEDS } from "../run.ts";
 import { clock } from "../format.ts";
 
-const MARK_COLOR: Record<string, string> = { refusal: "#f87171", failover: "#fbbf24", kill: "#fb923c", verdict: "#60a5fa", settle: "#34d399", fault: "#f87171" };
+const MARK_COLOR: Record<string, string> = {
+  refusal: "#f87171",
+  failover: "#fbbf24",
+  kill: "#fb923c",
+  verdict: "#60a5fa",
+  settle: "#34d399",
+  fault: "#f87171",
+};
 
 /** Play/pause, speed and a scrubber marked with the run's events; the recording's name and date. */
 export function PlaybackBar({ playback: pb, control }: { playback: Playback; control: Run["control"] }) {
@@ -41,7 +48,12 @@ export function PlaybackBar({ playback: pb, control }: { playback: Playback; con
           />
           <div className="marks" aria-hidden="true">
             {pb.markers.map((m, i) => (
-              <span key={i} className="mark" title={m.label} style={{ left: `${(m.ms / dur) * 100}%`, background: MARK_COLOR[m.kind] ?? "#aaa" }} />
+              <span
+                key={i}
+                className="mark"
+                title={m.label}
+                style={{ left: `${(m.ms / dur) * 100}%`, background: MARK_COLOR[m.kind] ?? "#aaa" }}
+              />
             ))}
           </div>
         </div>

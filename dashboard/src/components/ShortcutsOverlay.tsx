@@ -10,7 +10,15 @@ export function ShortcutsOverlay({ onClose }: { onClose(): void }) {
   }, []);
   return (
     <div className="overlay" onClick={onClose}>
-      <div className="dialog" role="dialog" aria-modal="true" aria-labelledby="shortcuts-title" tabIndex={-1} ref={ref} onClick={(e) => e.stopPropagation()}>
+      <div
+        className="dialog"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="shortcuts-title"
+        tabIndex={-1}
+        ref={ref}
+        onClick={(e) => e.stopPropagation()}
+      >
         <h2 id="shortcuts-title">Keyboard shortcuts</h2>
         <dl className="shortcuts">
           {SHORTCUTS.map(([k, what]) => (

@@ -7,17 +7,31 @@ export function TopBar(p: PageProps & { onHelp(): void; configError: boolean }) 
   const now = useNow(1000);
   const { config, health, run, recorded } = p;
   const recordedChain = run.state.badges.includes("Local chain") ? "Local chain · 31337" : "Public test network";
-  const chainLabel = recorded ? `${recordedChain} (recorded)` : config ? `${config.chainName} · ${config.chainId}` : "network unknown";
+  const chainLabel = recorded
+    ? `${recordedChain} (recorded)`
+    : config
+      ? `${config.chainName} · ${config.chainId}`
+      : "network unknown";
   let fresh: { text: string; tone: string };
   if (recorded) fresh = { text: `block ${run.state.lastBlock || "—"} · recorded`, tone: "neutral" };
-  else if (health.head === null) fresh = { text: health.reachable === false ? "chain unreachable" : "reading the chain…", tone: health.reachable === false ? "bad" : "neutral" };
+  else if (health.head === null)
+    fresh = {
+      text: health.reachable === false ? "chain unreachable" : "reading the chain…",
+      tone: health.reachable === false ? "bad" : "neutral",
+    };
   else {
     const age = now - (health.headAt ?? now);
     const tone = health.reachable === false ? "bad" : age > 15_000 ? "bad" : age > 6_000 ? "warn" : "good";
     fresh = { text: `block ${health.head} · ${ago(age)}`, tone };
   }
   const coordUp = coordinatorUp(p);
-  const coordText = recorded ? "coordinator: recorded" : coordUp === null ? "coordinator: checking" : coordUp ? "coordinator online" : "coordinator offline";
+  const coordText = recorded
+    ? "coordinator: recorded"
+    : coordUp === null
+      ? "coordinator: checking"
+      : coordUp
+        ? "coordinator online"
+        : "coordinator offline";
   return (
     <header className="topbar">
       <div className="brand">
@@ -32,19 +46,27 @@ export function TopBar(p: PageProps & { onHelp(): void; configError: boolean }) 
           onChange={(e) => p.go({ run: e.target.value || null })}
         >
           <option value="">Live</option>
-          {[...(config?.recordings ?? []), ...(p.view.run && !config?.recordings.some((r) => r.name === p.view.run) ? [{ name: p.view.run }] : [])].map((r) => (
+          {[
+            ...(config?.recordings ?? []),
+            ...(p.view.run && !config?.recordings.some((r) => r.name === p.view.run) ? [{ name: p.view.run }] : []),
+          ].map((r) => (
             <option key={r.name} value={r.name}>
               Recorded run: {r.name}
             </option>
           ))}
         </select>
       </label>
-      <span className="chip" title="the chain this network settles on">{chainLabel}</span>
+      <span className="chip" title="the chain this network settles on">
+        {chainLabel}
+      </span>
       <span className={`chip fresh tone-${fresh.tone}`} role="status" aria-label={`freshness: ${fresh.text}`}>
         <span className="dot" aria-hidden="true" />
         {fresh.text}
       </span>
-      <span className={`chip tone-${recorded ? "neutral" : coordUp ? "good" : coordUp === null ? "neutral" : "bad"}`} aria-label={coordText}>
+      <span
+        className={`chip tone-${recorded ? "neutral" : coordUp ? "good" : coordUp === null ? "neutral" : "bad"}`}
+        aria-label={coordText}
+      >
         <span className="dot" aria-hidden="true" />
         {coordText}
       </span>

@@ -159,7 +159,17 @@ function provider(s: RunState, address: string, name?: string): ProviderView {
   const key = lower(address);
   let p = s.providers.get(key);
   if (!p) {
-    p = { key, address, name: name ?? s.names.get(key) ?? address.slice(0, 10), badges: new Set(), accepted: 0, refused: 0, earned: 0n, earnings: [], refusals: [] };
+    p = {
+      key,
+      address,
+      name: name ?? s.names.get(key) ?? address.slice(0, 10),
+      badges: new Set(),
+      accepted: 0,
+      refused: 0,
+      earned: 0n,
+      earnings: [],
+      refusals: [],
+    };
     s.providers.set(key, p);
   }
   if (name) {
@@ -203,7 +213,13 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
       const p = provider(s, String(a.provider));
       p.firstAssignedMs ??= ms;
       p.pricePerStep ??= String(a.pricePerStep);
-      s.lanes.push({ job: job!, provider: p.key, epoch: String(a.epoch), fromMs: ms, resumeStep: Number(a.resumeStep) });
+      s.lanes.push({
+        job: job!,
+        provider: p.key,
+        epoch: String(a.epoch),
+        fromMs: ms,
+        resumeStep: Number(a.resumeStep),
+      });
       return;
     }
     case "ProviderUnassigned": {
@@ -218,8 +234,15 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
     case "CheckpointReported": {
       const key = `${job}:${a.epoch}:${a.step}`;
       s.checkpoints.set(key, {
-        job: job!, epoch: String(a.epoch), step: Number(a.step), provider: lower(a.provider), hash: String(a.checkpointHash),
-        reportedMs: ms, reportedBlock: ev.blockNumber, status: "pending", verifiers: s.checkpoints.get(key)?.verifiers ?? new Map(),
+        job: job!,
+        epoch: String(a.epoch),
+        step: Number(a.step),
+        provider: lower(a.provider),
+        hash: String(a.checkpointHash),
+        reportedMs: ms,
+        reportedBlock: ev.blockNumber,
+        status: "pending",
+        verifiers: s.checkpoints.get(key)?.verifiers ?? new Map(),
         signers: s.checkpoints.get(key)?.signers ?? new Set(),
       });
       return;
@@ -249,7 +272,12 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
     case "VerdictSubmitted": {
       closeLane(s, job!, undefined, ms, "verdict", lastAccepted(s, job!));
       const acc = Number(a.metric) / 100;
-      s.markers.push({ ms, kind: "verdict", label: `verdict: ${acc.toFixed(2)} % ${a.passed ? "passed" : "failed"}`, job });
+      s.markers.push({
+        ms,
+        kind: "verdict",
+        label: `verdict: ${acc.toFixed(2)} % ${a.passed ? "passed" : "failed"}`,
+        job,
+      });
       return;
     }
     case "JobSettled":
@@ -280,7 +308,18 @@ function checkpoint(s: RunState, job: string, epoch: string, step: number, who: 
   const key = `${job}:${epoch}:${step}`;
   let c = s.checkpoints.get(key);
   if (!c) {
-    c = { job, epoch, step, provider: who, hash: "", reportedMs: s.ms, reportedBlock: 0, status: "pending", verifiers: new Map(), signers: new Set() };
+    c = {
+      job,
+      epoch,
+      step,
+      provider: who,
+      hash: "",
+      reportedMs: s.ms,
+      reportedBlock: 0,
+      status: "pending",
+      verifiers: new Map(),
+      signers: new Set(),
+    };
     s.checkpoints.set(key, c);
   }
   return c;
@@ -339,7 +378,7 @@ function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: str
   }
   if (msg === "progress" && typeof d.loss === "number" && d.job !== undefined) {
     const job = String(d.job);
-    const key = address ? lower(address) : [...s.names.entries()].find(([, n]) => n === source)?.[0] ?? source;
+    const key = address ? lower(address) : ([...s.names.entries()].find(([, n]) => n === source)?.[0] ?? source);
     const list = s.loss.get(job) ?? [];
     list.push({ ms, step: Number(d.step), loss: d.loss, provider: key });
     s.loss.set(job, list);

@@ -43,7 +43,13 @@ function Wallet(p: PageProps) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const valid = isAddress(text.trim());
-  const hint = !text ? "" : valid ? "a valid address" : /^0x[0-9a-fA-F]{0,40}$/.test(text.trim()) ? `${42 - text.trim().length} more hex characters` : "not an address: 0x followed by 40 hex characters";
+  const hint = !text
+    ? ""
+    : valid
+      ? "a valid address"
+      : /^0x[0-9a-fA-F]{0,40}$/.test(text.trim())
+        ? `${42 - text.trim().length} more hex characters`
+        : "not an address: 0x followed by 40 hex characters";
   const check = async () => {
     if (!valid) return;
     const who = getAddress(text.trim());
@@ -57,14 +63,30 @@ function Wallet(p: PageProps) {
           p.chain.read(() => p.chain!.escrow.queryFilter("*", 0, block)),
         ]);
         const ledger = foldEscrowEvents(logs as EventLog[] as never);
-        setRead({ who, block, owed: BigInt(owed), wallet: walletOf(ledger, who), roles: rolesOf(ledger, who), source: "chain" });
+        setRead({
+          who,
+          block,
+          owed: BigInt(owed),
+          wallet: walletOf(ledger, who),
+          roles: rolesOf(ledger, who),
+          source: "chain",
+        });
       } else {
         const ledger = ledgerOf(p.run.state.events);
         if (!ledger) throw new Error("the recording's events do not make a complete ledger");
-        setRead({ who, block: p.run.state.lastBlock, owed: null, wallet: walletOf(ledger, who), roles: rolesOf(ledger, who), source: "recording" });
+        setRead({
+          who,
+          block: p.run.state.lastBlock,
+          owed: null,
+          wallet: walletOf(ledger, who),
+          roles: rolesOf(ledger, who),
+          source: "recording",
+        });
       }
     } catch (err) {
-      setError(`could not read the chain: ${String((err as Error).message ?? err).slice(0, 160)}; the last result stays below`);
+      setError(
+        `could not read the chain: ${String((err as Error).message ?? err).slice(0, 160)}; the last result stays below`,
+      );
     } finally {
       setBusy(false);
     }
@@ -99,9 +121,15 @@ function Wallet(p: PageProps) {
           {hint}
         </span>
       </form>
-      {error && <p className="error" role="alert">{error}</p>}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
       {read && <WalletResult r={read} p={p} names={(a) => p.run.state.names.get(a.toLowerCase())} ledger={ledger} />}
-      <p className="muted">The dashboard never signs: withdrawing is done by the wallet's owner with the command shown.</p>
+      <p className="muted">
+        The dashboard never signs: withdrawing is done by the wallet's owner with the command shown.
+      </p>
     </section>
   );
 }
@@ -114,7 +142,16 @@ function rolesOf(l: Ledger, who: string): string[] {
   return out;
 }
 
-function WalletResult({ r, p, names }: { r: WalletRead; p: PageProps; names: (a: string) => string | undefined; ledger: Ledger | null }) {
+function WalletResult({
+  r,
+  p,
+  names,
+}: {
+  r: WalletRead;
+  p: PageProps;
+  names: (a: string) => string | undefined;
+  ledger: Ledger | null;
+}) {
   const name = names(r.who);
   const agree = r.owed === null || r.owed === r.wallet.withdrawable;
   const jobs = ledgerOf(p.run.state.events);
@@ -132,7 +169,11 @@ function WalletResult({ r, p, names }: { r: WalletRead; p: PageProps; names: (a:
           <FragmentKV key={`c${c.jobId}`} k={`Job ${c.jobId}`} v={`${usdc(c.amount)} USDC earned and claimable now`} />
         ))}
         {r.wallet.pending.map((c) => (
-          <FragmentKV key={`p${c.jobId}`} k={`Job ${c.jobId}`} v={`${usdc(c.amount)} USDC earned, claimable once the job settles`} />
+          <FragmentKV
+            key={`p${c.jobId}`}
+            k={`Job ${c.jobId}`}
+            v={`${usdc(c.amount)} USDC earned, claimable once the job settles`}
+          />
         ))}
       </dl>
       <ul className="why">
@@ -141,7 +182,8 @@ function WalletResult({ r, p, names }: { r: WalletRead; p: PageProps; names: (a:
             const s = providerSummaries(j).find((x) => x.provider === r.who.toLowerCase());
             return s ? (
               <li key={String(j.jobId)}>
-                job {String(j.jobId)} as provider: {s.stepsAccepted} steps accepted, {s.checkpointsRefused} refused — {s.why}
+                {`job ${j.jobId} as provider: ${s.stepsAccepted} steps accepted, ${s.checkpointsRefused} refused — `}
+                {s.why}
               </li>
             ) : null;
           })}
@@ -152,17 +194,23 @@ function WalletResult({ r, p, names }: { r: WalletRead; p: PageProps; names: (a:
       <p className="proof">
         {r.source === "chain" ? (
           <>
-            Read by this browser at block <b>{r.block}</b>: <code>owed({short(r.who)})</code> = {usdc(r.owed!)} USDC, and every escrow
-            event up to that block (<code>eth_getLogs</code>) folded into the books.{" "}
+            Read by this browser at block <b>{r.block}</b>: <code>owed({short(r.who)})</code> = {usdc(r.owed!)} USDC,
+            and every escrow event up to that block (<code>eth_getLogs</code>) folded into the books.{" "}
             {agree ? "Events and state agree." : "Events and state DISAGREE."}
           </>
         ) : (
-          <>From the recording's events up to block {r.block} (the recorded chain is not running, so nothing was read live).</>
+          <>
+            From the recording's events up to block {r.block} (the recorded chain is not running, so nothing was read
+            live).
+          </>
         )}
       </p>
       <details open>
         <summary>Withdraw (run by the wallet's owner)</summary>
-        <pre>{`npx gpuchain withdraw --key YOUR_KEY_FILE --rpc ${p.config?.rpc ?? "RPC"} --deployment ${p.config?.deploymentFile ?? "FILE"}`}</pre>
+        <pre>
+          {`npx gpuchain withdraw --key YOUR_KEY_FILE --rpc ${p.config?.rpc ?? "RPC"} --deployment ` +
+            `${p.config?.deploymentFile ?? "FILE"}`}
+        </pre>
       </details>
     </div>
   );
@@ -190,7 +238,13 @@ function Reserves(p: PageProps) {
             e.totalBonds({ blockTag: block }),
             e.totalWithdrawable({ blockTag: block }),
           ]);
-          return { held: BigInt(r[0]), owes: BigInt(r[1]), locked: BigInt(locked), bonds: BigInt(bonds), withdrawable: BigInt(withdrawable) };
+          return {
+            held: BigInt(r[0]),
+            owes: BigInt(r[1]),
+            locked: BigInt(locked),
+            bonds: BigInt(bonds),
+            withdrawable: BigInt(withdrawable),
+          };
         }
       : null,
     "reserves",
@@ -199,9 +253,14 @@ function Reserves(p: PageProps) {
   const data = useMemo(() => {
     const byBlock = new Map<number, { held: number; owes: number }>();
     for (const s of samples) byBlock.set(s.block, { held: Number(s.held) / 1e6, owes: Number(s.owes) / 1e6 });
-    if (live.value && live.block !== null) byBlock.set(live.block, { held: Number(live.value.held) / 1e6, owes: Number(live.value.owes) / 1e6 });
+    if (live.value && live.block !== null)
+      byBlock.set(live.block, { held: Number(live.value.held) / 1e6, owes: Number(live.value.owes) / 1e6 });
     const blocks = [...byBlock.keys()].sort((a, b) => a - b);
-    return [blocks, blocks.map((b) => byBlock.get(b)!.held), blocks.map((b) => byBlock.get(b)!.owes)] as uPlot.AlignedData;
+    return [
+      blocks,
+      blocks.map((b) => byBlock.get(b)!.held),
+      blocks.map((b) => byBlock.get(b)!.owes),
+    ] as uPlot.AlignedData;
   }, [samples.length, live.block]);
   const last = samples.at(-1);
   const v = live.value;
@@ -213,11 +272,16 @@ function Reserves(p: PageProps) {
     <section className="card" aria-labelledby="reserves-h">
       <h2 id="reserves-h">Proof of reserves, live</h2>
       {holds === null ? (
-        <p className="muted">{p.health.reachable === false ? "Unknown: the chain is not answering." : "Reading reserves()…"}</p>
+        <p className="muted">
+          {p.health.reachable === false ? "Unknown: the chain is not answering." : "Reading reserves()…"}
+        </p>
       ) : (
         <>
           <p className={`verdict ${holds ? "ok" : "bad"} ${live.stale ? "stale" : ""}`} data-testid="reserves-verdict">
-            {holds ? "The escrow holds at least what it owes" : "PROOF OF RESERVES FAILED: the escrow holds less than it owes"} at block {block}
+            {holds
+              ? "The escrow holds at least what it owes"
+              : "PROOF OF RESERVES FAILED: the escrow holds less than it owes"}{" "}
+            at block {block}
             {live.stale ? " (last good read; the chain is not answering)" : ""}
           </p>
           <dl className={`kv ${live.stale ? "stale" : ""}`}>
@@ -260,14 +324,18 @@ function Contracts(p: PageProps) {
     p.health,
     p.chain
       ? async (block) => {
-          const [owners, threshold] = await Promise.all([p.chain!.safe.getOwners({ blockTag: block }), p.chain!.safe.getThreshold({ blockTag: block })]);
+          const [owners, threshold] = await Promise.all([
+            p.chain!.safe.getOwners({ blockTag: block }),
+            p.chain!.safe.getThreshold({ blockTag: block }),
+          ]);
           return { owners: [...owners] as string[], threshold: Number(threshold) };
         }
       : null,
     "safe",
   );
   const d = p.config?.deployment;
-  const link = (a: string) => (p.config?.explorer ? <a href={`${p.config.explorer}/address/${a}`}>{a}</a> : <code>{a}</code>);
+  const link = (a: string) =>
+    p.config?.explorer ? <a href={`${p.config.explorer}/address/${a}`}>{a}</a> : <code>{a}</code>;
   return (
     <section className="card span-all" aria-labelledby="contracts-h">
       <h2 id="contracts-h">Contracts</h2>
@@ -286,9 +354,10 @@ function Contracts(p: PageProps) {
             {link(d.verifierSafe)}
             <div data-testid="safe-owners" className={safe.stale ? "stale" : ""}>
               {safe.value
-                ? `${safe.value.threshold} of ${safe.value.owners.length} owners must sign (block ${safe.block}): ${safe.value.owners
+                ? `${safe.value.threshold} of ${safe.value.owners.length} owners must sign (block ${safe.block}): ` +
+                  safe.value.owners
                     .map((o) => `${p.run.state.verifiers.get(o.toLowerCase()) ?? ""} ${o}`.trim())
-                    .join(", ")}`
+                    .join(", ")
                 : p.recorded
                   ? "2 of 3 owners (recorded run: not read live)"
                   : "reading getOwners() and getThreshold()…"}
@@ -313,7 +382,8 @@ npx gpuchain reserves --rpc ${rpc} --deployment ${c?.deploymentFile ?? "FILE"}
 # what an address is owed, per job, and why
 npx gpuchain wallet 0xADDRESS --rpc ${rpc} --deployment ${c?.deploymentFile ?? "FILE"}
 # the same read with ethers
-node -e 'const e=require("ethers");new e.Contract("${escrow}",["function owed(address) view returns (uint256)"],new e.JsonRpcProvider("${rpc}")).owed("0xADDRESS").then(console.log)'`}</pre>
+node -e 'const e = require("ethers"); const abi = ["function owed(address) view returns (uint256)"];
+  new e.Contract("${escrow}", abi, new e.JsonRpcProvider("${rpc}")).owed("0xADDRESS").then(console.log)'`}</pre>
     </section>
   );
 }

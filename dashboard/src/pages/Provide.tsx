@@ -15,7 +15,12 @@ export function provideCommand(c: PageProps["config"], name: string, priceText: 
   const parts = ["npx gpuchain provide", `--name ${name}`, `--price ${priceText}`];
   if (cap) parts.push(`--memory-cap ${cap}`);
   if (c) {
-    parts.push(`--rpc ${c.rpc}`, `--deployment ${c.deploymentFile}`, `--coordinator ${c.coordinator}/heartbeat`, `--store ${c.store}`);
+    parts.push(
+      `--rpc ${c.rpc}`,
+      `--deployment ${c.deploymentFile}`,
+      `--coordinator ${c.coordinator}/heartbeat`,
+      `--store ${c.store}`,
+    );
   }
   return parts.join(" ");
 }
@@ -27,13 +32,18 @@ export function ProvidePage(p: PageProps) {
   const [copied, setCopied] = useState<string | null>(null);
   const errors = [
     !NAME_OK.test(name) ? "Name: 1–64 letters, digits, dot, dash or underscore." : "",
-    !PRICE_OK.test(priceText) || Number(priceText) <= 0 ? "Price: a positive USDC amount with at most 6 decimals, e.g. 0.0010." : "",
+    !PRICE_OK.test(priceText) || Number(priceText) <= 0
+      ? "Price: a positive USDC amount with at most 6 decimals, e.g. 0.0010."
+      : "",
     cap && !/^[1-9]\d*$/.test(cap) ? "Memory cap: a whole number of MiB, or empty." : "",
   ].filter(Boolean);
   const command = provideCommand(p.config, name, priceText, cap);
   const { state } = p.run;
   const providers = [...state.providers.values()];
-  const prices = providers.filter((x) => x.pricePerStep).map((x) => Number(x.pricePerStep) / 1e6).sort((a, b) => a - b);
+  const prices = providers
+    .filter((x) => x.pricePerStep)
+    .map((x) => Number(x.pricePerStep) / 1e6)
+    .sort((a, b) => a - b);
   const mine = Number(priceText);
   const cheaper = prices.filter((x) => x < mine).length;
   const copy = async () => {
@@ -51,15 +61,31 @@ export function ProvidePage(p: PageProps) {
         <form className="form" onSubmit={(e) => e.preventDefault()}>
           <label>
             Name
-            <input id="provide-name" value={name} onChange={(e) => setName(e.target.value)} aria-invalid={!NAME_OK.test(name)} />
+            <input
+              id="provide-name"
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+              aria-invalid={!NAME_OK.test(name)}
+            />
           </label>
           <label>
             Price per step (USDC)
-            <input id="provide-price" value={priceText} inputMode="decimal" onChange={(e) => setPrice(e.target.value.trim())} />
+            <input
+              id="provide-price"
+              value={priceText}
+              inputMode="decimal"
+              onChange={(e) => setPrice(e.target.value.trim())}
+            />
           </label>
           <label>
             Memory cap (MiB, optional)
-            <input id="provide-cap" value={cap} inputMode="numeric" onChange={(e) => setCap(e.target.value.trim())} placeholder="whole device" />
+            <input
+              id="provide-cap"
+              value={cap}
+              inputMode="numeric"
+              onChange={(e) => setCap(e.target.value.trim())}
+              placeholder="whole device"
+            />
           </label>
         </form>
         {errors.length > 0 && (
@@ -70,21 +96,25 @@ export function ProvidePage(p: PageProps) {
           </ul>
         )}
         <p>
-          Run this on the machine that will train. It creates a provider key (<code>.gpuchain/providers/NAME/key</code>, 0600),
-          detects the device (the first NVIDIA GPU <code>nvidia-smi</code> reports, else the CPU), registers the offer on chain
-          and starts taking work. It needs this repository installed (Node.js and <code>npm ci</code>; onnxruntime comes with it)
-          and a little test ETH for gas: a new key prints its address and waits until it is funded.
+          Run this on the machine that will train. It creates a provider key (<code>.gpuchain/providers/NAME/key</code>,
+          0600), detects the device (the first NVIDIA GPU <code>nvidia-smi</code> reports, else the CPU), registers the
+          offer on chain and starts taking work. It needs this repository installed (Node.js and <code>npm ci</code>;
+          onnxruntime comes with it) and a little test ETH for gas: a new key prints its address and waits until it is
+          funded.
         </p>
         <div className="command">
-          <pre data-testid="provide-command" aria-label="The command for this network">{command}</pre>
+          <pre data-testid="provide-command" aria-label="The command for this network">
+            {command}
+          </pre>
           <button onClick={copy} disabled={errors.length > 0}>
             Copy command
           </button>
         </div>
         {prices.length > 0 && (
           <p className="muted">
-            At {mine.toFixed(4)} USDC/step you are cheaper than {prices.length - cheaper} of {prices.length} current providers
-            (they ask {prices.map((x) => x.toFixed(4)).join(", ")}); the coordinator picks the cheapest eligible provider.
+            At {mine.toFixed(4)} USDC/step you are cheaper than {prices.length - cheaper} of {prices.length} current
+            providers (they ask {prices.map((x) => x.toFixed(4)).join(", ")}); the coordinator picks the cheapest
+            eligible provider.
           </p>
         )}
         {copied && <Follow state={state} name={copied} recorded={p.recorded} />}
@@ -114,19 +144,33 @@ function Follow({ state, name, recorded }: { state: RunState; name: string; reco
   const p = [...state.providers.values()].find((x) => x.name === name && x.registeredBlock !== undefined);
   const assigned = p?.firstAssignedMs !== undefined;
   const accepted = p?.firstAcceptedMs !== undefined;
-  const firstAccepted = p ? state.events.find((e) => e.name === "CheckpointAccepted" && String(e.args.provider).toLowerCase() === p.key) : undefined;
-  const firstAssigned = p ? state.events.find((e) => e.name === "ProviderAssigned" && String(e.args.provider).toLowerCase() === p.key) : undefined;
+  const firstAccepted = p
+    ? state.events.find((e) => e.name === "CheckpointAccepted" && String(e.args.provider).toLowerCase() === p.key)
+    : undefined;
+  const firstAssigned = p
+    ? state.events.find((e) => e.name === "ProviderAssigned" && String(e.args.provider).toLowerCase() === p.key)
+    : undefined;
   return (
     <ol className="follow" aria-label="Your device" aria-live="polite">
-      <li className={p ? "done" : "now"}>{p ? "Device found" : recorded ? "Following a recorded run: no new device can join it" : "Waiting for your device…"}</li>
+      <li className={p ? "done" : "now"}>
+        {p
+          ? "Device found"
+          : recorded
+            ? "Following a recorded run: no new device can join it"
+            : "Waiting for your device…"}
+      </li>
       <li className={p ? "done" : ""} data-testid="follow-registered">
         {p ? `Registered at block ${p.registeredBlock} as ${p.name} (${p.address})` : "Registered on chain"}
       </li>
       <li className={assigned ? "done" : p ? "now" : ""}>
-        {assigned ? `First assignment: job ${firstAssigned?.args.jobId} at block ${firstAssigned?.blockNumber}` : "First assignment (when a job is open and your offer is the cheapest eligible)"}
+        {assigned
+          ? `First assignment: job ${firstAssigned?.args.jobId} at block ${firstAssigned?.blockNumber}`
+          : "First assignment (when a job is open and your offer is the cheapest eligible)"}
       </li>
       <li className={accepted ? "done" : assigned ? "now" : ""}>
-        {accepted ? `First accepted step: ${firstAccepted?.args.step} at block ${firstAccepted?.blockNumber}` : "First accepted step"}
+        {accepted
+          ? `First accepted step: ${firstAccepted?.args.step} at block ${firstAccepted?.blockNumber}`
+          : "First accepted step"}
       </li>
     </ol>
   );
@@ -158,7 +202,10 @@ function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
             const hb = heartbeats.get(x.key);
             const withdrawn = ledger ? walletOf(ledger, x.address).withdrawn : null;
             const why = ledger
-              ? [...ledger.jobs.values()].map((j) => providerSummaries(j).find((s) => s.provider === x.key)?.why).filter(Boolean).join("; ")
+              ? [...ledger.jobs.values()]
+                  .map((j) => providerSummaries(j).find((s) => s.provider === x.key)?.why)
+                  .filter(Boolean)
+                  .join("; ")
               : "";
             const registered = x.registeredBlock !== undefined;
             return (
@@ -180,9 +227,22 @@ function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
                 <td className="num">{x.refused}</td>
                 <td className="num">{usdc(x.earned)}</td>
                 <td className="num">{withdrawn === null ? "unknown" : usdc(withdrawn)}</td>
-                <td>{hb ? `${ago(hb.ageMs)}${hb.job !== "0" ? ` · job ${hb.job} step ${hb.step}` : " · idle"}` : p.recorded ? (x.lastSeenMs !== undefined ? `${ago(p.run.state.ms - x.lastSeenMs)} (run time)` : "—") : "no heartbeat"}</td>
+                <td>
+                  {hb
+                    ? `${ago(hb.ageMs)}${hb.job !== "0" ? ` · job ${hb.job} step ${hb.step}` : " · idle"}`
+                    : p.recorded
+                      ? x.lastSeenMs !== undefined
+                        ? `${ago(p.run.state.ms - x.lastSeenMs)} (run time)`
+                        : "—"
+                      : "no heartbeat"}
+                </td>
                 <td className="reason">
-                  {why || (x.refusals.length ? x.refusals.map((r) => `refused step ${r.step}: ${r.reasons.join("; ") || "Quality Guard"}`).join(" · ") : "not assigned yet")}
+                  {why ||
+                    (x.refusals.length
+                      ? x.refusals
+                          .map((r) => `refused step ${r.step}: ${r.reasons.join("; ") || "Quality Guard"}`)
+                          .join(" · ")
+                      : "not assigned yet")}
                 </td>
               </tr>
             );
@@ -222,7 +282,9 @@ const COLORS = ["#60a5fa", "#34d399", "#f472b6", "#fbbf24", "#a78bfa", "#f87171"
 function Earnings({ state, providers }: { state: RunState; providers: ProviderView[] }) {
   const earners = providers.filter((p) => p.earnings.length);
   const data = useMemo(() => {
-    const times = [...new Set([0, ...earners.flatMap((p) => p.earnings.map((e) => e.ms / 1000)), state.ms / 1000])].sort((a, b) => a - b);
+    const times = [
+      ...new Set([0, ...earners.flatMap((p) => p.earnings.map((e) => e.ms / 1000)), state.ms / 1000]),
+    ].sort((a, b) => a - b);
     const series = earners.map((p) => times.map((t) => p.earnings.filter((e) => e.ms / 1000 <= t).at(-1)?.total ?? 0));
     return [times, ...series] as uPlot.AlignedData;
   }, [earners.map((p) => p.earnings.length).join(","), Math.floor(state.ms / 5000)]);

@@ -9,8 +9,9 @@ export function RecordedPage(p: PageProps) {
       <section className="card span-all" aria-labelledby="rec-h">
         <h2 id="rec-h">Recordings</h2>
         <p>
-          A recording is a real run of <code>npm start</code> saved as JSON lines (every decision line, chain event and reserves
-          sample). It plays through the same views as a live run; every page shows the Recorded badge while it plays.
+          A recording is a real run of <code>npm start</code> saved as JSON lines (every decision line, chain event and
+          reserves sample). It plays through the same views as a live run; every page shows the Recorded badge while it
+          plays.
         </p>
         {list.length === 0 ? (
           <p className="muted">No recording found by the dashboard server.</p>
@@ -18,7 +19,10 @@ export function RecordedPage(p: PageProps) {
           <ul className="rec-list">
             {list.map((r) => (
               <li key={r.name}>
-                <button onClick={() => p.go({ run: r.name, page: "status" })} aria-current={p.view.run === r.name ? "true" : undefined}>
+                <button
+                  onClick={() => p.go({ run: r.name, page: "status" })}
+                  aria-current={p.view.run === r.name ? "true" : undefined}
+                >
                   Play {r.name}
                 </button>{" "}
                 <span className="muted">
@@ -41,9 +45,7 @@ export function RecordedPage(p: PageProps) {
             )}
           </>
         )}
-        {p.recorded && (
-          <button onClick={() => p.go({ run: null })}>Back to live</button>
-        )}
+        {p.recorded && <button onClick={() => p.go({ run: null })}>Back to live</button>}
       </section>
     </div>
   );

@@ -55,7 +55,8 @@ function nowSec(_p: PageProps): bigint {
 function stripIndex(status: string): number {
   if (status === "Open") return 0;
   if (status === "Running") return 1;
-  if (status === "Dispute window" || status === "Disputed" || status === "Settleable" || status === "Arbiter timed out") return 3;
+  if (status === "Dispute window" || status === "Disputed" || status === "Settleable" || status === "Arbiter timed out")
+    return 3;
   if (status === "Settled") return 4;
   return -1;
 }
@@ -68,10 +69,20 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
   const chainRead = useChainRead(
     p.chain,
     p.health,
-    p.chain ? async (block) => {
-      const [j, s] = await Promise.all([p.chain!.escrow.jobOf(job.jobId, { blockTag: block }), p.chain!.escrow.statusOf(job.jobId, { blockTag: block })]);
-      return { acceptedStep: Number(j.acceptedStep), paid: BigInt(j.paid), epoch: BigInt(j.epoch), status: Number(s) };
-    } : null,
+    p.chain
+      ? async (block) => {
+          const [j, s] = await Promise.all([
+            p.chain!.escrow.jobOf(job.jobId, { blockTag: block }),
+            p.chain!.escrow.statusOf(job.jobId, { blockTag: block }),
+          ]);
+          return {
+            acceptedStep: Number(j.acceptedStep),
+            paid: BigInt(j.paid),
+            epoch: BigInt(j.epoch),
+            status: Number(s),
+          };
+        }
+      : null,
     `job-${id}`,
   );
   const loss = p.run.state.loss.get(id) ?? [];
@@ -88,7 +99,11 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
       </h2>
       <ol className="strip" aria-label={`State: ${status}`}>
         {(cancelled ? ["Open", "Cancelled"] : STRIP).map((s, i) => (
-          <li key={s} className={cancelled ? (s === "Cancelled" ? "now" : "done") : i === at ? "now" : i < at ? "done" : ""} aria-current={(!cancelled && i === at) || (cancelled && s === "Cancelled") ? "step" : undefined}>
+          <li
+            key={s}
+            className={cancelled ? (s === "Cancelled" ? "now" : "done") : i === at ? "now" : i < at ? "done" : ""}
+            aria-current={(!cancelled && i === at) || (cancelled && s === "Cancelled") ? "step" : undefined}
+          >
             {s}
           </li>
         ))}
@@ -100,15 +115,24 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
         <Fact label="Paid to providers" testid="paid" value={`${usdc(job.paid)} USDC`} />
         <Fact label="Remaining" value={`${usdc(job.budget - job.paid)} USDC`} />
         <Fact label="Epoch" value={String(job.epoch)} />
-        <Fact label="ETA at current rate" value={eta === null ? (job.verdict ? "done" : "unknown") : `${Math.round(eta)} s (${rate!.toFixed(1)} steps/s)`} />
-        <Fact label={job.verdict ? "Last held by" : "Held by"} value={job.provider ? nameOf(p.run.state, job.provider) : "nobody"} />
+        <Fact
+          label="ETA at current rate"
+          value={
+            eta === null ? (job.verdict ? "done" : "unknown") : `${Math.round(eta)} s (${rate!.toFixed(1)} steps/s)`
+          }
+        />
+        <Fact
+          label={job.verdict ? "Last held by" : "Held by"}
+          value={job.provider ? nameOf(p.run.state, job.provider) : "nobody"}
+        />
       </div>
       {p.chain && (
         <p className={`proof ${chainRead.stale ? "stale" : ""}`} data-testid="job-chain-read">
           {c ? (
             <>
-              Read by this page at block {chainRead.block}: <code>jobOf({id})</code> accepted step <b>{c.acceptedStep}</b>, paid <b>{usdc(c.paid)}</b> USDC,
-              epoch {String(c.epoch)}{chainRead.stale ? ` (as of block ${chainRead.block}; the chain is not answering)` : ""}
+              Read by this page at block {chainRead.block}: <code>jobOf({id})</code> accepted step{" "}
+              <b>{c.acceptedStep}</b>, paid <b>{usdc(c.paid)}</b> USDC, epoch {String(c.epoch)}
+              {chainRead.stale ? ` (as of block ${chainRead.block}; the chain is not answering)` : ""}
             </>
           ) : (
             "reading jobOf from the chain…"
@@ -117,8 +141,14 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
       )}
       <details>
         <summary>Check it yourself</summary>
-        <pre>{`cast call ${p.config?.deployment.escrow ?? "ESCROW"} "statusOf(uint256)(uint8)" ${id} --rpc-url ${p.config?.rpc ?? "RPC"}
-npx gpuchain explain ${id} --rpc ${p.config?.rpc ?? "RPC"} --deployment ${p.config?.deploymentFile ?? "FILE"}`}</pre>
+        <pre>
+          {[
+            `cast call ${p.config?.deployment.escrow ?? "ESCROW"} "statusOf(uint256)(uint8)" ${id}` +
+              ` --rpc-url ${p.config?.rpc ?? "RPC"}`,
+            `npx gpuchain explain ${id} --rpc ${p.config?.rpc ?? "RPC"}` +
+              ` --deployment ${p.config?.deploymentFile ?? "FILE"}`,
+          ].join("\n")}
+        </pre>
       </details>
     </section>
   );
@@ -151,7 +181,11 @@ function Curves({ state, job }: { state: RunState; job: LedgerJob }) {
     const steps = [...new Set([0, ...loss.map((l) => l.step), ...acc.map((a) => a.step)])].sort((a, b) => a - b);
     const lossAt = new Map(loss.map((l) => [l.step, l.loss]));
     const accAt = new Map(acc.map((a) => [a.step, a.accuracy * (a.accuracy <= 1 ? 100 : 1)]));
-    return [steps, steps.map((s) => lossAt.get(s) ?? null), steps.map((s) => accAt.get(s) ?? null)] as uPlot.AlignedData;
+    return [
+      steps,
+      steps.map((s) => lossAt.get(s) ?? null),
+      steps.map((s) => accAt.get(s) ?? null),
+    ] as uPlot.AlignedData;
   }, [loss.length, acc.length]);
   const rules: Rule[] = state.markers
     .filter((m) => m.job === id && m.step !== undefined && (m.kind === "refusal" || m.kind === "failover"))
@@ -165,7 +199,14 @@ function Curves({ state, job }: { state: RunState; job: LedgerJob }) {
         data={data}
         series={[
           { label: "loss", stroke: "#60a5fa", width: 2, spanGaps: true, points: { show: true, size: 4 } },
-          { label: "held-out accuracy %", stroke: "#34d399", width: 2, scale: "y2", spanGaps: true, points: { show: true, size: 7 } },
+          {
+            label: "held-out accuracy %",
+            stroke: "#34d399",
+            width: 2,
+            scale: "y2",
+            spanGaps: true,
+            points: { show: true, size: 7 },
+          },
         ]}
         axes={{ x: "step", y: "loss", y2: "accuracy %" }}
         scales={{ x: { time: false }, y2: { range: [0, 100] } }}
@@ -179,7 +220,10 @@ function Curves({ state, job }: { state: RunState; job: LedgerJob }) {
           </li>
         ))}
         {acc.map((a) => (
-          <li key={`a${a.step}`}>accepted checkpoint at step {a.step}: held-out accuracy {(a.accuracy * (a.accuracy <= 1 ? 100 : 1)).toFixed(2)} %</li>
+          <li key={`a${a.step}`}>
+            accepted checkpoint at step {a.step}: held-out accuracy{" "}
+            {(a.accuracy * (a.accuracy <= 1 ? 100 : 1)).toFixed(2)} %
+          </li>
         ))}
         {!loss.length && <li className="muted">No loss reported yet (live: from the providers' heartbeats).</li>}
       </ul>
@@ -214,7 +258,9 @@ function Lanes({ state, job }: { state: RunState; job: LedgerJob }) {
                       key={i}
                       className={`seg seg-${(l.end ?? "live").replace(/ /g, "-")}`}
                       style={{ left: `${left}%`, width: `${width}%` }}
-                      title={`epoch ${l.epoch}, from step ${l.resumeStep}${l.end ? `, ended: ${l.end}` : ", holding it now"}`}
+                      title={
+                        `epoch ${l.epoch}, from step ${l.resumeStep}, ` + (l.end ? `ended: ${l.end}` : "holding it now")
+                      }
                     >
                       epoch {l.epoch}
                       {l.end ? ` · ${l.end}` : " · holding"}
@@ -239,7 +285,9 @@ function Lanes({ state, job }: { state: RunState; job: LedgerJob }) {
 
 function Verification({ state, job }: { state: RunState; job: LedgerJob }) {
   const id = String(job.jobId);
-  const rows = [...state.checkpoints.values()].filter((c) => c.job === id && c.hash).sort((a, b) => a.reportedMs - b.reportedMs);
+  const rows = [...state.checkpoints.values()]
+    .filter((c) => c.job === id && c.hash)
+    .sort((a, b) => a.reportedMs - b.reportedMs);
   return (
     <section className="card span-all" aria-labelledby="verify-h">
       <h2 id="verify-h">Verification (Quality Guard, 2 of 3)</h2>
@@ -266,10 +314,18 @@ function Verification({ state, job }: { state: RunState; job: LedgerJob }) {
                     <td className="num">{c.step}</td>
                     <td>{nameOf(state, c.provider)}</td>
                     <td>
-                      <span className={`pill pill-${c.status}`}>{c.status === "pending" ? "waiting for signatures" : c.status}</span>
+                      <span className={`pill pill-${c.status}`}>
+                        {c.status === "pending" ? "waiting for signatures" : c.status}
+                      </span>
                     </td>
                     <td>{signedText(state, c.status, signers)}</td>
-                    <td className="reason">{reasons.length ? reasons.join("; ") : c.status === "accepted" ? "replay exact, evaluation within the template's rules" : "—"}</td>
+                    <td className="reason">
+                      {reasons.length
+                        ? reasons.join("; ")
+                        : c.status === "accepted"
+                          ? "replay exact, evaluation within the template's rules"
+                          : "—"}
+                    </td>
                   </tr>
                 );
               })}
@@ -311,7 +367,12 @@ function Health(p: PageProps) {
     const drift = snapshotAt ? now - snapshotAt : 0;
     rows = snapshot.processes.map((x) => {
       const age = x.lastSeenAt === null ? null : now - x.lastSeenAt;
-      return { name: x.name, role: x.role, seen: age === null ? "never seen" : `${ago(age)}${x.detail ? ` · ${x.detail}` : ""}`, tone: age === null ? "bad" : age > 10_000 + drift ? "warn" : "good" };
+      return {
+        name: x.name,
+        role: x.role,
+        seen: age === null ? "never seen" : `${ago(age)}${x.detail ? ` · ${x.detail}` : ""}`,
+        tone: age === null ? "bad" : age > 10_000 + drift ? "warn" : "good",
+      };
     });
   } else {
     rows = [...state.processes.values()].map((x) => {
@@ -333,7 +394,9 @@ function Health(p: PageProps) {
         <ul className="health">
           {rows.map((r) => (
             <li key={r.name} className={`tone-${r.tone}`}>
-              <span className="dot" aria-hidden="true" /> <b>{r.name}</b> <span className="muted">{r.role}</span> · last seen {r.seen}
+              <span className="dot" aria-hidden="true" /> <b>{r.name}</b> <span className="muted">{r.role}</span>
+              {" · last seen "}
+              {r.seen}
             </li>
           ))}
         </ul>

@@ -11,8 +11,24 @@ export interface Snapshot {
   coordinator: { url: string; reachable: boolean; lastOkAt: number | null };
   collector: { url: string; reachable: boolean; lastOkAt: number | null };
   processes: { name: string; role: string; lastSeenAt: number | null; detail?: string }[];
-  heartbeats: { provider: string; name: string; job: string; epoch: string; step: number; loss: number | null; ageMs: number }[];
-  pending: { kind: string; job: string; epoch?: string; step?: number; accept?: boolean; signers: string[]; threshold: number }[];
+  heartbeats: {
+    provider: string;
+    name: string;
+    job: string;
+    epoch: string;
+    step: number;
+    loss: number | null;
+    ageMs: number;
+  }[];
+  pending: {
+    kind: string;
+    job: string;
+    epoch?: string;
+    step?: number;
+    accept?: boolean;
+    signers: string[];
+    threshold: number;
+  }[];
   indexedBlock: number;
   headBlock: number | null;
 }
