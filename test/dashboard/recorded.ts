@@ -136,6 +136,7 @@ describe("dashboard: the recorded run in a real browser", function () {
   it("plays, pauses and seeks from the keyboard; the view lives in the URL", async function () {
     await page.goto(`${server.url}?run=sample.jsonl&t=0`);
     await page.getByRole("button", { name: "Play" }).waitFor();
+    await page.locator(".pb-time", { hasText: ` / ${facts.duration.split(" / ")[1]}` }).waitFor(); // loaded
     await page.keyboard.press("End");
     await page.waitForFunction(`Number(new URL(location.href).searchParams.get("t")) > ${facts.end - 1000}`);
     expect(await page.locator(".pb-time").textContent()).to.equal(facts.duration);
