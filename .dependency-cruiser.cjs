@@ -26,6 +26,13 @@ module.exports = {
       to: { path: TOP },
     },
     {
+      name: "middle-parts-independent",
+      severity: "error",
+      comment: "The long-running parts do not import one another: what two of them share lives in sdk/ or workloads/.",
+      from: { path: "^(keepers|agent|verifier|dashboard)/" },
+      to: { path: MIDDLE, pathNot: "^$1/" },
+    },
+    {
       name: "bottom-imports-only-bottom",
       severity: "error",
       comment: "workloads/ and sdk/ are the floor everything stands on: they import nothing above them.",
@@ -56,7 +63,17 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: ["node_modules", "^types/", "^artifacts/"] },
-    exclude: { path: ["^node_modules/", "^types/", "^artifacts/", "^cache/", "^dashboard/dist/", "^coverage/", "^ignition/deployments/"] },
+    exclude: {
+      path: [
+        "^node_modules/",
+        "^types/",
+        "^artifacts/",
+        "^cache/",
+        "^dashboard/dist/",
+        "^coverage/",
+        "^ignition/deployments/",
+      ],
+    },
     // Type-only imports count: a circle of types is still a circle in the design.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },

@@ -50,7 +50,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     if (config.dryRun) return { exitCode: 0, address: me, outcomes };
     const lease = await chain.read("leaseDuration", () => deps.protocol.escrow.leaseDuration());
     const liveness = new Liveness({
-      wallet: deps.signer, chainId: network.chainId, send: deps.heartbeatSender, chain, logger, signal: deps.signal,
+      wallet: deps.signer, chainId: network.chainId, escrow: String(deps.protocol.escrow.target), send: deps.heartbeatSender, chain, logger, signal: deps.signal,
       intervalMs: config.heartbeatMs, leaseEveryMs: leaseHeartbeatMs(lease), now: deps.clock.now,
       ignoreFence: behaviour.ignoresFence,
       profile: localProfile(config.device.executionProvider),
@@ -111,6 +111,7 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
   };
   const code = await runLoop({
     name: "agent", tick, intervalMs: config.idleMs, once: config.once, signal: deps.signal, logger: ctx.logger,
+    announce: false, // it announces itself ("provider agent", "stopped cleanly")
   });
   if (fatal) throw fatal.err;
   if (config.once && !deps.signal.aborted) return code;

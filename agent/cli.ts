@@ -1,6 +1,6 @@
 /**
  * `gpuchain provide --name NAME --price P [--rpc URL] [--deployment FILE] [--memory-cap MiB] [--key FILE]
- *  [--store DIR] [--coordinator URL] [--fault KIND[:ARG]] [--once] [--pretty] [--dry-run]`
+ *  [--store URL] [--coordinator URL] [--fault KIND[:ARG]] [--once] [--pretty] [--dry-run]`
  *
  * Builds the agent's config once (validated, with clear errors), wires the real I/O (key file, RPC, checkpoint
  * store, coordinator HTTP, terminal, signals) and runs agent/agent.ts `runAgent`.
@@ -9,13 +9,13 @@ import path from "node:path";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../sdk/args.ts";
 import { connectProtocol, protocolInterfaces } from "../sdk/contracts.ts";
-import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
+import { loadDeployment } from "../sdk/deployment.ts";
 import { classifyError, describeError } from "../sdk/errors.ts";
 import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
 import { KeyFileError, loadOrCreateKey } from "../sdk/keys.ts";
 import { createLogger, type Logger } from "../sdk/log.ts";
 import { withRetry } from "../sdk/retry.ts";
-import { FsCheckpointStore } from "../workloads/index.ts";
+import { openStore, parseStoreUrl, StoreUrlError } from "../workloads/index.ts";
 import { runAgent } from "./agent.ts";
 import { detectDevice } from "./device.ts";
 import { shutdownSignal } from "../sdk/runner.ts";
@@ -38,7 +38,7 @@ export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP 
   --rpc URL            JSON-RPC endpoint (default http://127.0.0.1:8545)
   --deployment FILE    Ignition deployed_addresses.json (default: the local chain's)
   --key FILE           provider key (default .gpuchain/providers/NAME/key, created 0600)
-  --store DIR          checkpoint store (default .gpuchain/store)
+  --store URL          checkpoint store: s3://BUCKET/PREFIX, file://DIR or a folder (default .gpuchain/store)
   --memory-cap MiB     offer less memory than the device has (capped profile; smaller micro-batches)
   --coordinator URL    heartbeat endpoint (default http://127.0.0.1:8600/heartbeat)
   --fault KIND[:ARG]   inject a fault: garbage-weights skip-steps wrong-data nan hash-mismatch replay-old
@@ -82,11 +82,22 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
     rpc: values.rpc,
     deployment: values.deployment,
     keyFile: values.key ?? path.join(".gpuchain", "providers", safeName, "key"),
-    store: values.store,
+    store: checkStoreUrl(values.store),
     coordinator: values.coordinator,
     pretty: values.pretty,
     help: false,
   };
+}
+
+/** `--store` names a store by URL (file://DIR, s3://BUCKET/PREFIX or a folder); anything else is a usage error. */
+function checkStoreUrl(spec: string): string {
+  try {
+    parseStoreUrl(spec);
+    return spec;
+  } catch (err) {
+    if (err instanceof StoreUrlError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 /** Asks the RPC for its chain id, retrying (with "chain unreachable" logs) until it answers or we are stopped. */
@@ -134,16 +145,12 @@ export async function main(argv: string[]): Promise<number> {
   }
   const terminal = new Terminal(process.stdout);
   const logger = createLogger({ component: "agent", pretty: args.pretty, write: (line) => terminal.log(line) });
-  const wallet = openProviderKey(args.keyFile, logger);
-  if (!wallet) return 1;
-  let deployment;
-  try {
-    deployment = loadDeployment(args.deployment);
-  } catch (err) {
-    if (!(err instanceof DeploymentError)) throw err;
-    logger.error(err.message);
-    return 1;
-  }
+  // Key and deployment problems are the person's to fix: thrown to gpuchain's one error path (one line, exit 1).
+  const key = loadOrCreateKey(args.keyFile, true);
+  const wallet = key.wallet;
+  const keyFields = { address: wallet.address, keyFile: args.keyFile };
+  logger.info(key.created ? "created provider key" : "using provider key", keyFields);
+  const deployment = loadDeployment(args.deployment);
   const { signal, dispose } = shutdownSignal(logger, "stopping (finishing or abandoning the current step)");
   const provider = await connectRpc(args.rpc, logger, signal).catch((err) => {
     if (signal.aborted) return undefined;
@@ -158,7 +165,7 @@ export async function main(argv: string[]): Promise<number> {
     const result = await runAgent(args.config, {
       signer,
       protocol: connectProtocol(deployment, signer),
-      store: new FsCheckpointStore(args.store),
+      store: openStore(args.store, { onEvent: (e) => logger.warn(`store ${e.kind}`, { ...e, store: args.store }) }),
       logger,
       clock: { now: () => Date.now() },
       heartbeatSender: httpHeartbeatSender(args.coordinator),

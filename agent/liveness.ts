@@ -4,6 +4,7 @@
  * working. An unreachable coordinator is only a warning: the on-chain lease is what the protocol relies on.
  */
 import type { Wallet } from "ethers";
+import { machineId } from "../sdk/machine.ts";
 import { signHeartbeat, type Heartbeat, type SignedHeartbeat } from "../sdk/heartbeat.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
@@ -36,6 +37,8 @@ export interface Activity {
 export interface LivenessOptions {
   wallet: Wallet;
   chainId: bigint;
+  /** The escrow's address: named in every signed beat (issue 11). */
+  escrow: string;
   send: HeartbeatSender;
   chain: Chain;
   logger: Logger;
@@ -88,6 +91,8 @@ export class Liveness {
     const a = this.activity;
     const h: Heartbeat = {
       chainId: this.opts.chainId.toString(),
+      escrow: this.opts.escrow,
+      machine: machineId(),
       provider: this.opts.wallet.address,
       jobId: (a?.jobId ?? 0n).toString(),
       epoch: (a?.epoch ?? 0n).toString(),

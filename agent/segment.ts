@@ -1,13 +1,15 @@
 /**
- * One checkpoint interval ("segment") of training and what gets uploaded for it. Pure: no chain, no files.
+ * One checkpoint interval ("segment" here; workloads/segments.ts splits it into replay segments of m steps) of
+ * training and what gets uploaded for it. Pure: no chain, no files.
  *
  * A segment starts from a committed state (the last accepted checkpoint's state, or the seed's initial state) and
- * holds the state after every step. The upload is the checkpoint blob (workloads' format, with one state hash per
- * step), the hash reported on chain, and every state of the segment as its own blob, so a verifier can fetch the
- * state before any sampled step, replay it and compare with the committed hash.
+ * holds the state after every step. The upload is the checkpoint blob (workloads' format: one state hash per
+ * step, so it commits to every state), the hash reported on chain, and the states at the segment boundaries
+ * (every m steps, and the one before the last) as their own blobs: a verifier fetches a boundary, replays the
+ * m steps after it and compares every step's hash. About n/m + 1 states are stored instead of n.
  */
 import {
-  blobHash, encodeCheckpoint, encodeState, stateHash, type Checkpoint, type TrainingState,
+  blobHash, defaultSegmentSteps, encodeCheckpoint, encodeState, storedSteps, type Checkpoint, type TrainingState,
 } from "../workloads/index.ts";
 
 export interface SegmentStart {
@@ -34,8 +36,10 @@ export interface Upload {
   checkpointBytes: Uint8Array;
   /** The hash reported on chain. Honest uploads: blobHash(checkpointBytes). */
   reportedHash: string;
-  /** State blobs to put first: the start state and the state after each step. */
+  /** State blobs to put first: the states at the segment boundaries (workloads/segments.ts storedSteps). */
   stateBlobs: Uint8Array[];
+  /** blobHash of each state blob, when known (same length as stateBlobs; saves re-hashing on upload). */
+  stateHashes?: string[];
   /** For hash-mismatch: place checkpointBytes under reportedHash's name instead of its own content hash. */
   placeUnderReportedHash: boolean;
   /** Step reported on chain (the segment's end). */
@@ -49,13 +53,13 @@ export function segmentEnd(seg: Segment): number {
 }
 
 /**
- * The checkpoint a segment commits to (hash chain over every state in order). `hashes` (start state first, then
- * each step) may be passed when already computed; stateHash(s) = blobHash(encodeState(s)).
+ * The checkpoint a segment commits to (every state's hash, in order). `hashes` (start state first, then each
+ * step) may be passed when already computed; stateHash(s) = blobHash(encodeState(s)).
  */
-export function buildCheckpoint(seg: Segment, hashes?: string[]): Checkpoint {
+export function buildCheckpoint(seg: Segment, hashes?: string[], m = defaultSegmentSteps(seg.states.length)): Checkpoint {
   const end = segmentEnd(seg);
   const last = seg.states.length ? seg.states[seg.states.length - 1] : seg.start;
-  const h = hashes ?? [seg.start, ...seg.states].map(stateHash);
+  const h = hashes ?? [seg.start, ...seg.states].map((s) => blobHash(encodeState(s)));
   return {
     templateId: seg.templateId,
     seed: seg.seed,
@@ -63,21 +67,25 @@ export function buildCheckpoint(seg: Segment, hashes?: string[]): Checkpoint {
     prevCheckpointHash: seg.prevCheckpointHash,
     startStep: seg.start.step,
     startStateHash: h[0],
+    segmentSteps: m,
     stepHashes: h.slice(1),
     state: last,
   };
 }
 
-/** The honest upload for a segment (each state encoded once: its blob, and its hash from the blob). */
-export function honestUpload(seg: Segment): Upload {
-  const stateBlobs = [seg.start, ...seg.states].map(encodeState);
-  const checkpoint = buildCheckpoint(seg, stateBlobs.map(blobHash));
+/** The honest upload for a segment (each state encoded once: its hash from the blob, kept when stored). */
+export function honestUpload(seg: Segment, m = defaultSegmentSteps(seg.states.length)): Upload {
+  const blobs = [seg.start, ...seg.states].map(encodeState);
+  const checkpoint = buildCheckpoint(seg, blobs.map(blobHash), m);
   const checkpointBytes = encodeCheckpoint(checkpoint);
+  const from = seg.start.step;
+  const stored = storedSteps(from, checkpoint.step, m);
   return {
     checkpoint,
     checkpointBytes,
     reportedHash: blobHash(checkpointBytes),
-    stateBlobs,
+    stateBlobs: stored.map((step) => blobs[step - from]),
+    stateHashes: stored.map((step) => checkpoint.stepHashes[step - from - 1]),
     placeUnderReportedHash: false,
     step: checkpoint.step,
     faults: [],

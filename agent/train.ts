@@ -3,15 +3,15 @@
  * agent/behaviour.ts). The hooks let the
  * agent check fencing and the stop signal between steps and show progress; verifier tests call it without hooks.
  */
-import type { Trainer } from "../workloads/index.ts";
+import type { Trainer, TrainingState } from "../workloads/index.ts";
 import { HONEST, type ProviderBehaviour } from "./behaviour.ts";
 import type { Segment, SegmentStart } from "./segment.ts";
 
 export interface TrainHooks {
   /** Called before each step; return false to abandon the segment (fenced, stopping). */
   beforeStep?: (step: number) => boolean | Promise<boolean>;
-  /** Called after each trained step. */
-  afterStep?: (step: number, loss: number) => void | Promise<void>;
+  /** Called after each trained step, with the state it produced. */
+  afterStep?: (step: number, loss: number, state: TrainingState) => void | Promise<void>;
   /** die-at:N: called right after step N (the default throws; the agent kills its process). */
   die?: (step: number) => void;
 }
@@ -42,7 +42,7 @@ export async function trainSegment(
     if (hooks.beforeStep && !(await hooks.beforeStep(step))) return { abandoned: true, atStep: state.step };
     ({ state, loss } = await trainer.trainStep(state, start.seed, step, opts));
     states.push(state);
-    await hooks.afterStep?.(step, loss);
+    await hooks.afterStep?.(step, loss, state);
     if (behaviour.diesAfter(step)) {
       (hooks.die ?? ((s: number) => { throw new Error(`die-at:${s}`); }))(step);
     }

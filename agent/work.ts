@@ -7,7 +7,8 @@ import type { JobView } from "../sdk/job.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
 import {
-  initialState, loadTemplate, UnknownTemplateError, ZERO_HASH, type Template, type TrainingState,
+  defaultSegmentSteps, encodeState, initialState, loadTemplate, storedSteps, UnknownTemplateError, ZERO_HASH,
+  type Template, type TrainingState,
 } from "../workloads/index.ts";
 import { loadCheckpoint, putUpload } from "./blobs.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
@@ -21,6 +22,7 @@ import type { Upload } from "./segment.ts";
 import { isAbandoned, trainSegment } from "./train.ts";
 import type { TrainerPool } from "./trainers.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
+import { BackgroundUploads } from "./uploads.ts";
 
 export interface WorkContext {
   config: AgentConfig;
@@ -148,6 +150,9 @@ async function trainAndReport(
   const t0 = ctx.deps.clock.now();
   let trained = 0;
   let checkedAt = Number.NEGATIVE_INFINITY;
+  // Segment-boundary states go to the store in the background while training goes on (agent/uploads.ts).
+  const uploads = new BackgroundUploads(ctx.deps.store);
+  const boundaries = new Set(storedSteps(base.step, end, defaultSegmentSteps(end - base.step)));
   const seg = await trainSegment(trainer, { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state }, end, ctx.behaviour, {
     beforeStep: async () => {
       if (ctx.deps.signal.aborted) return false;
@@ -158,7 +163,8 @@ async function trainAndReport(
       if (reason) fenced = { reason, job: now };
       return !reason;
     },
-    afterStep: (step, loss) => {
+    afterStep: async (step, loss, state) => {
+      if (boundaries.has(step)) await uploads.offer(encodeState(state));
       trained++;
       const sps = (1000 * trained) / Math.max(1, ctx.deps.clock.now() - t0);
       ctx.liveness.update({ step, loss, stepsPerSecond: sps });
@@ -176,9 +182,13 @@ async function trainAndReport(
     return { outcome: "stopped" };
   }
   const upload = ctx.behaviour.upload(seg, base.old);
-  await putUpload(ctx.deps.store, upload);
+  const trainedMs = ctx.deps.clock.now() - t0;
+  const t1 = performance.now();
+  // The checkpoint blob goes up while the last boundary puts finish.
+  await Promise.all([uploads.drain(), putUpload(ctx.deps.store, upload, uploads.put)]);
   log.info("checkpoint stored", {
     step: upload.step, hash: upload.reportedHash, startStep: base.step, faults: upload.faults.length ? upload.faults : undefined,
+    states: upload.stateBlobs.length, storeWaitMs: Math.round(uploads.stallMs + performance.now() - t1), trainedMs,
   });
   return report(ctx, log, id, epoch, base, upload);
 }

@@ -3,7 +3,8 @@
 // verifier_compute_ratio_<template>: CPU time one honest verifier spends checking a job's checkpoints (blob reads,
 // decoding, hash-chain checks, replay of the sampled steps plus the last one, held-out evaluation) divided by the
 // CPU time the trainer spent computing those checkpoints' steps, at the checkpoint interval the demo uses
-// (`npm start`: 100 steps for mnist-mlp, 20 for blobs-tiny) and the verifier's default sample count. Both are
+// (`npm start`: 100 steps for mnist-mlp, 20 for blobs-tiny) and the verifier's default sample budget (whole
+// segments of the template default length, workloads/segments.ts). Both are
 // process CPU time (process.cpuUsage) on this machine with onnxruntime's single-threaded settings. Training time
 // counts the trainer's steps only (not the agent's hashing and uploads), so the ratio errs high.
 // `_sampled_only` leaves out checkpoints whose evaluation escalated to a full replay (honest SGD noise beyond the
@@ -31,7 +32,7 @@ const RATIO_RUNS = [
 const round = (x: number, digits = 4) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 /** Trains `checkpoints` honest checkpoints (training CPU measured), then verifies each (verifier CPU measured). */
-async function computeRatio(name: string, interval: number, checkpoints: number) {
+export async function computeRatio(name: string, interval: number, checkpoints: number) {
   const template = loadTemplate(name);
   const trainer = await createTrainer(template);
   const dir = await mkdtemp(join(tmpdir(), "gpuchain-bench-verifier-"));
@@ -67,6 +68,7 @@ async function computeRatio(name: string, interval: number, checkpoints: number)
     let sampledOnlyTrainingCpuMs = 0;
     let estimatedTrainingCpuMs = 0;
     let fullReplays = 0;
+    let replayedSteps = 0;
     const cache = newVerifyCache();
     for (const [i, r] of reports.entries()) {
       const v = await verifyCheckpoint({
@@ -75,6 +77,7 @@ async function computeRatio(name: string, interval: number, checkpoints: number)
       });
       if (!v.accept) throw new Error(`bench: honest checkpoint refused: ${v.reasons.join("; ")}`);
       verifierCpuMs += v.metrics.cpuMs;
+      if (!v.metrics.fullReplay) replayedSteps += v.metrics.replayedSteps;
       estimatedTrainingCpuMs += v.metrics.trainingCpuMsEstimate ?? 0;
       if (v.metrics.fullReplay) {
         fullReplays++;
@@ -92,7 +95,8 @@ async function computeRatio(name: string, interval: number, checkpoints: number)
       [`verifier_cpu_ms_per_checkpoint_${name}`]: round(verifierCpuMs / checkpoints, 2),
       [`training_cpu_ms_per_checkpoint_${name}`]: round(trainingCpuMs / checkpoints, 2),
       [`verifier_checkpoint_interval_${name}`]: interval,
-      [`verifier_replayed_steps_per_checkpoint_${name}`]: DEFAULT_CONFIG.samples + 1,
+      // Whole segments for the sample budget plus the last step (workloads/segments.ts), sampled checks only.
+      [`verifier_replayed_steps_per_checkpoint_${name}`]: round(replayedSteps / Math.max(1, checkpoints - fullReplays), 2),
     };
   } finally {
     await trainer.close();

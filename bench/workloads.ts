@@ -101,7 +101,7 @@ export async function benchWorkloads(): Promise<Record<string, number>> {
   out["legacy_step_ms_mnist-mlp"] = round(before);
   out["portable_step_overhead_mnist-mlp"] = round(portable / before); // target ≤ 2.0
   out["step_peak_memory_mib_mnist-mlp"] = round(stepMemoryInChild("mnist-mlp"));
-  out["heldout_accuracy_600_steps_mnist-mlp"] = round(await accuracyAfter(mnist, 600) * 1000) / 1000;
+  out["heldout_accuracy_600_steps_mnist-mlp"] = round((await accuracyAfter(mnist, 600)) * 1000) / 1000;
   return out;
 }
 

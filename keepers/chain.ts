@@ -7,7 +7,9 @@ import type { Contract, ContractEventName, EventLog, Interface, Log, Provider } 
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
+import type { BatchReader } from "../sdk/multicall.ts";
 import { withRetry } from "../sdk/retry.ts";
+import { blockRanges } from "../sdk/logRange.ts";
 
 export interface ReceiptLike {
   status: number | null;
@@ -53,6 +55,10 @@ export interface KeeperContext {
   txTimeoutMs: number;
   rpcTimeoutMs: number;
   retry: RetryPolicy;
+  /** Batched reads through Multicall3 (one by one where none is deployed); absent: built from `provider`. */
+  batch?: BatchReader;
+  /** Sends Multicall3 `aggregate3` (permissionless escrow calls in bulk) with the keeper's key and send queue. */
+  batchSender?: Sender;
 }
 
 export class TimeoutError extends Error {
@@ -137,6 +143,16 @@ export interface Call {
   races?: readonly string[];
 }
 
+/** How each outcome is logged: a race or a dropped transaction is expected (warn); only a real failure is an error. */
+const OUTCOME_LOG: Record<Outcome["kind"], ["info" | "warn" | "error", string]> = {
+  confirmed: ["info", "sent"],
+  "dry-run": ["info", "dry run: not sent"],
+  race: ["warn", "lost a race: the state moved on before our transaction (someone else did it)"],
+  unconfirmed: ["warn", "no receipt in time; the next tick re-checks the chain"],
+  "retry-later": ["warn", "rpc unavailable; left for the next tick"],
+  failed: ["error", "failed"],
+};
+
 /**
  * Simulates, sends and waits for one call; never throws. Each attempt re-simulates against the latest state, so a
  * retried send whose first try did land comes back as an expected race, not as a second transaction.
@@ -146,27 +162,8 @@ export interface Call {
 export async function execute(ctx: KeeperContext, call: Call, log: Logger): Promise<Outcome> {
   const iface = escrowInterface(ctx);
   const outcome = await executeInner(ctx, call, iface);
-  const fields = { method: call.method, ...outcomeFields(outcome) };
-  switch (outcome.kind) {
-    case "confirmed":
-      log.info("sent", fields);
-      break;
-    case "dry-run":
-      log.info("dry run: not sent", fields);
-      break;
-    case "race":
-      log.warn("lost a race: the state moved on before our transaction (someone else did it)", fields);
-      break;
-    case "unconfirmed":
-      log.warn("no receipt in time; the next tick re-checks the chain", fields);
-      break;
-    case "retry-later":
-      log.warn("rpc unavailable; left for the next tick", fields);
-      break;
-    case "failed":
-      log.error("failed", fields);
-      break;
-  }
+  const [level, message] = OUTCOME_LOG[outcome.kind];
+  log[level](message, { method: call.method, ...outcomeFields(outcome) });
   return outcome;
 }
 
@@ -241,8 +238,8 @@ export async function scanEvents(
   chunk = 10_000,
 ): Promise<EventLog[]> {
   const out: EventLog[] = [];
-  for (let start = fromBlock; start <= toBlock; start += chunk) {
-    const end = Math.min(toBlock, start + chunk - 1);
+  // sdk/logRange.ts: never an empty or future range (anvil rejects those), spans public RPCs accept.
+  for (const { fromBlock: start, toBlock: end } of blockRanges(fromBlock, toBlock, chunk)) {
     const logs: (EventLog | Log)[] = await read(ctx, "getLogs", () => contract.queryFilter(event, start, end));
     for (const l of logs) if ("args" in l) out.push(l);
   }

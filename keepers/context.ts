@@ -1,9 +1,17 @@
 /** Builds a KeeperContext from a deployment, a provider and (optionally) a signer: the CLI and the tests share it. */
-import type { Contract, Provider, Signer } from "ethers";
+import { Contract as EthersContract, type Contract, type Provider, type Signer } from "ethers";
 import { connectProtocol } from "../sdk/contracts.ts";
 import type { Deployment } from "../sdk/deployment.ts";
 import type { Logger } from "../sdk/log.ts";
-import { contractSender, DEFAULT_RETRY, SendQueue, type KeeperContext, type RetryPolicy, type Sender } from "./chain.ts";
+import { batchReader, MULTICALL3_ABI } from "../sdk/multicall.ts";
+import {
+  contractSender,
+  DEFAULT_RETRY,
+  SendQueue,
+  type KeeperContext,
+  type RetryPolicy,
+  type Sender,
+} from "./chain.ts";
 
 export interface ContextOptions {
   deployment: Deployment;
@@ -25,7 +33,9 @@ export interface ContextOptions {
 
 export async function keeperContext(o: ContextOptions): Promise<KeeperContext> {
   const protocol = connectProtocol(o.deployment, o.signer ?? o.provider);
-  const base = contractSender(protocol.escrow as unknown as Contract, o.sendQueue ?? new SendQueue());
+  const queue = o.sendQueue ?? new SendQueue();
+  const base = contractSender(protocol.escrow as unknown as Contract, queue);
+  const multicall = new EthersContract(o.deployment.multicall3, MULTICALL3_ABI, o.signer ?? o.provider);
   return {
     chainId: o.chainId,
     escrow: protocol.escrow,
@@ -39,5 +49,7 @@ export async function keeperContext(o: ContextOptions): Promise<KeeperContext> {
     txTimeoutMs: o.txTimeoutMs ?? 60_000,
     rpcTimeoutMs: o.rpcTimeoutMs ?? 15_000,
     retry: o.retry ?? DEFAULT_RETRY,
+    batch: batchReader(o.provider, o.deployment.multicall3),
+    batchSender: o.signer ? contractSender(multicall, queue) : undefined,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * A tiny JSON-over-HTTP server (node:http) for the keepers that receive messages: the coordinator
  * (`POST /heartbeat`) and the verdict collector (`POST /signatures`). Handlers get the parsed body and return a
- * status and a JSON body; malformed JSON is a 400, unknown routes a 404, oversized bodies a 413.
+ * status and a JSON body; malformed JSON is a 400, unknown routes a 404, oversized bodies a 413 (answered, then
+ * the connection closed; never a reset), and a handler that throws a 500 (a bug: validation answers 4xx).
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,7 +21,7 @@ export interface JsonServer {
   close(): Promise<void>;
 }
 
-const MAX_BODY_BYTES = 64 * 1024;
+export const MAX_BODY_BYTES = 64 * 1024;
 
 export async function startJsonServer(opts: {
   host: string;
@@ -37,12 +38,19 @@ export async function startJsonServer(opts: {
     const route = opts.routes[`${req.method} ${(req.url ?? "/").split("?")[0]}`];
     if (!route) return send(404, { ok: false, reason: `no route ${req.method} ${req.url}` });
     let body: unknown = undefined;
-    try {
-      const text = await readBody(req);
-      if (req.method === "POST") body = JSON.parse(text);
-    } catch (err) {
-      const tooLarge = (err as Error).message === "too large";
-      return send(tooLarge ? 413 : 400, { ok: false, reason: tooLarge ? "body too large" : "malformed JSON" });
+    const text = await readBody(req);
+    if (text === TOO_LARGE) {
+      // Answer first, then close: the client reads a 413 with its reason instead of a reset connection.
+      res.setHeader("connection", "close");
+      return send(413, { ok: false, reason: `body over ${MAX_BODY_BYTES} bytes` });
+    }
+    if (text === undefined) return send(400, { ok: false, reason: "request body aborted" });
+    if (req.method === "POST") {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        return send(400, { ok: false, reason: "malformed JSON" });
+      }
     }
     try {
       const r = await route(body);
@@ -69,20 +77,33 @@ export async function startJsonServer(opts: {
   };
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
+const TOO_LARGE = Symbol("too large");
+/** Past this much discarded body the connection is cut: a client streaming forever gets no answer. */
+const MAX_DISCARD_BYTES = 16 * MAX_BODY_BYTES;
+
+/** The body as text; TOO_LARGE once it passes the limit (the rest is drained, up to a bound); undefined if aborted. */
+function readBody(req: IncomingMessage): Promise<string | typeof TOO_LARGE | undefined> {
+  const declared = Number(req.headers["content-length"]);
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let over = Number.isFinite(declared) && declared > MAX_BODY_BYTES;
+    if (over) resolve(TOO_LARGE);
     req.on("data", (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new Error("too large"));
-        req.destroy();
+      if (!over && size > MAX_BODY_BYTES) {
+        over = true;
+        chunks.length = 0;
+        resolve(TOO_LARGE);
+      }
+      if (over) {
+        if (size > MAX_DISCARD_BYTES) req.destroy();
         return;
       }
       chunks.push(c);
     });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
+    req.on("end", () => resolve(over ? TOO_LARGE : Buffer.concat(chunks).toString("utf8")));
+    req.on("error", () => resolve(over ? TOO_LARGE : undefined));
+    req.on("close", () => resolve(over ? TOO_LARGE : undefined));
   });
 }

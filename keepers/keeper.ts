@@ -5,6 +5,7 @@
  */
 import type { ParseArgsConfig } from "node:util";
 import type { Deployment } from "../sdk/deployment.ts";
+import { runLoop, type Schedule, type TickResult } from "../sdk/runner.ts";
 import type { KeeperContext } from "./chain.ts";
 import type { FlagValues, SharedConfig } from "./config.ts";
 
@@ -35,4 +36,16 @@ export interface KeeperDefinition<C extends SharedConfig = SharedConfig> {
 /** Keeps the config type of each definition while the registry holds them side by side. */
 export function defineKeeper<C extends SharedConfig>(k: KeeperDefinition<C>): KeeperDefinition<SharedConfig> {
   return k as unknown as KeeperDefinition<SharedConfig>;
+}
+
+/** Runs a keeper's tick on the shared runner with its schedule and `--once`, logging to its context's logger. */
+export function runTicks(
+  name: string,
+  ctx: KeeperContext,
+  config: Pick<SharedConfig, "once"> & Schedule,
+  tick: () => Promise<TickResult | void>,
+  signal: AbortSignal,
+): Promise<number> {
+  const schedule: Schedule = config.cron !== undefined ? { cron: config.cron } : { intervalMs: config.intervalMs };
+  return runLoop({ name, tick, ...schedule, once: config.once, signal, logger: ctx.logger });
 }

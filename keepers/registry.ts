@@ -8,9 +8,4 @@ import { finalizer } from "./finalizer/keeper.ts";
 import type { KeeperDefinition } from "./keeper.ts";
 import { reserves } from "./reserves/keeper.ts";
 
-export const KEEPERS: readonly KeeperDefinition[] = [
-  coordinator,
-  collector,
-  finalizer,
-  reserves,
-];
+export const KEEPERS: readonly KeeperDefinition[] = [coordinator, collector, finalizer, reserves];

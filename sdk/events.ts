@@ -1,11 +1,82 @@
-/** Reads every escrow event from a block on and folds them into the ledger (sdk/ledger.ts). */
-import type { Contract } from "ethers";
+/**
+ * Reads escrow events from a block on and folds them into the ledger (sdk/ledger.ts). Reads go in bounded block
+ * chunks (public RPCs cap a getLogs range), and can be narrowed by topic to one job or one account's jobs, so
+ * `explain JOB` does not fetch every event of every job.
+ */
+import { zeroPadValue, toBeHex, type Contract, type Interface, type Log, type TopicFilter } from "ethers";
 import type { JobEscrow } from "../types/ethers-contracts/index.ts";
 import { foldEscrowEvents, type EscrowEvent, type Ledger } from "./ledger.ts";
+import { blockRanges } from "./logRange.ts";
 
-/** Every event the escrow emitted from `fromBlock` on, folded into its books. */
-export async function escrowLedger(escrow: JobEscrow, fromBlock = 0): Promise<Ledger> {
-  // TypeChain's typed overloads do not admit "*" (all events); the untyped Contract does.
-  const logs = await (escrow as unknown as Contract).queryFilter("*", fromBlock);
-  return foldEscrowEvents(logs as unknown as EscrowEvent[]);
+/** Blocks per getLogs request. */
+export const LOG_CHUNK = 10_000;
+
+export interface LedgerQuery {
+  /** Only these jobs' events (every job event has the job id as its first indexed argument). */
+  jobIds?: bigint[];
+  /** Only the jobs this account took part in (as client or provider), and its withdrawals. */
+  account?: string;
+  /** Last block to read (default: the latest). */
+  toBlock?: number;
+  chunk?: number;
+}
+
+/** The escrow's events from `fromBlock` on (all, or narrowed by `query`), folded into its books. */
+export async function escrowLedger(escrow: JobEscrow, fromBlock = 0, query: LedgerQuery = {}): Promise<Ledger> {
+  const c = escrow as unknown as Contract;
+  const toBlock = query.toBlock ?? (await c.runner!.provider!.getBlockNumber());
+  const read = (topics: TopicFilter | "*") => chunkedLogs(c, topics, fromBlock, toBlock, query.chunk ?? LOG_CHUNK);
+  let jobIds = query.jobIds;
+  const extra: EscrowEvent[] = [];
+  if (query.account !== undefined) {
+    const who = zeroPadValue(query.account, 32);
+    // The account as the second indexed argument: JobCreated's client, a provider in ProviderAssigned,
+    // CheckpointAccepted, EarningsReleased, …; as the first: Withdrawn (job events have the job id there).
+    const named = await read([null, null, who]);
+    jobIds = [...new Set(named.map((e) => BigInt(e.topics[1])))];
+    extra.push(...(await read([c.interface.getEvent("Withdrawn")!.topicHash, who])));
+  }
+  if (jobIds === undefined) return foldEscrowEvents(await read("*"));
+  if (jobIds.length === 0) return foldEscrowEvents(extra);
+  const events: EscrowEvent[] = [...extra];
+  // Topic OR-lists stay short enough for any node: 100 job ids per filter.
+  for (let i = 0; i < jobIds.length; i += 100) {
+    events.push(...(await read([null, jobIds.slice(i, i + 100).map((id) => zeroPadValue(toBeHex(id), 32))])));
+  }
+  return foldEscrowEvents(events);
+}
+
+async function chunkedLogs(
+  c: Contract,
+  topics: TopicFilter | "*",
+  fromBlock: number,
+  toBlock: number,
+  chunk: number,
+): Promise<(EscrowEvent & { topics: readonly string[] })[]> {
+  const out: (EscrowEvent & { topics: readonly string[] })[] = [];
+  // sdk/logRange.ts: never an empty or future range (anvil rejects those).
+  for (const { fromBlock: start, toBlock: end } of blockRanges(fromBlock, toBlock, chunk)) {
+    out.push(
+      ...((await c.queryFilter(topics, start, end)) as unknown as (EscrowEvent & { topics: readonly string[] })[]),
+    );
+  }
+  return out;
+}
+
+/** Logs decoded with `iface` (others skipped), in the shape the ledger folds. */
+export function decodeLogs(iface: Interface, logs: readonly Log[]): EscrowEvent[] {
+  const out: EscrowEvent[] = [];
+  for (const log of logs) {
+    const parsed = safeParse(iface, log);
+    if (parsed) out.push({ eventName: parsed.name, args: parsed.args, blockNumber: log.blockNumber, index: log.index });
+  }
+  return out;
+}
+
+function safeParse(iface: Interface, log: Log) {
+  try {
+    return iface.parseLog(log);
+  } catch {
+    return null;
+  }
 }

@@ -8,6 +8,8 @@ import { Wallet, verifyMessage } from "ethers";
 
 export interface Heartbeat {
   chainId: string;
+  /** The escrow the provider works for: a beat for one deployment never counts for another on the same chain. */
+  escrow: string;
   provider: string; // checksummed address
   jobId: string; // "0" when idle (alive and available)
   epoch: string; // the epoch the provider believes it holds ("0" when idle)
@@ -17,6 +19,8 @@ export interface Heartbeat {
   /** Arithmetic profile (workloads/profile.ts): onnxruntime version, execution provider, CPU family or gpu. */
   profile?: string;
   sentAt: number; // ms since epoch, provider's clock
+  /** sdk/machine.ts machineId(): which machine the provider runs on (badges), signed like the rest. */
+  machine: string;
 }
 
 export interface SignedHeartbeat extends Heartbeat {
@@ -31,9 +35,13 @@ export const HEARTBEAT_DEFAULTS = { intervalMs: 1_000, timeoutMs: 5_000, startGr
 
 /** The signed text; the profile is signed too when present (a beat without one signs as before). */
 export function heartbeatMessage(h: Heartbeat): string {
-  const fields = ["gpuchain-heartbeat", h.chainId, h.provider, h.jobId, h.epoch, h.step, h.sentAt];
-  return (h.profile === undefined ? fields : [...fields, h.profile]).join("|");
+  const fields = [h.chainId, h.escrow.toLowerCase(), h.provider, h.jobId, h.epoch, h.step, h.sentAt, h.machine];
+  const all = ["gpuchain-heartbeat/v2", ...fields];
+  return (h.profile === undefined ? all : [...all, h.profile]).join("|");
 }
+
+/** What a beat must name to count here. */
+export type HeartbeatScope = { chainId: string; escrow: string };
 
 export async function signHeartbeat(wallet: Wallet, h: Heartbeat): Promise<SignedHeartbeat> {
   return { ...h, signature: await wallet.signMessage(heartbeatMessage(h)) };
@@ -44,12 +52,13 @@ export type HeartbeatCheck = { ok: true } | { ok: false; reason: string };
 /** Pure check of one heartbeat against the coordinator's clock and the provider's previous beat. */
 export function checkHeartbeat(
   h: SignedHeartbeat,
-  expectedChainId: string,
+  expected: HeartbeatScope,
   nowMs: number,
   previousSentAt: number | undefined,
   maxClockSkewMs = HEARTBEAT_DEFAULTS.maxClockSkewMs,
 ): HeartbeatCheck {
-  if (h.chainId !== expectedChainId) return { ok: false, reason: `wrong chain ${h.chainId}` };
+  if (h.chainId !== expected.chainId) return { ok: false, reason: `wrong chain ${h.chainId}` };
+  if (h.escrow.toLowerCase() !== expected.escrow.toLowerCase()) return { ok: false, reason: `wrong escrow ${h.escrow}` };
   if (Math.abs(nowMs - h.sentAt) > maxClockSkewMs) return { ok: false, reason: "stale or future timestamp" };
   if (previousSentAt !== undefined && h.sentAt <= previousSentAt) return { ok: false, reason: "replayed heartbeat" };
   let signer: string;

@@ -1,8 +1,11 @@
 /**
  * The one off-chain model of a job: IJobEscrow.JobStatus mirrored once (test/helpers/jobModel.ts checks it against
  * the compiled ABI), named predicates over it, and the one reader of a job's on-chain state (`readJob`) that the
- * keepers, the agent and the verifier use. Pure except `readJob`, which only calls the two escrow views it is given.
+ * keepers, the agent and the verifier use. Pure except `readJob`, which only calls the two escrow views it is given,
+ * and `readJobsBatched`, the same two views for many jobs through Multicall3.
  */
+import type { Interface } from "ethers";
+import { valueOf, type BatchReader, type ViewCall } from "./multicall.ts";
 
 /** IJobEscrow.JobStatus, numbered as on chain. `statusOf` derives Settleable and ArbiterTimedOut from the clock. */
 export const JobStatus = {
@@ -142,4 +145,27 @@ export function jobIds(jobCount: bigint, skip: (jobId: bigint) => boolean = () =
   const ids: bigint[] = [];
   for (let id = 1n; id <= jobCount; id++) if (!skip(id)) ids.push(id);
   return ids;
+}
+
+// ---------------------------------------------------------------- many jobs in one request
+
+/** What `readJobsBatched` needs: a Multicall3 reader (sdk/multicall.ts) and the escrow's address and ABI. */
+export interface BatchedJobSource {
+  reader: BatchReader;
+  escrow: string;
+  iface: Interface;
+}
+
+/** `statusOf` + `jobOf` of every id at `blockTag` through Multicall3 (2 reads per job, 200 reads per eth_call). */
+export async function readJobsBatched(src: BatchedJobSource, ids: bigint[], blockTag: number): Promise<JobView[]> {
+  const calls: ViewCall[] = ids.flatMap((id) => [
+    { target: src.escrow, iface: src.iface, fn: "statusOf", args: [id] },
+    { target: src.escrow, iface: src.iface, fn: "jobOf", args: [id] },
+  ]);
+  const results = await src.reader.read(calls, blockTag);
+  return ids.map((id, i) => {
+    const status = valueOf(results[2 * i])[0] as bigint;
+    const raw = valueOf(results[2 * i + 1])[0] as RawJob;
+    return toJobView(id, status, raw);
+  });
 }

@@ -23,18 +23,22 @@ export type RunOptions = Schedule & {
   once: boolean;
   signal: AbortSignal;
   logger: Logger;
+  /** Log "started" and "stopped" lines (default); a part that announces itself in its own words turns it off. */
+  announce?: boolean;
 };
 
 /** Resolves with the exit code: 0 after a clean stop, 1 when `--once` hit an unexpected error, or the tick's own. */
 export async function runLoop(opts: RunOptions): Promise<number> {
   const { once, logger, name } = opts;
-  logger.info("started", { keeper: name, ...(opts.cron ? { cron: opts.cron } : { intervalMs: opts.intervalMs }), once });
+  const announce = opts.announce ?? true;
+  const schedule = opts.cron ? { cron: opts.cron } : { intervalMs: opts.intervalMs };
+  if (announce) logger.info("started", { keeper: name, ...schedule, once });
   const step = guardedTick(opts);
   let exitCode: number;
   if (once) exitCode = (await step()) ?? 0;
   else if (opts.cron !== undefined) exitCode = await onCron(opts.cron, step, opts);
   else exitCode = await onInterval(opts.intervalMs, step, opts.signal);
-  logger.info("stopped", { keeper: name, exitCode });
+  if (announce) logger.info("stopped", { keeper: name, exitCode });
   return exitCode;
 }
 

@@ -20,27 +20,28 @@ export interface VerdictMessage {
   passed: boolean;
 }
 
-export const checkpointDecisionTypes = {
-  CheckpointDecision: [
-    { name: "jobId", type: "uint256" },
-    { name: "epoch", type: "uint64" },
-    { name: "step", type: "uint32" },
-    { name: "checkpointHash", type: "bytes32" },
-    { name: "accept", type: "bool" },
-  ],
-};
+/**
+ * EIP-712 types from the struct's type string, written exactly as the contract hashes it (its TYPEHASH), so the
+ * TypeScript twin and the Solidity side read the same text: `"Verdict(uint256 jobId,bytes32 modelHash)"`.
+ */
+export function typesFromSignature(signature: string): Record<string, { name: string; type: string }[]> {
+  const m = /^(\w+)\((.*)\)$/.exec(signature);
+  if (!m) throw new Error(`not an EIP-712 struct type: ${signature}`);
+  const fields = m[2].split(",").map((f) => {
+    const [type, name] = f.trim().split(" ");
+    return { name, type };
+  });
+  return { [m[1]]: fields };
+}
 
-export const verdictTypes = {
-  Verdict: [
-    { name: "jobId", type: "uint256" },
-    { name: "modelHash", type: "bytes32" },
-    { name: "metric", type: "uint256" },
-    { name: "passed", type: "bool" },
-  ],
-};
+export const checkpointDecisionTypes = typesFromSignature(
+  "CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,bool accept)",
+);
+
+export const verdictTypes = typesFromSignature("Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)");
 
 /** Safe v1.4.1's EIP-712 SafeMessage (CompatibilityFallbackHandler): the one definition in this repository. */
-export const SAFE_MESSAGE_TYPES = { SafeMessage: [{ name: "message", type: "bytes" }] };
+export const SAFE_MESSAGE_TYPES = typesFromSignature("SafeMessage(bytes message)");
 
 /** The Safe's own EIP-712 domain (no name or version) and the SafeMessage wrapping an escrow digest. */
 export function safeMessage(chainId: bigint, safe: string, digest: string) {

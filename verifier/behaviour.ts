@@ -37,8 +37,16 @@ function liar(name: BehaviourName, accept: boolean): VerifierBehaviour {
         reasons: [`behaviour: ${name} (not verified)`],
         codes: ["behaviour"],
         metrics: {
-          accuracy: null, loss: null, baselineAccuracy: null, replayedSteps: 0, intervalSteps,
-          cpuMs: 0, stepCpuMs: null, trainingCpuMsEstimate: null, fullReplay: false, notes: [],
+          accuracy: null,
+          loss: null,
+          baselineAccuracy: null,
+          replayedSteps: 0,
+          intervalSteps,
+          cpuMs: 0,
+          stepCpuMs: null,
+          trainingCpuMsEstimate: null,
+          fullReplay: false,
+          notes: [],
         },
       };
     },

@@ -3,20 +3,23 @@
  * what is the final model worth? No chain I/O here: the caller passes the job's on-chain facts and a checkpoint
  * store; the only effects are store reads and onnxruntime runs (replay and evaluation).
  *
- * A checkpoint is accepted only if all of these hold (see docs/ARCHITECTURE.md and ../shared/DESIGN.md):
+ * A checkpoint is accepted only if all of these hold (see docs/ARCHITECTURE.md, "Training work and the Quality Guard"):
  * 1. integrity: the blob's sha256 equals the reported hash, it decodes, holds no NaN/Inf, names the job's template
  *    and seed, ends at the reported step and links to the job's accepted checkpoint (an old checkpoint replayed
  *    links elsewhere);
- * 2. hash chain: it starts at the accepted state's hash and every committed intermediate state blob is stored
- *    (its last hash equals the embedded state's hash, which decoding checks);
- * 3. replay: k sampled steps (the verifier's own salt, so the provider cannot guess them) plus the last step,
- *    recomputed from the committed state before each, reproduce the committed hashes bit for bit;
+ * 2. hash chain: it starts at the accepted state's hash, its segments are no longer than the template default
+ *    (about interval/10), and the state at every segment boundary is stored (its last hash equals the embedded
+ *    state's hash, which decoding checks);
+ * 3. replay: whole segments, k/m of them on average for a budget of k steps (chosen by the verifier's own
+ *    salt, so the provider cannot guess them), plus the last step, each replayed from its stored start state,
+ *    reproduce every committed hash bit for bit (workloads/segments.ts);
  * 4. evaluation: held-out accuracy does not drop more than the template's maxRegression below the accepted
  *    state's accuracy, and the loss is finite; a violation escalates to replaying every step (see below).
  */
 import {
   blobHash, CheckpointFormatError, decodeCheckpoint, getState, HashMismatchError, initialState, NonFiniteError,
-  NotFoundError, replayStep, sampleSteps, stateHash, ZERO_HASH,
+  maxSegmentSteps, defaultSegmentSteps, NotFoundError, replayStep, sampleSpans, stateHash, storedSteps,
+  StoreUnavailableError, ZERO_HASH, type Span,
   type Checkpoint, type CheckpointStore, type EvalResult, type Template, type Trainer, type TrainingState,
 } from "../workloads/index.ts";
 
@@ -33,7 +36,8 @@ export type ReasonCode =
   | "wrong-link" // previous-checkpoint link is not the job's accepted checkpoint (old checkpoint replayed)
   | "wrong-start" // segment does not start at the job's accepted step (skipped steps)
   | "chain-start" // first committed hash is not the accepted state's hash
-  | "chain-gap" // a committed intermediate state blob is missing from the store
+  | "bad-segments" // segments longer than the template default: checking them would cost more than allowed
+  | "chain-gap" // a committed segment-boundary state blob is missing from the store
   | "replay-mismatch" // a replayed step does not reproduce the committed state hash
   | "regression" // held-out accuracy dropped more than the template allows, or the loss is not finite
   | "behaviour"; // a non-honest verifier mode decided without checking (tests and demos only)
@@ -132,6 +136,14 @@ export type VerifyCheckpointInput = {
 /** The verifier could not reach a decision (its own inputs are missing); it must not sign, and retries later. */
 export class CannotVerifyError extends Error {}
 
+/**
+ * The store could not be read (timeouts, 5xx, EMFILE, cut-off bodies, past the store's own retries): says nothing
+ * about the checkpoint, so it is never a refusal. The runner retries and, past a bound, abstains.
+ */
+export class StoreOutageError extends CannotVerifyError {}
+
+const outage = (err: StoreUnavailableError, context: string) => new StoreOutageError(`${context}: ${err.message}`);
+
 class Refusal extends Error {
   code: ReasonCode;
   constructor(code: ReasonCode, detail: string) {
@@ -147,6 +159,7 @@ const FLOAT_SLACK = 1e-6;
 /** Maps workload errors to reason codes; anything else is the verifier's own failure and propagates. */
 function refusalOf(err: unknown, context: string): Refusal {
   if (err instanceof Refusal) return err;
+  if (err instanceof StoreUnavailableError) throw outage(err, context);
   if (err instanceof NotFoundError) return new Refusal(context === "checkpoint" ? "blob-missing" : "chain-gap", `${context}: ${err.message}`);
   if (err instanceof HashMismatchError) return new Refusal("hash-mismatch", `${context}: ${err.message}`);
   if (err instanceof NonFiniteError) return new Refusal("non-finite", `${context}: ${err.message}`);
@@ -185,6 +198,7 @@ export async function acceptedState(
       const c = decodeCheckpoint(await store.get(job.acceptedHash));
       entry = { state: c.state, hash: finalHashOf(c) };
     } catch (err) {
+      if (err instanceof StoreUnavailableError) throw outage(err, `accepted checkpoint ${job.acceptedHash}`);
       throw new CannotVerifyError(`accepted checkpoint ${job.acceptedHash} unavailable: ${(err as Error).message}`);
     }
   }
@@ -214,49 +228,54 @@ function headerProblems(c: Checkpoint, job: JobFacts, report: Report, startHash:
   }
   if (c.startStep !== job.acceptedStep) out.push(new Refusal("wrong-start", `segment starts at step ${c.startStep}, accepted step is ${job.acceptedStep}`));
   if (!sameHex(c.startStateHash, startHash)) out.push(new Refusal("chain-start", `segment starts at state ${c.startStateHash}, accepted state is ${startHash}`));
+  const longest = maxSegmentSteps(c.step - c.startStep);
+  if (c.segmentSteps > longest) {
+    out.push(new Refusal("bad-segments", `segments of ${c.segmentSteps} steps, at most ${longest} for ${c.step - c.startStep} steps`));
+  }
   return out;
 }
 
-/** Every committed intermediate state blob must be retrievable (a cheap existence check, no hashing). */
+/** Every segment-boundary state blob must be retrievable (a cheap existence check, no hashing). */
 async function gapProblems(store: CheckpointStore, c: Checkpoint): Promise<Refusal[]> {
   const missing: number[] = [];
-  for (let i = 0; i < c.stepHashes.length - 1; i++) {
-    if (!(await store.has(c.stepHashes[i]))) missing.push(c.startStep + i + 1);
+  for (const step of storedSteps(c.startStep, c.step, c.segmentSteps)) {
+    let stored: boolean;
+    try {
+      stored = await store.has(c.stepHashes[step - c.startStep - 1]);
+    } catch (err) {
+      // "cannot tell" is not "missing": an existence check that failed is the verifier's problem, not a gap.
+      if (err instanceof StoreUnavailableError) throw outage(err, `state after step ${step}`);
+      throw err;
+    }
+    if (!stored) missing.push(step);
   }
   return missing.length ? [new Refusal("chain-gap", `no stored state for step(s) ${missing.slice(0, 8).join(", ")}${missing.length > 8 ? ", …" : ""}`)] : [];
 }
 
-/** The steps a verifier replays: k sampled by its salt, plus the last step (the state that would be paid for). */
-export function stepsToReplay(salt: string, startStep: number, endStep: number, k: number): number[] {
-  const set = new Set(sampleSteps(salt, startStep, endStep, k));
-  if (endStep > startStep) set.add(endStep);
-  return [...set].sort((a, b) => a - b);
+/**
+ * The steps a verifier replays: whole segments sampled by its salt for a budget of k steps, plus the last step
+ * (the state that would be paid for). m is the checkpoint's segment length (default: the template default).
+ */
+export function stepsToReplay(salt: string, startStep: number, endStep: number, k: number, m = defaultSegmentSteps(endStep - startStep)): number[] {
+  return sampleSpans(salt, startStep, endStep, m, k).flatMap((s) => Array.from({ length: s.to - s.from }, (_, i) => s.from + 1 + i));
 }
 
-/** Replays `steps`, pushing each replayed step's CPU ms to `costs`; throws a Refusal at the first mismatch. */
+/**
+ * Replays each span from its stored start state, comparing every step with its committed hash; pushes each
+ * replayed step's CPU ms to `costs`; throws a Refusal at the first mismatch.
+ */
 async function replay(
-  trainer: Trainer, store: CheckpointStore, c: Checkpoint, start: TrainingState, steps: number[], costs: number[],
+  trainer: Trainer, store: CheckpointStore, c: Checkpoint, start: TrainingState, spans: Span[], costs: number[],
 ): Promise<void> {
-  for (const step of steps) {
-    const i = step - c.startStep - 1;
-    let prev: TrainingState;
+  for (const span of spans) {
+    let state: TrainingState;
     try {
-      prev = i === 0 ? start : await getState(store, c.stepHashes[i - 1]);
+      state = span.from === c.startStep ? start : await getState(store, c.stepHashes[span.from - c.startStep - 1]);
     } catch (err) {
-      throw refusalOf(err, `state before step ${step}`);
+      throw refusalOf(err, `state after step ${span.from}`);
     }
-    if (prev.step !== step - 1) throw new Refusal("replay-mismatch", `state committed before step ${step} is labelled step ${prev.step}`);
-    const t0 = process.cpuUsage();
-    let actual: string;
-    try {
-      actual = stateHash(await replayStep(trainer, prev, c.seed, step));
-    } catch (err) {
-      throw refusalOf(err, `replay of step ${step}`);
-    }
-    costs.push(cpuMsSince(t0));
-    if (!sameHex(actual, c.stepHashes[i])) {
-      throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${c.stepHashes[i]}`);
-    }
+    if (state.step !== span.from) throw new Refusal("replay-mismatch", `state committed after step ${span.from} is labelled step ${state.step}`);
+    for (let step = span.from + 1; step <= span.to; step++) state = await replayChecked(trainer, c, state, step, costs);
   }
 }
 
@@ -266,18 +285,25 @@ async function replay(
  */
 async function replaySequential(trainer: Trainer, c: Checkpoint, start: TrainingState, costs: number[]): Promise<void> {
   let state = start;
-  for (let step = c.startStep + 1; step <= c.step; step++) {
-    const t0 = process.cpuUsage();
-    try {
-      state = await replayStep(trainer, state, c.seed, step);
-    } catch (err) {
-      throw refusalOf(err, `replay of step ${step}`);
-    }
-    const actual = stateHash(state);
-    costs.push(cpuMsSince(t0));
-    const committed = c.stepHashes[step - c.startStep - 1];
-    if (!sameHex(actual, committed)) throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
+  for (let step = c.startStep + 1; step <= c.step; step++) state = await replayChecked(trainer, c, state, step, costs);
+}
+
+/** Replays `step` from `state` (its CPU time into `costs`) and refuses unless it hashes to the committed state. */
+async function replayChecked(
+  trainer: Trainer, c: Checkpoint, state: TrainingState, step: number, costs: number[],
+): Promise<TrainingState> {
+  const t0 = process.cpuUsage();
+  let next: TrainingState;
+  try {
+    next = await replayStep(trainer, state, c.seed, step);
+  } catch (err) {
+    throw refusalOf(err, `replay of step ${step}`);
   }
+  const actual = stateHash(next);
+  costs.push(cpuMsSince(t0));
+  const committed = c.stepHashes[step - c.startStep - 1];
+  if (!sameHex(actual, committed)) throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
+  return next;
 }
 
 export function cpuMsSince(t0: NodeJS.CpuUsage): number {
@@ -312,14 +338,15 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
   try {
     c = await loadReported(store, report.hash);
   } catch (err) {
-    return done([err as Refusal]);
+    if (!(err instanceof Refusal)) throw err;
+    return done([err]);
   }
   const header = headerProblems(c, job, report, start.hash);
   if (header.length) return done(header);
   const gaps = await gapProblems(store, c);
   if (gaps.length) return done(gaps);
 
-  const sampled = stepsToReplay(input.sampleSalt, c.startStep, c.step, input.samples);
+  const sampled = sampleSpans(input.sampleSalt, c.startStep, c.step, c.segmentSteps, input.samples);
   const costs: number[] = [];
   const account = () => {
     metrics.replayedSteps = costs.length;
@@ -418,7 +445,8 @@ export async function verifyFinal(input: VerifyFinalInput): Promise<FinalVerdict
   try {
     c = await loadReported(store, modelHash);
   } catch (err) {
-    const r = err as Refusal;
+    if (!(err instanceof Refusal)) throw err;
+    const r = err;
     if (r.code === "blob-missing") throw new CannotVerifyError(r.message);
     return fail(`${r.code}: ${r.message}`);
   }

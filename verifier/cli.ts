@@ -1,5 +1,5 @@
 /**
- * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store DIR] [--collector URL] [--samples K]
+ * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store URL] [--collector URL] [--samples K]
  *  [--behaviour honest|always-accept|always-refuse] [--decisions FILE] [--poll-ms MS] [--once] [--dry-run] [--pretty]`
  *
  * One independent Quality Guard verifier. Its key must be one of the verifier Safe's owners.
@@ -7,13 +7,13 @@
 import path from "node:path";
 import { Contract } from "ethers";
 import { parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/args.ts";
-import { connectProtocol, rpcProvider } from "../sdk/contracts.ts";
+import { connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type rpcProvider } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { createLogger } from "../sdk/log.ts";
 import { shutdownSignal } from "../sdk/runner.ts";
 import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignatures.ts";
-import { FsCheckpointStore } from "../workloads/index.ts";
+import { openStore, StoreUrlError } from "../workloads/index.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
 import { BEHAVIOURS, DEFAULT_CONFIG, runVerifier, Verifier, type BehaviourName, type EscrowReader } from "./verifier.ts";
@@ -27,12 +27,13 @@ const OPTIONS = {
   once: { type: "boolean", default: false },
 } as const;
 
-const HELP = `usage: gpuchain verify --key FILE [options]
+export const HELP = `usage: gpuchain verify --key FILE [options]
 
   --key FILE          verifier private key (0600), one of the verifier Safe's owners
   --rpc URL           chain RPC (default http://127.0.0.1:8545)
   --deployment FILE   Ignition deployed_addresses.json
-  --store DIR         checkpoint store shared with providers (default .gpuchain/store)
+  --store URL         checkpoint store shared with providers: s3://BUCKET/PREFIX, file://DIR or a folder
+                      (default .gpuchain/store; S3 settings from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)
   --collector URL     verdict collector (default ${DEFAULT_COLLECTOR_URL})
   --samples K         sampled steps replayed per checkpoint, besides the last (default ${DEFAULT_CONFIG.samples})
   --behaviour MODE    honest | always-accept | always-refuse (malicious modes: tests and demos only)
@@ -56,10 +57,15 @@ export async function main(argv: string[]): Promise<number> {
 
   const wallet = loadKey(requireString(values.key, "key"));
   const deployment = loadDeployment(values.deployment);
-  const provider = rpcProvider(values.rpc);
+  const { provider, chainId } = await connectChecked(values.rpc, deployment, DEFAULT_RPC_TIMEOUT_MS);
   const log = createLogger({ component: "verifier", pretty: values.pretty }, { verifier: wallet.address });
+  let store;
+  try {
+    store = openStore(values.store, { onEvent: (e) => log.warn(`store ${e.kind}`, { ...e, store: values.store }) });
+  } catch (err) {
+    throw err instanceof StoreUrlError ? new UsageError(err.message) : err;
+  }
   const { escrow } = connectProtocol(deployment, provider);
-  const { chainId } = await provider.getNetwork();
 
   await checkSetup(escrow as unknown as Contract, deployment.verifierSafe, chainId, wallet.address, provider);
 
@@ -74,7 +80,7 @@ export async function main(argv: string[]): Promise<number> {
     {
       chain: escrow as unknown as EscrowReader,
       signer: wallet, // signs offline: the Safe message needs no provider
-      store: new FsCheckpointStore(values.store),
+      store,
       collector: httpCollector(values.collector),
       decisions,
       log,

@@ -16,12 +16,13 @@ import { isTrainingOver, jobIds, readJob, type JobReader, type JobView } from ".
 import type { Logger } from "../sdk/log.ts";
 import { runLoop } from "../sdk/runner.ts";
 import {
-  createTrainer, isProvenProfile, loadTemplate, localProfile, UnknownTemplateError, type CheckpointStore, type Template,
-  type Trainer,
+  createTrainer, loadTemplate, localProfile, replayUnprovenReason, UnknownTemplateError, type CheckpointStore,
+  type Template, type Trainer,
 } from "../workloads/index.ts";
+import { DEFAULT_ABSTAIN_AFTER_MS, OutageTracker } from "./outage.ts";
 import { BEHAVIOURS, verifierBehaviour, type BehaviourName, type VerifierBehaviour } from "./behaviour.ts";
 import {
-  CannotVerifyError, newVerifyCache, verifyCheckpoint, verifyFinal, type CheckpointVerdict, type VerifyCache,
+  CannotVerifyError, StoreOutageError, newVerifyCache, verifyCheckpoint, verifyFinal, type CheckpointVerdict, type VerifyCache,
 } from "./checks.ts";
 import type { SignaturePoster } from "./collector.ts";
 import type { DecisionStore } from "./decisions.ts";
@@ -45,6 +46,8 @@ export type VerifierConfig = {
   pollMs: number;
   /** How long a reported blob may be missing from the store before the report is refused. */
   missingBlobGraceMs: number;
+  /** How long the store may fail to answer for an item before the verifier says it abstains (it never refuses). */
+  abstainAfterMs?: number;
 };
 
 export const DEFAULT_CONFIG = { samples: 4, behaviour: "honest", dryRun: false, pollMs: 2_000, missingBlobGraceMs: 30_000 } as const;
@@ -72,7 +75,10 @@ export type VerifierDeps = {
   now?: () => number;
 };
 
-export type TickSummary = { items: number; decided: number; posted: number; waiting: number; errors: number };
+/** `abstaining`: items whose store reads have failed past the bound (logged; nothing is signed for them). */
+export type TickSummary = {
+  items: number; decided: number; posted: number; waiting: number; errors: number; abstaining: number;
+};
 
 /** State one verifier keeps between ticks (all of it rebuildable: losing it only costs re-verification). */
 export class Verifier {
@@ -84,6 +90,7 @@ export class Verifier {
   private cache: VerifyCache = newVerifyCache();
   private finished = new Set<bigint>();
   private firstMissing = new Map<string, number>();
+  private outages: OutageTracker;
   private now: () => number;
 
   constructor(config: VerifierConfig, deps: VerifierDeps) {
@@ -92,6 +99,7 @@ export class Verifier {
     this.deps = deps;
     this.domain = escrowDomain(config.chainId, config.escrow);
     this.now = deps.now ?? Date.now;
+    this.outages = new OutageTracker(config.abstainAfterMs ?? DEFAULT_ABSTAIN_AFTER_MS);
   }
 
   get address(): string {
@@ -112,17 +120,19 @@ export class Verifier {
 
   /** One pass: plan from chain state, decide what is new, (re-)post every live decision. */
   async tick(): Promise<TickSummary> {
-    const summary: TickSummary = { items: 0, decided: 0, posted: 0, waiting: 0, errors: 0 };
+    const summary: TickSummary = { items: 0, decided: 0, posted: 0, waiting: 0, errors: 0, abstaining: 0 };
     const items = planWork(await this.readJobs());
     summary.items = items.length;
     const live = new Set(items.map((i) => i.key));
     this.deps.decisions.retain(live);
     for (const key of this.firstMissing.keys()) if (!live.has(key)) this.firstMissing.delete(key);
+    this.outages.retain(live);
     for (const item of items) {
       try {
         let decision = this.deps.decisions.get(item.key);
         if (!decision) {
           decision = await this.decide(item);
+          if (this.outages.recovered(item.key)) this.deps.log.info("store readable again", { job: item.jobId, key: item.key });
           if (!decision) {
             summary.waiting++;
             continue;
@@ -138,12 +148,18 @@ export class Verifier {
         this.itemError(item, err);
       }
     }
+    summary.abstaining = this.outages.abstaining(this.now());
     return summary;
   }
 
   private itemError(item: WorkItem, err: unknown): void {
     const fields = { job: item.jobId, kind: item.kind, key: item.key, error: (err as Error)?.message ?? String(err) };
-    if (err instanceof CannotVerifyError) this.deps.log.warn("cannot verify yet", fields);
+    if (err instanceof StoreOutageError) {
+      const o = this.outages.failed(item.key, this.now());
+      const msg = o.abstaining ? "abstaining: store unreachable (not a refusal; still retrying)" : "store unreachable; retrying";
+      const level = o.firstAbstain ? "error" : "warn";
+      this.deps.log[level](msg, { ...fields, outageMs: o.sinceMs });
+    } else if (err instanceof CannotVerifyError) this.deps.log.warn("cannot verify yet", fields);
     else this.deps.log.error("item failed", fields);
   }
 
@@ -156,12 +172,10 @@ export class Verifier {
     if (!entry) {
       entry = (async () => {
         const template = loadTemplate(templateId);
-        // Issue 12's safety net: replaying on a profile not proven for the template, a mismatch would not be
-        // evidence against the provider, so this verifier abstains instead.
-        const profile = localProfile();
-        if (!isProvenProfile(template, profile)) {
-          throw new CannotVerifyError(`arithmetic profile ${profile} is not proven for template ${template.descriptor.name}`);
-        }
+        // Issue 12's safety net: on a profile not proven for the template a mismatch would not be evidence
+        // against the provider, so this verifier abstains.
+        const unproven = replayUnprovenReason(template, localProfile());
+        if (unproven) throw new CannotVerifyError(unproven);
         return { template, trainer: await createTrainer(template) };
       })();
       this.trainers.set(templateId, entry);
@@ -259,10 +273,16 @@ export async function runVerifier(v: Verifier, log: Logger, opts: { signal?: Abo
     behaviour: v.config.behaviour, dryRun: v.config.dryRun,
   });
   const tick = async () => {
-    const s = await v.tick();
-    if (s.decided || s.errors) log.info("tick", s);
+    try {
+      const s = await v.tick();
+      if (s.decided || s.errors) log.info("tick", s);
+    } catch (err) {
+      // The chain could not be read: nothing was decided, the next tick reads again.
+      log.warn("tick failed; retrying", { error: (err as Error)?.message ?? String(err) });
+    }
   };
   const signal = opts.signal ?? new AbortController().signal;
-  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once: opts.once ?? false, signal, logger: log });
+  const once = opts.once ?? false;
+  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once, signal, logger: log, announce: false });
   log.info("verifier stopped");
 }

@@ -3,7 +3,18 @@
 // portable ops (onnx/portableOps.ts): the same bits on every CPU family and device.
 import { GraphBuilder, attrGraph, attrInt } from "./onnx/builder.ts";
 import {
-  concat, contract, groupRows, logSumExp, matmulRows, maxAxis, relu, scalar, slice, squeeze, sumAxis, transpose,
+  concat,
+  contract,
+  groupRows,
+  logSumExp,
+  matmulRows,
+  maxAxis,
+  relu,
+  scalar,
+  slice,
+  squeeze,
+  sumAxis,
+  transpose,
   unsqueeze,
 } from "./onnx/exact.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "./types.ts";
@@ -20,15 +31,24 @@ export function paramSpecs(layers: number[]): ParamSpec[] {
 type Forward = { inputs: string[]; pre: string[]; logits: string };
 
 /** h [...rows, features] → logits [...rows, classes]; keeps pre-activations and layer inputs for backward. */
-function forward(g: GraphBuilder, params: string[], x: string, rank: number, layers: number[], maxRows: number):
-  Forward {
+function forward(
+  g: GraphBuilder,
+  params: string[],
+  x: string,
+  rank: number,
+  layers: number[],
+  maxRows: number,
+): Forward {
   const inputs: string[] = [];
   const pre: string[] = [];
   let h = x;
   const layersCount = params.length / 2;
   for (let l = 0; l < layersCount; l++) {
     inputs.push(h);
-    const p = g.op("Add", [matmulRows(g, h, rank, params[2 * l], layers[l], layers[l + 1], maxRows), params[2 * l + 1]]);
+    const p = g.op("Add", [
+      matmulRows(g, h, rank, params[2 * l], layers[l], layers[l + 1], maxRows),
+      params[2 * l + 1],
+    ]);
     pre.push(p);
     h = l + 1 < layersCount ? relu(g, p) : p;
   }

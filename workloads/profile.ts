@@ -38,8 +38,12 @@ export function localProfile(ep: ExecutionProvider = "cpu"): ArithmeticProfile {
 }
 
 /** Profiles whose 20-step reference hashes equal docs/WORKLOADS.md (native, qemu-x86_64, qemu-aarch64). */
-const PROVEN_PORTABLE: readonly ArithmeticProfile[] = ["x86_64-avx512", "x86_64-avx2-fma", "x86_64-sse4.2",
-  "arm64-neon"].map((f) => `onnxruntime-1.30.0/cpu/${f}`);
+const PROVEN_PORTABLE: readonly ArithmeticProfile[] = [
+  "x86_64-avx512",
+  "x86_64-avx2-fma",
+  "x86_64-sse4.2",
+  "arm64-neon",
+].map((f) => `onnxruntime-1.30.0/cpu/${f}`);
 
 /** Proven profiles per template name. CUDA is absent: not run yet (no GPU where this was built). */
 export const PROVEN_PROFILES: Readonly<Record<string, readonly ArithmeticProfile[]>> = {
@@ -53,11 +57,23 @@ export function isProvenProfile(t: Template, profile: ArithmeticProfile | undefi
 }
 
 /**
+ * Why a verifier of this profile must not judge the template (undefined when it may): its replay mismatches
+ * would not be evidence against the provider.
+ */
+export function replayUnprovenReason(t: Template, profile: ArithmeticProfile): string | undefined {
+  if (isProvenProfile(t, profile)) return undefined;
+  return `arithmetic profile ${profile} is not proven for template ${t.descriptor.name}`;
+}
+
+/**
  * Whether a replay mismatch between a provider's and a verifier's profile counts against the provider:
  * only when both are proven for the template, or they are the very same profile.
  */
-export function mismatchIsEvidence(t: Template, provider: ArithmeticProfile | undefined,
-  verifier: ArithmeticProfile | undefined): boolean {
+export function mismatchIsEvidence(
+  t: Template,
+  provider: ArithmeticProfile | undefined,
+  verifier: ArithmeticProfile | undefined,
+): boolean {
   if (provider === undefined || verifier === undefined) return false;
   return provider === verifier || (isProvenProfile(t, provider) && isProvenProfile(t, verifier));
 }

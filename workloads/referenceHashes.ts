@@ -2,6 +2,7 @@
 // same bits. `node workloads/referenceHashes.ts [steps] [every]` prints one JSON object
 // { template: [hash after `every` steps, after 2·every, …] }; the cross-family test runs it
 // natively and under CPU emulation and compares with the hashes committed in docs/WORKLOADS.md.
+// GPUCHAIN_EP=cuda runs the same on the CUDA provider (needs onnxruntime-node's CUDA binaries installed).
 import { pathToFileURL } from "node:url";
 import { listTemplates } from "./templates.ts";
 import { createTrainer, type TrainerOptions } from "./trainer.ts";
@@ -10,8 +11,11 @@ import { stateHash } from "./state.ts";
 export const REFERENCE_SEED = "0x" + "11".repeat(32);
 
 /** Trains every template `steps` steps from REFERENCE_SEED; hashes after every `every` steps. */
-export async function referenceHashes(steps = 20, every = 5, opts: TrainerOptions = {}):
-  Promise<Record<string, string[]>> {
+export async function referenceHashes(
+  steps = 20,
+  every = 5,
+  opts: TrainerOptions = {},
+): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const t of listTemplates()) {
     const tr = await createTrainer(t, opts);

@@ -1,10 +1,12 @@
 // Verifier helpers: which steps to replay, how likely sampling is to catch bad steps, replaying
 // one committed step, and checking that a checkpoint continues the previous accepted one.
-import { ZERO_HASH, type Checkpoint } from "./checkpoint.ts";
+import { decodeCheckpoint, ZERO_HASH, type Checkpoint } from "./checkpoint.ts";
+import { segmentSpans } from "./segments.ts";
 import { uniformInt, u32Stream } from "./prng.ts";
 import { stateHash } from "./state.ts";
 import { getState, type CheckpointStore } from "./store.ts";
 import { replayStep, type Trainer } from "./trainer.ts";
+import type { TrainingState } from "./types.ts";
 
 /**
  * k distinct steps of (startStep, endStep], chosen by the counter stream
@@ -34,18 +36,36 @@ export function detectionProbability(n: number, k: number, bad: number): number 
 
 export type StepCheck = { step: number; ok: boolean; expected: string; actual: string };
 
-/** Fetches the committed state before `step`, replays `step`, compares with the committed hash. */
+/** The committed state after `step` (a stored boundary, or the segment's start from its previous checkpoint). */
+export async function committedState(
+  tr: Trainer, store: CheckpointStore, c: Checkpoint, step: number,
+): Promise<TrainingState> {
+  if (step > c.startStep) return getState(store, c.stepHashes[step - c.startStep - 1]);
+  if (c.prevCheckpointHash === ZERO_HASH) return tr.initialState(c.seed);
+  return decodeCheckpoint(await store.get(c.prevCheckpointHash)).state;
+}
+
+/**
+ * Replays the segment holding `step` from its stored start up to `step`, comparing every step on the way with
+ * its committed hash; the check is for the first step that differs (or `step` when all match).
+ */
 export async function replayCommittedStep(
   tr: Trainer, store: CheckpointStore, c: Checkpoint, step: number,
 ): Promise<StepCheck> {
   if (step <= c.startStep || step > c.step) throw new RangeError(`step ${step} outside (${c.startStep}, ${c.step}]`);
-  const i = step - c.startStep - 1;
-  const prevHash = i === 0 ? c.startStateHash : c.stepHashes[i - 1];
-  const expected = c.stepHashes[i];
-  const prev = await getState(store, prevHash);
-  if (prev.step !== step - 1) return { step, ok: false, expected, actual: `state blob at step ${prev.step}` };
-  const actual = stateHash(await replayStep(tr, prev, c.seed, step));
-  return { step, ok: actual === expected, expected, actual };
+  const span = segmentSpans(c.startStep, c.step, c.segmentSteps).find((s) => step <= s.to)!;
+  let state = await committedState(tr, store, c, span.from);
+  const startHash = span.from === c.startStep ? c.startStateHash : c.stepHashes[span.from - c.startStep - 1];
+  if (state.step !== span.from || stateHash(state) !== startHash) {
+    return { step, ok: false, expected: startHash, actual: `state ${stateHash(state)} at step ${state.step}` };
+  }
+  for (let s = span.from + 1; s <= step; s++) {
+    state = await replayStep(tr, state, c.seed, s);
+    const actual = stateHash(state);
+    const expected = c.stepHashes[s - c.startStep - 1];
+    if (actual !== expected || s === step) return { step: s, ok: actual === expected, expected, actual };
+  }
+  throw new Error("unreachable");
 }
 
 /**

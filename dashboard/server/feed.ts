@@ -18,8 +18,9 @@ export interface Entry {
 export interface FeedOptions {
   rpc: string;
   deployment: Deployment;
-  coordinatorUrl: string; // e.g. http://127.0.0.1:8600
-  collectorUrl: string;
+  /** e.g. http://127.0.0.1:8600; a function when the keepers start later (undefined until then). */
+  coordinatorUrl: string | (() => string | undefined);
+  collectorUrl: string | (() => string | undefined);
   pollMs?: number;
   maxBlocksPerQuery?: number;
   /** Entries kept in memory (oldest reserves samples are dropped first). */
@@ -210,10 +211,18 @@ export class LiveFeed {
     });
   }
 
+  url(which: "coordinatorUrl" | "collectorUrl"): string | undefined {
+    const u = this.o[which];
+    const v = typeof u === "function" ? u() : u;
+    return v?.replace(/\/heartbeat\/?$/, "").replace(/\/+$/, "");
+  }
+
   private async readCoordinator() {
     const now = Date.now();
+    const base = this.url("coordinatorUrl");
+    if (!base) return; // not started yet: neither up nor down
     try {
-      const res = await fetch(`${this.o.coordinatorUrl}/heartbeats`, { signal: AbortSignal.timeout(3000) });
+      const res = await fetch(`${base}/heartbeats`, { signal: AbortSignal.timeout(3000) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const body = (await res.json()) as {
         beats: {
@@ -263,8 +272,10 @@ export class LiveFeed {
 
   private async readCollector() {
     const now = Date.now();
+    const base = this.url("collectorUrl");
+    if (!base) return;
     try {
-      const res = await fetch(`${this.o.collectorUrl}/pending`, { signal: AbortSignal.timeout(3000) });
+      const res = await fetch(`${base}/pending`, { signal: AbortSignal.timeout(3000) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
       const body = (await res.json()) as {
         pending: {
@@ -328,11 +339,15 @@ export class LiveFeed {
     return {
       at: Date.now(),
       coordinator: {
-        url: this.o.coordinatorUrl,
-        reachable: this.coordinator.reachable,
+        url: this.url("coordinatorUrl") ?? null,
+        reachable: this.coordinator.checked ? this.coordinator.reachable : null,
         lastOkAt: this.coordinator.lastOkAt,
       },
-      collector: { url: this.o.collectorUrl, reachable: this.collector.reachable, lastOkAt: this.collector.lastOkAt },
+      collector: {
+        url: this.url("collectorUrl") ?? null,
+        reachable: this.collector.checked ? this.collector.reachable : null,
+        lastOkAt: this.collector.lastOkAt,
+      },
       processes: [...this.processes.values()],
       heartbeats: this.heartbeats,
       pending: this.pending,

@@ -16,8 +16,9 @@ import { decideRequest, type Decision } from "./routes.ts";
 export interface DashboardOptions {
   rpc: string;
   deploymentFile: string;
-  coordinatorUrl: string; // base URL, e.g. http://127.0.0.1:8600
-  collectorUrl: string;
+  /** Base URLs, e.g. http://127.0.0.1:8600; functions when the keepers start after the dashboard. */
+  coordinatorUrl: string | (() => string | undefined);
+  collectorUrl: string | (() => string | undefined);
   store?: string;
   host?: string;
   port?: number;
@@ -54,8 +55,8 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
   const feed = new LiveFeed({
     rpc: o.rpc,
     deployment,
-    coordinatorUrl: trimSlash(o.coordinatorUrl),
-    collectorUrl: trimSlash(o.collectorUrl),
+    coordinatorUrl: o.coordinatorUrl,
+    collectorUrl: o.collectorUrl,
   });
   feed.start();
   const recordingsDir = o.recordingsDir ?? path.resolve(DIST_DIR, "..", "..", "recordings");
@@ -83,8 +84,8 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
           usdc: deployment.usdc,
           verifierSafe: deployment.verifierSafe,
         },
-        coordinator: trimSlash(o.coordinatorUrl),
-        collector: trimSlash(o.collectorUrl),
+        coordinator: feed.url("coordinatorUrl") ?? "http://127.0.0.1:8600",
+        collector: feed.url("collectorUrl") ?? "http://127.0.0.1:8601",
         store: o.store ?? ".gpuchain/store",
         recordings: recordings().map(({ name, entries, date }) => ({ name, entries, date })),
         serverStartedAt: feed.startedAt,
@@ -155,10 +156,6 @@ async function waitForChainId(feed: LiveFeed): Promise<string | undefined> {
 function json(res: ServerResponse, status: number, body: unknown) {
   res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
   res.end(JSON.stringify(body));
-}
-
-function trimSlash(u: string): string {
-  return u.replace(/\/heartbeat\/?$/, "").replace(/\/+$/, "");
 }
 
 interface RecordingFile {

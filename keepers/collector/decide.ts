@@ -43,13 +43,13 @@ export function parseSubmission(body: unknown): Submission | string {
   }
   const m = b.message as Record<string, unknown> | undefined;
   if (!m || typeof m !== "object") return "message must be an object";
-  const jobId = uint(m.jobId);
-  if (jobId === undefined || jobId === 0n) return "message.jobId must be a positive integer";
+  const jobId = uint(m.jobId, 256);
+  if (jobId === undefined || jobId === 0n) return "message.jobId must be a positive integer below 2^256";
   let decision: VerifierDecision;
   if (b.kind === "checkpoint") {
-    const epoch = uint(m.epoch);
-    const step = uint(m.step);
-    if (epoch === undefined) return "message.epoch must be an integer";
+    const epoch = uint(m.epoch, 64);
+    const step = uint(m.step, 32);
+    if (epoch === undefined) return "message.epoch must be an integer below 2^64";
     if (step === undefined || step === 0n || step > 0xffffffffn) return "message.step must be a uint32 above 0";
     if (!isHexString(m.checkpointHash, 32)) return "message.checkpointHash must be 32 bytes of hex";
     if (typeof m.accept !== "boolean") return "message.accept must be a boolean";
@@ -58,9 +58,9 @@ export function parseSubmission(body: unknown): Submission | string {
       message: { jobId, epoch, step: Number(step), checkpointHash: String(m.checkpointHash).toLowerCase(), accept: m.accept },
     };
   } else {
-    const metric = uint(m.metric);
+    const metric = uint(m.metric, 256);
     if (!isHexString(m.modelHash, 32)) return "message.modelHash must be 32 bytes of hex";
-    if (metric === undefined) return "message.metric must be an integer";
+    if (metric === undefined) return "message.metric must be an integer below 2^256";
     if (typeof m.passed !== "boolean") return "message.passed must be a boolean";
     decision = {
       kind: "verdict",
@@ -70,10 +70,12 @@ export function parseSubmission(body: unknown): Submission | string {
   return { decision, digest: String(b.digest).toLowerCase(), signer, signature: String(b.signature) };
 }
 
-function uint(v: unknown): bigint | undefined {
-  if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
-  if (typeof v === "string" && /^\d{1,78}$/.test(v)) return BigInt(v);
-  return undefined;
+/** A non-negative integer that fits the signed message's uintN field (out of range: undefined, a 400). */
+function uint(v: unknown, bits: number): bigint | undefined {
+  let n: bigint | undefined;
+  if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) n = BigInt(v);
+  else if (typeof v === "string" && /^\d{1,78}$/.test(v)) n = BigInt(v);
+  return n !== undefined && n < 1n << BigInt(bits) ? n : undefined;
 }
 
 /** Adds a verified submission to the pool. The same signer twice counts once. */

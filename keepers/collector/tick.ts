@@ -10,8 +10,6 @@
  */
 import { Contract } from "ethers";
 import { readJob } from "../../sdk/job.ts";
-import type { Logger } from "../../sdk/log.ts";
-import { runLoop } from "../../sdk/runner.ts";
 import {
   checkpointDecisionDigest,
   escrowDomain,
@@ -21,6 +19,7 @@ import {
 } from "../../sdk/verifierSignatures.ts";
 import { changeLogger, execute, read, type Call, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer, type JsonResponse } from "../http.ts";
+import { runTicks } from "../keeper.ts";
 import { pendingView } from "./pendingView.ts";
 import type { CollectorConfig } from "./config.ts";
 import {
@@ -273,14 +272,13 @@ export async function runCollector(
   config: CollectorConfig,
   deps: CollectorDeps,
   signal: AbortSignal,
-  logger: Logger = ctx.logger,
 ): Promise<number> {
   const collector = createCollector(ctx, config, deps);
   await collector.restore();
   const server = await startJsonServer({
     host: config.host,
     port: config.port,
-    logger,
+    logger: ctx.logger,
     routes: {
       "POST /signatures": collector.submit,
       "GET /health": () => ({ status: 200, body: { ok: true, pending: collector.pool.size } }),
@@ -288,8 +286,7 @@ export async function runCollector(
     },
   });
   try {
-    const tick = async () => void (await collector.tick());
-    return await runLoop({ name: "collector", tick, intervalMs: config.intervalMs, once: config.once, signal, logger });
+    return await runTicks("collector", ctx, config, async () => void (await collector.tick()), signal);
   } finally {
     await server.close();
     await collector.idle();

@@ -8,6 +8,7 @@
  * device memory is at least the template's need, it sent a heartbeat within the timeout, and that latest beat is
  * idle or for a job it still holds. Among the eligible: cheapest price, then most memory, then lowest address.
  */
+import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
 import type { JobView } from "../../sdk/job.ts";
 
@@ -126,7 +127,11 @@ export function decideRunning(job: CoordinatorJob, view: CoordinatorView): Decis
   const silentMs = view.nowMs - last;
   const limitMs = beat === undefined ? view.timeoutMs + (view.startGraceMs ?? 0) : view.timeoutMs;
   if (isLive(last, view.nowMs, limitMs)) {
-    return { ...base, action: "keep", reason: beat === undefined ? "assigned; waiting for its first heartbeat" : "alive" };
+    return {
+      ...base,
+      action: "keep",
+      reason: beat === undefined ? "assigned; waiting for its first heartbeat" : "alive",
+    };
   }
   return {
     ...base,
@@ -135,38 +140,64 @@ export function decideRunning(job: CoordinatorJob, view: CoordinatorView): Decis
   };
 }
 
-/** Why `p` cannot take `job`, or undefined when it can. `busy` holds lower-case addresses. */
+/**
+ * Why `p` cannot take `job`, or undefined when it can. `busy` holds lower-case addresses. The rules that do not
+ * depend on the job come first, so a tick checks them once per provider, not once per (job, provider) pair.
+ */
 export function exclusionOf(
   job: CoordinatorJob,
   p: ProviderView,
   view: CoordinatorView,
   busy: Set<string>,
 ): Exclusion | undefined {
+  return providerExclusion(p, view, busy) ?? jobExclusion(job, p, view);
+}
+
+/** The rules about the provider alone: registered, active, not busy, alive, not stale. */
+export function providerExclusion(p: ProviderView, view: CoordinatorView, busy: Set<string>): Exclusion | undefined {
   const addr = p.address.toLowerCase();
   if (!p.registered) return "not registered";
   if (!p.active) return "inactive";
   if (busy.has(addr)) return "busy";
+  const beat = view.lastBeat.get(addr);
+  if (!beat || !isLive(beat.receivedAt, view.nowMs, view.timeoutMs)) return "no recent heartbeat";
+  if (beat.jobId !== "0" && !holds(view, addr, beat)) return "stale heartbeat";
+  return undefined;
+}
+
+/** The rules about this job: not fenced on it, price, budget, memory, arithmetic profile. */
+function jobExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorView): Exclusion | undefined {
+  const addr = p.address.toLowerCase();
   if (view.fenced.get(job.jobId.toString())?.has(addr)) return "fenced";
   if (p.pricePerStep > job.maxPricePerStep) return "price above max";
   const needed = BigInt(job.totalSteps - job.acceptedStep) * p.pricePerStep;
   if (needed > job.budget - job.paid) return "budget short";
   if (p.memoryMiB < view.memoryNeedMiB(job.templateId)) return "memory too small";
   const beat = view.lastBeat.get(addr);
-  if (!beat || !isLive(beat.receivedAt, view.nowMs, view.timeoutMs)) return "no recent heartbeat";
-  if (beat.jobId !== "0" && !holds(view, addr, beat)) return "stale heartbeat";
-  if (view.profileProven && !view.profileProven(job.templateId, beat.profile)) return "arithmetic profile not proven";
+  if (view.profileProven && !view.profileProven(job.templateId, beat?.profile)) return "arithmetic profile not proven";
   return undefined;
 }
 
 /** Whether the provider's latest job beat names a job and epoch it holds on chain. */
 function holds(view: CoordinatorView, addr: string, beat: BeatRecord): boolean {
-  return view.jobs.some(
-    (j) =>
-      j.status === "Running" &&
-      j.jobId.toString() === beat.jobId &&
-      j.epoch.toString() === beat.epoch &&
-      j.provider.toLowerCase() === addr,
-  );
+  return heldBy(view).get(addr)?.has(jobEpochKey(beat.jobId, beat.epoch)) ?? false;
+}
+
+/** `${jobId}:${epoch}` of the Running jobs each provider holds, built once per view (not once per check). */
+const held = new WeakMap<CoordinatorView, Map<string, Set<string>>>();
+function heldBy(view: CoordinatorView): Map<string, Set<string>> {
+  let m = held.get(view);
+  if (!m) {
+    m = new Map();
+    for (const j of view.jobs) {
+      if (j.status !== "Running") continue;
+      const addr = j.provider.toLowerCase();
+      if (!m.has(addr)) m.set(addr, new Set());
+      m.get(addr)!.add(jobEpochKey(j.jobId, j.epoch));
+    }
+    held.set(view, m);
+  }
+  return m;
 }
 
 /** Cheapest, then most memory, then lowest address: a total order, so two coordinators pick the same one. */
@@ -183,16 +214,36 @@ export interface Ranking {
   excluded: { address: string; reason: Exclusion }[];
 }
 
-export function rankProviders(job: CoordinatorJob, view: CoordinatorView, busy: Set<string>): Ranking {
+/**
+ * The eligible providers for `job`, best first. `sorted` (the providers already in compareProviders order) spares
+ * a sort per job: the order does not depend on the job, so filtering a sorted list gives the same ranking.
+ */
+export function rankProviders(
+  job: CoordinatorJob,
+  view: CoordinatorView,
+  busy: Set<string>,
+  sorted: ProviderView[] = sortProviders(view.providers),
+): Ranking {
   const ranked: ProviderView[] = [];
   const excluded: Ranking["excluded"] = [];
-  for (const p of view.providers) {
+  for (const p of sorted) {
     const reason = exclusionOf(job, p, view, busy);
     if (reason) excluded.push({ address: p.address, reason });
     else ranked.push(p);
   }
-  ranked.sort(compareProviders);
   return { ranked, excluded };
+}
+
+/** Providers in compareProviders order (addresses parsed once, not once per comparison). */
+export function sortProviders(providers: ProviderView[]): ProviderView[] {
+  const key = new Map(providers.map((p) => [p, BigInt(p.address)]));
+  return [...providers].sort((a, b) => {
+    if (a.pricePerStep !== b.pricePerStep) return a.pricePerStep < b.pricePerStep ? -1 : 1;
+    if (a.memoryMiB !== b.memoryMiB) return b.memoryMiB - a.memoryMiB;
+    const x = key.get(a)!;
+    const y = key.get(b)!;
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
 }
 
 /** Providers assigned to a Running job (lower-case). */
@@ -207,45 +258,71 @@ export function needsProvider(job: CoordinatorJob): boolean {
 
 /**
  * One tick's decisions: first the Running jobs (unassign or keep), then the Open jobs in job-id order, each
- * taking the best eligible provider that no earlier job of this tick took.
+ * taking the best eligible provider that no earlier job of this tick took. The provider-only rules are checked
+ * once per tick; each job then scans only the providers that pass them.
  */
 export function planCoordinator(view: CoordinatorView): Decision[] {
   const decisions: Decision[] = [];
   const jobs = [...view.jobs].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
   for (const job of jobs) if (job.status === "Running") decisions.push(decideRunning(job, view));
   const busy = busyProviders(jobs);
+  const general = new Map<string, number>();
+  const candidates: ProviderView[] = [];
+  for (const p of sortProviders(view.providers)) {
+    const reason = providerExclusion(p, view, busy);
+    if (reason) general.set(reason, (general.get(reason) ?? 0) + 1);
+    else candidates.push(p);
+  }
+  const picked = new Set<ProviderView>();
   for (const job of jobs) {
     if (job.status !== "Open") continue;
     const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep };
     if (!needsProvider(job)) {
-      decisions.push({ ...base, action: "wait", reason: "all steps accepted; awaiting verdict (no assignment needed)" });
+      decisions.push({
+        ...base,
+        action: "wait",
+        reason: "all steps accepted; awaiting verdict (no assignment needed)",
+      });
       continue;
     }
     if (!view.isCoordinator) {
       decisions.push({ ...base, action: "wait", reason: "not the coordinator; only it may assign" });
       continue;
     }
-    const { ranked, excluded } = rankProviders(job, view, busy);
-    const best = ranked[0];
+    const counts = new Map(general);
+    const count = (r: Exclusion) => counts.set(r, (counts.get(r) ?? 0) + 1);
+    let best: ProviderView | undefined;
+    let eligible = 0;
+    for (const p of candidates) {
+      const reason = picked.has(p) ? "busy" : jobExclusion(job, p, view);
+      if (reason) count(reason);
+      else if (eligible++ === 0) best = p;
+    }
     if (!best) {
-      decisions.push({ ...base, action: "wait", reason: `no eligible provider${summarize(excluded)}` });
+      const reason = `no eligible provider${summarize(counts, view.providers.length)}${whyNobodyFits(job, view)}`;
+      decisions.push({ ...base, action: "wait", reason });
       continue;
     }
-    busy.add(best.address.toLowerCase());
+    picked.add(best);
     decisions.push({
       ...base,
       action: "assign",
       provider: best.address,
       pricePerStep: best.pricePerStep,
-      reason: `cheapest eligible of ${ranked.length} (price ${best.pricePerStep}, ${best.memoryMiB} MiB)`,
+      reason: `cheapest eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB)`,
     });
   }
   return decisions;
 }
 
-function summarize(excluded: Ranking["excluded"]): string {
-  if (excluded.length === 0) return " (no providers registered)";
-  const counts = new Map<string, number>();
-  for (const e of excluded) counts.set(e.reason, (counts.get(e.reason) ?? 0) + 1);
+/** When no registered offer fits the job's own terms, why (sdk/jobFit.ts, shared with `explain`). */
+function whyNobodyFits(job: CoordinatorJob, view: CoordinatorView): string {
+  const offers = view.providers.filter((p) => p.registered);
+  const fit = jobFit({ ...job, memoryNeedMiB: view.memoryNeedMiB(job.templateId) }, offers);
+  return fit.reasons.length ? `: ${fit.reasons.map(describeWait).join("; ")}` : "";
+}
+
+function summarize(counts: Map<string, number>, providers: number): string {
+  if (providers === 0) return " (no providers registered)";
   return ` (${[...counts].map(([r, n]) => `${r} ×${n}`).join(", ")})`;
 }

@@ -2,78 +2,134 @@
  * The coordinator's memory of heartbeats: the latest beat per provider and per (job, epoch, provider), stamped
  * with the coordinator's own clock on arrival (so a provider's clock skew never decides liveness). Lost on a
  * restart by design: agents beat every second, and every Running job gets a fresh timeout when first seen.
+ *
+ * Other hosts reach this endpoint, so a beat counts only if it names this chain and this escrow, is signed by its
+ * provider, comes from a registered provider, and is newer than that provider's last one. Memory is bounded per
+ * sender: at most MAX_JOB_BEATS_PER_PROVIDER (job, epoch) entries each, and only registered senders get any.
  */
 import { getAddress } from "ethers";
-import { checkHeartbeat, type SignedHeartbeat } from "../../sdk/heartbeat.ts";
+import { checkHeartbeat, type HeartbeatScope, type SignedHeartbeat } from "../../sdk/heartbeat.ts";
 import type { JsonResponse } from "../http.ts";
 import { jobBeatKey, type BeatRecord } from "./decide.ts";
+
+export const MAX_JOB_BEATS_PER_PROVIDER = 8;
+
+/** Whether `address` (checksummed) is a registered provider; may read the chain. */
+export type RegistryCheck = (address: string) => Promise<boolean> | boolean;
+
+export type BeatOutcome =
+  | { ok: true; provider: string }
+  | { ok: false; status: 400 | 403; reason: string };
 
 export class HeartbeatBook {
   readonly lastBeat = new Map<string, BeatRecord>();
   readonly lastJobBeat = new Map<string, number>();
+  /** Machine identity of each provider's latest beat (badges). */
+  readonly machines = new Map<string, string>();
   private readonly lastSentAt = new Map<string, number>();
-  private readonly chainId: string;
+  private readonly jobKeys = new Map<string, string[]>();
+  private readonly scope: HeartbeatScope;
   private readonly maxClockSkewMs: number;
+  private readonly isRegistered: RegistryCheck;
 
-  constructor(chainId: bigint | string, maxClockSkewMs: number) {
-    this.chainId = chainId.toString();
+  constructor(scope: HeartbeatScope, maxClockSkewMs: number, isRegistered: RegistryCheck) {
+    this.scope = { chainId: scope.chainId.toString(), escrow: scope.escrow };
     this.maxClockSkewMs = maxClockSkewMs;
+    this.isRegistered = isRegistered;
   }
 
   /** Checks and records one beat received at `nowMs`. */
-  receive(body: unknown, nowMs: number): { ok: true; provider: string } | { ok: false; reason: string } {
+  async receive(body: unknown, nowMs: number): Promise<BeatOutcome> {
     const shape = parseHeartbeat(body);
-    if (typeof shape === "string") return { ok: false, reason: shape };
+    if (typeof shape === "string") return { ok: false, status: 400, reason: shape };
     const h = shape;
     const provider = h.provider.toLowerCase();
-    const check = checkHeartbeat(h, this.chainId, nowMs, this.lastSentAt.get(provider), this.maxClockSkewMs);
-    if (!check.ok) return check;
+    const check = checkHeartbeat(h, this.scope, nowMs, this.lastSentAt.get(provider), this.maxClockSkewMs);
+    if (!check.ok) return { ok: false, status: 400, reason: check.reason };
+    // After the signature check, so forged beats never cost a registry read.
+    if (!(await this.isRegistered(getAddress(h.provider)))) {
+      return { ok: false, status: 403, reason: `${h.provider} is not a registered provider` };
+    }
+    // Re-checked after the await: a concurrent beat from the same sender may have landed meanwhile.
+    const prev = this.lastSentAt.get(provider);
+    if (prev !== undefined && h.sentAt <= prev) return { ok: false, status: 400, reason: "replayed heartbeat" };
     this.lastSentAt.set(provider, h.sentAt);
     this.lastBeat.set(provider, { receivedAt: nowMs, jobId: h.jobId, epoch: h.epoch, profile: h.profile });
-    if (h.jobId !== "0") this.lastJobBeat.set(jobBeatKey(h.jobId, h.epoch, provider), nowMs);
+    this.machines.set(provider, h.machine);
+    if (h.jobId !== "0") this.recordJobBeat(provider, jobBeatKey(h.jobId, h.epoch, provider), nowMs);
     return { ok: true, provider: h.provider };
+  }
+
+  /** Keeps the newest few (job, epoch) entries per provider: a sender cycling job ids cannot grow the map. */
+  private recordJobBeat(provider: string, key: string, nowMs: number): void {
+    const keys = (this.jobKeys.get(provider) ?? []).filter((k) => k !== key);
+    keys.push(key);
+    while (keys.length > MAX_JOB_BEATS_PER_PROVIDER) this.lastJobBeat.delete(keys.shift()!);
+    this.jobKeys.set(provider, keys);
+    this.lastJobBeat.set(key, nowMs);
   }
 
   /** Forgets beats older than `horizonMs` (keeps memory bounded on a long run). */
   prune(nowMs: number, horizonMs: number): void {
     for (const [k, t] of this.lastJobBeat) if (nowMs - t > horizonMs) this.lastJobBeat.delete(k);
+    for (const [p, keys] of this.jobKeys) {
+      const live = keys.filter((k) => this.lastJobBeat.has(k));
+      if (live.length) this.jobKeys.set(p, live);
+      else this.jobKeys.delete(p);
+    }
     for (const [k, b] of this.lastBeat) {
       if (nowMs - b.receivedAt > horizonMs) {
         this.lastBeat.delete(k);
         this.lastSentAt.delete(k);
+        this.machines.delete(k);
       }
     }
   }
 
-  /** The HTTP handler for `POST /heartbeat`: 200 `{ ok: true }` or 400 `{ ok: false, reason }`. */
+  /** The HTTP handler for `POST /heartbeat`: 200 `{ ok: true }`, or 400/403 `{ ok: false, reason }`. */
   handler(now: () => number) {
-    return (body: unknown): JsonResponse => {
-      const r = this.receive(body, now());
-      return r.ok ? { status: 200, body: { ok: true } } : { status: 400, body: { ok: false, reason: r.reason } };
+    return async (body: unknown): Promise<JsonResponse> => {
+      const r = await this.receive(body, now());
+      return r.ok ? { status: 200, body: { ok: true } } : { status: r.status, body: { ok: false, reason: r.reason } };
     };
   }
 }
 
 const DECIMAL = /^\d{1,78}$/;
+const UINT256_MAX = (1n << 256n) - 1n;
+const UINT64_MAX = (1n << 64n) - 1n;
+const HEX_ID = /^0x[0-9a-f]{1,64}$/i;
+const SIGNATURE = /^0x[0-9a-f]{130}$/i;
 const PROFILE = /^[\x21-\x7e]{1,120}$/;
 
-/** The SignedHeartbeat in `body`, or why it is not one. */
+/** The SignedHeartbeat in `body`, or why it is not one (every number in range of its on-chain type). */
 export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
-  if (!body || typeof body !== "object") return "body must be a JSON object";
+  if (!body || typeof body !== "object" || Array.isArray(body)) return "body must be a JSON object";
   const b = body as Record<string, unknown>;
-  for (const k of ["chainId", "provider", "jobId", "epoch", "signature"]) {
+  for (const k of ["chainId", "escrow", "provider", "jobId", "epoch", "signature", "machine"]) {
     if (typeof b[k] !== "string") return `${k} must be a string`;
   }
-  if (typeof b.sentAt !== "number" || !Number.isSafeInteger(b.sentAt)) return "sentAt must be an integer (ms)";
-  if (typeof b.step !== "number" || !Number.isSafeInteger(b.step) || b.step < 0) return "step must be an integer ≥ 0";
+  if (typeof b.sentAt !== "number" || !Number.isSafeInteger(b.sentAt) || b.sentAt < 0) return "sentAt must be an integer (ms)";
+  if (typeof b.step !== "number" || !Number.isSafeInteger(b.step) || b.step < 0 || b.step > 0xffffffff) {
+    return "step must be an integer in 0..2^32-1";
+  }
   for (const k of ["chainId", "jobId", "epoch"]) if (!DECIMAL.test(b[k] as string)) return `${k} must be a decimal string`;
+  if (BigInt(b.chainId as string) > UINT256_MAX || BigInt(b.jobId as string) > UINT256_MAX) return "chainId/jobId out of range";
+  if (BigInt(b.epoch as string) > UINT64_MAX) return "epoch out of range (uint64)";
+  for (const k of ["loss", "stepsPerSecond"]) {
+    if (b[k] !== undefined && (typeof b[k] !== "number" || !Number.isFinite(b[k]))) return `${k} must be a finite number`;
+  }
   if (b.profile !== undefined && (typeof b.profile !== "string" || !PROFILE.test(b.profile))) {
     return "profile must be a short printable string";
   }
-  try {
-    getAddress(b.provider as string);
-  } catch {
-    return "provider is not an address";
+  if (!HEX_ID.test(b.machine as string)) return "machine must be hex (sdk/machine.ts)";
+  if (!SIGNATURE.test(b.signature as string)) return "signature must be 65 bytes of hex";
+  for (const k of ["provider", "escrow"]) {
+    try {
+      getAddress(b[k] as string);
+    } catch {
+      return `${k} is not an address`;
+    }
   }
   return b as unknown as SignedHeartbeat;
 }

@@ -6,8 +6,7 @@ import { runCoordinator } from "./tick.ts";
 
 export const coordinator = defineKeeper({
   name: "coordinator",
-  summary:
-    "POST /heartbeat (default :8600); unassigns silent providers, assigns Open jobs (needs the coordinator key)",
+  summary: "POST /heartbeat (default :8600); unassigns silent providers, assigns Open jobs (needs the coordinator key)",
   help: [
     "--port N  --host H  --heartbeat-timeout-ms N (default 5000)  --start-grace-ms N (default 20000)",
     "--max-clock-skew-ms N  --min-memory MiB  --template-memory TEMPLATE_ID=MiB (repeatable)",

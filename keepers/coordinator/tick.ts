@@ -1,28 +1,18 @@
 /**
- * The coordinator keeper: receives heartbeats over HTTP, and each tick rebuilds the Open and Running jobs and the
- * registered providers from the chain, decides (decide.ts, pure), and sends unassign / assign, each on its own.
+ * The coordinator keeper: receives heartbeats over HTTP, and each tick brings the Open and Running jobs and the
+ * registered providers up to date from the chain's events (chainView.ts), decides (decide.ts, pure), and sends
+ * unassign / assign, each on its own.
  */
-import type { Contract } from "ethers";
-import { isTraining, isTrainingOver, jobIds, readJob } from "../../sdk/job.ts";
-import type { Logger } from "../../sdk/log.ts";
-import { runLoop } from "../../sdk/runner.ts";
-import { changeLogger, execute, mapLimit, read, scanEvents, type KeeperContext, type Outcome } from "../chain.ts";
+import { changeLogger, execute, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer } from "../http.ts";
+import { runTicks } from "../keeper.ts";
 import { HeartbeatView } from "./heartbeatView.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import { memoryNeed } from "./config.ts";
-import {
-  busyProviders,
-  exclusionOf,
-  jobEpochKey,
-  needsProvider,
-  planCoordinator,
-  type CoordinatorJob,
-  type CoordinatorView,
-  type Decision,
-  type ProviderView,
-} from "./decide.ts";
+import { CoordinatorChainView } from "./chainView.ts";
+import { jobEpochKey, planCoordinator, type CoordinatorJob, type CoordinatorView, type Decision } from "./decide.ts";
 import { HeartbeatBook } from "./heartbeats.ts";
+import { registryCheck } from "./registered.ts";
 import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
 
 /**
@@ -30,6 +20,18 @@ import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workl
  * proven to give its bits. A template it does not know is not replayed by verifiers built from this code either.
  */
 function profileProven(templateId: string, profile: string | undefined): boolean {
+  // Asked for every (Open job, provider) pair of a tick: templates never change at run time, so remember answers.
+  const key = `${templateId}|${profile ?? ""}`;
+  let known = proven.get(key);
+  if (known === undefined) {
+    if (proven.size >= 1_024) proven.clear(); // profiles come from beats: keep the cache bounded
+    proven.set(key, (known = checkProfile(templateId, profile)));
+  }
+  return known;
+}
+const proven = new Map<string, boolean>();
+
+function checkProfile(templateId: string, profile: string | undefined): boolean {
   try {
     return isProvenProfile(loadTemplate(templateId), profile);
   } catch (e) {
@@ -41,10 +43,17 @@ function profileProven(templateId: string, profile: string | undefined): boolean
 export interface CoordinatorTickReport {
   decisions: Decision[];
   sent: { decision: Decision; outcome: Outcome }[];
+  /** Where the tick's time went (bench/keepers.ts): reading the chain, deciding, sending. */
+  timings: { readMs: number; decideMs: number; sendMs: number };
 }
 
 /** The provider changed its offer (deactivated, repriced) or got fenced between our read and our send. */
-const ASSIGN_RACES = ["JobEscrowProviderInactive", "JobEscrowProviderFenced", "JobEscrowPriceAboveMax", "JobEscrowBudgetShort"];
+const ASSIGN_RACES = [
+  "JobEscrowProviderInactive",
+  "JobEscrowProviderFenced",
+  "JobEscrowPriceAboveMax",
+  "JobEscrowBudgetShort",
+];
 /** Without the coordinator role: the provider extended its lease between our read and our send. */
 const UNASSIGN_RACES = ["JobEscrowLeaseActive"];
 
@@ -55,31 +64,37 @@ export class Coordinator {
   readonly watchStart = new Map<string, number>();
   private readonly ctx: KeeperContext;
   private readonly config: CoordinatorConfig;
-  /** Jobs past Running: never read again. */
-  private readonly done = new Set<bigint>();
-  /** Registered providers, from ProviderRegistered events. */
-  private readonly providers = new Set<string>();
-  private scannedTo: number;
+  /** Jobs, providers and fencing, kept up to date from events. */
+  readonly chain: CoordinatorChainView;
   private readonly quiet = changeLogger();
 
   constructor(ctx: KeeperContext, config: CoordinatorConfig) {
     this.ctx = ctx;
     this.config = config;
-    this.book = new HeartbeatBook(ctx.chainId, config.maxClockSkewMs);
-    this.scannedTo = config.fromBlock - 1;
+    const scope = {
+      chainId: ctx.chainId.toString(),
+      escrow: String((ctx.escrow as unknown as { target: string }).target),
+    };
+    this.chain = new CoordinatorChainView(ctx, config.fromBlock);
+    this.book = new HeartbeatBook(scope, config.maxClockSkewMs, registryCheck(ctx, this.chain.registered));
   }
 
   /** One tick: read the chain, decide (pure), send each unassign / assign on its own. */
   async tick(): Promise<CoordinatorTickReport> {
+    const t0 = performance.now();
     const view = await this.snapshot(this.ctx.nowMs());
+    const t1 = performance.now();
     const decisions = planCoordinator(view);
+    const t2 = performance.now();
     for (const d of decisions) {
       if (d.action === "assign" || d.action === "unassign") this.quiet.forget(`job ${d.jobId}`);
-      else if (this.quiet.changed(`job ${d.jobId}`, `${d.epoch} ${d.action} ${d.reason}`)) this.ctx.logger.info("decision", fields(d));
+      else if (this.quiet.changed(`job ${d.jobId}`, `${d.epoch} ${d.action} ${d.reason}`))
+        this.ctx.logger.info("decision", fields(d));
     }
     const actions = decisions.filter((d) => d.action === "assign" || d.action === "unassign");
     const sent = await mapLimit(actions, 8, (decision) => this.send(decision, view.nowMs));
-    return { decisions, sent };
+    const timings = { readMs: t1 - t0, decideMs: t2 - t1, sendMs: performance.now() - t2 };
+    return { decisions, sent, timings };
   }
 
   private async send(decision: Decision, nowMs: number): Promise<{ decision: Decision; outcome: Outcome }> {
@@ -94,37 +109,38 @@ export class Coordinator {
     if (decision.action === "assign" && outcome.kind === "confirmed") {
       this.watchStart.set(jobEpochKey(decision.jobId, decision.epoch + 1n), nowMs);
     }
+    // Fenced by something our events did not show (before --from-block): never offer it this job again.
+    if (decision.action === "assign" && outcome.kind === "race" && outcome.error.includes("JobEscrowProviderFenced")) {
+      this.chain.markFenced(decision.jobId, decision.provider!);
+    }
     return { decision, outcome };
   }
 
-  /** Reads everything a decision needs, at one block. */
+  /** Everything a decision needs, at one block: the chain view brought up to date from events (chainView.ts). */
   private async snapshot(nowMs: number): Promise<CoordinatorView> {
-    const { ctx, config } = this;
-    const [block, coordinator, jobCount] = await read(ctx, "chain head", () =>
-      Promise.all([ctx.provider.getBlock("latest"), ctx.escrow.coordinator(), ctx.escrow.jobCount()]),
-    );
+    const { ctx, config, chain } = this;
+    const block = await read(ctx, "chain head", () => ctx.provider.getBlock("latest"));
     if (!block) throw new Error("no latest block");
-    const jobs = await this.readJobs(block.number, jobCount);
-    const providers = await this.readProviders(block.number);
+    const { coordinator, jobCount } = await chain.head(block.number);
+    await chain.refresh(block.number, jobCount);
+    const jobs = [...chain.jobs.values()];
     this.trackWatchStart(jobs, nowMs);
     this.book.prune(nowMs, Math.max(60_000, 10 * config.heartbeatTimeoutMs));
-    const view: CoordinatorView = {
+    return {
       nowMs,
       chainTime: BigInt(block.timestamp),
       timeoutMs: config.heartbeatTimeoutMs,
       startGraceMs: config.startGraceMs,
       isCoordinator: ctx.address ? ctx.address.toLowerCase() === coordinator.toLowerCase() : ctx.dryRun,
       jobs,
-      providers,
+      providers: [...chain.providers.values()],
       lastBeat: this.book.lastBeat,
       lastJobBeat: this.book.lastJobBeat,
       watchStart: this.watchStart,
-      fenced: new Map(),
+      fenced: chain.fenced,
       memoryNeedMiB: memoryNeed(config),
       profileProven,
     };
-    await this.readFenced(view, block.number);
-    return view;
   }
 
   /** The timeout of a Running (job, epoch) runs from its first sight until its first beat. */
@@ -132,48 +148,6 @@ export class Coordinator {
     const running = new Set(jobs.filter((j) => j.status === "Running").map((j) => jobEpochKey(j.jobId, j.epoch)));
     for (const key of running) if (!this.watchStart.has(key)) this.watchStart.set(key, nowMs);
     for (const key of this.watchStart.keys()) if (!running.has(key)) this.watchStart.delete(key);
-  }
-
-  private async readJobs(blockTag: number, jobCount: bigint): Promise<CoordinatorJob[]> {
-    const { ctx } = this;
-    const ids = jobIds(jobCount, (id) => this.done.has(id));
-    const views = await mapLimit(ids, 8, (id) => read(ctx, `job ${id}`, () => readJob(ctx.escrow, id, blockTag)));
-    // A job past training never becomes Open or Running again: never read it again.
-    for (const v of views) if (isTrainingOver(v.status)) this.done.add(v.jobId);
-    return views.filter((v) => isTraining(v.status));
-  }
-
-  private async readProviders(blockTag: number): Promise<ProviderView[]> {
-    const { ctx } = this;
-    if (blockTag > this.scannedTo) {
-      const registry = ctx.registry as unknown as Contract;
-      const logs = await scanEvents(ctx, registry, registry.filters.ProviderRegistered(), this.scannedTo + 1, blockTag);
-      for (const l of logs) this.providers.add(l.args.provider as string);
-      this.scannedTo = blockTag;
-    }
-    return mapLimit([...this.providers], 8, (address) =>
-      read(ctx, `provider ${address}`, async () => {
-        const [price, memoryMiB, active] = await ctx.registry.quote(address, { blockTag });
-        return { address, pricePerStep: price, memoryMiB: Number(memoryMiB), active, registered: true };
-      }),
-    );
-  }
-
-  /** `isFenced` for the candidates that pass every other rule (the only ones it can change). */
-  private async readFenced(view: CoordinatorView, blockTag: number): Promise<void> {
-    const busy = busyProviders(view.jobs);
-    const pairs = view.jobs
-      .filter(needsProvider)
-      .flatMap((job) => view.providers.filter((p) => !exclusionOf(job, p, view, busy)).map((p) => ({ job, p })));
-    const flags = await mapLimit(pairs, 8, ({ job, p }) =>
-      read(this.ctx, "isFenced", () => this.ctx.escrow.isFenced(job.jobId, p.address, { blockTag })),
-    );
-    pairs.forEach(({ job, p }, i) => {
-      if (!flags[i]) return;
-      const key = job.jobId.toString();
-      if (!view.fenced.has(key)) view.fenced.set(key, new Set());
-      view.fenced.get(key)!.add(p.address.toLowerCase());
-    });
   }
 }
 
@@ -197,18 +171,16 @@ export async function runCoordinator(
   ctx: KeeperContext,
   config: CoordinatorConfig,
   signal: AbortSignal,
-  logger: Logger = ctx.logger,
 ): Promise<number> {
   const coordinator = createCoordinator(ctx, config);
-  const tick = async () => void (await coordinator.tick());
-  const run = { name: "coordinator", tick, intervalMs: config.intervalMs, once: config.once, signal, logger };
+  const run = () => runTicks("coordinator", ctx, config, async () => void (await coordinator.tick()), signal);
   // One tick has no time to hear heartbeats: --once only unassigns lapsed leases (and logs its decisions).
-  if (config.once) return runLoop(run);
+  if (config.once) return run();
   const beats = new HeartbeatView(); // read-only, for dashboards (GET /heartbeats)
   const server = await startJsonServer({
     host: config.host,
     port: config.port,
-    logger,
+    logger: ctx.logger,
     routes: {
       "POST /heartbeat": beats.tap(coordinator.book.handler(ctx.nowMs), ctx.nowMs),
       "GET /heartbeats": beats.route(ctx.nowMs),
@@ -216,7 +188,7 @@ export async function runCoordinator(
     },
   });
   try {
-    return await runLoop(run);
+    return await run();
   } finally {
     await server.close();
   }

@@ -3,9 +3,9 @@
  * If the escrow ever holds less than it owes, it logs an error line `PROOF OF RESERVES FAILED` with the figures;
  * in `--strict` mode the keeper then stops with exit code 1.
  */
-import type { Logger } from "../../sdk/log.ts";
 import { read, type KeeperContext } from "../chain.ts";
-import { runLoop, type TickResult } from "../../sdk/runner.ts";
+import type { TickResult } from "../../sdk/runner.ts";
+import { runTicks } from "../keeper.ts";
 import type { ReservesConfig } from "./config.ts";
 import { blocksToCheck, checkReserves, type ReservesCheck } from "./decide.ts";
 
@@ -43,12 +43,7 @@ export function createReservesWatch(ctx: KeeperContext, config: Pick<ReservesCon
   return { tick };
 }
 
-export function runReservesWatch(
-  ctx: KeeperContext,
-  config: ReservesConfig,
-  signal: AbortSignal,
-  logger: Logger = ctx.logger,
-): Promise<number> {
-  const watch = createReservesWatch(ctx, config);
-  return runLoop({ name: "reserves", tick: watch.tick, intervalMs: config.intervalMs, once: config.once, signal, logger });
+/** Runs the watch until `signal` fires (or once; or, with --strict, until a proof fails). */
+export function runReservesWatch(ctx: KeeperContext, config: ReservesConfig, signal: AbortSignal): Promise<number> {
+  return runTicks("reserves", ctx, config, createReservesWatch(ctx, config).tick, signal);
 }

@@ -63,7 +63,11 @@ describe("agent: end to end on the local chain", function () {
       const working = agent.beats.filter((b) => b.jobId === jobId.toString());
       expect(working.length).to.be.greaterThan(0);
       expect(working.every((b) => b.epoch === "1")).to.equal(true);
-      expect(checkHeartbeat(working[0], chainId.toString(), Date.now(), undefined)).to.deep.equal({ ok: true });
+      const scope = { chainId: chainId.toString(), escrow: String(escrow.target) };
+      expect(checkHeartbeat(working[0], scope, Date.now(), undefined)).to.deep.equal({ ok: true });
+      // The beat names its deployment: the same beat does not count for another escrow on this chain.
+      const other = { ...scope, escrow: wallet.address };
+      expect(checkHeartbeat(working[0], other, Date.now(), undefined)).to.deep.include({ ok: false });
       await until("idle beat", () => agent.beats.slice(-1)[0]?.jobId === "0");
     } finally {
       const result = await agent.stop();

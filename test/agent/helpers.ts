@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Wallet, type Provider } from "ethers";
 import { network } from "hardhat";
-import GPUChainLocal from "../../ignition/modules/GPUChainLocal.ts";
 import { runAgent, type AgentResult } from "../../agent/agent.ts";
 import type { DeviceProfile } from "../../agent/device.ts";
 import type { Fault } from "../../agent/faults.ts";
@@ -17,6 +16,7 @@ import {
   checkpointDecisionDigest, escrowDomain, packSafeSignatures, signAsSafeOwner,
 } from "../../sdk/verifierSignatures.ts";
 import { FsCheckpointStore, listTemplates, loadTemplate } from "../../workloads/index.ts";
+import { deployOn } from "../helpers/deploy.ts";
 
 export const CPU_DEVICE: DeviceProfile = {
   kind: "CPU", model: "Test CPU", memoryMiB: 4096, realMemoryMiB: 4096, capped: false, executionProvider: "cpu",
@@ -63,20 +63,13 @@ export const BLOBS = loadTemplate("blobs-tiny");
 /** The whole protocol on a fresh simulated chain, with the small template approved and a funded client. */
 export async function localProtocol() {
   const connection = await network.create();
-  const { ethers, ignition } = connection;
+  const { ethers } = connection;
   const [owner, coordinator, , v1, v2, , , client] = await ethers.getSigners();
-  const d = await ignition.deploy(GPUChainLocal);
-  const escrow = await ethers.getContractAt("JobEscrow", await d.escrow.getAddress());
-  const usdc = await ethers.getContractAt("TestUSDC", await d.usdc.getAddress());
-  const registry = await ethers.getContractAt("ProviderRegistry", await d.registry.getAddress());
-  const safe = await d.verifierSafe.getAddress();
-  const deployment = {
-    escrow: await escrow.getAddress(), registry: await registry.getAddress(), usdc: await usdc.getAddress(), verifierSafe: safe,
-  } as Parameters<typeof connectProtocol>[0];
+  const { escrow, usdc, registry, deployment, chainId } = await deployOn(connection);
+  const safe = deployment.verifierSafe;
   for (const t of listTemplates()) await escrow.connect(owner).setTemplateApproval(t.templateId, true);
   await usdc.mint(client.address, 1_000_000_000n);
   await usdc.connect(client).approve(deployment.escrow, 1_000_000_000n);
-  const { chainId } = await ethers.provider.getNetwork();
   const domain = escrowDomain(chainId, deployment.escrow);
 
   async function createJob(totalSteps = 12, checkpointInterval = 4, templateId: string = BLOBS.templateId) {
@@ -141,4 +134,17 @@ export async function startAgent(
       return done;
     },
   };
+}
+
+export type LocalProtocol = Awaited<ReturnType<typeof localProtocol>>;
+
+/** A new funded provider running the agent, registered, and assigned `jobId` by the coordinator. */
+export async function assignedAgent(
+  p: LocalProtocol, jobId: bigint, opts: Parameters<typeof startAgent>[2] = {},
+): Promise<{ wallet: Wallet; agent: RunningAgent }> {
+  const wallet = await p.fundedWallet();
+  const agent = await startAgent(wallet, p.deployment, opts);
+  await until("registration", () => p.registry.isActive(wallet.address));
+  await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
+  return { wallet, agent };
 }

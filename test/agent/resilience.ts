@@ -5,7 +5,7 @@ import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { connectRpc } from "../../agent/cli.ts";
 import { parseFault } from "../../agent/faults.ts";
 import { decodeCheckpoint, loadTemplate } from "../../workloads/index.ts";
-import { captureLogger, CPU_DEVICE, localProtocol, startAgent, until } from "./helpers.ts";
+import { assignedAgent, captureLogger, CPU_DEVICE, localProtocol, startAgent, until } from "./helpers.ts";
 
 /** A localhost port nobody listens on. */
 async function closedPort(): Promise<number> {
@@ -159,10 +159,7 @@ describe("agent: on the local chain, faults and restarts", function () {
 
   it("a restarted agent rebuilds from the chain and resumes from the last accepted checkpoint", async function () {
     const jobId = await p.createJob(12, 4);
-    const wallet = await p.fundedWallet();
-    const first = await startAgent(wallet, p.deployment);
-    await until("registration", () => p.registry.isActive(wallet.address));
-    await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
+    const { wallet, agent: first } = await assignedAgent(p, jobId);
     await until("report 4", async () => (await p.escrow.jobOf(jobId)).pendingStep === 4n);
     await p.decide(jobId, true);
     await until("report 8", async () => (await p.escrow.jobOf(jobId)).pendingStep === 8n);
@@ -191,10 +188,7 @@ describe("agent: on the local chain, faults and restarts", function () {
 
   it("stopping mid-segment abandons the step: exit 0, nothing reported, no partial files", async function () {
     const jobId = await p.createJob(4000, 2000);
-    const wallet = await p.fundedWallet();
-    const agent = await startAgent(wallet, p.deployment);
-    await until("registration", () => p.registry.isActive(wallet.address));
-    await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();
+    const { agent } = await assignedAgent(p, jobId);
     await until("training", () => agent.beats.some((b) => b.jobId === jobId.toString() && b.step > 0));
     const result = await agent.stop();
     expect(result.exitCode).to.equal(0);

@@ -8,7 +8,7 @@
  */
 import { network } from "hardhat";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
-import GPUChainLocal from "../../ignition/modules/GPUChainLocal.ts";
+import { HDNodeWallet } from "ethers";
 import {
   checkpointDecisionDigest,
   escrowDomain,
@@ -16,10 +16,15 @@ import {
   signAsSafeOwner,
   verdictDigest,
 } from "../../sdk/verifierSignatures.ts";
+import { deployOn } from "./deploy.ts";
 
 /** One simulated chain shared by every protocol test file; `loadFixture` isolates the tests. */
 export const connection = await network.create();
 export const { ethers, networkHelpers, ignition } = connection;
+
+export const MNEMONIC = "test test test test test test test test test test test junk";
+/** Hardhat account `i` as a wallet with its private key (same address as `ethers.getSigners()[i]`). */
+export const wallet = (i: number) => HDNodeWallet.fromPhrase(MNEMONIC, undefined, `m/44'/60'/0'/0/${i}`);
 
 export const TEMPLATE = ethers.id("gpuchain/template/mnist-mlp/v1");
 export const USDC = 1_000_000n; // 6 decimals
@@ -54,24 +59,10 @@ export async function deployProtocol() {
   const [owner, coordinator, arbiter, verifier1, verifier2, verifier3, feeRecipient, client] = signers;
   const [provider1, provider2, provider3, stranger, client2, client3, provider4] = signers.slice(8);
 
-  const d = await ignition.deploy(GPUChainLocal);
-  const escrow = await ethers.getContractAt("JobEscrow", await d.escrow.getAddress());
-  const usdc = await ethers.getContractAt("TestUSDC", await d.usdc.getAddress());
-  const registry = await ethers.getContractAt("ProviderRegistry", await d.registry.getAddress());
-  const safe = d.verifierSafe;
-  const safeAddress = await safe.getAddress();
-  const escrowAddress = await escrow.getAddress();
-  const { chainId } = await ethers.provider.getNetwork();
-  const singletons = {
-    safeSingletonAddress: await d.safeSingleton.getAddress(),
-    safeProxyFactoryAddress: await d.proxyFactory.getAddress(),
-    multiSendAddress: await d.multiSend.getAddress(),
-    multiSendCallOnlyAddress: await d.multiSendCallOnly.getAddress(),
-    fallbackHandlerAddress: await d.fallbackHandler.getAddress(),
-    signMessageLibAddress: await d.signMessageLib.getAddress(),
-    createCallAddress: await d.createCall.getAddress(),
-    simulateTxAccessorAddress: await d.simulateTxAccessor.getAddress(),
-  };
+  const { escrow, usdc, registry, safe, deployment, chainId } = await deployOn(connection);
+  const safeAddress = deployment.verifierSafe;
+  const escrowAddress = deployment.escrow;
+  const singletons = deployment.safe;
 
   await escrow.connect(owner).setTemplateApproval(TEMPLATE, true);
   for (const c of [client, client2, client3]) {
@@ -90,6 +81,7 @@ export async function deployProtocol() {
     safeAddress,
     escrowAddress,
     chainId,
+    deployment,
     singletons,
     owner,
     coordinator,
@@ -157,7 +149,12 @@ export async function signVerdict(
   return signDigest(p, digest, signers);
 }
 
-export async function signDigest(p: Protocol, digest: string, signers: HardhatEthersSigner[]): Promise<string> {
+/** Packed Safe-owner signatures over `digest` (default: verifiers 1 and 2). */
+export async function signDigest(
+  p: Protocol,
+  digest: string,
+  signers: HardhatEthersSigner[] = [p.verifier1, p.verifier2],
+): Promise<string> {
   const parts = [];
   for (const s of signers) {
     parts.push({ signer: s.address, signature: await signAsSafeOwner(s, p.chainId, p.safeAddress, digest) });

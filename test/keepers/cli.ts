@@ -141,7 +141,7 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
     const res = await fetch(`${url}/heartbeat`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify(await beat(wallet(9), p.chainId, Date.now())),
+      body: JSON.stringify(await beat(wallet(9), p, Date.now())),
     });
     expect(res.status).to.equal(200);
     await run.waitFor((l) => l.msg === "sent" && l.action === "assign");

@@ -8,6 +8,7 @@ import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { startJsonServer } from "../../keepers/http.ts";
 import type { KeeperContext } from "../../keepers/chain.ts";
+import { JobStatus } from "../../sdk/job.ts";
 import {
   CRASH_POINTS,
   LEASE,
@@ -46,13 +47,13 @@ async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>
   const send = async (w = P1, jobId = 0n, epoch = 0n) => {
     const sentAt = Math.max(clock.now(), (lastSentAt.get(w.address) ?? -1) + 1);
     lastSentAt.set(w.address, sentAt);
-    return keeper.book.receive(await beat(w, p.chainId, sentAt, jobId, epoch), clock.now());
+    return keeper.book.receive(await beat(w, p, sentAt, jobId, epoch), clock.now());
   };
   return { ctx, lines, keeper, send };
 }
 
 const statusOf = async (p: Protocol, jobId: bigint) => Number(await p.escrow.statusOf(jobId));
-const RUNNING = 2;
+const RUNNING = JobStatus.Running;
 const OPEN = 1;
 
 describe("keepers: coordinator on chain", function () {
@@ -65,18 +66,18 @@ describe("keepers: coordinator on chain", function () {
     try {
       const post = (body: unknown) =>
         fetch(`${server.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-      const good = await beat(P2, p.chainId, clock.now());
+      const good = await beat(P2, p, clock.now());
       expect((await post(good)).status).to.equal(200);
       const replay = await post(good);
       expect(replay.status).to.equal(400);
       expect(((await replay.json()) as { reason: string }).reason).to.contain("replayed");
-      const forged = { ...(await beat(P3, p.chainId, clock.now())), provider: P1.address };
+      const forged = { ...(await beat(P3, p, clock.now())), provider: P1.address };
       expect(((await (await post(forged)).json()) as { reason: string }).reason).to.contain("signature");
-      expect((await post(await beat(P1, 1n, clock.now()))).status).to.equal(400);
+      expect((await post(await beat(P1, { ...p, chainId: 1n }, clock.now()))).status).to.equal(400);
       expect((await post({ hello: 1 })).status).to.equal(400);
       const malformed = await fetch(`${server.url}/heartbeat`, { method: "POST", body: "{not json" });
       expect(malformed.status).to.equal(400);
-      expect((await post(await beat(P3, p.chainId, clock.now()))).status).to.equal(200);
+      expect((await post(await beat(P3, p, clock.now()))).status).to.equal(200);
     } finally {
       await server.close();
     }
@@ -319,7 +320,8 @@ describe("keepers: coordinator on chain", function () {
     const waits = k.lines.filter((l) => l.msg === "decision");
     expect(waits).to.have.length(1);
     expect(waits[0]).to.include({ job: "1", epoch: "0", step: 0, action: "wait" });
-    expect(waits[0].reason).to.equal("no eligible provider (no recent heartbeat ×2, price above max ×1)");
+    // The provider-only rules are checked first (once per tick), so silence is named before the price.
+    expect(waits[0].reason).to.equal("no eligible provider (no recent heartbeat ×3)");
     expect(lines).to.deep.equal([]);
   });
 });

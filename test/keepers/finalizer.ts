@@ -6,6 +6,7 @@
 import { expect } from "chai";
 import type { Sender } from "../../keepers/chain.ts";
 import { finalizerConfig } from "../../keepers/finalizer/config.ts";
+import { sendBatched } from "../../keepers/finalizer/batch.ts";
 import { createFinalizer, runFinalizer } from "../../keepers/finalizer/tick.ts";
 import {
   ARBITER_TIMEOUT,
@@ -63,6 +64,58 @@ describe("keepers: finalizer on chain", function () {
     expect((await finalizer.tick()).plan).to.deep.equal([]);
     expect(await eventCount(p, "JobSettled", jobId)).to.equal(1);
     expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
+  });
+
+  it("reads only jobs whose status may have changed: the window's end from its event (t: no read, t+1: settles)", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    const open = await createJob(p);
+    const { finalizer } = await finalizerFor(p);
+    expect((await finalizer.tick()).read).to.deep.equal([1n, open]); // the first run reads every job
+    expect((await finalizer.tick()).read).to.deep.equal([]);
+    const [, , , , deadline] = (await p.escrow.queryFilter(p.escrow.filters.VerdictSubmitted(jobId)))[0].args;
+    await networkHelpers.time.setNextBlockTimestamp(deadline);
+    await networkHelpers.mine();
+    expect((await finalizer.tick()).read, "at the deadline").to.deep.equal([]);
+    await networkHelpers.mine(); // deadline + 1
+    const r = await finalizer.tick();
+    expect(r.read).to.deep.equal([jobId]);
+    expect(r.sent.map((s) => s.action.method)).to.deep.equal(["settle", "claimEarnings", "claimEarnings"]);
+    await p.escrow.connect(p.client).cancel(open);
+    expect((await finalizer.tick()).read).to.deep.equal([jobId, open]); // its own transactions, and the cancel
+    expect((await finalizer.tick()).read).to.deep.equal([]);
+  });
+
+  it("many settleable jobs: settles and claims go as Multicall3 batches (2 transactions), each exactly once", async function () {
+    const p = await load();
+    const ids: bigint[] = [];
+    for (let i = 0; i < 9; i++) {
+      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
+      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
+      ids.push(jobId);
+    }
+    const { finalizer, lines, ctx } = await finalizerFor(p);
+    await finalizer.tick();
+    await networkHelpers.time.increase(3_601);
+    await p.escrow.connect(p.client).settle(ids[4]); // someone else, first
+    const before = await ethers.provider.getBlockNumber();
+    const r = await finalizer.tick();
+    const settles = r.sent.filter((s) => s.action.method === "settle");
+    // The one settled by someone else needs only its claim.
+    expect(settles.map((s) => s.action.jobId)).to.deep.equal(ids.filter((id) => id !== ids[4]));
+    expect(settles.every((s) => s.outcome.kind === "confirmed")).to.equal(true);
+    for (const id of ids) expect(await eventCount(p, "JobSettled", id), `job ${id}`).to.equal(1);
+    for (const id of ids) expect(await eventCount(p, "EarningsReleased", id), `job ${id}`).to.equal(1);
+    // One transaction of 8 settles, one of 9 claims.
+    expect((await ethers.provider.getBlockNumber()) - before).to.equal(2);
+    expect(lines.some((l) => l.reason === "many jobs settleable: batched through Multicall3")).to.equal(true);
+    expect((await finalizer.tick()).plan).to.deep.equal([]);
+    // Sent again: every call fails its simulation as a race, and no transaction goes out.
+    const again = ids.map((id) => ({ jobId: id, method: "settle" as const, args: [id] as [bigint], reason: "again" }));
+    const block = await ethers.provider.getBlockNumber();
+    const raced = await sendBatched(ctx, again, ctx.logger);
+    expect(raced.map((s) => s.outcome.kind)).to.deep.equal(ids.map(() => "race"));
+    expect(await ethers.provider.getBlockNumber()).to.equal(block);
   });
 
   it("settles after the arbiter stayed silent past 3 days: verdict stands, bond returned", async function () {

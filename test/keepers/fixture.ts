@@ -1,118 +1,49 @@
 /**
- * The keepers' test fixture: the whole protocol deployed through the same Ignition module as the local chain
- * (test USDC, registry, a real 2-of-3 Safe, escrow), named actors, and helpers to build keeper contexts with an
- * injected clock, logger and sender.
- *
- * Hardhat accounts: 0 owner, 1 coordinator, 2 arbiter, 3/4/5 verifiers (Safe owners), 6 fee recipient,
- * 7 client, 8/9/10 provider1..3, 11 stranger.
+ * The keepers' test helpers, on the one protocol fixture (test/helpers/fixture.ts: the Ignition deployment with a
+ * real 2-of-3 Safe, named actors, job and signature helpers): keeper contexts with an injected clock, logger and
+ * sender, failing senders, heartbeats and log filters.
  */
-import { network } from "hardhat";
-import { HDNodeWallet, type Signer } from "ethers";
-import GPUChainLocal from "../../ignition/modules/GPUChainLocal.ts";
-import type { Deployment } from "../../sdk/deployment.ts";
+import type { HDNodeWallet, Signer } from "ethers";
 import { signHeartbeat, type SignedHeartbeat } from "../../sdk/heartbeat.ts";
+import { machineId } from "../../sdk/machine.ts";
 import { createLogger, type Logger } from "../../sdk/log.ts";
-import { checkpointDecisionDigest, escrowDomain, packSafeSignatures, signAsSafeOwner, verdictDigest } from "../../sdk/verifierSignatures.ts";
+import { escrowDomain, verdictDigest } from "../../sdk/verifierSignatures.ts";
 import type { KeeperContext, Sender, TxHandle } from "../../keepers/chain.ts";
 import { keeperContext } from "../../keepers/context.ts";
+import {
+  DEFAULT_REQUEST,
+  deployProtocol,
+  ethers,
+  networkHelpers,
+  signDigest,
+  type Protocol,
+} from "../helpers/fixture.ts";
 
-export const connection = await network.create();
-export const { ethers, networkHelpers, ignition } = connection;
+export {
+  ARBITER_TIMEOUT,
+  ckpt,
+  connection,
+  createJob,
+  deployProtocol,
+  ethers,
+  LEASE,
+  MNEMONIC,
+  networkHelpers,
+  reportAndAccept,
+  signDigest,
+  TEMPLATE,
+  trainToEnd,
+  wallet,
+  type Protocol,
+} from "../helpers/fixture.ts";
 
-export const MNEMONIC = "test test test test test test test test test test test junk";
-/** Hardhat account `i` as a wallet with its private key (same address as `ethers.getSigners()[i]`). */
-export const wallet = (i: number) => HDNodeWallet.fromPhrase(MNEMONIC, undefined, `m/44'/60'/0'/0/${i}`);
-
-export const TEMPLATE = ethers.id("gpuchain/template/keepers-test/v1");
-export const LEASE = 120n;
-export const ARBITER_TIMEOUT = 3n * 24n * 3600n;
-export const REQUEST = {
-  templateId: TEMPLATE,
-  totalSteps: 100,
-  checkpointInterval: 10,
-  maxPricePerStep: 1_000n,
-  budget: 100_000n,
-  disputeWindow: 3_600n,
-};
-
-export async function deployProtocol() {
-  const signers = await ethers.getSigners();
-  const [owner, coordinator, arbiter, verifier1, verifier2, verifier3, feeRecipient, client] = signers;
-  const [provider1, provider2, provider3, stranger] = signers.slice(8);
-  const d = await ignition.deploy(GPUChainLocal);
-  const escrow = await ethers.getContractAt("JobEscrow", await d.escrow.getAddress());
-  const usdc = await ethers.getContractAt("TestUSDC", await d.usdc.getAddress());
-  const registry = await ethers.getContractAt("ProviderRegistry", await d.registry.getAddress());
-  const { chainId } = await ethers.provider.getNetwork();
-  const deployment: Deployment = {
-    escrow: await escrow.getAddress(),
-    registry: await registry.getAddress(),
-    usdc: await usdc.getAddress(),
-    verifierSafe: await d.verifierSafe.getAddress(),
-    safe: {
-      safeSingletonAddress: await d.safeSingleton.getAddress(),
-      safeProxyFactoryAddress: await d.proxyFactory.getAddress(),
-      fallbackHandlerAddress: await d.fallbackHandler.getAddress(),
-      multiSendAddress: await d.multiSend.getAddress(),
-      multiSendCallOnlyAddress: await d.multiSendCallOnly.getAddress(),
-      signMessageLibAddress: await d.signMessageLib.getAddress(),
-      createCallAddress: await d.createCall.getAddress(),
-      simulateTxAccessorAddress: await d.simulateTxAccessor.getAddress(),
-    },
-  };
-  await escrow.connect(owner).setTemplateApproval(TEMPLATE, true);
-  await usdc.mint(client.address, 10n ** 12n);
-  await usdc.connect(client).approve(deployment.escrow, ethers.MaxUint256);
-  await registry.connect(provider1).register("provider1", 900n, 1, "NVIDIA H200", 143_771);
-  await registry.connect(provider2).register("provider2", 1_000n, 1, "NVIDIA L4", 23_034);
-  await registry.connect(provider3).register("provider3", 1_100n, 0, "x86_64 CPU", 16_384);
-  return {
-    escrow, usdc, registry, safe: d.verifierSafe, deployment, chainId,
-    owner, coordinator, arbiter, verifier1, verifier2, verifier3, verifiers: [verifier1, verifier2, verifier3],
-    feeRecipient, client, provider1, provider2, provider3, stranger,
-  };
-}
-export type Protocol = Awaited<ReturnType<typeof deployProtocol>>;
+export const REQUEST = DEFAULT_REQUEST;
 
 export const load = () => networkHelpers.loadFixture(deployProtocol);
 
-export async function createJob(p: Protocol, over: Partial<typeof REQUEST> = {}): Promise<bigint> {
-  await p.escrow.connect(p.client).createJob({ ...REQUEST, ...over });
-  return p.escrow.jobCount();
-}
-
-export const ckpt = (jobId: bigint, step: number, tag = "") => ethers.id(`ckpt:${jobId}:${step}${tag}`);
-
-/** Packed 2-of-3 signatures over a digest (default: verifiers 1 and 2). */
-export async function signDigest(p: Protocol, digest: string, signers = [p.verifier1, p.verifier2]): Promise<string> {
-  const parts = [];
-  for (const s of signers) parts.push({ signer: s.address, signature: await signAsSafeOwner(s, p.chainId, p.deployment.verifierSafe, digest) });
-  return packSafeSignatures(parts);
-}
-
 export const domainOf = (p: Protocol) => escrowDomain(p.chainId, p.deployment.escrow);
 
-/** The assignee reports `step` and the verifiers accept it (relayed by the stranger). */
-export async function reportAndAccept(p: Protocol, jobId: bigint, provider: Signer, step: number): Promise<string> {
-  const hash = ckpt(jobId, step);
-  const { epoch } = await p.escrow.jobOf(jobId);
-  await p.escrow.connect(provider).reportCheckpoint(jobId, epoch, step, hash);
-  const digest = checkpointDecisionDigest(domainOf(p), { jobId, epoch, step, checkpointHash: hash, accept: true });
-  await p.escrow.connect(p.stranger).acceptCheckpoint(jobId, epoch, step, hash, await signDigest(p, digest));
-  return hash;
-}
-
-/** Trains an assigned job to its last step; returns the final hash. */
-export async function trainToEnd(p: Protocol, jobId: bigint, provider: Signer): Promise<string> {
-  const job = await p.escrow.jobOf(jobId);
-  let hash = job.acceptedHash;
-  for (let step = Number(job.acceptedStep); step < Number(job.totalSteps); ) {
-    step = Math.min(step + Number(job.checkpointInterval), Number(job.totalSteps));
-    hash = await reportAndAccept(p, jobId, provider, step);
-  }
-  return hash;
-}
-
+/** A passing (or failing) verdict with metric 9700, signed by verifiers 1 and 2 and relayed by the stranger. */
 export async function submitVerdict(p: Protocol, jobId: bigint, modelHash: string, passed = true): Promise<void> {
   const digest = verdictDigest(domainOf(p), { jobId, modelHash, metric: 9_700n, passed });
   await p.escrow.connect(p.stranger).submitVerdict(jobId, modelHash, 9_700n, passed, await signDigest(p, digest));
@@ -220,9 +151,14 @@ export function barrier(n: number) {
   });
 }
 
-export async function beat(w: HDNodeWallet, chainId: bigint, sentAt: number, jobId = 0n, epoch = 0n): Promise<SignedHeartbeat> {
+/** A signed beat for the deployment `p` (its chain id and escrow: see sdk/heartbeat.ts). */
+export async function beat(
+  w: HDNodeWallet, p: { chainId: bigint; deployment: { escrow: string } }, sentAt: number, jobId = 0n, epoch = 0n,
+): Promise<SignedHeartbeat> {
   return signHeartbeat(w as never, {
-    chainId: chainId.toString(),
+    chainId: p.chainId.toString(),
+    escrow: p.deployment.escrow,
+    machine: machineId(),
     provider: w.address,
     jobId: jobId.toString(),
     epoch: epoch.toString(),

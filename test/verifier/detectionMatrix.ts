@@ -3,7 +3,7 @@
  * sample independently, decided by a 2-of-3 quorum; honest checkpoints alongside. Prints the matrix.
  *
  * Certain classes are refused by every verifier whatever it samples: integrity (hash, format, NaN, template,
- * seed, step, link to the accepted checkpoint), the hash chain (start state, stored intermediate states), or the
+ * seed, step, link to the accepted checkpoint), the hash chain (start state, stored segment-boundary states), or the
  * last step, which every verifier always replays (garbage weights, skipped steps, wrong data on every step).
  * A write from a fenced worker never reaches a verifier: the escrow rejects it (stale epoch) and keeps only the
  * current epoch's pending report (test/verifier/runner.ts shows the verifier dropping a report whose epoch moved).
@@ -54,17 +54,19 @@ describe("verifier detection matrix: faults × seeds × three independently samp
 
   /*
    * Sampling-based classes: ONE bad step (perturbed weights, or one batch of wrong data) in the middle of a
-   * segment of n = 20 steps, every later step honest from the bad state. Only replaying that very step shows it,
-   * so a verifier replaying k = 3 sampled steps (plus the last one, which is not the bad one) catches it with
-   * p = detectionProbability(n, k, 1) = k / n = 15 %, and a 2-of-3 quorum refuses it only if two independent
-   * verifiers catch it: q = 3p²(1 − p) + p³ ≈ 6 %. (The evaluation rule escalates to a full replay when accuracy
-   * drops beyond the template's tolerance, which can only add detections; counted apart as "escalated".)
-   * The salts are deterministic (keys × reports), so the figures are fixed; the bounds are ±4 binomial standard
-   * deviations around the expectation, which a correct sampler meets with near certainty.
+   * checkpoint of n = 20 steps, every later step honest from the bad state. Only replaying that very step shows
+   * it. States are stored every m = 2 steps (workloads/segments.ts), so a verifier with a budget of k = 3 steps
+   * replays k/m = 1.5 whole segments on average (1 or 2, by its salt) among the 10 before the always-replayed
+   * last step, and catches the bad step with p = spanDetectionProbability = 1.5/10 = 15 %: the same as sampling
+   * 3 single steps with every state stored (3/20), at the same expected compute (about 3.85 + 1 replayed steps).
+   * A 2-of-3 quorum refuses it only if two independent verifiers catch it: q = 3p²(1 − p) + p³ ≈ 6 %. (The
+   * evaluation rule escalates to a full replay when accuracy drops beyond the template's tolerance, which can only
+   * add detections; counted apart as "escalated".) The salts are deterministic (keys × reports), so the figures
+   * are fixed; the bounds are ±4 binomial standard deviations around the expectation.
    * Sampling bounds the *expected* loss: a provider cheating on one step per interval is refused in q of the
-   * intervals; raising k (or the number of bad steps) raises p as 1 − C(n−b, k)/C(n, k).
+   * intervals; raising k raises p by whole segments.
    */
-  it("blobs-tiny: one bad step among 20 is refused at the sampling rate detectionProbability predicts", async function () {
+  it("blobs-tiny: one bad step among 20 is refused at the rate spanDetectionProbability predicts", async function () {
     const got = await runMatrix(
       { template: "blobs-tiny", cases: SAMPLING_CASES, trials: 40, interval: INTERVAL, samples: SAMPLES, seedBase: 30_000 },
       await trainerFor("blobs-tiny"),

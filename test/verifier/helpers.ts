@@ -3,14 +3,12 @@
  * to a checkpoint store exactly as the agent does (agent/train.ts, agent/segment.ts, agent/faults.ts), honest or
  * with one fault, and the three verifier keys (Hardhat accounts 3, 4, 5: the verifier Safe's owners).
  */
-import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { HDNodeWallet, Mnemonic } from "ethers";
 import { behaviourOf, faultyUpload, type Fault, type FaultKind } from "../../agent/faults.ts";
 import { honestUpload, type Segment, type SegmentStart, type Upload } from "../../agent/segment.ts";
 import { trainSegment, isAbandoned } from "../../agent/train.ts";
 import {
-  blobHash, decodeCheckpoint, encodeCheckpoint, FsCheckpointStore, initialState, listTemplates, ZERO_HASH, type Template, type Trainer, type TrainingState,
+  blobHash, decodeCheckpoint, encodeCheckpoint, BlobStore, initialState, listTemplates, storedSteps, ZERO_HASH, type Template, type Trainer, type TrainingState,
 } from "../../workloads/index.ts";
 import type { JobFacts, Report } from "../../verifier/checks.ts";
 
@@ -49,9 +47,9 @@ export type Produced = { report: Report; upload?: Upload; middleStep?: number };
 /** Trains and uploads segments for one template, into one store. */
 export class Provider {
   trainer: Trainer;
-  store: FsCheckpointStore;
+  store: BlobStore;
 
-  constructor(trainer: Trainer, store: FsCheckpointStore) {
+  constructor(trainer: Trainer, store: BlobStore) {
     this.trainer = trainer;
     this.store = store;
   }
@@ -85,8 +83,7 @@ export class Provider {
   /** Like agent/blobs.ts placeUnder: never replaces a stored blob, so produce hash-mismatch on a fresh job. */
   private async placeUnder(hash: string, bytes: Uint8Array): Promise<void> {
     if (await this.store.has(hash)) throw new Error(`test setup: ${hash} is already stored; use a fresh job for hash-mismatch`);
-    await mkdir(this.store.dir, { recursive: true });
-    await writeFile(join(this.store.dir, `${hash.toLowerCase().slice(2)}.blob`), bytes, { flag: "wx" });
+    await this.store.backend.write(hash.toLowerCase().slice(2), bytes);
   }
 
   /** A job whose first checkpoint (steps 1..firstStep) was produced honestly and accepted. */
@@ -123,12 +120,15 @@ export class Provider {
       case "wrong-seed":
         return this.done(honestUpload(await this.train({ ...start, seed: seedOf(9999) }, toStep)));
       case "broken-chain": {
+        // A committed segment-boundary state that is not stored (its hash names no blob).
         const upload = honestUpload(await this.train(start, toStep));
-        const i = middle - from - 1;
+        const stored = storedSteps(from, toStep, upload.checkpoint.segmentSteps);
+        const gap = stored[Math.floor(stored.length / 2)];
+        const i = gap - from - 1;
         const c = { ...upload.checkpoint, stepHashes: upload.checkpoint.stepHashes.slice() };
         c.stepHashes[i] = blobHash(new TextEncoder().encode(`missing state ${i}`));
         const bytes = encodeCheckpoint(c);
-        const stateBlobs = upload.stateBlobs.filter((_, j) => j !== i + 1);
+        const stateBlobs = upload.stateBlobs.filter((_, j) => stored[j] !== gap);
         return this.done({ ...upload, checkpoint: c, checkpointBytes: bytes, reportedHash: blobHash(bytes), stateBlobs });
       }
       case "forked-start": {

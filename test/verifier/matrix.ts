@@ -7,7 +7,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTrainer, detectionProbability, FsCheckpointStore, loadTemplate, type Trainer } from "../../workloads/index.ts";
+import {
+  createTrainer, defaultSegmentSteps, FsCheckpointStore, loadTemplate, spanDetectionProbability, type Trainer,
+} from "../../workloads/index.ts";
 import { newVerifyCache, verifyCheckpoint, type CheckpointVerdict, type VerifyCache } from "../../verifier/checks.ts";
 import { sampleSalt, type CheckpointItem } from "../../verifier/work.ts";
 import { hardhatWallet, Provider, seedOf, verifierWallets, type Case } from "./helpers.ts";
@@ -41,7 +43,7 @@ export type MatrixRow = {
   /** Refusals that came from the evaluation rule's escalation to a full replay (not from sampling). */
   escalatedRefusals: number;
   quorumRefusals: number;
-  /** For sampling cases: P(one verifier samples the bad step) and P(at least 2 of 3 do). */
+  /** For sampling cases: P(one verifier replays the bad step's segment) and P(at least 2 of 3 do). */
   expectedVerifierRate?: number;
   expectedQuorumRate?: number;
   /** Every reason code seen, with counts. */
@@ -71,7 +73,10 @@ export async function runMatrix(o: MatrixOptions, trainer?: Trainer): Promise<Ma
         quorumRefusals: 0, codes: {}, verifierCpuMs: 0,
       };
       if (SAMPLING_CASES.includes(kind)) {
-        row.expectedVerifierRate = detectionProbability(o.interval, o.samples, 1);
+        // The bad step is the segment's middle one (helpers.ts produceExtra); verifiers replay whole segments.
+        const bad = o.interval + Math.max(1, Math.floor(o.interval / 2));
+        const m = defaultSegmentSteps(o.interval);
+        row.expectedVerifierRate = spanDetectionProbability(o.interval, 2 * o.interval, m, o.samples, bad);
         row.expectedQuorumRate = quorumProbability(row.expectedVerifierRate);
       }
       for (let t = 0; t < o.trials; t++) {

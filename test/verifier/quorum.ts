@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { network } from "hardhat";
-import GPUChainLocal from "../../ignition/modules/GPUChainLocal.ts";
+import { deployOn } from "../helpers/deploy.ts";
 import { createLogger } from "../../sdk/log.ts";
 import { packSafeSignatures } from "../../sdk/verifierSignatures.ts";
 import { createTrainer, FsCheckpointStore, loadTemplate, type Trainer } from "../../workloads/index.ts";
@@ -19,7 +19,8 @@ import { Verifier, type BehaviourName as Behaviour, type EscrowReader } from "..
 import type { SignatureBody } from "../../verifier/work.ts";
 import { Provider, verifierWallets, type Case } from "./helpers.ts";
 
-const { ethers, ignition, networkHelpers } = await network.create();
+const connection = await network.create();
+const { ethers, networkHelpers } = connection;
 
 const PRICE = 900n;
 const REQUEST = { totalSteps: 20, checkpointInterval: 10, maxPricePerStep: 1_000n, budget: 100_000n, disputeWindow: 3_600n };
@@ -64,10 +65,7 @@ describe("verifier quorum on the local chain: 2 of 3 decide", function () {
   async function deploy() {
     const signers = await ethers.getSigners();
     const [owner, coordinator, , , , , , client, provider1, provider2, stranger] = signers;
-    const d = await ignition.deploy(GPUChainLocal);
-    const escrow = await ethers.getContractAt("JobEscrow", await d.escrow.getAddress());
-    const usdc = await ethers.getContractAt("TestUSDC", await d.usdc.getAddress());
-    const registry = await ethers.getContractAt("ProviderRegistry", await d.registry.getAddress());
+    const { escrow, usdc, registry, deployment, chainId } = await deployOn(connection);
     await escrow.connect(owner).setTemplateApproval(template.templateId, true);
     await usdc.mint(client.address, 1_000_000_000n);
     await usdc.connect(client).approve(await escrow.getAddress(), ethers.MaxUint256);
@@ -75,8 +73,7 @@ describe("verifier quorum on the local chain: 2 of 3 decide", function () {
     await registry.connect(provider2).register("provider2", PRICE, 1, "cpu", 1024);
     await escrow.connect(client).createJob({ templateId: template.templateId, ...REQUEST });
     await escrow.connect(coordinator).assign(1n, provider1.address);
-    const { chainId } = await ethers.provider.getNetwork();
-    return { escrow, coordinator, provider1, provider2, stranger, chainId, safe: await d.verifierSafe.getAddress() };
+    return { escrow, coordinator, provider1, provider2, stranger, chainId, safe: deployment.verifierSafe };
   }
 
   type World = Awaited<ReturnType<typeof deploy>> & { store: FsCheckpointStore; provider: Provider; relay: Relay };

@@ -17,7 +17,7 @@ function sampleCheckpoint(): Checkpoint {
   const h1 = "0x" + "11".repeat(32);
   return {
     templateId: tiny.templateId, seed: SEED_A, step: 2, prevCheckpointHash: ZERO_HASH, startStep: 0,
-    startStateHash: stateHash(s0), stepHashes: [h1, stateHash(s2)], state: s2,
+    startStateHash: stateHash(s0), segmentSteps: 1, stepHashes: [h1, stateHash(s2)], state: s2,
   };
 }
 

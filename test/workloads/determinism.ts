@@ -51,7 +51,7 @@ describe("workloads: deterministic training", function () {
     const first = await trainTo(tr, s0, SEED_A, 10);
     const blob = encodeCheckpoint({
       templateId: mnist.templateId, seed: SEED_A, step: 10, prevCheckpointHash: ZERO_HASH,
-      startStep: 0, startStateHash: stateHash(s0), stepHashes: first.hashes, state: first.state,
+      startStep: 0, startStateHash: stateHash(s0), segmentSteps: 1, stepHashes: first.hashes, state: first.state,
     });
     const resumed = decodeCheckpoint(blob);
     const second = await trainTo(tr, resumed.state, resumed.seed, 20);

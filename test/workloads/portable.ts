@@ -10,6 +10,7 @@ import { listTemplates } from "../../workloads/index.ts";
 import { GraphBuilder, attrGraph, attrInt } from "../../workloads/onnx/builder.ts";
 import { assertPortable, nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 import { referenceHashes } from "../../workloads/referenceHashes.ts";
+import { buildGraphs as legacyGraphs } from "../../bench/legacyGraphs.ts";
 
 const run = promisify(execFile);
 const NODE = "node_modules/node/bin/node"; // the real ELF binary (node_modules/.bin/node is a link to it)
@@ -33,9 +34,14 @@ function qemuAvailable(): boolean {
  * libc6-arm64-cross + libstdc++6-arm64-cross, and root. onnxruntime's cpuinfo crashes at load on the
  * host's x86 /proc/cpuinfo, so a private mount namespace shows it an ARM one (Neoverse-N1, as emulated).
  */
-const ARM_CPUINFO = [0, 1].map((i) => `processor\t: ${i}\nBogoMIPS\t: 50.00\n` +
-  "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\n" +
-  "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n").join("");
+const ARM_CPUINFO = [0, 1]
+  .map(
+    (i) =>
+      `processor\t: ${i}\nBogoMIPS\t: 50.00\n` +
+      "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\n" +
+      "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n",
+  )
+  .join("");
 
 function armSetupMissing(): string | undefined {
   const node = process.env.GPUCHAIN_ARM_NODE;
@@ -51,7 +57,8 @@ async function runArm(): Promise<string> {
   try {
     const cpuinfo = join(dir, "cpuinfo");
     writeFileSync(cpuinfo, ARM_CPUINFO);
-    const cmd = `mount --bind "$1" /proc/cpuinfo && exec qemu-aarch64 -cpu neoverse-n1 -L /usr/aarch64-linux-gnu ` +
+    const cmd =
+      `mount --bind "$1" /proc/cpuinfo && exec qemu-aarch64 -cpu neoverse-n1 -L /usr/aarch64-linux-gnu ` +
       `"$2" workloads/referenceHashes.ts ${STEPS} ${EVERY}`;
     const args = ["-m", "sh", "-c", cmd, "sh", cpuinfo, process.env.GPUCHAIN_ARM_NODE!];
     return (await run("unshare", args, { timeout: 300_000 })).stdout;
@@ -83,6 +90,12 @@ describe("workloads: portable arithmetic", function () {
     outer.opMulti("Scan", [acc, xs], [attrGraph("body", body.graph()), attrInt("num_scan_inputs", 1)], ["sum"]);
     outer.output("sum", "sum", [2]);
     expect(nonPortableOps(outer.encode())).to.deep.equal(["Exp"]);
+  });
+
+  it("the former graphs (whose hashes differed on Nehalem) fail the rule on the ops that differed", function () {
+    const old = legacyGraphs(listTemplates()[0].descriptor);
+    expect(nonPortableOps(old.gradient)).to.include.members(["MatMul", "Softmax", "LogSoftmax"]);
+    expect(nonPortableOps(old.evaluate)).to.include.members(["MatMul", "LogSoftmax", "ReduceMean"]);
   });
 
   it("docs/WORKLOADS.md commits reference hashes for every template", function () {

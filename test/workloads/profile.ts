@@ -1,5 +1,12 @@
 import { expect } from "chai";
-import { cpuFamily, isProvenProfile, loadTemplate, localProfile, mismatchIsEvidence } from "../../workloads/index.ts";
+import {
+  cpuFamily,
+  isProvenProfile,
+  loadTemplate,
+  localProfile,
+  mismatchIsEvidence,
+  replayUnprovenReason,
+} from "../../workloads/index.ts";
 
 describe("workloads: arithmetic profiles (safety net until every profile is proven)", function () {
   const t = loadTemplate("mnist-mlp");
@@ -21,6 +28,11 @@ describe("workloads: arithmetic profiles (safety net until every profile is prov
     expect(isProvenProfile(t, cuda)).to.equal(false);
     expect(isProvenProfile(t, "onnxruntime-1.31.0/cpu/x86_64-sse4.2")).to.equal(false);
     expect(isProvenProfile(t, undefined)).to.equal(false);
+  });
+
+  it("a verifier on an unproven profile is told why it must abstain; on a proven one it may judge", function () {
+    expect(replayUnprovenReason(t, proven)).to.equal(undefined);
+    expect(replayUnprovenReason(t, cuda)).to.equal(`arithmetic profile ${cuda} is not proven for template mnist-mlp`);
   });
 
   it("a mismatch counts against a provider only between proven (or identical) profiles", function () {

@@ -37,7 +37,7 @@ describe("workloads: sampled replay by verifiers", function () {
     }
     return {
       templateId: t.templateId, seed: SEED_A, step: 12, prevCheckpointHash: ZERO_HASH, startStep: 0,
-      startStateHash: start, stepHashes: hashes, state: s,
+      startStateHash: start, segmentSteps: 1, stepHashes: hashes, state: s,
     };
   }
 

@@ -27,8 +27,7 @@ function f32(g: GraphBuilder, v: number): string {
 
 export const slice = (g: GraphBuilder, t: string, axis: number, lo: number, hi: number): string =>
   g.op("Slice", [t, i64(g, [lo]), i64(g, [hi]), i64(g, [axis])]);
-export const unsqueeze = (g: GraphBuilder, t: string, axes: number[]): string =>
-  g.op("Unsqueeze", [t, i64(g, axes)]);
+export const unsqueeze = (g: GraphBuilder, t: string, axes: number[]): string => g.op("Unsqueeze", [t, i64(g, axes)]);
 export const squeeze = (g: GraphBuilder, t: string, axes: number[]): string => g.op("Squeeze", [t, i64(g, axes)]);
 export const transpose = (g: GraphBuilder, t: string, perm: number[]): string =>
   g.op("Transpose", [t], [attrInts("perm", perm)]);
@@ -72,11 +71,13 @@ export function split(g: GraphBuilder, t: string, axis: number, sizes: number[])
   return outs;
 }
 
-const add = (g: GraphBuilder): Combine => (a, b) => g.op("Add", [a, b]);
+const add =
+  (g: GraphBuilder): Combine =>
+  (a, b) =>
+    g.op("Add", [a, b]);
 
 /** Σ over axis (length n), keeping the axis with length 1. */
-export const sumAxis = (g: GraphBuilder, t: string, n: number, axis: number): string =>
-  foldAxis(g, t, n, axis, add(g));
+export const sumAxis = (g: GraphBuilder, t: string, n: number, axis: number): string => foldAxis(g, t, n, axis, add(g));
 
 /** max over axis (length n), keeping it: Where(a > b, a, b), so ±0 ties resolve by position, not by kernel. */
 export const maxAxis = (g: GraphBuilder, t: string, n: number, axis: number): string =>
@@ -104,11 +105,22 @@ export function contract(g: GraphBuilder, a: string, b: string, n: number, m: nu
  * h [...rows, K] · w [K, J] → [...rows, J] (rank = rank of h), each output a fixed tree over k.
  * `maxRows` (the most rows a call may carry) only sizes the groups, so it fixes the tree too.
  */
-export function matmulRows(g: GraphBuilder, h: string, rank: number, w: string, K: number, J: number,
-  maxRows: number): string {
+export function matmulRows(
+  g: GraphBuilder,
+  h: string,
+  rank: number,
+  w: string,
+  K: number,
+  J: number,
+  maxRows: number,
+): string {
   const perm = [rank - 1, ...Array.from({ length: rank - 1 }, (_, i) => i)];
   const hk = unsqueeze(g, transpose(g, h, perm), [rank]); // [K, ...rows, 1]
-  const wk = unsqueeze(g, w, Array.from({ length: rank - 1 }, (_, i) => i + 1)); // [K, 1…, J]
+  const wk = unsqueeze(
+    g,
+    w,
+    Array.from({ length: rank - 1 }, (_, i) => i + 1),
+  ); // [K, 1…, J]
   return contract(g, hk, wk, K, groupRows(maxRows * J));
 }
 
@@ -125,7 +137,7 @@ export const relu = (g: GraphBuilder, x: string): string =>
 const EXP_MIN = -80;
 const LOG2E = 1.4426950408889634;
 const LN2_HI = 0.693359375;
-const LN2_LO = -2.12194440e-4;
+const LN2_LO = -2.1219444e-4;
 const EXP_COEFFS = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1]; // x⁷ … x⁰
 
 /** Horner evaluation c[0]·xⁿ + … + c[n], one Mul and one Add node per coefficient (no fused multiply-add). */
@@ -176,8 +188,12 @@ export function logFromOne(g: GraphBuilder, s: string, maxExp: number): string {
 }
 
 /** Shifted logits t = z − max(z), their exps, Σ exp and its log, along the last axis (length C) of z. */
-export function logSumExp(g: GraphBuilder, z: string, rank: number, C: number):
-  { shifted: string; exps: string; sum: string; lse: string } {
+export function logSumExp(
+  g: GraphBuilder,
+  z: string,
+  rank: number,
+  C: number,
+): { shifted: string; exps: string; sum: string; lse: string } {
   const shifted = g.op("Sub", [z, maxAxis(g, z, C, rank - 1)]);
   const exps = expNonPositive(g, shifted);
   const sum = sumAxis(g, exps, C, rank - 1); // ≥ 1: the max's own term is e^0 = 1 exactly

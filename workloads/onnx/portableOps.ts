@@ -6,8 +6,18 @@ const ARITHMETIC = ["Add", "Sub", "Mul", "Div", "Sqrt", "Neg", "Abs", "Floor", "
 /** Exact comparisons and selection (no rounding at all). */
 const SELECTION = ["Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Equal", "Where", "Not", "And", "Or"];
 /** Pure data movement: values are copied, never computed. */
-const MOVEMENT = ["Identity", "Reshape", "Transpose", "Slice", "Concat", "Split", "Gather", "Squeeze", "Unsqueeze",
-  "Expand"];
+const MOVEMENT = [
+  "Identity",
+  "Reshape",
+  "Transpose",
+  "Slice",
+  "Concat",
+  "Split",
+  "Gather",
+  "Squeeze",
+  "Unsqueeze",
+  "Expand",
+];
 /** Control flow whose body graphs are checked with the same rule. */
 const CONTROL = ["Scan"];
 

@@ -37,7 +37,10 @@ export function ProvidePage(p: PageProps) {
       : "",
     cap && !/^[1-9]\d*$/.test(cap) ? "Memory cap: a whole number of MiB, or empty." : "",
   ].filter(Boolean);
-  const command = provideCommand(p.config, name, priceText, cap);
+  // The keepers may have started after the page loaded its config: the snapshot knows where they listen now.
+  const coordinator = p.run.snapshot?.coordinator.url;
+  const config = p.config && coordinator ? { ...p.config, coordinator } : p.config;
+  const command = provideCommand(config, name, priceText, cap);
   const { state } = p.run;
   const providers = [...state.providers.values()];
   const prices = providers

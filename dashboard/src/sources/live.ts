@@ -8,8 +8,9 @@ import { nextDelay } from "./backoff.ts";
 
 export interface Snapshot {
   at: number;
-  coordinator: { url: string; reachable: boolean; lastOkAt: number | null };
-  collector: { url: string; reachable: boolean; lastOkAt: number | null };
+  /** reachable: null until the server first asked (the keepers may start after the dashboard). */
+  coordinator: { url: string | null; reachable: boolean | null; lastOkAt: number | null };
+  collector: { url: string | null; reachable: boolean | null; lastOkAt: number | null };
   processes: { name: string; role: string; lastSeenAt: number | null; detail?: string }[];
   heartbeats: {
     provider: string;

@@ -1,0 +1,129 @@
+/**
+ * The coordinator's event-driven chain view (keepers/coordinator/chainView.ts) on a simulated chain: a tick with no
+ * new events re-reads nothing, an event re-reads exactly the job or provider it names, fencing is learned from
+ * CheckpointRefused (no `isFenced` call), and without Multicall3 the same reads go one by one with the same result.
+ */
+import { expect } from "chai";
+import type { Provider } from "ethers";
+import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
+import { createCoordinator } from "../../keepers/coordinator/tick.ts";
+import { batchReader } from "../../sdk/multicall.ts";
+import { signDecision } from "../helpers/fixture.ts";
+import { beat, ckpt, createJob, ethers, load, manualClock, testContext, type Protocol } from "./fixture.ts";
+
+/**
+ * Counts the provider methods the keeper's reads go through and keeps every eth_call's data (the real provider
+ * underneath answers them).
+ */
+function countingProvider(inner: Provider) {
+  const counts = new Map<string, number>();
+  const callData: string[] = [];
+  const provider = new Proxy(inner, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== "function" || typeof prop !== "string") return value;
+      return (...args: unknown[]) => {
+        counts.set(prop, (counts.get(prop) ?? 0) + 1);
+        if (prop === "call") callData.push(String((args[0] as { data?: string }).data ?? ""));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { provider, counts, callData };
+}
+
+async function coordinatorOn(p: Protocol, o: { multicall?: string } = {}) {
+  const clock = manualClock(Date.now());
+  const { ctx } = await testContext(p, { signer: p.coordinator, nowMs: clock.now, component: "coordinator" });
+  const counting = countingProvider(ethers.provider);
+  const counted = {
+    ...ctx,
+    provider: counting.provider,
+    batch: batchReader(counting.provider, o.multicall ?? p.deployment.multicall3),
+  };
+  const keeper = createCoordinator(
+    counted,
+    coordinatorConfig({ "heartbeat-timeout-ms": "5000", "start-grace-ms": "0" }),
+  );
+  let sentAt = clock.now();
+  const send = async (w: Protocol["provider1"], jobId = 0n, epoch = 0n) =>
+    keeper.book.receive(await beat(w as never, p, ++sentAt, jobId, epoch), clock.now());
+  return { keeper, counts: counting.counts, callData: counting.callData, send, clock };
+}
+
+describe("keepers: coordinator chain view (events + Multicall3)", function () {
+  it("re-reads only what events name: nothing on a quiet tick, the one job a heartbeat touched", async function () {
+    const p = await load();
+    for (let i = 0; i < 5; i++) await createJob(p);
+    const { keeper, send } = await coordinatorOn(p);
+    await send(p.provider1);
+    await keeper.tick();
+    expect(keeper.chain.last.jobsRead).to.equal(5);
+    expect((await p.escrow.jobOf(1n)).provider).to.equal(p.provider1.address);
+    await send(p.provider1, 1n, 1n);
+    await keeper.tick(); // reads job 1 again: the assignment's own event
+    await keeper.tick();
+    expect(keeper.chain.last).to.deep.include({ jobsRead: 0, providersRead: 0, logs: 0 });
+    await p.escrow.connect(p.provider1).heartbeat(1n, 1n);
+    await keeper.tick();
+    expect(keeper.chain.last).to.deep.include({ jobsRead: 1, logs: 1 });
+    await createJob(p);
+    await keeper.tick();
+    expect(keeper.chain.last.jobsRead).to.equal(1);
+    expect(keeper.chain.jobs.size).to.equal(6);
+  });
+
+  it("a repriced provider is re-read from its ProviderUpdated event and the new price decides", async function () {
+    const p = await load();
+    const jobId = await createJob(p);
+    const { keeper, send } = await coordinatorOn(p);
+    await keeper.tick(); // nobody beat yet: only reads
+    // provider2 undercuts provider1 (900) after the first read.
+    await p.registry.connect(p.provider2).update(800n, 0, "bench-gpu", 16_384);
+    await send(p.provider1);
+    await send(p.provider2);
+    const r = await keeper.tick();
+    expect(keeper.chain.last.providersRead).to.equal(1);
+    expect(r.sent.map((s) => s.decision.provider)).to.deep.equal([p.provider2.address]);
+    expect((await p.escrow.jobOf(jobId)).provider).to.equal(p.provider2.address);
+  });
+
+  it("learns fencing from CheckpointRefused: the refused provider never gets that job again, and no isFenced call", async function () {
+    const p = await load();
+    const jobId = await createJob(p);
+    const other = await createJob(p);
+    const { keeper, send, callData } = await coordinatorOn(p);
+    await send(p.provider1);
+    await keeper.tick();
+    expect((await p.escrow.jobOf(jobId)).provider).to.equal(p.provider1.address);
+    const hash = ckpt(jobId, 10);
+    await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
+    const sigs = await signDecision(p, jobId, 1n, 10, hash, false);
+    await p.escrow.connect(p.stranger).refuseCheckpoint(jobId, 1n, 10, hash, sigs);
+    await send(p.provider1);
+    const r = await keeper.tick();
+    expect(keeper.chain.fenced.get(jobId.toString())).to.deep.equal(new Set([p.provider1.address.toLowerCase()]));
+    // provider1 takes the other job; the refused one waits for someone else.
+    expect(r.sent.map((s) => [s.decision.jobId, s.decision.provider])).to.deep.equal([[other, p.provider1.address]]);
+    const waiting = r.decisions.find((d) => d.jobId === jobId)!;
+    expect(waiting.reason).to.contain("fenced");
+    // Neither alone nor inside a Multicall3 batch (its payload carries each call's data verbatim).
+    const isFenced = p.escrow.interface.getFunction("isFenced")!.selector.slice(2);
+    expect(callData.length).to.be.greaterThan(0);
+    expect(callData.filter((d) => d.includes(isFenced))).to.deep.equal([]);
+  });
+
+  it("without Multicall3 at the given address, the same reads go one by one and decide the same", async function () {
+    const p = await load();
+    for (let i = 0; i < 3; i++) await createJob(p);
+    const nowhere = ethers.Wallet.createRandom().address;
+    const { keeper, send, counts } = await coordinatorOn(p, { multicall: nowhere });
+    await send(p.provider1);
+    await send(p.provider2);
+    const r = await keeper.tick();
+    expect(r.sent.map((s) => s.decision.provider)).to.deep.equal([p.provider1.address, p.provider2.address]);
+    expect(keeper.chain.last.jobsRead).to.equal(3);
+    // 2 views per job and 1 quote per provider, plus coordinator + jobCount: all as single eth_calls.
+    expect(counts.get("call")).to.be.greaterThanOrEqual(3 * 2 + 2);
+  });
+});

@@ -1,0 +1,80 @@
+// Segment commitments: a checkpoint commits the hash of every step's state (stepHashes) but stores full states
+// only at segment boundaries. Pure arithmetic shared by the provider (what to upload), the verifiers (what to
+// fetch and replay) and the detection figures.
+//
+// A checkpoint over steps (start, end] with segment length m stores, besides its embedded final state:
+//   - the state after every step start + j·m strictly inside (start, end − 1), and
+//   - the state after step end − 1 (so the last step, the one that is paid for, replays from a stored state).
+// The start state is not stored again: it is the previous checkpoint's embedded state (or the seed's initial one).
+// Consecutive stored steps bound the segments; a verifier replays whole segments from their stored start and
+// compares every step's hash, always including the final one-step segment (end − 1, end]. For a budget of k
+// steps it replays k/m segments on average, so its expected compute (and its chance to catch one bad step,
+// k/n) is the same as sampling k single steps with every state stored.
+import { uniformInt, u32Stream } from "./prng.ts";
+
+export type Span = { from: number; to: number };
+
+/** The template default: about a tenth of the interval, so storage falls from n states to about n/m + 1. */
+export function defaultSegmentSteps(n: number): number {
+  return Math.max(1, Math.ceil(n / 10));
+}
+
+/** The longest segment a verifier accepts for an n-step checkpoint (longer would make checks cost more). */
+export const maxSegmentSteps = defaultSegmentSteps;
+
+/** Steps whose state is stored as its own blob, ascending. */
+export function storedSteps(start: number, end: number, m: number): number[] {
+  if (!Number.isSafeInteger(m) || m < 1) throw new RangeError(`segment length must be a positive integer, got ${m}`);
+  const out: number[] = [];
+  for (let s = start + m; s < end - 1; s += m) out.push(s);
+  if (end - 1 > start) out.push(end - 1);
+  return out;
+}
+
+/** The segments (from, to] between consecutive stored states, in order; the last is (end − 1, end]. */
+export function segmentSpans(start: number, end: number, m: number): Span[] {
+  const bounds = [start, ...storedSteps(start, end, m), end];
+  return bounds.slice(1).map((to, i) => ({ from: bounds[i], to }));
+}
+
+/**
+ * Whole segments a verifier replays for a budget of k steps besides the last: k/m on average, so the expected
+ * compute equals k single-step replays whatever m is: floor(k/m), plus one more with probability frac(k/m)
+ * (`u` uniform in [0, 1), drawn from the verifier's secret salt).
+ */
+export function segmentsForBudget(k: number, m: number, u: number): number {
+  if (k <= 0) return 0;
+  const whole = Math.floor(k / m);
+  return whole + (u < k / m - whole ? 1 : 0);
+}
+
+/**
+ * The spans a verifier replays: the final one-step segment, plus segmentsForBudget(k, m) of the others chosen by
+ * the counter stream ("gpuchain/sample-segments", salt, start), which the provider cannot predict.
+ */
+export function sampleSpans(salt: string, start: number, end: number, m: number, k: number): Span[] {
+  const spans = segmentSpans(start, end, m);
+  if (spans.length === 0) return [];
+  const last = spans[spans.length - 1];
+  const pool = spans.slice(0, -1);
+  const rng = u32Stream("gpuchain/sample-segments", salt, start);
+  const take = Math.min(segmentsForBudget(k, m, rng() / 2 ** 32), pool.length);
+  for (let i = 0; i < take; i++) {
+    const j = i + uniformInt(rng, pool.length - i);
+    [pool[i], pool[j]] = [pool[j], pool[i]];
+  }
+  return [...pool.slice(0, take).sort((a, b) => a.from - b.from), last];
+}
+
+/** P(one verifier replays a given bad step), over its secret salt. */
+export function spanDetectionProbability(start: number, end: number, m: number, k: number, badStep: number): number {
+  const spans = segmentSpans(start, end, m);
+  const last = spans[spans.length - 1];
+  if (badStep > last.from) return 1;
+  const others = spans.length - 1;
+  if (others === 0 || k <= 0) return 0;
+  const whole = Math.floor(k / m);
+  const frac = k / m - whole;
+  const expected = (1 - frac) * Math.min(whole, others) + frac * Math.min(whole + 1, others);
+  return expected / others;
+}
