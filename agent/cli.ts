@@ -9,7 +9,7 @@ import path from "node:path";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../sdk/args.ts";
 import { connectProtocol, protocolInterfaces } from "../sdk/contracts.ts";
-import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
+import { loadDeployment } from "../sdk/deployment.ts";
 import { classifyError, describeError } from "../sdk/errors.ts";
 import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
 import { KeyFileError, loadOrCreateKey } from "../sdk/keys.ts";
@@ -145,16 +145,12 @@ export async function main(argv: string[]): Promise<number> {
   }
   const terminal = new Terminal(process.stdout);
   const logger = createLogger({ component: "agent", pretty: args.pretty, write: (line) => terminal.log(line) });
-  const wallet = openProviderKey(args.keyFile, logger);
-  if (!wallet) return 1;
-  let deployment;
-  try {
-    deployment = loadDeployment(args.deployment);
-  } catch (err) {
-    if (!(err instanceof DeploymentError)) throw err;
-    logger.error(err.message);
-    return 1;
-  }
+  // Key and deployment problems are the person's to fix: thrown to gpuchain's one error path (one line, exit 1).
+  const key = loadOrCreateKey(args.keyFile, true);
+  const wallet = key.wallet;
+  const keyFields = { address: wallet.address, keyFile: args.keyFile };
+  logger.info(key.created ? "created provider key" : "using provider key", keyFields);
+  const deployment = loadDeployment(args.deployment);
   const { signal, dispose } = shutdownSignal(logger, "stopping (finishing or abandoning the current step)");
   const provider = await connectRpc(args.rpc, logger, signal).catch((err) => {
     if (signal.aborted) return undefined;

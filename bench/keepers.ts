@@ -35,16 +35,28 @@ const TIMEOUT_MS = 5_000;
 const TICK_MS = 1_000;
 
 type Progress = (line: string) => void;
+const benchStart = performance.now();
+const elapsed = () => `${((performance.now() - benchStart) / 1000).toFixed(0)} s`;
 type Eip1193 = { request(a: { method: string; params?: unknown[] }): Promise<unknown> };
 
 /** A JSON-RPC server in front of the in-process chain that counts every call (batches count per call). */
 async function countingProxy(inner: Eip1193) {
   const counts = new Map<string, number>();
+  const millis = new Map<string, number>();
   let httpRequests = 0;
   const answer = async (req: { id: unknown; method: string; params?: unknown[] }) => {
     counts.set(req.method, (counts.get(req.method) ?? 0) + 1);
+    if (process.env.BENCH_KEEPER_TRACE) process.stderr.write(`[rpc] ${req.method} ${JSON.stringify(req.params).slice(0, 120)}\n`);
+    const started = performance.now();
     try {
       return { jsonrpc: "2.0", id: req.id, result: await inner.request({ method: req.method, params: req.params }) };
+    } finally {
+      millis.set(req.method, (millis.get(req.method) ?? 0) + performance.now() - started);
+    }
+  };
+  const guarded = async (req: { id: unknown; method: string; params?: unknown[] }) => {
+    try {
+      return await answer(req);
     } catch (e) {
       const err = e as { code?: number; message?: string; data?: unknown };
       return { jsonrpc: "2.0", id: req.id, error: { code: err.code ?? -32603, message: err.message, data: err.data } };
@@ -56,7 +68,7 @@ async function countingProxy(inner: Eip1193) {
     req.on("end", async () => {
       httpRequests++;
       const parsed = JSON.parse(body);
-      const out = Array.isArray(parsed) ? await Promise.all(parsed.map(answer)) : await answer(parsed);
+      const out = Array.isArray(parsed) ? await Promise.all(parsed.map(guarded)) : await guarded(parsed);
       res.setHeader("content-type", "application/json");
       res.end(JSON.stringify(out));
     });
@@ -67,9 +79,10 @@ async function countingProxy(inner: Eip1193) {
   return {
     url: `http://127.0.0.1:${port}`,
     counts,
+    millis,
     total,
     http: () => httpRequests,
-    reset: () => (counts.clear(), (httpRequests = 0)),
+    reset: () => (counts.clear(), millis.clear(), (httpRequests = 0)),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -82,7 +95,8 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
   const connection = await network.create();
   const { ethers, ignition, networkHelpers } = connection;
   const [owner, coordinatorSigner, , v1, v2, , , client] = await ethers.getSigners();
-  const d = await ignition.deploy(GPUChainLocal);
+  // Setting up 1,000 jobs takes minutes of chain time: a day-long lease keeps the steady ticks steady.
+  const d = await ignition.deploy(GPUChainLocal, { parameters: { GPUChainLocal: { leaseDurationSeconds: 86_400 } } });
   const escrow = (await ethers.getContractAt("JobEscrow", await d.escrow.getAddress())) as unknown as JobEscrow;
   const usdc = await ethers.getContractAt("TestUSDC", await d.usdc.getAddress());
   const registry = await ethers.getContractAt("ProviderRegistry", await d.registry.getAddress());
@@ -91,14 +105,14 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
   await usdc.mint(client.address, 10n ** 15n);
   await usdc.connect(client).approve(await escrow.getAddress(), ethers.MaxUint256);
 
-  progress(`keepers: creating ${JOBS} jobs and registering ${PROVIDERS} providers`);
+  progress(`keepers [${elapsed()}]: creating ${JOBS} jobs and registering ${PROVIDERS} providers`);
   const request = {
     templateId: template,
     totalSteps: 10,
     checkpointInterval: 10,
     maxPricePerStep: 1_000n,
     budget: 100_000n,
-    disputeWindow: 60n,
+    disputeWindow: 3_600n,
   };
   for (let i = 0; i < JOBS; i++) await escrow.connect(client).createJob(request);
   const providers: string[] = [];
@@ -151,7 +165,7 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
   };
 
   // 1. The worst case for assignment: every job Open, 100 providers alive, the first tick (reads everything).
-  progress("keepers: first tick, 1000 Open jobs, 100 providers alive");
+  progress(`keepers [${elapsed()}]: first tick, 1000 Open jobs, 100 providers alive`);
   beatIdle(providers.slice(0, 100));
   proxy.reset();
   let r = await keeper.tick();
@@ -161,17 +175,24 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
   out.keeper_assign_sends_100 = r.sent.filter((s) => s.outcome.kind === "confirmed").length;
   out.keeper_assign_send_ms_100 = round(r.timings.sendMs);
   out.keeper_rpc_calls_first_tick_1000_jobs = proxy.total();
+  // Time the chain itself spent answering (in this process): the node's share of the cold read.
+  out.keeper_tick_cold_node_ms_getLogs = round(proxy.millis.get("eth_getLogs") ?? 0);
+  out.keeper_tick_cold_node_ms_eth_call = round(proxy.millis.get("eth_call") ?? 0);
 
   // 2. The rest of the providers come alive: every job gets one (sends timed apart from the tick).
-  progress("keepers: assigning the other 900 jobs");
+  progress(`keepers [${elapsed()}]: assigning the other 900 jobs`);
   now += TICK_MS;
   beatIdle(providers.slice(100));
   await beatJobs(keeper);
   r = await keeper.tick();
   out.keeper_assign_send_ms_900 = round(r.timings.sendMs);
+  now += TICK_MS;
+  await beatJobs(keeper);
+  await keeper.tick(); // reads the 900 assignments' events
+  await beatJobs(keeper);
 
   // 3. Steady state: 1000 Running jobs, 1000 providers beating; 50 leases extended on chain between ticks.
-  progress("keepers: steady ticks, 1000 Running jobs, 1000 providers");
+  progress(`keepers [${elapsed()}]: steady ticks, 1000 Running jobs, 1000 providers`);
   const running = [...keeper.chain.jobs.values()].filter((j) => j.status === "Running");
   out.keeper_running_jobs = running.length;
   const ticks: number[] = [];
@@ -196,7 +217,7 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
   out.keeper_eth_chainId_calls = proxy.counts.get("eth_chainId") ?? 0;
 
   // 4. A dead provider: it stops beating; ticks every second; unassigned at the first tick past its timeout.
-  progress("keepers: a dead provider among 1000");
+  progress(`keepers [${elapsed()}]: a dead provider among 1000`);
   const dead = running[running.length - 1];
   const lastBeatAt = now;
   let unassignedAfter = NaN;
@@ -289,7 +310,7 @@ interface SettleArgs {
 async function benchSettle(a: SettleArgs): Promise<Record<string, number>> {
   const { ethers, networkHelpers, escrow, chainId, safe } = a;
   const jobs = a.running.slice(0, Number(process.env.BENCH_KEEPER_SETTLE_JOBS ?? a.running.length));
-  a.progress(`keepers: training ${jobs.length} jobs to a verdict (one checkpoint each)`);
+  a.progress(`keepers [${elapsed()}]: training ${jobs.length} jobs to a verdict (one checkpoint each)`);
   const domain = escrowDomain(chainId, await escrow.getAddress());
   const sign = async (digest: string) =>
     packSafeSignatures(
@@ -300,7 +321,12 @@ async function benchSettle(a: SettleArgs): Promise<Record<string, number>> {
         })),
       ),
     );
-  for (const j of jobs) {
+  let trained = 0;
+  for (const { jobId } of jobs) {
+    const now = await escrow.jobOf(jobId); // the dead provider's job has a new epoch (or none) by now
+    if (now.provider === ethers.ZeroAddress) continue;
+    const j = { jobId, epoch: now.epoch, provider: now.provider };
+    trained++;
     const hash = ethers.id(`bench:${j.jobId}`);
     const p = await ethers.getImpersonatedSigner(j.provider);
     await escrow.connect(p).reportCheckpoint(j.jobId, j.epoch, 10, hash);
@@ -322,13 +348,13 @@ async function benchSettle(a: SettleArgs): Promise<Record<string, number>> {
   await finalizer.tick();
   const quietMs = performance.now() - quiet;
   const quietCalls = a.proxy.total();
-  // Blocks every second from here on, as on a real chain; the windows (60 s) end together.
-  await networkHelpers.time.increase(61);
+  // Blocks every second from here on, as on a real chain; the windows (1 h) end together.
+  await networkHelpers.time.increase(3_601);
   const settleableBlock = await ethers.provider.getBlockNumber();
   await networkHelpers.mine(); // the first block in which every job is Settleable
   await a.rpc.send("evm_setAutomine", [false]);
   await a.rpc.send("evm_setIntervalMining", [1_000]);
-  a.progress(`keepers: finalizer settling ${jobs.length} jobs (1 s blocks)`);
+  a.progress(`keepers [${elapsed()}]: finalizer settling ${jobs.length} jobs (1 s blocks)`);
   const started = performance.now();
   const r = await finalizer.tick();
   const tickMs = performance.now() - started;
@@ -343,6 +369,7 @@ async function benchSettle(a: SettleArgs): Promise<Record<string, number>> {
   return {
     keeper_finalizer_quiet_tick_ms_1000_jobs: round(quietMs),
     keeper_finalizer_rpc_calls_quiet_tick: quietCalls,
+    keeper_settle_candidates: trained,
     keeper_settled_jobs: settledIn.length,
     keeper_settle_worst_blocks_after_settleable: worst,
     keeper_finalizer_settle_tick_s: round(tickMs / 1000, 1),

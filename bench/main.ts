@@ -8,6 +8,9 @@ import { benchVerifier } from "./verifier.ts";
 import { benchStore } from "./store.ts";
 import { benchGas } from "./gas.ts";
 import { benchSystem } from "./system.ts";
+import { benchKeepers } from "./keepers.ts";
+import { benchDashboard } from "./dashboard.ts";
+import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
@@ -17,13 +20,33 @@ const parts: [string, () => Promise<Record<string, number>>][] = [
   ["verifier compute and detection", benchVerifier],
   ["checkpoint store and segment commitments", benchStore],
   ["gas of a full job lifecycle", benchGas],
+  ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["whole network: overhead and failover", () => benchSystem(progress)],
+  ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
 ];
 
-for (const [name, run] of parts) {
-  progress(`${name} …`);
-  const started = performance.now();
-  for (const [key, value] of Object.entries(await run())) console.log(`${key}: ${value}`);
-  progress(`${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+const USAGE = "usage: npm run bench [-- --debug]   (prints `name: value` lines; progress on stderr)";
+const argv = process.argv.slice(2);
+if (wantsHelp(argv)) {
+  console.log(USAGE);
+  process.exit(0);
+}
+try {
+  parseFlags(argv, { debug: { type: "boolean", default: false }, help: { type: "boolean", short: "h" } });
+  const stray = argv.find((a) => !a.startsWith("-"));
+  if (stray !== undefined) throw new UsageError(`unexpected argument "${stray}": npm run bench takes no arguments`, true);
+  for (const [name, run] of parts) {
+    progress(`${name} …`);
+    const started = performance.now();
+    for (const [key, value] of Object.entries(await run())) console.log(`${key}: ${value}`);
+    progress(`${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+} catch (err) {
+  // One line, like every command: usage errors exit 2, failures 1; the stack only with --debug.
+  const usage = err instanceof UsageError;
+  const line = String((err as Error)?.message ?? err).split("\n")[0];
+  console.error(`npm run bench: ${line}${usage && err.showUsage ? `\n\n${USAGE}` : ""}`);
+  if (argv.includes("--debug")) console.error((err as Error)?.stack);
+  process.exit(usage ? 2 : 1);
 }
 process.exit(0);

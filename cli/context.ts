@@ -1,39 +1,108 @@
-/** What a one-shot command needs: an RPC provider, the deployment, the protocol handles and, if given, a signer. */
-import type { Wallet } from "ethers";
-import { connectProtocol, rpcProvider, type Protocol } from "../sdk/contracts.ts";
+/**
+ * What a one-shot command needs: the deployment, a checked connection to its chain, the protocol handles and, if
+ * given, a signer. Everything local (flags, key file, deployment file) is checked before the network is touched;
+ * then the node must answer, be on the deployment's chain and have the contracts' code.
+ */
+import type { ContractTransactionReceipt, ContractTransactionResponse, JsonRpcProvider, Wallet } from "ethers";
+import {
+  checkRpcUrl,
+  connectChecked,
+  connectProtocol,
+  DEFAULT_RPC_TIMEOUT_MS,
+  type Protocol,
+} from "../sdk/contracts.ts";
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
-import { UsageError } from "../sdk/args.ts";
+import { CommandError, parsePositiveInt, UsageError } from "../sdk/args.ts";
+import { listTemplates, loadTemplate } from "../workloads/templates.ts";
+import type { Template } from "../workloads/types.ts";
+import { UnknownTemplateError } from "../workloads/errors.ts";
 
 export interface CommandContext {
   deployment: Deployment;
   protocol: Protocol;
+  provider: JsonRpcProvider;
+  chainId: bigint;
   signer?: Wallet;
+  /** How long to wait for a sent transaction to be mined (--tx-timeout-ms). */
+  txTimeoutMs: number;
   close(): void;
 }
 
-export function openContext(values: { rpc?: string; deployment?: string; key?: string }, needsKey: boolean): CommandContext {
+export interface ContextFlags {
+  rpc?: string;
+  deployment?: string;
+  key?: string;
+  "rpc-timeout-ms"?: string;
+  "tx-timeout-ms"?: string;
+}
+
+export async function openContext(values: ContextFlags, needsKey: boolean): Promise<CommandContext> {
   if (process.versions.node.split(".").map(Number)[0] < 22) {
     throw new UsageError(`Node ${process.versions.node} is too old: run through npx/npm (the project ships Node 22)`);
   }
-  if (needsKey && !values.key) throw new UsageError("--key FILE is required (a 0600 file holding the private key)");
+  if (needsKey && !values.key)
+    throw new UsageError("--key FILE is required (a 0600 file holding the private key)", true);
+  const timeoutMs = parsePositiveInt(values["rpc-timeout-ms"], "rpc-timeout-ms", DEFAULT_RPC_TIMEOUT_MS);
+  const txTimeoutMs = parsePositiveInt(values["tx-timeout-ms"], "tx-timeout-ms", TX_TIMEOUT_MS);
+  checkRpcUrl(values.rpc!);
+  const wallet = values.key ? loadKey(values.key) : undefined;
   const deployment = loadDeployment(values.deployment!);
-  const provider = rpcProvider(values.rpc!);
-  const signer = values.key ? loadKey(values.key).connect(provider) : undefined;
+  const { provider, chainId } = await connectChecked(values.rpc!, deployment, timeoutMs);
+  const signer = wallet?.connect(provider);
   const protocol = connectProtocol(deployment, signer ?? provider);
-  return { deployment, protocol, signer, close: () => provider.destroy() };
+  return { deployment, protocol, provider, chainId, signer, txTimeoutMs, close: () => provider.destroy() };
 }
 
-/** Formats test USDC base units (6 decimals) as a decimal string. */
-export function usdc(units: bigint): string {
-  const sign = units < 0n ? "-" : "";
-  const abs = units < 0n ? -units : units;
-  const frac = (abs % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
-  return `${sign}${abs / 1_000_000n}${frac ? "." + frac : ""}`;
+/** The job must exist on this escrow (ids run 1..jobCount). */
+export async function requireJob(ctx: CommandContext, jobId: bigint): Promise<void> {
+  const count = await ctx.protocol.escrow.jobCount();
+  if (jobId > count) {
+    const has = count === 0n ? "has no jobs yet" : `has jobs 1 to ${count}`;
+    throw new CommandError(`job ${jobId} does not exist: escrow ${ctx.deployment.escrow} ${has}`);
+  }
 }
 
-/** Parses a job id positional. */
-export function jobIdArg(value: string | undefined): bigint {
-  if (!value || !/^\d+$/.test(value) || BigInt(value) === 0n) throw new UsageError(`a job id (positive integer) is required, got "${value ?? ""}"`);
-  return BigInt(value);
+/** A workload template by name or templateId, or a one-line error listing the known ones. */
+export function templateArg(nameOrId: string | undefined, what: string): Template {
+  const known = listTemplates()
+    .map((t) => t.descriptor.name)
+    .join(", ");
+  if (!nameOrId) throw new UsageError(`${what} is required: one of ${known} (or a 0x… template id)`, true);
+  const isId = /^0x[0-9a-fA-F]{64}$/.test(nameOrId);
+  if (nameOrId.startsWith("0x") && !isId) {
+    throw new UsageError(
+      `${what} "${nameOrId}" is not a template id (0x followed by 64 hex digits) nor a name (${known})`,
+    );
+  }
+  try {
+    return loadTemplate(nameOrId);
+  } catch (err) {
+    if (!(err instanceof UnknownTemplateError)) throw err;
+    const kind = isId ? "template id" : "template";
+    throw new UsageError(`unknown ${kind} "${nameOrId}": known templates are ${known}`);
+  }
+}
+
+/** How long a command waits for its transaction to be mined before saying so (it may still land later). */
+export const TX_TIMEOUT_MS = 120_000;
+
+/** Sends are progress a person waits for: say what was sent, then wait for the block (bounded). */
+export async function confirm(
+  ctx: CommandContext,
+  sent: Promise<ContractTransactionResponse>,
+  what: string,
+): Promise<ContractTransactionReceipt> {
+  const timeoutMs = ctx.txTimeoutMs;
+  const tx = await sent;
+  console.log(`${what}: sent ${tx.hash}, waiting for a block …`);
+  try {
+    return (await tx.wait(1, timeoutMs))!;
+  } catch (err) {
+    if ((err as { code?: string }).code !== "TIMEOUT") throw err;
+    throw new CommandError(
+      `${what}: transaction ${tx.hash} was not mined within ${timeoutMs / 1000} s; it may still land ` +
+        "(a later `gpuchain explain` or `wallet` shows whether it did)",
+    );
+  }
 }

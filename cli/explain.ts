@@ -1,44 +1,95 @@
 /**
  * `gpuchain explain JOB [--json]`: the job's history rebuilt from contract events alone (assignments, epochs,
  * checkpoints accepted and refused, failovers, verdict, dispute, settlement) and why each provider earned what it
- * did — then compared with the contract's own state, so an auditor sees both agree.
+ * did — then compared with the contract's own state, so an auditor sees both agree. An Open job also says why it
+ * waits when no active provider fits it.
  */
-import { parseCommand, UsageError } from "../sdk/args.ts";
-import { jobIdArg, openContext } from "./context.ts";
-import { FROM_BLOCK_OPTION, loadLedger } from "./events.ts";
-import { JOB_STATUS } from "../sdk/contracts.ts";
-import { statusAt } from "../sdk/ledger.ts";
-import { formatUsdc, jobNarrative, providerSummaries } from "../sdk/narrative.ts";
+import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
+import { openContext, type CommandContext } from "./context.ts";
+import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
+import { currentOffers } from "./fit.ts";
+import { statusName } from "../sdk/job.ts";
+import { statusAt, type LedgerJob } from "../sdk/ledger.ts";
+import { jobNarrative, providerSummaries } from "../sdk/narrative.ts";
+import { formatUsdc } from "../sdk/format.ts";
+import { describeWait, jobFit } from "../sdk/jobFit.ts";
+
+export const USAGE = `usage: gpuchain explain JOB [--json] [--from-block N]
+
+  a job's history rebuilt from the escrow's events, why each provider earned what it did, and whether the
+  rebuilt books agree with the contract's state (exit 1 if not); --from-block: the deployment block on a long chain
+  common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
+
+const jsonSafe = (_k: string, v: unknown) => (typeof v === "bigint" ? v.toString() : v);
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, { ...FROM_BLOCK_OPTION, json: { type: "boolean", default: false } });
-  const jobId = jobIdArg(positionals[0]);
-  const ctx = openContext(values, false);
+  const { values, positionals } = parseCommand(argv, {
+    ...FROM_BLOCK_OPTION,
+    json: { type: "boolean", default: false },
+  });
+  expectPositionals(positionals, ["JOB"]);
+  const jobId = parseJobId(positionals[0]);
+  const fromBlock = parseFromBlock(values["from-block"]);
+  const ctx = await openContext(values, false);
   try {
-    const ledger = await loadLedger(ctx, values["from-block"]);
+    const ledger = await loadLedger(ctx, fromBlock, { jobIds: [jobId] });
     const job = ledger.jobs.get(jobId);
-    if (!job) throw new UsageError(`job ${jobId} has no JobCreated event on escrow ${ctx.deployment.escrow}`);
+    if (!job) throw new CommandError(`job ${jobId} has no JobCreated event on escrow ${ctx.deployment.escrow}`);
     const { escrow } = ctx.protocol;
-    const [onChain, chainStatus, block] = await Promise.all([escrow.jobOf(jobId), escrow.statusOf(jobId), ctx.protocol.escrow.runner!.provider!.getBlock("latest")]);
+    const [onChain, chainStatus, block] = await Promise.all([
+      escrow.jobOf(jobId),
+      escrow.statusOf(jobId),
+      ctx.provider.getBlock("latest"),
+    ]);
     const summaries = providerSummaries(job);
-    const status = JOB_STATUS[statusAt(job, BigInt(block!.timestamp))];
-    const agrees = status === JOB_STATUS[Number(chainStatus)] && job.paid === onChain.paid && job.epoch === onChain.epoch && job.acceptedStep === Number(onChain.acceptedStep);
+    const status = statusName(statusAt(job, BigInt(block!.timestamp)));
+    const agrees =
+      status === statusName(chainStatus) &&
+      job.paid === onChain.paid &&
+      job.epoch === onChain.epoch &&
+      job.acceptedStep === Number(onChain.acceptedStep);
+    const waits = status === "Open" ? await whyItWaits(ctx, job) : [];
     if (values.json) {
-      console.log(JSON.stringify({ jobId, status, epoch: job.epoch, paid: job.paid, providers: summaries, history: job.history, agreesWithContract: agrees }, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 2));
+      const report = { jobId, status, epoch: job.epoch, paid: job.paid, waits, providers: summaries };
+      console.log(JSON.stringify({ ...report, history: job.history, agreesWithContract: agrees }, jsonSafe, 2));
       return agrees ? 0 : 1;
     }
-    console.log(`job ${jobId} — ${status}, epoch ${job.epoch}, ${job.acceptedStep}/${job.totalSteps} steps accepted, paid ${formatUsdc(job.paid)} of ${formatUsdc(job.budget)} USDC`);
+    const progress = `${job.acceptedStep}/${job.totalSteps} steps accepted`;
+    console.log(
+      `job ${jobId} — ${status}, epoch ${job.epoch}, ${progress}, ` +
+        `paid ${formatUsdc(job.paid)} of ${formatUsdc(job.budget)}`,
+    );
+    for (const why of waits) console.log(`waiting: ${why}`);
     console.log("");
-    for (const line of jobNarrative(job)) console.log(line);
+    for (const line of jobNarrative(job, {}, BigInt(block!.timestamp))) console.log(line);
     console.log("");
     console.log("why each provider earned what it did:");
     for (const s of summaries) {
-      console.log(`  ${s.provider}: ${s.stepsAccepted} steps accepted, ${s.checkpointsRefused} refused, earned ${formatUsdc(s.earned)} USDC (released ${formatUsdc(s.released)}) — ${s.why}`);
+      const counts = `${s.stepsAccepted} steps accepted, ${s.checkpointsRefused} refused`;
+      console.log(
+        `  ${s.provider}: ${counts}, earned ${formatUsdc(s.earned)} (released ${formatUsdc(s.released)}) — ${s.why}`,
+      );
     }
     console.log("");
-    console.log(`rebuilt from events ${agrees ? "agrees" : "DISAGREES"} with the contract's state (status, epoch, accepted step, paid)`);
+    const verdict = agrees ? "agrees" : "DISAGREES";
+    console.log(`rebuilt from events ${verdict} with the contract's state (status, epoch, accepted step, paid)`);
     return agrees ? 0 : 1;
   } finally {
     ctx.close();
   }
+}
+
+/** Why no provider takes the job, as the escrow's assign rules and the registry's offers tell. */
+async function whyItWaits(ctx: CommandContext, job: LedgerJob): Promise<string[]> {
+  const terms = {
+    totalSteps: job.totalSteps,
+    acceptedStep: job.acceptedStep,
+    maxPricePerStep: job.maxPricePerStep,
+    budget: job.budget,
+    paid: job.paid,
+  };
+  const fit = jobFit(terms, await currentOffers(ctx));
+  if (fit.reasons.length === 0)
+    return [`for the coordinator to assign it (${fit.fitting.length} active provider(s) fit)`];
+  return fit.reasons.map((r) => `no active provider fits: ${describeWait(r)}`);
 }

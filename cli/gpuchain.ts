@@ -1,41 +1,57 @@
 #!/usr/bin/env node
 /**
- * `gpuchain`: one CLI for every role. Each subcommand lives with its part (agent/, verifier/, keepers/, …) and
- * exports `main(argv): Promise<number>`; this file only dispatches and turns errors into clear messages.
+ * `gpuchain`: one CLI for every role. Each subcommand lives with its part (agent/, verifier/, keepers/, cli/) and
+ * exports `main(argv): Promise<number>` and its usage; this file dispatches and is the one error path: `--help`
+ * anywhere prints the command's usage; a usage error is one line (+ the usage when a flag is unknown or missing)
+ * and exit 2; any other failure is one line and exit 1; a stack trace only with `--debug`.
  */
-import { UsageError } from "../sdk/args.ts";
+import { wantsHelp } from "../sdk/args.ts";
+import { reportError } from "./errors.ts";
 
 type Main = (argv: string[]) => Promise<number>;
+interface CommandModule {
+  main: Main;
+  USAGE?: string;
+  HELP?: string;
+}
 
-const COMMANDS: Record<string, { load: () => Promise<{ main: Main }>; help: string }> = {
-  provide: { load: () => import("../agent/cli.ts"), help: "run a provider agent: --name N --price P [--memory-cap MiB]" },
+const COMMANDS: Record<string, { load: () => Promise<CommandModule>; help: string }> = {
+  provide: {
+    load: () => import("../agent/cli.ts"),
+    help: "run a provider agent: --name N --price P [--memory-cap MiB]",
+  },
   verify: { load: () => import("../verifier/cli.ts"), help: "run one Quality Guard verifier (--key FILE)" },
-  keeper: { load: () => import("../keepers/cli.ts"), help: "run keepers: coordinator | collector | finalizer | reserves | all" },
-  job: { load: () => import("./client.ts"), help: "client: job create | job cancel JOB" },
+  keeper: {
+    load: () => import("../keepers/cli.ts"),
+    help: "run keepers: coordinator | collector | finalizer | reserves | all",
+  },
+  job: { load: () => import("./client.ts"), help: "client: job create | job cancel JOB | job approve-template NAME" },
   dispute: { load: () => import("./dispute.ts"), help: "client: dispute JOB (posts the bond)" },
   arbiter: { load: () => import("./arbiter.ts"), help: "arbiter: arbiter resolve JOB --uphold|--reject" },
   wallet: { load: () => import("./wallet.ts"), help: "what ADDRESS is owed, per job, and why" },
-  reserves: { load: () => import("./reserves.ts"), help: "proof of reserves: held vs owed, live" },
+  reserves: { load: () => import("./reserves.ts"), help: "proof of reserves: held vs owed (--watch: every block)" },
   explain: { load: () => import("./explain.ts"), help: "a job's history rebuilt from contract events" },
   withdraw: { load: () => import("./withdraw.ts"), help: "claim earnings and withdraw what the key is owed" },
+  dashboard: { load: () => import("./dashboard.ts"), help: "serve the web dashboard for a deployment (read-only)" },
 };
 
 function usage(): string {
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(9)} ${c.help}`);
   return [
-    "usage: gpuchain <command> [options]",
+    "usage: gpuchain <command> [options]   (gpuchain <command> --help for its options)",
     "",
     ...lines,
     "",
-    "common options: --rpc URL  --deployment FILE (Ignition deployed_addresses.json)  --key FILE  --store URL  --pretty",
-    "                --dry-run   (--store: s3://BUCKET/PREFIX with the AWS_* variables, file://DIR or a folder)",
+    "common options: --rpc URL  --deployment FILE (Ignition deployed_addresses.json)  --key FILE  --store URL",
+    "                --rpc-timeout-ms N  --tx-timeout-ms N  --pretty  --dry-run  --debug (stack traces)",
+    "                (--store: s3://BUCKET/PREFIX with the AWS_* variables, file://DIR or a folder)",
   ].join("\n");
 }
 
 async function run(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === "--help" || name === "-h" || name === "help") {
-    console.log(usage());
+    (name ? console.log : console.error)(usage());
     return name ? 0 : 2;
   }
   const command = COMMANDS[name];
@@ -43,8 +59,17 @@ async function run(argv: string[]): Promise<number> {
     console.error(`gpuchain: unknown command "${name}"\n\n${usage()}`);
     return 2;
   }
-  const { main } = await command.load();
-  return main(rest);
+  const module = await command.load();
+  const commandUsage = module.USAGE ?? module.HELP ?? `usage: gpuchain ${name} …`;
+  if (wantsHelp(rest)) {
+    console.log(commandUsage);
+    return 0;
+  }
+  try {
+    return await module.main(rest);
+  } catch (err) {
+    return reportError(err, commandUsage, argv.includes("--debug"));
+  }
 }
 
 run(process.argv.slice(2)).then(
@@ -52,12 +77,6 @@ run(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err) => {
-    if (err instanceof UsageError) {
-      console.error(`gpuchain: ${err.message}`);
-      process.exitCode = 2;
-    } else {
-      console.error(`gpuchain: ${(err as Error)?.stack ?? err}`);
-      process.exitCode = 1;
-    }
+    process.exitCode = reportError(err, usage(), process.argv.includes("--debug"));
   },
 );

@@ -1,22 +1,76 @@
-/** `gpuchain reserves [--watch]`: proof of reserves, live — the escrow's token balance against everything it owes. */
-import { parseCommand } from "../sdk/args.ts";
-import { openContext, usdc } from "./context.ts";
+/**
+ * `gpuchain reserves [--watch]`: proof of reserves — the escrow's token balance against everything it owes.
+ * `--watch` prints one line per new block until Ctrl-C, and the smallest margin seen when it stops.
+ */
+import { expectPositionals, parseCommand } from "../sdk/args.ts";
+import { openContext, type CommandContext } from "./context.ts";
+import { formatUsdc } from "../sdk/format.ts";
+import { sleep } from "../sdk/retry.ts";
+
+export const USAGE = `usage: gpuchain reserves [--watch]
+
+  the escrow's token balance (held) against what it owes (locked budgets + bonds + withdrawable); exit 1 if it
+  holds less. --watch: one line per new block until Ctrl-C, then the smallest margin seen (exit 1 if ever short)
+  common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, { watch: { type: "boolean", default: false } });
-  const ctx = openContext(values, false);
+  const { values, positionals } = parseCommand(argv, { watch: { type: "boolean", default: false } });
+  expectPositionals(positionals, []);
+  const ctx = await openContext(values, false);
   try {
-    const { escrow } = ctx.protocol;
-    const [held, owes] = await escrow.reserves();
-    const [locked, bonds, withdrawable] = await Promise.all([escrow.totalLocked(), escrow.totalBonds(), escrow.totalWithdrawable()]);
-    const ok = held >= owes;
-    console.log(`escrow:        ${ctx.deployment.escrow}`);
-    console.log(`held:          ${usdc(held)} USDC`);
-    console.log(`owed:          ${usdc(owes)} USDC  (locked budgets ${usdc(locked)} + bonds ${usdc(bonds)} + withdrawable ${usdc(withdrawable)})`);
-    console.log(`surplus:       ${usdc(held - owes)} USDC`);
-    console.log(`proof of reserves: ${ok ? "HOLDS" : "FAILED"}`);
-    return ok ? 0 : 1;
+    return values.watch ? await watch(ctx) : await once(ctx);
   } finally {
     ctx.close();
   }
+}
+
+async function once(ctx: CommandContext): Promise<number> {
+  const { escrow } = ctx.protocol;
+  const [held, owes] = await escrow.reserves();
+  const [locked, bonds, withdrawable] = await Promise.all([
+    escrow.totalLocked(),
+    escrow.totalBonds(),
+    escrow.totalWithdrawable(),
+  ]);
+  const ok = held >= owes;
+  console.log(`escrow:        ${ctx.deployment.escrow}`);
+  console.log(`held:          ${formatUsdc(held)}`);
+  const parts =
+    `locked budgets ${formatUsdc(locked)} + bonds ${formatUsdc(bonds)} + ` + `withdrawable ${formatUsdc(withdrawable)}`;
+  console.log(`owed:          ${formatUsdc(owes)}  (${parts})`);
+  console.log(`surplus:       ${formatUsdc(held - owes)}`);
+  console.log(`proof of reserves: ${ok ? "HOLDS" : "FAILED"}`);
+  return ok ? 0 : 1;
+}
+
+async function watch(ctx: CommandContext): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  let last = -1;
+  let minMargin: bigint | undefined;
+  console.log(`watching proof of reserves of escrow ${ctx.deployment.escrow} (Ctrl-C stops)`);
+  try {
+    while (!stop.signal.aborted) {
+      const head = await ctx.provider.getBlockNumber();
+      if (head !== last) {
+        last = head;
+        const [held, owes] = await ctx.protocol.escrow.reserves({ blockTag: head });
+        const margin = held - owes;
+        if (minMargin === undefined || margin < minMargin) minMargin = margin;
+        const verdict = margin >= 0n ? "HOLDS" : "FAILED";
+        console.log(
+          `block ${head}: held ${formatUsdc(held)}, owed ${formatUsdc(owes)}, margin ${formatUsdc(margin)} ${verdict}`,
+        );
+      }
+      await sleep(500, stop.signal);
+    }
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+  const min = minMargin ?? 0n;
+  console.log(`smallest margin seen: ${formatUsdc(min)} → ${min >= 0n ? "HOLDS" : "FAILED"}`);
+  return min >= 0n ? 0 : 1;
 }

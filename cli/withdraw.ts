@@ -2,32 +2,57 @@
  * `gpuchain withdraw --key FILE [--jobs 1,2,…]`: claims the key's earnings on settled jobs (found from
  * CheckpointAccepted events when --jobs is not given), then withdraws everything owed.
  */
-import { parseCommand } from "../sdk/args.ts";
-import { openContext, usdc } from "./context.ts";
+import type { Contract } from "ethers";
+import { CommandError, expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
+import { confirm, openContext, requireJob, type CommandContext } from "./context.ts";
 import { describeError } from "../sdk/errors.ts";
 import { protocolInterfaces } from "../sdk/contracts.ts";
+import { isFinished, statusName } from "../sdk/job.ts";
+import { formatUsdc } from "../sdk/format.ts";
+import { readLogsToHead } from "../sdk/logRange.ts";
 
-const CLAIMABLE = new Set([7n, 8n]); // Settled, Cancelled
+export const USAGE = `usage: gpuchain withdraw --key FILE [--jobs 1,2,…]
+
+  claims the key's earnings on settled or cancelled jobs (all it ever had a checkpoint accepted on, unless
+  --jobs names them), then withdraws everything the escrow owes the key
+  common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --dry-run  --debug`;
+
+export function parseJobList(value: string): bigint[] {
+  const items = value.split(",").map((s) => s.trim());
+  if (items.some((s) => s === ""))
+    throw new UsageError(`--jobs must be job ids separated by commas, like 1,2, got "${value}"`);
+  return items.map((s) => {
+    try {
+      return parseJobId(s);
+    } catch {
+      throw new UsageError(`--jobs must be positive job ids separated by commas, like 1,2, got "${value}"`);
+    }
+  });
+}
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, { jobs: { type: "string" } });
-  const ctx = openContext(values, true);
+  const { values, positionals } = parseCommand(argv, { jobs: { type: "string" } });
+  expectPositionals(positionals, []);
+  const listed = values.jobs === undefined ? undefined : parseJobList(values.jobs);
+  const ctx = await openContext(values, true);
   const { escrow } = ctx.protocol;
   const me = ctx.signer!.address;
   try {
-    const jobIds = values.jobs
-      ? values.jobs.split(",").map((s) => BigInt(s.trim()))
-      : [...new Set((await escrow.queryFilter(escrow.filters.CheckpointAccepted(undefined, me))).map((e) => e.args.jobId))];
-    for (const jobId of jobIds) {
+    for (const jobId of listed ?? []) await requireJob(ctx, jobId);
+    for (const jobId of listed ?? (await jobsWithAcceptedWork(ctx, me))) {
       const earnings = await escrow.earningsOf(jobId, me);
-      const status = await escrow.statusOf(jobId);
+      const status = statusName(await escrow.statusOf(jobId));
       if (earnings === 0n) continue;
-      if (!CLAIMABLE.has(status)) {
-        console.log(`job ${jobId}: ${usdc(earnings)} USDC earned, claimable once the job settles`);
+      if (!isFinished(status)) {
+        console.log(`job ${jobId}: ${formatUsdc(earnings)} earned, claimable once the job settles (${status} now)`);
         continue;
       }
-      await (await escrow.claimEarnings(jobId, me)).wait();
-      console.log(`job ${jobId}: claimed ${usdc(earnings)} USDC`);
+      if (values["dry-run"]) {
+        console.log(`job ${jobId}: would claim ${formatUsdc(earnings)}`);
+        continue;
+      }
+      await confirm(ctx, escrow.claimEarnings(jobId, me), `claim job ${jobId}`);
+      console.log(`job ${jobId}: claimed ${formatUsdc(earnings)}`);
     }
     const owed = await escrow.owed(me);
     if (owed === 0n) {
@@ -35,16 +60,24 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (values["dry-run"]) {
-      console.log(`would withdraw ${usdc(owed)} USDC to ${me}`);
+      console.log(`would withdraw ${formatUsdc(owed)} to ${me}`);
       return 0;
     }
-    await (await escrow.withdraw()).wait();
-    console.log(`withdrew ${usdc(owed)} USDC to ${me}`);
+    await confirm(ctx, escrow.withdraw(), "withdraw");
+    console.log(`withdrew ${formatUsdc(owed)} to ${me}`);
     return 0;
   } catch (err) {
-    console.error(`withdraw failed: ${describeError(err, protocolInterfaces().escrow)}`);
+    if (err instanceof CommandError) throw err;
+    console.error(`gpuchain: withdraw failed: ${describeError(err, protocolInterfaces().escrow)}`);
     return 1;
   } finally {
     ctx.close();
   }
+}
+
+async function jobsWithAcceptedWork(ctx: CommandContext, me: string): Promise<bigint[]> {
+  const escrow = ctx.protocol.escrow as unknown as Contract;
+  const filter = await ctx.protocol.escrow.filters.CheckpointAccepted(undefined, me).getTopicFilter();
+  const { logs } = await readLogsToHead(ctx.provider, { address: ctx.deployment.escrow, topics: filter });
+  return [...new Set(logs.map((l) => escrow.interface.parseLog(l)!.args.jobId as bigint))];
 }

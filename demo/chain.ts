@@ -35,17 +35,70 @@ export async function freePort(preferred: number): Promise<number> {
   return tryPort(preferred).catch(() => tryPort(0));
 }
 
+/** Where a node listens: loopback, or (with --hosts) its own host's address, run through that host's wrapper. */
+export interface ChainAt {
+  address: string;
+  wrapper: string[];
+}
+
+const LOOPBACK: ChainAt = { address: "127.0.0.1", wrapper: [] };
+
 /** Starts `hardhat node` on `port` and waits until it answers (on `at`'s host and address with --hosts). */
 export async function startChain(
-  group: ProcessGroup, port: number, timeoutMs = 90_000, at: { address: string; wrapper: string[] } = { address: "127.0.0.1", wrapper: [] },
+  group: ProcessGroup,
+  port: number,
+  timeoutMs = 90_000,
+  at = LOOPBACK,
 ): Promise<string> {
   group.start("chain", [HARDHAT_CLI, "node", "--port", String(port), "--hostname", at.address], {}, at.wrapper);
-  const url = `http://${at.address}:${port}`;
+  return waitUntilAnswering(group, "chain", `http://${at.address}:${port}`, timeoutMs);
+}
+
+/**
+ * Foundry's anvil (npm `@foundry-rs/anvil`): a second, independent node implementation. Its platform binary is
+ * run directly, so that stopping it stops the node (the npm wrapper would leave it behind on SIGKILL).
+ */
+export function anvilBinary(): string {
+  const arch = process.arch === "x64" ? "amd64" : process.arch;
+  try {
+    return path.join(
+      path.dirname(require.resolve(`@foundry-rs/anvil-${process.platform}-${arch}/package.json`)),
+      "bin",
+      "anvil",
+    );
+  } catch {
+    throw new Error(`no anvil binary for ${process.platform}/${process.arch} (npm @foundry-rs/anvil)`);
+  }
+}
+
+export interface AnvilOptions {
+  chainId?: number;
+  /** Seconds between blocks (mining on a timer); automine when absent. */
+  blockTime?: number;
+  at?: ChainAt;
+}
+
+/** Starts anvil on `port` under `name` with Hardhat's test accounts and waits until it answers. */
+export async function startAnvil(
+  group: ProcessGroup,
+  port: number,
+  o: AnvilOptions = {},
+  name = "chain",
+): Promise<string> {
+  const at = o.at ?? LOOPBACK;
+  const args = ["--port", String(port), "--host", at.address, "--silent"];
+  if (o.chainId !== undefined) args.push("--chain-id", String(o.chainId));
+  if (o.blockTime !== undefined) args.push("--block-time", String(o.blockTime));
+  group.start(name, args, {}, at.wrapper, anvilBinary());
+  return waitUntilAnswering(group, name, `http://${at.address}:${port}`, 30_000);
+}
+
+async function waitUntilAnswering(group: ProcessGroup, name: string, url: string, timeoutMs: number): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!group.has("chain")) throw new Error("the local chain exited during start-up (see its output above)");
+    if (!group.has(name)) throw new Error(`the local chain (${name}) exited during start-up (see its output above)`);
     if (await answers(url)) return url;
-    await sleep(500);
+    await sleep(200);
   }
   throw new Error(`the local chain did not answer on ${url} within ${timeoutMs / 1000} s`);
 }

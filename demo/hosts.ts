@@ -117,7 +117,10 @@ export class HostNet {
 
   /** Namespaces of this run that still exist (for tests and the final check). */
   leftovers(): string[] {
-    return ip("netns", "list").split("\n").map((l) => l.split(" ")[0]).filter((n) => n.startsWith(this.prefix));
+    return ip("netns", "list")
+      .split("\n")
+      .map((l) => l.split(" ")[0])
+      .filter((n) => n.startsWith(this.prefix));
   }
 
   /** Deletes every namespace (and so every link) this run made; safe to call twice. */
@@ -148,7 +151,9 @@ export function scenarioHosts(runDir: string, note: (l: string) => void): HostNe
   const why = hostsUnavailable();
   if (why) throw new Error(why);
   const net = new HostNet(SCENARIO_HOSTS, path.join(runDir, "hosts"));
-  note(`separate hosts on one machine: ${net.hosts.size} network namespaces on ${net.subnet}.0/24 (prefix ${net.prefix})`);
+  note(
+    `separate hosts on one machine: ${net.hosts.size} network namespaces on ${net.subnet}.0/24 (prefix ${net.prefix})`,
+  );
   for (const h of net.hosts.values()) {
     const parts = h.name === "chain" ? "chain + keepers (coordinator, collector, finalizer, reserves)" : h.name;
     note(`  host ${h.ns} ${h.ip}: ${parts} (data ${h.dataDir})`);

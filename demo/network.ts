@@ -1,15 +1,19 @@
 /**
- * Where the scenario runs. Local (default): an embedded `hardhat node`, a fresh Ignition deployment, Hardhat's
- * test keys, and the clock advanced instead of waited. External (`--rpc URL --deployment FILE --keys DIR`, e.g.
- * Base Sepolia): an existing deployment, your own key files, real funding and real waiting.
+ * Where the scenario runs. Local (default): an embedded node (Hardhat's, or anvil with `--node anvil`), a fresh
+ * Ignition deployment, Hardhat's test keys, and the clock advanced instead of waited. External (`--rpc URL
+ * --deployment FILE --keys DIR`, e.g. Base Sepolia): an existing deployment, your own key files, real funding and
+ * real waiting.
  */
 import path from "node:path";
 import { Wallet, type JsonRpcProvider } from "ethers";
-import type { Protocol } from "../sdk/contracts.ts";
+import { rpcChainId, type Protocol } from "../sdk/contracts.ts";
+import { formatUsdc } from "../sdk/format.ts";
 import { loadKey, writeKey } from "../sdk/keys.ts";
 import { sleep } from "../sdk/retry.ts";
-import { deployLocal, freePort, startChain, TEST_KEYS } from "./chain.ts";
+import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
+
+export type ChainNode = "hardhat" | "anvil";
 
 /** The roles whose key files the scenario needs (providers create their own). */
 export const ROLES = ["owner", "coordinator", "verifier1", "verifier2", "verifier3", "client"] as const;
@@ -20,6 +24,8 @@ export interface ScenarioNetwork {
   rpc: string;
   deploymentFile: string;
   keyFiles: Record<Role, string>;
+  /** Whether the run started the chain (and its deployment is its own to remove). */
+  local: boolean;
   /** Makes sure `address` can pay for gas. */
   fundGas(provider: JsonRpcProvider, address: string, note: (l: string) => void): Promise<void>;
   /** Makes sure the client holds `amount` test USDC. */
@@ -30,29 +36,64 @@ export interface ScenarioNetwork {
   canWaitDays: boolean;
 }
 
+export interface LocalOptions {
+  runDir: string;
+  deploymentId: string;
+  node?: ChainNode;
+  port?: number;
+  /** issue 11: the chain's host with --hosts. */
+  at?: ChainAt;
+}
+
+/** Chains the badge can name; any other is named by its id. */
+const KNOWN_CHAINS: Record<string, string> = {
+  "1": "Ethereum mainnet",
+  "10": "OP mainnet",
+  "8453": "Base",
+  "84532": "Base Sepolia",
+  "11155111": "Sepolia",
+  "11155420": "OP Sepolia",
+  "31337": "a local development chain",
+};
+
+export function chainName(chainId: bigint): string {
+  return `chain ${chainId}${KNOWN_CHAINS[chainId.toString()] ? ` (${KNOWN_CHAINS[chainId.toString()]})` : ""}`;
+}
+
 export async function localNetwork(
-  group: ProcessGroup, runDir: string, deploymentId: string, note: (l: string) => void,
-  at?: { address: string; wrapper: string[] }, // issue 11: the chain's host with --hosts
+  group: ProcessGroup,
+  o: LocalOptions,
+  note: (l: string) => void,
 ): Promise<ScenarioNetwork> {
-  const port = at ? 8545 : await freePort(8545);
-  note(`starting the local chain on ${at?.address ?? "127.0.0.1"}:${port} …`);
-  const rpc = await startChain(group, port, undefined, at);
+  const port = o.port ?? (o.at ? 8545 : await freePort(8545));
+  if (o.port !== undefined && (await freePort(o.port)) !== o.port) {
+    throw new Error(`--port ${o.port} is in use (another node?): pick another or leave --port out for a free one`);
+  }
+  const node = o.node ?? "hardhat";
+  const where = `${o.at?.address ?? "127.0.0.1"}:${port}`;
+  note(`starting the local chain (${node === "anvil" ? "anvil" : "Hardhat node"}) on ${where} …`);
+  const rpc =
+    node === "anvil" ? await startAnvil(group, port, { at: o.at }) : await startChain(group, port, undefined, o.at);
   note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
-  const deploymentFile = await deployLocal(rpc, deploymentId);
+  const deploymentFile = await deployLocal(rpc, o.deploymentId);
   const keyFiles = {} as Record<Role, string>;
   for (const role of ROLES) {
-    keyFiles[role] = path.join(runDir, "keys", `${role}.key`);
+    keyFiles[role] = path.join(o.runDir, "keys", `${role}.key`);
     writeKey(keyFiles[role], TEST_KEYS[role]);
   }
+  const rpcPrefix = node === "anvil" ? "anvil" : "hardhat";
   return {
-    badge: "Local chain",
+    badge: `Local chain (${node === "anvil" ? "anvil" : "Hardhat node"})`,
     rpc,
     deploymentFile,
     keyFiles,
+    local: true,
     canWaitDays: true,
-    fundGas: async (provider, address) => void (await provider.send("hardhat_setBalance", [address, "0x56BC75E2D63100000"])),
+    fundGas: async (provider, address) =>
+      void (await provider.send(`${rpcPrefix}_setBalance`, [address, "0x56BC75E2D63100000"])),
     // TestUSDC's faucet is open to anyone on a local chain.
-    fundClient: async (protocol, client, amount) => void (await (await protocol.usdc.connect(client).mint(client.address, amount)).wait()),
+    fundClient: async (protocol, client, amount) =>
+      void (await (await protocol.usdc.connect(client).mint(client.address, amount)).wait()),
     approveTemplate: async (protocol, provider, templateId) => {
       const owner = new Wallet(TEST_KEYS.owner, provider);
       await (await protocol.escrow.connect(owner).setTemplateApproval(templateId, true)).wait();
@@ -65,32 +106,37 @@ export async function localNetwork(
   };
 }
 
-/** An existing deployment on a public test network. Keys: `<keysDir>/<role>.key`, each 0600. */
-export function externalNetwork(rpc: string, deploymentFile: string, keysDir: string): ScenarioNetwork {
+/** An existing deployment on any network. Keys: `<keysDir>/<role>.key`, each 0600. */
+export async function externalNetwork(rpc: string, deploymentFile: string, keysDir: string): Promise<ScenarioNetwork> {
   const keyFiles = {} as Record<Role, string>;
   for (const role of ROLES) {
     keyFiles[role] = path.join(keysDir, `${role}.key`);
     loadKey(keyFiles[role]); // fail now, with the file's name, rather than in a child process later
   }
+  const chainId = await rpcChainId(rpc);
   return {
-    badge: "Public test network",
+    badge: `Existing deployment on ${chainName(chainId)}`,
     rpc,
     deploymentFile,
     keyFiles,
+    local: false,
     canWaitDays: false,
-    fundGas: async (provider, address, note) => {
-      while ((await provider.getBalance(address)) === 0n) {
-        note(`fund ${address} with test ETH for gas; waiting …`);
-        await sleep(15_000);
-      }
-    },
+    fundGas: (provider, address, note) => waitForGas(provider, address, note),
     fundClient: async (protocol, client, amount) => {
       const balance = await protocol.usdc.balanceOf(client.address);
-      if (balance < amount) throw new Error(`the client ${client.address} holds ${balance} test USDC units; the job needs ${amount}`);
+      if (balance < amount) {
+        throw new Error(
+          `the client ${client.address} holds ${formatUsdc(balance)}; the job needs ${formatUsdc(amount)} ` +
+            '(test USDC: see README "Deploying")',
+        );
+      }
     },
     approveTemplate: async (protocol, _provider, templateId) => {
       if (!(await protocol.escrow.isApprovedTemplate(templateId))) {
-        throw new Error(`template ${templateId} is not approved on this escrow: its owner runs \`npx gpuchain job approve-template NAME\``);
+        throw new Error(
+          `template ${templateId} is not approved on this escrow: ` +
+            "its owner runs `npx gpuchain job approve-template NAME`",
+        );
       }
     },
     passTime: async (_provider, seconds, note) => {
@@ -98,4 +144,21 @@ export function externalNetwork(rpc: string, deploymentFile: string, keysDir: st
       await sleep(seconds * 1000);
     },
   };
+}
+
+/** Asks once, then checks the balance at every new block until the address can pay for gas. */
+async function waitForGas(provider: JsonRpcProvider, address: string, note: (l: string) => void): Promise<void> {
+  if ((await provider.getBalance(address)) > 0n) return;
+  note(`fund ${address} with test ETH for gas; watching its balance at every block …`);
+  let seen = await provider.getBlockNumber();
+  for (;;) {
+    await sleep(1_000);
+    const head = await provider.getBlockNumber();
+    if (head === seen) continue;
+    seen = head;
+    if ((await provider.getBalance(address, head)) > 0n) {
+      note(`${address} funded (block ${head})`);
+      return;
+    }
+  }
 }

@@ -15,9 +15,18 @@ export class ProcessGroup {
     this.onLine = onLine;
   }
 
-  /** Starts `node <args>` under `name`; `wrapper` runs it elsewhere (issue 11: `ip netns exec NS`, same pid). */
-  start(name: string, args: string[], env: Record<string, string> = {}, wrapper: string[] = []): ChildProcess {
-    const [cmd, ...pre] = [...wrapper, process.execPath];
+  /**
+   * Starts `node <args>` (or `program <args>`) under `name`; `wrapper` runs it elsewhere (issue 11:
+   * `ip netns exec NS`, same pid).
+   */
+  start(
+    name: string,
+    args: string[],
+    env: Record<string, string> = {},
+    wrapper: string[] = [],
+    program = process.execPath,
+  ): ChildProcess {
+    const [cmd, ...pre] = [...wrapper, program];
     const child = spawn(cmd, [...pre, ...args], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
@@ -28,6 +37,11 @@ export class ProcessGroup {
     }
     child.on("exit", () => this.children.delete(name));
     return child;
+  }
+
+  /** How many children are running. */
+  get size(): number {
+    return this.children.size;
   }
 
   has(name: string): boolean {
@@ -53,13 +67,15 @@ export class ProcessGroup {
   }
 
   private async stopSome(select: (name: string) => boolean, graceMs: number): Promise<void> {
-    const pending = [...this.children.entries()].filter(([name]) => select(name)).map(async ([name, child]) => {
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => this.children.get(name)?.kill("SIGKILL"), graceMs);
-      await exited;
-      clearTimeout(timer);
-    });
+    const pending = [...this.children.entries()]
+      .filter(([name]) => select(name))
+      .map(async ([name, child]) => {
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => this.children.get(name)?.kill("SIGKILL"), graceMs);
+        await exited;
+        clearTimeout(timer);
+      });
     await Promise.all(pending);
   }
 }

@@ -22,18 +22,40 @@ export function renderChildLine(name: string, line: string, stream: "stdout" | "
   if (typeof record.step === "number") trained.set(name, Math.max(record.step, trained.get(name) ?? 0));
   const level = String(record.level ?? "info");
   const msg = String(record.msg ?? "");
-  const important = level === "warn" || level === "error" || /fault|fenced|refus|decided|decision|assign|regist|verdict|settle|dispute|kill|stopped|started|failed/i.test(msg);
+  const important =
+    level === "warn" ||
+    level === "error" ||
+    /fault|fenced|refus|decided|decision|assign|regist|verdict|settle|dispute|kill|stopped|started|failed/i.test(msg);
   if (!important && /^(tick|reserves|signature)$/.test(msg)) return undefined; // routine, every block or tick
-  const key = `${name}:${important ? msg : "progress"}`;
+  const key = `${prefixOf(name, record)}:${important ? msg : "progress"}`;
   const now = Date.now();
   if (!important || /progress|training|heartbeat/i.test(msg)) {
     if (now - (lastShown.get(key) ?? 0) < THROTTLE_MS) return undefined;
   }
   lastShown.set(key, now);
-  return `[${name}] ${level === "info" ? "" : level.toUpperCase() + " "}${msg}${fields(record)}`;
+  return `[${prefixOf(name, record)}] ${level === "info" ? "" : level.toUpperCase() + " "}${msg}${fields(record)}`;
 }
 
-const SHOWN_FIELDS = ["job", "jobId", "epoch", "step", "loss", "stepsPerSecond", "action", "reason", "reasons", "accuracy", "fault"];
+/** `keeper all` runs four keepers in one process: each line is prefixed with the keeper that wrote it. */
+function prefixOf(name: string, record: Record<string, unknown>): string {
+  if (name !== "keepers") return name;
+  if (typeof record.component === "string" && record.component !== "keeper") return record.component;
+  return typeof record.keeper === "string" ? record.keeper : name;
+}
+
+const SHOWN_FIELDS = [
+  "job",
+  "jobId",
+  "epoch",
+  "step",
+  "loss",
+  "stepsPerSecond",
+  "action",
+  "reason",
+  "reasons",
+  "accuracy",
+  "fault",
+];
 
 function fields(r: Record<string, unknown>): string {
   const parts = SHOWN_FIELDS.filter((k) => r[k] !== undefined).map((k) => `${k}=${format(r[k])}`);

@@ -1,26 +1,68 @@
-/** Pure: the settlement table `npm start` ends with (rows come from sdk/narrative.ts over the event ledger). */
-export interface ProviderRow {
-  name: string;
-  stepsAccepted: number;
-  checkpointsRefused: number;
-  earned: bigint;
-  withdrawn: bigint;
-  why: string;
-}
+/** Pure: the closing lines `npm start` ends with — the settlement table (rows from sdk/narrative.ts), the checks. */
+import { formatUsdc, usdcAmount } from "../sdk/format.ts";
+import type { PromiseCheck, ProviderRow, WatchResult } from "./types.ts";
 
-export { formatUsdc } from "../sdk/narrative.ts";
-import { formatUsdc } from "../sdk/narrative.ts";
+export type { PromiseCheck, ProviderRow } from "./types.ts";
 
 export function formatTable(rows: ProviderRow[]): string[] {
   const header = ["provider", "steps accepted", "refused", "earned USDC", "withdrawn USDC", "why"];
-  const body = rows.map((r) => [r.name, String(r.stepsAccepted), String(r.checkpointsRefused), formatUsdc(r.earned), formatUsdc(r.withdrawn), r.why]);
+  const body = rows.map((r) => [
+    r.name,
+    String(r.stepsAccepted),
+    String(r.checkpointsRefused),
+    usdcAmount(r.earned),
+    usdcAmount(r.withdrawn),
+    r.why,
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join("  ")
+      .trimEnd();
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)];
 }
 
-export interface PromiseCheck {
-  promise: string;
-  held: boolean;
-  detail: string;
+export interface Summary {
+  accuracy: number;
+  passed: boolean;
+  rows: ProviderRow[];
+  refund: bigint;
+  bondBack: bigint;
+  dispute: boolean;
+  watch: WatchResult;
+  checks: PromiseCheck[];
+  ok: boolean;
+  recording: string;
+}
+
+export function summaryLines(s: Summary): string[] {
+  const verdict = s.passed ? "passed" : "failed";
+  return [
+    "",
+    `final model: held-out accuracy ${s.accuracy.toFixed(2)} % (${verdict} the template's rules)`,
+    "",
+    ...formatTable(s.rows),
+    "",
+    `client refund: ${formatUsdc(s.refund)}${s.dispute ? `; dispute bond returned: ${formatUsdc(s.bondBack)}` : ""}`,
+    failoverLine(s.watch),
+    "",
+    ...s.checks.map((c) => `${c.held ? "✔" : "✘"} ${c.promise}: ${c.detail}`),
+    "",
+    s.ok ? "every promise held" : "a promise was BROKEN",
+    `recording: ${s.recording}`,
+  ];
+}
+
+/** The failover time and the work it cost, from the chain and the killed agent's own progress record. */
+export function failoverLine(w: WatchResult): string {
+  const time = w.failoverSeconds === undefined ? "n/a" : `${w.failoverSeconds.toFixed(1)} s`;
+  const head = `failover: ${time} from SIGKILL to the replacement's first accepted checkpoint`;
+  const l = w.lostWork;
+  if (!l) return `${head}; work lost: n/a`;
+  const reported = l.reportedStep > 0 ? `, reported step ${l.reportedStep} on chain` : "";
+  return (
+    `${head}; work lost: ${l.steps} steps (alice trained to step ${l.trainedStep}${reported}; ` +
+    `the replacement resumed from step ${l.resumeStep}, the last accepted checkpoint)`
+  );
 }

@@ -21,7 +21,9 @@ export type RunStore = {
 };
 
 export async function runStore(
-  runDir: string, given?: string, hosts?: { net: HostNet; group: ProcessGroup },
+  runDir: string,
+  given?: string,
+  hosts?: { net: HostNet; group: ProcessGroup },
 ): Promise<RunStore> {
   if (given) return { url: given, env: {}, describe: `checkpoint store ${given} (given)`, close: async () => {} };
   if (hosts) return storeOnItsHost(hosts.net, hosts.group);
@@ -44,15 +46,23 @@ async function storeOnItsHost(net: HostNet, group: ProcessGroup): Promise<RunSto
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (!group.has("store")) throw new Error("the S3 server exited during start-up (see its output above)");
-    if (await fetch(endpoint, { signal: AbortSignal.timeout(2_000) }).then(() => true, () => false)) break;
+    if (
+      await fetch(endpoint, { signal: AbortSignal.timeout(2_000) }).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) throw new Error(`the S3 server did not answer on ${endpoint} within 60 s`);
     await sleep(300);
   }
   return {
     url: "s3://gpuchain/checkpoints",
     env: {
-      AWS_ENDPOINT_URL: endpoint, AWS_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+      AWS_ENDPOINT_URL: endpoint,
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
     },
     describe: `checkpoint store s3://gpuchain/checkpoints on host ${h.ns} (${endpoint}, s3rver)`,
     close: async () => {},

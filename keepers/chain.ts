@@ -9,6 +9,7 @@ import { classifyError, decodeCustomError, describeError } from "../sdk/errors.t
 import type { Logger } from "../sdk/log.ts";
 import type { BatchReader } from "../sdk/multicall.ts";
 import { withRetry } from "../sdk/retry.ts";
+import { blockRanges } from "../sdk/logRange.ts";
 
 export interface ReceiptLike {
   status: number | null;
@@ -237,8 +238,8 @@ export async function scanEvents(
   chunk = 10_000,
 ): Promise<EventLog[]> {
   const out: EventLog[] = [];
-  for (let start = fromBlock; start <= toBlock; start += chunk) {
-    const end = Math.min(toBlock, start + chunk - 1);
+  // sdk/logRange.ts: never an empty or future range (anvil rejects those), spans public RPCs accept.
+  for (const { fromBlock: start, toBlock: end } of blockRanges(fromBlock, toBlock, chunk)) {
     const logs: (EventLog | Log)[] = await read(ctx, "getLogs", () => contract.queryFilter(event, start, end));
     for (const l of logs) if ("args" in l) out.push(l);
   }

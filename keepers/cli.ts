@@ -3,12 +3,12 @@
  * Exports `main(argv)` for the `gpuchain` dispatcher (cli/gpuchain.ts).
  */
 import { UsageError, parseCommand } from "../sdk/args.ts";
-import { rpcProvider } from "../sdk/contracts.ts";
+import { connectChecked } from "../sdk/contracts.ts";
 import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
 import { KeyFileError, loadKey } from "../sdk/keys.ts";
 import { createLogger, type Logger } from "../sdk/log.ts";
 import { shutdownSignal } from "../sdk/runner.ts";
-import { SendQueue, withTimeout } from "./chain.ts";
+import { SendQueue } from "./chain.ts";
 import { SHARED_OPTIONS, type FlagValues, type SharedConfig } from "./config.ts";
 import { keeperContext } from "./context.ts";
 import type { KeeperDefinition, KeeperOptions } from "./keeper.ts";
@@ -79,10 +79,10 @@ async function runKeepers(
   const deployment = asUsage(() => loadDeployment(String(v.deployment)));
   const wallet = keyFile ? asUsage(() => loadKey(keyFile)) : undefined;
   const root = createLogger({ component: "keeper", pretty });
-  const provider = rpcProvider(rpc);
+  // The node must answer, be on the deployment's chain and hold its contracts (one-line errors otherwise).
+  const { provider, chainId } = await connectChecked(rpc, deployment, common.rpcTimeoutMs);
   const { signal, dispose } = shutdownSignal(root);
   try {
-    const { chainId } = await withTimeout(provider.getNetwork(), common.rpcTimeoutMs, `connecting to ${rpc}`);
     const signer = wallet?.connect(provider);
     const sendQueue = new SendQueue(); // `all` shares one key: one nonce sequence for every keeper
     // In `all`, a keeper that stops on its own (a failure, or --strict reserves) stops the others too.

@@ -1,93 +1,152 @@
 /**
- * `npm start`: the whole GPUChain network on one machine, with no network needed.
- *   npm start                      the real MNIST job: failover, refusal, settlement
- *   npm start -- --dispute         … and the client disputes; the arbiter stays silent 3 days; the verdict stands
- *   npm start -- --replay FILE     play a recording back
- *   npm start -- --quick           the small synthetic template (seconds instead of minutes)
- *   npm start -- --store URL       checkpoints in that store (s3://BUCKET/PREFIX + AWS variables) instead of the
- *                                  embedded S3 server
- *   npm start -- --hosts           every part on a separate network host (network namespaces; Linux, as root)
- *   npm start -- --rpc URL --deployment FILE --keys DIR   the same scenario on an existing deployment
- *                                  (e.g. Base Sepolia; DIR holds owner/coordinator/verifier1-3/client .key files)
- * Exits 0 only if every promise held. Ctrl-C stops every process it started.
+ * `npm start`: the whole GPUChain network on one machine, with no network needed. See USAGE below.
+ * Exits 0 only if every promise held; 2 on a usage error, 1 on a failure (one line; the stack with --debug).
+ * Ctrl-C stops every process it started.
  */
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { parseDuration, parseFlags, parsePositiveInt, UsageError, wantsHelp } from "../sdk/args.ts";
+import { checkRpcUrl } from "../sdk/contracts.ts";
+import { parseFault, FaultSpecError } from "../agent/faults.ts";
 import { replay } from "../demo/recording.ts";
 import { runScenario } from "../demo/scenario.ts";
+import type { ChainNode, ScenarioOptions } from "../demo/types.ts";
 
-const { values } = parseArgs({
-  options: {
-    dispute: { type: "boolean", default: false },
-    quick: { type: "boolean", default: false },
-    replay: { type: "string" },
-    steps: { type: "string" },
-    interval: { type: "string" },
-    fault: { type: "string", default: "garbage-weights" },
-    "run-dir": { type: "string" },
-    timeout: { type: "string", default: "900" },
-    // An existing deployment instead of the embedded chain (e.g. Base Sepolia); see README "Deploying".
-    rpc: { type: "string" },
-    deployment: { type: "string" },
-    keys: { type: "string" },
-    // A checkpoint store instead of the embedded S3 server (s3://BUCKET/PREFIX with the AWS variables, file://DIR).
-    store: { type: "string" },
-    // Each part on a separate network host: a namespace of its own (Linux, as root).
-    hosts: { type: "boolean", default: false },
-  },
-  strict: true,
-});
+export const USAGE = `usage: npm start [-- options]
 
-async function main(): Promise<number> {
-  if (values.replay) return replay(values.replay, (l) => console.log(l));
+  (no options)           the real MNIST job on an embedded chain: failover, refusal, settlement
+  --dispute              … and the client disputes; the arbiter stays silent 3 days; the verdict stands
+  --quick                the small synthetic template (seconds instead of minutes)
+  --keep                 leave the network up after the settlement (try explain, wallet, the CLI) until Ctrl-C
+  --port N               the embedded chain's port (default 8545, or a free one if 8545 is taken)
+  --node hardhat|anvil   which embedded node to run (default hardhat)
+  --steps N  --interval N  --fault KIND  --timeout DURATION (default 900 s)  --run-dir DIR
+  --replay FILE          play a recording back (e.g. recordings/sample.jsonl)
+  --hosts                every part on a separate network host (network namespaces; Linux, as root)
+  --store URL            checkpoints in that store (s3://BUCKET/PREFIX with the AWS variables, or file://DIR)
+                         instead of the embedded S3 server
+  --rpc URL --deployment FILE --keys DIR
+                         the same scenario on an existing deployment (any RPC, e.g. Base Sepolia; DIR holds
+                         owner/coordinator/verifier1-3/client .key files, each 0600; see README "Deploying")
+  --debug                stack traces on failure`;
+
+const OPTIONS = {
+  dispute: { type: "boolean", default: false },
+  quick: { type: "boolean", default: false },
+  keep: { type: "boolean", default: false },
+  port: { type: "string" },
+  node: { type: "string", default: "hardhat" },
+  replay: { type: "string" },
+  steps: { type: "string" },
+  interval: { type: "string" },
+  fault: { type: "string", default: "garbage-weights" },
+  "run-dir": { type: "string" },
+  timeout: { type: "string", default: "900" },
+  rpc: { type: "string" },
+  deployment: { type: "string" },
+  keys: { type: "string" },
+  store: { type: "string" },
+  hosts: { type: "boolean", default: false },
+  debug: { type: "boolean", default: false },
+  help: { type: "boolean", short: "h", default: false },
+} as const;
+
+type Values = ReturnType<typeof parseFlags<typeof OPTIONS>>["values"];
+
+/** Every flag checked before anything starts. */
+export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | { replay: string } {
+  if (v.replay !== undefined) {
+    if (!existsSync(v.replay)) throw new UsageError(`--replay ${v.replay}: no such recording`);
+    return { replay: v.replay };
+  }
+  const totalSteps = parsePositiveInt(v.steps, "steps", v.quick ? 120 : 600);
+  const checkpointInterval = parsePositiveInt(v.interval, "interval", v.quick ? 20 : 100);
+  if (checkpointInterval > totalSteps)
+    throw new UsageError(`--interval (${checkpointInterval}) cannot exceed --steps (${totalSteps})`);
+  if (!["hardhat", "anvil"].includes(v.node)) throw new UsageError(`--node must be hardhat or anvil, got "${v.node}"`);
+  const port = v.port === undefined ? undefined : parsePositiveInt(v.port, "port");
+  if (port !== undefined && port > 65_535)
+    throw new UsageError(`--port must be a TCP port (1 to 65535), got "${v.port}"`);
+  try {
+    parseFault(v.fault || undefined);
+  } catch (err) {
+    if (err instanceof FaultSpecError) throw new UsageError(`--fault: ${err.message}`);
+    throw err;
+  }
+  return {
+    template: v.quick ? "blobs-tiny" : "mnist-mlp",
+    totalSteps,
+    checkpointInterval,
+    dispute: v.dispute,
+    fault: v.fault,
+    kill: true,
+    // Each run gets its own folder and deployment id, so two runs on one machine never share state.
+    runDir: v["run-dir"] ?? path.join(".gpuchain", "runs", new Date().toISOString().replace(/[:.]/g, "-")),
+    deploymentId: `gpuchain-start-${process.pid}`,
+    timeoutMs: parseDuration(v.timeout, "timeout", 900) * 1000,
+    print: (l) => console.log(l),
+    signal,
+    node: v.node as ChainNode,
+    port,
+    keep: v.keep,
+    liveStatus: process.stdout.isTTY === true,
+    external: externalTarget(v),
+    store: v.store,
+    hosts: v.hosts,
+  };
+}
+
+function externalTarget(v: Values) {
+  const given = [v.rpc, v.deployment, v.keys].filter((x) => x !== undefined).length;
+  if (given === 0) return undefined;
+  if (given !== 3)
+    throw new UsageError("an external run needs all three of --rpc URL, --deployment FILE and --keys DIR", true);
+  checkRpcUrl(v.rpc!);
+  if (!existsSync(v.deployment!)) throw new UsageError(`--deployment ${v.deployment}: no such file`);
+  if (!existsSync(v.keys!) || !statSync(v.keys!).isDirectory())
+    throw new UsageError(`--keys ${v.keys}: no such folder`);
+  if (v.dispute) throw new UsageError("--dispute waits out the arbiter's 3 days: only on the embedded chain");
+  return { rpc: v.rpc!, deploymentFile: v.deployment!, keysDir: v.keys! };
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    console.log(USAGE);
+    return 0;
+  }
+  const { values, positionals } = parseFlags(argv, OPTIONS);
+  if (positionals.length)
+    throw new UsageError(`unexpected argument "${positionals[0]}": npm start takes only options`, true);
   const controller = new AbortController();
+  const options = buildOptions(values, controller.signal);
+  if ("replay" in options) return replay(options.replay, (l) => console.log(l));
   const stop = () => {
-    console.log("\nstopping every process this run started …");
+    if (!options.keep) console.log("\nstopping every process this run started …");
     controller.abort();
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
-  const external = externalTarget();
-  const template = values.quick ? "blobs-tiny" : "mnist-mlp";
-  const totalSteps = Number(values.steps ?? (values.quick ? 120 : 600));
-  const result = await runScenario({
-    template,
-    totalSteps,
-    checkpointInterval: Number(values.interval ?? (values.quick ? 20 : 100)),
-    dispute: values.dispute,
-    fault: values.fault,
-    kill: true,
-    // Each run gets its own folder and deployment id, so two runs on one machine never share state.
-    runDir: values["run-dir"] ?? path.join(".gpuchain", "runs", new Date().toISOString().replace(/[:.]/g, "-")),
-    deploymentId: `gpuchain-start-${process.pid}`,
-    timeoutMs: Number(values.timeout) * 1000,
-    print: (l) => console.log(l),
-    signal: controller.signal,
-    external,
-    store: values.store,
-    hosts: values.hosts,
-  });
+  const result = await runScenario(options);
   return result.ok ? 0 : 1;
 }
 
-function externalTarget() {
-  const given = [values.rpc, values.deployment, values.keys].filter(Boolean).length;
-  if (given === 0) return undefined;
-  if (given !== 3) throw new Error("an external run needs all of --rpc URL, --deployment FILE and --keys DIR");
-  return { rpc: values.rpc!, deploymentFile: values.deployment!, keysDir: values.keys! };
-}
-
+const argv = process.argv.slice(2);
 let interrupted = false;
 process.once("SIGINT", () => (interrupted = true));
 
-main().then(
+main(argv).then(
   (code) => process.exit(code),
   (err) => {
+    if (err instanceof UsageError) {
+      console.error(`npm start: ${err.message.split("\n")[0]}${err.showUsage ? `\n\n${USAGE}` : ""}`);
+      process.exit(2);
+    }
     if (interrupted) {
       console.error("stopped by Ctrl-C; every process this run started has exited");
       process.exit(130);
     }
-    console.error(`npm start failed: ${(err as Error).message}`);
+    console.error(`npm start failed: ${String((err as Error)?.message ?? err).split("\n")[0]}`);
+    if (argv.includes("--debug")) console.error((err as Error)?.stack);
     process.exit(1);
   },
 );

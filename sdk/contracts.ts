@@ -3,9 +3,10 @@
  * generated TypeChain types are used for types only, so plain Node can run this file).
  */
 import { readFileSync } from "node:fs";
-import { Contract, Interface, JsonRpcProvider, type ContractRunner } from "ethers";
+import { Contract, FetchRequest, Interface, JsonRpcProvider, Network, type ContractRunner } from "ethers";
 import type { JobEscrow, ProviderRegistry, TestUSDC } from "../types/ethers-contracts/index.ts";
-import type { Deployment } from "./deployment.ts";
+import { DeploymentError, type Deployment } from "./deployment.ts";
+import { UsageError } from "./args.ts";
 
 const ARTIFACTS = new URL("../artifacts/contracts/", import.meta.url);
 
@@ -53,6 +54,96 @@ export function connectProtocol(deployment: Deployment, runner: ContractRunner):
  */
 export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
   const provider = new JsonRpcProvider(url, undefined, { polling: true, cacheTimeout: -1, staticNetwork: true });
+  provider.pollingInterval = pollingMs;
+  return provider;
+}
+
+/** The RPC could not be used: down, slow, not JSON-RPC. One line, naming the URL. */
+export class RpcError extends Error {}
+
+export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
+
+/** A syntactically usable RPC URL (checked before any connection). */
+export function checkRpcUrl(url: string): void {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
+    throw new UsageError(`--rpc must be an http(s) URL like http://127.0.0.1:8545, got "${url}"`);
+  }
+}
+
+/** The chain id the node at `url` reports, within `timeoutMs`; every failure an RpcError. */
+export async function rpcChainId(url: string, timeoutMs = DEFAULT_RPC_TIMEOUT_MS): Promise<bigint> {
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    if (e.name === "TimeoutError") throw new RpcError(`the RPC at ${url} did not answer within ${timeoutMs / 1000} s`);
+    const why =
+      e.cause?.code === "ECONNREFUSED" ? "connection refused" : (e.cause?.code ?? e.cause?.message ?? e.message);
+    throw new RpcError(`cannot reach the RPC at ${url} (${why}): is the node running?`);
+  }
+  const body = (await res.json().catch(() => undefined)) as { result?: string } | undefined;
+  if (!res.ok || typeof body?.result !== "string") {
+    throw new RpcError(`${url} did not answer eth_chainId like an Ethereum JSON-RPC node (HTTP ${res.status})`);
+  }
+  return BigInt(body.result);
+}
+
+/**
+ * Connects to `url` and checks it against the deployment before anything is sent: the node answers, its chain id
+ * is the one the deployment was made on, and the escrow, registry and token have code there (a deployment file
+ * left over from a restarted chain points at empty addresses and must not be trusted).
+ */
+export async function connectChecked(
+  url: string,
+  deployment: Deployment,
+  timeoutMs = DEFAULT_RPC_TIMEOUT_MS,
+  pollingMs = 500,
+): Promise<{ provider: JsonRpcProvider; chainId: bigint }> {
+  checkRpcUrl(url);
+  const chainId = await rpcChainId(url, timeoutMs);
+  const file = deployment.file ?? "the deployment file";
+  if (deployment.chainId !== undefined && deployment.chainId !== chainId) {
+    throw new DeploymentError(
+      `${file} was deployed on chain ${deployment.chainId}, but the RPC at ${url} is chain ${chainId}: ` +
+        "pass the deployment made on this chain (or the RPC of that chain)",
+    );
+  }
+  const provider = staticProvider(url, chainId, timeoutMs, pollingMs);
+  const parts = { escrow: deployment.escrow, registry: deployment.registry, token: deployment.usdc };
+  for (const [name, address] of Object.entries(parts)) {
+    const code = await provider.getCode(address).catch((err: unknown) => {
+      provider.destroy();
+      throw new RpcError(`the RPC at ${url} failed eth_getCode: ${(err as Error).message.split("\n")[0]}`);
+    });
+    if (code === "0x") {
+      provider.destroy();
+      throw new DeploymentError(
+        `no contract code at the ${name} address ${address} on chain ${chainId} (${url}): ${file} is stale ` +
+          "(was the chain restarted?); deploy again",
+      );
+    }
+  }
+  return { provider, chainId };
+}
+
+/** A provider pinned to a known chain id (no network detection loop), each request bounded by `timeoutMs`. */
+export function staticProvider(url: string, chainId: bigint, timeoutMs: number, pollingMs = 500): JsonRpcProvider {
+  const request = new FetchRequest(url);
+  request.timeout = timeoutMs;
+  const network = Network.from(chainId);
+  const provider = new JsonRpcProvider(request, network, { staticNetwork: network, polling: true, cacheTimeout: -1 });
   provider.pollingInterval = pollingMs;
   return provider;
 }

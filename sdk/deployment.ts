@@ -1,11 +1,15 @@
 /**
  * Where the protocol lives: read from Ignition's deployed_addresses.json, never from a hand-kept address map.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { MULTICALL3_ADDRESS } from "./multicall3Code.ts";
 
 export interface Deployment {
+  /** The file it was read from (for messages). */
+  file?: string;
+  /** The chain it was deployed on, when Ignition's journal beside the file (or the folder name) tells. */
+  chainId?: bigint;
   escrow: string;
   registry: string;
   usdc: string;
@@ -33,19 +37,19 @@ export function defaultDeploymentPath(chainId: bigint = LOCAL_CHAIN_ID): string 
 
 export class DeploymentError extends Error {}
 
-/** Maps Ignition's `Module#Future` keys to the parts GPUChain needs. Throws a DeploymentError naming what is missing. */
+/** Maps Ignition's `Module#Future` keys to the parts GPUChain needs; a DeploymentError names what is missing. */
 export function parseDeployment(addresses: Record<string, string>): Deployment {
   const pick = (suffix: string): string => {
     const key = Object.keys(addresses).find((k) => k.endsWith(`#${suffix}`));
-    if (!key) throw new DeploymentError(`deployment has no ${suffix} (keys: ${Object.keys(addresses).join(", ")})`);
-    return addresses[key];
+    if (!key) throw new DeploymentError(`deployment has no ${suffix} (no key ending in #${suffix})`);
+    return addressAt(addresses, key);
   };
   const usdcKey = Object.keys(addresses).find((k) => k.endsWith("#TestUSDC") || k.endsWith("#IERC20"));
   if (!usdcKey) throw new DeploymentError("deployment has no token (TestUSDC or IERC20)");
   return {
     escrow: pick("JobEscrow"),
     registry: pick("ProviderRegistry"),
-    usdc: addresses[usdcKey],
+    usdc: addressAt(addresses, usdcKey),
     verifierSafe: pick("VerifierSafeProxy"),
     multicall3: addresses[Object.keys(addresses).find((k) => k.endsWith("#Multicall3")) ?? ""] ?? MULTICALL3_ADDRESS,
     safe: {
@@ -61,14 +65,53 @@ export function parseDeployment(addresses: Record<string, string>): Deployment {
   };
 }
 
+/** Reads and checks a deployment file; every problem is a DeploymentError naming the file and what to do. */
+function addressAt(addresses: Record<string, string>, key: string): string {
+  const value = addresses[key];
+  if (typeof value !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(value)) {
+    throw new DeploymentError(`deployment entry ${key} is not an address: ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
 export function loadDeployment(file: string): Deployment {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
+  if (!existsSync(file)) {
     throw new DeploymentError(
-      `no deployment at ${file}: deploy first (npx hardhat ignition deploy ...) or pass --deployment FILE`,
+      `no deployment file at ${file}: deploy first (npx hardhat ignition deploy …) or pass --deployment FILE`,
     );
   }
-  return parseDeployment(JSON.parse(text));
+  if (statSync(file).isDirectory()) {
+    throw new DeploymentError(`--deployment ${file} is a folder: give its deployed_addresses.json`);
+  }
+  let addresses: unknown;
+  try {
+    addresses = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new DeploymentError(`deployment file ${file} is not JSON (${(err as Error).message.split("\n")[0]})`);
+  }
+  if (!addresses || typeof addresses !== "object" || Array.isArray(addresses)) {
+    throw new DeploymentError(
+      `deployment file ${file} is not Ignition's deployed_addresses.json (an object of addresses)`,
+    );
+  }
+  try {
+    return { ...parseDeployment(addresses as Record<string, string>), file, chainId: deploymentChainId(file) };
+  } catch (err) {
+    if (err instanceof DeploymentError) throw new DeploymentError(`${file}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** The chain id Ignition recorded in the journal beside the file, else the `chain-N` folder name, else unknown. */
+export function deploymentChainId(file: string): bigint | undefined {
+  const journal = path.join(path.dirname(file), "journal.jsonl");
+  if (existsSync(journal)) {
+    const first = readFileSync(journal, "utf8")
+      .split("\n")
+      .find((l) => l.includes('"chainId"'));
+    const m = first ? /"chainId"\s*:\s*(\d+)/.exec(first) : null;
+    if (m) return BigInt(m[1]);
+  }
+  const folder = /(?:^|[\\/])chain-(\d+)[\\/]/.exec(file);
+  return folder ? BigInt(folder[1]) : undefined;
 }

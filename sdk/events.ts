@@ -3,9 +3,10 @@
  * chunks (public RPCs cap a getLogs range), and can be narrowed by topic to one job or one account's jobs, so
  * `explain JOB` does not fetch every event of every job.
  */
-import { zeroPadValue, toBeHex, type Contract, type TopicFilter } from "ethers";
+import { zeroPadValue, toBeHex, type Contract, type Interface, type Log, type TopicFilter } from "ethers";
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { foldEscrowEvents, type EscrowEvent, type Ledger } from "./ledger.ts";
+import { blockRanges } from "./logRange.ts";
 
 /** Blocks per getLogs request. */
 export const LOG_CHUNK = 10_000;
@@ -59,11 +60,29 @@ async function chunkedLogs(
   chunk: number,
 ): Promise<(EscrowEvent & { topics: readonly string[] })[]> {
   const out: (EscrowEvent & { topics: readonly string[] })[] = [];
-  for (let start = fromBlock; start <= toBlock; start += chunk) {
-    const end = Math.min(toBlock, start + chunk - 1);
+  // sdk/logRange.ts: never an empty or future range (anvil rejects those).
+  for (const { fromBlock: start, toBlock: end } of blockRanges(fromBlock, toBlock, chunk)) {
     out.push(
       ...((await c.queryFilter(topics, start, end)) as unknown as (EscrowEvent & { topics: readonly string[] })[]),
     );
   }
   return out;
+}
+
+/** Logs decoded with `iface` (others skipped), in the shape the ledger folds. */
+export function decodeLogs(iface: Interface, logs: readonly Log[]): EscrowEvent[] {
+  const out: EscrowEvent[] = [];
+  for (const log of logs) {
+    const parsed = safeParse(iface, log);
+    if (parsed) out.push({ eventName: parsed.name, args: parsed.args, blockNumber: log.blockNumber, index: log.index });
+  }
+  return out;
+}
+
+function safeParse(iface: Interface, log: Log) {
+  try {
+    return iface.parseLog(log);
+  } catch {
+    return null;
+  }
 }

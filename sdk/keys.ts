@@ -22,14 +22,19 @@ export function loadOrCreateKey(file: string, create: boolean): { wallet: Wallet
 }
 
 export function loadKey(file: string): Wallet {
-  const mode = statSync(file).mode & 0o777;
+  if (!existsSync(file)) throw new KeyFileError(`no key file at ${file} (a 0600 file holding a 0x… private key)`);
+  const stat = statSync(file);
+  if (!stat.isFile()) throw new KeyFileError(`key file ${file} is not a file`);
+  const mode = stat.mode & 0o777;
   if (mode & 0o077) {
     throw new KeyFileError(
       `key file ${file} has permissions ${mode.toString(8)}; it must be readable by its owner only (chmod 600 ${file})`,
     );
   }
   const text = readFileSync(file, "utf8").trim();
-  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) throw new KeyFileError(`key file ${file} does not hold a 32-byte hex private key`);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(text)) {
+    throw new KeyFileError(`key file ${file} does not hold a private key (expected 0x followed by 64 hex digits)`);
+  }
   return new Wallet(text);
 }
 

@@ -3,6 +3,7 @@
  * provider earned what it did. Pure: `gpuchain explain`, `gpuchain wallet` and `npm start` print these.
  */
 import { UnassignReason, type LedgerEntry, type LedgerJob } from "./ledger.ts";
+import { formatDeadline, formatPrice, formatTime, formatUsdc } from "./format.ts";
 
 export interface ProviderSummary {
   provider: string;
@@ -18,12 +19,6 @@ export interface ProviderSummary {
   slashed: bigint;
   slash: { faultStep: number; finder: string } | null;
   why: string;
-}
-
-export function formatUsdc(units: bigint): string {
-  const sign = units < 0n ? "-" : "";
-  const abs = units < 0n ? -units : units;
-  return `${sign}${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, "0")}`;
 }
 
 const arg = (e: LedgerEntry, k: string) => e.args[k];
@@ -73,7 +68,7 @@ export function providerSummaries(job: LedgerJob): ProviderSummary[] {
 function whyOf(r: ProviderSummary, voided: boolean): string {
   if (voided) return "the arbiter upheld the client's dispute: this job's payments are void";
   if (r.slash) {
-    return `slashed: fault at step ${r.slash.faultStep}, found by ${r.slash.finder}; ${formatUsdc(r.slashed)} USDC of stake lost, unclaimed earnings voided`;
+    return `slashed: fault at step ${r.slash.faultStep}, found by ${r.slash.finder}; ${formatUsdc(r.slashed)} of stake lost, unclaimed earnings voided`;
   }
   if (r.checkpointsRefused > 0 && r.stepsAccepted === 0) return "refused by the Quality Guard; fenced off the job";
   if (r.checkpointsRefused > 0) return "paid for its accepted steps, then refused by the Quality Guard and fenced";
@@ -86,19 +81,25 @@ function whyOf(r: ProviderSummary, voided: boolean): string {
 }
 
 /** One line per event of the job, in chain order, naming addresses through `names` where known. */
-export function jobNarrative(job: LedgerJob, names: Record<string, string> = {}): string[] {
+export function jobNarrative(job: LedgerJob, names: Record<string, string> = {}, now?: bigint): string[] {
   const who = (a: unknown) => names[String(a).toLowerCase()] ?? String(a);
-  return job.history.map((e) => `block ${String(e.blockNumber).padStart(6)}  ${describe(e, who)}`);
+  return job.history.map((e) => `block ${String(e.blockNumber).padStart(6)}  ${describe(e, who, now)}`);
 }
 
-function describe(e: LedgerEntry, who: (a: unknown) => string): string {
+function describe(e: LedgerEntry, who: (a: unknown) => string, now?: bigint): string {
   const a = e.args;
   const usdc = (k: string) => formatUsdc(BigInt(a[k] as bigint));
+  const price = (k: string) => formatPrice(BigInt(a[k] as bigint));
+  // A deadline still ahead says how long is left; a past one is just its time.
+  const when = (k: string) => {
+    const at = BigInt(a[k] as bigint);
+    return now === undefined ? formatTime(at) : formatDeadline(at, now);
+  };
   switch (e.event) {
     case "JobCreated":
-      return `created by ${who(a.client)}: ${a.totalSteps} steps, checkpoint every ${a.checkpointInterval}, ≤ ${usdc("maxPricePerStep")} USDC/step, budget ${usdc("budget")} USDC locked`;
+      return `created by ${who(a.client)}: ${a.totalSteps} steps, checkpoint every ${a.checkpointInterval}, ≤ ${price("maxPricePerStep")}, budget ${usdc("budget")} locked`;
     case "ProviderAssigned":
-      return `assigned to ${who(a.provider)} at epoch ${a.epoch} for ${usdc("pricePerStep")} USDC/step, resuming from step ${a.resumeStep}`;
+      return `assigned to ${who(a.provider)} at epoch ${a.epoch} for ${price("pricePerStep")}, resuming from step ${a.resumeStep}`;
     case "ProviderUnassigned":
       return `${who(a.provider)} unassigned (${["the coordinator saw no heartbeats", "its on-chain lease lapsed", "its checkpoint was refused"][Number(a.reason)]}); epoch is now ${a.newEpoch}, so its further writes are rejected`;
     case "LeaseExtended":
@@ -106,29 +107,29 @@ function describe(e: LedgerEntry, who: (a: unknown) => string): string {
     case "CheckpointReported":
       return `${who(a.provider)} reported step ${a.step} (epoch ${a.epoch}), blob ${a.checkpointHash}`;
     case "CheckpointAccepted":
-      return `Quality Guard accepted step ${a.step} from ${who(a.provider)}: ${a.stepsCredited} steps credited, ${usdc("amount")} USDC`;
+      return `Quality Guard accepted step ${a.step} from ${who(a.provider)}: ${a.stepsCredited} steps credited, ${usdc("amount")}`;
     case "CheckpointRefused":
       return `Quality Guard refused step ${a.step} from ${who(a.provider)}: nothing credited, provider fenced off the job`;
     case "VerdictSubmitted":
-      return `verdict on model ${a.modelHash}: metric ${a.metric} (${(Number(a.metric) / 100).toFixed(2)} % held-out accuracy), ${a.passed ? "passed" : "failed"}; dispute window until ${a.disputeDeadline}; epoch → ${a.newEpoch}`;
+      return `verdict on model ${a.modelHash}: metric ${a.metric} (${(Number(a.metric) / 100).toFixed(2)} % held-out accuracy), ${a.passed ? "passed" : "failed"}; dispute window until ${when("disputeDeadline")}; epoch → ${a.newEpoch}`;
     case "DisputeOpened":
-      return `${who(a.client)} disputed with a ${usdc("bond")} USDC bond; the arbiter may decide until ${a.arbiterDeadline}`;
+      return `${who(a.client)} disputed with a ${usdc("bond")} bond; the arbiter may decide until ${when("arbiterDeadline")}`;
     case "DisputeResolved":
       return a.upheld ? `arbiter ${who(a.arbiter)} upheld the dispute: provider payments void` : `arbiter ${who(a.arbiter)} rejected the dispute: the verdict stands, the bond is forfeited`;
     case "ArbiterTimedOut":
       return `the arbiter stayed silent 3 days: the verdict stands, the bond goes back (settled by ${who(a.by)})`;
     case "JobSettled":
-      return `settled: client refund ${usdc("refund")} USDC, providers ${usdc("providersPaid")} USDC, bond returned ${usdc("bondReturned")}, forfeited ${usdc("bondForfeited")}`;
+      return `settled: client refund ${usdc("refund")}, providers ${usdc("providersPaid")}, bond returned ${usdc("bondReturned")}, forfeited ${usdc("bondForfeited")}`;
     case "CheckpointLapsed":
       return `step ${a.step} from ${who(a.provider)} (epoch ${a.epoch}) was not decided in time and is dropped: nothing credited`;
     case "ProviderSlashed":
-      return `${who(a.provider)} slashed: fault at step ${a.faultStep}, found by ${who(a.finder)}; ${usdc("slashed")} USDC of stake to the client (${usdc("toClient")}), the finder (${usdc("toFinder")}) and the fee recipient (${usdc("toFeeRecipient")}); ${usdc("earningsVoided")} USDC of unclaimed earnings voided`;
+      return `${who(a.provider)} slashed: fault at step ${a.faultStep}, found by ${who(a.finder)}; ${usdc("slashed")} of stake to the client (${usdc("toClient")}), the finder (${usdc("toFinder")}) and the fee recipient (${usdc("toFeeRecipient")}); ${usdc("earningsVoided")} of unclaimed earnings voided`;
     case "JobExpired":
-      return `expired by ${who(a.by)} after standing Open without progress: refund ${usdc("refund")} USDC, accepted earnings claimable`;
+      return `expired by ${who(a.by)} after standing Open without progress: refund ${usdc("refund")}, accepted earnings claimable`;
     case "JobCancelled":
-      return `cancelled: refund ${usdc("refund")} USDC`;
+      return `cancelled: refund ${usdc("refund")}`;
     case "EarningsReleased":
-      return `${usdc("amount")} USDC of ${who(a.provider)}'s earnings moved to its withdrawable balance`;
+      return `${usdc("amount")} of ${who(a.provider)}'s earnings moved to its withdrawable balance`;
     default:
       return e.event;
   }

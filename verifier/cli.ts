@@ -7,7 +7,7 @@
 import path from "node:path";
 import { Contract } from "ethers";
 import { parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/args.ts";
-import { connectProtocol, rpcProvider } from "../sdk/contracts.ts";
+import { connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type rpcProvider } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { createLogger } from "../sdk/log.ts";
@@ -27,7 +27,7 @@ const OPTIONS = {
   once: { type: "boolean", default: false },
 } as const;
 
-const HELP = `usage: gpuchain verify --key FILE [options]
+export const HELP = `usage: gpuchain verify --key FILE [options]
 
   --key FILE          verifier private key (0600), one of the verifier Safe's owners
   --rpc URL           chain RPC (default http://127.0.0.1:8545)
@@ -57,7 +57,7 @@ export async function main(argv: string[]): Promise<number> {
 
   const wallet = loadKey(requireString(values.key, "key"));
   const deployment = loadDeployment(values.deployment);
-  const provider = rpcProvider(values.rpc);
+  const { provider, chainId } = await connectChecked(values.rpc, deployment, DEFAULT_RPC_TIMEOUT_MS);
   const log = createLogger({ component: "verifier", pretty: values.pretty }, { verifier: wallet.address });
   let store;
   try {
@@ -66,7 +66,6 @@ export async function main(argv: string[]): Promise<number> {
     throw err instanceof StoreUrlError ? new UsageError(err.message) : err;
   }
   const { escrow } = connectProtocol(deployment, provider);
-  const { chainId } = await provider.getNetwork();
 
   await checkSetup(escrow as unknown as Contract, deployment.verifierSafe, chainId, wallet.address, provider);
 

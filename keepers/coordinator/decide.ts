@@ -8,6 +8,7 @@
  * device memory is at least the template's need, it sent a heartbeat within the timeout, and that latest beat is
  * idle or for a job it still holds. Among the eligible: cheapest price, then most memory, then lowest address.
  */
+import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
 import type { JobView } from "../../sdk/job.ts";
 
@@ -298,11 +299,8 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
       else if (eligible++ === 0) best = p;
     }
     if (!best) {
-      decisions.push({
-        ...base,
-        action: "wait",
-        reason: `no eligible provider${summarize(counts, view.providers.length)}`,
-      });
+      const reason = `no eligible provider${summarize(counts, view.providers.length)}${whyNobodyFits(job, view)}`;
+      decisions.push({ ...base, action: "wait", reason });
       continue;
     }
     picked.add(best);
@@ -315,6 +313,13 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
     });
   }
   return decisions;
+}
+
+/** When no registered offer fits the job's own terms, why (sdk/jobFit.ts, shared with `explain`). */
+function whyNobodyFits(job: CoordinatorJob, view: CoordinatorView): string {
+  const offers = view.providers.filter((p) => p.registered);
+  const fit = jobFit({ ...job, memoryNeedMiB: view.memoryNeedMiB(job.templateId) }, offers);
+  return fit.reasons.length ? `: ${fit.reasons.map(describeWait).join("; ")}` : "";
 }
 
 function summarize(counts: Map<string, number>, providers: number): string {

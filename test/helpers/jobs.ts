@@ -1,5 +1,6 @@
 /** Jobs as the escrow's `jobOf` returns them, for the pure tests of what keepers, agent and verifier decide. */
 import { ZeroAddress } from "ethers";
+import type { CoordinatorJob } from "../../keepers/coordinator/decide.ts";
 import { JobStatus, toJobView, type JobStatusName, type JobView, type RawJob } from "../../sdk/job.ts";
 
 const ZERO = "0x" + "00".repeat(32);
@@ -32,3 +33,22 @@ export function rawJob(over: Partial<RawJob> = {}): RawJob {
 /** The job model's view of job `jobId` in `status`, read from `raw`. */
 export const jobView = (jobId: bigint, status: JobStatusName, raw: RawJob = rawJob()): JobView =>
   toJobView(jobId, JobStatus[status], raw);
+
+/** The coordinator's view of an Open 100-step job with nothing accepted, unless `over` says otherwise. */
+export function openJob(over: Partial<CoordinatorJob> = {}): CoordinatorJob {
+  return {
+    jobId: 1n,
+    status: "Open",
+    epoch: 0n,
+    templateId: ZERO,
+    totalSteps: 100,
+    acceptedStep: 0,
+    pendingStep: 0,
+    maxPricePerStep: 1_000n,
+    budget: 100_000n,
+    paid: 0n,
+    provider: ZeroAddress,
+    leaseExpiresAt: 0n,
+    ...over,
+  };
+}

@@ -28,30 +28,14 @@ import {
 } from "../../keepers/collector/decide.ts";
 import { nothingLeftToDo, planFinalizer } from "../../keepers/finalizer/decide.ts";
 import { blocksToCheck, checkReserves } from "../../keepers/reserves/decide.ts";
+import { openJob as anOpenJob } from "../helpers/jobs.ts";
 
 const T = 5_000; // heartbeat timeout
 const NOW = 1_000_000;
-const ZERO = "0x0000000000000000000000000000000000000000";
 const addr = (n: number) => getAddress("0x" + n.toString(16).padStart(40, "0"));
 const TEMPLATE = "0x" + "ab".repeat(32);
 
-function openJob(over: Partial<CoordinatorJob> = {}): CoordinatorJob {
-  return {
-    jobId: 1n,
-    status: "Open",
-    epoch: 0n,
-    templateId: TEMPLATE,
-    totalSteps: 100,
-    acceptedStep: 0,
-    pendingStep: 0,
-    maxPricePerStep: 1_000n,
-    budget: 100_000n,
-    paid: 0n,
-    provider: ZERO,
-    leaseExpiresAt: 0n,
-    ...over,
-  };
-}
+const openJob = (over: Partial<CoordinatorJob> = {}) => anOpenJob({ templateId: TEMPLATE, ...over });
 
 function provider(n: number, over: Partial<ProviderView> = {}): ProviderView {
   return { address: addr(n), pricePerStep: 900n, memoryMiB: 1024, active: true, registered: true, ...over };

@@ -14,26 +14,14 @@ import {
 import { HeartbeatBook } from "../../keepers/coordinator/heartbeats.ts";
 import { checkHeartbeat, signHeartbeat } from "../../sdk/heartbeat.ts";
 import { isProvenProfile, loadTemplate } from "../../workloads/index.ts";
+import { openJob } from "../helpers/jobs.ts";
 
 const NOW = 1_000_000;
 const PROVEN = "onnxruntime-1.30.0/cpu/x86_64-avx2-fma";
 const UNPROVEN = "onnxruntime-1.30.0/cuda/gpu";
 const mnist = loadTemplate("mnist-mlp");
 const addr = (n: number) => getAddress("0x" + n.toString(16).padStart(40, "0"));
-const job: CoordinatorJob = {
-  jobId: 1n,
-  status: "Open",
-  epoch: 0n,
-  templateId: mnist.templateId,
-  totalSteps: 100,
-  acceptedStep: 0,
-  pendingStep: 0,
-  maxPricePerStep: 1_000n,
-  budget: 100_000n,
-  paid: 0n,
-  provider: addr(0),
-  leaseExpiresAt: 0n,
-};
+const job: CoordinatorJob = openJob({ templateId: mnist.templateId, provider: addr(0) });
 
 function view(profiles: (string | undefined)[]): CoordinatorView {
   const providers = profiles.map((_, i) => ({

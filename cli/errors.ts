@@ -1,0 +1,41 @@
+/**
+ * How a failed command reads: one line naming what was wrong (the value given, what would be right), no stack
+ * unless --debug. Exit 2 for a usage error, 1 for anything else.
+ */
+import { CommandError, UsageError } from "../sdk/args.ts";
+import { protocolInterfaces, RpcError } from "../sdk/contracts.ts";
+import { DeploymentError } from "../sdk/deployment.ts";
+import { describeError } from "../sdk/errors.ts";
+import { KeyFileError } from "../sdk/keys.ts";
+
+/** Errors whose message is already the whole story for a person. */
+const EXPECTED = [CommandError, RpcError, DeploymentError, KeyFileError];
+
+export function reportError(err: unknown, usage: string, debug: boolean): number {
+  if (err instanceof UsageError) {
+    console.error(`gpuchain: ${firstLine(err.message)}${err.showUsage ? `\n\n${usage}` : ""}`);
+    if (debug) console.error(err.stack);
+    return 2;
+  }
+  const expected = EXPECTED.some((kind) => err instanceof kind) || (err as { name?: string })?.name === "WorkloadError";
+  console.error(`gpuchain: ${oneLine(err)}${expected || debug ? "" : "  (--debug shows the stack)"}`);
+  if (debug) console.error((err as Error)?.stack ?? String(err));
+  return 1;
+}
+
+function oneLine(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  if (e?.code === "TIMEOUT")
+    return "the RPC did not answer in time (a slow or overloaded node; --rpc-timeout-ms raises the limit)";
+  if (/ECONNREFUSED/.test(String(e?.message)))
+    return "lost the connection to the RPC (connection refused): is the node still running?";
+  try {
+    return firstLine(describeError(err, protocolInterfaces().escrow));
+  } catch {
+    return firstLine(String(e?.message ?? err));
+  }
+}
+
+function firstLine(text: string): string {
+  return text.split("\n")[0];
+}

@@ -1,0 +1,42 @@
+/** The registry's offers (ProviderRegistered events, then each one's live quote) and the job-fit warning. */
+import type { Contract } from "ethers";
+import { readLogsToHead } from "../sdk/logRange.ts";
+import { describeWait, jobFit, type JobTerms, type Offer } from "../sdk/jobFit.ts";
+import { usdcAmount } from "../sdk/format.ts";
+import type { CommandContext } from "./context.ts";
+
+/** Every registered provider's offer as the registry quotes it now. */
+export async function currentOffers(ctx: CommandContext): Promise<Offer[]> {
+  const registry = ctx.protocol.registry as unknown as Contract;
+  const topic = registry.interface.getEvent("ProviderRegistered")!.topicHash;
+  const { logs } = await readLogsToHead(ctx.provider, { address: ctx.deployment.registry, topics: [topic] });
+  const addresses = [...new Set(logs.map((l) => registry.interface.parseLog(l)!.args.provider as string))];
+  return Promise.all(
+    addresses.map(async (address) => {
+      const [pricePerStep, memoryMiB, active] = await ctx.protocol.registry.quote(address);
+      return { address, pricePerStep, memoryMiB: Number(memoryMiB), active };
+    }),
+  );
+}
+
+/** Warns (stderr) when no active provider could take a job on these terms, and says what would fit. */
+export async function warnIfNobodyFits(
+  ctx: CommandContext,
+  r: { totalSteps: number; maxPricePerStep: bigint; budget: bigint },
+): Promise<void> {
+  const terms: JobTerms = { ...r, acceptedStep: 0, paid: 0n };
+  const offers = await currentOffers(ctx);
+  const fit = jobFit(terms, offers);
+  if (fit.reasons.length === 0) {
+    console.log(`${fit.fitting.length} active provider(s) fit this price and budget`);
+    return;
+  }
+  for (const reason of fit.reasons)
+    console.warn(`warning: no active provider can take this job: ${describeWait(reason)}`);
+  const active = offers.filter((o) => o.active).sort((a, b) => (a.pricePerStep < b.pricePerStep ? -1 : 1));
+  if (active.length) {
+    const cheapest = active[0].pricePerStep;
+    const budget = usdcAmount(cheapest * BigInt(r.totalSteps));
+    console.warn(`warning: what would fit: --max-price ${usdcAmount(cheapest)} (or more) --budget ${budget} (or more)`);
+  }
+}

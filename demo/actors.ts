@@ -1,0 +1,117 @@
+/**
+ * Who takes part: the client, three providers (mallory the faulty one, alice who is killed, bob on a capped
+ * profile) and the off-chain processes — keepers, three verifiers, three provider agents — started as children.
+ */
+import path from "node:path";
+import type { Wallet } from "ethers";
+import type { Protocol } from "../sdk/contracts.ts";
+import { loadKey, loadOrCreateKey } from "../sdk/keys.ts";
+import { freePort } from "./chain.ts";
+import type { Role } from "./network.ts";
+import type { Actors, Provider, Run } from "./types.ts";
+
+export const PRICE = { mallory: "0.0008", alice: "0.0010", bob: "0.0012" } as const; // USDC per step
+export const MAX_PRICE = 1_500n; // 0.0015 USDC per step, in base units
+export const DISPUTE_WINDOW = 60; // seconds: the escrow's minimum
+const NAMES = ["mallory", "alice", "bob"] as const;
+
+export const budgetOf = (totalSteps: number) => MAX_PRICE * BigInt(totalSteps);
+export const priceUnits = (name: Provider["name"]) => BigInt(Math.round(Number(PRICE[name]) * 1e6));
+
+/** The client (funded with the budget and a dispute bond) and the providers' keys (created, funded for gas). */
+export async function prepareActors(run: Run): Promise<Actors> {
+  const { o, net, provider, protocol } = run;
+  const client = loadKey(net.keyFiles.client).connect(provider);
+  await net.fundClient(protocol, client, budgetOf(o.totalSteps) + (await protocol.escrow.disputeBond()));
+  const providers = NAMES.map((name) => {
+    const keyFile = path.join(o.runDir, "providers", name, "key");
+    return { name, keyFile, wallet: loadOrCreateKey(keyFile, true).wallet.connect(provider) };
+  });
+  for (const p of providers) await net.fundGas(provider, p.wallet.address, run.note);
+  return { client, providers, keyFiles: net.keyFiles };
+}
+
+/** Starts the keepers (all four in one process), three verifiers and three provider agents. */
+export async function startOffChain(run: Run, actors: Actors): Promise<void> {
+  const { o, group } = run;
+  const ports = { coordinator: await freePort(8600), collector: await freePort(8601) };
+  const cli = "cli/gpuchain.ts";
+  const store = run.storage.url;
+  const env = run.storage.env;
+  const common = ["--rpc", run.net.rpc, "--deployment", run.net.deploymentFile];
+  // --hosts: every part on its own host; the keepers listen on the operator's (chain) host address.
+  const hostNet = run.hostNet;
+  const keeperIp = hostNet?.host("chain").ip ?? "127.0.0.1";
+  const on = (host: string) => hostNet?.wrapper(host) ?? [];
+  const coordinatorUrl = `http://${keeperIp}:${ports.coordinator}/heartbeat`;
+  const collectorUrl = `http://${keeperIp}:${ports.collector}`;
+  run.keeperUrls = { coordinator: `http://${keeperIp}:${ports.coordinator}`, collector: collectorUrl }; // dashboard
+  group.start(
+    "keepers",
+    [
+      ...[cli, "keeper", "all", ...common, "--key", actors.keyFiles.coordinator],
+      ...["--coordinator-port", String(ports.coordinator), "--collector-port", String(ports.collector)],
+      ...["--state-file", path.join(o.runDir, "collector-state.json")],
+      ...(hostNet ? ["--host", keeperIp] : []),
+    ],
+    {},
+    on("chain"),
+  );
+  for (const i of [1, 2, 3]) {
+    const key = actors.keyFiles[`verifier${i}` as Role];
+    const decisions = path.join(o.runDir, `verifier${i}-decisions.json`);
+    group.start(
+      `verifier${i}`,
+      [
+        ...[cli, "verify", ...common, "--key", key, "--store", store],
+        ...["--collector", collectorUrl, "--decisions", decisions],
+      ],
+      env,
+      on(`verifier${i}`),
+    );
+  }
+  for (const p of actors.providers) {
+    const extra =
+      p.name === "bob" ? ["--memory-cap", "2"] : p.name === "mallory" && o.fault ? ["--fault", o.fault] : [];
+    group.start(
+      p.name,
+      [
+        ...[cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
+        ...["--store", store, "--coordinator", coordinatorUrl, ...extra],
+      ],
+      env,
+      on(p.name),
+    );
+  }
+}
+
+export async function providersRegistered(protocol: Protocol, providers: Provider[]): Promise<boolean> {
+  const records = await Promise.all(providers.map((p) => protocol.registry.isActive(p.wallet.address)));
+  return records.every(Boolean);
+}
+
+/** The client approves the budget and posts the job; returns its id and the block it was created in. */
+export async function createJob(
+  run: Run,
+  client: Wallet,
+  templateId: string,
+): Promise<{ jobId: bigint; block: number }> {
+  const { o, protocol } = run;
+  const budget = budgetOf(o.totalSteps);
+  await (await protocol.usdc.connect(client).approve(run.deployment.escrow, budget)).wait();
+  const request = {
+    templateId,
+    totalSteps: o.totalSteps,
+    checkpointInterval: o.checkpointInterval,
+    maxPricePerStep: MAX_PRICE,
+    budget,
+    disputeWindow: DISPUTE_WINDOW,
+  };
+  const receipt = await (await protocol.escrow.connect(client).createJob(request)).wait();
+  const created = receipt!.logs.map((l) => protocol.escrow.interface.parseLog(l)).find((e) => e?.name === "JobCreated");
+  return { jobId: created!.args.jobId as bigint, block: receipt!.blockNumber };
+}
+
+export function nameBook(actors: Actors): Record<string, string> {
+  return Object.fromEntries(actors.providers.map((p) => [p.wallet.address.toLowerCase(), p.name]));
+}

@@ -1,0 +1,186 @@
+/**
+ * After settlement: everyone pulls their money, then the books are rebuilt from the events alone (the auditor's
+ * view), checked against the contract's state, and each promise of the run is checked.
+ */
+import { decodeCustomError } from "../sdk/errors.ts";
+import { escrowLedger } from "../sdk/events.ts";
+import { formatUsdc } from "../sdk/format.ts";
+import type { Protocol } from "../sdk/contracts.ts";
+import { statusName } from "../sdk/job.ts";
+import { walletOf, type Ledger } from "../sdk/ledger.ts";
+import { providerSummaries } from "../sdk/narrative.ts";
+import { loadTemplate } from "../workloads/index.ts";
+import { PRICE, priceUnits } from "./actors.ts";
+import { summaryLines, type PromiseCheck, type ProviderRow } from "./report.ts";
+import type { Actors, Run, ScenarioResult, WatchResult } from "./types.ts";
+
+export async function settle(
+  run: Run,
+  actors: Actors,
+  job: { jobId: bigint; fromBlock: number },
+  watch: WatchResult,
+): Promise<ScenarioResult> {
+  const { o, protocol } = run;
+  const { jobId } = job;
+  await withdrawAll(protocol, actors, jobId);
+  // From genesis: the global books need every event, the registry's stake events too (reserves count stakes).
+  const ledger = await escrowLedger(protocol.escrow, 0, { registry: protocol.registry });
+  const ledgerJob = ledger.jobs.get(jobId)!;
+  const rows = providerRows(actors, providerSummaries(ledgerJob), ledger);
+  const [state, verdict, [held, owes], statusCode] = await Promise.all([
+    protocol.escrow.jobOf(jobId),
+    protocol.escrow.verdictOf(jobId),
+    protocol.escrow.reserves(),
+    protocol.escrow.statusOf(jobId),
+  ]);
+  const refund = ledgerJob.settlement?.refund ?? 0n;
+  const bondBack = ledgerJob.settlement?.bondReturned ?? 0n;
+  const accounts = [...actors.providers.map((p) => p.wallet.address), actors.client.address];
+  const booksAgree = await ledgerMatchesState(protocol, ledger, accounts);
+  const accuracy = Number(verdict.metric) / 100;
+  const target = loadTemplate(o.template).descriptor.evalRules.targetAccuracy;
+  const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
+  const status = statusName(statusCode);
+  const minMargin = watch.minReserveMargin ?? held - owes;
+  const checks: PromiseCheck[] = [{ promise: "the job settled", held: status === "Settled", detail: status }];
+  if (o.fault) {
+    const m = byName.mallory;
+    const detail = `refused ${m?.checkpointsRefused}, earned ${formatUsdc(m?.earned ?? 0n)}`;
+    checks.push({
+      promise: "the faulty provider was refused and paid nothing",
+      held: m?.checkpointsRefused > 0 && m?.earned === 0n,
+      detail,
+    });
+  }
+  if (o.kill) {
+    const a = byName.alice;
+    const exact = a?.stepsAccepted > 0 && a.earned === BigInt(a.stepsAccepted) * priceUnits("alice");
+    const lost = watch.lostWork ? `${watch.lostWork.steps} steps lost` : "lost work unknown";
+    checks.push(
+      {
+        promise: "the killed provider was paid exactly for its accepted steps",
+        held: exact,
+        detail: `${a?.stepsAccepted} steps × ${PRICE.alice} = ${formatUsdc(a?.earned ?? 0n)}`,
+      },
+      {
+        promise: "the job survived the kill (failover)",
+        held: watch.failoverSeconds !== undefined && state.acceptedStep === state.totalSteps,
+        detail: `${watch.failoverSeconds?.toFixed(1)} s, ${lost}`,
+      },
+    );
+  }
+  const stepsPaid = rows.reduce((s, r) => s + r.stepsAccepted, 0);
+  const earned = rows.reduce((s, r) => s + r.earned, 0n);
+  checks.push(
+    {
+      promise: "every step was paid once, only for accepted work",
+      held: stepsPaid === o.totalSteps && earned === state.paid,
+      detail: `paid ${formatUsdc(state.paid)} of ${formatUsdc(state.budget)}`,
+    },
+    {
+      promise: "the client got the unspent budget back",
+      held: refund === state.budget - state.paid,
+      detail: formatUsdc(refund),
+    },
+    {
+      promise: "the books rebuilt from events alone match the contract",
+      held: booksAgree && ledger.owes === owes,
+      detail: `owed ${formatUsdc(ledger.owes)} from events, ${formatUsdc(owes)} from state`,
+    },
+    {
+      promise: "proof of reserves held at every block of the run",
+      held: minMargin >= 0n && held >= owes,
+      detail: reservesDetail(watch, minMargin, held, owes),
+    },
+    {
+      promise: "the final model beats the job's target",
+      held: verdict.passed && accuracy / 100 >= target,
+      detail: `${accuracy.toFixed(2)} % held-out accuracy (target ${(target * 100).toFixed(0)} %)`,
+    },
+  );
+  if (o.dispute)
+    checks.push({
+      promise: "arbiter silent 3 days: verdict stands, bond returned",
+      held: bondBack > 0n,
+      detail: `bond returned ${formatUsdc(bondBack)}`,
+    });
+  const ok = checks.every((c) => c.held);
+  const summary = summaryLines({
+    accuracy,
+    passed: verdict.passed,
+    rows,
+    refund,
+    bondBack,
+    dispute: o.dispute,
+    watch,
+    checks,
+    ok,
+    recording: run.recorder.file,
+  });
+  run.recorder.add("summary", "start", summary);
+  return {
+    ok,
+    checks,
+    summary,
+    accuracy,
+    jobId,
+    deployment: run.deployment,
+    recording: run.recorder.file,
+    failoverSeconds: watch.failoverSeconds,
+    lostSteps: watch.lostWork?.steps,
+    jobWallSeconds: watch.jobWallSeconds,
+    minReserveMargin: minMargin,
+  };
+}
+
+/** The figure that proves something is the one during the run: the smallest margin while the most was owed. */
+function reservesDetail(w: WatchResult, minMargin: bigint, held: bigint, owes: bigint): string {
+  const during = w.blocksSampled
+    ? `${w.blocksSampled} blocks, smallest margin held − owed ${formatUsdc(minMargin)} ` +
+      `(block ${w.minReserveBlock}), ` +
+      `most owed ${formatUsdc(w.maxOwed ?? 0n)} (block ${w.maxOwedBlock})`
+    : "no block sampled";
+  return `${during}; at settlement held ${formatUsdc(held)}, owed ${formatUsdc(owes)}`;
+}
+
+/** Providers and the client pull their money, as they would on their own machines. */
+async function withdrawAll(protocol: Protocol, actors: Actors, jobId: bigint): Promise<void> {
+  for (const w of [...actors.providers.map((p) => p.wallet), actors.client]) {
+    const escrow = protocol.escrow.connect(w);
+    // The finalizer claims too; whoever comes second gets JobEscrowNoEarnings, which is the expected race.
+    if ((await escrow.earningsOf(jobId, w.address)) > 0n) await claimIfStillUnclaimed(escrow, jobId, w.address);
+    if ((await escrow.owed(w.address)) > 0n) await (await escrow.withdraw()).wait();
+  }
+}
+
+type Summary = ReturnType<typeof providerSummaries>[number];
+
+function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): ProviderRow[] {
+  return actors.providers.map((p) => {
+    const s = summaries.find((x) => x.provider === p.wallet.address.toLowerCase());
+    return {
+      name: p.name,
+      stepsAccepted: s?.stepsAccepted ?? 0,
+      checkpointsRefused: s?.checkpointsRefused ?? 0,
+      earned: s?.earned ?? 0n,
+      withdrawn: walletOf(ledger, p.wallet.address).withdrawn,
+      why: s?.why ?? "never assigned",
+    };
+  });
+}
+
+async function claimIfStillUnclaimed(escrow: Protocol["escrow"], jobId: bigint, provider: string) {
+  try {
+    await (await escrow.claimEarnings(jobId, provider)).wait();
+  } catch (err) {
+    if (decodeCustomError(err, escrow.interface)?.name !== "JobEscrowNoEarnings") throw err;
+  }
+}
+
+/** Every actor's withdrawable balance as the events tell it equals the contract's `owed`. */
+async function ledgerMatchesState(protocol: Protocol, ledger: Ledger, accounts: string[]): Promise<boolean> {
+  for (const account of accounts) {
+    if (walletOf(ledger, account).withdrawable !== (await protocol.escrow.owed(account))) return false;
+  }
+  return true;
+}

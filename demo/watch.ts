@@ -1,0 +1,184 @@
+/**
+ * Follows the job on chain block by block (sdk/logRange.ts's cursor: any standard node) until it settles: narrates
+ * its events, kills alice after her first accepted checkpoint, times the failover, measures the work lost, tracks
+ * proof of reserves at every block, and lets the dispute window (or the arbiter's 3 days) pass after the verdict.
+ */
+import { statusName } from "../sdk/job.ts";
+import { decodeLogs } from "../sdk/events.ts";
+import { formatUsdc } from "../sdk/format.ts";
+import { LogCursor } from "../sdk/logRange.ts";
+import { sleep } from "../sdk/retry.ts";
+import { DISPUTE_WINDOW, nameBook } from "./actors.ts";
+import { describeEvent, type LiveEvent } from "./narrate.ts";
+import { lastTrainedStep } from "./render.ts";
+import type { HostNet } from "./hosts.ts";
+import type { Actors, Run, WatchResult } from "./types.ts";
+
+interface Follow {
+  run: Run;
+  actors: Actors;
+  jobId: bigint;
+  names: Record<string, string>;
+  alice: string;
+  startedAt: number;
+  result: WatchResult;
+  /** alice's highest reported step at the epoch she held when killed. */
+  aliceReported: number;
+  /** --hosts: what alice had trained when cut off (she keeps training, unreachable; that never counts). */
+  aliceStepAtCut?: number;
+  timeAdvanced: boolean;
+}
+
+export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBlock: number): Promise<WatchResult> {
+  const { o, provider } = run;
+  const alice = actors.providers.find((p) => p.name === "alice")!.wallet.address.toLowerCase();
+  const f: Follow = {
+    run,
+    actors,
+    jobId,
+    names: nameBook(actors),
+    alice,
+    startedAt: Date.now(),
+    result: {},
+    aliceReported: 0,
+    timeAdvanced: false,
+  };
+  const cursor = new LogCursor(provider, { address: run.deployment.escrow }, fromBlock);
+  const deadline = Date.now() + o.timeoutMs;
+  let lastSampled = -1;
+  while (Date.now() < deadline) {
+    if (o.signal?.aborted) throw new Error("stopped by the user");
+    const { logs, head } = await cursor.poll();
+    for (const e of decodeLogs(run.protocol.escrow.interface, logs)) {
+      const event: LiveEvent = { name: e.eventName, args: plain(e.args), blockNumber: e.blockNumber };
+      run.recorder.add("event", "chain", event);
+      if (event.args.jobId === undefined || BigInt(event.args.jobId as bigint) !== jobId) continue; // set-up events
+      run.note(describeEvent(event, f.names));
+      if (await onEvent(f, event)) return f.result;
+    }
+    // Every block, not only the heads this loop happened to see: the claim is "held ≥ owed at every block".
+    for (let b = lastSampled < 0 ? fromBlock : lastSampled + 1; b <= head; b++) await sampleReserves(run, f.result, b);
+    lastSampled = Math.max(lastSampled, head);
+    await sleep(250, o.signal);
+  }
+  const status = statusName(await run.protocol.escrow.statusOf(jobId));
+  throw new Error(`the job did not settle within ${o.timeoutMs / 1000} s (status ${status})`);
+}
+
+/** Reacts to one of the job's events; true once it settled. */
+async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
+  const { run, result } = f;
+  const byAlice = String(e.args.provider).toLowerCase() === f.alice;
+  trackStatus(f, e);
+  if (e.name === "CheckpointReported" && byAlice) f.aliceReported = Math.max(f.aliceReported, Number(e.args.step));
+  if (e.name === "CheckpointAccepted" && byAlice && result.killedAt === undefined && run.o.kill && run.hostNet) {
+    // --hosts: alice keeps running, cut off; her later steps never count.
+    f.aliceStepAtCut = lastTrainedStep("alice");
+    run.hostNet.cut("alice");
+    result.killedAt = Date.now();
+    run.note(
+      `>>> cut alice's network link after her checkpoint at step ${e.args.step} was accepted ` +
+        `(her process keeps running, unreachable); she had trained to step ${f.aliceStepAtCut ?? "?"}`,
+    );
+  } else if (e.name === "CheckpointAccepted" && byAlice && result.killedAt === undefined && run.o.kill) {
+    await run.group.kill("alice", "SIGKILL");
+    result.killedAt = Date.now();
+    const trained = lastTrainedStep("alice") ?? Number(e.args.step);
+    run.note(
+      `>>> killed alice (SIGKILL) after her checkpoint at step ${e.args.step} was accepted; ` +
+        `she had trained to step ${trained}`,
+    );
+  } else if (e.name === "ProviderAssigned" && result.killedAt !== undefined && result.lostWork === undefined) {
+    const resumeStep = Number(e.args.resumeStep);
+    const trainedStep = Math.max(f.aliceStepAtCut ?? lastTrainedStep("alice") ?? 0, f.aliceReported);
+    result.lostWork = {
+      resumeStep,
+      reportedStep: f.aliceReported,
+      trainedStep,
+      steps: Math.max(0, trainedStep - resumeStep),
+    };
+  } else if (
+    e.name === "CheckpointAccepted" &&
+    !byAlice &&
+    result.killedAt !== undefined &&
+    result.failoverSeconds === undefined
+  ) {
+    result.failoverSeconds = (Date.now() - result.killedAt) / 1000;
+    run.note(
+      `>>> failover complete: first checkpoint from the replacement accepted ` +
+        `${result.failoverSeconds.toFixed(1)} s after the kill`,
+    );
+    if (run.hostNet) storeOutage(run.hostNet, run.note);
+  } else if (e.name === "VerdictSubmitted" && !f.timeAdvanced) {
+    f.timeAdvanced = true;
+    result.jobWallSeconds = (Date.now() - f.startedAt) / 1000;
+    await afterVerdict(run, f.actors, f.jobId);
+  } else if (e.name === "JobSettled") {
+    return true;
+  }
+  return false;
+}
+
+/** --hosts: the store's host unreachable for 10 s; nothing may be refused for it, and the job must still settle. */
+function storeOutage(hostNet: HostNet, note: (line: string) => void): void {
+  hostNet.cut("store");
+  note(">>> cut the store's network link for 10 s");
+  setTimeout(() => {
+    try {
+      hostNet.restore("store");
+      note(">>> the store's link is back");
+    } catch {
+      // the run ended first and removed its hosts
+    }
+  }, 10_000).unref();
+}
+
+/** The live status line follows the chain: holder and epoch, the pending checkpoint. */
+function trackStatus(f: Follow, e: LiveEvent): void {
+  const status = f.run.status;
+  const who = f.names[String(e.args.provider).toLowerCase()];
+  if (e.name === "ProviderAssigned")
+    status.update({ holder: who, epoch: BigInt(e.args.epoch as bigint), pendingStep: undefined });
+  if (e.name === "ProviderUnassigned") status.update({ holder: undefined, epoch: BigInt(e.args.newEpoch as bigint) });
+  if (e.name === "CheckpointReported") status.update({ pendingStep: Number(e.args.step), signed: 0 });
+  if (e.name === "CheckpointAccepted" || e.name === "CheckpointRefused")
+    status.update({ pendingStep: undefined, signed: 0 });
+  if (e.name === "VerdictSubmitted") status.update({ phase: "verdict in, dispute window open" });
+}
+
+/** Proof of reserves at `block`: the smallest margin over the run is the figure that proves something. */
+async function sampleReserves(run: Run, result: WatchResult, block: number): Promise<void> {
+  const [held, owes] = await run.protocol.escrow.reserves({ blockTag: block });
+  run.recorder.add("metric", "reserves", { block, held, owes });
+  result.blocksSampled = (result.blocksSampled ?? 0) + 1;
+  if (result.maxOwed === undefined || owes > result.maxOwed) {
+    result.maxOwed = owes;
+    result.maxOwedBlock = block;
+  }
+  const margin = held - owes;
+  if (result.minReserveMargin === undefined || margin < result.minReserveMargin) {
+    result.minReserveMargin = margin;
+    result.minReserveBlock = block;
+  }
+}
+
+/** Without --dispute: let the dispute window pass. With it: the client disputes, the arbiter stays silent 3 days. */
+async function afterVerdict(run: Run, actors: Actors, jobId: bigint): Promise<void> {
+  const { o, net, provider, protocol, note } = run;
+  if (o.dispute) {
+    const bond = await protocol.escrow.disputeBond();
+    await (await protocol.usdc.connect(actors.client).approve(run.deployment.escrow, bond)).wait();
+    await (await protocol.escrow.connect(actors.client).dispute(jobId)).wait();
+    note(`client disputed the verdict with a ${formatUsdc(bond)} bond; the arbiter stays silent`);
+    await net.passTime(provider, 3 * 24 * 3600 + 1, note);
+    note("the arbiter's 3-day deadline passed: anyone may settle, the verdict stands");
+  } else {
+    await net.passTime(provider, DISPUTE_WINDOW + 1, note);
+    note(`the ${DISPUTE_WINDOW} s dispute window passed without a dispute`);
+  }
+}
+
+function plain(args: unknown): Record<string, unknown> {
+  const r = args as { toObject?: () => Record<string, unknown> };
+  return typeof r.toObject === "function" ? r.toObject() : (args as Record<string, unknown>);
+}

@@ -1,0 +1,108 @@
+/**
+ * Reading logs from any standard node. Nodes differ at the edges: anvil rejects a range that starts past the head
+ * (`BlockOutOfRangeError`) where Hardhat returns nothing; public RPCs cap the span of one request; a load-balanced
+ * endpoint may answer from a backend a block behind the head it just reported. So: never ask for an empty or
+ * future range, ask in spans the node accepts (halving on a "range too large" refusal), and treat a refused range
+ * at the head as "nothing new yet" (the cursor stays, the next poll asks again) — never as a failure.
+ */
+import type { Filter, Log, Provider } from "ethers";
+
+export interface BlockRange {
+  fromBlock: number;
+  toBlock: number;
+}
+
+/** Pure: the spans covering [from, to], each at most `maxSpan` blocks; none when from > to. */
+export function blockRanges(from: number, to: number, maxSpan: number): BlockRange[] {
+  const out: BlockRange[] = [];
+  for (let start = Math.max(0, from); start <= to; start += maxSpan) {
+    out.push({ fromBlock: start, toBlock: Math.min(to, start + maxSpan - 1) });
+  }
+  return out;
+}
+
+/** The node refused the block range itself (too wide, past its head), not the request as such. */
+const RANGE_REFUSAL =
+  /out of range|BlockOutOfRange|beyond|future|block range|range (is )?too|too many (blocks|results|logs)|exceed|limit/i;
+
+export function isRangeRefusal(err: unknown): boolean {
+  return RANGE_REFUSAL.test(errorText(err));
+}
+
+function errorText(err: unknown, depth = 0): string {
+  if (!err || typeof err !== "object" || depth > 4) return String(err ?? "");
+  const e = err as Record<string, unknown>;
+  const own = [e.message, e.shortMessage].filter((v) => typeof v === "string").join(" ");
+  return [own, ...["error", "info", "cause"].map((k) => errorText(e[k], depth + 1))].join(" ");
+}
+
+export const DEFAULT_MAX_SPAN = 10_000;
+
+/** Logs matching `filter` in [from, to], inclusive, in spans the node accepts. */
+export async function readLogs(
+  provider: Provider,
+  filter: Omit<Filter, "fromBlock" | "toBlock">,
+  from: number,
+  to: number,
+  maxSpan = DEFAULT_MAX_SPAN,
+): Promise<Log[]> {
+  const out: Log[] = [];
+  let span = maxSpan;
+  let start = from;
+  while (start <= to) {
+    const [range] = blockRanges(start, to, span);
+    try {
+      out.push(...(await provider.getLogs({ ...filter, ...range })));
+      start = range.toBlock + 1;
+    } catch (err) {
+      if (!isRangeRefusal(err) || span === 1) throw err;
+      span = Math.max(1, Math.floor(span / 2));
+    }
+  }
+  return out;
+}
+
+/** Every log matching `filter` from `from` up to the current head. */
+export async function readLogsToHead(
+  provider: Provider,
+  filter: Omit<Filter, "fromBlock" | "toBlock">,
+  from = 0,
+): Promise<{ logs: Log[]; head: number }> {
+  const head = await provider.getBlockNumber();
+  return { logs: await readLogs(provider, filter, from, head), head };
+}
+
+/**
+ * Follows a filter block by block: each `poll()` returns the logs of the blocks mined since the last one.
+ * A node that mines on a timer or is slower simply yields nothing new until its head moves.
+ */
+export class LogCursor {
+  private next: number;
+  private readonly provider: Provider;
+  private readonly filter: Omit<Filter, "fromBlock" | "toBlock">;
+
+  constructor(provider: Provider, filter: Omit<Filter, "fromBlock" | "toBlock">, fromBlock = 0) {
+    this.provider = provider;
+    this.filter = filter;
+    this.next = fromBlock;
+  }
+
+  /** The first block the next poll will read. */
+  get position(): number {
+    return this.next;
+  }
+
+  async poll(): Promise<{ logs: Log[]; head: number }> {
+    const head = await this.provider.getBlockNumber();
+    if (this.next > head) return { logs: [], head };
+    try {
+      const logs = await readLogs(this.provider, this.filter, this.next, head);
+      this.next = head + 1;
+      return { logs, head };
+    } catch (err) {
+      // The head we were told and the range we were refused disagree (a lagging backend): ask again next time.
+      if (isRangeRefusal(err)) return { logs: [], head: this.next - 1 };
+      throw err;
+    }
+  }
+}
