@@ -121,6 +121,10 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
     await networkHelpers.setBalance(address, 10n ** 18n);
     const signer = await ethers.getImpersonatedSigner(address);
     await registry.connect(signer).register(`p${i}`, BigInt(500 + (i % 400)), 1, "bench-gpu", 16_384);
+    // Stake for a few jobs' locks (the escrow checks it on assign).
+    await usdc.mint(address, 10n ** 8n);
+    await usdc.connect(signer).approve(await registry.getAddress(), 10n ** 8n);
+    await registry.connect(signer).depositStake(10n ** 8n);
     providers.push(address);
   }
 
