@@ -46,7 +46,8 @@ async function countingProxy(inner: Eip1193) {
   let httpRequests = 0;
   const answer = async (req: { id: unknown; method: string; params?: unknown[] }) => {
     counts.set(req.method, (counts.get(req.method) ?? 0) + 1);
-    if (process.env.BENCH_KEEPER_TRACE) process.stderr.write(`[rpc] ${req.method} ${JSON.stringify(req.params).slice(0, 120)}\n`);
+    const params = JSON.stringify(req.params).slice(0, 120);
+    if (process.env.BENCH_KEEPER_TRACE) process.stderr.write(`[rpc] ${req.method} ${params}\n`);
     const started = performance.now();
     try {
       return { jsonrpc: "2.0", id: req.id, result: await inner.request({ method: req.method, params: req.params }) };
