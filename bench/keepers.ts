@@ -46,7 +46,8 @@ async function countingProxy(inner: Eip1193) {
   let httpRequests = 0;
   const answer = async (req: { id: unknown; method: string; params?: unknown[] }) => {
     counts.set(req.method, (counts.get(req.method) ?? 0) + 1);
-    if (process.env.BENCH_KEEPER_TRACE) process.stderr.write(`[rpc] ${req.method} ${JSON.stringify(req.params).slice(0, 120)}\n`);
+    const params = JSON.stringify(req.params).slice(0, 120);
+    if (process.env.BENCH_KEEPER_TRACE) process.stderr.write(`[rpc] ${req.method} ${params}\n`);
     const started = performance.now();
     try {
       return { jsonrpc: "2.0", id: req.id, result: await inner.request({ method: req.method, params: req.params }) };
@@ -121,6 +122,10 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
     await networkHelpers.setBalance(address, 10n ** 18n);
     const signer = await ethers.getImpersonatedSigner(address);
     await registry.connect(signer).register(`p${i}`, BigInt(500 + (i % 400)), 1, "bench-gpu", 16_384);
+    // Stake for a few jobs' locks (the escrow checks it on assign).
+    await usdc.mint(address, 10n ** 8n);
+    await usdc.connect(signer).approve(await registry.getAddress(), 10n ** 8n);
+    await registry.connect(signer).depositStake(10n ** 8n);
     providers.push(address);
   }
 

@@ -9,6 +9,7 @@ import { benchStore } from "./store.ts";
 import { benchGas } from "./gas.ts";
 import { benchSystem } from "./system.ts";
 import { benchKeepers } from "./keepers.ts";
+import { benchDashboard } from "./dashboard.ts";
 import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -21,6 +22,7 @@ const parts: [string, () => Promise<Record<string, number>>][] = [
   ["gas of a full job lifecycle", benchGas],
   ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["whole network: overhead and failover", () => benchSystem(progress)],
+  ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
 ];
 
 const USAGE = "usage: npm run bench [-- --debug]   (prints `name: value` lines; progress on stderr)";

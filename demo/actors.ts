@@ -45,6 +45,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
   const on = (host: string) => hostNet?.wrapper(host) ?? [];
   const coordinatorUrl = `http://${keeperIp}:${ports.coordinator}/heartbeat`;
   const collectorUrl = `http://${keeperIp}:${ports.collector}`;
+  run.keeperUrls = { coordinator: `http://${keeperIp}:${ports.coordinator}`, collector: collectorUrl }; // dashboard
   group.start(
     "keepers",
     [

@@ -15,6 +15,7 @@ import { loadDeployment } from "../sdk/deployment.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { sleep } from "../sdk/retry.ts";
 import { loadTemplate } from "../workloads/index.ts";
+import { freePort } from "./chain.ts"; // dashboard hook
 import { budgetOf, createJob, prepareActors, providersRegistered, startOffChain } from "./actors.ts";
 import { externalNetwork, localNetwork, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
@@ -26,6 +27,7 @@ import { settle } from "./settlement.ts";
 import { StatusLine } from "./status.ts";
 import type { Run, ScenarioOptions, ScenarioResult } from "./types.ts";
 import { watchJob } from "./watch.ts";
+import { startDashboardServer, type DashboardServer } from "../dashboard/server/server.ts"; // dashboard hook
 
 export type { ScenarioOptions, ScenarioResult } from "./types.ts";
 
@@ -51,6 +53,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   let result: ScenarioResult | undefined;
   let storage: RunStore | undefined; // issue 11: the run's checkpoint store
   let hostNet: HostNet | undefined; // issue 11: --hosts
+  let dashboard: DashboardServer | undefined; // dashboard hook
   try {
     if (o.hosts) hostNet = scenarioHosts(o.runDir, note);
     const at = hostNet && { address: hostNet.host("chain").ip, wrapper: hostNet.wrapper("chain") };
@@ -64,6 +67,18 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     note(`started: ${storage.describe}`);
     const run = await openRun(o, net, { group, recorder, status, storage, hostNet }, note);
     provider = run.provider;
+    // dashboard hook: served for the whole run (read-only); it finds the keepers once startOffChain has chosen ports
+    dashboard = await startDashboardServer({
+      rpc: net.rpc,
+      deploymentFile: net.deploymentFile,
+      note,
+      port: await freePort(8700),
+      store: storage.url,
+      coordinatorUrl: () => run.keeperUrls?.coordinator,
+      collectorUrl: () => run.keeperUrls?.collector,
+      extraRecordings: { "this-run.jsonl": recorder.file },
+    });
+    note(`dashboard: ${dashboard.url}`);
     const up = { provider, protocol: run.protocol, rpc: net.rpc, deploymentFile: net.deploymentFile, runDir: o.runDir };
     await o.onNetworkUp?.(up);
     result = await playJob(run);
@@ -82,6 +97,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   } finally {
     quiet = true;
     status.stop();
+    await dashboard?.close(); // dashboard hook
     const count = group.size;
     await group.stopAll(5_000, ["chain"]);
     await storage?.close();

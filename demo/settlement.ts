@@ -23,7 +23,8 @@ export async function settle(
   const { o, protocol } = run;
   const { jobId } = job;
   await withdrawAll(protocol, actors, jobId);
-  const ledger = await escrowLedger(protocol.escrow); // from genesis: the global books need every event
+  // From genesis: the global books need every event, the registry's stake events too (reserves count stakes).
+  const ledger = await escrowLedger(protocol.escrow, 0, { registry: protocol.registry });
   const ledgerJob = ledger.jobs.get(jobId)!;
   const rows = providerRows(actors, providerSummaries(ledgerJob), ledger);
   const [state, verdict, [held, owes], statusCode] = await Promise.all([

@@ -123,6 +123,8 @@ export interface Run {
   hostNet?: HostNet;
   /** Prints and records one line. */
   note: (line: string) => void;
+  /** The keepers' HTTP servers, once started (the dashboard reads them). */
+  keeperUrls?: { coordinator: string; collector: string };
 }
 
 /** What following the job told: the kill, the failover, lost work, reserves at every block. */

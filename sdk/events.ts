@@ -4,7 +4,7 @@
  * `explain JOB` does not fetch every event of every job.
  */
 import { zeroPadValue, toBeHex, type Contract, type Interface, type Log, type TopicFilter } from "ethers";
-import type { JobEscrow } from "../types/ethers-contracts/index.ts";
+import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { foldEscrowEvents, type EscrowEvent, type Ledger } from "./ledger.ts";
 import { blockRanges } from "./logRange.ts";
 
@@ -18,6 +18,8 @@ export interface LedgerQuery {
   account?: string;
   /** Last block to read (default: the latest). */
   toBlock?: number;
+  /** The provider registry: with a full read its stake events are folded in too, so `owes` counts stakes. */
+  registry?: ProviderRegistry;
   chunk?: number;
 }
 
@@ -36,7 +38,11 @@ export async function escrowLedger(escrow: JobEscrow, fromBlock = 0, query: Ledg
     jobIds = [...new Set(named.map((e) => BigInt(e.topics[1])))];
     extra.push(...(await read([c.interface.getEvent("Withdrawn")!.topicHash, who])));
   }
-  if (jobIds === undefined) return foldEscrowEvents(await read("*"));
+  if (jobIds === undefined) {
+    const registry = query.registry as unknown as Contract | undefined;
+    const stakes = registry ? await chunkedLogs(registry, "*", fromBlock, toBlock, query.chunk ?? LOG_CHUNK) : [];
+    return foldEscrowEvents([...(await read("*")), ...stakes]);
+  }
   if (jobIds.length === 0) return foldEscrowEvents(extra);
   const events: EscrowEvent[] = [...extra];
   // Topic OR-lists stay short enough for any node: 100 job ids per filter.

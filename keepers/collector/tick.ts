@@ -20,6 +20,7 @@ import {
 import { changeLogger, execute, read, type Call, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer, type JsonResponse } from "../http.ts";
 import { runTicks } from "../keeper.ts";
+import { pendingView } from "./pendingView.ts";
 import type { CollectorConfig } from "./config.ts";
 import {
   addSignature,
@@ -281,6 +282,7 @@ export async function runCollector(
     routes: {
       "POST /signatures": collector.submit,
       "GET /health": () => ({ status: 200, body: { ok: true, pending: collector.pool.size } }),
+      "GET /pending": () => pendingView(collector.pool), // read-only, for dashboards
     },
   });
   try {

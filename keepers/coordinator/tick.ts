@@ -6,6 +6,7 @@
 import { changeLogger, execute, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer } from "../http.ts";
 import { runTicks } from "../keeper.ts";
+import { HeartbeatView } from "./heartbeatView.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import { memoryNeed } from "./config.ts";
 import { CoordinatorChainView } from "./chainView.ts";
@@ -175,12 +176,14 @@ export async function runCoordinator(
   const run = () => runTicks("coordinator", ctx, config, async () => void (await coordinator.tick()), signal);
   // One tick has no time to hear heartbeats: --once only unassigns lapsed leases (and logs its decisions).
   if (config.once) return run();
+  const beats = new HeartbeatView(); // read-only, for dashboards (GET /heartbeats)
   const server = await startJsonServer({
     host: config.host,
     port: config.port,
     logger: ctx.logger,
     routes: {
-      "POST /heartbeat": coordinator.book.handler(ctx.nowMs),
+      "POST /heartbeat": beats.tap(coordinator.book.handler(ctx.nowMs), ctx.nowMs),
+      "GET /heartbeats": beats.route(ctx.nowMs),
       "GET /health": () => ({ status: 200, body: { ok: true } }),
     },
   });

@@ -88,7 +88,7 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     expect((await p.escrow.jobOf(jobId)).provider).to.equal(p.provider2.address);
   });
 
-  it("learns fencing from CheckpointRefused: the refused provider never gets that job again, and no isFenced call", async function () {
+  it("learns fencing from CheckpointRefused: never that job again, no isFenced", async function () {
     const p = await load();
     const jobId = await createJob(p);
     const other = await createJob(p);

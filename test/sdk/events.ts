@@ -29,5 +29,10 @@ describe("sdk/events: chunked and per-job ledger reads", function () {
     expect([...client.jobs.keys()].sort()).to.deep.equal(ids);
     const nobody = await escrowLedger(p.escrow, 0, { account: ethers.Wallet.createRandom().address });
     expect(nobody.jobs.size).to.equal(0);
+
+    // With the registry's stake events folded in, the books owe what reserves() says (stakes included).
+    const withStakes = await escrowLedger(p.escrow, 0, { registry: p.registry, chunk: 5 });
+    expect([withStakes.held, withStakes.owes]).to.deep.equal([...(await p.escrow.reserves())]);
+    expect(withStakes.totalStaked).to.equal(await p.registry.totalStaked());
   });
 });

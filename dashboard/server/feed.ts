@@ -1,0 +1,376 @@
+/**
+ * The live run as recording entries (demo/recording.ts's shape): the escrow's and registry's events, held vs owed
+ * at every new block, the providers' latest heartbeats (from the coordinator's GET /heartbeats) and the
+ * verifiers' signatures before they land (the collector's GET /pending). Read-only: it sends no transaction.
+ * The history is kept, so every new viewer starts from the whole run — the same way a recording plays.
+ */
+import { Contract, JsonRpcProvider, Network, type Interface, type Log } from "ethers";
+import { connectProtocol, protocolInterfaces } from "../../sdk/contracts.ts";
+import type { Deployment } from "../../sdk/deployment.ts";
+
+export interface Entry {
+  ms: number;
+  kind: "badge" | "event" | "log" | "metric" | "summary" | "note";
+  source: string;
+  data: unknown;
+}
+
+export interface FeedOptions {
+  rpc: string;
+  deployment: Deployment;
+  /** e.g. http://127.0.0.1:8600; a function when the keepers start later (undefined until then). */
+  coordinatorUrl: string | (() => string | undefined);
+  collectorUrl: string | (() => string | undefined);
+  pollMs?: number;
+  maxBlocksPerQuery?: number;
+  /** Entries kept in memory (oldest reserves samples are dropped first). */
+  maxEntries?: number;
+}
+
+export interface ProcessSeen {
+  name: string;
+  role: string;
+  lastSeenAt: number | null;
+  detail?: string;
+}
+
+const SAFE_ABI = ["function getOwners() view returns (address[])", "function getThreshold() view returns (uint256)"];
+
+export class LiveFeed {
+  readonly startedAt = Date.now();
+  readonly entries: Entry[] = [];
+  chainId: bigint | null = null;
+  indexedBlock = -1;
+  headBlock: number | null = null;
+  private readonly o: Required<FeedOptions>;
+  private provider!: JsonRpcProvider;
+  private escrow!: Contract;
+  private safe!: Contract;
+  private readonly interfaces: { escrow: Interface; registry: Interface };
+  private readonly listeners = new Set<(e: Entry) => void>();
+  private readonly lastBeat = new Map<string, string>();
+  private readonly names = new Map<string, string>();
+  private readonly signersSeen = new Map<string, Set<string>>();
+  readonly processes = new Map<string, ProcessSeen>();
+  coordinator = { reachable: false, lastOkAt: null as number | null, checked: false };
+  collector = { reachable: false, lastOkAt: null as number | null, checked: false };
+  heartbeats: {
+    provider: string;
+    name: string;
+    job: string;
+    epoch: string;
+    step: number;
+    loss: number | null;
+    ageMs: number;
+  }[] = [];
+  pending: {
+    kind: string;
+    job: string;
+    epoch?: string;
+    step?: number;
+    accept?: boolean;
+    signers: string[];
+    threshold: number;
+  }[] = [];
+  private owners: string[] = [];
+  private threshold = 0;
+  private lastReserves = "";
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+  private ticking: Promise<void> | null = null;
+
+  constructor(o: FeedOptions) {
+    this.o = { pollMs: 1000, maxBlocksPerQuery: 2000, maxEntries: 200_000, ...o };
+    const i = protocolInterfaces();
+    this.interfaces = { escrow: i.escrow, registry: i.registry };
+  }
+
+  start(): void {
+    const loop = async () => {
+      if (this.stopped) return;
+      this.ticking = this.tick();
+      await this.ticking;
+      if (!this.stopped) this.timer = setTimeout(loop, this.o.pollMs);
+    };
+    void loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.ticking?.catch(() => {});
+    if (this.chainId !== null) this.provider.destroy();
+  }
+
+  subscribe(f: (e: Entry) => void): () => void {
+    this.listeners.add(f);
+    return () => this.listeners.delete(f);
+  }
+
+  private push(kind: Entry["kind"], source: string, data: unknown) {
+    const e: Entry = { ms: Date.now() - this.startedAt, kind, source, data };
+    this.entries.push(e);
+    if (this.entries.length > this.o.maxEntries) {
+      const i = this.entries.findIndex((x) => x.kind === "metric");
+      this.entries.splice(i >= 0 ? i : 0, 1);
+    }
+    for (const f of this.listeners) f(e);
+  }
+
+  private seen(name: string, role: string, at: number | null, detail?: string) {
+    this.processes.set(name, { name, role, lastSeenAt: at, detail });
+  }
+
+  /** One round: chain first (events, reserves), then the keepers' views; each failure is recorded, none stops it. */
+  async tick(): Promise<void> {
+    await this.readChain().catch(() => {});
+    await Promise.all([this.readCoordinator(), this.readCollector()]);
+  }
+
+  private async readChain() {
+    if (this.chainId === null) {
+      // Ask the chain id first, plainly: an ethers provider on a chain that is down retries and logs forever.
+      const chainId = await rpcChainId(this.o.rpc);
+      const network = Network.from(chainId);
+      this.provider = new JsonRpcProvider(this.o.rpc, network, {
+        staticNetwork: network,
+        polling: false,
+        cacheTimeout: -1,
+        batchMaxCount: 1,
+      });
+      this.escrow = connectProtocol(this.o.deployment, this.provider).escrow as unknown as Contract;
+      this.safe = new Contract(this.o.deployment.verifierSafe, SAFE_ABI, this.provider);
+      this.indexedBlock = (await this.deploymentBlock()) - 1;
+      this.chainId = chainId;
+    }
+    const head = await this.provider.getBlockNumber();
+    this.headBlock = head;
+    this.seen("chain (RPC)", "chain", Date.now(), `head ${head}`);
+    if (!this.owners.length) {
+      const [owners, threshold] = await Promise.all([this.safe.getOwners(), this.safe.getThreshold()]);
+      this.owners = [...owners].map(String);
+      this.threshold = Number(threshold);
+      this.owners.forEach((o, i) => this.names.set(o.toLowerCase(), `verifier${i + 1}`));
+      this.push("metric", "safe", { owners: this.owners, threshold: this.threshold });
+    }
+    while (this.indexedBlock < head) {
+      const from = this.indexedBlock + 1;
+      const to = Math.min(head, from + this.o.maxBlocksPerQuery - 1);
+      const logs = await this.provider.getLogs({
+        address: [this.o.deployment.escrow, this.o.deployment.registry],
+        fromBlock: from,
+        toBlock: to,
+      });
+      for (const log of logs) this.onLog(log);
+      this.indexedBlock = to;
+    }
+    const [held, owes] = await this.escrow.reserves({ blockTag: head });
+    const key = `${head}`;
+    if (key !== this.lastReserves) {
+      this.lastReserves = key;
+      this.push("metric", "reserves", { block: head, held: String(held), owes: String(owes) });
+    }
+  }
+
+  /** The first block with the escrow's code (binary search), so a public chain is not read from block 0. */
+  private async deploymentBlock(): Promise<number> {
+    const head = await this.provider.getBlockNumber();
+    const hasCode = async (b: number) => (await this.provider.getCode(this.o.deployment.escrow, b)) !== "0x";
+    if (!(await hasCode(head))) throw new Error(`no escrow contract at ${this.o.deployment.escrow} on this chain`);
+    let lo = 0;
+    let hi = head;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (await hasCode(mid)) hi = mid;
+      else lo = mid + 1;
+    }
+    // The registry may be deployed a few blocks earlier than the escrow.
+    return Math.max(0, lo - 50);
+  }
+
+  private onLog(log: Log) {
+    const isEscrow = log.address.toLowerCase() === this.o.deployment.escrow.toLowerCase();
+    const iface = isEscrow ? this.interfaces.escrow : this.interfaces.registry;
+    let parsed;
+    try {
+      parsed = iface.parseLog(log);
+    } catch {
+      return;
+    }
+    if (!parsed) return;
+    const args: Record<string, unknown> = {};
+    parsed.fragment.inputs.forEach((input, i) => (args[input.name] = plain(parsed.args[i])));
+    if (parsed.name === "ProviderRegistered") this.names.set(String(args.provider).toLowerCase(), String(args.name));
+    this.push("event", "chain", {
+      name: parsed.name,
+      args,
+      blockNumber: log.blockNumber,
+      transactionHash: log.transactionHash,
+      logIndex: log.index,
+      contract: isEscrow ? "escrow" : "registry",
+    });
+  }
+
+  url(which: "coordinatorUrl" | "collectorUrl"): string | undefined {
+    const u = this.o[which];
+    const v = typeof u === "function" ? u() : u;
+    return v?.replace(/\/heartbeat\/?$/, "").replace(/\/+$/, "");
+  }
+
+  private async readCoordinator() {
+    const now = Date.now();
+    const base = this.url("coordinatorUrl");
+    if (!base) return; // not started yet: neither up nor down
+    try {
+      const res = await fetch(`${base}/heartbeats`, { signal: AbortSignal.timeout(3000) });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const body = (await res.json()) as {
+        beats: {
+          provider: string;
+          jobId: string;
+          epoch: string;
+          step: number;
+          loss: number | null;
+          stepsPerSecond: number | null;
+          ageMs: number;
+        }[];
+      };
+      this.coordinator = { reachable: true, lastOkAt: now, checked: true };
+      this.seen("coordinator", "keeper", now);
+      this.heartbeats = body.beats.map((b) => ({
+        provider: b.provider,
+        name: this.nameOf(b.provider),
+        job: b.jobId,
+        epoch: b.epoch,
+        step: b.step,
+        loss: b.loss,
+        ageMs: b.ageMs,
+      }));
+      for (const b of body.beats) {
+        const name = this.nameOf(b.provider);
+        this.seen(name, "provider", now - b.ageMs, b.jobId === "0" ? "idle" : `job ${b.jobId} step ${b.step}`);
+        const key = `${b.jobId}:${b.epoch}:${b.step}`;
+        if (this.lastBeat.get(b.provider) === key) continue;
+        this.lastBeat.set(b.provider, key);
+        // The same shape as the agent's own "progress" line in a recording.
+        this.push("log", name, {
+          component: "agent",
+          msg: b.jobId === "0" ? "idle" : "progress",
+          provider: b.provider,
+          job: b.jobId,
+          epoch: b.epoch,
+          step: b.step,
+          ...(b.loss === null ? {} : { loss: b.loss }),
+          ...(b.stepsPerSecond === null ? {} : { stepsPerSecond: b.stepsPerSecond }),
+        });
+      }
+    } catch {
+      this.coordinator = { ...this.coordinator, reachable: false, checked: true };
+      this.seen("coordinator", "keeper", this.coordinator.lastOkAt, "not answering");
+    }
+  }
+
+  private async readCollector() {
+    const now = Date.now();
+    const base = this.url("collectorUrl");
+    if (!base) return;
+    try {
+      const res = await fetch(`${base}/pending`, { signal: AbortSignal.timeout(3000) });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const body = (await res.json()) as {
+        pending: {
+          digest: string;
+          kind: string;
+          job: string;
+          epoch?: string;
+          step?: number;
+          action: string;
+          signers: string[];
+        }[];
+      };
+      this.collector = { reachable: true, lastOkAt: now, checked: true };
+      this.seen("collector", "keeper", now);
+      this.pending = body.pending.map((p) => ({
+        kind: p.kind,
+        job: p.job,
+        epoch: p.epoch,
+        step: p.step,
+        accept: p.action === "accept",
+        signers: p.signers,
+        threshold: this.threshold,
+      }));
+      for (const p of body.pending) {
+        const seen = this.signersSeen.get(p.digest) ?? new Set<string>();
+        this.signersSeen.set(p.digest, seen);
+        for (const signer of p.signers) {
+          if (seen.has(signer)) continue;
+          seen.add(signer);
+          this.seen(
+            this.nameOf(signer),
+            "verifier",
+            now,
+            `signed job ${p.job}${p.step ? ` step ${p.step}` : " verdict"}`,
+          );
+          // The same shape as the collector's own "signature" line in a recording.
+          this.push("log", "keepers", {
+            component: "collector",
+            msg: "signature",
+            job: p.job,
+            epoch: p.epoch,
+            step: p.step,
+            action: p.action,
+            digest: p.digest,
+            signer,
+          });
+        }
+      }
+      if (this.signersSeen.size > 10_000) this.signersSeen.clear();
+    } catch {
+      this.collector = { ...this.collector, reachable: false, checked: true };
+      this.seen("collector", "keeper", this.collector.lastOkAt, "not answering");
+    }
+  }
+
+  private nameOf(address: string): string {
+    return this.names.get(address.toLowerCase()) ?? address.slice(0, 10);
+  }
+
+  snapshot() {
+    return {
+      at: Date.now(),
+      coordinator: {
+        url: this.url("coordinatorUrl") ?? null,
+        reachable: this.coordinator.checked ? this.coordinator.reachable : null,
+        lastOkAt: this.coordinator.lastOkAt,
+      },
+      collector: {
+        url: this.url("collectorUrl") ?? null,
+        reachable: this.collector.checked ? this.collector.reachable : null,
+        lastOkAt: this.collector.lastOkAt,
+      },
+      processes: [...this.processes.values()],
+      heartbeats: this.heartbeats,
+      pending: this.pending,
+      indexedBlock: this.indexedBlock,
+      headBlock: this.headBlock,
+    };
+  }
+}
+
+async function rpcChainId(rpc: string): Promise<bigint> {
+  const res = await fetch(rpc, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    signal: AbortSignal.timeout(5000),
+  });
+  const body = (await res.json()) as { result?: string };
+  if (!body.result) throw new Error(`eth_chainId: no result from ${rpc}`);
+  return BigInt(body.result);
+}
+
+function plain(v: unknown): unknown {
+  if (typeof v === "bigint") return v.toString();
+  if (Array.isArray(v)) return v.map(plain);
+  return v;
+}

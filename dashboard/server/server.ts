@@ -1,0 +1,191 @@
+/**
+ * The dashboard's own HTTP server (node:http, loopback by default): the built app, GET /api/config, a status
+ * snapshot (GET /api/status), the live run as server-sent events in the recordings' shape (GET /api/stream),
+ * and the recordings (GET /api/recordings/NAME). Only GET and HEAD: nothing it serves can change chain state.
+ * A bad request gets a 400 with the reason.
+ */
+import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { loadDeployment } from "../../sdk/deployment.ts";
+import { DIST_DIR, ensureBuilt } from "./build.ts";
+import { LiveFeed } from "./feed.ts";
+import { decideRequest, type Decision } from "./routes.ts";
+
+export interface DashboardOptions {
+  rpc: string;
+  deploymentFile: string;
+  /** Base URLs, e.g. http://127.0.0.1:8600; functions when the keepers start after the dashboard. */
+  coordinatorUrl: string | (() => string | undefined);
+  collectorUrl: string | (() => string | undefined);
+  store?: string;
+  host?: string;
+  port?: number;
+  recordingsDir?: string;
+  /** Extra recordings by name (e.g. the current run's own file). */
+  extraRecordings?: Record<string, string>;
+  note?: (line: string) => void;
+}
+
+export interface DashboardServer {
+  url: string;
+  port: number;
+  feed: LiveFeed;
+  close(): Promise<void>;
+}
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".json": "application/json",
+};
+
+const CHAINS: Record<string, { name: string; explorer?: string }> = {
+  "31337": { name: "Local chain" },
+  "84532": { name: "Base Sepolia", explorer: "https://sepolia.basescan.org" },
+};
+
+export async function startDashboardServer(o: DashboardOptions): Promise<DashboardServer> {
+  await ensureBuilt(o.note);
+  const deployment = loadDeployment(o.deploymentFile);
+  const feed = new LiveFeed({
+    rpc: o.rpc,
+    deployment,
+    coordinatorUrl: o.coordinatorUrl,
+    collectorUrl: o.collectorUrl,
+  });
+  feed.start();
+  const recordingsDir = o.recordingsDir ?? path.resolve(DIST_DIR, "..", "..", "recordings");
+  const recordings = () => listRecordings(recordingsDir, o.extraRecordings ?? {});
+  const streams = new Set<ServerResponse>();
+
+  const server = createServer((req, res) => {
+    const d = decideRequest(req.method ?? "GET", req.url ?? "/", (name) => recordings().some((r) => r.name === name));
+    void answer(d, req, res).catch(() => res.destroy());
+  });
+
+  async function answer(d: Decision, req: IncomingMessage, res: ServerResponse) {
+    if (d.kind === "error") return json(res, d.status, { ok: false, reason: d.reason });
+    if (d.kind === "config") {
+      const id = feed.chainId?.toString() ?? (await waitForChainId(feed));
+      return json(res, 200, {
+        chainId: id ?? "unknown",
+        chainName: CHAINS[id ?? ""]?.name ?? (id ? `Chain ${id}` : "Chain not answering"),
+        explorer: CHAINS[id ?? ""]?.explorer,
+        rpc: o.rpc,
+        deploymentFile: o.deploymentFile,
+        deployment: {
+          escrow: deployment.escrow,
+          registry: deployment.registry,
+          usdc: deployment.usdc,
+          verifierSafe: deployment.verifierSafe,
+        },
+        coordinator: feed.url("coordinatorUrl") ?? "http://127.0.0.1:8600",
+        collector: feed.url("collectorUrl") ?? "http://127.0.0.1:8601",
+        store: o.store ?? ".gpuchain/store",
+        recordings: recordings().map(({ name, entries, date }) => ({ name, entries, date })),
+        serverStartedAt: feed.startedAt,
+      });
+    }
+    if (d.kind === "status") return json(res, 200, feed.snapshot());
+    if (d.kind === "stream") return stream(req, res);
+    if (d.kind === "recording") {
+      const r = recordings().find((x) => x.name === d.name)!;
+      res.writeHead(200, { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" });
+      if (req.method === "HEAD") return res.end();
+      return void createReadStream(r.file).pipe(res);
+    }
+    // Static files of the built app; anything else under / is the app itself (the view lives in the URL).
+    const file = path.join(DIST_DIR, d.path);
+    const target = existsSync(file) && statSync(file).isFile() ? file : path.join(DIST_DIR, "index.html");
+    res.writeHead(200, {
+      "content-type": TYPES[path.extname(target)] ?? "application/octet-stream",
+      "cache-control": target.includes(`${path.sep}assets${path.sep}`)
+        ? "public, max-age=31536000, immutable"
+        : "no-cache",
+    });
+    if (req.method === "HEAD") return res.end();
+    createReadStream(target).pipe(res);
+  }
+
+  function stream(req: IncomingMessage, res: ServerResponse) {
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
+    if (req.method === "HEAD") return res.end();
+    const send = (e: unknown) => res.write(`data: ${JSON.stringify(e)}\n\n`);
+    for (const e of feed.entries) send(e);
+    const off = feed.subscribe(send);
+    const ping = setInterval(() => res.write(": ping\n\n"), 15_000);
+    streams.add(res);
+    req.on("close", () => {
+      off();
+      clearInterval(ping);
+      streams.delete(res);
+    });
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port ?? 0, o.host ?? "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${o.host ?? "127.0.0.1"}:${port}/`,
+    port,
+    feed,
+    close: async () => {
+      for (const r of streams) r.end();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await feed.stop();
+    },
+  };
+}
+
+/** Right after start the first chain read may still be on its way; later, a chain that is down is not waited for. */
+async function waitForChainId(feed: LiveFeed): Promise<string | undefined> {
+  while (feed.chainId === null && Date.now() - feed.startedAt < 3000) await new Promise((r) => setTimeout(r, 100));
+  return feed.chainId?.toString();
+}
+
+function json(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+  res.end(JSON.stringify(body));
+}
+
+interface RecordingFile {
+  name: string;
+  file: string;
+  entries: number;
+  date: string;
+}
+
+function listRecordings(dir: string, extra: Record<string, string>): RecordingFile[] {
+  const files: [string, string][] = [];
+  if (existsSync(dir)) for (const f of readdirSync(dir)) if (f.endsWith(".jsonl")) files.push([f, path.join(dir, f)]);
+  for (const [name, file] of Object.entries(extra)) if (existsSync(file)) files.push([name, file]);
+  return files.map(([name, file]) => {
+    const text = readFileSync(file, "utf8");
+    const lines = text.split("\n").filter((l) => l.trim());
+    return { name, file, entries: lines.length, date: dateOf(lines) };
+  });
+}
+
+function dateOf(lines: string[]): string {
+  for (const l of lines.slice(0, 50)) {
+    try {
+      const e = JSON.parse(l) as { ms: number; data?: { t?: string } };
+      if (e.data && typeof e.data === "object" && typeof e.data.t === "string") {
+        return new Date(Date.parse(e.data.t) - e.ms).toISOString().slice(0, 16).replace("T", " ") + " UTC";
+      }
+    } catch {
+      /* skip */
+    }
+  }
+  return "date not recorded";
+}

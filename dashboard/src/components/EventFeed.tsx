@@ -1,0 +1,90 @@
+import { useMemo, useState } from "react";
+import { describeEvent, eventKind } from "../describe.ts";
+import type { RunState } from "../model/state.ts";
+import { nameOf } from "../model/state.ts";
+import { short } from "../format.ts";
+
+/** Decoded contract events, newest first, filterable by kind, job and provider. */
+export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?: number; id: string }) {
+  const [kind, setKind] = useState("all");
+  const [job, setJob] = useState("");
+  const [who, setWho] = useState("");
+  const events = state.events;
+  const rows = useMemo(() => {
+    const out = [];
+    for (let i = events.length - 1; i >= 0 && out.length < limit; i--) {
+      const e = events[i];
+      if (kind !== "all" && eventKind(e.name) !== kind) continue;
+      if (job && String(e.args.jobId ?? "") !== job) continue;
+      if (who) {
+        const p = String(e.args.provider ?? e.args.account ?? "").toLowerCase();
+        if (!p || (p !== who.toLowerCase() && nameOf(state, p).toLowerCase() !== who.toLowerCase())) continue;
+      }
+      out.push(e);
+    }
+    return out;
+  }, [events.length, kind, job, who]);
+  const providers = [...state.providers.values()];
+  return (
+    <div className="feed">
+      <div className="filters" role="group" aria-label="Filter events">
+        <label>
+          Kind{" "}
+          <select value={kind} onChange={(e) => setKind(e.target.value)} id={`${id}-kind`}>
+            {["all", "jobs", "checkpoints", "providers", "money", "admin"].map((k) => (
+              <option key={k}>{k}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Job{" "}
+          <input
+            value={job}
+            onChange={(e) => setJob(e.target.value.trim())}
+            placeholder="any"
+            size={4}
+            inputMode="numeric"
+          />
+        </label>
+        <label>
+          Provider{" "}
+          <select value={who} onChange={(e) => setWho(e.target.value)}>
+            <option value="">any</option>
+            {providers.map((p) => (
+              <option key={p.key} value={p.key}>
+                {p.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <span className="muted">
+          {rows.length} of {events.length} events
+        </span>
+      </div>
+      <div className="table-wrap" tabIndex={0} role="region" aria-label="Events">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Block</th>
+              <th scope="col">Event</th>
+              <th scope="col">What happened</th>
+              <th scope="col">Transaction</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((e, i) => (
+              <tr key={`${e.blockNumber}-${e.logIndex ?? i}-${e.name}`} className={`ev-${eventKind(e.name)}`}>
+                <td className="num">{e.blockNumber}</td>
+                <td>
+                  <code>{e.name}</code>
+                </td>
+                <td>{describeEvent(e, (a) => nameOf(state, a))}</td>
+                <td className="mono">{e.transactionHash ? short(e.transactionHash) : "—"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </div>
+  );
+}

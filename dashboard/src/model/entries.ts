@@ -1,0 +1,39 @@
+/**
+ * One line of a recording (demo/recording.ts) and one message of the live stream: the same shape, so live and
+ * recorded runs go through the same fold and the same views.
+ */
+export interface Entry {
+  ms: number; // since the run (or the dashboard server) started
+  kind: "badge" | "event" | "log" | "metric" | "summary" | "note";
+  source: string;
+  data: unknown;
+}
+
+/** A decoded contract event as the recording and the live stream carry it (bigints as decimal strings). */
+export interface ChainEvent {
+  name: string;
+  args: Record<string, unknown>;
+  blockNumber: number;
+  /** Present in the live stream; recordings before it have none. */
+  transactionHash?: string;
+  logIndex?: number;
+  contract?: "escrow" | "registry";
+}
+
+/** Parses JSON-lines text into entries; a bad line is reported with its number and skipped, never guessed. */
+export function parseRecording(text: string): { entries: Entry[]; errors: string[] } {
+  const entries: Entry[] = [];
+  const errors: string[] = [];
+  text.split("\n").forEach((line, i) => {
+    if (!line.trim()) return;
+    try {
+      const e = JSON.parse(line) as Entry;
+      if (typeof e.ms !== "number" || typeof e.kind !== "string") throw new Error("no ms or kind");
+      entries.push(e);
+    } catch (err) {
+      errors.push(`line ${i + 1}: ${(err as Error).message}`);
+    }
+  });
+  entries.sort((a, b) => a.ms - b.ms);
+  return { entries, errors };
+}

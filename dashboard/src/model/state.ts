@@ -1,0 +1,410 @@
+/**
+ * What the dashboard knows, folded entry by entry from a live stream or a recording (the same code for both).
+ * Pure and synchronous: `applyEntry` mutates one `RunState`; playback rebuilds from scratch to seek backwards.
+ */
+import type { ChainEvent, Entry } from "./entries.ts";
+
+export interface ProviderView {
+  key: string; // lower-case address
+  address: string;
+  name: string;
+  pricePerStep?: string;
+  kind?: "CPU" | "GPU";
+  deviceModel?: string;
+  memoryMiB?: number;
+  registeredBlock?: number;
+  registeredMs?: number;
+  /** What the agent said about itself (recordings) or the registry says (live). */
+  badges: Set<string>;
+  fault?: string;
+  lastSeenMs?: number;
+  accepted: number;
+  refused: number;
+  earned: bigint;
+  earnings: { ms: number; step: number; total: number }[];
+  refusals: { job: string; step: number; reasons: string[] }[];
+  firstAssignedMs?: number;
+  firstAcceptedMs?: number;
+}
+
+export interface CheckpointView {
+  job: string;
+  epoch: string;
+  step: number;
+  provider: string;
+  hash: string;
+  reportedMs: number;
+  reportedBlock: number;
+  status: "pending" | "accepted" | "refused";
+  decidedBlock?: number;
+  /** verifier address (lower) → its decision, as far as the stream told it. */
+  verifiers: Map<string, { action: string; reasons: string[]; accuracy: number | null }>;
+  signers: Set<string>;
+}
+
+export interface Lane {
+  job: string;
+  provider: string;
+  epoch: string;
+  fromMs: number;
+  toMs?: number;
+  resumeStep: number;
+  end?: "missed heartbeats" | "lease lapsed" | "refused" | "verdict";
+  endStep?: number;
+}
+
+export interface Marker {
+  ms: number;
+  kind: "fault" | "refusal" | "failover" | "verdict" | "settle" | "kill";
+  label: string;
+  job?: string;
+  step?: number;
+}
+
+export interface ProcessView {
+  name: string;
+  role: "chain" | "keeper" | "verifier" | "provider" | "dashboard";
+  lastSeenMs: number;
+}
+
+export interface RunState {
+  ms: number;
+  entries: number;
+  badges: string[];
+  events: (ChainEvent & { ms: number })[];
+  providers: Map<string, ProviderView>;
+  names: Map<string, string>; // lower address → name (providers, verifiers)
+  verifiers: Map<string, string>; // lower address → name
+  checkpoints: Map<string, CheckpointView>;
+  lanes: Lane[];
+  markers: Marker[];
+  loss: Map<string, { ms: number; step: number; loss: number; provider: string }[]>;
+  accuracy: Map<string, { step: number; accuracy: number }[]>;
+  reserves: { ms: number; block: number; held: bigint; owes: bigint }[];
+  processes: Map<string, ProcessView>;
+  notes: { ms: number; text: string }[];
+  summary?: string[];
+  lastBlock: number;
+  /** The verifier Safe's threshold and owner count, once the stream told them (live); recordings: 2 of 3. */
+  safe: { threshold: number; owners: number };
+}
+
+export function emptyState(): RunState {
+  return {
+    ms: 0,
+    entries: 0,
+    badges: [],
+    events: [],
+    providers: new Map(),
+    names: new Map(),
+    verifiers: new Map(),
+    checkpoints: new Map(),
+    lanes: [],
+    markers: [],
+    loss: new Map(),
+    accuracy: new Map(),
+    reserves: [],
+    processes: new Map(),
+    notes: [],
+    lastBlock: 0,
+    safe: { threshold: 2, owners: 3 },
+  };
+}
+
+const UNASSIGN = ["missed heartbeats", "lease lapsed", "refused"] as const;
+const lower = (v: unknown) => String(v ?? "").toLowerCase();
+
+export function applyEntry(s: RunState, e: Entry): void {
+  s.ms = Math.max(s.ms, e.ms);
+  s.entries += 1;
+  switch (e.kind) {
+    case "badge":
+      for (const b of (e.data as string[]) ?? []) addBadge(s, b);
+      return;
+    case "event":
+      return applyEvent(s, e.ms, e.data as ChainEvent);
+    case "log":
+      return applyLog(s, e.ms, e.source, e.data);
+    case "metric":
+      return applyMetric(s, e.ms, e.source, e.data);
+    case "note":
+      s.notes.push({ ms: e.ms, text: String(e.data) });
+      if (/killed \w+ \(SIGKILL\)/.test(String(e.data))) {
+        const who = /killed (\w+)/.exec(String(e.data))?.[1] ?? "a provider";
+        s.markers.push({ ms: e.ms, kind: "kill", label: `${who} killed (SIGKILL)` });
+      }
+      return;
+    case "summary":
+      s.summary = (e.data as string[]) ?? [];
+      return;
+  }
+}
+
+export function foldAll(entries: readonly Entry[], untilMs = Infinity): RunState {
+  const s = emptyState();
+  for (const e of entries) {
+    if (e.ms > untilMs) break;
+    applyEntry(s, e);
+  }
+  return s;
+}
+
+/** "Capped profile (bob)" → "Capped profile"; run-level badges are kept once each. */
+function addBadge(s: RunState, text: string) {
+  const name = text.replace(/\s*\(.*\)$/, "");
+  if (!s.badges.includes(name)) s.badges.push(name);
+}
+
+function provider(s: RunState, address: string, name?: string): ProviderView {
+  const key = lower(address);
+  let p = s.providers.get(key);
+  if (!p) {
+    p = {
+      key,
+      address,
+      name: name ?? s.names.get(key) ?? address.slice(0, 10),
+      badges: new Set(),
+      accepted: 0,
+      refused: 0,
+      earned: 0n,
+      earnings: [],
+      refusals: [],
+    };
+    s.providers.set(key, p);
+  }
+  if (name) {
+    p.name = name;
+    s.names.set(key, name);
+  }
+  return p;
+}
+
+function seen(s: RunState, name: string, role: ProcessView["role"], ms: number) {
+  const p = s.processes.get(name);
+  if (p) p.lastSeenMs = Math.max(p.lastSeenMs, ms);
+  else s.processes.set(name, { name, role, lastSeenMs: ms });
+}
+
+function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
+  if (!ev || typeof ev.name !== "string") return;
+  s.events.push({ ...ev, ms });
+  s.lastBlock = Math.max(s.lastBlock, ev.blockNumber);
+  seen(s, "chain", "chain", ms);
+  const a = ev.args ?? {};
+  const job = a.jobId === undefined ? undefined : String(a.jobId);
+  switch (ev.name) {
+    case "ProviderRegistered":
+    case "ProviderUpdated": {
+      const p = provider(s, String(a.provider), a.name ? String(a.name) : undefined);
+      p.pricePerStep = String(a.pricePerStep);
+      p.kind = Number(a.kind) === 1 ? "GPU" : "CPU";
+      p.deviceModel = String(a.deviceModel ?? "");
+      p.memoryMiB = Number(a.memoryMiB);
+      if (ev.name === "ProviderRegistered") {
+        p.registeredBlock = ev.blockNumber;
+        p.registeredMs = ms;
+      }
+      // A GPU the provider reported to the registry; CPU work is the synthetic stand-in.
+      if (p.kind === "GPU") p.badges.add("Real GPU");
+      else p.badges.add("Synthetic");
+      return;
+    }
+    case "ProviderAssigned": {
+      const p = provider(s, String(a.provider));
+      p.firstAssignedMs ??= ms;
+      p.pricePerStep ??= String(a.pricePerStep);
+      s.lanes.push({
+        job: job!,
+        provider: p.key,
+        epoch: String(a.epoch),
+        fromMs: ms,
+        resumeStep: Number(a.resumeStep),
+      });
+      return;
+    }
+    case "ProviderUnassigned": {
+      const reason = UNASSIGN[Number(a.reason)] ?? "missed heartbeats";
+      const step = lastAccepted(s, job!);
+      closeLane(s, job!, lower(a.provider), ms, reason, step);
+      if (reason !== "refused") {
+        s.markers.push({ ms, kind: "failover", label: `failover: ${nameOf(s, a.provider)} ${reason}`, job, step });
+      }
+      return;
+    }
+    case "CheckpointReported": {
+      const key = `${job}:${a.epoch}:${a.step}`;
+      s.checkpoints.set(key, {
+        job: job!,
+        epoch: String(a.epoch),
+        step: Number(a.step),
+        provider: lower(a.provider),
+        hash: String(a.checkpointHash),
+        reportedMs: ms,
+        reportedBlock: ev.blockNumber,
+        status: "pending",
+        verifiers: s.checkpoints.get(key)?.verifiers ?? new Map(),
+        signers: s.checkpoints.get(key)?.signers ?? new Set(),
+      });
+      return;
+    }
+    case "CheckpointAccepted": {
+      const c = checkpoint(s, job!, String(a.epoch), Number(a.step), lower(a.provider));
+      c.status = "accepted";
+      c.decidedBlock = ev.blockNumber;
+      const p = provider(s, String(a.provider));
+      p.accepted += Number(a.stepsCredited ?? 0);
+      p.earned += BigInt(String(a.amount ?? 0));
+      p.earnings.push({ ms, step: Number(a.step), total: Number(p.earned) / 1e6 });
+      p.firstAcceptedMs ??= ms;
+      return;
+    }
+    case "CheckpointRefused": {
+      const c = checkpoint(s, job!, String(a.epoch), Number(a.step), lower(a.provider));
+      c.status = "refused";
+      c.decidedBlock = ev.blockNumber;
+      const p = provider(s, String(a.provider));
+      p.refused += 1;
+      const reasons = [...c.verifiers.values()].flatMap((v) => v.reasons);
+      p.refusals.push({ job: job!, step: Number(a.step), reasons: [...new Set(reasons)] });
+      s.markers.push({ ms, kind: "refusal", label: `refused: ${p.name}'s step ${a.step}`, job, step: Number(a.step) });
+      return;
+    }
+    case "VerdictSubmitted": {
+      closeLane(s, job!, undefined, ms, "verdict", lastAccepted(s, job!));
+      const acc = Number(a.metric) / 100;
+      s.markers.push({
+        ms,
+        kind: "verdict",
+        label: `verdict: ${acc.toFixed(2)} % ${a.passed ? "passed" : "failed"}`,
+        job,
+      });
+      return;
+    }
+    case "JobSettled":
+      s.markers.push({ ms, kind: "settle", label: `job ${job} settled`, job });
+      return;
+  }
+}
+
+function lastAccepted(s: RunState, job: string): number {
+  let step = 0;
+  for (const c of s.checkpoints.values()) if (c.job === job && c.status === "accepted") step = Math.max(step, c.step);
+  return step;
+}
+
+function closeLane(s: RunState, job: string, who: string | undefined, ms: number, end: Lane["end"], step: number) {
+  for (let i = s.lanes.length - 1; i >= 0; i--) {
+    const l = s.lanes[i];
+    if (l.job === job && l.toMs === undefined && (who === undefined || l.provider === who)) {
+      l.toMs = ms;
+      l.end = end;
+      l.endStep = step;
+      return;
+    }
+  }
+}
+
+function checkpoint(s: RunState, job: string, epoch: string, step: number, who: string): CheckpointView {
+  const key = `${job}:${epoch}:${step}`;
+  let c = s.checkpoints.get(key);
+  if (!c) {
+    c = {
+      job,
+      epoch,
+      step,
+      provider: who,
+      hash: "",
+      reportedMs: s.ms,
+      reportedBlock: 0,
+      status: "pending",
+      verifiers: new Map(),
+      signers: new Set(),
+    };
+    s.checkpoints.set(key, c);
+  }
+  return c;
+}
+
+export function nameOf(s: RunState, address: unknown): string {
+  const key = lower(address);
+  return s.names.get(key) ?? s.verifiers.get(key) ?? `${key.slice(0, 6)}…${key.slice(-4)}`;
+}
+
+type Log = Record<string, unknown>;
+
+function applyLog(s: RunState, ms: number, source: string, raw: unknown) {
+  if (!raw || typeof raw !== "object") return;
+  const d = raw as Log;
+  const component = String(d.component ?? "");
+  if (source === "keepers") seen(s, component || "keepers", "keeper", ms);
+  else if (component === "verifier" || /^verifier/.test(source)) seen(s, source, "verifier", ms);
+  else if (component === "agent") seen(s, source, "provider", ms);
+  const msg = String(d.msg ?? "");
+  if (component === "verifier" && msg === "verifier started" && d.verifier) {
+    s.verifiers.set(lower(d.verifier), source);
+  }
+  if (component === "agent") applyAgentLog(s, ms, source, d, msg);
+  if (component === "verifier" && msg === "checkpoint decided") {
+    const c = checkpoint(s, String(d.job), String(d.epoch), Number(d.step), "");
+    const reasons = Array.isArray(d.reasons) ? d.reasons.map(String) : [];
+    const accuracy = typeof d.accuracy === "number" ? d.accuracy : null;
+    c.verifiers.set(lower(d.verifier), { action: String(d.action), reasons, accuracy });
+    if (accuracy !== null && d.action === "accept") addAccuracy(s, String(d.job), Number(d.step), accuracy);
+  }
+  if (component === "collector" && (msg === "signature" || msg === "decision")) {
+    const c = checkpoint(s, String(d.job), String(d.epoch), Number(d.step), "");
+    if (d.signer) c.signers.add(lower(d.signer));
+    if (Array.isArray(d.signers)) for (const x of d.signers) c.signers.add(lower(x));
+    if (d.signer && !c.verifiers.has(lower(d.signer))) {
+      c.verifiers.set(lower(d.signer), { action: String(d.action), reasons: [], accuracy: null });
+    }
+  }
+}
+
+function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: string) {
+  const byName = [...s.names.entries()].find(([, n]) => n === source)?.[0];
+  const address = d.address ?? d.provider ?? (byName ? s.providers.get(byName)?.address : undefined);
+  if (address) {
+    const p = provider(s, String(address), source);
+    p.lastSeenMs = ms;
+    if (Array.isArray(d.badges)) for (const b of d.badges) if (b !== "Local chain") p.badges.add(String(b));
+    if (d.fault) p.fault = String(d.fault);
+    if (msg === "provider agent") {
+      p.kind = d.kind === "GPU" ? "GPU" : "CPU";
+      p.deviceModel = String(d.device ?? p.deviceModel ?? "");
+      p.memoryMiB = Number(d.memoryMiB ?? p.memoryMiB);
+    }
+    if (msg === "registry register sent" && d.price) p.pricePerStep ??= String(Math.round(Number(d.price) * 1e6));
+  }
+  if (msg === "progress" && typeof d.loss === "number" && d.job !== undefined) {
+    const job = String(d.job);
+    const key = address ? lower(address) : ([...s.names.entries()].find(([, n]) => n === source)?.[0] ?? source);
+    const list = s.loss.get(job) ?? [];
+    list.push({ ms, step: Number(d.step), loss: d.loss, provider: key });
+    s.loss.set(job, list);
+  }
+}
+
+function addAccuracy(s: RunState, job: string, step: number, accuracy: number) {
+  const list = s.accuracy.get(job) ?? [];
+  if (!list.some((p) => p.step === step)) list.push({ step, accuracy });
+  list.sort((a, b) => a.step - b.step);
+  s.accuracy.set(job, list);
+}
+
+function applyMetric(s: RunState, ms: number, source: string, raw: unknown) {
+  const d = (raw ?? {}) as Log;
+  if (source === "safe" && Array.isArray(d.owners)) {
+    s.safe = { threshold: Number(d.threshold), owners: d.owners.length };
+    // The verifier Safe's owners, in the Safe's order: named verifier1, verifier2, … unless a log named them.
+    d.owners.forEach((o, i) => {
+      if (!s.verifiers.has(lower(o))) s.verifiers.set(lower(o), `verifier${i + 1}`);
+    });
+    return;
+  }
+  if (source === "reserves" && d.held !== undefined) {
+    s.reserves.push({ ms, block: Number(d.block), held: BigInt(String(d.held)), owes: BigInt(String(d.owes)) });
+    s.lastBlock = Math.max(s.lastBlock, Number(d.block));
+    seen(s, "reserves", "keeper", ms);
+  }
+}

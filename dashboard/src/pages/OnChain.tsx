@@ -1,0 +1,389 @@
+/**
+ * On-chain: Check any wallet (read by this browser from the RPC, with the call and the block), live proof of
+ * reserves with a held-vs-owed plot, the contracts and the Safe's owners and threshold, every escrow event.
+ */
+import { getAddress, isAddress, type EventLog } from "ethers";
+import { useMemo, useState } from "react";
+import type uPlot from "uplot";
+import { Chart } from "../components/Chart.tsx";
+import { EventFeed } from "../components/EventFeed.tsx";
+import type { PageProps } from "../context.ts";
+import { short, usdc } from "../format.ts";
+import { useChainRead } from "../hooks.ts";
+import { ledgerOf, providerSummaries, walletOf, type Ledger } from "../ledger.ts";
+import { foldEscrowEvents } from "../../../sdk/ledger.ts";
+
+export function OnChainPage(p: PageProps) {
+  return (
+    <div className="grid">
+      <Wallet {...p} />
+      <Reserves {...p} />
+      <Contracts {...p} />
+      <section className="card span-all" aria-labelledby="log-h">
+        <h2 id="log-h">Every escrow event</h2>
+        <EventFeed state={p.run.state} limit={500} id="onchain-feed" />
+      </section>
+      <CheckYourself {...p} />
+    </div>
+  );
+}
+
+interface WalletRead {
+  who: string;
+  block: number;
+  owed: bigint | null; // the contract's owed(who); null in a recording
+  wallet: ReturnType<typeof walletOf>;
+  roles: string[];
+  source: "chain" | "recording";
+}
+
+function Wallet(p: PageProps) {
+  const [text, setText] = useState("");
+  const [read, setRead] = useState<WalletRead | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const valid = isAddress(text.trim());
+  const hint = !text
+    ? ""
+    : valid
+      ? "a valid address"
+      : /^0x[0-9a-fA-F]{0,40}$/.test(text.trim())
+        ? `${42 - text.trim().length} more hex characters`
+        : "not an address: 0x followed by 40 hex characters";
+  const check = async () => {
+    if (!valid) return;
+    const who = getAddress(text.trim());
+    setBusy(true);
+    setError(null);
+    try {
+      if (p.chain) {
+        const block = await p.chain.read(() => p.chain!.provider.getBlockNumber());
+        const [owed, logs] = await Promise.all([
+          p.chain.read(() => p.chain!.escrow.owed(who, { blockTag: block }) as Promise<bigint>),
+          p.chain.read(() => p.chain!.escrow.queryFilter("*", 0, block)),
+        ]);
+        const ledger = foldEscrowEvents(logs as EventLog[] as never);
+        setRead({
+          who,
+          block,
+          owed: BigInt(owed),
+          wallet: walletOf(ledger, who),
+          roles: rolesOf(ledger, who),
+          source: "chain",
+        });
+      } else {
+        const ledger = ledgerOf(p.run.state.events);
+        if (!ledger) throw new Error("the recording's events do not make a complete ledger");
+        setRead({
+          who,
+          block: p.run.state.lastBlock,
+          owed: null,
+          wallet: walletOf(ledger, who),
+          roles: rolesOf(ledger, who),
+          source: "recording",
+        });
+      }
+    } catch (err) {
+      setError(
+        `could not read the chain: ${String((err as Error).message ?? err).slice(0, 160)}; the last result stays below`,
+      );
+    } finally {
+      setBusy(false);
+    }
+  };
+  const ledger = ledgerOf(p.run.state.events);
+  return (
+    <section className="card span-2" aria-labelledby="wallet-h">
+      <h2 id="wallet-h">Check any wallet</h2>
+      <form
+        className="wallet-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void check();
+        }}
+      >
+        <label htmlFor="wallet-input">Address</label>
+        <input
+          id="wallet-input"
+          value={text}
+          onChange={(e) => setText(e.target.value)}
+          placeholder="0x…"
+          spellCheck={false}
+          autoComplete="off"
+          aria-describedby="wallet-hint"
+          aria-invalid={text !== "" && !valid}
+          aria-keyshortcuts="/"
+        />
+        <button type="submit" disabled={!valid || busy}>
+          {busy ? "Reading…" : "Check"}
+        </button>
+        <span id="wallet-hint" className={valid ? "ok" : "muted"}>
+          {hint}
+        </span>
+      </form>
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {read && <WalletResult r={read} p={p} names={(a) => p.run.state.names.get(a.toLowerCase())} ledger={ledger} />}
+      <p className="muted">
+        The dashboard never signs: withdrawing is done by the wallet's owner with the command shown.
+      </p>
+    </section>
+  );
+}
+
+function rolesOf(l: Ledger, who: string): string[] {
+  const out: string[] = [];
+  for (const j of l.jobs.values()) {
+    if (j.client === who) out.push(`client of job ${j.jobId}`);
+  }
+  return out;
+}
+
+function WalletResult({
+  r,
+  p,
+  names,
+}: {
+  r: WalletRead;
+  p: PageProps;
+  names: (a: string) => string | undefined;
+  ledger: Ledger | null;
+}) {
+  const name = names(r.who);
+  const agree = r.owed === null || r.owed === r.wallet.withdrawable;
+  const jobs = ledgerOf(p.run.state.events);
+  return (
+    <div className="wallet-result" data-testid="wallet-result" aria-live="polite">
+      <h3>
+        {r.who} {name && <span className="muted">({name})</span>}
+      </h3>
+      <dl className="kv">
+        <dt>Withdrawable now</dt>
+        <dd data-testid="wallet-withdrawable">{usdc(r.wallet.withdrawable)} USDC</dd>
+        <dt>Withdrawn so far</dt>
+        <dd data-testid="wallet-withdrawn">{usdc(r.wallet.withdrawn)} USDC</dd>
+        {r.wallet.claimable.map((c) => (
+          <FragmentKV key={`c${c.jobId}`} k={`Job ${c.jobId}`} v={`${usdc(c.amount)} USDC earned and claimable now`} />
+        ))}
+        {r.wallet.pending.map((c) => (
+          <FragmentKV
+            key={`p${c.jobId}`}
+            k={`Job ${c.jobId}`}
+            v={`${usdc(c.amount)} USDC earned, claimable once the job settles`}
+          />
+        ))}
+      </dl>
+      <ul className="why">
+        {jobs &&
+          [...jobs.jobs.values()].map((j) => {
+            const s = providerSummaries(j).find((x) => x.provider === r.who.toLowerCase());
+            return s ? (
+              <li key={String(j.jobId)}>
+                {`job ${j.jobId} as provider: ${s.stepsAccepted} steps accepted, ${s.checkpointsRefused} refused — `}
+                {s.why}
+              </li>
+            ) : null;
+          })}
+        {r.roles.map((x) => (
+          <li key={x}>{x}</li>
+        ))}
+      </ul>
+      <p className="proof">
+        {r.source === "chain" ? (
+          <>
+            Read by this browser at block <b>{r.block}</b>: <code>owed({short(r.who)})</code> = {usdc(r.owed!)} USDC,
+            and every escrow event up to that block (<code>eth_getLogs</code>) folded into the books.{" "}
+            {agree ? "Events and state agree." : "Events and state DISAGREE."}
+          </>
+        ) : (
+          <>
+            From the recording's events up to block {r.block} (the recorded chain is not running, so nothing was read
+            live).
+          </>
+        )}
+      </p>
+      <details open>
+        <summary>Withdraw (run by the wallet's owner)</summary>
+        <pre>
+          {`npx gpuchain withdraw --key YOUR_KEY_FILE --rpc ${p.config?.rpc ?? "RPC"} --deployment ` +
+            `${p.config?.deploymentFile ?? "FILE"}`}
+        </pre>
+      </details>
+    </div>
+  );
+}
+
+function FragmentKV({ k, v }: { k: string; v: string }) {
+  return (
+    <>
+      <dt>{k}</dt>
+      <dd>{v}</dd>
+    </>
+  );
+}
+
+function Reserves(p: PageProps) {
+  const live = useChainRead(
+    p.chain,
+    p.health,
+    p.chain
+      ? async (block) => {
+          const e = p.chain!.escrow;
+          const [r, locked, bonds, withdrawable] = await Promise.all([
+            e.reserves({ blockTag: block }),
+            e.totalLocked({ blockTag: block }),
+            e.totalBonds({ blockTag: block }),
+            e.totalWithdrawable({ blockTag: block }),
+          ]);
+          return {
+            held: BigInt(r[0]),
+            owes: BigInt(r[1]),
+            locked: BigInt(locked),
+            bonds: BigInt(bonds),
+            withdrawable: BigInt(withdrawable),
+          };
+        }
+      : null,
+    "reserves",
+  );
+  const samples = p.run.state.reserves;
+  const data = useMemo(() => {
+    const byBlock = new Map<number, { held: number; owes: number }>();
+    for (const s of samples) byBlock.set(s.block, { held: Number(s.held) / 1e6, owes: Number(s.owes) / 1e6 });
+    if (live.value && live.block !== null)
+      byBlock.set(live.block, { held: Number(live.value.held) / 1e6, owes: Number(live.value.owes) / 1e6 });
+    const blocks = [...byBlock.keys()].sort((a, b) => a - b);
+    return [
+      blocks,
+      blocks.map((b) => byBlock.get(b)!.held),
+      blocks.map((b) => byBlock.get(b)!.owes),
+    ] as uPlot.AlignedData;
+  }, [samples.length, live.block]);
+  const last = samples.at(-1);
+  const v = live.value;
+  const held = v?.held ?? (p.recorded ? last?.held : undefined);
+  const owes = v?.owes ?? (p.recorded ? last?.owes : undefined);
+  const block = v ? live.block : p.recorded ? last?.block : null;
+  const holds = held !== undefined && owes !== undefined ? held >= owes : null;
+  return (
+    <section className="card" aria-labelledby="reserves-h">
+      <h2 id="reserves-h">Proof of reserves, live</h2>
+      {holds === null ? (
+        <p className="muted">
+          {p.health.reachable === false ? "Unknown: the chain is not answering." : "Reading reserves()…"}
+        </p>
+      ) : (
+        <>
+          <p className={`verdict ${holds ? "ok" : "bad"} ${live.stale ? "stale" : ""}`} data-testid="reserves-verdict">
+            {holds
+              ? "The escrow holds at least what it owes"
+              : "PROOF OF RESERVES FAILED: the escrow holds less than it owes"}{" "}
+            at block {block}
+            {live.stale ? " (last good read; the chain is not answering)" : ""}
+          </p>
+          <dl className={`kv ${live.stale ? "stale" : ""}`}>
+            <dt>Held</dt>
+            <dd data-testid="reserves-held">{usdc(held)} USDC</dd>
+            <dt>Owed</dt>
+            <dd data-testid="reserves-owed">{usdc(owes)} USDC</dd>
+            {v && (
+              <>
+                <dt>of which</dt>
+                <dd>
+                  locked budgets {usdc(v.locked)} + bonds {usdc(v.bonds)} + withdrawable {usdc(v.withdrawable)}
+                </dd>
+                <dt>Surplus</dt>
+                <dd>{usdc(v.held - v.owes)} USDC</dd>
+              </>
+            )}
+          </dl>
+        </>
+      )}
+      {data[0].length > 1 && (
+        <Chart
+          label="Held versus owed by block"
+          data={data}
+          series={[
+            { label: "held USDC", stroke: "#34d399", width: 2 },
+            { label: "owed USDC", stroke: "#f472b6", width: 2, dash: [6, 4] },
+          ]}
+          axes={{ x: "block", y: "USDC" }}
+          height={180}
+        />
+      )}
+    </section>
+  );
+}
+
+function Contracts(p: PageProps) {
+  const safe = useChainRead(
+    p.chain,
+    p.health,
+    p.chain
+      ? async (block) => {
+          const [owners, threshold] = await Promise.all([
+            p.chain!.safe.getOwners({ blockTag: block }),
+            p.chain!.safe.getThreshold({ blockTag: block }),
+          ]);
+          return { owners: [...owners] as string[], threshold: Number(threshold) };
+        }
+      : null,
+    "safe",
+  );
+  const d = p.config?.deployment;
+  const link = (a: string) =>
+    p.config?.explorer ? <a href={`${p.config.explorer}/address/${a}`}>{a}</a> : <code>{a}</code>;
+  return (
+    <section className="card span-all" aria-labelledby="contracts-h">
+      <h2 id="contracts-h">Contracts</h2>
+      {!d ? (
+        <p className="muted">Unknown until the dashboard server answers.</p>
+      ) : (
+        <dl className="kv contracts">
+          <dt>Escrow (JobEscrow)</dt>
+          <dd>{link(d.escrow)}</dd>
+          <dt>Registry (ProviderRegistry)</dt>
+          <dd>{link(d.registry)}</dd>
+          <dt>Token (test USDC)</dt>
+          <dd>{link(d.usdc)}</dd>
+          <dt>Verifier Safe</dt>
+          <dd>
+            {link(d.verifierSafe)}
+            <div data-testid="safe-owners" className={safe.stale ? "stale" : ""}>
+              {safe.value
+                ? `${safe.value.threshold} of ${safe.value.owners.length} owners must sign (block ${safe.block}): ` +
+                  safe.value.owners
+                    .map((o) => `${p.run.state.verifiers.get(o.toLowerCase()) ?? ""} ${o}`.trim())
+                    .join(", ")
+                : p.recorded
+                  ? "2 of 3 owners (recorded run: not read live)"
+                  : "reading getOwners() and getThreshold()…"}
+            </div>
+          </dd>
+        </dl>
+      )}
+    </section>
+  );
+}
+
+function CheckYourself(p: PageProps) {
+  const c = p.config;
+  const rpc = c?.rpc ?? "RPC";
+  const escrow = c?.deployment.escrow ?? "ESCROW";
+  return (
+    <section className="card span-all" aria-labelledby="check-h">
+      <h2 id="check-h">Check it yourself</h2>
+      <pre>{`# held vs owed (proof of reserves)
+cast call ${escrow} "reserves()(uint256,uint256)" --rpc-url ${rpc}
+npx gpuchain reserves --rpc ${rpc} --deployment ${c?.deploymentFile ?? "FILE"}
+# what an address is owed, per job, and why
+npx gpuchain wallet 0xADDRESS --rpc ${rpc} --deployment ${c?.deploymentFile ?? "FILE"}
+# the same read with ethers
+node -e 'const e = require("ethers"); const abi = ["function owed(address) view returns (uint256)"];
+  new e.Contract("${escrow}", abi, new e.JsonRpcProvider("${rpc}")).owed("0xADDRESS").then(console.log)'`}</pre>
+    </section>
+  );
+}

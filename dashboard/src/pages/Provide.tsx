@@ -1,0 +1,304 @@
+/** Provide compute: the one command for this network, then the chain followed to the first accepted step. */
+import { useMemo, useState } from "react";
+import uPlot from "uplot";
+import { Badges } from "../components/Badges.tsx";
+import { Chart } from "../components/Chart.tsx";
+import type { PageProps } from "../context.ts";
+import { ago, price, usdc } from "../format.ts";
+import { ledgerOf, providerSummaries, walletOf } from "../ledger.ts";
+import type { ProviderView, RunState } from "../model/state.ts";
+
+const NAME_OK = /^[A-Za-z0-9._-]{1,64}$/;
+const PRICE_OK = /^\d+(\.\d{1,6})?$/;
+
+export function provideCommand(c: PageProps["config"], name: string, priceText: string, cap: string): string {
+  const parts = ["npx gpuchain provide", `--name ${name}`, `--price ${priceText}`];
+  if (cap) parts.push(`--memory-cap ${cap}`);
+  if (c) {
+    parts.push(
+      `--rpc ${c.rpc}`,
+      `--deployment ${c.deploymentFile}`,
+      `--coordinator ${c.coordinator}/heartbeat`,
+      `--store ${c.store}`,
+    );
+  }
+  return parts.join(" ");
+}
+
+export function ProvidePage(p: PageProps) {
+  const [name, setName] = useState("my-gpu");
+  const [priceText, setPrice] = useState("0.0010");
+  const [cap, setCap] = useState("");
+  const [copied, setCopied] = useState<string | null>(null);
+  const errors = [
+    !NAME_OK.test(name) ? "Name: 1–64 letters, digits, dot, dash or underscore." : "",
+    !PRICE_OK.test(priceText) || Number(priceText) <= 0
+      ? "Price: a positive USDC amount with at most 6 decimals, e.g. 0.0010."
+      : "",
+    cap && !/^[1-9]\d*$/.test(cap) ? "Memory cap: a whole number of MiB, or empty." : "",
+  ].filter(Boolean);
+  // The keepers may have started after the page loaded its config: the snapshot knows where they listen now.
+  const coordinator = p.run.snapshot?.coordinator.url;
+  const config = p.config && coordinator ? { ...p.config, coordinator } : p.config;
+  const command = provideCommand(config, name, priceText, cap);
+  const { state } = p.run;
+  const providers = [...state.providers.values()];
+  const prices = providers
+    .filter((x) => x.pricePerStep)
+    .map((x) => Number(x.pricePerStep) / 1e6)
+    .sort((a, b) => a - b);
+  const mine = Number(priceText);
+  const cheaper = prices.filter((x) => x < mine).length;
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(command);
+      setCopied(name);
+    } catch {
+      setCopied(name); // the command is still selectable on the page
+    }
+  };
+  return (
+    <div className="grid">
+      <section className="card span-2" aria-labelledby="offer-h">
+        <h2 id="offer-h">Your offer</h2>
+        <form className="form" onSubmit={(e) => e.preventDefault()}>
+          <label>
+            Name
+            <input
+              id="provide-name"
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+              aria-invalid={!NAME_OK.test(name)}
+            />
+          </label>
+          <label>
+            Price per step (USDC)
+            <input
+              id="provide-price"
+              value={priceText}
+              inputMode="decimal"
+              onChange={(e) => setPrice(e.target.value.trim())}
+            />
+          </label>
+          <label>
+            Memory cap (MiB, optional)
+            <input
+              id="provide-cap"
+              value={cap}
+              inputMode="numeric"
+              onChange={(e) => setCap(e.target.value.trim())}
+              placeholder="whole device"
+            />
+          </label>
+        </form>
+        {errors.length > 0 && (
+          <ul className="errors" role="alert">
+            {errors.map((e) => (
+              <li key={e}>{e}</li>
+            ))}
+          </ul>
+        )}
+        <p>
+          Run this on the machine that will train. It creates a provider key (<code>.gpuchain/providers/NAME/key</code>,
+          0600), detects the device (the first NVIDIA GPU <code>nvidia-smi</code> reports, else the CPU), registers the
+          offer on chain and starts taking work. It needs this repository installed (Node.js and <code>npm ci</code>;
+          onnxruntime comes with it) and a little test ETH for gas: a new key prints its address and waits until it is
+          funded.
+        </p>
+        <div className="command">
+          <pre data-testid="provide-command" aria-label="The command for this network">
+            {command}
+          </pre>
+          <button onClick={copy} disabled={errors.length > 0}>
+            Copy command
+          </button>
+        </div>
+        {prices.length > 0 && (
+          <p className="muted">
+            At {mine.toFixed(4)} USDC/step you are cheaper than {prices.length - cheaper} of {prices.length} current
+            providers (they ask {prices.map((x) => x.toFixed(4)).join(", ")}); the coordinator picks the cheapest
+            eligible provider.
+          </p>
+        )}
+        {copied && <Follow state={state} name={copied} recorded={p.recorded} />}
+      </section>
+      <section className="card" aria-labelledby="ar-h">
+        <h2 id="ar-h">Accepted vs refused</h2>
+        <Bars providers={providers} />
+      </section>
+      <section className="card span-all" aria-labelledby="providers-h">
+        <h2 id="providers-h">Providers</h2>
+        <p className="muted">
+          Earned and withdrawn as the escrow's events tell them up to block {p.run.state.lastBlock || "—"}
+          {p.recorded ? " of the recording" : ""}.
+        </p>
+        <ProvidersTable {...p} providers={providers} />
+      </section>
+      <section className="card span-all" aria-labelledby="earn-h">
+        <h2 id="earn-h">Cumulative earnings</h2>
+        <Earnings state={state} providers={providers} />
+      </section>
+    </div>
+  );
+}
+
+/** After copying: waiting for your device… → registered at block N → first assignment → first accepted step. */
+function Follow({ state, name, recorded }: { state: RunState; name: string; recorded: boolean }) {
+  const p = [...state.providers.values()].find((x) => x.name === name && x.registeredBlock !== undefined);
+  const assigned = p?.firstAssignedMs !== undefined;
+  const accepted = p?.firstAcceptedMs !== undefined;
+  const firstAccepted = p
+    ? state.events.find((e) => e.name === "CheckpointAccepted" && String(e.args.provider).toLowerCase() === p.key)
+    : undefined;
+  const firstAssigned = p
+    ? state.events.find((e) => e.name === "ProviderAssigned" && String(e.args.provider).toLowerCase() === p.key)
+    : undefined;
+  return (
+    <ol className="follow" aria-label="Your device" aria-live="polite">
+      <li className={p ? "done" : "now"}>
+        {p
+          ? "Device found"
+          : recorded
+            ? "Following a recorded run: no new device can join it"
+            : "Waiting for your device…"}
+      </li>
+      <li className={p ? "done" : ""} data-testid="follow-registered">
+        {p ? `Registered at block ${p.registeredBlock} as ${p.name} (${p.address})` : "Registered on chain"}
+      </li>
+      <li className={assigned ? "done" : p ? "now" : ""}>
+        {assigned
+          ? `First assignment: job ${firstAssigned?.args.jobId} at block ${firstAssigned?.blockNumber}`
+          : "First assignment (when a job is open and your offer is the cheapest eligible)"}
+      </li>
+      <li className={accepted ? "done" : assigned ? "now" : ""}>
+        {accepted
+          ? `First accepted step: ${firstAccepted?.args.step} at block ${firstAccepted?.blockNumber}`
+          : "First accepted step"}
+      </li>
+    </ol>
+  );
+}
+
+function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
+  const ledger = ledgerOf(p.run.state.events);
+  const heartbeats = new Map((p.run.snapshot?.heartbeats ?? []).map((h) => [h.provider.toLowerCase(), h]));
+  if (!p.providers.length) return <p className="muted">No provider registered yet.</p>;
+  return (
+    <div className="table-wrap" tabIndex={0} role="region" aria-label="Providers table">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Provider</th>
+            <th scope="col">Badges</th>
+            <th scope="col">Device</th>
+            <th scope="col">Price / step</th>
+            <th scope="col">Steps accepted</th>
+            <th scope="col">Refused</th>
+            <th scope="col">Earned</th>
+            <th scope="col">Withdrawn</th>
+            <th scope="col">Heartbeat</th>
+            <th scope="col">Why</th>
+          </tr>
+        </thead>
+        <tbody>
+          {p.providers.map((x) => {
+            const hb = heartbeats.get(x.key);
+            const withdrawn = ledger ? walletOf(ledger, x.address).withdrawn : null;
+            const why = ledger
+              ? [...ledger.jobs.values()]
+                  .map((j) => providerSummaries(j).find((s) => s.provider === x.key)?.why)
+                  .filter(Boolean)
+                  .join("; ")
+              : "";
+            const registered = x.registeredBlock !== undefined;
+            return (
+              <tr key={x.key} data-testid={`provider-${x.name}`}>
+                <th scope="row">
+                  {x.name}
+                  <div className="muted mono">{x.address}</div>
+                  {registered && <div className="muted">registered at block {x.registeredBlock}</div>}
+                </th>
+                <td>
+                  <Badges names={[...x.badges]} />
+                </td>
+                <td>
+                  {x.deviceModel ? `${x.deviceModel}, ${x.kind}` : "unknown"}
+                  {x.memoryMiB ? `, ${x.memoryMiB} MiB` : ""}
+                </td>
+                <td className="num">{x.pricePerStep ? price(x.pricePerStep) : "unknown"}</td>
+                <td className="num">{x.accepted}</td>
+                <td className="num">{x.refused}</td>
+                <td className="num">{usdc(x.earned)}</td>
+                <td className="num">{withdrawn === null ? "unknown" : usdc(withdrawn)}</td>
+                <td>
+                  {hb
+                    ? `${ago(hb.ageMs)}${hb.job !== "0" ? ` · job ${hb.job} step ${hb.step}` : " · idle"}`
+                    : p.recorded
+                      ? x.lastSeenMs !== undefined
+                        ? `${ago(p.run.state.ms - x.lastSeenMs)} (run time)`
+                        : "—"
+                      : "no heartbeat"}
+                </td>
+                <td className="reason">
+                  {why ||
+                    (x.refusals.length
+                      ? x.refusals
+                          .map((r) => `refused step ${r.step}: ${r.reasons.join("; ") || "Quality Guard"}`)
+                          .join(" · ")
+                      : "not assigned yet")}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function Bars({ providers }: { providers: ProviderView[] }) {
+  const max = Math.max(1, ...providers.map((p) => p.accepted));
+  const maxRefused = Math.max(1, ...providers.map((p) => p.refused));
+  return (
+    <ul className="bars" aria-label="Accepted steps and refused checkpoints per provider">
+      {providers.map((p) => (
+        <li key={p.key}>
+          <span className="bar-name">{p.name}</span>
+          <span className="bar-track">
+            <span className="bar bar-ok" style={{ width: `${(p.accepted / max) * 100}%` }} />
+          </span>
+          <span className="num">{p.accepted} accepted</span>
+          <span className="bar-track small">
+            <span className="bar bar-bad" style={{ width: `${(p.refused / maxRefused) * 100}%` }} />
+          </span>
+          <span className="num">{p.refused} refused</span>
+        </li>
+      ))}
+      {!providers.length && <li className="muted">No provider yet.</li>}
+    </ul>
+  );
+}
+
+const STEPPED = uPlot.paths.stepped!({ align: 1 });
+const COLORS = ["#60a5fa", "#34d399", "#f472b6", "#fbbf24", "#a78bfa", "#f87171"];
+
+function Earnings({ state, providers }: { state: RunState; providers: ProviderView[] }) {
+  const earners = providers.filter((p) => p.earnings.length);
+  const data = useMemo(() => {
+    const times = [
+      ...new Set([0, ...earners.flatMap((p) => p.earnings.map((e) => e.ms / 1000)), state.ms / 1000]),
+    ].sort((a, b) => a - b);
+    const series = earners.map((p) => times.map((t) => p.earnings.filter((e) => e.ms / 1000 <= t).at(-1)?.total ?? 0));
+    return [times, ...series] as uPlot.AlignedData;
+  }, [earners.map((p) => p.earnings.length).join(","), Math.floor(state.ms / 5000)]);
+  if (!earners.length) return <p className="muted">No accepted work yet: providers earn only for accepted steps.</p>;
+  return (
+    <Chart
+      label="Cumulative earnings per provider, in USDC, over run time"
+      data={data}
+      series={earners.map((p, i) => ({ label: p.name, stroke: COLORS[i % COLORS.length], width: 2, paths: STEPPED }))}
+      axes={{ x: "run time (s)", y: "USDC" }}
+      height={200}
+    />
+  );
+}

@@ -1,0 +1,100 @@
+/**
+ * The live run: the dashboard server's event stream (server-sent events, one recording entry per message) and
+ * its status snapshot, each reconnecting by itself with backoff. The stream starts with the whole history, so
+ * a reconnect simply starts the fold again.
+ */
+import type { Entry } from "../model/entries.ts";
+import { nextDelay } from "./backoff.ts";
+
+export interface Snapshot {
+  at: number;
+  /** reachable: null until the server first asked (the keepers may start after the dashboard). */
+  coordinator: { url: string | null; reachable: boolean | null; lastOkAt: number | null };
+  collector: { url: string | null; reachable: boolean | null; lastOkAt: number | null };
+  processes: { name: string; role: string; lastSeenAt: number | null; detail?: string }[];
+  heartbeats: {
+    provider: string;
+    name: string;
+    job: string;
+    epoch: string;
+    step: number;
+    loss: number | null;
+    ageMs: number;
+  }[];
+  pending: {
+    kind: string;
+    job: string;
+    epoch?: string;
+    step?: number;
+    accept?: boolean;
+    signers: string[];
+    threshold: number;
+  }[];
+  indexedBlock: number;
+  headBlock: number | null;
+}
+
+export interface LiveHandlers {
+  onReset(): void;
+  onEntry(e: Entry): void;
+  onStream(up: boolean): void;
+  onSnapshot(s: Snapshot | null, error?: string): void;
+}
+
+export function connectLive(h: LiveHandlers): () => void {
+  let stopped = false;
+  let source: EventSource | undefined;
+  let streamFailures = 0;
+  let streamTimer: ReturnType<typeof setTimeout> | undefined;
+  const open = () => {
+    if (stopped) return;
+    source = new EventSource("api/stream");
+    let first = true;
+    source.onopen = () => {
+      streamFailures = 0;
+      h.onStream(true);
+    };
+    source.onmessage = (m) => {
+      if (first) {
+        first = false;
+        h.onReset();
+      }
+      try {
+        h.onEntry(JSON.parse(m.data) as Entry);
+      } catch {
+        /* a malformed message is skipped, never guessed at */
+      }
+    };
+    source.onerror = () => {
+      source?.close();
+      h.onStream(false);
+      streamFailures += 1;
+      streamTimer = setTimeout(open, nextDelay(streamFailures));
+    };
+  };
+  open();
+
+  let snapFailures = 0;
+  let snapTimer: ReturnType<typeof setTimeout> | undefined;
+  const poll = async () => {
+    if (stopped) return;
+    try {
+      const res = await fetch("api/status");
+      if (!res.ok) throw new Error(`status ${res.status}`);
+      h.onSnapshot((await res.json()) as Snapshot);
+      snapFailures = 0;
+    } catch (err) {
+      snapFailures += 1;
+      h.onSnapshot(null, (err as Error).message);
+    }
+    snapTimer = setTimeout(poll, snapFailures ? nextDelay(snapFailures) : 2000);
+  };
+  void poll();
+
+  return () => {
+    stopped = true;
+    source?.close();
+    clearTimeout(streamTimer);
+    clearTimeout(snapTimer);
+  };
+}

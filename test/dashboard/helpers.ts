@@ -1,0 +1,53 @@
+/** What the dashboard tests share: a served dashboard, axe checks, screenshots, waiting on the page. */
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import AxeBuilder from "@axe-core/playwright";
+import type { Page } from "playwright-core";
+
+export const SHOTS = path.join("test-results", "dashboard");
+export const PAGE_IDS = ["status", "provide", "onchain", "recorded", "help"] as const;
+
+/** Serious or critical axe violations on the page, as "rule: target" lines. */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  const r = await new AxeBuilder({ page }).analyze();
+  return r.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .flatMap((v) => v.nodes.slice(0, 3).map((n) => `${v.id} (${v.impact}): ${n.target.join(" ")} — ${v.help}`));
+}
+
+export async function screenshot(page: Page, name: string, fullPage = true): Promise<string> {
+  mkdirSync(SHOTS, { recursive: true });
+  const file = path.join(SHOTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage });
+  return file;
+}
+
+/** A deployment file naming contracts on a chain that is not running: a recording needs no chain. */
+export function offlineDeployment(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  const a = (n: number) => "0x" + n.toString(16).padStart(40, "0");
+  const file = path.join(dir, "deployed_addresses.json");
+  const keys = [
+    "JobEscrow",
+    "ProviderRegistry",
+    "TestUSDC",
+    "VerifierSafeProxy",
+    "SafeL2",
+    "SafeProxyFactory",
+    "CompatibilityFallbackHandler",
+    "MultiSend",
+    "MultiSendCallOnly",
+    "SignMessageLib",
+    "CreateCall",
+    "SimulateTxAccessor",
+  ];
+  writeFileSync(file, JSON.stringify(Object.fromEntries(keys.map((k, i) => [`GPUChain#${k}`, a(i + 1)]))));
+  return file;
+}
+
+/** USDC text "0.900000 USDC" or "0.9" → base units. */
+export function units(text: string): bigint {
+  const m = /(-?\d+)(?:\.(\d{1,6}))?/.exec(text);
+  if (!m) throw new Error(`no USDC amount in "${text}"`);
+  return BigInt(m[1]) * 1_000_000n + BigInt((m[2] ?? "").padEnd(6, "0"));
+}

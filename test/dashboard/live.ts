@@ -1,0 +1,251 @@
+/**
+ * The dashboard against a real local network (the `npm start` scenario, short: hardhat node, Ignition, keepers,
+ * three verifiers, three providers), in a real Chromium. The browser checks run while the network is still up
+ * (the scenario's `beforeStop`); each `it` then reports one of them.
+ */
+import { expect } from "chai";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, rmSync } from "node:fs";
+import path from "node:path";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { runScenario } from "../../demo/scenario.ts";
+import { freePort } from "../../demo/chain.ts";
+import { runToEnd } from "../../demo/processes.ts";
+import { startDashboardServer } from "../../dashboard/server/server.ts";
+import { ensureBuilt } from "../../dashboard/server/build.ts";
+import { loadKey } from "../../sdk/keys.ts";
+import { sleep } from "../../sdk/retry.ts";
+import { chromiumMissing, launch, requireChromium } from "./browser.ts";
+import { PAGE_IDS, screenshot, seriousViolations, units } from "./helpers.ts";
+
+type Check = () => Promise<void>;
+
+describe("dashboard: a live local network in a real browser", function () {
+  this.timeout(900_000);
+  const deploymentId = `dash-${process.pid}`;
+  const runDir = path.join(".gpuchain", `dash-live-${process.pid}`);
+  const providerName = `dash-${process.pid}`;
+  const outcome = new Map<string, Error | null>();
+  const lines: string[] = [];
+
+  before(async function () {
+    requireChromium(this);
+    await ensureBuilt();
+    let browser: Browser | undefined;
+    await runScenario({
+      template: "blobs-tiny",
+      totalSteps: 40,
+      checkpointInterval: 10,
+      dispute: false,
+      fault: "garbage-weights",
+      kill: false,
+      runDir,
+      deploymentId,
+      timeoutMs: 480_000,
+      print: (l) => lines.push(l),
+      beforeStop: async (net) => {
+        const url = /dashboard: (http:\S+)/.exec(lines.join("\n"))?.[1];
+        if (!url) throw new Error(`npm start printed no dashboard address:\n${lines.slice(0, 12).join("\n")}`);
+        browser = await launch();
+        const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+        const page = await context.newPage();
+        const common = ["--rpc", net.rpc, "--deployment", net.deploymentFile];
+        const run = async (name: string, check: Check) => {
+          try {
+            await check();
+            outcome.set(name, null);
+          } catch (err) {
+            outcome.set(name, err as Error);
+            await screenshot(page, `failed-${name}`).catch(() => {});
+          }
+        };
+        await run("job", () => jobFacts(page, url, net));
+        await run("wallet", () => walletCheck(page, url, net, common));
+        await run("reserves", () => reserves(page, url, common));
+        await run("provide", () => provideCommand(page, url, net, providerName));
+        await run("chain", () => chainUnreachable(page, url, net.rpc));
+        await run("coordinator", () => coordinatorKilled(context, net, common));
+        await run("axe", () => accessibility(page, url));
+      },
+    })
+      .catch((err) => {
+        console.log(lines.slice(-80).join("\n")); // what the network said before it failed
+        throw err;
+      })
+      .finally(() => browser?.close());
+  });
+
+  after(function () {
+    rmSync(runDir, { recursive: true, force: true });
+    rmSync(path.join(".gpuchain", "providers", providerName), { recursive: true, force: true });
+    rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
+  });
+
+  const report = (name: string) => () => {
+    if (!outcome.has(name))
+      throw new Error(`the check did not run (the network did not reach settlement):\n${lines.slice(-30).join("\n")}`);
+    const err = outcome.get(name);
+    if (err) throw err;
+  };
+
+  it("npm start prints the dashboard address among its first lines", function () {
+    const i = lines.findIndex((l) => /^dashboard: http:\/\/127\.0\.0\.1:\d+\/$/.test(l));
+    expect(i, lines.slice(0, 12).join("\n")).to.be.within(0, 8);
+  });
+  it("Status shows the job's accepted steps and payouts equal to the contract's", report("job"));
+  it("Check any wallet equals `gpuchain wallet` for the same address", report("wallet"));
+  it("proof of reserves equals `gpuchain reserves`", report("reserves"));
+  it("the Provide compute command, run as shown, registers a provider that the page then shows", report("provide"));
+  it(
+    "RPC answering 429, then down → Chain unreachable with last values kept, then it recovers by itself",
+    report("chain"),
+  );
+  it("coordinator killed → Coordinator offline, and the switch to the recorded run works", report("coordinator"));
+  it("has no serious accessibility violation on any live page", report("axe"));
+  void chromiumMissing;
+});
+
+interface Net {
+  rpc: string;
+  deploymentFile: string;
+  jobId: bigint;
+  protocol: Awaited<Parameters<NonNullable<Parameters<typeof runScenario>[0]["beforeStop"]>>[0]>["protocol"];
+  provider: Awaited<Parameters<NonNullable<Parameters<typeof runScenario>[0]["beforeStop"]>>[0]>["provider"];
+}
+
+async function jobFacts(page: Page, url: string, net: Net) {
+  const job = await net.protocol.escrow.jobOf(net.jobId);
+  await page.goto(`${url}?job=${net.jobId}`);
+  await page.getByTestId("job-chain-read").getByText("Read by this page at block").waitFor({ timeout: 20_000 });
+  await page.locator('.strip li[aria-current="step"]', { hasText: "Settled" }).waitFor({ timeout: 20_000 });
+  expect(await page.getByTestId("accepted-steps").textContent()).to.equal(`${job.acceptedStep} of ${job.totalSteps}`);
+  expect(units((await page.getByTestId("paid").textContent())!)).to.equal(job.paid);
+  const read = (await page.getByTestId("job-chain-read").textContent())!;
+  expect(read).to.contain(`accepted step ${job.acceptedStep}`);
+  expect(job.paid > 0n).to.equal(true);
+  for (const id of PAGE_IDS) {
+    await page.goto(`${url}?page=${id}`);
+    await page.locator("h1").waitFor();
+    await page.waitForTimeout(1500);
+    await screenshot(page, `live-${id}`);
+  }
+}
+
+async function walletCheck(page: Page, url: string, net: Net, common: string[]) {
+  const accepted = await net.protocol.escrow.queryFilter(net.protocol.escrow.filters.CheckpointAccepted(net.jobId));
+  const who = accepted[0].args.provider;
+  const cli = await runToEnd(["cli/gpuchain.ts", "wallet", who, ...common]);
+  expect(cli.code, cli.output).to.equal(0);
+  const line = (label: string) => units(new RegExp(`${label}: ([\\d.]+) USDC`).exec(cli.output)![1]);
+  await page.goto(`${url}?page=onchain`);
+  await page.getByLabel("Address").fill(who);
+  await page.getByRole("button", { name: "Check" }).click();
+  await page.getByTestId("wallet-result").getByText("Read by this browser at block").waitFor({ timeout: 20_000 });
+  expect(units((await page.getByTestId("wallet-withdrawable").textContent())!)).to.equal(line("withdrawable now"));
+  expect(units((await page.getByTestId("wallet-withdrawn").textContent())!)).to.equal(line("withdrawn so far"));
+  expect(line("withdrawn so far") > 0n).to.equal(true);
+  expect(await page.getByTestId("wallet-result").textContent()).to.contain("Events and state agree.");
+}
+
+async function reserves(page: Page, url: string, common: string[]) {
+  const cli = await runToEnd(["cli/gpuchain.ts", "reserves", ...common]);
+  expect(cli.code, cli.output).to.equal(0);
+  await page.goto(`${url}?page=onchain`);
+  await page.getByTestId("reserves-verdict").waitFor({ timeout: 20_000 });
+  const held = units(/held: +([\d.]+) USDC/.exec(cli.output)![1]);
+  const owed = units(/owed: +([\d.]+) USDC/.exec(cli.output)![1]);
+  expect(units((await page.getByTestId("reserves-held").textContent())!)).to.equal(held);
+  expect(units((await page.getByTestId("reserves-owed").textContent())!)).to.equal(owed);
+  expect(await page.getByTestId("reserves-verdict").textContent()).to.contain("holds at least what it owes");
+  expect(await page.getByTestId("safe-owners").textContent()).to.match(/^2 of 3 owners must sign/);
+}
+
+async function provideCommand(page: Page, url: string, net: Net, name: string) {
+  await page.goto(`${url}?page=provide`);
+  await page.getByLabel("Name").fill(name);
+  await page.getByLabel("Price per step (USDC)").fill("0.0009");
+  await page.getByRole("button", { name: "Copy command" }).click();
+  await page.getByText("Waiting for your device…").waitFor();
+  const command = (await page.getByTestId("provide-command").textContent())!;
+  expect(command).to.contain(`--rpc ${net.rpc}`);
+  // Run it exactly as shown: `npx gpuchain` is this repository's cli/gpuchain.ts.
+  const words = command.split(" ");
+  expect(words.slice(0, 2)).to.deep.equal(["npx", "gpuchain"]);
+  const child: ChildProcess = spawn(process.execPath, ["cli/gpuchain.ts", ...words.slice(2)], { stdio: "ignore" });
+  try {
+    // A new key has no gas: on the local chain the operator funds it, as the page says.
+    const keyFile = path.join(".gpuchain", "providers", name, "key");
+    for (let i = 0; i < 120 && !existsSync(keyFile); i++) await sleep(500);
+    const address = loadKey(keyFile).address;
+    await net.provider.send("hardhat_setBalance", [address, "0x56BC75E2D63100000"]);
+    await page.getByTestId("follow-registered").getByText(`Registered at block`).waitFor({ timeout: 120_000 });
+    expect(await page.getByTestId("follow-registered").textContent()).to.contain(address);
+    expect(await net.protocol.registry.isActive(address)).to.equal(true);
+    await page.getByTestId(`provider-${name}`).waitFor();
+    expect(await page.getByTestId(`provider-${name}`).textContent()).to.contain("0.0009");
+  } finally {
+    child.kill("SIGTERM");
+  }
+}
+
+async function chainUnreachable(page: Page, url: string, rpc: string) {
+  const port = new URL(rpc).port;
+  const isRpc = (u: URL) => u.port === port;
+  await page.goto(`${url}?page=onchain`);
+  await page.getByTestId("reserves-held").waitFor({ timeout: 20_000 });
+  const held = await page.getByTestId("reserves-held").textContent();
+  const banner = page.getByRole("alert").filter({ hasText: "Chain unreachable" });
+  for (const fault of ["429", "down"] as const) {
+    await page.route(isRpc, (r) =>
+      fault === "429" ? r.fulfill({ status: 429, body: "Too Many Requests" }) : r.abort("connectionrefused"),
+    );
+    await banner.waitFor({ timeout: 20_000 });
+    if (fault === "429") expect(await banner.textContent()).to.contain("429");
+    expect(await page.getByTestId("reserves-held").textContent()).to.equal(held); // the last good value, not a zero
+    await page.unroute(isRpc);
+    await banner.waitFor({ state: "detached", timeout: 45_000 });
+  }
+}
+
+async function coordinatorKilled(context: BrowserContext, net: Net, common: string[]) {
+  const port = await freePort(0);
+  const coordinator = spawn(
+    process.execPath,
+    ["cli/gpuchain.ts", "keeper", "coordinator", "--dry-run", "--port", String(port), ...common],
+    { stdio: "ignore" },
+  );
+  const dead = `http://127.0.0.1:${await freePort(0)}`;
+  const server = await startDashboardServer({
+    rpc: net.rpc,
+    deploymentFile: net.deploymentFile,
+    coordinatorUrl: `http://127.0.0.1:${port}`,
+    collectorUrl: dead,
+  });
+  const page = await context.newPage();
+  try {
+    await page.goto(server.url);
+    await page.getByText("coordinator online").waitFor({ timeout: 60_000 });
+    coordinator.kill("SIGKILL");
+    const banner = page.getByRole("alert").filter({ hasText: "Coordinator offline" });
+    await banner.waitFor({ timeout: 30_000 });
+    await banner.getByRole("button", { name: "Switch to the recorded run" }).click();
+    await page.locator(".page-head .badge-recorded").waitFor();
+    expect(new URL(page.url()).searchParams.get("run")).to.match(/\.jsonl$/);
+    await page.getByRole("region", { name: "Recorded run playback" }).waitFor();
+  } finally {
+    coordinator.kill("SIGKILL");
+    await page.close();
+    await server.close();
+  }
+}
+
+async function accessibility(page: Page, url: string) {
+  const found: string[] = [];
+  for (const id of PAGE_IDS) {
+    await page.goto(`${url}?page=${id}`);
+    await page.locator("h1").waitFor();
+    await page.waitForTimeout(800);
+    for (const v of await seriousViolations(page)) found.push(`${id}: ${v}`);
+  }
+  expect(found).to.deep.equal([]);
+}
