@@ -31,6 +31,17 @@ export interface SignedHeartbeat extends Heartbeat {
  * startGraceMs: extra silence allowed before the first beat for a new (job, epoch), because a fresh assignee may
  * first load its template (data set and onnxruntime sessions) — seconds on a busy machine.
  */
+/** One provider's latest accepted beat as the coordinator's `GET /heartbeats` lists it, with its age there. */
+export interface HeartbeatListed {
+  provider: string;
+  jobId: string;
+  epoch: string;
+  step: number;
+  loss: number | null;
+  stepsPerSecond: number | null;
+  ageMs: number;
+}
+
 export const HEARTBEAT_DEFAULTS = { intervalMs: 1_000, timeoutMs: 5_000, startGraceMs: 20_000, maxClockSkewMs: 30_000 };
 
 /** The signed text; the profile is signed too when present (a beat without one signs as before). */

@@ -7,6 +7,8 @@
 import { Contract, JsonRpcProvider, Network, type Interface, type Log } from "ethers";
 import { connectProtocol, protocolInterfaces } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
+import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
+import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
 
 export interface Entry {
   ms: number;
@@ -54,24 +56,8 @@ export class LiveFeed {
   readonly processes = new Map<string, ProcessSeen>();
   coordinator = { reachable: false, lastOkAt: null as number | null, checked: false };
   collector = { reachable: false, lastOkAt: null as number | null, checked: false };
-  heartbeats: {
-    provider: string;
-    name: string;
-    job: string;
-    epoch: string;
-    step: number;
-    loss: number | null;
-    ageMs: number;
-  }[] = [];
-  pending: {
-    kind: string;
-    job: string;
-    epoch?: string;
-    step?: number;
-    accept?: boolean;
-    signers: string[];
-    threshold: number;
-  }[] = [];
+  heartbeats: HeartbeatRow[] = [];
+  pending: PendingRow[] = [];
   private owners: string[] = [];
   private threshold = 0;
   private lastReserves = "";
@@ -224,17 +210,7 @@ export class LiveFeed {
     try {
       const res = await fetch(`${base}/heartbeats`, { signal: AbortSignal.timeout(3000) });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const body = (await res.json()) as {
-        beats: {
-          provider: string;
-          jobId: string;
-          epoch: string;
-          step: number;
-          loss: number | null;
-          stepsPerSecond: number | null;
-          ageMs: number;
-        }[];
-      };
+      const body = (await res.json()) as { beats: HeartbeatListed[] };
       this.coordinator = { reachable: true, lastOkAt: now, checked: true };
       this.seen("coordinator", "keeper", now);
       this.heartbeats = body.beats.map((b) => ({
@@ -335,7 +311,7 @@ export class LiveFeed {
     return this.names.get(address.toLowerCase()) ?? address.slice(0, 10);
   }
 
-  snapshot() {
+  snapshot(): Snapshot {
     return {
       at: Date.now(),
       coordinator: {

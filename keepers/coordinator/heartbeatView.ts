@@ -3,17 +3,11 @@
  * accepted beat per provider (job, epoch, step, loss) and its age on the coordinator's clock. It wraps the
  * `POST /heartbeat` route and records only beats that route accepted, so it never changes a decision.
  */
+import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
 import type { JsonResponse, Route } from "../http.ts";
 
-export interface BeatSeen {
-  provider: string;
-  jobId: string;
-  epoch: string;
-  step: number;
-  loss: number | null;
-  stepsPerSecond: number | null;
-  receivedAt: number;
-}
+/** A beat as recorded: what `GET /heartbeats` lists, with when it arrived instead of its age. */
+export type BeatSeen = Omit<HeartbeatListed, "ageMs"> & { receivedAt: number };
 
 export class HeartbeatView {
   private readonly latest = new Map<string, BeatSeen>();

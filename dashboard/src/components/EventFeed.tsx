@@ -3,6 +3,7 @@ import { describeEvent, eventKind } from "../describe.ts";
 import type { RunState } from "../model/state.ts";
 import { nameOf } from "../model/state.ts";
 import { short } from "../format.ts";
+import { DataTable } from "./DataTable.tsx";
 
 /** Decoded contract events, newest first, filterable by kind, job and provider. */
 export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?: number; id: string }) {
@@ -61,30 +62,18 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
           {rows.length} of {events.length} events
         </span>
       </div>
-      <div className="table-wrap" tabIndex={0} role="region" aria-label="Events">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Block</th>
-              <th scope="col">Event</th>
-              <th scope="col">What happened</th>
-              <th scope="col">Transaction</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((e, i) => (
-              <tr key={`${e.blockNumber}-${e.logIndex ?? i}-${e.name}`} className={`ev-${eventKind(e.name)}`}>
-                <td className="num">{e.blockNumber}</td>
-                <td>
-                  <code>{e.name}</code>
-                </td>
-                <td>{describeEvent(e, (a) => nameOf(state, a))}</td>
-                <td className="mono">{e.transactionHash ? short(e.transactionHash) : "—"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable label="Events" columns={["Block", "Event", "What happened", "Transaction"]}>
+        {rows.map((e, i) => (
+          <tr key={`${e.blockNumber}-${e.logIndex ?? i}-${e.name}`} className={`ev-${eventKind(e.name)}`}>
+            <td className="num">{e.blockNumber}</td>
+            <td>
+              <code>{e.name}</code>
+            </td>
+            <td>{describeEvent(e, (a) => nameOf(state, a))}</td>
+            <td className="mono">{e.transactionHash ? short(e.transactionHash) : "—"}</td>
+          </tr>
+        ))}
+      </DataTable>
     </div>
   );
 }

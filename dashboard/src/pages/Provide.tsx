@@ -7,6 +7,7 @@ import type { PageProps } from "../context.ts";
 import { ago, price, usdc } from "../format.ts";
 import { ledgerOf, providerSummaries, walletOf } from "../ledger.ts";
 import type { ProviderView, RunState } from "../model/state.ts";
+import { DataTable } from "../components/DataTable.tsx";
 
 const NAME_OK = /^[A-Za-z0-9._-]{1,64}$/;
 const PRICE_OK = /^\d+(\.\d{1,6})?$/;
@@ -184,75 +185,71 @@ function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
   const heartbeats = new Map((p.run.snapshot?.heartbeats ?? []).map((h) => [h.provider.toLowerCase(), h]));
   if (!p.providers.length) return <p className="muted">No provider registered yet.</p>;
   return (
-    <div className="table-wrap" tabIndex={0} role="region" aria-label="Providers table">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Provider</th>
-            <th scope="col">Badges</th>
-            <th scope="col">Device</th>
-            <th scope="col">Price / step</th>
-            <th scope="col">Steps accepted</th>
-            <th scope="col">Refused</th>
-            <th scope="col">Earned</th>
-            <th scope="col">Withdrawn</th>
-            <th scope="col">Heartbeat</th>
-            <th scope="col">Why</th>
+    <DataTable
+      label="Providers table"
+      columns={[
+        "Provider",
+        "Badges",
+        "Device",
+        "Price / step",
+        "Steps accepted",
+        "Refused",
+        "Earned",
+        "Withdrawn",
+        "Heartbeat",
+        "Why",
+      ]}
+    >
+      {p.providers.map((x) => {
+        const hb = heartbeats.get(x.key);
+        const withdrawn = ledger ? walletOf(ledger, x.address).withdrawn : null;
+        const why = ledger
+          ? [...ledger.jobs.values()]
+              .map((j) => providerSummaries(j).find((s) => s.provider === x.key)?.why)
+              .filter(Boolean)
+              .join("; ")
+          : "";
+        const registered = x.registeredBlock !== undefined;
+        return (
+          <tr key={x.key} data-testid={`provider-${x.name}`}>
+            <th scope="row">
+              {x.name}
+              <div className="muted mono">{x.address}</div>
+              {registered && <div className="muted">registered at block {x.registeredBlock}</div>}
+            </th>
+            <td>
+              <Badges names={[...x.badges]} />
+            </td>
+            <td>
+              {x.deviceModel ? `${x.deviceModel}, ${x.kind}` : "unknown"}
+              {x.memoryMiB ? `, ${x.memoryMiB} MiB` : ""}
+            </td>
+            <td className="num">{x.pricePerStep ? price(x.pricePerStep) : "unknown"}</td>
+            <td className="num">{x.accepted}</td>
+            <td className="num">{x.refused}</td>
+            <td className="num">{usdc(x.earned)}</td>
+            <td className="num">{withdrawn === null ? "unknown" : usdc(withdrawn)}</td>
+            <td>
+              {hb
+                ? `${ago(hb.ageMs)}${hb.job !== "0" ? ` · job ${hb.job} step ${hb.step}` : " · idle"}`
+                : p.recorded
+                  ? x.lastSeenMs !== undefined
+                    ? `${ago(p.run.state.ms - x.lastSeenMs)} (run time)`
+                    : "—"
+                  : "no heartbeat"}
+            </td>
+            <td className="reason">
+              {why ||
+                (x.refusals.length
+                  ? x.refusals
+                      .map((r) => `refused step ${r.step}: ${r.reasons.join("; ") || "Quality Guard"}`)
+                      .join(" · ")
+                  : "not assigned yet")}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {p.providers.map((x) => {
-            const hb = heartbeats.get(x.key);
-            const withdrawn = ledger ? walletOf(ledger, x.address).withdrawn : null;
-            const why = ledger
-              ? [...ledger.jobs.values()]
-                  .map((j) => providerSummaries(j).find((s) => s.provider === x.key)?.why)
-                  .filter(Boolean)
-                  .join("; ")
-              : "";
-            const registered = x.registeredBlock !== undefined;
-            return (
-              <tr key={x.key} data-testid={`provider-${x.name}`}>
-                <th scope="row">
-                  {x.name}
-                  <div className="muted mono">{x.address}</div>
-                  {registered && <div className="muted">registered at block {x.registeredBlock}</div>}
-                </th>
-                <td>
-                  <Badges names={[...x.badges]} />
-                </td>
-                <td>
-                  {x.deviceModel ? `${x.deviceModel}, ${x.kind}` : "unknown"}
-                  {x.memoryMiB ? `, ${x.memoryMiB} MiB` : ""}
-                </td>
-                <td className="num">{x.pricePerStep ? price(x.pricePerStep) : "unknown"}</td>
-                <td className="num">{x.accepted}</td>
-                <td className="num">{x.refused}</td>
-                <td className="num">{usdc(x.earned)}</td>
-                <td className="num">{withdrawn === null ? "unknown" : usdc(withdrawn)}</td>
-                <td>
-                  {hb
-                    ? `${ago(hb.ageMs)}${hb.job !== "0" ? ` · job ${hb.job} step ${hb.step}` : " · idle"}`
-                    : p.recorded
-                      ? x.lastSeenMs !== undefined
-                        ? `${ago(p.run.state.ms - x.lastSeenMs)} (run time)`
-                        : "—"
-                      : "no heartbeat"}
-                </td>
-                <td className="reason">
-                  {why ||
-                    (x.refusals.length
-                      ? x.refusals
-                          .map((r) => `refused step ${r.step}: ${r.reasons.join("; ") || "Quality Guard"}`)
-                          .join(" · ")
-                      : "not assigned yet")}
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </div>
+        );
+      })}
+    </DataTable>
   );
 }
 

@@ -9,6 +9,7 @@ import { ago, price, short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
 import { ledgerOf, providerSummaries, statusName, type LedgerJob } from "../ledger.ts";
 import { nameOf, type RunState } from "../model/state.ts";
+import { DataTable } from "../components/DataTable.tsx";
 
 const STRIP = ["Open", "Running", "Verdict", "Dispute window", "Settled"];
 
@@ -294,44 +295,31 @@ function Verification({ state, job }: { state: RunState; job: LedgerJob }) {
       {rows.length === 0 ? (
         <p className="muted">No checkpoint reported yet.</p>
       ) : (
-        <div className="table-wrap" tabIndex={0} role="region" aria-label="Checkpoints and signatures">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Step</th>
-                <th scope="col">Provider</th>
-                <th scope="col">Decision</th>
-                <th scope="col">Signed</th>
-                <th scope="col">Reason</th>
+        <DataTable label="Checkpoints and signatures" columns={["Step", "Provider", "Decision", "Signed", "Reason"]}>
+          {rows.map((c) => {
+            const signers = [...c.signers];
+            const reasons = [...new Set([...c.verifiers.values()].flatMap((v) => v.reasons))];
+            return (
+              <tr key={`${c.epoch}-${c.step}`}>
+                <td className="num">{c.step}</td>
+                <td>{nameOf(state, c.provider)}</td>
+                <td>
+                  <span className={`pill pill-${c.status}`}>
+                    {c.status === "pending" ? "waiting for signatures" : c.status}
+                  </span>
+                </td>
+                <td>{signedText(state, c.status, signers)}</td>
+                <td className="reason">
+                  {reasons.length
+                    ? reasons.join("; ")
+                    : c.status === "accepted"
+                      ? "replay exact, evaluation within the template's rules"
+                      : "—"}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {rows.map((c) => {
-                const signers = [...c.signers];
-                const reasons = [...new Set([...c.verifiers.values()].flatMap((v) => v.reasons))];
-                return (
-                  <tr key={`${c.epoch}-${c.step}`}>
-                    <td className="num">{c.step}</td>
-                    <td>{nameOf(state, c.provider)}</td>
-                    <td>
-                      <span className={`pill pill-${c.status}`}>
-                        {c.status === "pending" ? "waiting for signatures" : c.status}
-                      </span>
-                    </td>
-                    <td>{signedText(state, c.status, signers)}</td>
-                    <td className="reason">
-                      {reasons.length
-                        ? reasons.join("; ")
-                        : c.status === "accepted"
-                          ? "replay exact, evaluation within the template's rules"
-                          : "—"}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </DataTable>
       )}
       <p className="muted">
         Providers paid so far:{" "}

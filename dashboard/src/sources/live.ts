@@ -5,34 +5,9 @@
  */
 import type { Entry } from "../model/entries.ts";
 import { nextDelay } from "./backoff.ts";
+import type { Snapshot } from "../../server/snapshot.ts";
 
-export interface Snapshot {
-  at: number;
-  /** reachable: null until the server first asked (the keepers may start after the dashboard). */
-  coordinator: { url: string | null; reachable: boolean | null; lastOkAt: number | null };
-  collector: { url: string | null; reachable: boolean | null; lastOkAt: number | null };
-  processes: { name: string; role: string; lastSeenAt: number | null; detail?: string }[];
-  heartbeats: {
-    provider: string;
-    name: string;
-    job: string;
-    epoch: string;
-    step: number;
-    loss: number | null;
-    ageMs: number;
-  }[];
-  pending: {
-    kind: string;
-    job: string;
-    epoch?: string;
-    step?: number;
-    accept?: boolean;
-    signers: string[];
-    threshold: number;
-  }[];
-  indexedBlock: number;
-  headBlock: number | null;
-}
+export type { Snapshot };
 
 export interface LiveHandlers {
   onReset(): void;
