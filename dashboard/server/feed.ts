@@ -5,7 +5,7 @@
  * The history is kept, so every new viewer starts from the whole run — the same way a recording plays.
  */
 import { Contract, JsonRpcProvider, Network, type Interface, type Log } from "ethers";
-import { connectProtocol, protocolInterfaces } from "../../sdk/contracts.ts";
+import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
 import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
@@ -116,7 +116,7 @@ export class LiveFeed {
   private async readChain() {
     if (this.chainId === null) {
       // Ask the chain id first, plainly: an ethers provider on a chain that is down retries and logs forever.
-      const chainId = await rpcChainId(this.o.rpc);
+      const chainId = await rpcChainId(this.o.rpc, 5000);
       const network = Network.from(chainId);
       this.provider = new JsonRpcProvider(this.o.rpc, network, {
         staticNetwork: network,
@@ -331,18 +331,6 @@ export class LiveFeed {
       headBlock: this.headBlock,
     };
   }
-}
-
-async function rpcChainId(rpc: string): Promise<bigint> {
-  const res = await fetch(rpc, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-    signal: AbortSignal.timeout(5000),
-  });
-  const body = (await res.json()) as { result?: string };
-  if (!body.result) throw new Error(`eth_chainId: no result from ${rpc}`);
-  return BigInt(body.result);
 }
 
 function plain(v: unknown): unknown {

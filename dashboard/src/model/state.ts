@@ -248,10 +248,7 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
       return;
     }
     case "CheckpointAccepted": {
-      const c = checkpoint(s, job!, String(a.epoch), Number(a.step), lower(a.provider));
-      c.status = "accepted";
-      c.decidedBlock = ev.blockNumber;
-      const p = provider(s, String(a.provider));
+      const { p } = decided(s, job!, ev, "accepted");
       p.accepted += Number(a.stepsCredited ?? 0);
       p.earned += BigInt(String(a.amount ?? 0));
       p.earnings.push({ ms, step: Number(a.step), total: Number(p.earned) / 1e6 });
@@ -259,10 +256,7 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
       return;
     }
     case "CheckpointRefused": {
-      const c = checkpoint(s, job!, String(a.epoch), Number(a.step), lower(a.provider));
-      c.status = "refused";
-      c.decidedBlock = ev.blockNumber;
-      const p = provider(s, String(a.provider));
+      const { c, p } = decided(s, job!, ev, "refused");
       p.refused += 1;
       const reasons = [...c.verifiers.values()].flatMap((v) => v.reasons);
       p.refusals.push({ job: job!, step: Number(a.step), reasons: [...new Set(reasons)] });
@@ -302,6 +296,15 @@ function closeLane(s: RunState, job: string, who: string | undefined, ms: number
       return;
     }
   }
+}
+
+/** The checkpoint an accept or refuse event decided (status and block set), and the provider it was for. */
+function decided(s: RunState, job: string, ev: ChainEvent, status: "accepted" | "refused") {
+  const a = ev.args ?? {};
+  const c = checkpoint(s, job, String(a.epoch), Number(a.step), lower(a.provider));
+  c.status = status;
+  c.decidedBlock = ev.blockNumber;
+  return { c, p: provider(s, String(a.provider)) };
 }
 
 function checkpoint(s: RunState, job: string, epoch: string, step: number, who: string): CheckpointView {
