@@ -37,6 +37,8 @@ export class CoordinatorChainView {
   private readonly batch: BatchReader;
   private readonly escrowIface: Interface;
   private readonly registryIface: Interface;
+  /** The registry's `minStake` (immutable: read once). */
+  minStake: bigint | undefined;
   private knownJobCount = 0n;
   private scannedTo: number;
   last: ChainViewStats = { jobsRead: 0, providersRead: 0, logs: 0 };
@@ -49,18 +51,18 @@ export class CoordinatorChainView {
     this.scannedTo = fromBlock - 1;
   }
 
-  /** The coordinator role and the job count at `block`, in one request. */
+  /** The coordinator role and the job count at `block` (and, the first time, the registry's minStake), in one request. */
   async head(block: number): Promise<{ coordinator: string; jobCount: bigint }> {
     const escrow = this.escrowAddress();
-    const [c, n] = await read(this.ctx, "coordinator, jobCount", () =>
-      this.batch.read(
-        [
-          { target: escrow, iface: this.escrowIface, fn: "coordinator", args: [] },
-          { target: escrow, iface: this.escrowIface, fn: "jobCount", args: [] },
-        ],
-        block,
-      ),
-    );
+    const calls = [
+      { target: escrow, iface: this.escrowIface, fn: "coordinator", args: [] },
+      { target: escrow, iface: this.escrowIface, fn: "jobCount", args: [] },
+    ];
+    if (this.minStake === undefined) {
+      calls.push({ target: this.registryAddress(), iface: this.registryIface, fn: "minStake", args: [] });
+    }
+    const [c, n, m] = await read(this.ctx, "coordinator, jobCount", () => this.batch.read(calls, block));
+    if (m) this.minStake = valueOf(m)[0] as bigint;
     return { coordinator: valueOf(c)[0] as string, jobCount: valueOf(n)[0] as bigint };
   }
 
@@ -140,15 +142,17 @@ export class CoordinatorChainView {
     const known = addresses.filter((a) => this.registered.has(a));
     if (known.length === 0) return;
     const registry = this.registryAddress();
-    const results = await read(this.ctx, `${known.length} providers`, () =>
-      this.batch.read(
-        known.map((a) => ({ target: registry, iface: this.registryIface, fn: "quote", args: [a] })),
-        block,
-      ),
-    );
+    // Two reads per provider: its offer and its stake (stake events name the provider, so both stay current).
+    const calls = known.flatMap((a) => [
+      { target: registry, iface: this.registryIface, fn: "quote", args: [a] },
+      { target: registry, iface: this.registryIface, fn: "stakeOf", args: [a] },
+    ]);
+    const results = await read(this.ctx, `${known.length} providers`, () => this.batch.read(calls, block));
     known.forEach((address, i) => {
-      const [price, memoryMiB, active] = valueOf(results[i]) as unknown as [bigint, bigint, boolean];
-      const view = { address, pricePerStep: price, memoryMiB: Number(memoryMiB), active, registered: true };
+      const [price, memoryMiB, active] = valueOf(results[2 * i]) as unknown as [bigint, bigint, boolean];
+      const [stake] = valueOf(results[2 * i + 1]) as unknown as [{ deposited: bigint; locked: bigint; unbonding: bigint }];
+      const stakeFree = stake.deposited - stake.locked - stake.unbonding;
+      const view = { address, pricePerStep: price, memoryMiB: Number(memoryMiB), active, registered: true, stakeFree };
       this.providers.set(address.toLowerCase(), view);
     });
   }

@@ -5,7 +5,8 @@
  * Assignment rule (also in keepers/README.md): a provider is eligible for an Open job when it is registered and
  * active, not busy on a Running job (nor picked for another job in this tick), not fenced on this job, asks at
  * most the job's maxPricePerStep, the job's remaining budget covers (totalSteps − acceptedStep) × its price, its
- * device memory is at least the template's need, it sent a heartbeat within the timeout, and that latest beat is
+ * device memory is at least the template's need, its free stake covers the lock `assign` takes (price ×
+ * interval, at least the registry's minStake), it sent a heartbeat within the timeout, and that latest beat is
  * idle or for a job it still holds. Among the eligible: cheapest price, then most memory, then lowest address.
  */
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
@@ -26,6 +27,7 @@ export type CoordinatorJob = Pick<
   | "acceptedStep"
   | "pendingStep"
   | "maxPricePerStep"
+  | "checkpointInterval"
   | "budget"
   | "paid"
   | "provider"
@@ -38,6 +40,11 @@ export interface ProviderView {
   memoryMiB: number;
   active: boolean;
   registered: boolean;
+  /**
+   * Stake it can still lock (registry `stakeOf`: deposited − locked − unbonding). Absent: not known, no stake rule
+   * (the tick always reads it; pure tests may leave it out).
+   */
+  stakeFree?: bigint;
 }
 
 /** The latest heartbeat the coordinator received from one provider (its own clock: receivedAt). */
@@ -75,6 +82,8 @@ export interface CoordinatorView {
    * safety net); absent: no profile rule.
    */
   profileProven?: (templateId: string, profile: string | undefined) => boolean;
+  /** The registry's network minimum lock per job (`minStake`); with `stakeFree`, the stake rule. */
+  minStake?: bigint;
 }
 
 export type Action = "assign" | "unassign" | "keep" | "wait";
@@ -97,6 +106,7 @@ export type Exclusion =
   | "price above max"
   | "budget short"
   | "memory too small"
+  | "stake short"
   | "no recent heartbeat"
   | "stale heartbeat"
   | "arithmetic profile not proven";
@@ -173,9 +183,22 @@ function jobExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorVie
   const needed = BigInt(job.totalSteps - job.acceptedStep) * p.pricePerStep;
   if (needed > job.budget - job.paid) return "budget short";
   if (p.memoryMiB < view.memoryNeedMiB(job.templateId)) return "memory too small";
+  if (p.stakeFree !== undefined && stakeLock(job, p, view) > p.stakeFree) return "stake short";
   const beat = view.lastBeat.get(addr);
   if (view.profileProven && !view.profileProven(job.templateId, beat?.profile)) return "arithmetic profile not proven";
   return undefined;
+}
+
+/**
+ * The stake `assign` would lock (JobEscrow `_lockFor`, registry `_extraNeeded`): price × interval, at least the
+ * network minimum. A lock the provider still holds on this job would lower it; ignoring that only ever skips a
+ * provider the chain would accept, never offers one it would refuse — so no identity without stake at risk is
+ * picked tick after tick while its assign reverts with JobEscrowStakeShort.
+ */
+export function stakeLock(job: Pick<CoordinatorJob, "checkpointInterval">, p: ProviderView, view: CoordinatorView): bigint {
+  const lock = p.pricePerStep * BigInt(job.checkpointInterval);
+  const min = view.minStake ?? 0n;
+  return lock < min ? min : lock;
 }
 
 /** Whether the provider's latest job beat names a job and epoch it holds on chain. */

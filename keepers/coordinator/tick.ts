@@ -140,6 +140,7 @@ export class Coordinator {
       fenced: chain.fenced,
       memoryNeedMiB: memoryNeed(config),
       profileProven,
+      minStake: chain.minStake,
     };
   }
 

@@ -45,6 +45,7 @@ export function openJob(over: Partial<CoordinatorJob> = {}): CoordinatorJob {
     acceptedStep: 0,
     pendingStep: 0,
     maxPricePerStep: 1_000n,
+    checkpointInterval: 10,
     budget: 100_000n,
     paid: 0n,
     provider: ZeroAddress,

@@ -9,6 +9,7 @@ import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { startJsonServer } from "../../keepers/http.ts";
 import type { KeeperContext } from "../../keepers/chain.ts";
 import { JobStatus } from "../../sdk/job.ts";
+import { DeviceKind, depositStake } from "../helpers/fixture.ts";
 import {
   CRASH_POINTS,
   LEASE,
@@ -85,6 +86,32 @@ describe("keepers: coordinator on chain", function () {
     const report = await keeper.tick();
     expect(report.sent.map((s) => s.outcome.kind)).to.deep.equal(["confirmed"]);
     expect((await p.escrow.jobOf(jobId)).provider).to.equal(P2.address);
+  });
+
+  it("never picks an identity without stake at risk, however cheap; offers it work once a deposit names it", async function () {
+    const p = await load();
+    const sybil = p.provider4; // registered at price 1, the cheapest by far, but no stake deposited
+    await p.registry.connect(sybil).register("sybil", 1n, DeviceKind.GPU, "NVIDIA H200", 143_771);
+    const first = await createJob(p);
+    const clock = manualClock(Date.now());
+    const { keeper, send } = await coordinatorFor(p, clock);
+    const sybilWallet = wallet(14);
+    expect(sybilWallet.address).to.equal(sybil.address);
+    expect((await send(sybilWallet)).ok).to.equal(true);
+    expect((await send(P1)).ok).to.equal(true);
+    const report = await keeper.tick();
+    // One assignment, to the staked provider: no transaction was wasted on the unstaked one (it would revert
+    // JobEscrowStakeShort on chain, tick after tick).
+    expect(report.sent.map((s) => [s.decision.provider, s.outcome.kind])).to.deep.equal([[P1.address, "confirmed"]]);
+    expect((await p.escrow.jobOf(first)).provider).to.equal(P1.address);
+    // A deposit is a registry event naming the provider: the next tick re-reads it and the sybil, now at risk,
+    // gets the next job.
+    await depositStake(p, sybil);
+    const second = await createJob(p);
+    clock.advance(1_000);
+    expect((await send(sybilWallet)).ok).to.equal(true);
+    expect((await keeper.tick()).sent.map((s) => s.decision.provider)).to.deep.equal([sybil.address]);
+    expect((await p.escrow.jobOf(second)).provider).to.equal(sybil.address);
   });
 
   it("unassigns a provider silent for (job, epoch) exactly past the timeout: t and t−1 keep, t+1 unassigns", async function () {

@@ -131,6 +131,26 @@ describe("keepers: coordinator assignment rule (pure)", function () {
     expect(only(view({ providers: [p], jobs: [short] })).reason).to.contain("budget short");
   });
 
+  it("requires free stake for the lock assign takes: price × interval, at least minStake (lock−1 short, lock enough)", function () {
+    // 900/step × interval 10 = 9_000 to lock.
+    const job = openJob({ checkpointInterval: 10 });
+    for (const [free, action] of [[8_999n, "wait"], [9_000n, "assign"], [9_001n, "assign"]] as const) {
+      const d = only(view({ providers: [provider(1, { stakeFree: free })], jobs: [job], minStake: 1n }));
+      expect(d.action, `free ${free}`).to.equal(action);
+      if (action === "wait") expect(d.reason).to.contain("stake short");
+    }
+    // The network minimum floors the lock: 1_000_000 needed although price × interval is 9_000.
+    const floored = view({ providers: [provider(1, { stakeFree: 999_999n })], jobs: [job], minStake: 1_000_000n });
+    expect(only(floored).reason).to.contain("stake short");
+    const enough = view({ providers: [provider(1, { stakeFree: 1_000_000n })], jobs: [job], minStake: 1_000_000n });
+    expect(only(enough).action).to.equal("assign");
+    // An unstaked cheapest identity never takes the job from a staked one.
+    const idleSybil = provider(1, { pricePerStep: 1n, stakeFree: 0n });
+    const honest = provider(2, { stakeFree: 1_000_000n });
+    const pick = only(view({ providers: [idleSybil, honest], jobs: [job], minStake: 1_000_000n }));
+    expect([pick.action, pick.provider]).to.deep.equal(["assign", honest.address]);
+  });
+
   it("accepts a price equal to the job's max", function () {
     expect(only(view({ providers: [provider(1, { pricePerStep: 1_000n })] })).action).to.equal("assign");
   });
