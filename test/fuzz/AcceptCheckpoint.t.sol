@@ -49,12 +49,7 @@ contract AcceptCheckpointFuzzTest is EscrowFixture {
         price2 = uint128(bound(price2, 1, 1e18));
         uint128 maxPrice = price1 > price2 ? price1 : price2;
         uint256 jobId = _createJob(totalSteps, totalSteps, maxPrice);
-        _registerAndAssign(jobId, provider1, price1);
-        _reportAndAccept(jobId, handover);
-        vm.prank(coordinator);
-        escrow.unassign(jobId);
-        _registerAndAssign(jobId, provider2, price2);
-        _reportAndAccept(jobId, totalSteps);
+        _handOver(jobId, handover, totalSteps, price1, price2);
 
         uint256 earned1 = uint256(handover) * price1;
         uint256 earned2 = uint256(totalSteps - handover) * price2;

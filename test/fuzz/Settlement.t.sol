@@ -20,12 +20,7 @@ contract SettlementFuzzTest is EscrowFixture {
         uint128 maxPrice = price1 > price2 ? price1 : price2;
         budget = uint256(totalSteps) * maxPrice + bound(extra, 0, 1e24);
         jobId = _createJob(_request(totalSteps, totalSteps, maxPrice, uint128(budget)));
-        _registerAndAssign(jobId, provider1, price1);
-        _reportAndAccept(jobId, handover);
-        vm.prank(coordinator);
-        escrow.unassign(jobId);
-        _registerAndAssign(jobId, provider2, price2);
-        _reportAndAccept(jobId, totalSteps);
+        _handOver(jobId, handover, totalSteps, price1, price2);
         _submitVerdict(jobId);
         earned1 = uint256(handover) * price1;
         earned2 = uint256(totalSteps - handover) * price2;

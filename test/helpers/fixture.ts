@@ -110,6 +110,27 @@ export async function deployProtocol() {
 }
 export type Protocol = Awaited<ReturnType<typeof deployProtocol>>;
 
+/** The escrow's constructor roles as the fixture deployed them, with `overrides` (role → address) on top. */
+export function escrowRoles(p: Protocol, overrides: Record<string, string> = {}) {
+  return {
+    owner: p.owner.address,
+    coordinator: p.coordinator.address,
+    arbiter: p.arbiter.address,
+    feeRecipient: p.feeRecipient.address,
+    verifierSafe: p.safeAddress,
+    ...overrides,
+  };
+}
+
+/** provider1 holds a job (epoch 1) with its checkpoint at step 10 pending. */
+export async function pendingCheckpoint() {
+  const p = await networkHelpers.loadFixture(deployProtocol);
+  const jobId = await startJob(p);
+  const hash = ckpt(jobId, 10);
+  await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
+  return { ...p, jobId, hash };
+}
+
 /** Mints test USDC to a (registered) provider and deposits it as stake (default STAKE). */
 export async function depositStake(
   p: Pick<Protocol, "usdc" | "registry">,

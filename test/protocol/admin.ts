@@ -10,19 +10,8 @@ import {
   ethers,
   networkHelpers,
   startJob,
-  type Protocol,
+  escrowRoles,
 } from "../helpers/fixture.ts";
-
-function roles(p: Protocol, overrides: Record<string, string> = {}) {
-  return {
-    owner: p.owner.address,
-    coordinator: p.coordinator.address,
-    arbiter: p.arbiter.address,
-    feeRecipient: p.feeRecipient.address,
-    verifierSafe: p.safeAddress,
-    ...overrides,
-  };
-}
 
 describe("JobEscrow: admin and deployment", function () {
   it("deployment: Ignition wires token, registry, Safe, roles, lease, bond and constants", async function () {
@@ -59,7 +48,7 @@ describe("JobEscrow: admin and deployment", function () {
         [token, registry, { verifierSafe: Z }],
       ];
       for (const [t, r, o] of bad) {
-        await expect(ethers.deployContract("JobEscrow", [t, r, roles(p, o), LEASE, BOND])).to.be.revertedWithCustomError(
+        await expect(ethers.deployContract("JobEscrow", [t, r, escrowRoles(p, o), LEASE, BOND])).to.be.revertedWithCustomError(
           p.escrow,
           "JobEscrowZeroAddress",
         );
@@ -69,22 +58,22 @@ describe("JobEscrow: admin and deployment", function () {
     it("constructor: reverts with JobEscrowZeroAmount for a zero lease or bond, OwnableInvalidOwner for a zero owner", async function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
       const args = [await p.usdc.getAddress(), await p.registry.getAddress()];
-      await expect(ethers.deployContract("JobEscrow", [...args, roles(p), 0n, BOND])).to.be.revertedWithCustomError(
+      await expect(ethers.deployContract("JobEscrow", [...args, escrowRoles(p), 0n, BOND])).to.be.revertedWithCustomError(
         p.escrow,
         "JobEscrowZeroAmount",
       );
-      await expect(ethers.deployContract("JobEscrow", [...args, roles(p), LEASE, 0n])).to.be.revertedWithCustomError(
+      await expect(ethers.deployContract("JobEscrow", [...args, escrowRoles(p), LEASE, 0n])).to.be.revertedWithCustomError(
         p.escrow,
         "JobEscrowZeroAmount",
       );
-      await expect(ethers.deployContract("JobEscrow", [...args, roles(p, { owner: ethers.ZeroAddress }), LEASE, BOND]))
+      await expect(ethers.deployContract("JobEscrow", [...args, escrowRoles(p, { owner: ethers.ZeroAddress }), LEASE, BOND]))
         .to.be.revertedWithCustomError(p.escrow, "OwnableInvalidOwner")
         .withArgs(ethers.ZeroAddress);
     });
 
     it("constructor: emits CoordinatorSet, ArbiterSet and FeeRecipientSet so the roles can be rebuilt from events", async function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
-      const args = [await p.usdc.getAddress(), await p.registry.getAddress(), roles(p), LEASE, BOND];
+      const args = [await p.usdc.getAddress(), await p.registry.getAddress(), escrowRoles(p), LEASE, BOND];
       const escrow = await ethers.deployContract("JobEscrow", args);
       const tx = escrow.deploymentTransaction()!;
       await expect(tx).to.emit(escrow, "CoordinatorSet").withArgs(p.coordinator.address);
@@ -193,7 +182,7 @@ describe("JobEscrow: admin and deployment", function () {
       const bad = await ethers.deployContract("FalseReturningToken");
       const badAddress = await bad.getAddress();
       const registry = await ethers.deployContract("ProviderRegistry", [badAddress, 1n, 7_200n]);
-      const escrow = await ethers.deployContract("JobEscrow", [badAddress, await registry.getAddress(), roles(p), LEASE, BOND]);
+      const escrow = await ethers.deployContract("JobEscrow", [badAddress, await registry.getAddress(), escrowRoles(p), LEASE, BOND]);
       await escrow.connect(p.owner).setTemplateApproval(TEMPLATE, true);
       await bad.mint(p.client.address, 1_000_000n);
       await bad.connect(p.client).approve(await escrow.getAddress(), 1_000_000n);

@@ -32,6 +32,7 @@ import {
   signVerdict,
   startJob,
   trainToEnd,
+  escrowRoles,
 } from "../helpers/fixture.ts";
 
 const { time } = networkHelpers;
@@ -105,13 +106,7 @@ type World = Awaited<ReturnType<typeof badInputWorld>>;
 async function falseTokenWorld() {
   const p = await deployProtocol();
   const token = await ethers.deployContract("FalseReturningToken");
-  const roles = {
-    owner: p.owner.address,
-    coordinator: p.coordinator.address,
-    arbiter: p.arbiter.address,
-    feeRecipient: p.feeRecipient.address,
-    verifierSafe: p.safeAddress,
-  };
+  const roles = escrowRoles(p);
   const registry = await ethers.deployContract("ProviderRegistry", [await token.getAddress(), 1n, 7_200n]);
   const escrow = await ethers.deployContract("JobEscrow", [await token.getAddress(), await registry.getAddress(), roles, LEASE, BOND]);
   await escrow.connect(p.owner).setTemplateApproval(TEMPLATE, true);

@@ -12,23 +12,12 @@ import {
   type Protocol,
   STAKE,
 } from "../helpers/fixture.ts";
+import { permitDomain, signPermit } from "../../sdk/permit.ts";
 
+/** The client-side permit (sdk/permit.ts, as `gpuchain job create` signs it), on the token's pinned EIP-712 name. */
 async function permit(p: Protocol, owner: HardhatEthersSigner, value: bigint, deadline: bigint) {
-  const nonce = await p.usdc.nonces(owner.address);
-  const domain = { name: "GPUChain Test USDC", version: "1", chainId: p.chainId, verifyingContract: await p.usdc.getAddress() };
-  const types = {
-    Permit: [
-      { name: "owner", type: "address" },
-      { name: "spender", type: "address" },
-      { name: "value", type: "uint256" },
-      { name: "nonce", type: "uint256" },
-      { name: "deadline", type: "uint256" },
-    ],
-  };
-  const sig = ethers.Signature.from(
-    await owner.signTypedData(domain, types, { owner: owner.address, spender: p.escrowAddress, value, nonce, deadline }),
-  );
-  return { v: sig.v, r: sig.r, s: sig.s };
+  expect((await permitDomain(p.usdc, p.chainId)).name).to.equal("GPUChain Test USDC");
+  return signPermit(owner, p.usdc, { spender: p.escrowAddress, value, deadline, chainId: p.chainId });
 }
 
 describe("JobEscrow: create and cancel", function () {

@@ -16,9 +16,9 @@ import {
   reportAndAccept,
   signDecision,
   signDigest,
-  startJob,
   trainToEnd,
   type Protocol,
+  pendingCheckpoint,
 } from "../helpers/fixture.ts";
 import {
   checkpointDecisionDigest,
@@ -38,15 +38,6 @@ const Safe = ("init" in SafeKit ? SafeKit : (SafeKit as unknown as { default: Sa
 /** Hardhat's default accounts come from the well-known test mnemonic. */
 const MNEMONIC = Mnemonic.fromPhrase("test test test test test test test test test test test junk");
 const privateKeyOf = (index: number) => HDNodeWallet.fromMnemonic(MNEMONIC, `m/44'/60'/0'/0/${index}`).privateKey;
-
-/** A job with provider1's checkpoint at step 10 pending (epoch 1). */
-async function pendingJob() {
-  const p = await networkHelpers.loadFixture(deployProtocol);
-  const jobId = await startJob(p);
-  const hash = ckpt(jobId, 10);
-  await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
-  return { ...p, jobId, hash };
-}
 
 /** Signatures over a digest built in another domain (another chain or another escrow). */
 async function signInDomain(p: Protocol, chainId: bigint, escrow: string, jobId: bigint, hash: string) {
@@ -84,7 +75,7 @@ describe("JobEscrow: verifier signatures", function () {
   describe("relayed 2-of-3 owner signatures", function () {
     for (const [a, b] of [[0, 1], [0, 2], [1, 2], [2, 0]] as const) {
       it(`acceptCheckpoint: accepts verifier${a + 1} + verifier${b + 1} signatures relayed by a stranger`, async function () {
-        const p = await pendingJob();
+        const p = await pendingCheckpoint();
         const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifiers[a], p.verifiers[b]]);
         await expect(p.escrow.connect(p.stranger).acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(
           p.escrow,
@@ -94,13 +85,13 @@ describe("JobEscrow: verifier signatures", function () {
     }
 
     it("acceptCheckpoint: accepts all three owners' signatures", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true, p.verifiers);
       await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(p.escrow, "CheckpointAccepted");
     });
 
     it("refuseCheckpoint: accepts 2-of-3 refuse signatures", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, false, [p.verifier2, p.verifier3]);
       await expect(p.escrow.refuseCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(p.escrow, "CheckpointRefused");
     });
@@ -108,7 +99,7 @@ describe("JobEscrow: verifier signatures", function () {
 
   describe("rejected signature sets", function () {
     it("replay: the same accept signatures used twice revert with JobEscrowNoSuchPendingCheckpoint", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
       await p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs);
       await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
@@ -117,7 +108,7 @@ describe("JobEscrow: verifier signatures", function () {
     });
 
     it("replay: signatures for one checkpoint do not accept a later checkpoint", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
       await p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs);
       const h20 = ckpt(p.jobId, 20);
@@ -128,7 +119,7 @@ describe("JobEscrow: verifier signatures", function () {
     });
 
     it("replay: a checkpoint re-reported in a later epoch (after its first report lapsed) needs new signatures", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
       await p.escrow.connect(p.coordinator).unassign(p.jobId);
       await networkHelpers.time.increase(DECISION_TIMEOUT + 1n);
@@ -139,7 +130,7 @@ describe("JobEscrow: verifier signatures", function () {
         .withArgs(await p.escrow.checkpointDecisionDigest(p.jobId, 3n, 10, p.hash, true));
     });
 
-    const invalid: { name: string; sign: (p: Awaited<ReturnType<typeof pendingJob>>) => Promise<string> }[] = [
+    const invalid: { name: string; sign: (p: Awaited<ReturnType<typeof pendingCheckpoint>>) => Promise<string> }[] = [
       { name: "only 1 of the 3 owners signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier2]) },
       { name: "an owner and a non-owner signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier1, p.stranger]) },
       { name: "two non-owners signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.client, p.stranger]) },
@@ -156,7 +147,7 @@ describe("JobEscrow: verifier signatures", function () {
     ];
     for (const c of invalid) {
       it(`acceptCheckpoint: reverts with JobEscrowInvalidVerifierSignatures when ${c.name}`, async function () {
-        const p = await pendingJob();
+        const p = await pendingCheckpoint();
         const sigs = await c.sign(p);
         await expect(p.escrow.connect(p.stranger).acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
           .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
@@ -166,7 +157,7 @@ describe("JobEscrow: verifier signatures", function () {
     }
 
     it("refuseCheckpoint: reverts with JobEscrowInvalidVerifierSignatures when given accept signatures", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
       await expect(p.escrow.refuseCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
@@ -174,7 +165,7 @@ describe("JobEscrow: verifier signatures", function () {
     });
 
     it("signatures: an owner's signature for a different Safe does not count", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const digest = await p.escrow.checkpointDecisionDigest(p.jobId, 1n, 10, p.hash, true);
       const otherSafe = { ...p, safeAddress: p.stranger.address };
       const sigs = await signDigest(otherSafe, digest, [p.verifier1, p.verifier2]);
@@ -203,7 +194,7 @@ describe("JobEscrow: verifier signatures", function () {
     }
 
     it("acceptCheckpoint: a 2-of-3 Safe transaction with empty signatures accepts the checkpoint", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const data = p.escrow.interface.encodeFunctionData("acceptCheckpoint", [p.jobId, 1n, 10, p.hash, "0x"]);
       const hash = await execute(p, data);
       await expect(hash)
@@ -213,7 +204,7 @@ describe("JobEscrow: verifier signatures", function () {
     });
 
     it("refuseCheckpoint and submitVerdict: also work as Safe transactions", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       await execute(p, p.escrow.interface.encodeFunctionData("refuseCheckpoint", [p.jobId, 1n, 10, p.hash, "0x"]));
       expect(await p.escrow.isFenced(p.jobId, p.provider1.address)).to.equal(true);
       const modelHash = await trainToEnd(p, p.jobId, p.provider2);
@@ -222,14 +213,14 @@ describe("JobEscrow: verifier signatures", function () {
     });
 
     it("acceptCheckpoint: empty signatures from anyone but the Safe revert with JobEscrowInvalidVerifierSignatures", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       await expect(p.escrow.connect(p.verifier1).acceptCheckpoint(p.jobId, 1n, 10, p.hash, "0x"))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
         .withArgs(await p.escrow.checkpointDecisionDigest(p.jobId, 1n, 10, p.hash, true));
     });
 
     it("acceptCheckpoint: a later Safe transaction for a decided checkpoint fails inside the Safe and changes nothing", async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const data = p.escrow.interface.encodeFunctionData("acceptCheckpoint", [p.jobId, 1n, 10, p.hash, "0x"]);
       await execute(p, data);
       const paid = (await p.escrow.jobOf(p.jobId)).paid;

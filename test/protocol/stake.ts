@@ -28,6 +28,8 @@ import {
   signFault,
   startJob,
   type Protocol,
+  escrowRoles,
+  pendingCheckpoint,
 } from "../helpers/fixture.ts";
 
 const { time } = networkHelpers;
@@ -38,15 +40,6 @@ const stakeOf = async (p: Protocol, who: { address: string }) => {
   const st = await p.registry.stakeOf(who.address);
   return { deposited: st.deposited, locked: st.locked, unbonding: st.unbonding };
 };
-
-/** provider1 holds a job (epoch 1) with its checkpoint at step 10 pending. */
-async function pendingJob() {
-  const p = await networkHelpers.loadFixture(deployProtocol);
-  const jobId = await startJob(p);
-  const hash = ckpt(jobId, 10);
-  await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
-  return { ...p, jobId, hash };
-}
 
 describe("stake: deposit, lock, release, unbond", function () {
   it("depositStake pulls the tokens and emits StakeDeposited; reserves count the stake", async function () {
@@ -100,7 +93,7 @@ describe("stake: deposit, lock, release, unbond", function () {
   });
 
   it("a reporter unassigned with its checkpoint pending keeps its lock until the decision", async function () {
-    const p = await pendingJob();
+    const p = await pendingCheckpoint();
     await expect(p.escrow.connect(p.coordinator).unassign(p.jobId)).to.not.emit(p.registry, "StakeReleased");
     expect(await p.registry.lockOf(p.provider1.address, p.jobId)).to.equal(MIN_STAKE);
     const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
@@ -147,13 +140,7 @@ describe("stake: deposit, lock, release, unbond", function () {
     const p = await networkHelpers.loadFixture(deployProtocol);
     expect(await p.registry.unbondingDelay()).to.be.greaterThan(await p.escrow.DECISION_TIMEOUT());
     const registry = await ethers.deployContract("ProviderRegistry", [p.usdc.target, MIN_STAKE, DECISION_TIMEOUT]);
-    const roles = {
-      owner: p.owner.address,
-      coordinator: p.coordinator.address,
-      arbiter: p.arbiter.address,
-      feeRecipient: p.feeRecipient.address,
-      verifierSafe: p.safeAddress,
-    };
+    const roles = escrowRoles(p);
     await expect(ethers.deployContract("JobEscrow", [p.usdc.target, registry.target, roles, 120n, 1n]))
       .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnbondingTooShort")
       .withArgs(DECISION_TIMEOUT, DECISION_TIMEOUT);
@@ -209,7 +196,7 @@ describe("slashing: a refusal carrying a fault signed 2 of 3", function () {
   });
 
   it("a plain refusal (no proven fault: a missing blob, an accuracy dip) never slashes: the lock comes back", async function () {
-    const p = await pendingJob();
+    const p = await pendingCheckpoint();
     const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, false);
     const tx = p.escrow.refuseCheckpoint(p.jobId, 1n, 10, p.hash, sigs);
     await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, p.jobId, MIN_STAKE);
@@ -224,7 +211,7 @@ describe("slashing: a refusal carrying a fault signed 2 of 3", function () {
       [10, true],
       [11, false],
     ] as const) {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const fault = faultAt(p, faultStep);
       const tx = p.escrow.refuseWithFault(
         p.jobId,
@@ -244,7 +231,7 @@ describe("slashing: a refusal carrying a fault signed 2 of 3", function () {
   });
 
   it("an honest provider's checkpoint cannot be slashed without the Safe: one owner's signature is not enough", async function () {
-    const p = await pendingJob();
+    const p = await pendingCheckpoint();
     const fault = faultAt(p, 5);
     const one = await signFault(p, p.jobId, 1n, 10, p.hash, fault, [p.verifier1]);
     await expect(p.escrow.connect(p.verifier1).refuseWithFault(p.jobId, 1n, 10, p.hash, fault, one))
@@ -256,7 +243,7 @@ describe("slashing: a refusal carrying a fault signed 2 of 3", function () {
 
 describe("pay cannot be redirected: a checkpoint stays its reporter's (finding, fixed)", function () {
   it("after the coordinator hands the job over, the newcomer cannot re-report the pending blob; the reporter is paid and the job resumes from it", async function () {
-    const p = await pendingJob();
+    const p = await pendingCheckpoint();
     await p.escrow.connect(p.coordinator).unassign(p.jobId); // epoch 2
     await p.escrow.connect(p.coordinator).assign(p.jobId, p.provider2.address); // epoch 3
     // Before the fix the newcomer reported the same bytes at epoch 3 and was paid for the first one's work.
@@ -281,7 +268,7 @@ describe("pay cannot be redirected: a checkpoint stays its reporter's (finding, 
   });
 
   it("a provider that dies right after reporting is still credited when the verifiers accept after its lease lapsed", async function () {
-    const p = await pendingJob();
+    const p = await pendingCheckpoint();
     const { leaseExpiresAt } = await p.escrow.jobOf(p.jobId);
     await time.setNextBlockTimestamp(leaseExpiresAt + 1n);
     await p.escrow.connect(p.stranger).unassign(p.jobId);
@@ -314,7 +301,7 @@ describe("pay cannot be redirected: a checkpoint stays its reporter's (finding, 
   for (const offset of [-1n, 0n, 1n]) {
     const open = offset <= 0n;
     it(`decision window at reportedAt + DECISION_TIMEOUT${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: accept ${open ? "succeeds" : "reverts with JobEscrowDecisionWindowClosed"}`, async function () {
-      const p = await pendingJob();
+      const p = await pendingCheckpoint();
       const { reportedAt } = await p.escrow.jobOf(p.jobId);
       const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
       const deadline = reportedAt + DECISION_TIMEOUT;
@@ -330,7 +317,7 @@ describe("pay cannot be redirected: a checkpoint stays its reporter's (finding, 
   }
 
   it("a lapsed checkpoint is dropped by the next assignment and its reporter's lock comes back", async function () {
-    const p = await pendingJob();
+    const p = await pendingCheckpoint();
     await p.escrow.connect(p.coordinator).unassign(p.jobId);
     const { reportedAt } = await p.escrow.jobOf(p.jobId);
     await time.setNextBlockTimestamp(reportedAt + DECISION_TIMEOUT + 1n);
@@ -389,7 +376,7 @@ describe("accepted earnings are never locked forever: anyone expires a stalled j
   }
 
   it("an acceptance while Open restarts the stall clock", async function () {
-    const p = await pendingJob();
+    const p = await pendingCheckpoint();
     await p.escrow.connect(p.coordinator).unassign(p.jobId);
     await time.increase(1_800);
     await p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, await signDecision(p, p.jobId, 1n, 10, p.hash, true));

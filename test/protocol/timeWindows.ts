@@ -18,6 +18,7 @@ import {
   now,
   runToVerdict,
   startJob,
+  type Protocol,
 } from "../helpers/fixture.ts";
 
 const { time } = networkHelpers;
@@ -34,6 +35,19 @@ interface Contender {
  * Tries `a` and `b` at instant `t`, each from the same snapshot. `aWins` says which one must succeed.
  * A reverted call is not mined (gas estimation fails), so an empty block consumes the instant afterwards.
  */
+/** The revert a contender meets once the other has won: JobEscrowUnexpectedStatus(jobId, `actual`, `allowed`). */
+function wrongStatus(
+  p: Protocol,
+  jobId: bigint,
+  tx: Promise<ContractTransactionResponse>,
+  actual: number,
+  ...allowed: number[]
+): Promise<void> {
+  return expect(tx)
+    .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
+    .withArgs(jobId, actual, bits(...allowed));
+}
+
 async function race(t: bigint, a: Contender, b: Contender, aWins: boolean) {
   const snapshot = await networkHelpers.takeSnapshot();
   for (const [who, wins] of [[a, aWins], [b, !aWins]] as const) {
@@ -172,18 +186,12 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
       const dispute: Contender = {
         send: () => p.escrow.connect(p.client).dispute(jobId),
         succeeded: (tx, t) => expect(tx).to.emit(p.escrow, "DisputeOpened").withArgs(jobId, p.client.address, 50_000_000n, t + ARBITER_TIMEOUT),
-        failed: (tx) =>
-          expect(tx)
-            .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-            .withArgs(jobId, Status.Settleable, bits(Status.DisputeWindow)),
+        failed: (tx) => wrongStatus(p, jobId, tx, Status.Settleable, Status.DisputeWindow),
       };
       const settle: Contender = {
         send: () => p.escrow.connect(p.stranger).settle(jobId),
         succeeded: (tx) => expect(tx).to.emit(p.escrow, "JobSettled"),
-        failed: (tx) =>
-          expect(tx)
-            .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-            .withArgs(jobId, Status.DisputeWindow, bits(Status.Settleable, Status.ArbiterTimedOut)),
+        failed: (tx) => wrongStatus(p, jobId, tx, Status.DisputeWindow, Status.Settleable, Status.ArbiterTimedOut),
       };
       return { deadline, dispute, settle };
     }
@@ -206,18 +214,12 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
       const resolve: Contender = {
         send: () => p.escrow.connect(p.arbiter).resolveDispute(jobId, true),
         succeeded: (tx) => expect(tx).to.emit(p.escrow, "DisputeResolved").withArgs(jobId, p.arbiter.address, true),
-        failed: (tx) =>
-          expect(tx)
-            .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-            .withArgs(jobId, Status.ArbiterTimedOut, bits(Status.Disputed)),
+        failed: (tx) => wrongStatus(p, jobId, tx, Status.ArbiterTimedOut, Status.Disputed),
       };
       const timeout: Contender = {
         send: () => p.escrow.connect(p.stranger).settle(jobId),
         succeeded: (tx) => expect(tx).to.emit(p.escrow, "ArbiterTimedOut").withArgs(jobId, p.stranger.address),
-        failed: (tx) =>
-          expect(tx)
-            .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-            .withArgs(jobId, Status.Disputed, bits(Status.Settleable, Status.ArbiterTimedOut)),
+        failed: (tx) => wrongStatus(p, jobId, tx, Status.Disputed, Status.Settleable, Status.ArbiterTimedOut),
       };
       return { deadline, resolve, timeout };
     }

@@ -141,6 +141,16 @@ abstract contract EscrowFixture is PRBTest {
         _acceptPending(jobId);
     }
 
+    /// @dev provider1 trains to `handover` at `price1`, is unassigned, and provider2 trains to `totalSteps` at `price2`.
+    function _handOver(uint256 jobId, uint32 handover, uint32 totalSteps, uint128 price1, uint128 price2) internal {
+        _registerAndAssign(jobId, provider1, price1);
+        _reportAndAccept(jobId, handover);
+        vm.prank(coordinator);
+        escrow.unassign(jobId);
+        _registerAndAssign(jobId, provider2, price2);
+        _reportAndAccept(jobId, totalSteps);
+    }
+
     /// @dev The assignee reports and the Safe accepts the furthest allowed step until every step is accepted.
     function _trainToEnd(uint256 jobId) internal {
         IJobEscrow.Job memory job = escrow.jobOf(jobId);
