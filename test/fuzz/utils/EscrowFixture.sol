@@ -141,7 +141,7 @@ abstract contract EscrowFixture is PRBTest {
         _acceptPending(jobId);
     }
 
-    /// @dev provider1 trains to `handover` at `price1`, is unassigned, and provider2 trains to `totalSteps` at `price2`.
+    /// @dev provider1 trains to `handover` at `price1` and is unassigned; provider2 trains on to `totalSteps`.
     function _handOver(uint256 jobId, uint32 handover, uint32 totalSteps, uint128 price1, uint128 price2) internal {
         _registerAndAssign(jobId, provider1, price1);
         _reportAndAccept(jobId, handover);
