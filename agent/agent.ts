@@ -33,7 +33,11 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
   const me = deps.signer.address;
   const logger = deps.logger;
   const chain = new Chain({
-    protocol: deps.protocol, logger, signal: deps.signal, retryBaseMs: config.retryBaseMs, retryMaxMs: config.retryMaxMs,
+    protocol: deps.protocol,
+    logger,
+    signal: deps.signal,
+    retryBaseMs: config.retryBaseMs,
+    retryMaxMs: config.retryMaxMs,
   });
   const outcomes = new Map<string, string>();
   const behaviour = deps.behaviour ?? behaviourOf(config.fault);
@@ -41,9 +45,14 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     const network = await chain.read("chainId", () => deps.signer.provider!.getNetwork());
     const tags = badges(config.device, behaviour.fault, network.chainId === LOCAL_CHAIN_ID);
     logger.info("provider agent", {
-      address: me, chainId: network.chainId, device: config.device.model, kind: config.device.kind,
-      memoryMiB: config.device.memoryMiB, executionProvider: config.device.executionProvider,
-      ...(behaviour.fault ? { fault: behaviour.fault } : {}), badges: tags,
+      address: me,
+      chainId: network.chainId,
+      device: config.device.model,
+      kind: config.device.kind,
+      memoryMiB: config.device.memoryMiB,
+      executionProvider: config.device.executionProvider,
+      ...(behaviour.fault ? { fault: behaviour.fault } : {}),
+      badges: tags,
     });
     if (!(await waitForGas(config, deps, chain))) return { exitCode: 0, address: me, outcomes };
     if (!(await register(config, deps, chain))) return { exitCode: 1, address: me, outcomes };
@@ -53,13 +62,27 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     if (config.dryRun) return { exitCode: 0, address: me, outcomes };
     const lease = await chain.read("leaseDuration", () => deps.protocol.escrow.leaseDuration());
     const liveness = new Liveness({
-      wallet: deps.signer, chainId: network.chainId, escrow: String(deps.protocol.escrow.target), send: deps.heartbeatSender, chain, logger, signal: deps.signal,
-      intervalMs: config.heartbeatMs, leaseEveryMs: leaseHeartbeatMs(lease), now: deps.clock.now,
+      wallet: deps.signer,
+      chainId: network.chainId,
+      escrow: String(deps.protocol.escrow.target),
+      send: deps.heartbeatSender,
+      chain,
+      logger,
+      signal: deps.signal,
+      intervalMs: config.heartbeatMs,
+      leaseEveryMs: leaseHeartbeatMs(lease),
+      now: deps.clock.now,
       ignoreFence: behaviour.ignoresFence,
       profile: localProfile(config.device.executionProvider),
     });
     const ctx: WorkContext = {
-      config, deps, chain, me, logger, liveness, behaviour,
+      config,
+      deps,
+      chain,
+      me,
+      logger,
+      liveness,
+      behaviour,
       progress: new Progress({ tags, fault: behaviour.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
       trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
     };
@@ -113,7 +136,12 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
     ctx.liveness.set(undefined);
   };
   const code = await runLoop({
-    name: "agent", tick, intervalMs: config.idleMs, once: config.once, signal: deps.signal, logger: ctx.logger,
+    name: "agent",
+    tick,
+    intervalMs: config.idleMs,
+    once: config.once,
+    signal: deps.signal,
+    logger: ctx.logger,
     announce: false, // it announces itself ("provider agent", "stopped cleanly")
   });
   if (fatal) throw fatal.err;
@@ -147,7 +175,10 @@ async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain): P
 async function depositStake(config: AgentConfig, deps: AgentDeps, chain: Chain, local: boolean): Promise<boolean> {
   const me = deps.signer.address;
   const { registry, usdc } = deps.protocol;
-  const [stake, minStake] = await chain.read("stake", async () => [await registry.stakeOf(me), await registry.minStake()] as const);
+  const [stake, minStake] = await chain.read(
+    "stake",
+    async () => [await registry.stakeOf(me), await registry.minStake()] as const,
+  );
   const amount = stakeTopUp(stake, minStake);
   const fields = { deposited: formatUnits(stake.deposited, 6), topUp: formatUnits(amount, 6) };
   if (amount === 0n) {
@@ -182,7 +213,10 @@ async function register(config: AgentConfig, deps: AgentDeps, chain: Chain): Pro
   const plan = decideRegistration(await chain.provider(me), offer);
   for (const note of plan.notes) deps.logger.warn(note);
   const fields = {
-    name: offer.name, price: formatUnits(offer.pricePerStep, 6), device: offer.deviceModel, memoryMiB: offer.memoryMiB,
+    name: offer.name,
+    price: formatUnits(offer.pricePerStep, 6),
+    device: offer.deviceModel,
+    memoryMiB: offer.memoryMiB,
   };
   if (plan.calls.length === 0) deps.logger.info("registered offer unchanged; nothing sent", fields);
   if (config.dryRun) {
@@ -192,9 +226,12 @@ async function register(config: AgentConfig, deps: AgentDeps, chain: Chain): Pro
   const { registry } = deps.protocol;
   for (const call of plan.calls) {
     const r = await chain.write(call.fn, () =>
-      call.fn === "register" ? registry.register(...call.args)
-      : call.fn === "update" ? registry.update(...call.args)
-      : registry.reactivate());
+      call.fn === "register"
+        ? registry.register(...call.args)
+        : call.fn === "update"
+          ? registry.update(...call.args)
+          : registry.reactivate(),
+    );
     if (!r.ok) {
       deps.logger.error(`registry ${call.fn} failed`, { reason: r.description });
       return false;

@@ -4,7 +4,12 @@
  * Blobs are never deleted or overwritten: accepted checkpoints are never lost.
  */
 import {
-  blobHash, BlobStore, decodeCheckpoint, WorkloadError, type Checkpoint, type CheckpointStore,
+  blobHash,
+  BlobStore,
+  decodeCheckpoint,
+  WorkloadError,
+  type Checkpoint,
+  type CheckpointStore,
 } from "../workloads/index.ts";
 import type { Upload } from "./segment.ts";
 
@@ -45,9 +50,7 @@ export async function placeUnder(store: CheckpointStore, hash: string, bytes: Ui
   if (!(await store.backend.exists(name))) await store.backend.write(name, bytes);
 }
 
-export type Loaded =
-  | { ok: true; checkpoint: Checkpoint; bytes: Uint8Array }
-  | { ok: false; reason: string };
+export type Loaded = { ok: true; checkpoint: Checkpoint; bytes: Uint8Array } | { ok: false; reason: string };
 
 /** Fetches (hash-verified by the store) and decodes a checkpoint; a missing or bad blob is a reason, not a throw. */
 export async function loadCheckpoint(store: CheckpointStore, hash: string): Promise<Loaded> {

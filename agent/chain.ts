@@ -11,8 +11,7 @@ import { jobIds, readJob, type JobView } from "../sdk/job.ts";
 import { toProviderRecord, type ProviderRecord } from "./decide.ts";
 
 export type WriteResult =
-  | { ok: true; hash: string }
-  | { ok: false; class: ErrorClass; error?: string; description: string };
+  { ok: true; hash: string } | { ok: false; class: ErrorClass; error?: string; description: string };
 
 /** Reverts that mean "you are no longer the assignee at this epoch": the agent stops writing. */
 export const FENCE_ERRORS = new Set([
@@ -62,7 +61,12 @@ export class Chain {
         isRetryable: (err) => classifyError(err, this.iface) === "retryable",
         onRetry: (err, attempt, delayMs) => {
           this.outage = true;
-          this.logger.warn("chain unreachable", { what, attempt, retryInMs: delayMs, error: describeError(err, this.iface) });
+          this.logger.warn("chain unreachable", {
+            what,
+            attempt,
+            retryInMs: delayMs,
+            error: describeError(err, this.iface),
+          });
         },
       });
       if (this.outage) this.logger.info("chain reachable again", { what });
@@ -129,7 +133,12 @@ export class Chain {
       signal: this.signal,
       isRetryable: (err) => classifyError(err, this.iface) === "retryable",
       onRetry: (err, attempt, delayMs) =>
-        this.logger.warn("chain unreachable", { what, attempt, retryInMs: delayMs, error: describeError(err, this.iface) }),
+        this.logger.warn("chain unreachable", {
+          what,
+          attempt,
+          retryInMs: delayMs,
+          error: describeError(err, this.iface),
+        }),
     });
   }
 }

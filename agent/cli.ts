@@ -76,8 +76,14 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
   const safeName = name.replace(/[^A-Za-z0-9._-]/g, "_");
   return {
     config: {
-      name, pricePerStep, device: detect({ memoryCapMiB: cap }), fault, once: values.once, dryRun: values["dry-run"],
-      heartbeatMs: HEARTBEAT_DEFAULTS.intervalMs, ...DEFAULT_TIMING,
+      name,
+      pricePerStep,
+      device: detect({ memoryCapMiB: cap }),
+      fault,
+      once: values.once,
+      dryRun: values["dry-run"],
+      heartbeatMs: HEARTBEAT_DEFAULTS.intervalMs,
+      ...DEFAULT_TIMING,
     },
     rpc: values.rpc,
     deployment: values.deployment,
@@ -103,24 +109,36 @@ function checkStoreUrl(spec: string): string {
 /** Asks the RPC for its chain id, retrying (with "chain unreachable" logs) until it answers or we are stopped. */
 export async function connectRpc(url: string, logger: Logger, signal: AbortSignal): Promise<JsonRpcProvider> {
   const iface = protocolInterfaces().escrow;
-  const chainId = await withRetry(async () => {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-      signal: AbortSignal.timeout(5_000),
-    });
-    const body = (await res.json()) as { result?: string };
-    if (!body.result) throw Object.assign(new Error(`RPC ${url} answered without a chain id`), { code: "SERVER_ERROR" });
-    return BigInt(body.result);
-  }, {
-    retries: Infinity, baseMs: 500, maxMs: 15_000, signal,
-    isRetryable: (err) => classifyError(err, iface) === "retryable" || (err as Error).name === "TimeoutError",
-    onRetry: (err, attempt, delayMs) => logger.warn("chain unreachable", { rpc: url, attempt, retryInMs: delayMs, error: describeError(err, iface) }),
-  });
+  const chainId = await withRetry(
+    async () => {
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+        signal: AbortSignal.timeout(5_000),
+      });
+      const body = (await res.json()) as { result?: string };
+      if (!body.result)
+        throw Object.assign(new Error(`RPC ${url} answered without a chain id`), { code: "SERVER_ERROR" });
+      return BigInt(body.result);
+    },
+    {
+      retries: Infinity,
+      baseMs: 500,
+      maxMs: 15_000,
+      signal,
+      isRetryable: (err) => classifyError(err, iface) === "retryable" || (err as Error).name === "TimeoutError",
+      onRetry: (err, attempt, delayMs) =>
+        logger.warn("chain unreachable", { rpc: url, attempt, retryInMs: delayMs, error: describeError(err, iface) }),
+    },
+  );
   // A static network: an RPC outage later fails calls (and they are retried) instead of hanging the provider.
   const network = Network.from(chainId);
-  const provider = new JsonRpcProvider(url, network, { staticNetwork: network, pollingInterval: 500, cacheTimeout: -1 });
+  const provider = new JsonRpcProvider(url, network, {
+    staticNetwork: network,
+    pollingInterval: 500,
+    cacheTimeout: -1,
+  });
   return provider;
 }
 
@@ -128,7 +146,10 @@ export async function connectRpc(url: string, logger: Logger, signal: AbortSigna
 export function openProviderKey(file: string, logger: Logger): Wallet | undefined {
   try {
     const key = loadOrCreateKey(file, true);
-    logger.info(key.created ? "created provider key" : "using provider key", { address: key.wallet.address, keyFile: file });
+    logger.info(key.created ? "created provider key" : "using provider key", {
+      address: key.wallet.address,
+      keyFile: file,
+    });
     return key.wallet;
   } catch (err) {
     if (!(err instanceof KeyFileError)) throw err;

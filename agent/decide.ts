@@ -39,8 +39,13 @@ export interface RegistrationPlan {
 }
 
 export function toProviderRecord(raw: {
-  name: string; deviceModel: string; pricePerStep: bigint; memoryMiB: bigint | number; kind: bigint | number;
-  active: boolean; registeredAt: bigint | number;
+  name: string;
+  deviceModel: string;
+  pricePerStep: bigint;
+  memoryMiB: bigint | number;
+  kind: bigint | number;
+  active: boolean;
+  registeredAt: bigint | number;
 }): ProviderRecord {
   return {
     name: raw.name,
@@ -58,14 +63,19 @@ export function decideRegistration(current: ProviderRecord | undefined, offer: O
   const update = { fn: "update", args: [offer.pricePerStep, offer.kind, offer.deviceModel, offer.memoryMiB] } as const;
   if (!current || current.registeredAt === 0n) {
     return {
-      calls: [{ fn: "register", args: [offer.name, offer.pricePerStep, offer.kind, offer.deviceModel, offer.memoryMiB] }],
+      calls: [
+        { fn: "register", args: [offer.name, offer.pricePerStep, offer.kind, offer.deviceModel, offer.memoryMiB] },
+      ],
       notes: [],
     };
   }
   const calls: RegistrationCall[] = [];
   const notes: string[] = [];
-  const same = current.pricePerStep === offer.pricePerStep && current.kind === offer.kind &&
-    current.deviceModel === offer.deviceModel && current.memoryMiB === offer.memoryMiB;
+  const same =
+    current.pricePerStep === offer.pricePerStep &&
+    current.kind === offer.kind &&
+    current.deviceModel === offer.deviceModel &&
+    current.memoryMiB === offer.memoryMiB;
   if (!same) calls.push({ fn: "update", args: [...update.args] });
   if (!current.active) calls.push({ fn: "reactivate", args: [] });
   if (current.name !== offer.name) {
@@ -143,7 +153,11 @@ export function reportDecision(
       reason: `segment starts at step ${ctx.startStep}, but the accepted checkpoint is at step ${job.acceptedStep}`,
     };
   }
-  if (ctx.step <= job.acceptedStep || ctx.step > job.acceptedStep + job.checkpointInterval || ctx.step > job.totalSteps) {
+  if (
+    ctx.step <= job.acceptedStep ||
+    ctx.step > job.acceptedStep + job.checkpointInterval ||
+    ctx.step > job.totalSteps
+  ) {
     return { kind: "discard", reason: `step ${ctx.step} is not reportable after step ${job.acceptedStep}` };
   }
   return { kind: "report" };

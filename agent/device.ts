@@ -41,7 +41,11 @@ export const NVIDIA_SMI_ARGS = ["--query-gpu=name,memory.total", "--format=csv,n
 /** Runs nvidia-smi; undefined when it is absent or fails. */
 export function runNvidiaSmi(): string | undefined {
   try {
-    return execFileSync("nvidia-smi", NVIDIA_SMI_ARGS, { encoding: "utf8", timeout: 10_000, stdio: ["ignore", "pipe", "ignore"] });
+    return execFileSync("nvidia-smi", NVIDIA_SMI_ARGS, {
+      encoding: "utf8",
+      timeout: 10_000,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
   } catch {
     return undefined;
   }
@@ -61,11 +65,11 @@ export function detectDevice(opts: DetectOptions = {}): DeviceProfile {
   const base = gpu
     ? { kind: "GPU" as const, model: gpu.name, realMemoryMiB: gpu.memoryMiB, executionProvider: "cuda" as const }
     : {
-      kind: "CPU" as const,
-      model: (opts.cpuModel ?? (() => os.cpus()[0]?.model ?? `${os.arch()} CPU`))().trim(),
-      realMemoryMiB: Math.floor((opts.totalMemBytes ?? os.totalmem)() / (1024 * 1024)),
-      executionProvider: "cpu" as const,
-    };
+        kind: "CPU" as const,
+        model: (opts.cpuModel ?? (() => os.cpus()[0]?.model ?? `${os.arch()} CPU`))().trim(),
+        realMemoryMiB: Math.floor((opts.totalMemBytes ?? os.totalmem)() / (1024 * 1024)),
+        executionProvider: "cpu" as const,
+      };
   const cap = opts.memoryCapMiB;
   const capped = cap !== undefined && cap < base.realMemoryMiB;
   return { ...base, memoryMiB: capped ? cap : base.realMemoryMiB, capped };

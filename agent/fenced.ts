@@ -24,7 +24,10 @@ export interface FencedWriter {
 const GAS_LIMIT = 300_000n;
 
 export async function writeAfterFence(
-  ctx: FencedWriter, job: JobView, epoch: bigint, last: { step: number; hash: string } | undefined,
+  ctx: FencedWriter,
+  job: JobView,
+  epoch: bigint,
+  last: { step: number; hash: string } | undefined,
 ): Promise<void> {
   const { escrow } = ctx.chain.protocol;
   const step = last?.step ?? job.acceptedStep + 1;
@@ -45,7 +48,7 @@ export async function writeAfterFence(
     for (const [what, w] of Object.entries(writes)) {
       const reason = await w.reason().then(
         () => "none (the chain would accept it)",
-        (err) => decodeCustomError(err, ctx.chain.iface) ? describeError(err, ctx.chain.iface) : "unknown",
+        (err) => (decodeCustomError(err, ctx.chain.iface) ? describeError(err, ctx.chain.iface) : "unknown"),
       );
       const r = await ctx.chain.write(`${what} after fence`, w.send);
       if (r.ok) log.error("write after fence ACCEPTED by the chain (fencing is broken)", { what, attempt, tx: r.hash });

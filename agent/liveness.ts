@@ -127,7 +127,9 @@ export class Liveness {
       this.opts.logger.info("lease extended", { job: a.jobId, epoch: a.epoch });
     } else if (isFenceRejection(r)) {
       this.opts.logger.warn(this.opts.ignoreFence ? "heartbeat after fence rejected by the chain" : "fenced", {
-        job: a.jobId, epoch: a.epoch, reason: r.description,
+        job: a.jobId,
+        epoch: a.epoch,
+        reason: r.description,
       });
       if (!this.opts.ignoreFence && this.activity === a) this.activity = undefined;
     } else {

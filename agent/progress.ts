@@ -28,8 +28,10 @@ export function progressLine(p: ProgressState, tags: string[], fault?: string): 
   const pct = p.totalSteps ? Math.floor((100 * p.step) / p.totalSteps) : 0;
   const loss = Number.isFinite(p.loss) ? p.loss.toFixed(4) : String(p.loss);
   const faultText = fault ? ` fault=${fault}` : "";
-  return `job ${p.jobId} (epoch ${p.epoch})  step ${p.step}/${p.totalSteps} ${pct}%  loss ${loss}  ` +
-    `${p.stepsPerSecond.toFixed(1)} steps/s  [${tags.join("] [")}]${faultText}`;
+  return (
+    `job ${p.jobId} (epoch ${p.epoch})  step ${p.step}/${p.totalSteps} ${pct}%  loss ${loss}  ` +
+    `${p.stepsPerSecond.toFixed(1)} steps/s  [${tags.join("] [")}]${faultText}`
+  );
 }
 
 /** A terminal that shows one live line under the logs (TTY) or nothing (pipes). */
@@ -72,7 +74,14 @@ export class Progress {
   now: () => number;
   private lastLogAt = Number.NEGATIVE_INFINITY;
 
-  constructor(opts: { tags: string[]; fault?: string; logger: Logger; terminal?: Terminal; everyMs?: number; now: () => number }) {
+  constructor(opts: {
+    tags: string[];
+    fault?: string;
+    logger: Logger;
+    terminal?: Terminal;
+    everyMs?: number;
+    now: () => number;
+  }) {
     this.tags = opts.tags;
     this.fault = opts.fault;
     this.logger = opts.logger;
@@ -89,9 +98,13 @@ export class Progress {
     if (this.now() - this.lastLogAt < this.everyMs && p.step !== p.totalSteps) return;
     this.lastLogAt = this.now();
     this.logger.info("progress", {
-      job: p.jobId, epoch: p.epoch, step: p.step, totalSteps: p.totalSteps,
+      job: p.jobId,
+      epoch: p.epoch,
+      step: p.step,
+      totalSteps: p.totalSteps,
       loss: Number.isFinite(p.loss) ? Number(p.loss.toFixed(6)) : String(p.loss),
-      stepsPerSecond: Number(p.stepsPerSecond.toFixed(2)), badges: this.tags,
+      stepsPerSecond: Number(p.stepsPerSecond.toFixed(2)),
+      badges: this.tags,
     });
   }
 

@@ -9,7 +9,13 @@
  * m steps after it and compares every step's hash. About n/m + 1 states are stored instead of n.
  */
 import {
-  blobHash, defaultSegmentSteps, encodeCheckpoint, encodeState, storedSteps, type Checkpoint, type TrainingState,
+  blobHash,
+  defaultSegmentSteps,
+  encodeCheckpoint,
+  encodeState,
+  storedSteps,
+  type Checkpoint,
+  type TrainingState,
 } from "../workloads/index.ts";
 
 export interface SegmentStart {
@@ -56,7 +62,11 @@ export function segmentEnd(seg: Segment): number {
  * The checkpoint a segment commits to (every state's hash, in order). `hashes` (start state first, then each
  * step) may be passed when already computed; stateHash(s) = blobHash(encodeState(s)).
  */
-export function buildCheckpoint(seg: Segment, hashes?: string[], m = defaultSegmentSteps(seg.states.length)): Checkpoint {
+export function buildCheckpoint(
+  seg: Segment,
+  hashes?: string[],
+  m = defaultSegmentSteps(seg.states.length),
+): Checkpoint {
   const end = segmentEnd(seg);
   const last = seg.states.length ? seg.states[seg.states.length - 1] : seg.start;
   const h = hashes ?? [seg.start, ...seg.states].map((s) => blobHash(encodeState(s)));

@@ -44,7 +44,12 @@ export async function trainSegment(
     states.push(state);
     await hooks.afterStep?.(step, loss, state);
     if (behaviour.diesAfter(step)) {
-      (hooks.die ?? ((s: number) => { throw new Error(`die-at:${s}`); }))(step);
+      (
+        hooks.die ??
+        ((s: number) => {
+          throw new Error(`die-at:${s}`);
+        })
+      )(step);
     }
   }
   states.push(...behaviour.fabricate(start.start, states, claimed));

@@ -4,7 +4,11 @@
  */
 import type { Logger } from "../sdk/log.ts";
 import {
-  createTrainer, ExecutionProviderError, microBatchForMemory, type Template, type Trainer,
+  createTrainer,
+  ExecutionProviderError,
+  microBatchForMemory,
+  type Template,
+  type Trainer,
 } from "../workloads/index.ts";
 import type { DeviceProfile } from "./device.ts";
 
@@ -39,13 +43,17 @@ export class TrainerPool {
     try {
       const tr = await this.factory(t, { executionProvider: ep, microBatchAtoms });
       this.logger.info("trainer ready", {
-        template: t.descriptor.name, executionProvider: ep, microBatchAtoms, atomsPerStep: t.atomsPerStep,
+        template: t.descriptor.name,
+        executionProvider: ep,
+        microBatchAtoms,
+        atomsPerStep: t.atomsPerStep,
       });
       return tr;
     } catch (err) {
       if (ep === "cpu" || !(err instanceof ExecutionProviderError)) throw err;
       this.logger.warn("cuda execution provider failed to load; falling back to cpu", {
-        template: t.descriptor.name, error: err.message,
+        template: t.descriptor.name,
+        error: err.message,
       });
       return this.factory(t, { executionProvider: "cpu", microBatchAtoms });
     }

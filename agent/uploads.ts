@@ -33,10 +33,13 @@ export class BackgroundUploads {
       this.stallMs += this.now() - t0;
     }
     this.put.add(blobHash(bytes));
-    const p: Promise<void> = this.store.put(bytes).then(
-      () => undefined,
-      (err) => void (this.error ??= err),
-    ).finally(() => this.inflight.delete(p));
+    const p: Promise<void> = this.store
+      .put(bytes)
+      .then(
+        () => undefined,
+        (err) => void (this.error ??= err),
+      )
+      .finally(() => this.inflight.delete(p));
     this.inflight.add(p);
   }
 

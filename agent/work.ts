@@ -7,14 +7,19 @@ import type { JobView } from "../sdk/job.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
 import {
-  defaultSegmentSteps, encodeState, initialState, loadTemplate, storedSteps, UnknownTemplateError, ZERO_HASH,
-  type Template, type TrainingState,
+  defaultSegmentSteps,
+  encodeState,
+  initialState,
+  loadTemplate,
+  storedSteps,
+  UnknownTemplateError,
+  ZERO_HASH,
+  type Template,
+  type TrainingState,
 } from "../workloads/index.ts";
 import { loadCheckpoint, putUpload } from "./blobs.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
-import {
-  fenceReason, pendingUsable, planJob, reportDecision, segmentTarget,
-} from "./decide.ts";
+import { fenceReason, pendingUsable, planJob, reportDecision, segmentTarget } from "./decide.ts";
 import type { OldCheckpoint, ProviderBehaviour } from "./behaviour.ts";
 import type { Liveness } from "./liveness.ts";
 import type { Progress } from "./progress.ts";
@@ -73,7 +78,9 @@ export async function workJob(ctx: WorkContext, first: JobView): Promise<JobEnd>
   }
   ctx.liveness.set({ jobId: id, epoch, step: first.acceptedStep });
   log.info("working job", {
-    template: template.descriptor.name, totalSteps: first.totalSteps, interval: first.checkpointInterval,
+    template: template.descriptor.name,
+    totalSteps: first.totalSteps,
+    interval: first.checkpointInterval,
     resumeStep: first.acceptedStep,
   });
   let last: { step: number; hash: string } | undefined;
@@ -113,10 +120,17 @@ async function resolveBase(ctx: WorkContext, job: JobView, template: Template): 
     // Our own undecided checkpoint: train on while the verifiers decide (reported only once it is accepted).
     const p = await loadCheckpoint(ctx.deps.store, job.pendingHash);
     const c = p.ok ? p.checkpoint : undefined;
-    const fits = c && c.step === job.pendingStep && c.templateId === job.templateId && c.seed === job.seed &&
+    const fits =
+      c &&
+      c.step === job.pendingStep &&
+      c.templateId === job.templateId &&
+      c.seed === job.seed &&
       c.prevCheckpointHash === acceptedHash;
     if (!p.ok || !fits) return { kind: "wait" };
-    return { kind: "base", base: { step: c.step, hash: job.pendingHash, state: c.state, old: { hash: job.pendingHash, bytes: p.bytes } } };
+    return {
+      kind: "base",
+      base: { step: c.step, hash: job.pendingHash, state: c.state, old: { hash: job.pendingHash, bytes: p.bytes } },
+    };
   }
   if (job.pendingStep !== 0) return { kind: "wait" };
   if (job.acceptedStep === 0) {
@@ -126,9 +140,15 @@ async function resolveBase(ctx: WorkContext, job: JobView, template: Template): 
   if (!a.ok) return { kind: "decline", reason: `accepted checkpoint ${job.acceptedHash}: ${a.reason}` };
   const c = a.checkpoint;
   if (c.step !== job.acceptedStep || c.templateId !== job.templateId || c.seed !== job.seed) {
-    return { kind: "decline", reason: `accepted checkpoint ${job.acceptedHash} is not step ${job.acceptedStep} of this job` };
+    return {
+      kind: "decline",
+      reason: `accepted checkpoint ${job.acceptedHash} is not step ${job.acceptedStep} of this job`,
+    };
   }
-  return { kind: "base", base: { step: c.step, hash: job.acceptedHash, state: c.state, old: { hash: job.acceptedHash, bytes: a.bytes } } };
+  return {
+    kind: "base",
+    base: { step: c.step, hash: job.acceptedHash, state: c.state, old: { hash: job.acceptedHash, bytes: a.bytes } },
+  };
 }
 
 interface RoundResult {
@@ -141,7 +161,11 @@ interface RoundResult {
 
 /** One segment: train (checking fencing between steps), upload, wait for the base to be accepted, report. */
 async function trainAndReport(
-  ctx: WorkContext, log: Logger, job: JobView, template: Template, base: Base,
+  ctx: WorkContext,
+  log: Logger,
+  job: JobView,
+  template: Template,
+  base: Base,
 ): Promise<RoundResult> {
   const { jobId: id, epoch } = job;
   const trainer = await ctx.trainers.get(template);
@@ -153,29 +177,35 @@ async function trainAndReport(
   // Segment-boundary states go to the store in the background while training goes on (agent/uploads.ts).
   const uploads = new BackgroundUploads(ctx.deps.store);
   const boundaries = new Set(storedSteps(base.step, end, defaultSegmentSteps(end - base.step)));
-  const seg = await trainSegment(trainer, { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state }, end, ctx.behaviour, {
-    beforeStep: async () => {
-      if (ctx.deps.signal.aborted) return false;
-      if (ctx.deps.clock.now() - checkedAt < ctx.config.fenceCheckMs) return true;
-      checkedAt = ctx.deps.clock.now();
-      const now = await ctx.chain.job(id);
-      const reason = fenceReason(now, epoch, ctx.me);
-      if (reason) fenced = { reason, job: now };
-      return !reason;
+  const seg = await trainSegment(
+    trainer,
+    { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state },
+    end,
+    ctx.behaviour,
+    {
+      beforeStep: async () => {
+        if (ctx.deps.signal.aborted) return false;
+        if (ctx.deps.clock.now() - checkedAt < ctx.config.fenceCheckMs) return true;
+        checkedAt = ctx.deps.clock.now();
+        const now = await ctx.chain.job(id);
+        const reason = fenceReason(now, epoch, ctx.me);
+        if (reason) fenced = { reason, job: now };
+        return !reason;
+      },
+      afterStep: async (step, loss, state) => {
+        if (boundaries.has(step)) await uploads.offer(encodeState(state));
+        trained++;
+        const sps = (1000 * trained) / Math.max(1, ctx.deps.clock.now() - t0);
+        ctx.liveness.update({ step, loss, stepsPerSecond: sps });
+        ctx.progress.update({ jobId: id, epoch, step, totalSteps: job.totalSteps, loss, stepsPerSecond: sps });
+      },
+      die: (step) => {
+        log.error("injected fault die-at: killing this process mid-interval", { step });
+        (ctx.deps.die ?? (() => process.kill(process.pid, "SIGKILL")))(step);
+        throw new DiedError(`died at step ${step}`);
+      },
     },
-    afterStep: async (step, loss, state) => {
-      if (boundaries.has(step)) await uploads.offer(encodeState(state));
-      trained++;
-      const sps = (1000 * trained) / Math.max(1, ctx.deps.clock.now() - t0);
-      ctx.liveness.update({ step, loss, stepsPerSecond: sps });
-      ctx.progress.update({ jobId: id, epoch, step, totalSteps: job.totalSteps, loss, stepsPerSecond: sps });
-    },
-    die: (step) => {
-      log.error("injected fault die-at: killing this process mid-interval", { step });
-      (ctx.deps.die ?? (() => process.kill(process.pid, "SIGKILL")))(step);
-      throw new DiedError(`died at step ${step}`);
-    },
-  });
+  );
   if (isAbandoned(seg)) {
     if (fenced) return { outcome: "fenced", reason: fenced.reason, job: fenced.job };
     log.info("stopping: abandoned the current step", { step: seg.atStep });
@@ -187,14 +217,24 @@ async function trainAndReport(
   // The checkpoint blob goes up while the last boundary puts finish.
   await Promise.all([uploads.drain(), putUpload(ctx.deps.store, upload, uploads.put)]);
   log.info("checkpoint stored", {
-    step: upload.step, hash: upload.reportedHash, startStep: base.step, faults: upload.faults.length ? upload.faults : undefined,
-    states: upload.stateBlobs.length, storeWaitMs: Math.round(uploads.stallMs + performance.now() - t1), trainedMs,
+    step: upload.step,
+    hash: upload.reportedHash,
+    startStep: base.step,
+    faults: upload.faults.length ? upload.faults : undefined,
+    states: upload.stateBlobs.length,
+    storeWaitMs: Math.round(uploads.stallMs + performance.now() - t1),
+    trainedMs,
   });
   return report(ctx, log, id, epoch, base, upload);
 }
 
 async function report(
-  ctx: WorkContext, log: Logger, id: bigint, epoch: bigint, base: Base, upload: Upload,
+  ctx: WorkContext,
+  log: Logger,
+  id: bigint,
+  epoch: bigint,
+  base: Base,
+  upload: Upload,
 ): Promise<RoundResult> {
   const mine = { step: upload.step, hash: upload.reportedHash };
   while (!ctx.deps.signal.aborted) {
@@ -210,7 +250,9 @@ async function report(
       continue;
     }
     const { escrow } = ctx.chain.protocol;
-    const r = await ctx.chain.write("reportCheckpoint", () => escrow.reportCheckpoint(id, epoch, upload.step, upload.reportedHash));
+    const r = await ctx.chain.write("reportCheckpoint", () =>
+      escrow.reportCheckpoint(id, epoch, upload.step, upload.reportedHash),
+    );
     if (r.ok) {
       log.info("checkpoint reported", { step: upload.step, hash: upload.reportedHash, tx: r.hash });
       return { reported: mine };
@@ -225,13 +267,20 @@ async function report(
 }
 
 async function onFenced(
-  ctx: WorkContext, job: JobView, epoch: bigint, reason: string, last: { step: number; hash: string } | undefined,
+  ctx: WorkContext,
+  job: JobView,
+  epoch: bigint,
+  reason: string,
+  last: { step: number; hash: string } | undefined,
 ): Promise<JobEnd> {
   ctx.logger.warn("fenced: stopped writing to this job", { job: job.jobId, epoch, reason });
   ctx.progress.done();
   const writer = {
-    chain: ctx.chain, logger: ctx.logger, signal: ctx.deps.signal,
-    attempts: ctx.config.writeAfterFenceAttempts, pollMs: ctx.config.pollMs,
+    chain: ctx.chain,
+    logger: ctx.logger,
+    signal: ctx.deps.signal,
+    attempts: ctx.config.writeAfterFenceAttempts,
+    pollMs: ctx.config.pollMs,
   };
   await ctx.behaviour.afterFenced(writer, job, epoch, last);
   ctx.liveness.set(undefined);

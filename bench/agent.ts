@@ -16,9 +16,7 @@ import { putUpload } from "../agent/blobs.ts";
 import { honestUpload } from "../agent/segment.ts";
 import { isAbandoned, trainSegment } from "../agent/train.ts";
 import { DEFAULT_TIMING } from "../agent/types.ts";
-import {
-  createTrainer, listTemplates, ZERO_HASH, type Template, type Trainer,
-} from "../workloads/index.ts";
+import { createTrainer, listTemplates, ZERO_HASH, type Template, type Trainer } from "../workloads/index.ts";
 import { localProtocol, startAgent, tmpStore, until } from "../test/agent/helpers.ts";
 
 const INTERVAL = 50;
@@ -73,7 +71,9 @@ async function agentRun(p: Bench, t: Template) {
   const store = await tmpStore();
   const { m, trainerFactory } = instrument();
   const agent = await startAgent(wallet, p.deployment, {
-    store, deps: { trainerFactory }, config: { ...DEFAULT_TIMING, idleMs: 50 },
+    store,
+    deps: { trainerFactory },
+    config: { ...DEFAULT_TIMING, idleMs: 50 },
   });
   try {
     await until("registration", () => p.registry.isActive(wallet.address));
@@ -93,7 +93,11 @@ async function agentRun(p: Bench, t: Template) {
 async function uploadMs(t: Template): Promise<{ build: number; put: number }> {
   const tr = await createTrainer(t);
   try {
-    const seg = await trainSegment(tr, { templateId: t.templateId, seed: SEED, prevCheckpointHash: ZERO_HASH, start: tr.initialState(SEED) }, INTERVAL);
+    const seg = await trainSegment(
+      tr,
+      { templateId: t.templateId, seed: SEED, prevCheckpointHash: ZERO_HASH, start: tr.initialState(SEED) },
+      INTERVAL,
+    );
     if (isAbandoned(seg)) throw new Error("abandoned");
     const n = 3;
     let build = 0;

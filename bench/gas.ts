@@ -8,7 +8,12 @@ import { network } from "hardhat";
 import type { ContractTransactionResponse } from "ethers";
 import GPUChainLocal from "../ignition/modules/GPUChainLocal.ts";
 import {
-  checkpointDecisionDigest, escrowDomain, faultRefusalDigest, packSafeSignatures, signAsSafeOwner, verdictDigest,
+  checkpointDecisionDigest,
+  escrowDomain,
+  faultRefusalDigest,
+  packSafeSignatures,
+  signAsSafeOwner,
+  verdictDigest,
 } from "../sdk/verifierSignatures.ts";
 
 export async function benchGas(): Promise<Record<string, number>> {
@@ -22,7 +27,11 @@ export async function benchGas(): Promise<Record<string, number>> {
   const { chainId } = await ethers.provider.getNetwork();
   const domain = escrowDomain(chainId, await escrow.getAddress());
   const sign = async (digest: string) =>
-    packSafeSignatures(await Promise.all([v1, v2].map(async (v) => ({ signer: v.address, signature: await signAsSafeOwner(v, chainId, safe, digest) }))));
+    packSafeSignatures(
+      await Promise.all(
+        [v1, v2].map(async (v) => ({ signer: v.address, signature: await signAsSafeOwner(v, chainId, safe, digest) })),
+      ),
+    );
 
   let total = 0n;
   const gasOf = async (tx: Promise<ContractTransactionResponse>) => {
@@ -44,7 +53,16 @@ export async function benchGas(): Promise<Record<string, number>> {
   }
 
   await gasOf(usdc.connect(client).approve(await escrow.getAddress(), 100_000n));
-  await gasOf(escrow.connect(client).createJob({ templateId: template, totalSteps: 100, checkpointInterval: 10, maxPricePerStep: 1000, budget: 100_000, disputeWindow: 60 }));
+  await gasOf(
+    escrow.connect(client).createJob({
+      templateId: template,
+      totalSteps: 100,
+      checkpointInterval: 10,
+      maxPricePerStep: 1000,
+      budget: 100_000,
+      disputeWindow: 60,
+    }),
+  );
   const acceptGas: bigint[] = [];
   const runCheckpoints = async (provider: typeof p1, epoch: bigint, from: number, to: number) => {
     for (let step = from; step <= to; step += 10) {
@@ -71,13 +89,27 @@ export async function benchGas(): Promise<Record<string, number>> {
   /** A fabricated checkpoint refused with a 2-of-3 signed fault (slash), a stalled job expired, stake unbonded. */
   const benchStakeCalls = async () => {
     await usdc.connect(client).approve(await escrow.getAddress(), 20_000n);
-    await escrow.connect(client).createJob({ templateId: template, totalSteps: 20, checkpointInterval: 10, maxPricePerStep: 1000, budget: 20_000, disputeWindow: 60 });
+    await escrow.connect(client).createJob({
+      templateId: template,
+      totalSteps: 20,
+      checkpointInterval: 10,
+      maxPricePerStep: 1000,
+      budget: 20_000,
+      disputeWindow: 60,
+    });
     await escrow.connect(coordinator).assign(2, p1.address);
     const bad = ethers.id("fabricated");
     await escrow.connect(p1).reportCheckpoint(2, 1n, 10, bad);
-    const fault = { step: 3, inputHash: ethers.id("in"), committedHash: ethers.id("out"), replayedHash: ethers.id("re"), finder: v1.address };
+    const fault = {
+      step: 3,
+      inputHash: ethers.id("in"),
+      committedHash: ethers.id("out"),
+      replayedHash: ethers.id("re"),
+      finder: v1.address,
+    };
     const faultDigest = faultRefusalDigest(domain, { jobId: 2n, epoch: 1n, step: 10, checkpointHash: bad, fault });
-    const slashGas = (await (await escrow.refuseWithFault(2, 1n, 10, bad, fault, await sign(faultDigest))).wait())!.gasUsed;
+    const slashGas = (await (await escrow.refuseWithFault(2, 1n, 10, bad, fault, await sign(faultDigest))).wait())!
+      .gasUsed;
     await networkHelpers.time.increase(7 * 86_400 + 1);
     const expireGas = (await (await escrow.expire(2)).wait())!.gasUsed;
     const unbondGas = (await (await registry.connect(p2).requestUnbond(stake)).wait())!.gasUsed;

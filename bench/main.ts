@@ -34,7 +34,8 @@ if (wantsHelp(argv)) {
 try {
   parseFlags(argv, { debug: { type: "boolean", default: false }, help: { type: "boolean", short: "h" } });
   const stray = argv.find((a) => !a.startsWith("-"));
-  if (stray !== undefined) throw new UsageError(`unexpected argument "${stray}": npm run bench takes no arguments`, true);
+  if (stray !== undefined)
+    throw new UsageError(`unexpected argument "${stray}": npm run bench takes no arguments`, true);
   for (const [name, run] of parts) {
     progress(`${name} …`);
     const started = performance.now();

@@ -18,8 +18,17 @@ import { putUpload } from "../agent/blobs.ts";
 import { honestUpload } from "../agent/segment.ts";
 import { BackgroundUploads } from "../agent/uploads.ts";
 import {
-  BlobStore, createTrainer, defaultSegmentSteps, encodeState, FsBackend, loadTemplate, S3Backend, storedSteps,
-  ZERO_HASH, type Trainer, type TrainingState,
+  BlobStore,
+  createTrainer,
+  defaultSegmentSteps,
+  encodeState,
+  FsBackend,
+  loadTemplate,
+  S3Backend,
+  storedSteps,
+  ZERO_HASH,
+  type Trainer,
+  type TrainingState,
 } from "../workloads/index.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3 } from "../workloads/store/embedded.ts";
 
@@ -85,7 +94,8 @@ async function stallShare(store: BlobStore) {
     }
     const mid = runs.slice().sort((a, b) => a.stallMs / a.trainMs - b.stallMs / b.trainMs)[Math.floor(INTERVALS / 2)];
     const every = honestUpload(runs[0].seg, 1);
-    const bytes = (u: typeof every) => u.stateBlobs.reduce((a, b) => a + b.byteLength, 0) + u.checkpointBytes.byteLength;
+    const bytes = (u: typeof every) =>
+      u.stateBlobs.reduce((a, b) => a + b.byteLength, 0) + u.checkpointBytes.byteLength;
     return {
       "states_stored_per_checkpoint_mnist-mlp": mid.upload.stateBlobs.length + 1,
       "states_stored_per_checkpoint_every_state_mnist-mlp": every.stateBlobs.length + 1,
@@ -103,7 +113,10 @@ async function stallShare(store: BlobStore) {
 export async function benchStore(): Promise<Record<string, number>> {
   const dir = await mkdtemp(join(tmpdir(), "gpuchain-bench-store-"));
   const s3 = await startEmbeddedS3({ dir: join(dir, "s3") });
-  const backend = new S3Backend({ bucket: s3.bucket, prefix: "bench" }, { endpoint: s3.endpoint, region: "us-east-1", credentials: S3RVER_CREDENTIALS });
+  const backend = new S3Backend(
+    { bucket: s3.bucket, prefix: "bench" },
+    { endpoint: s3.endpoint, region: "us-east-1", credentials: S3RVER_CREDENTIALS },
+  );
   const store = new BlobStore(backend);
   try {
     const s3ms = await putGetMs(store);

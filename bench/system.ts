@@ -39,7 +39,8 @@ function scenario(runDir: string, fault: string, kill: boolean): ScenarioOptions
 export async function benchSystem(log: (line: string) => void = () => {}): Promise<Record<string, number>> {
   log(`system: honest run of ${STEPS} mnist-mlp steps through the whole network …`);
   const clean = await runScenario(scenario(".gpuchain/bench-clean", "", false));
-  if (!clean.ok || clean.jobWallSeconds === undefined) throw new Error("the honest benchmark run did not keep its promises");
+  if (!clean.ok || clean.jobWallSeconds === undefined)
+    throw new Error("the honest benchmark run did not keep its promises");
   const plain = await plainTrainingSeconds(STEPS);
   log("system: failover run (faulty provider, SIGKILL) …");
   const failover = await runScenario(scenario(".gpuchain/bench-failover", "garbage-weights", true));

@@ -16,7 +16,12 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { honestUpload, type SegmentStart } from "../agent/segment.ts";
 import {
-  createTrainer, FsCheckpointStore, initialState, loadTemplate, ZERO_HASH, type TrainingState,
+  createTrainer,
+  FsCheckpointStore,
+  initialState,
+  loadTemplate,
+  ZERO_HASH,
+  type TrainingState,
 } from "../workloads/index.ts";
 import { cpuMsSince, newVerifyCache, verifyCheckpoint } from "../verifier/checks.ts";
 import { DEFAULT_CONFIG } from "../verifier/verifier.ts";
@@ -47,7 +52,12 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
 
     let trainingCpuMs = 0;
     const reports = [];
-    let start: SegmentStart = { templateId: template.templateId, seed, prevCheckpointHash: ZERO_HASH, start: initialState(template, seed) };
+    let start: SegmentStart = {
+      templateId: template.templateId,
+      seed,
+      prevCheckpointHash: ZERO_HASH,
+      start: initialState(template, seed),
+    };
     for (let c = 0; c < checkpoints; c++) {
       const states: TrainingState[] = [];
       let s = start.start;
@@ -59,7 +69,12 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
       const segmentCpuMs = cpuMsSince(t0);
       trainingCpuMs += segmentCpuMs;
       const report = await provider.put(honestUpload({ ...start, states, trainedSteps: interval, loss: 0 }));
-      reports.push({ report, acceptedStep: start.start.step, acceptedHash: start.prevCheckpointHash, trainingCpuMs: segmentCpuMs });
+      reports.push({
+        report,
+        acceptedStep: start.start.step,
+        acceptedHash: start.prevCheckpointHash,
+        trainingCpuMs: segmentCpuMs,
+      });
       start = { ...start, prevCheckpointHash: report.hash, start: s };
     }
 
@@ -72,7 +87,13 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
     const cache = newVerifyCache();
     for (const [i, r] of reports.entries()) {
       const v = await verifyCheckpoint({
-        template, trainer, store, cache, report: r.report, samples: DEFAULT_CONFIG.samples, sampleSalt: seedOf(900 + i),
+        template,
+        trainer,
+        store,
+        cache,
+        report: r.report,
+        samples: DEFAULT_CONFIG.samples,
+        sampleSalt: seedOf(900 + i),
         job: { seed, templateId: template.templateId, acceptedStep: r.acceptedStep, acceptedHash: r.acceptedHash },
       });
       if (!v.accept) throw new Error(`bench: honest checkpoint refused: ${v.reasons.join("; ")}`);
@@ -96,7 +117,10 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
       [`training_cpu_ms_per_checkpoint_${name}`]: round(trainingCpuMs / checkpoints, 2),
       [`verifier_checkpoint_interval_${name}`]: interval,
       // Whole segments for the sample budget plus the last step (workloads/segments.ts), sampled checks only.
-      [`verifier_replayed_steps_per_checkpoint_${name}`]: round(replayedSteps / Math.max(1, checkpoints - fullReplays), 2),
+      [`verifier_replayed_steps_per_checkpoint_${name}`]: round(
+        replayedSteps / Math.max(1, checkpoints - fullReplays),
+        2,
+      ),
     };
   } finally {
     await trainer.close();
@@ -113,13 +137,19 @@ async function detection(): Promise<Record<string, number>> {
   const sum = (rows: typeof certain, f: (r: (typeof certain)[number]) => number) => rows.reduce((a, r) => a + f(r), 0);
   const pct = (x: number) => round(100 * x, 2);
   return {
-    verifier_detection_rate_certain_faults_pct: pct(sum(certain, (r) => r.quorumRefusals) / sum(certain, (r) => r.trials)),
+    verifier_detection_rate_certain_faults_pct: pct(
+      sum(certain, (r) => r.quorumRefusals) / sum(certain, (r) => r.trials),
+    ),
     verifier_certain_fault_checkpoints: sum(certain, (r) => r.trials),
     verifier_false_refusals_honest: sum(honest, (r) => r.verifierRefusals),
     verifier_honest_checks: sum(honest, (r) => r.checks),
-    verifier_one_bad_step_in_20_caught_per_verifier_pct: pct(sum(sampling, (r) => r.verifierRefusals) / sum(sampling, (r) => r.checks)),
+    verifier_one_bad_step_in_20_caught_per_verifier_pct: pct(
+      sum(sampling, (r) => r.verifierRefusals) / sum(sampling, (r) => r.checks),
+    ),
     verifier_one_bad_step_in_20_expected_per_verifier_pct: pct(sampling[0].expectedVerifierRate!),
-    verifier_one_bad_step_in_20_refused_by_quorum_pct: pct(sum(sampling, (r) => r.quorumRefusals) / sum(sampling, (r) => r.trials)),
+    verifier_one_bad_step_in_20_refused_by_quorum_pct: pct(
+      sum(sampling, (r) => r.quorumRefusals) / sum(sampling, (r) => r.trials),
+    ),
     verifier_one_bad_step_in_20_expected_quorum_pct: pct(sampling[0].expectedQuorumRate!),
   };
 }

@@ -52,6 +52,7 @@ export function parseNonNegativeInt(value: string | undefined, flag: string, fal
 export function parsePort(value: string | undefined, flag: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0 || n > 65535) throw new UsageError(`--${flag} must be a port (0-65535), got "${value}"`);
+  if (!Number.isSafeInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`--${flag} must be a port (0-65535), got "${value}"`);
   return n;
 }

@@ -17,7 +17,14 @@ const RACE_ERRORS = new Set([
   "JobEscrowNothingOwed",
 ]);
 
-const RETRYABLE_CODES = new Set(["NETWORK_ERROR", "TIMEOUT", "SERVER_ERROR", "ECONNREFUSED", "ECONNRESET", "UND_ERR_SOCKET"]);
+const RETRYABLE_CODES = new Set([
+  "NETWORK_ERROR",
+  "TIMEOUT",
+  "SERVER_ERROR",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "UND_ERR_SOCKET",
+]);
 
 export interface DecodedError {
   name: string;

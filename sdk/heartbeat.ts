@@ -69,7 +69,8 @@ export function checkHeartbeat(
   maxClockSkewMs = HEARTBEAT_DEFAULTS.maxClockSkewMs,
 ): HeartbeatCheck {
   if (h.chainId !== expected.chainId) return { ok: false, reason: `wrong chain ${h.chainId}` };
-  if (h.escrow.toLowerCase() !== expected.escrow.toLowerCase()) return { ok: false, reason: `wrong escrow ${h.escrow}` };
+  if (h.escrow.toLowerCase() !== expected.escrow.toLowerCase())
+    return { ok: false, reason: `wrong escrow ${h.escrow}` };
   if (Math.abs(nowMs - h.sentAt) > maxClockSkewMs) return { ok: false, reason: "stale or future timestamp" };
   if (previousSentAt !== undefined && h.sentAt <= previousSentAt) return { ok: false, reason: "replayed heartbeat" };
   let signer: string;

@@ -233,7 +233,13 @@ function apply(l: Ledger, e: EscrowEvent): void {
       const voided = big("earningsVoided");
       j.paid -= voided;
       j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - voided);
-      j.slashes.push({ provider, faultStep: num("faultStep"), finder: addr("finder"), slashed: big("slashed"), earningsVoided: voided });
+      j.slashes.push({
+        provider,
+        faultStep: num("faultStep"),
+        finder: addr("finder"),
+        slashed: big("slashed"),
+        earningsVoided: voided,
+      });
       credit(l, j.client, big("toClient"));
       credit(l, addr("finder"), big("toFinder"));
       credit(l, feeRecipientOf(l, e), big("toFeeRecipient"));
@@ -429,7 +435,8 @@ function newJob(jobId: bigint, client: string, a: Record<string, unknown>): Ledg
 
 function jobOf(l: Ledger, jobId: bigint, e: EscrowEvent, a: Record<string, unknown>): LedgerJob {
   const j = l.jobs.get(jobId);
-  if (j === undefined) throw new Error(`ledger: ${e.eventName} for job ${jobId} before its JobCreated (block ${e.blockNumber})`);
+  if (j === undefined)
+    throw new Error(`ledger: ${e.eventName} for job ${jobId} before its JobCreated (block ${e.blockNumber})`);
   record(j, e, a);
   return j;
 }
@@ -440,7 +447,8 @@ function disputeOf(j: LedgerJob, e: EscrowEvent) {
 }
 
 function feeRecipientOf(l: Ledger, e: EscrowEvent): string {
-  if (l.roles.feeRecipient === null) throw new Error(`ledger: bond forfeited before any FeeRecipientSet (block ${e.blockNumber})`);
+  if (l.roles.feeRecipient === null)
+    throw new Error(`ledger: bond forfeited before any FeeRecipientSet (block ${e.blockNumber})`);
   return l.roles.feeRecipient;
 }
 

@@ -42,7 +42,10 @@ function jsonSafe(_key: string, value: unknown): unknown {
 function prettyLine(r: Record<string, unknown>): string {
   const { t, level, component, msg, ...rest } = r;
   const extras = Object.entries(rest)
-    .map(([k, v]) => `${k}=${typeof v === "bigint" ? v.toString() : typeof v === "object" ? JSON.stringify(v, jsonSafe) : v}`)
+    .map(
+      ([k, v]) =>
+        `${k}=${typeof v === "bigint" ? v.toString() : typeof v === "object" ? JSON.stringify(v, jsonSafe) : v}`,
+    )
     .join(" ");
   const time = String(t).slice(11, 19);
   return `${time} ${level === "info" ? "" : String(level).toUpperCase() + " "}[${component}] ${msg}${extras ? "  " + extras : ""}`;

@@ -20,7 +20,12 @@ export function machineId(): string {
       // not on this OS; try the next source
     }
   }
-  cached = "0x" + createHash("sha256").update(`gpuchain/machine/v1|${raw || hostname()}`).digest("hex").slice(0, 32);
+  cached =
+    "0x" +
+    createHash("sha256")
+      .update(`gpuchain/machine/v1|${raw || hostname()}`)
+      .digest("hex")
+      .slice(0, 32);
   return cached;
 }
 
@@ -28,7 +33,11 @@ export function machineId(): string {
  * The badge a provider's run may carry: "Real, separate machine" only when its signed machine identity differs
  * from the operator's; separate network namespaces on one machine share the identity and say so.
  */
-export function machineBadge(providerMachine: string | undefined, operatorMachine: string, namespaces = false): string | undefined {
+export function machineBadge(
+  providerMachine: string | undefined,
+  operatorMachine: string,
+  namespaces = false,
+): string | undefined {
   if (providerMachine !== undefined && providerMachine.toLowerCase() !== operatorMachine.toLowerCase()) {
     return "Real, separate machine";
   }

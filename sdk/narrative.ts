@@ -30,8 +30,16 @@ export function providerSummaries(job: LedgerJob): ProviderSummary[] {
   const row = (provider: string) => {
     if (!rows.has(provider)) {
       rows.set(provider, {
-        provider, assignments: 0, stepsAccepted: 0, checkpointsRefused: 0, earned: 0n, released: 0n, lostAssignment: null,
-        slashed: 0n, slash: null, why: "",
+        provider,
+        assignments: 0,
+        stepsAccepted: 0,
+        checkpointsRefused: 0,
+        earned: 0n,
+        released: 0n,
+        lostAssignment: null,
+        slashed: 0n,
+        slash: null,
+        why: "",
       });
     }
     return rows.get(provider)!;
@@ -74,7 +82,9 @@ function whyOf(r: ProviderSummary, voided: boolean): string {
   if (r.checkpointsRefused > 0) return "paid for its accepted steps, then refused by the Quality Guard and fenced";
   if (r.lostAssignment === "heartbeats" || r.lostAssignment === "lease") {
     const how = r.lostAssignment === "lease" ? "its on-chain lease lapsed" : "it stopped heartbeating";
-    return r.stepsAccepted > 0 ? `${how}; paid exactly for its accepted checkpoints` : `${how} before any accepted checkpoint`;
+    return r.stepsAccepted > 0
+      ? `${how}; paid exactly for its accepted checkpoints`
+      : `${how} before any accepted checkpoint`;
   }
   if (r.stepsAccepted > 0) return "paid for every step it trained that the Quality Guard accepted";
   return "no accepted checkpoint";
@@ -115,7 +125,9 @@ function describe(e: LedgerEntry, who: (a: unknown) => string, now?: bigint): st
     case "DisputeOpened":
       return `${who(a.client)} disputed with a ${usdc("bond")} bond; the arbiter may decide until ${when("arbiterDeadline")}`;
     case "DisputeResolved":
-      return a.upheld ? `arbiter ${who(a.arbiter)} upheld the dispute: provider payments void` : `arbiter ${who(a.arbiter)} rejected the dispute: the verdict stands, the bond is forfeited`;
+      return a.upheld
+        ? `arbiter ${who(a.arbiter)} upheld the dispute: provider payments void`
+        : `arbiter ${who(a.arbiter)} rejected the dispute: the verdict stands, the bond is forfeited`;
     case "ArbiterTimedOut":
       return `the arbiter stayed silent 3 days: the verdict stands, the bond goes back (settled by ${who(a.by)})`;
     case "JobSettled":

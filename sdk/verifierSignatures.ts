@@ -104,12 +104,7 @@ export function verdictDigest(domain: TypedDataDomain, verdict: VerdictMessage):
 }
 
 /** One Safe owner's signature over `digest`, as Safe v1.4.1's EIP-1271 handler expects (an EIP-712 SafeMessage). */
-export async function signAsSafeOwner(
-  owner: Signer,
-  chainId: bigint,
-  safe: string,
-  digest: string,
-): Promise<string> {
+export async function signAsSafeOwner(owner: Signer, chainId: bigint, safe: string, digest: string): Promise<string> {
   const m = safeMessage(chainId, safe, digest);
   return owner.signTypedData(m.domain, m.types, m.value);
 }

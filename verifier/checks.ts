@@ -17,10 +17,29 @@
  *    state's accuracy, and the loss is finite; a violation escalates to replaying every step (see below).
  */
 import {
-  blobHash, CheckpointFormatError, decodeCheckpoint, getState, HashMismatchError, initialState, NonFiniteError,
-  maxSegmentSteps, defaultSegmentSteps, NotFoundError, replayStep, sampleSpans, stateHash, storedSteps,
-  StoreUnavailableError, ZERO_HASH, type Span,
-  type Checkpoint, type CheckpointStore, type EvalResult, type Template, type Trainer, type TrainingState,
+  blobHash,
+  CheckpointFormatError,
+  decodeCheckpoint,
+  getState,
+  HashMismatchError,
+  initialState,
+  NonFiniteError,
+  maxSegmentSteps,
+  defaultSegmentSteps,
+  NotFoundError,
+  replayStep,
+  sampleSpans,
+  stateHash,
+  storedSteps,
+  StoreUnavailableError,
+  ZERO_HASH,
+  type Span,
+  type Checkpoint,
+  type CheckpointStore,
+  type EvalResult,
+  type Template,
+  type Trainer,
+  type TrainingState,
 } from "../workloads/index.ts";
 
 /** Why a checkpoint was refused. Tests and logs branch on these codes, never on the detail text. */
@@ -160,7 +179,8 @@ const FLOAT_SLACK = 1e-6;
 function refusalOf(err: unknown, context: string): Refusal {
   if (err instanceof Refusal) return err;
   if (err instanceof StoreUnavailableError) throw outage(err, context);
-  if (err instanceof NotFoundError) return new Refusal(context === "checkpoint" ? "blob-missing" : "chain-gap", `${context}: ${err.message}`);
+  if (err instanceof NotFoundError)
+    return new Refusal(context === "checkpoint" ? "blob-missing" : "chain-gap", `${context}: ${err.message}`);
   if (err instanceof HashMismatchError) return new Refusal("hash-mismatch", `${context}: ${err.message}`);
   if (err instanceof NonFiniteError) return new Refusal("non-finite", `${context}: ${err.message}`);
   if (err instanceof CheckpointFormatError) {
@@ -175,7 +195,8 @@ async function loadReported(store: CheckpointStore, hash: string): Promise<Check
   try {
     const bytes = await store.get(hash);
     const actual = blobHash(bytes);
-    if (!sameHex(actual, hash)) throw new Refusal("hash-mismatch", `checkpoint: blob hashes to ${actual}, reported ${hash}`);
+    if (!sameHex(actual, hash))
+      throw new Refusal("hash-mismatch", `checkpoint: blob hashes to ${actual}, reported ${hash}`);
     return decodeCheckpoint(bytes);
   } catch (err) {
     throw refusalOf(err, "checkpoint");
@@ -184,9 +205,15 @@ async function loadReported(store: CheckpointStore, hash: string): Promise<Check
 
 /** The job's accepted state: the initial state before the first acceptance, else the accepted checkpoint's state. */
 export async function acceptedState(
-  template: Template, store: CheckpointStore, job: JobFacts, cache?: VerifyCache,
+  template: Template,
+  store: CheckpointStore,
+  job: JobFacts,
+  cache?: VerifyCache,
 ): Promise<{ state: TrainingState; hash: string }> {
-  const key = job.acceptedStep === 0 ? `initial:${template.templateId}:${job.seed.toLowerCase()}` : job.acceptedHash.toLowerCase();
+  const key =
+    job.acceptedStep === 0
+      ? `initial:${template.templateId}:${job.seed.toLowerCase()}`
+      : job.acceptedHash.toLowerCase();
   const hit = cache?.states.get(key);
   if (hit) return hit;
   let entry: { state: TrainingState; hash: string };
@@ -207,7 +234,12 @@ export async function acceptedState(
 }
 
 /** Held-out evaluation, memoised per (template, state): the same weights score differently on another split. */
-async function evaluate(trainer: Trainer, state: TrainingState, hash: string, cache?: VerifyCache): Promise<EvalResult> {
+async function evaluate(
+  trainer: Trainer,
+  state: TrainingState,
+  hash: string,
+  cache?: VerifyCache,
+): Promise<EvalResult> {
   const key = `${trainer.template.templateId}:${hash.toLowerCase()}`;
   const hit = cache?.evals.get(key);
   if (hit) return hit;
@@ -219,18 +251,27 @@ async function evaluate(trainer: Trainer, state: TrainingState, hash: string, ca
 /** Cheap header checks against the job; every problem is listed. */
 function headerProblems(c: Checkpoint, job: JobFacts, report: Report, startHash: string): Refusal[] {
   const out: Refusal[] = [];
-  if (!sameHex(c.templateId, job.templateId)) out.push(new Refusal("wrong-template", `checkpoint template ${c.templateId}, job ${job.templateId}`));
+  if (!sameHex(c.templateId, job.templateId))
+    out.push(new Refusal("wrong-template", `checkpoint template ${c.templateId}, job ${job.templateId}`));
   if (!sameHex(c.seed, job.seed)) out.push(new Refusal("wrong-seed", `checkpoint seed ${c.seed}, job ${job.seed}`));
-  if (c.step !== report.step) out.push(new Refusal("wrong-step", `checkpoint ends at step ${c.step}, reported ${report.step}`));
+  if (c.step !== report.step)
+    out.push(new Refusal("wrong-step", `checkpoint ends at step ${c.step}, reported ${report.step}`));
   const link = job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash;
   if (!sameHex(c.prevCheckpointHash, link)) {
     out.push(new Refusal("wrong-link", `links to ${c.prevCheckpointHash}, accepted checkpoint is ${link}`));
   }
-  if (c.startStep !== job.acceptedStep) out.push(new Refusal("wrong-start", `segment starts at step ${c.startStep}, accepted step is ${job.acceptedStep}`));
-  if (!sameHex(c.startStateHash, startHash)) out.push(new Refusal("chain-start", `segment starts at state ${c.startStateHash}, accepted state is ${startHash}`));
+  if (c.startStep !== job.acceptedStep)
+    out.push(new Refusal("wrong-start", `segment starts at step ${c.startStep}, accepted step is ${job.acceptedStep}`));
+  if (!sameHex(c.startStateHash, startHash))
+    out.push(new Refusal("chain-start", `segment starts at state ${c.startStateHash}, accepted state is ${startHash}`));
   const longest = maxSegmentSteps(c.step - c.startStep);
   if (c.segmentSteps > longest) {
-    out.push(new Refusal("bad-segments", `segments of ${c.segmentSteps} steps, at most ${longest} for ${c.step - c.startStep} steps`));
+    out.push(
+      new Refusal(
+        "bad-segments",
+        `segments of ${c.segmentSteps} steps, at most ${longest} for ${c.step - c.startStep} steps`,
+      ),
+    );
   }
   return out;
 }
@@ -249,15 +290,30 @@ async function gapProblems(store: CheckpointStore, c: Checkpoint): Promise<Refus
     }
     if (!stored) missing.push(step);
   }
-  return missing.length ? [new Refusal("chain-gap", `no stored state for step(s) ${missing.slice(0, 8).join(", ")}${missing.length > 8 ? ", …" : ""}`)] : [];
+  return missing.length
+    ? [
+        new Refusal(
+          "chain-gap",
+          `no stored state for step(s) ${missing.slice(0, 8).join(", ")}${missing.length > 8 ? ", …" : ""}`,
+        ),
+      ]
+    : [];
 }
 
 /**
  * The steps a verifier replays: whole segments sampled by its salt for a budget of k steps, plus the last step
  * (the state that would be paid for). m is the checkpoint's segment length (default: the template default).
  */
-export function stepsToReplay(salt: string, startStep: number, endStep: number, k: number, m = defaultSegmentSteps(endStep - startStep)): number[] {
-  return sampleSpans(salt, startStep, endStep, m, k).flatMap((s) => Array.from({ length: s.to - s.from }, (_, i) => s.from + 1 + i));
+export function stepsToReplay(
+  salt: string,
+  startStep: number,
+  endStep: number,
+  k: number,
+  m = defaultSegmentSteps(endStep - startStep),
+): number[] {
+  return sampleSpans(salt, startStep, endStep, m, k).flatMap((s) =>
+    Array.from({ length: s.to - s.from }, (_, i) => s.from + 1 + i),
+  );
 }
 
 /**
@@ -265,7 +321,12 @@ export function stepsToReplay(salt: string, startStep: number, endStep: number, 
  * replayed step's CPU ms to `costs`; throws a Refusal at the first mismatch.
  */
 async function replay(
-  trainer: Trainer, store: CheckpointStore, c: Checkpoint, start: TrainingState, spans: Span[], costs: number[],
+  trainer: Trainer,
+  store: CheckpointStore,
+  c: Checkpoint,
+  start: TrainingState,
+  spans: Span[],
+  costs: number[],
 ): Promise<void> {
   for (const span of spans) {
     let state: TrainingState;
@@ -274,7 +335,8 @@ async function replay(
     } catch (err) {
       throw refusalOf(err, `state after step ${span.from}`);
     }
-    if (state.step !== span.from) throw new Refusal("replay-mismatch", `state committed after step ${span.from} is labelled step ${state.step}`);
+    if (state.step !== span.from)
+      throw new Refusal("replay-mismatch", `state committed after step ${span.from} is labelled step ${state.step}`);
     for (let step = span.from + 1; step <= span.to; step++) state = await replayChecked(trainer, c, state, step, costs);
   }
 }
@@ -290,7 +352,11 @@ async function replaySequential(trainer: Trainer, c: Checkpoint, start: Training
 
 /** Replays `step` from `state` (its CPU time into `costs`) and refuses unless it hashes to the committed state. */
 async function replayChecked(
-  trainer: Trainer, c: Checkpoint, state: TrainingState, step: number, costs: number[],
+  trainer: Trainer,
+  c: Checkpoint,
+  state: TrainingState,
+  step: number,
+  costs: number[],
 ): Promise<TrainingState> {
   const t0 = process.cpuUsage();
   let next: TrainingState;
@@ -302,7 +368,8 @@ async function replayChecked(
   const actual = stateHash(next);
   costs.push(cpuMsSince(t0));
   const committed = c.stepHashes[step - c.startStep - 1];
-  if (!sameHex(actual, committed)) throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
+  if (!sameHex(actual, committed))
+    throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
   return next;
 }
 
@@ -316,9 +383,16 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
   const { template, trainer, store, job, report, cache } = input;
   const t0 = process.cpuUsage();
   const metrics: CheckpointMetrics = {
-    accuracy: null, loss: null, baselineAccuracy: null, replayedSteps: 0,
-    intervalSteps: report.step - job.acceptedStep, cpuMs: 0, stepCpuMs: null, trainingCpuMsEstimate: null,
-    fullReplay: false, notes: [],
+    accuracy: null,
+    loss: null,
+    baselineAccuracy: null,
+    replayedSteps: 0,
+    intervalSteps: report.step - job.acceptedStep,
+    cpuMs: 0,
+    stepCpuMs: null,
+    trainingCpuMsEstimate: null,
+    fullReplay: false,
+    notes: [],
   };
   const done = (problems: Refusal[]): CheckpointVerdict => {
     metrics.cpuMs = cpuMsSince(t0);
@@ -384,8 +458,12 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
 
 /** The evaluation rule: finite loss, and no accuracy drop beyond maxRegression below the accepted state. */
 async function regressionProblem(
-  template: Template, trainer: Trainer, c: Checkpoint, start: { state: TrainingState; hash: string },
-  metrics: CheckpointMetrics, cache?: VerifyCache,
+  template: Template,
+  trainer: Trainer,
+  c: Checkpoint,
+  start: { state: TrainingState; hash: string },
+  metrics: CheckpointMetrics,
+  cache?: VerifyCache,
 ): Promise<Refusal | undefined> {
   const baseline = await evaluate(trainer, start.state, start.hash, cache);
   const now = await evaluate(trainer, c.state, finalHashOf(c), cache);
@@ -436,7 +514,13 @@ export async function verifyFinal(input: VerifyFinalInput): Promise<FinalVerdict
   const t0 = process.cpuUsage();
   const modelHash = job.acceptedHash;
   const fail = (reason: string): FinalVerdict => ({
-    modelHash, metric: 0n, passed: false, accuracy: null, loss: null, reasons: [reason], cpuMs: cpuMsSince(t0),
+    modelHash,
+    metric: 0n,
+    passed: false,
+    accuracy: null,
+    loss: null,
+    reasons: [reason],
+    cpuMs: cpuMsSince(t0),
   });
   if (job.acceptedStep !== job.totalSteps) {
     throw new CannotVerifyError(`training incomplete: accepted ${job.acceptedStep} of ${job.totalSteps} steps`);

@@ -16,7 +16,14 @@ import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignature
 import { openStore, StoreUrlError } from "../workloads/index.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
-import { BEHAVIOURS, DEFAULT_CONFIG, runVerifier, Verifier, type BehaviourName, type EscrowReader } from "./verifier.ts";
+import {
+  BEHAVIOURS,
+  DEFAULT_CONFIG,
+  runVerifier,
+  Verifier,
+  type BehaviourName,
+  type EscrowReader,
+} from "./verifier.ts";
 
 const OPTIONS = {
   collector: { type: "string", default: DEFAULT_COLLECTOR_URL },
@@ -50,9 +57,11 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const behaviour = values.behaviour as BehaviourName;
-  if (!BEHAVIOURS.includes(behaviour)) throw new UsageError(`--behaviour must be one of ${BEHAVIOURS.join(", ")}, got "${values.behaviour}"`);
+  if (!BEHAVIOURS.includes(behaviour))
+    throw new UsageError(`--behaviour must be one of ${BEHAVIOURS.join(", ")}, got "${values.behaviour}"`);
   const samples = values.samples === undefined ? DEFAULT_CONFIG.samples : Number(values.samples);
-  if (!Number.isSafeInteger(samples) || samples < 0) throw new UsageError(`--samples must be a non-negative integer, got "${values.samples}"`);
+  if (!Number.isSafeInteger(samples) || samples < 0)
+    throw new UsageError(`--samples must be a non-negative integer, got "${values.samples}"`);
   const pollMs = parsePositiveInt(values["poll-ms"], "poll-ms", DEFAULT_CONFIG.pollMs);
 
   const wallet = loadKey(requireString(values.key, "key"));
@@ -70,12 +79,25 @@ export async function main(argv: string[]): Promise<number> {
   await checkSetup(escrow as unknown as Contract, deployment.verifierSafe, chainId, wallet.address, provider);
 
   const decisionsFile = values.decisions ?? path.join(".gpuchain", "verifier", `${wallet.address.toLowerCase()}.json`);
-  const decisions = new DecisionStore(wallet.address, decisionsFile, { chainId: chainId.toString(), escrow: deployment.escrow, behaviour });
-  if (decisions.discardedOtherContext) log.warn("decisions file was made for another chain, escrow or behaviour; starting afresh", { file: decisionsFile });
+  const decisions = new DecisionStore(wallet.address, decisionsFile, {
+    chainId: chainId.toString(),
+    escrow: deployment.escrow,
+    behaviour,
+  });
+  if (decisions.discardedOtherContext)
+    log.warn("decisions file was made for another chain, escrow or behaviour; starting afresh", {
+      file: decisionsFile,
+    });
   const verifier = new Verifier(
     {
-      chainId, escrow: deployment.escrow, safe: deployment.verifierSafe, samples, behaviour,
-      dryRun: values["dry-run"], pollMs, missingBlobGraceMs: DEFAULT_CONFIG.missingBlobGraceMs,
+      chainId,
+      escrow: deployment.escrow,
+      safe: deployment.verifierSafe,
+      samples,
+      behaviour,
+      dryRun: values["dry-run"],
+      pollMs,
+      missingBlobGraceMs: DEFAULT_CONFIG.missingBlobGraceMs,
     },
     {
       chain: escrow as unknown as EscrowReader,
@@ -98,13 +120,26 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /** Fails early on a key that is not a Safe owner, or on a digest twin that disagrees with the deployed escrow. */
-async function checkSetup(escrow: Contract, safe: string, chainId: bigint, address: string, provider: ReturnType<typeof rpcProvider>) {
+async function checkSetup(
+  escrow: Contract,
+  safe: string,
+  chainId: bigint,
+  address: string,
+  provider: ReturnType<typeof rpcProvider>,
+) {
   const safeContract = new Contract(safe, ["function isOwner(address) view returns (bool)"], provider);
   if (!(await safeContract.isOwner(address))) {
     throw new UsageError(`${address} is not an owner of the verifier Safe ${safe}; its signatures would not count`);
   }
   const probe = { jobId: 1n, epoch: 1n, step: 1, checkpointHash: "0x" + "11".repeat(32), accept: true };
   const local = checkpointDecisionDigest(escrowDomain(chainId, await escrow.getAddress()), probe);
-  const onChain = await escrow.checkpointDecisionDigest(probe.jobId, probe.epoch, probe.step, probe.checkpointHash, probe.accept);
-  if (local !== onChain) throw new Error(`digest twin disagrees with the escrow (${local} vs ${onChain}): wrong deployment or ABI`);
+  const onChain = await escrow.checkpointDecisionDigest(
+    probe.jobId,
+    probe.epoch,
+    probe.step,
+    probe.checkpointHash,
+    probe.accept,
+  );
+  if (local !== onChain)
+    throw new Error(`digest twin disagrees with the escrow (${local} vs ${onChain}): wrong deployment or ABI`);
 }

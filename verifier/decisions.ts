@@ -73,9 +73,16 @@ export class DecisionStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
     }
-    const data = JSON.parse(text) as { version: number; owner: string; context?: DecisionContext; decisions: SignedDecision[] };
-    if (data.version !== FILE_VERSION) throw new DecisionsFileError(`${file}: unsupported decisions file version ${data.version}`);
-    if (data.owner.toLowerCase() !== this.owner) throw new DecisionsFileError(`${file} holds decisions of ${data.owner}, not ${this.owner}`);
+    const data = JSON.parse(text) as {
+      version: number;
+      owner: string;
+      context?: DecisionContext;
+      decisions: SignedDecision[];
+    };
+    if (data.version !== FILE_VERSION)
+      throw new DecisionsFileError(`${file}: unsupported decisions file version ${data.version}`);
+    if (data.owner.toLowerCase() !== this.owner)
+      throw new DecisionsFileError(`${file} holds decisions of ${data.owner}, not ${this.owner}`);
     if (JSON.stringify(data.context ?? null) !== JSON.stringify(this.context ?? null)) {
       this.discardedOtherContext = data.decisions.length > 0;
       return;
@@ -87,7 +94,12 @@ export class DecisionStore {
     if (!this.file) return;
     mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
     const tmp = `${this.file}.${process.pid}.tmp`;
-    const data = { version: FILE_VERSION, owner: this.owner, context: this.context ?? null, decisions: [...this.decisions.values()] };
+    const data = {
+      version: FILE_VERSION,
+      owner: this.owner,
+      context: this.context ?? null,
+      decisions: [...this.decisions.values()],
+    };
     writeFileSync(tmp, JSON.stringify(data, null, 1) + "\n", { mode: 0o600 });
     chmodSync(tmp, 0o600);
     renameSync(tmp, this.file);

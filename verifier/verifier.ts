@@ -16,19 +16,38 @@ import { isTrainingOver, jobIds, readJob, type JobReader, type JobView } from ".
 import type { Logger } from "../sdk/log.ts";
 import { runLoop } from "../sdk/runner.ts";
 import {
-  createTrainer, loadTemplate, localProfile, replayUnprovenReason, UnknownTemplateError, type CheckpointStore,
-  type Template, type Trainer,
+  createTrainer,
+  loadTemplate,
+  localProfile,
+  replayUnprovenReason,
+  UnknownTemplateError,
+  type CheckpointStore,
+  type Template,
+  type Trainer,
 } from "../workloads/index.ts";
 import { DEFAULT_ABSTAIN_AFTER_MS, OutageTracker } from "./outage.ts";
 import { BEHAVIOURS, verifierBehaviour, type BehaviourName, type VerifierBehaviour } from "./behaviour.ts";
 import {
-  CannotVerifyError, StoreOutageError, newVerifyCache, verifyCheckpoint, verifyFinal, type CheckpointVerdict, type VerifyCache,
+  CannotVerifyError,
+  StoreOutageError,
+  newVerifyCache,
+  verifyCheckpoint,
+  verifyFinal,
+  type CheckpointVerdict,
+  type VerifyCache,
 } from "./checks.ts";
 import type { SignaturePoster } from "./collector.ts";
 import type { DecisionStore } from "./decisions.ts";
 import {
-  checkpointMessage, digestOf, planWork, sampleSalt, verdictMessage,
-  type CheckpointItem, type SignedDecision, type VerdictItem, type WorkItem,
+  checkpointMessage,
+  digestOf,
+  planWork,
+  sampleSalt,
+  verdictMessage,
+  type CheckpointItem,
+  type SignedDecision,
+  type VerdictItem,
+  type WorkItem,
 } from "./work.ts";
 
 export { BEHAVIOURS, type BehaviourName };
@@ -50,10 +69,17 @@ export type VerifierConfig = {
   abstainAfterMs?: number;
 };
 
-export const DEFAULT_CONFIG = { samples: 4, behaviour: "honest", dryRun: false, pollMs: 2_000, missingBlobGraceMs: 30_000 } as const;
+export const DEFAULT_CONFIG = {
+  samples: 4,
+  behaviour: "honest",
+  dryRun: false,
+  pollMs: 2_000,
+  missingBlobGraceMs: 30_000,
+} as const;
 
 export function validateConfig(c: VerifierConfig): VerifierConfig {
-  if (!Number.isSafeInteger(c.samples) || c.samples < 0) throw new RangeError(`samples must be a non-negative integer, got ${c.samples}`);
+  if (!Number.isSafeInteger(c.samples) || c.samples < 0)
+    throw new RangeError(`samples must be a non-negative integer, got ${c.samples}`);
   verifierBehaviour(c.behaviour); // throws on an unknown name
   if (!(c.pollMs > 0)) throw new RangeError("pollMs must be positive");
   return Object.freeze({ ...c });
@@ -77,7 +103,12 @@ export type VerifierDeps = {
 
 /** `abstaining`: items whose store reads have failed past the bound (logged; nothing is signed for them). */
 export type TickSummary = {
-  items: number; decided: number; posted: number; waiting: number; errors: number; abstaining: number;
+  items: number;
+  decided: number;
+  posted: number;
+  waiting: number;
+  errors: number;
+  abstaining: number;
 };
 
 /** State one verifier keeps between ticks (all of it rebuildable: losing it only costs re-verification). */
@@ -132,7 +163,8 @@ export class Verifier {
         let decision = this.deps.decisions.get(item.key);
         if (!decision) {
           decision = await this.decide(item);
-          if (this.outages.recovered(item.key)) this.deps.log.info("store readable again", { job: item.jobId, key: item.key });
+          if (this.outages.recovered(item.key))
+            this.deps.log.info("store readable again", { job: item.jobId, key: item.key });
           if (!decision) {
             summary.waiting++;
             continue;
@@ -156,7 +188,9 @@ export class Verifier {
     const fields = { job: item.jobId, kind: item.kind, key: item.key, error: (err as Error)?.message ?? String(err) };
     if (err instanceof StoreOutageError) {
       const o = this.outages.failed(item.key, this.now());
-      const msg = o.abstaining ? "abstaining: store unreachable (not a refusal; still retrying)" : "store unreachable; retrying";
+      const msg = o.abstaining
+        ? "abstaining: store unreachable (not a refusal; still retrying)"
+        : "store unreachable; retrying";
       const level = o.firstAbstain ? "error" : "warn";
       this.deps.log[level](msg, { ...fields, outageMs: o.sinceMs });
     } else if (err instanceof CannotVerifyError) this.deps.log.warn("cannot verify yet", fields);
@@ -193,8 +227,16 @@ export class Verifier {
     return this.behaviour.checkpoint(async () => {
       const { template, trainer } = await this.trainerFor(item.templateId);
       return verifyCheckpoint({
-        template, trainer, store: this.deps.store, cache: this.cache,
-        job: { seed: item.seed, templateId: item.templateId, acceptedStep: item.acceptedStep, acceptedHash: item.acceptedHash },
+        template,
+        trainer,
+        store: this.deps.store,
+        cache: this.cache,
+        job: {
+          seed: item.seed,
+          templateId: item.templateId,
+          acceptedStep: item.acceptedStep,
+          acceptedHash: item.acceptedHash,
+        },
         report: { step: item.step, hash: item.hash },
         sampleSalt: sampleSalt(this.deps.signer.privateKey, this.config.chainId, this.config.escrow, item),
         samples: this.config.samples,
@@ -208,7 +250,12 @@ export class Verifier {
       const first = this.firstMissing.get(item.key) ?? this.now();
       this.firstMissing.set(item.key, first);
       if (this.now() - first < this.config.missingBlobGraceMs) {
-        this.deps.log.warn("checkpoint blob not in the store yet; waiting", { job: item.jobId, epoch: item.epoch, step: item.step, hash: item.hash });
+        this.deps.log.warn("checkpoint blob not in the store yet; waiting", {
+          job: item.jobId,
+          epoch: item.epoch,
+          step: item.step,
+          hash: item.hash,
+        });
         return undefined;
       }
     }
@@ -217,32 +264,67 @@ export class Verifier {
     const signature = await signAsSafeOwner(this.deps.signer, this.config.chainId, this.config.safe, digest);
     const m = v.metrics;
     this.deps.log.info("checkpoint decided", {
-      job: item.jobId, epoch: item.epoch, step: item.step, hash: item.hash,
-      action: v.accept ? "accept" : "refuse", reasons: v.reasons, notes: m.notes,
-      accuracy: m.accuracy, baselineAccuracy: m.baselineAccuracy, replayedSteps: m.replayedSteps,
-      intervalSteps: m.intervalSteps, fullReplay: m.fullReplay, cpuMs: round(m.cpuMs),
+      job: item.jobId,
+      epoch: item.epoch,
+      step: item.step,
+      hash: item.hash,
+      action: v.accept ? "accept" : "refuse",
+      reasons: v.reasons,
+      notes: m.notes,
+      accuracy: m.accuracy,
+      baselineAccuracy: m.baselineAccuracy,
+      replayedSteps: m.replayedSteps,
+      intervalSteps: m.intervalSteps,
+      fullReplay: m.fullReplay,
+      cpuMs: round(m.cpuMs),
       trainingCpuMs: m.trainingCpuMsEstimate === null ? null : round(m.trainingCpuMsEstimate),
       computeRatio: m.trainingCpuMsEstimate ? round(m.cpuMs / m.trainingCpuMsEstimate) : null,
-      behaviour: this.config.behaviour, dryRun: this.config.dryRun,
+      behaviour: this.config.behaviour,
+      dryRun: this.config.dryRun,
     });
-    return { key: item.key, decidedAt: this.now(), body: { kind: "checkpoint", message, digest, signer: this.address, signature } };
+    return {
+      key: item.key,
+      decidedAt: this.now(),
+      body: { kind: "checkpoint", message, digest, signer: this.address, signature },
+    };
   }
 
   private async decideVerdict(item: VerdictItem): Promise<SignedDecision | undefined> {
     const { template, trainer } = await this.trainerFor(item.templateId);
     const v = await verifyFinal({
-      template, trainer, store: this.deps.store, cache: this.cache,
-      job: { seed: item.seed, templateId: item.templateId, acceptedStep: item.totalSteps, acceptedHash: item.modelHash, totalSteps: item.totalSteps },
+      template,
+      trainer,
+      store: this.deps.store,
+      cache: this.cache,
+      job: {
+        seed: item.seed,
+        templateId: item.templateId,
+        acceptedStep: item.totalSteps,
+        acceptedHash: item.modelHash,
+        totalSteps: item.totalSteps,
+      },
     });
     const passed = this.behaviour.passed(v.passed);
     const { message, typed } = verdictMessage(item, v.metric, passed);
     const digest = digestOf(this.domain, { kind: "verdict", typed });
     const signature = await signAsSafeOwner(this.deps.signer, this.config.chainId, this.config.safe, digest);
     this.deps.log.info("verdict decided", {
-      job: item.jobId, modelHash: item.modelHash, action: "verdict", passed, metric: v.metric, accuracy: v.accuracy,
-      reasons: v.reasons, cpuMs: round(v.cpuMs), behaviour: this.config.behaviour, dryRun: this.config.dryRun,
+      job: item.jobId,
+      modelHash: item.modelHash,
+      action: "verdict",
+      passed,
+      metric: v.metric,
+      accuracy: v.accuracy,
+      reasons: v.reasons,
+      cpuMs: round(v.cpuMs),
+      behaviour: this.config.behaviour,
+      dryRun: this.config.dryRun,
     });
-    return { key: item.key, decidedAt: this.now(), body: { kind: "verdict", message, digest, signer: this.address, signature } };
+    return {
+      key: item.key,
+      decidedAt: this.now(),
+      body: { kind: "verdict", message, digest, signer: this.address, signature },
+    };
   }
 
   async close(): Promise<void> {
@@ -264,13 +346,23 @@ const round = (x: number) => Math.round(x * 100) / 100;
  * Runs ticks until `signal` aborts (or once), on the shared runner: ticks never overlap; the next one starts
  * `pollMs` after the previous one ended. A tick that fails as a whole (chain unreachable) is logged and retried.
  */
-export async function runVerifier(v: Verifier, log: Logger, opts: { signal?: AbortSignal; once?: boolean } = {}): Promise<void> {
+export async function runVerifier(
+  v: Verifier,
+  log: Logger,
+  opts: { signal?: AbortSignal; once?: boolean } = {},
+): Promise<void> {
   if (!v.behaviour.honest) {
-    log.warn(`MALICIOUS VERIFIER MODE: ${v.behaviour.name} — decisions are not verified (tests and demos only)`, { behaviour: v.behaviour.name });
+    log.warn(`MALICIOUS VERIFIER MODE: ${v.behaviour.name} — decisions are not verified (tests and demos only)`, {
+      behaviour: v.behaviour.name,
+    });
   }
   log.info("verifier started", {
-    signer: v.address, escrow: v.config.escrow, safe: v.config.safe, samples: v.config.samples,
-    behaviour: v.config.behaviour, dryRun: v.config.dryRun,
+    signer: v.address,
+    escrow: v.config.escrow,
+    safe: v.config.safe,
+    samples: v.config.samples,
+    behaviour: v.config.behaviour,
+    dryRun: v.config.dryRun,
   });
   const tick = async () => {
     try {

@@ -5,7 +5,10 @@
 import { createHmac } from "node:crypto";
 import { getBytes } from "ethers";
 import {
-  checkpointDecisionDigest, verdictDigest, type CheckpointDecision, type VerdictMessage,
+  checkpointDecisionDigest,
+  verdictDigest,
+  type CheckpointDecision,
+  type VerdictMessage,
 } from "../sdk/verifierSignatures.ts";
 import type { TypedDataDomain } from "ethers";
 import { allStepsAccepted, isTraining, type JobView } from "../sdk/job.ts";
@@ -53,14 +56,24 @@ export function planWork(jobs: JobView[]): WorkItem[] {
       items.push({
         kind: "checkpoint",
         key: checkpointKey(jobId, job.pendingEpoch, job.pendingStep, job.pendingHash),
-        jobId, epoch: job.pendingEpoch, step: job.pendingStep, hash: job.pendingHash,
-        templateId: job.templateId, seed: job.seed, acceptedStep: job.acceptedStep, acceptedHash: job.acceptedHash,
+        jobId,
+        epoch: job.pendingEpoch,
+        step: job.pendingStep,
+        hash: job.pendingHash,
+        templateId: job.templateId,
+        seed: job.seed,
+        acceptedStep: job.acceptedStep,
+        acceptedHash: job.acceptedHash,
       });
     } else if (isTraining(job.status) && allStepsAccepted(job)) {
       items.push({
         kind: "verdict",
         key: verdictKey(jobId, job.acceptedHash),
-        jobId, modelHash: job.acceptedHash, templateId: job.templateId, seed: job.seed, totalSteps: job.totalSteps,
+        jobId,
+        modelHash: job.acceptedHash,
+        templateId: job.templateId,
+        seed: job.seed,
+        totalSteps: job.totalSteps,
       });
     }
   }
@@ -68,7 +81,13 @@ export function planWork(jobs: JobView[]): WorkItem[] {
 }
 
 /** JSON-safe messages: bigints as decimal strings. */
-export type CheckpointMessageJson = { jobId: string; epoch: string; step: number; checkpointHash: string; accept: boolean };
+export type CheckpointMessageJson = {
+  jobId: string;
+  epoch: string;
+  step: number;
+  checkpointHash: string;
+  accept: boolean;
+};
 export type VerdictMessageJson = { jobId: string; modelHash: string; metric: string; passed: boolean };
 
 /** The body a verifier POSTs to the collector's /signatures (docs/ARCHITECTURE.md). */
@@ -79,20 +98,39 @@ export type SignatureBody =
 /** A signed decision, as cached (memory and file) and re-sent every tick until it is on chain. */
 export type SignedDecision = { key: string; body: SignatureBody; decidedAt: number };
 
-export function checkpointMessage(item: CheckpointItem, accept: boolean): { message: CheckpointMessageJson; typed: CheckpointDecision } {
+export function checkpointMessage(
+  item: CheckpointItem,
+  accept: boolean,
+): { message: CheckpointMessageJson; typed: CheckpointDecision } {
   const typed = { jobId: item.jobId, epoch: item.epoch, step: item.step, checkpointHash: item.hash, accept };
   return {
     typed,
-    message: { jobId: item.jobId.toString(), epoch: item.epoch.toString(), step: item.step, checkpointHash: item.hash, accept },
+    message: {
+      jobId: item.jobId.toString(),
+      epoch: item.epoch.toString(),
+      step: item.step,
+      checkpointHash: item.hash,
+      accept,
+    },
   };
 }
 
-export function verdictMessage(item: VerdictItem, metric: bigint, passed: boolean): { message: VerdictMessageJson; typed: VerdictMessage } {
+export function verdictMessage(
+  item: VerdictItem,
+  metric: bigint,
+  passed: boolean,
+): { message: VerdictMessageJson; typed: VerdictMessage } {
   const typed = { jobId: item.jobId, modelHash: item.modelHash, metric, passed };
-  return { typed, message: { jobId: item.jobId.toString(), modelHash: item.modelHash, metric: metric.toString(), passed } };
+  return {
+    typed,
+    message: { jobId: item.jobId.toString(), modelHash: item.modelHash, metric: metric.toString(), passed },
+  };
 }
 
-export function digestOf(domain: TypedDataDomain, body: { kind: "checkpoint"; typed: CheckpointDecision } | { kind: "verdict"; typed: VerdictMessage }): string {
+export function digestOf(
+  domain: TypedDataDomain,
+  body: { kind: "checkpoint"; typed: CheckpointDecision } | { kind: "verdict"; typed: VerdictMessage },
+): string {
   return body.kind === "checkpoint" ? checkpointDecisionDigest(domain, body.typed) : verdictDigest(domain, body.typed);
 }
 
@@ -102,6 +140,14 @@ export function digestOf(domain: TypedDataDomain, body: { kind: "checkpoint"; ty
  * the opposite one). HMAC-SHA256 keyed by the verifier's private key over the report gives all three.
  */
 export function sampleSalt(privateKey: string, chainId: bigint, escrow: string, item: CheckpointItem): string {
-  const data = ["gpuchain/verifier/sample-salt/v1", chainId, escrow.toLowerCase(), item.jobId, item.epoch, item.step, item.hash.toLowerCase()].join("|");
+  const data = [
+    "gpuchain/verifier/sample-salt/v1",
+    chainId,
+    escrow.toLowerCase(),
+    item.jobId,
+    item.epoch,
+    item.step,
+    item.hash.toLowerCase(),
+  ].join("|");
   return "0x" + createHmac("sha256", getBytes(privateKey)).update(data).digest("hex");
 }

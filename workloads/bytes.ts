@@ -11,11 +11,29 @@ export class ByteWriter {
     this.parts.push(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
     return this;
   }
-  u8(n: number): this { const b = Buffer.alloc(1); b.writeUInt8(n); return this.bytes(b); }
-  u16(n: number): this { const b = Buffer.alloc(2); b.writeUInt16LE(n); return this.bytes(b); }
-  u32(n: number): this { const b = Buffer.alloc(4); b.writeUInt32LE(n); return this.bytes(b); }
-  u64(n: number): this { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(n)); return this.bytes(b); }
-  hex32(h: string): this { return this.bytes(hexToBytes32(h)); }
+  u8(n: number): this {
+    const b = Buffer.alloc(1);
+    b.writeUInt8(n);
+    return this.bytes(b);
+  }
+  u16(n: number): this {
+    const b = Buffer.alloc(2);
+    b.writeUInt16LE(n);
+    return this.bytes(b);
+  }
+  u32(n: number): this {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(n);
+    return this.bytes(b);
+  }
+  u64(n: number): this {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(BigInt(n));
+    return this.bytes(b);
+  }
+  hex32(h: string): this {
+    return this.bytes(hexToBytes32(h));
+  }
 
   f32s(a: Float32Array): this {
     if (LE) return this.bytes(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
@@ -46,16 +64,27 @@ export class ByteReader {
     return at;
   }
 
-  bytes(n: number): Buffer { const at = this.need(n); return this.buf.subarray(at, at + n); }
-  u8(): number { return this.buf.readUInt8(this.need(1)); }
-  u16(): number { return this.buf.readUInt16LE(this.need(2)); }
-  u32(): number { return this.buf.readUInt32LE(this.need(4)); }
+  bytes(n: number): Buffer {
+    const at = this.need(n);
+    return this.buf.subarray(at, at + n);
+  }
+  u8(): number {
+    return this.buf.readUInt8(this.need(1));
+  }
+  u16(): number {
+    return this.buf.readUInt16LE(this.need(2));
+  }
+  u32(): number {
+    return this.buf.readUInt32LE(this.need(4));
+  }
   u64(): number {
     const v = this.buf.readBigUInt64LE(this.need(8));
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new CheckpointFormatError("INCONSISTENT", "u64 out of range");
     return Number(v);
   }
-  hex32(): string { return "0x" + this.bytes(32).toString("hex"); }
+  hex32(): string {
+    return "0x" + this.bytes(32).toString("hex");
+  }
 
   f32s(n: number): Float32Array {
     const src = this.bytes(n * 4);
@@ -65,10 +94,13 @@ export class ByteReader {
     return out;
   }
 
-  get remaining(): number { return this.buf.length - this.pos; }
+  get remaining(): number {
+    return this.buf.length - this.pos;
+  }
 
   end(): void {
-    if (this.remaining !== 0) throw new CheckpointFormatError("TRAILING_BYTES", `${this.remaining} unexpected bytes at end`);
+    if (this.remaining !== 0)
+      throw new CheckpointFormatError("TRAILING_BYTES", `${this.remaining} unexpected bytes at end`);
   }
 }
 

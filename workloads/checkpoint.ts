@@ -41,9 +41,13 @@ function checkStructure(c: Checkpoint): void {
   if (!Number.isSafeInteger(c.segmentSteps) || c.segmentSteps < 1 || c.segmentSteps > 0xffffffff) {
     throw new CheckpointFormatError("INCONSISTENT", `segment length ${c.segmentSteps} is not a positive u32`);
   }
-  if (c.state.step !== c.step) throw new CheckpointFormatError("INCONSISTENT", `state step ${c.state.step} != ${c.step}`);
+  if (c.state.step !== c.step)
+    throw new CheckpointFormatError("INCONSISTENT", `state step ${c.state.step} != ${c.step}`);
   if (c.step < c.startStep || c.stepHashes.length !== c.step - c.startStep) {
-    throw new CheckpointFormatError("INCONSISTENT", `${c.stepHashes.length} step hashes for steps ${c.startStep}..${c.step}`);
+    throw new CheckpointFormatError(
+      "INCONSISTENT",
+      `${c.stepHashes.length} step hashes for steps ${c.startStep}..${c.step}`,
+    );
   }
 }
 
@@ -51,10 +55,16 @@ function checkStructure(c: Checkpoint): void {
 export function encodeCheckpoint(c: Checkpoint): Uint8Array {
   checkStructure(c);
   const w = new ByteWriter()
-    .bytes(CHECKPOINT_MAGIC).u16(CHECKPOINT_VERSION)
-    .hex32(c.templateId).hex32(c.seed).u64(c.step)
-    .hex32(c.prevCheckpointHash).u64(c.startStep).hex32(c.startStateHash)
-    .u32(c.segmentSteps).u32(c.stepHashes.length);
+    .bytes(CHECKPOINT_MAGIC)
+    .u16(CHECKPOINT_VERSION)
+    .hex32(c.templateId)
+    .hex32(c.seed)
+    .u64(c.step)
+    .hex32(c.prevCheckpointHash)
+    .u64(c.startStep)
+    .hex32(c.startStateHash)
+    .u32(c.segmentSteps)
+    .u32(c.stepHashes.length);
   for (const h of c.stepHashes) w.hex32(h);
   writeState(w, c.state);
   return w.finish();
@@ -85,11 +95,20 @@ export function decodeCheckpoint(bytes: Uint8Array): Checkpoint {
   const state = readState(r);
   r.end();
   const c: Checkpoint = {
-    templateId, seed, step, prevCheckpointHash, startStep, startStateHash, segmentSteps, stepHashes, state,
+    templateId,
+    seed,
+    step,
+    prevCheckpointHash,
+    startStep,
+    startStateHash,
+    segmentSteps,
+    stepHashes,
+    state,
   };
   checkStructure(c);
   const last = n > 0 ? stepHashes[n - 1] : startStateHash;
-  if (stateHash(state) !== last) throw new CheckpointFormatError("INCONSISTENT", "state does not match its committed hash");
+  if (stateHash(state) !== last)
+    throw new CheckpointFormatError("INCONSISTENT", "state does not match its committed hash");
   checkNumbers(state);
   return c;
 }

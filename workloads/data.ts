@@ -33,8 +33,14 @@ function toDataset(train: Split, heldout: Split, features: number, classes: numb
   const t = pack(train, features);
   const h = pack(heldout, features);
   return {
-    features, classes, trainX: t.x, trainY: t.y, heldoutX: h.x, heldoutY: h.y,
-    trainCount: t.y.length, heldoutCount: h.y.length,
+    features,
+    classes,
+    trainX: t.x,
+    trainY: t.y,
+    heldoutX: h.x,
+    heldoutY: h.y,
+    trainCount: t.y.length,
+    heldoutCount: h.y.length,
   };
 }
 
@@ -81,7 +87,10 @@ function makeBlobs(spec: Extract<DataSpec, { kind: "blobs" }>): Dataset {
 
 /** Copies rows `indices` into x [n*F] and one-hot y [n*C]. */
 export function gather(
-  ds: Dataset, X: Float32Array, Y: Uint8Array, indices: ArrayLike<number>,
+  ds: Dataset,
+  X: Float32Array,
+  Y: Uint8Array,
+  indices: ArrayLike<number>,
 ): { x: Float32Array; y: Float32Array } {
   const F = ds.features;
   const C = ds.classes;

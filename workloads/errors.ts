@@ -15,8 +15,7 @@ export class UnknownTemplateError extends WorkloadError {
   }
 }
 
-export type CheckpointFormatCode =
-  | "BAD_MAGIC" | "BAD_VERSION" | "TRUNCATED" | "TRAILING_BYTES" | "INCONSISTENT";
+export type CheckpointFormatCode = "BAD_MAGIC" | "BAD_VERSION" | "TRUNCATED" | "TRAILING_BYTES" | "INCONSISTENT";
 
 export class CheckpointFormatError extends WorkloadError {
   constructor(code: CheckpointFormatCode, message: string) {

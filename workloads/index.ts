@@ -1,5 +1,12 @@
 // Public API of the workload layer (used by the agent and the verifiers).
-export { loadTemplate, listTemplates, buildTemplate, computeTemplateId, canonicalJson, DESCRIPTORS } from "./templates.ts";
+export {
+  loadTemplate,
+  listTemplates,
+  buildTemplate,
+  computeTemplateId,
+  canonicalJson,
+  DESCRIPTORS,
+} from "./templates.ts";
 export { createTrainer, replayStep, microBatchForMemory, stepMemoryBytes } from "./trainer.ts";
 export type { Trainer, TrainerOptions, StepOptions, StepResult, EvalResult } from "./trainer.ts";
 export { batchIndices } from "./order.ts";
@@ -7,13 +14,30 @@ export { initialState, encodeState, decodeState, stateHash, checkNumbers } from 
 export { encodeCheckpoint, decodeCheckpoint, blobHash, ZERO_HASH, CHECKPOINT_VERSION } from "./checkpoint.ts";
 export type { Checkpoint } from "./checkpoint.ts";
 export {
-  FsCheckpointStore, putState, getState, BlobStore, FsBackend, S3Backend, openStore, parseStoreUrl, StoreUrlError,
-  StoreConfigError, StoreCorruptionError, StoreUnavailableError, ShortReadError, DEFAULT_RETRY,
+  FsCheckpointStore,
+  putState,
+  getState,
+  BlobStore,
+  FsBackend,
+  S3Backend,
+  openStore,
+  parseStoreUrl,
+  StoreUrlError,
+  StoreConfigError,
+  StoreCorruptionError,
+  StoreUnavailableError,
+  ShortReadError,
+  DEFAULT_RETRY,
 } from "./store.ts";
 export type { BlobBackend, CheckpointStore, StoreEvent, StoreOptions, RetryPolicy } from "./store.ts";
 export { sampleSteps, detectionProbability, replayCommittedStep, committedState, chainProblems } from "./replay.ts";
 export {
-  defaultSegmentSteps, maxSegmentSteps, storedSteps, segmentSpans, segmentsForBudget, sampleSpans,
+  defaultSegmentSteps,
+  maxSegmentSteps,
+  storedSteps,
+  segmentSpans,
+  segmentsForBudget,
+  sampleSpans,
   spanDetectionProbability,
 } from "./segments.ts";
 export type { Span } from "./segments.ts";
@@ -22,6 +46,11 @@ export * from "./errors.ts";
 export type * from "./types.ts";
 export type { ExecutionProvider } from "./runtime.ts";
 export {
-  cpuFamily, localProfile, isProvenProfile, mismatchIsEvidence, PROVEN_PROFILES, replayUnprovenReason,
+  cpuFamily,
+  localProfile,
+  isProvenProfile,
+  mismatchIsEvidence,
+  PROVEN_PROFILES,
+  replayUnprovenReason,
 } from "./profile.ts";
 export type { ArithmeticProfile } from "./profile.ts";

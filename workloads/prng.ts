@@ -47,7 +47,7 @@ export function uniformInt(next: U32Source, n: number): number {
 
 /** Uniform in [-1, 1) with 24 random bits, exactly representable in float32. */
 export function uniformSymmetric(next: U32Source): number {
-  return ((next() >>> 8) / 0x80_0000) - 1;
+  return (next() >>> 8) / 0x80_0000 - 1;
 }
 
 /** Fisher–Yates shuffle of 0..n-1 driven by `next` (i from n-1 down to 1, j = uniformInt(i+1)). */

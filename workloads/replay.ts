@@ -38,7 +38,10 @@ export type StepCheck = { step: number; ok: boolean; expected: string; actual: s
 
 /** The committed state after `step` (a stored boundary, or the segment's start from its previous checkpoint). */
 export async function committedState(
-  tr: Trainer, store: CheckpointStore, c: Checkpoint, step: number,
+  tr: Trainer,
+  store: CheckpointStore,
+  c: Checkpoint,
+  step: number,
 ): Promise<TrainingState> {
   if (step > c.startStep) return getState(store, c.stepHashes[step - c.startStep - 1]);
   if (c.prevCheckpointHash === ZERO_HASH) return tr.initialState(c.seed);
@@ -50,7 +53,10 @@ export async function committedState(
  * its committed hash; the check is for the first step that differs (or `step` when all match).
  */
 export async function replayCommittedStep(
-  tr: Trainer, store: CheckpointStore, c: Checkpoint, step: number,
+  tr: Trainer,
+  store: CheckpointStore,
+  c: Checkpoint,
+  step: number,
 ): Promise<StepCheck> {
   if (step <= c.startStep || step > c.step) throw new RangeError(`step ${step} outside (${c.startStep}, ${c.step}]`);
   const span = segmentSpans(c.startStep, c.step, c.segmentSteps).find((s) => step <= s.to)!;
@@ -83,7 +89,8 @@ export function chainProblems(cur: Checkpoint, prev?: Checkpoint, prevHash?: str
   if (cur.templateId !== prev.templateId) out.push("template changed");
   if (cur.seed !== prev.seed) out.push("seed changed");
   if (cur.startStep !== prev.step) out.push(`starts at step ${cur.startStep}, previous ended at ${prev.step}`);
-  if (cur.startStateHash !== stateHash(prev.state)) out.push("start state differs from the previous checkpoint's state");
+  if (cur.startStateHash !== stateHash(prev.state))
+    out.push("start state differs from the previous checkpoint's state");
   if (cur.step <= prev.step) out.push("makes no progress (old or replayed checkpoint)");
   return out;
 }

@@ -105,7 +105,8 @@ export function checkNumbers(s: TrainingState): void {
 /** Checks that a state matches the template's parameter names and shapes. */
 export function checkStateShape(t: Template, s: TrainingState): void {
   for (const group of [s.weights, s.momentum]) {
-    const ok = group.length === t.params.length &&
+    const ok =
+      group.length === t.params.length &&
       group.every((x, i) => x.name === t.params[i].name && x.dims.join() === t.params[i].dims.join());
     if (!ok) throw new CheckpointFormatError("INCONSISTENT", "state tensors do not match the template parameters");
   }

@@ -27,7 +27,13 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
     momentum: 0.9,
     evalRules: { maxRegression: 0.05, targetAccuracy: 0.9 },
     data: {
-      kind: "blobs", classes: 4, features: 8, perClass: 128, heldoutPerClass: 32, spread: 1.5, trainCount: 512,
+      kind: "blobs",
+      classes: 4,
+      features: 8,
+      perClass: 128,
+      heldoutPerClass: 32,
+      spread: 1.5,
+      trainCount: 512,
     },
   },
 ];
@@ -36,7 +42,9 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
 export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
   if (v !== null && typeof v === "object") {
-    const entries = Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`);
+    const entries = Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`);
     return `{${entries.join(",")}}`;
   }
   return JSON.stringify(v);

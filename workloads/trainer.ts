@@ -37,8 +37,8 @@ export function stepMemoryBytes(t: Template, m: number): number {
   // per atom: two copies of its gradients (graph output + Scan input), inputs and ~4 activation buffers per layer,
   // and its share of the product groups alive in a contraction (sized for a full batch: onnx/exact.ts)
   const products = (PRODUCTS_ALIVE * GROUP_ELEMENTS) / t.atomsPerStep;
-  const perAtom = (2 * params + d.atomSize * (d.layers[0] + d.layers[d.layers.length - 1] + 4 * widths) + products) *
-    BYTES;
+  const perAtom =
+    (2 * params + d.atomSize * (d.layers[0] + d.layers[d.layers.length - 1] + 4 * widths) + products) * BYTES;
   return fixed + m * perAtom;
 }
 
@@ -78,7 +78,12 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
   const reduce = await createSession(t.graphs.reduce, provider);
   const update = await createSession(t.graphs.update, provider);
   const evaluate = await createSession(t.graphs.evaluate, provider);
-  const heldout = gather(ds, ds.heldoutX, ds.heldoutY, Array.from({ length: ds.heldoutCount }, (_, i) => i));
+  const heldout = gather(
+    ds,
+    ds.heldoutX,
+    ds.heldoutY,
+    Array.from({ length: ds.heldoutCount }, (_, i) => i),
+  );
   const heldoutFeeds = { x: f32(heldout.x, [ds.heldoutCount, F]), y: f32(heldout.y, [ds.heldoutCount, C]) };
 
   /** Sums every atom's gradient into one accumulator, atom 0 first, and collects atom losses. */
@@ -103,7 +108,12 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
     return { acc, losses };
   }
 
-  async function trainStep(state: TrainingState, seed: string, step: number, so: StepOptions = {}): Promise<StepResult> {
+  async function trainStep(
+    state: TrainingState,
+    seed: string,
+    step: number,
+    so: StepOptions = {},
+  ): Promise<StepResult> {
     if (step !== state.step + 1) throw new StepOrderError(state.step, step);
     checkStateShape(t, state);
     const idx = batchIndices(t, so.dataSeedOverride ?? seed, step);
@@ -142,4 +152,3 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
 export async function replayStep(tr: Trainer, prev: TrainingState, seed: string, step: number): Promise<TrainingState> {
   return (await tr.trainStep(prev, seed, step)).state;
 }
-

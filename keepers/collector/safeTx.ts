@@ -13,7 +13,9 @@ import type { DecisionExecutor } from "./tick.ts";
 // At run time (ESM) the default import is the Safe class; TypeScript reads the package's types as CommonJS and
 // sees the module object, whose `default` is the class.
 type SafeClass = (typeof import("@safe-global/protocol-kit"))["default"];
-const Safe = ("init" in SafeKit ? SafeKit : (SafeKit as unknown as { default: SafeClass }).default) as unknown as SafeClass;
+const Safe = ("init" in SafeKit
+  ? SafeKit
+  : (SafeKit as unknown as { default: SafeClass }).default) as unknown as SafeClass;
 
 export interface SafeTxOptions {
   /** An EIP-1193 provider or the RPC URL. */

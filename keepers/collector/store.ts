@@ -64,7 +64,13 @@ export function loadSubmissions(file: string, id: StoreIdentity, onMismatch: (wh
     }
   }
   return data.pending.flatMap((p) =>
-    p.signatures.map((s) => ({ kind: p.kind, message: p.message, digest: p.digest, signer: s.signer, signature: s.signature })),
+    p.signatures.map((s) => ({
+      kind: p.kind,
+      message: p.message,
+      digest: p.digest,
+      signer: s.signer,
+      signature: s.signature,
+    })),
   );
 }
 

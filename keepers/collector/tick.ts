@@ -101,7 +101,9 @@ export class Collector {
   async restore(): Promise<number> {
     await this.refreshOwners();
     const { stateFile } = this.config;
-    const bodies = loadSubmissions(stateFile, this.identity, (why) => this.ctx.logger.warn("ignoring state file", { file: stateFile, why }));
+    const bodies = loadSubmissions(stateFile, this.identity, (why) =>
+      this.ctx.logger.warn("ignoring state file", { file: stateFile, why }),
+    );
     let restored = 0;
     for (const body of bodies) {
       const r = await this.accept(body, true);
@@ -110,7 +112,11 @@ export class Collector {
     }
     if (bodies.length > 0) {
       this.persist();
-      this.ctx.logger.info("restored pending signatures", { file: stateFile, signatures: restored, decisions: this.pool.size });
+      this.ctx.logger.info("restored pending signatures", {
+        file: stateFile,
+        signatures: restored,
+        decisions: this.pool.size,
+      });
     }
     return restored;
   }
@@ -125,7 +131,9 @@ export class Collector {
   }
 
   private async refreshOwners(): Promise<void> {
-    const [list, t] = await read(this.ctx, "safe owners", () => Promise.all([this.safe.getOwners(), this.safe.getThreshold()]));
+    const [list, t] = await read(this.ctx, "safe owners", () =>
+      Promise.all([this.safe.getOwners(), this.safe.getThreshold()]),
+    );
     this.owners = new Set((list as string[]).map((o) => o.toLowerCase()));
     this.threshold = Number(t);
     this.ownersReadAt = this.ctx.nowMs();
@@ -134,7 +142,10 @@ export class Collector {
   /** Why the submission's digest or signature is wrong, or undefined. */
   private verify(s: Submission): string | undefined {
     const d = s.decision;
-    const expected = d.kind === "checkpoint" ? checkpointDecisionDigest(this.domain, d.message) : verdictDigest(this.domain, d.message);
+    const expected =
+      d.kind === "checkpoint"
+        ? checkpointDecisionDigest(this.domain, d.message)
+        : verdictDigest(this.domain, d.message);
     if (expected.toLowerCase() !== s.digest) return `digest does not match the message (expected ${expected})`;
     let recovered: string;
     try {
@@ -142,7 +153,8 @@ export class Collector {
     } catch {
       return "malformed signature";
     }
-    if (recovered.toLowerCase() !== s.signer.toLowerCase()) return "signature is not the signer's SafeMessage signature";
+    if (recovered.toLowerCase() !== s.signer.toLowerCase())
+      return "signature is not the signer's SafeMessage signature";
     return undefined;
   }
 
@@ -166,7 +178,13 @@ export class Collector {
     const threshold = this.threshold;
     if (added && !restoring) {
       this.persist();
-      this.ctx.logger.info("signature", { ...describeDecision(s.decision), digest: s.digest, signer: s.signer, signatures: count, threshold });
+      this.ctx.logger.info("signature", {
+        ...describeDecision(s.decision),
+        digest: s.digest,
+        signer: s.signer,
+        signatures: count,
+        threshold,
+      });
       if (count >= threshold) void this.schedule(s.digest);
     }
     return { status: 200, body: { ok: true, digest: s.digest, signatures: count, threshold, state: "pending" } };
@@ -192,7 +210,10 @@ export class Collector {
     const key = entry.decision.message.jobId.toString();
     const run = (this.jobQueues.get(key) ?? Promise.resolve()).then(() =>
       this.process(digest).catch((err) => {
-        this.ctx.logger.warn("could not process decision; the next tick retries", { digest, error: (err as Error)?.message });
+        this.ctx.logger.warn("could not process decision; the next tick retries", {
+          digest,
+          error: (err as Error)?.message,
+        });
         return "kept" as ProcessResult;
       }),
     );

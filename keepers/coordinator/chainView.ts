@@ -150,7 +150,9 @@ export class CoordinatorChainView {
     const results = await read(this.ctx, `${known.length} providers`, () => this.batch.read(calls, block));
     known.forEach((address, i) => {
       const [price, memoryMiB, active] = valueOf(results[2 * i]) as unknown as [bigint, bigint, boolean];
-      const [stake] = valueOf(results[2 * i + 1]) as unknown as [{ deposited: bigint; locked: bigint; unbonding: bigint }];
+      const [stake] = valueOf(results[2 * i + 1]) as unknown as [
+        { deposited: bigint; locked: bigint; unbonding: bigint },
+      ];
       const stakeFree = stake.deposited - stake.locked - stake.unbonding;
       const view = { address, pricePerStep: price, memoryMiB: Number(memoryMiB), active, registered: true, stakeFree };
       this.providers.set(address.toLowerCase(), view);

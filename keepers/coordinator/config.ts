@@ -34,7 +34,8 @@ export function coordinatorConfig(v: FlagValues, portFlag = "port"): Coordinator
   const entries = v["template-memory"];
   for (const entry of Array.isArray(entries) ? entries : []) {
     const m = /^(0x[0-9a-fA-F]{64})=(\d+)$/.exec(String(entry));
-    if (!m) throw new UsageError(`--template-memory must be TEMPLATE_ID=MiB (TEMPLATE_ID: 0x + 64 hex), got "${entry}"`);
+    if (!m)
+      throw new UsageError(`--template-memory must be TEMPLATE_ID=MiB (TEMPLATE_ID: 0x + 64 hex), got "${entry}"`);
     table[m[1].toLowerCase()] = Number(m[2]);
   }
   return {
@@ -42,9 +43,17 @@ export function coordinatorConfig(v: FlagValues, portFlag = "port"): Coordinator
     host: str(v.host) ?? "127.0.0.1",
     port: parsePort(str(v[portFlag]), portFlag, COORDINATOR_DEFAULT_PORT),
     intervalMs: parsePositiveInt(str(v["interval-ms"]), "interval-ms", HEARTBEAT_DEFAULTS.intervalMs),
-    heartbeatTimeoutMs: parsePositiveInt(str(v["heartbeat-timeout-ms"]), "heartbeat-timeout-ms", HEARTBEAT_DEFAULTS.timeoutMs),
+    heartbeatTimeoutMs: parsePositiveInt(
+      str(v["heartbeat-timeout-ms"]),
+      "heartbeat-timeout-ms",
+      HEARTBEAT_DEFAULTS.timeoutMs,
+    ),
     startGraceMs: parseNonNegativeInt(str(v["start-grace-ms"]), "start-grace-ms", HEARTBEAT_DEFAULTS.startGraceMs),
-    maxClockSkewMs: parsePositiveInt(str(v["max-clock-skew-ms"]), "max-clock-skew-ms", HEARTBEAT_DEFAULTS.maxClockSkewMs),
+    maxClockSkewMs: parsePositiveInt(
+      str(v["max-clock-skew-ms"]),
+      "max-clock-skew-ms",
+      HEARTBEAT_DEFAULTS.maxClockSkewMs,
+    ),
     minMemoryMiB: parseNonNegativeInt(str(v["min-memory"]), "min-memory", 0),
     templateMemoryMiB: table,
   };

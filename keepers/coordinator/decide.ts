@@ -195,7 +195,11 @@ function jobExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorVie
  * provider the chain would accept, never offers one it would refuse — so no identity without stake at risk is
  * picked tick after tick while its assign reverts with JobEscrowStakeShort.
  */
-export function stakeLock(job: Pick<CoordinatorJob, "checkpointInterval">, p: ProviderView, view: CoordinatorView): bigint {
+export function stakeLock(
+  job: Pick<CoordinatorJob, "checkpointInterval">,
+  p: ProviderView,
+  view: CoordinatorView,
+): bigint {
   const lock = p.pricePerStep * BigInt(job.checkpointInterval);
   const min = view.minStake ?? 0n;
   return lock < min ? min : lock;

@@ -17,9 +17,7 @@ export const MAX_JOB_BEATS_PER_PROVIDER = 8;
 /** Whether `address` (checksummed) is a registered provider; may read the chain. */
 export type RegistryCheck = (address: string) => Promise<boolean> | boolean;
 
-export type BeatOutcome =
-  | { ok: true; provider: string }
-  | { ok: false; status: 400 | 403; reason: string };
+export type BeatOutcome = { ok: true; provider: string } | { ok: false; status: 400 | 403; reason: string };
 
 export class HeartbeatBook {
   readonly lastBeat = new Map<string, BeatRecord>();
@@ -109,15 +107,19 @@ export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
   for (const k of ["chainId", "escrow", "provider", "jobId", "epoch", "signature", "machine"]) {
     if (typeof b[k] !== "string") return `${k} must be a string`;
   }
-  if (typeof b.sentAt !== "number" || !Number.isSafeInteger(b.sentAt) || b.sentAt < 0) return "sentAt must be an integer (ms)";
+  if (typeof b.sentAt !== "number" || !Number.isSafeInteger(b.sentAt) || b.sentAt < 0)
+    return "sentAt must be an integer (ms)";
   if (typeof b.step !== "number" || !Number.isSafeInteger(b.step) || b.step < 0 || b.step > 0xffffffff) {
     return "step must be an integer in 0..2^32-1";
   }
-  for (const k of ["chainId", "jobId", "epoch"]) if (!DECIMAL.test(b[k] as string)) return `${k} must be a decimal string`;
-  if (BigInt(b.chainId as string) > UINT256_MAX || BigInt(b.jobId as string) > UINT256_MAX) return "chainId/jobId out of range";
+  for (const k of ["chainId", "jobId", "epoch"])
+    if (!DECIMAL.test(b[k] as string)) return `${k} must be a decimal string`;
+  if (BigInt(b.chainId as string) > UINT256_MAX || BigInt(b.jobId as string) > UINT256_MAX)
+    return "chainId/jobId out of range";
   if (BigInt(b.epoch as string) > UINT64_MAX) return "epoch out of range (uint64)";
   for (const k of ["loss", "stepsPerSecond"]) {
-    if (b[k] !== undefined && (typeof b[k] !== "number" || !Number.isFinite(b[k]))) return `${k} must be a finite number`;
+    if (b[k] !== undefined && (typeof b[k] !== "number" || !Number.isFinite(b[k])))
+      return `${k} must be a finite number`;
   }
   if (b.profile !== undefined && (typeof b.profile !== "string" || !PROFILE.test(b.profile))) {
     return "profile must be a short printable string";

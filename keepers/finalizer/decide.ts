@@ -14,7 +14,14 @@ export interface FinalizerJob {
 
 export type FinalizerAction =
   | { jobId: bigint; method: "settle"; args: [bigint]; reason: string }
-  | { jobId: bigint; method: "claimEarnings"; args: [bigint, string]; provider: string; amount: bigint; reason: string };
+  | {
+      jobId: bigint;
+      method: "claimEarnings";
+      args: [bigint, string];
+      provider: string;
+      amount: bigint;
+      reason: string;
+    };
 
 const SETTLE_REASON: Partial<Record<JobStatusName, string>> = {
   Settleable: "dispute window over",

@@ -15,7 +15,11 @@ export function checkReserves(held: bigint, owes: bigint): ReservesCheck {
 }
 
 /** The blocks to check after `last` up to `latest`: every new block, at most `max` (the newest ones). */
-export function blocksToCheck(last: number | undefined, latest: number, max: number): { blocks: number[]; skipped: number } {
+export function blocksToCheck(
+  last: number | undefined,
+  latest: number,
+  max: number,
+): { blocks: number[]; skipped: number } {
   const from = last === undefined ? latest : last + 1;
   if (from > latest) return { blocks: [], skipped: 0 };
   const start = Math.max(from, latest - max + 1);

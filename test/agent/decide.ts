@@ -1,7 +1,14 @@
 import { expect } from "chai";
 import {
-  assignedJobs, decideRegistration, fenceReason, leaseHeartbeatMs, planJob, reportDecision, segmentTarget,
-  type Offer, type ProviderRecord,
+  assignedJobs,
+  decideRegistration,
+  fenceReason,
+  leaseHeartbeatMs,
+  planJob,
+  reportDecision,
+  segmentTarget,
+  type Offer,
+  type ProviderRecord,
 } from "../../agent/decide.ts";
 import type { JobView } from "../../sdk/job.ts";
 import { jobView, rawJob } from "../helpers/jobs.ts";
@@ -14,14 +21,29 @@ const H = (n: number) => "0x" + n.toString(16).padStart(64, "0");
 
 const offer: Offer = { name: "alice", pricePerStep: 900n, kind: 1, deviceModel: "NVIDIA H200", memoryMiB: 143771 };
 const record = (over: Partial<ProviderRecord> = {}): ProviderRecord => ({
-  name: "alice", deviceModel: "NVIDIA H200", pricePerStep: 900n, memoryMiB: 143771, kind: 1, active: true,
-  registeredAt: 1_700_000_000n, ...over,
+  name: "alice",
+  deviceModel: "NVIDIA H200",
+  pricePerStep: 900n,
+  memoryMiB: 143771,
+  kind: 1,
+  active: true,
+  registeredAt: 1_700_000_000n,
+  ...over,
 });
 
 function job(over: Partial<JobView> = {}): JobView {
   const raw = rawJob({
-    epoch: 3n, provider: ME, templateId: H(0x7), seed: H(5), totalSteps: 12, checkpointInterval: 4,
-    acceptedStep: 4, acceptedHash: H(44), pendingStep: 0, pendingHash: ZERO_HASH, leaseExpiresAt: 0n,
+    epoch: 3n,
+    provider: ME,
+    templateId: H(0x7),
+    seed: H(5),
+    totalSteps: 12,
+    checkpointInterval: 4,
+    acceptedStep: 4,
+    acceptedHash: H(44),
+    pendingStep: 0,
+    pendingHash: ZERO_HASH,
+    leaseExpiresAt: 0n,
   });
   return { ...jobView(1n, "Running", raw), ...over };
 }
@@ -47,8 +69,10 @@ describe("agent: registration decision", function () {
 
   it("reactivates an inactive provider (after updating a changed offer)", function () {
     expect(decideRegistration(record({ active: false }), offer).calls).to.deep.equal([{ fn: "reactivate", args: [] }]);
-    expect(decideRegistration(record({ active: false, memoryMiB: 1 }), offer).calls.map((c) => c.fn))
-      .to.deep.equal(["update", "reactivate"]);
+    expect(decideRegistration(record({ active: false, memoryMiB: 1 }), offer).calls.map((c) => c.fn)).to.deep.equal([
+      "update",
+      "reactivate",
+    ]);
   });
 
   it("notes (without sending anything) that a registered name cannot change", function () {
@@ -61,7 +85,10 @@ describe("agent: registration decision", function () {
 describe("agent: work-loop decisions", function () {
   it("picks Running jobs assigned to this address, lowest id first", function () {
     const jobs = [
-      job({ jobId: 3n }), job({ jobId: 2n, provider: OTHER }), job({ jobId: 1n, status: "Open" }), job({ jobId: 5n }),
+      job({ jobId: 3n }),
+      job({ jobId: 2n, provider: OTHER }),
+      job({ jobId: 1n, status: "Open" }),
+      job({ jobId: 5n }),
       job({ jobId: 4n }),
     ];
     expect(assignedJobs(jobs, ME.toUpperCase().replace("0X", "0x")).map((j) => j.jobId)).to.deep.equal([3n, 4n, 5n]);
@@ -94,8 +121,14 @@ describe("agent: work-loop decisions", function () {
     expect(reportDecision(job({ acceptedStep: 0, acceptedHash: ZERO_HASH }), ctx).kind).to.equal("discard");
     expect(reportDecision(job({ acceptedHash: H(45) }), ctx).kind).to.equal("discard");
     expect(reportDecision(job({ epoch: 4n }), ctx).kind).to.equal("fenced");
-    expect(reportDecision(job({ acceptedStep: 0, acceptedHash: H(9) }), { ...ctx, startStep: 0, prevHash: ZERO_HASH, step: 4 }).kind)
-      .to.equal("report"); // before any acceptance the chain's acceptedHash is zero; the base is the seed's state
+    expect(
+      reportDecision(job({ acceptedStep: 0, acceptedHash: H(9) }), {
+        ...ctx,
+        startStep: 0,
+        prevHash: ZERO_HASH,
+        step: 4,
+      }).kind,
+    ).to.equal("report"); // before any acceptance the chain's acceptedHash is zero; the base is the seed's state
     expect(reportDecision(job(), { ...ctx, step: 9 }).kind).to.equal("discard"); // past one interval
   });
 

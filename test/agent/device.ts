@@ -8,7 +8,12 @@ import { badges, Progress, progressLine, Terminal } from "../../agent/progress.t
 import { UsageError } from "../../sdk/args.ts";
 import { TrainerPool, type TrainerFactory } from "../../agent/trainers.ts";
 import {
-  ExecutionProviderError, listTemplates, loadTemplate, microBatchForMemory, type Template, type Trainer,
+  ExecutionProviderError,
+  listTemplates,
+  loadTemplate,
+  microBatchForMemory,
+  type Template,
+  type Trainer,
 } from "../../workloads/index.ts";
 import { captureLogger, CPU_DEVICE } from "./helpers.ts";
 
@@ -27,22 +32,38 @@ describe("agent: device detection", function () {
   });
 
   it("ignores error text and [N/A] memory", function () {
-    expect(parseNvidiaSmi("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")).to.deep.equal([]);
+    expect(
+      parseNvidiaSmi("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"),
+    ).to.deep.equal([]);
     expect(parseNvidiaSmi("NVIDIA H200, [N/A]\n")).to.deep.equal([]);
   });
 
   it("detects the first GPU with the cuda execution provider when nvidia-smi answers", function () {
     const d = detectDevice({ nvidiaSmi: () => "NVIDIA H200, 143771\nNVIDIA H200, 143771\n" });
     expect(d).to.deep.equal({
-      kind: "GPU", model: "NVIDIA H200", memoryMiB: 143771, realMemoryMiB: 143771, capped: false, executionProvider: "cuda",
+      kind: "GPU",
+      model: "NVIDIA H200",
+      memoryMiB: 143771,
+      realMemoryMiB: 143771,
+      capped: false,
+      executionProvider: "cuda",
     });
     expect(registryProfile(d)).to.deep.equal({ kind: 1, deviceModel: "NVIDIA H200", memoryMiB: 143771 });
   });
 
   it("falls back to the CPU (model, total memory, cpu provider) when nvidia-smi is absent", function () {
-    const d = detectDevice({ nvidiaSmi: () => undefined, cpuModel: () => " AMD EPYC 9654 ", totalMemBytes: () => 64 * 1024 ** 3 });
+    const d = detectDevice({
+      nvidiaSmi: () => undefined,
+      cpuModel: () => " AMD EPYC 9654 ",
+      totalMemBytes: () => 64 * 1024 ** 3,
+    });
     expect(d).to.deep.equal({
-      kind: "CPU", model: "AMD EPYC 9654", memoryMiB: 65536, realMemoryMiB: 65536, capped: false, executionProvider: "cpu",
+      kind: "CPU",
+      model: "AMD EPYC 9654",
+      memoryMiB: 65536,
+      realMemoryMiB: 65536,
+      capped: false,
+      executionProvider: "cpu",
     });
     expect(registryProfile(d).kind).to.equal(0);
     expect(detectDevice({ nvidiaSmi: () => undefined }).kind).to.equal("CPU"); // the real machine, whatever it has
@@ -114,7 +135,11 @@ describe("agent: output", function () {
   it("badges say what kind of run this is", function () {
     const gpu = { ...CPU_DEVICE, kind: "GPU" as const, executionProvider: "cuda" as const };
     expect(badges(CPU_DEVICE, undefined, true)).to.deep.equal(["Synthetic", "Local chain"]);
-    expect(badges({ ...gpu, capped: true }, "nan", false)).to.deep.equal(["Real GPU", "Capped profile", "Injected fault"]);
+    expect(badges({ ...gpu, capped: true }, "nan", false)).to.deep.equal([
+      "Real GPU",
+      "Capped profile",
+      "Injected fault",
+    ]);
   });
 
   it("a TTY gets a live progress line that log lines clear and redraw; a pipe gets throttled progress logs", function () {
@@ -136,7 +161,9 @@ describe("agent: output", function () {
     now = 1500;
     pipe.update({ ...p, step: 5 });
     expect(records.map((r) => r.step)).to.deep.equal([3, 5]);
-    expect(progressLine({ ...p, loss: NaN }, [], "nan")).to.contain("loss NaN").and.contain("fault=nan");
+    expect(progressLine({ ...p, loss: NaN }, [], "nan"))
+      .to.contain("loss NaN")
+      .and.contain("fault=nan");
   });
 });
 
@@ -146,7 +173,8 @@ describe("agent: execution provider", function () {
     const asked: string[] = [];
     const factory = (async (t: Template, o?: { executionProvider?: string }) => {
       asked.push(o?.executionProvider ?? "cpu");
-      if (o?.executionProvider === "cuda") throw new ExecutionProviderError("cuda", new Error("libcudart.so.12: not found"));
+      if (o?.executionProvider === "cuda")
+        throw new ExecutionProviderError("cuda", new Error("libcudart.so.12: not found"));
       return { template: t, executionProvider: "cpu", close: async () => {} } as unknown as Trainer;
     }) as TrainerFactory;
     const gpu = { ...CPU_DEVICE, kind: "GPU" as const, executionProvider: "cuda" as const };

@@ -1,7 +1,11 @@
 import { expect } from "chai";
 import { checkHeartbeat } from "../../sdk/heartbeat.ts";
 import {
-  createTrainer, decodeCheckpoint, replayCommittedStep, sampleSteps, type Trainer,
+  createTrainer,
+  decodeCheckpoint,
+  replayCommittedStep,
+  sampleSteps,
+  type Trainer,
 } from "../../workloads/index.ts";
 import { BLOBS, localProtocol, staked, startAgent, until } from "./helpers.ts";
 
@@ -43,8 +47,10 @@ describe("agent: end to end on the local chain", function () {
       expect(second.startStep).to.equal(4);
 
       // The on-chain lease is extended by the agent's heartbeat(job, epoch) too, not only by reports.
-      await until("an on-chain heartbeat", async () =>
-        (await escrow.queryFilter(escrow.filters.LeaseExtended(jobId, wallet.address))).length > 0);
+      await until(
+        "an on-chain heartbeat",
+        async () => (await escrow.queryFilter(escrow.filters.LeaseExtended(jobId, wallet.address))).length > 0,
+      );
 
       // The coordinator unassigns: epoch 1 -> 2. The agent notices and stops writing.
       const tx = await escrow.connect(coordinator).unassign(jobId);

@@ -2,13 +2,28 @@ import { expect } from "chai";
 import { rm } from "node:fs/promises";
 import { putUpload } from "../../agent/blobs.ts";
 import {
-  applyStateFault, behaviourOf, faultyUpload, parseFault, wrongDataSeed, type Fault,
+  applyStateFault,
+  behaviourOf,
+  faultyUpload,
+  parseFault,
+  wrongDataSeed,
+  type Fault,
 } from "../../agent/faults.ts";
 import { honestUpload, type Segment, type SegmentStart } from "../../agent/segment.ts";
 import { isAbandoned, trainSegment } from "../../agent/train.ts";
 import {
-  blobHash, chainProblems, checkNumbers, createTrainer, decodeCheckpoint, HashMismatchError, NonFiniteError,
-  replayCommittedStep, stateHash, ZERO_HASH, type FsCheckpointStore, type Trainer,
+  blobHash,
+  chainProblems,
+  checkNumbers,
+  createTrainer,
+  decodeCheckpoint,
+  HashMismatchError,
+  NonFiniteError,
+  replayCommittedStep,
+  stateHash,
+  ZERO_HASH,
+  type FsCheckpointStore,
+  type Trainer,
 } from "../../workloads/index.ts";
 import { BLOBS, tmpStore } from "./helpers.ts";
 
@@ -18,7 +33,10 @@ describe("agent: injected faults produce what they claim", function () {
   let tr: Trainer;
   let store: FsCheckpointStore;
   const start = (): SegmentStart => ({
-    templateId: BLOBS.templateId, seed: SEED, prevCheckpointHash: ZERO_HASH, start: tr.initialState(SEED),
+    templateId: BLOBS.templateId,
+    seed: SEED,
+    prevCheckpointHash: ZERO_HASH,
+    start: tr.initialState(SEED),
   });
   async function segment(fault?: Fault, toStep = 6): Promise<Segment> {
     const seg = await trainSegment(tr, start(), toStep, behaviourOf(fault));
@@ -96,18 +114,30 @@ describe("agent: injected faults produce what they claim", function () {
     const fresh = await tmpStore(); // (a store that already holds the honest blob keeps it: blobs are never overwritten)
     await putUpload(fresh, up);
     expect(await fresh.has(up.reportedHash)).to.equal(true);
-    const err = await fresh.get(up.reportedHash).then(() => undefined, (e) => e);
+    const err = await fresh.get(up.reportedHash).then(
+      () => undefined,
+      (e) => e,
+    );
     expect(err).to.be.instanceOf(HashMismatchError);
     await rm(fresh.dir, { recursive: true, force: true });
   });
 
   it("replay-old: reports the previous checkpoint's hash and blob again for a later step", async function () {
     const old = honestUpload(honest);
-    const next = await trainSegment(tr, {
-      templateId: BLOBS.templateId, seed: SEED, prevCheckpointHash: old.reportedHash, start: honest.states[5],
-    }, 10);
+    const next = await trainSegment(
+      tr,
+      {
+        templateId: BLOBS.templateId,
+        seed: SEED,
+        prevCheckpointHash: old.reportedHash,
+        start: honest.states[5],
+      },
+      10,
+    );
     if (isAbandoned(next)) throw new Error("abandoned");
-    const up = faultyUpload(next, parseFault("replay-old"), { old: { hash: old.reportedHash, bytes: old.checkpointBytes } });
+    const up = faultyUpload(next, parseFault("replay-old"), {
+      old: { hash: old.reportedHash, bytes: old.checkpointBytes },
+    });
     expect(up.step).to.equal(10);
     expect(up.reportedHash).to.equal(old.reportedHash);
     expect(up.checkpoint.step).to.equal(6);
@@ -120,9 +150,17 @@ describe("agent: injected faults produce what they claim", function () {
     const steps: number[] = [];
     let diedAt = 0;
     const err = await trainSegment(tr, start(), 6, behaviourOf(parseFault("die-at:3")), {
-      afterStep: (s) => { steps.push(s); },
-      die: (s) => { diedAt = s; throw new Error("killed"); },
-    }).then(() => undefined, (e) => e);
+      afterStep: (s) => {
+        steps.push(s);
+      },
+      die: (s) => {
+        diedAt = s;
+        throw new Error("killed");
+      },
+    }).then(
+      () => undefined,
+      (e) => e,
+    );
     expect(err).to.be.instanceOf(Error);
     expect(diedAt).to.equal(3);
     expect(steps).to.deep.equal([1, 2, 3]);

@@ -13,21 +13,43 @@ import { connectProtocol, type Protocol } from "../../sdk/contracts.ts";
 import type { SignedHeartbeat } from "../../sdk/heartbeat.ts";
 import { createLogger } from "../../sdk/log.ts";
 import {
-  checkpointDecisionDigest, escrowDomain, packSafeSignatures, signAsSafeOwner,
+  checkpointDecisionDigest,
+  escrowDomain,
+  packSafeSignatures,
+  signAsSafeOwner,
 } from "../../sdk/verifierSignatures.ts";
 import { FsCheckpointStore, listTemplates, loadTemplate } from "../../workloads/index.ts";
 import { deployOn } from "../helpers/deploy.ts";
 
 export const CPU_DEVICE: DeviceProfile = {
-  kind: "CPU", model: "Test CPU", memoryMiB: 4096, realMemoryMiB: 4096, capped: false, executionProvider: "cpu",
+  kind: "CPU",
+  model: "Test CPU",
+  memoryMiB: 4096,
+  realMemoryMiB: 4096,
+  capped: false,
+  executionProvider: "cpu",
 };
 
-export const FAST_TIMING = { ...DEFAULT_TIMING, pollMs: 40, fenceCheckMs: 0, idleMs: 80, fundingPollMs: 50, retryBaseMs: 20, retryMaxMs: 200 };
+export const FAST_TIMING = {
+  ...DEFAULT_TIMING,
+  pollMs: 40,
+  fenceCheckMs: 0,
+  idleMs: 80,
+  fundingPollMs: 50,
+  retryBaseMs: 20,
+  retryMaxMs: 200,
+};
 
 export function agentConfig(over: Partial<AgentConfig> = {}): AgentConfig {
   return {
-    name: "test-provider", pricePerStep: 900n, device: CPU_DEVICE, once: false, dryRun: false, heartbeatMs: 100,
-    ...FAST_TIMING, ...over,
+    name: "test-provider",
+    pricePerStep: 900n,
+    device: CPU_DEVICE,
+    once: false,
+    dryRun: false,
+    heartbeatMs: 100,
+    ...FAST_TIMING,
+    ...over,
   };
 }
 
@@ -48,7 +70,11 @@ export async function tmpStore(): Promise<FsCheckpointStore> {
   return new FsCheckpointStore(await mkdtemp(join(tmpdir(), "gpuchain-agent-")));
 }
 
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+): Promise<T> {
   const t0 = Date.now();
   for (;;) {
     const v = await fn();
@@ -74,7 +100,11 @@ export async function localProtocol() {
 
   async function createJob(totalSteps = 12, checkpointInterval = 4, templateId: string = BLOBS.templateId) {
     await escrow.connect(client).createJob({
-      templateId, totalSteps, checkpointInterval, maxPricePerStep: 1_000n, budget: BigInt(totalSteps) * 1_000n,
+      templateId,
+      totalSteps,
+      checkpointInterval,
+      maxPricePerStep: 1_000n,
+      budget: BigInt(totalSteps) * 1_000n,
       disputeWindow: 3_600n,
     });
     return await escrow.jobCount();
@@ -84,7 +114,13 @@ export async function localProtocol() {
   async function decide(jobId: bigint, accept: boolean) {
     const job = await escrow.jobOf(jobId);
     // A checkpoint is decided on the epoch it was reported at (its reporter may have been unassigned since).
-    const msg = { jobId, epoch: job.pendingEpoch, step: Number(job.pendingStep), checkpointHash: job.pendingHash, accept };
+    const msg = {
+      jobId,
+      epoch: job.pendingEpoch,
+      step: Number(job.pendingStep),
+      checkpointHash: job.pendingHash,
+      accept,
+    };
     const digest = checkpointDecisionDigest(domain, msg);
     const sigs = packSafeSignatures([
       { signer: v1.address, signature: await signAsSafeOwner(v1, chainId, safe, digest) },
@@ -102,7 +138,20 @@ export async function localProtocol() {
     return new Wallet(w.privateKey, ethers.provider as unknown as Provider);
   }
 
-  return { connection, ethers, escrow, usdc, registry, coordinator, owner, client, deployment, createJob, decide, fundedWallet };
+  return {
+    connection,
+    ethers,
+    escrow,
+    usdc,
+    registry,
+    coordinator,
+    owner,
+    client,
+    deployment,
+    createJob,
+    decide,
+    fundedWallet,
+  };
 }
 
 export interface RunningAgent {
@@ -117,7 +166,9 @@ export interface RunningAgent {
 
 /** Starts the agent in-process with injected deps; `stop()` aborts it and waits for a clean exit. */
 export async function startAgent(
-  wallet: Wallet, deployment: Parameters<typeof connectProtocol>[0], opts: { fault?: Fault; store?: FsCheckpointStore; deps?: Partial<AgentDeps>; config?: Partial<AgentConfig> } = {},
+  wallet: Wallet,
+  deployment: Parameters<typeof connectProtocol>[0],
+  opts: { fault?: Fault; store?: FsCheckpointStore; deps?: Partial<AgentDeps>; config?: Partial<AgentConfig> } = {},
 ): Promise<RunningAgent> {
   const { logger, records } = captureLogger();
   const beats: SignedHeartbeat[] = [];
@@ -125,11 +176,24 @@ export async function startAgent(
   const store = opts.store ?? (await tmpStore());
   const protocol = connectProtocol(deployment, wallet);
   const done = runAgent(agentConfig({ fault: opts.fault, ...opts.config }), {
-    signer: wallet, protocol, store, logger, clock: { now: () => Date.now() },
-    heartbeatSender: async (b) => { beats.push(b); }, signal: controller.signal, ...opts.deps,
+    signer: wallet,
+    protocol,
+    store,
+    logger,
+    clock: { now: () => Date.now() },
+    heartbeatSender: async (b) => {
+      beats.push(b);
+    },
+    signal: controller.signal,
+    ...opts.deps,
   });
   return {
-    done, records, beats, protocol, store, wallet,
+    done,
+    records,
+    beats,
+    protocol,
+    store,
+    wallet,
     stop: async () => {
       controller.abort();
       return done;
@@ -138,7 +202,10 @@ export async function startAgent(
 }
 
 /** Registered, active and with stake deposited: the agent takes work only then (it stakes right after registering). */
-export async function staked(registry: { isActive(a: string): Promise<boolean>; stakeOf(a: string): Promise<{ deposited: bigint }> }, address: string) {
+export async function staked(
+  registry: { isActive(a: string): Promise<boolean>; stakeOf(a: string): Promise<{ deposited: bigint }> },
+  address: string,
+) {
   return (await registry.isActive(address)) && (await registry.stakeOf(address)).deposited > 0n;
 }
 
@@ -146,7 +213,9 @@ export type LocalProtocol = Awaited<ReturnType<typeof localProtocol>>;
 
 /** A new funded provider running the agent, registered and staked, and assigned `jobId` by the coordinator. */
 export async function assignedAgent(
-  p: LocalProtocol, jobId: bigint, opts: Parameters<typeof startAgent>[2] = {},
+  p: LocalProtocol,
+  jobId: bigint,
+  opts: Parameters<typeof startAgent>[2] = {},
 ): Promise<{ wallet: Wallet; agent: RunningAgent }> {
   const wallet = await p.fundedWallet();
   const agent = await startAgent(wallet, p.deployment, opts);

@@ -17,7 +17,9 @@ async function closedPort(): Promise<number> {
 }
 
 const ADDR = "0x" + "00".repeat(19) + "01";
-const FAKE_DEPLOYMENT = { escrow: ADDR, registry: ADDR, usdc: ADDR, verifierSafe: ADDR } as Parameters<typeof startAgent>[1];
+const FAKE_DEPLOYMENT = { escrow: ADDR, registry: ADDR, usdc: ADDR, verifierSafe: ADDR } as Parameters<
+  typeof startAgent
+>[1];
 
 describe("agent: RPC outage", function () {
   this.timeout(30_000);
@@ -42,7 +44,12 @@ describe("agent: RPC outage", function () {
     const connecting = connectRpc(`http://127.0.0.1:${await closedPort()}`, logger, controller.signal);
     await until("a retry", () => records.find((r) => r.msg === "chain unreachable"));
     controller.abort();
-    expect(await connecting.then(() => "connected", () => "gave up")).to.equal("gave up");
+    expect(
+      await connecting.then(
+        () => "connected",
+        () => "gave up",
+      ),
+    ).to.equal("gave up");
   });
 });
 
@@ -61,13 +68,16 @@ describe("agent: on the local chain, faults and restarts", function () {
     expect(dry.records.find((r) => r.msg === "dry run: would send")?.calls).to.deep.equal(["register"]);
     expect(await p.registry.isActive(wallet.address)).to.equal(false);
     const poor = await startAgent(wallet, p.deployment, once);
-    const ask = await until("funding request", () => poor.records.find((r) => r.msg === `fund ${wallet.address} with ETH for gas`));
+    const ask = await until("funding request", () =>
+      poor.records.find((r) => r.msg === `fund ${wallet.address} with ETH for gas`),
+    );
     expect(ask.level).to.equal("warn");
     await (await p.owner.sendTransaction({ to: wallet.address, value: 10n ** 18n })).wait();
     expect((await poor.done).exitCode).to.equal(0);
     expect(poor.records.some((r) => r.msg === "registry register sent")).to.equal(true);
 
-    const sent = (a: { records: { msg: string }[] }) => a.records.filter((r) => r.msg.startsWith("registry ")).map((r) => r.msg);
+    const sent = (a: { records: { msg: string }[] }) =>
+      a.records.filter((r) => r.msg.startsWith("registry ")).map((r) => r.msg);
     const same = await startAgent(wallet, p.deployment, once);
     await same.done;
     expect(sent(same)).to.deep.equal([]);
@@ -135,7 +145,7 @@ describe("agent: on the local chain, faults and restarts", function () {
       expect(agent.records.some((r) => String(r.msg).includes("ACCEPTED"))).to.equal(false);
       const reports = await p.escrow.queryFilter(p.escrow.filters.CheckpointReported(jobId, wallet.address));
       expect(reports.map((e) => Number(e.args.step))).to.deep.equal([4]);
-      expect((agent.records[0].badges as string[])).to.include("Injected fault");
+      expect(agent.records[0].badges as string[]).to.include("Injected fault");
     } finally {
       await agent.stop();
     }
@@ -146,7 +156,12 @@ describe("agent: on the local chain, faults and restarts", function () {
     const wallet = await p.fundedWallet();
     let diedAt = 0;
     const agent = await startAgent(wallet, p.deployment, {
-      fault: parseFault("die-at:6"), deps: { die: (s) => { diedAt = s; } },
+      fault: parseFault("die-at:6"),
+      deps: {
+        die: (s) => {
+          diedAt = s;
+        },
+      },
     });
     await until("registration and stake", () => staked(p.registry, wallet.address));
     await (await p.escrow.connect(p.coordinator).assign(jobId, wallet.address)).wait();

@@ -108,7 +108,9 @@ describe("dashboard: the recorded run in a real browser", function () {
     await page.getByText("step 100: failover: alice missed heartbeats").waitFor();
     const rows = page.getByRole("region", { name: "Checkpoints and signatures" }).locator("tbody tr");
     expect(await rows.count()).to.equal(7);
-    expect(await rows.first().textContent()).to.match(new RegExp(`mallory.*refused.*${facts.refusalSigners} of 3 signed.*replay-mismatch`));
+    expect(await rows.first().textContent()).to.match(
+      new RegExp(`mallory.*refused.*${facts.refusalSigners} of 3 signed.*replay-mismatch`),
+    );
     await page.goto(`${server.url}?page=provide&run=sample.jsonl&t=${facts.end}`);
     expect(await page.getByTestId("provider-bob").textContent()).to.match(/Capped profile.*500.*0\.600000/);
     expect(await page.getByTestId("provider-mallory").textContent()).to.match(/Injected fault/);

@@ -24,9 +24,17 @@ describe("the whole network across separate hosts (npm start -- --hosts, short c
       this.skip();
     }
     result = await runScenario({
-      template: "blobs-tiny", totalSteps: 60, checkpointInterval: 10, dispute: false, fault: "garbage-weights",
-      kill: true, hosts: true, runDir: path.join(".gpuchain", `e2e-hosts-${process.pid}`), deploymentId,
-      timeoutMs: 480_000, print: (l) => lines.push(l),
+      template: "blobs-tiny",
+      totalSteps: 60,
+      checkpointInterval: 10,
+      dispute: false,
+      fault: "garbage-weights",
+      kill: true,
+      hosts: true,
+      runDir: path.join(".gpuchain", `e2e-hosts-${process.pid}`),
+      deploymentId,
+      timeoutMs: 480_000,
+      print: (l) => lines.push(l),
     });
     if (!result.ok || process.env.GPUCHAIN_E2E_PRINT) console.log(lines.join("\n"));
   });
@@ -39,7 +47,14 @@ describe("the whole network across separate hosts (npm start -- --hosts, short c
   it("says which host each part ran on, and is badged as separate hosts on one machine", function () {
     const placed = lines.filter((l) => /host gpc-\d+-\w+ 10\.213\.\d+\.\d+:/.test(l));
     expect(placed.map((l) => l.match(/host gpc-\d+-(\w+)/)![1])).to.have.members([
-      "chain", "store", "verifier1", "verifier2", "verifier3", "mallory", "alice", "bob",
+      "chain",
+      "store",
+      "verifier1",
+      "verifier2",
+      "verifier3",
+      "mallory",
+      "alice",
+      "bob",
     ]);
     const badges = lines.find((l) => l.startsWith("badges:"))!;
     expect(badges).to.contain("Separate hosts on one machine");
@@ -53,7 +68,10 @@ describe("the whole network across separate hosts (npm start -- --hosts, short c
   });
 
   it("leaves no network namespace of the run behind", function () {
-    const left = execFileSync("ip", ["netns", "list"]).toString().split("\n").filter((l) => l.startsWith(`gpc-${process.pid}-`));
+    const left = execFileSync("ip", ["netns", "list"])
+      .toString()
+      .split("\n")
+      .filter((l) => l.startsWith(`gpc-${process.pid}-`));
     expect(left).to.deep.equal([]);
   });
 });

@@ -10,15 +10,23 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { HostNet, hostsUnavailable } from "../../demo/hosts.ts";
 
-const SERVER = "require('node:http').createServer((q, s) => s.end('hi from ' + process.argv[1])).listen(8080, process.argv[2], () => console.log('up'))";
+const SERVER =
+  "require('node:http').createServer((q, s) => s.end('hi from ' + process.argv[1])).listen(8080, process.argv[2], () => console.log('up'))";
 
 function run(wrapper: string[], code: string, ...args: string[]): string {
-  return execFileSync(wrapper[0] ?? process.execPath, [...wrapper.slice(1), ...(wrapper.length ? [process.execPath] : []), "-e", code, ...args], {
-    timeout: 20_000,
-  }).toString().trim();
+  return execFileSync(
+    wrapper[0] ?? process.execPath,
+    [...wrapper.slice(1), ...(wrapper.length ? [process.execPath] : []), "-e", code, ...args],
+    {
+      timeout: 20_000,
+    },
+  )
+    .toString()
+    .trim();
 }
 
-const FETCH = "fetch(process.argv[1], { signal: AbortSignal.timeout(3000) }).then(r => r.text()).then(console.log, () => console.log('unreachable'))";
+const FETCH =
+  "fetch(process.argv[1], { signal: AbortSignal.timeout(3000) }).then(r => r.text()).then(console.log, () => console.log('unreachable'))";
 
 describe("demo: separate hosts on one machine (network namespaces)", function () {
   const why = hostsUnavailable();
@@ -41,9 +49,16 @@ describe("demo: separate hosts on one machine (network namespaces)", function ()
   it("links hosts over the run's /24 only, survives a cut link, and removes every namespace at the end", async function () {
     net = new HostNet(["store", "alice", "bob"], dir);
     const store = net.host("store");
-    expect(net.leftovers().sort()).to.deep.equal([`${net.prefix}alice`, `${net.prefix}bob`, `${net.prefix}hub`, `${net.prefix}store`]);
+    expect(net.leftovers().sort()).to.deep.equal([
+      `${net.prefix}alice`,
+      `${net.prefix}bob`,
+      `${net.prefix}hub`,
+      `${net.prefix}store`,
+    ]);
     const w = net.wrapper("store");
-    server = spawn(w[0], [...w.slice(1), process.execPath, "-e", SERVER, "store", store.ip], { stdio: ["ignore", "pipe", "inherit"] });
+    server = spawn(w[0], [...w.slice(1), process.execPath, "-e", SERVER, "store", store.ip], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     await new Promise<void>((ok) => server!.stdout!.once("data", () => ok()));
     const url = `http://${store.ip}:8080/`;
     expect(run(net.wrapper("alice"), FETCH, url)).to.equal("hi from store");

@@ -71,16 +71,22 @@ contract AcceptCheckpointFuzzTest is EscrowFixture {
         vm.assume(epoch != 1 || step != 7 || checkpointHash != pendingHash);
         vm.expectRevert(
             abi.encodeWithSelector(
-                IJobEscrow.JobEscrowNoSuchPendingCheckpoint.selector, jobId, epoch, step, checkpointHash
+                IJobEscrow.JobEscrowNoSuchPendingCheckpoint.selector,
+                jobId,
+                epoch,
+                step,
+                checkpointHash
             )
         );
         vm.prank(verifierSafe);
         escrow.acceptCheckpoint(jobId, epoch, step, checkpointHash, "");
     }
 
-    function testFuzz_acceptCheckpoint_revertsIf_notTheSafe(address caller, bytes memory signatures, bool accept)
-        public
-    {
+    function testFuzz_acceptCheckpoint_revertsIf_notTheSafe(
+        address caller,
+        bytes memory signatures,
+        bool accept
+    ) public {
         vm.assume(caller != verifierSafe);
         uint256 jobId = _createJob(100, 10, 1);
         _registerAndAssign(jobId, provider1, 1);
@@ -93,9 +99,7 @@ contract AcceptCheckpointFuzzTest is EscrowFixture {
     }
 
     /// @dev A refusal fences the assignee, discards the pending checkpoint and keeps earlier credits.
-    function testFuzz_refuseCheckpoint_keepsAcceptedWorkAndFencesTheAssignee(uint32 accepted, uint32 refused)
-        public
-    {
+    function testFuzz_refuseCheckpoint_keepsAcceptedWorkAndFencesTheAssignee(uint32 accepted, uint32 refused) public {
         accepted = uint32(bound(accepted, 1, 9));
         refused = uint32(bound(refused, accepted + 1, accepted + 10));
         uint256 jobId = _createJob(100, 10, 3);

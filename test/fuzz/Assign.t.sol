@@ -91,9 +91,7 @@ contract AssignFuzzTest is EscrowFixture {
         _assign(jobId, provider1);
     }
 
-    function testFuzz_assign_revertsIf_providerInactiveOrUnknown(address provider, bool registerThenDeactivate)
-        public
-    {
+    function testFuzz_assign_revertsIf_providerInactiveOrUnknown(address provider, bool registerThenDeactivate) public {
         uint256 jobId = _createJob(10, 5, 100);
         if (registerThenDeactivate) {
             provider = provider1;

@@ -9,15 +9,18 @@ import {bound} from "./utils/Bound.sol";
 /// @notice createJob / createJobWithPermit with random parameters: a valid request locks exactly its budget; an
 /// invalid one reverts with the error that names the bad value.
 contract CreateJobFuzzTest is EscrowFixture {
-    bytes32 private constant PERMIT_TYPEHASH =
-        keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
+    bytes32 private constant PERMIT_TYPEHASH = keccak256(
+        "Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)"
+    );
 
     /// @dev Any valid request, spanning the whole range of every field.
-    function _validRequest(uint32 totalSteps, uint32 interval, uint128 maxPrice, uint128 budget, uint64 window)
-        private
-        pure
-        returns (IJobEscrow.JobRequest memory request)
-    {
+    function _validRequest(
+        uint32 totalSteps,
+        uint32 interval,
+        uint128 maxPrice,
+        uint128 budget,
+        uint64 window
+    ) private pure returns (IJobEscrow.JobRequest memory request) {
         totalSteps = uint32(bound(totalSteps, 1, type(uint32).max));
         request = IJobEscrow.JobRequest({
             templateId: TEMPLATE,
@@ -64,9 +67,11 @@ contract CreateJobFuzzTest is EscrowFixture {
         _assertStatus(jobId, IJobEscrow.JobStatus.Open);
     }
 
-    function testFuzz_createJobWithPermit_locksExactlyTheBudget(uint256 privateKey, uint128 budget, bool frontRun)
-        public
-    {
+    function testFuzz_createJobWithPermit_locksExactlyTheBudget(
+        uint256 privateKey,
+        uint128 budget,
+        bool frontRun
+    ) public {
         privateKey = bound(privateKey, 1, 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364140);
         address signer = vm.addr(privateKey);
         budget = uint128(bound(budget, 1, type(uint128).max));
@@ -153,9 +158,7 @@ contract CreateJobFuzzTest is EscrowFixture {
         vm.prank(stranger);
         usdc.approve(address(escrow), allowance);
         vm.expectRevert(
-            abi.encodeWithSelector(
-                IERC20Errors.ERC20InsufficientAllowance.selector, address(escrow), allowance, budget
-            )
+            abi.encodeWithSelector(IERC20Errors.ERC20InsufficientAllowance.selector, address(escrow), allowance, budget)
         );
         vm.prank(stranger);
         escrow.createJob(_request(10, 5, 1, budget));

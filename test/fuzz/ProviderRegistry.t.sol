@@ -96,9 +96,7 @@ contract ProviderRegistryFuzzTest is PRBTest {
     function testFuzz_register_revertsIf_alreadyRegistered(address provider, uint256 length) public {
         vm.prank(provider);
         registry.register("first", 1, IProviderRegistry.DeviceKind.CPU, "cpu", 1);
-        vm.expectRevert(
-            abi.encodeWithSelector(IProviderRegistry.ProviderRegistryAlreadyRegistered.selector, provider)
-        );
+        vm.expectRevert(abi.encodeWithSelector(IProviderRegistry.ProviderRegistryAlreadyRegistered.selector, provider));
         vm.prank(provider);
         registry.register(_name(bound(length, 1, MAX_NAME), "s"), 2, IProviderRegistry.DeviceKind.GPU, "gpu", 2);
     }
@@ -141,7 +139,9 @@ contract ProviderRegistryFuzzTest is PRBTest {
         }
         vm.expectRevert(
             abi.encodeWithSelector(
-                IProviderRegistry.ProviderRegistryActiveUnchanged.selector, provider, !deactivateFirst
+                IProviderRegistry.ProviderRegistryActiveUnchanged.selector,
+                provider,
+                !deactivateFirst
             )
         );
         vm.prank(provider);

@@ -18,14 +18,15 @@ contract ReportCheckpointFuzzTest is EscrowFixture {
     /// @dev A job shape with 0 <= accepted <= interval <= totalSteps and accepted < totalSteps. With `top`, all
     /// three lie within 1024 of the top of the uint32 range, where acceptedStep + interval exceeds uint32 (the
     /// overflow fixed in afc4c68 reverted there with a panic and left such jobs unable to finish).
-    function _shape(uint32 totalSteps, uint32 interval, uint32 accepted, bool top)
-        private
-        pure
-        returns (uint32, uint32, uint32)
-    {
+    function _shape(
+        uint32 totalSteps,
+        uint32 interval,
+        uint32 accepted,
+        bool top
+    ) private pure returns (uint32, uint32, uint32) {
         if (top) {
-            totalSteps = type(uint32).max - totalSteps % 1024;
-            interval = totalSteps - interval % 1024;
+            totalSteps = type(uint32).max - (totalSteps % 1024);
+            interval = totalSteps - (interval % 1024);
         } else {
             totalSteps = uint32(bound(totalSteps, 2, type(uint32).max));
             interval = uint32(bound(interval, 1, totalSteps));
@@ -70,9 +71,12 @@ contract ReportCheckpointFuzzTest is EscrowFixture {
     }
 
     /// @dev The furthest step allowed is acceptedStep + interval, capped at totalSteps: both sides of the cap.
-    function testFuzz_reportCheckpoint_capsAtTotalSteps(uint32 totalSteps, uint32 interval, uint32 accepted, bool top)
-        public
-    {
+    function testFuzz_reportCheckpoint_capsAtTotalSteps(
+        uint32 totalSteps,
+        uint32 interval,
+        uint32 accepted,
+        bool top
+    ) public {
         (totalSteps, interval, accepted) = _shape(totalSteps, interval, accepted, top);
         uint256 jobId = _jobWithAccepted(totalSteps, interval, accepted);
         uint256 reach = uint256(accepted) + interval;

@@ -9,10 +9,13 @@ import {bound} from "./utils/Bound.sol";
 /// out to the right account, exactly once, and the escrow ends empty.
 contract SettlementFuzzTest is EscrowFixture {
     /// @dev A job trained by two providers at two prices, with a verdict. Returns what each earned.
-    function _trainedJob(uint32 totalSteps, uint32 handover, uint128 price1, uint128 price2, uint128 extra)
-        private
-        returns (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2)
-    {
+    function _trainedJob(
+        uint32 totalSteps,
+        uint32 handover,
+        uint128 price1,
+        uint128 price2,
+        uint128 extra
+    ) private returns (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) {
         totalSteps = uint32(bound(totalSteps, 2, 1_000_000));
         handover = uint32(bound(handover, 1, totalSteps - 1));
         price1 = uint128(bound(price1, 1, 1e18));
@@ -42,8 +45,13 @@ contract SettlementFuzzTest is EscrowFixture {
         uint128 price2,
         uint128 extra
     ) public {
-        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) =
-            _trainedJob(totalSteps, handover, price1, price2, extra);
+        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) = _trainedJob(
+            totalSteps,
+            handover,
+            price1,
+            price2,
+            extra
+        );
         vm.warp(block.timestamp + WINDOW + 1);
         escrow.settle(jobId);
 
@@ -80,7 +88,7 @@ contract SettlementFuzzTest is EscrowFixture {
         uint128 price2,
         uint128 extra
     ) public {
-        (uint256 jobId, uint256 budget,,) = _trainedJob(totalSteps, handover, price1, price2, extra);
+        (uint256 jobId, uint256 budget, , ) = _trainedJob(totalSteps, handover, price1, price2, extra);
         _dispute(jobId);
         vm.prank(arbiter);
         escrow.resolveDispute(jobId, true);
@@ -103,8 +111,13 @@ contract SettlementFuzzTest is EscrowFixture {
         uint128 price2,
         uint128 extra
     ) public {
-        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) =
-            _trainedJob(totalSteps, handover, price1, price2, extra);
+        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) = _trainedJob(
+            totalSteps,
+            handover,
+            price1,
+            price2,
+            extra
+        );
         _dispute(jobId);
         vm.prank(arbiter);
         escrow.resolveDispute(jobId, false);
@@ -122,9 +135,11 @@ contract SettlementFuzzTest is EscrowFixture {
     }
 
     /// @dev A cancelled job refunds what was not spent; accepted work stays claimable.
-    function testFuzz_cancel_refundsUnspentBudgetAndKeepsEarnings(uint32 accepted, uint128 price, uint128 extra)
-        public
-    {
+    function testFuzz_cancel_refundsUnspentBudgetAndKeepsEarnings(
+        uint32 accepted,
+        uint128 price,
+        uint128 extra
+    ) public {
         accepted = uint32(bound(accepted, 0, 100));
         price = uint128(bound(price, 1, 1e18));
         uint256 budget = 100 * uint256(price) + bound(extra, 0, 1e24);

@@ -125,10 +125,10 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         usdc.mint(client, BOND);
 
         uint256 snapshot = VmStateSnapshots(address(vm)).snapshotState();
-        (bool disputed,) = _call(client, abi.encodeCall(escrow.dispute, (jobId)));
+        (bool disputed, ) = _call(client, abi.encodeCall(escrow.dispute, (jobId)));
         if (disputed) _assertStatus(jobId, IJobEscrow.JobStatus.Disputed);
         VmStateSnapshots(address(vm)).revertToState(snapshot);
-        (bool settled,) = _call(stranger, abi.encodeCall(escrow.settle, (jobId)));
+        (bool settled, ) = _call(stranger, abi.encodeCall(escrow.settle, (jobId)));
 
         assertTrue(disputed != settled, "exactly one succeeds");
         assertEq(disputed, open, "the client disputes iff now <= submittedAt + disputeWindow");
@@ -140,7 +140,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
     }
 
     function testFuzz_arbiterDeadline_exactlyOneOf_resolveOrSettle(uint256 seed, bool upheld) public {
-        (uint256 jobId,) = _jobInDisputeWindow(10);
+        (uint256 jobId, ) = _jobInDisputeWindow(10);
         _dispute(jobId);
         uint256 deadline = block.timestamp + ARBITER_TIMEOUT;
         uint256 t = _instantAround(seed, block.timestamp, deadline, 2 * ARBITER_TIMEOUT);
@@ -149,14 +149,14 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         _assertStatus(jobId, inTime ? IJobEscrow.JobStatus.Disputed : IJobEscrow.JobStatus.ArbiterTimedOut);
 
         uint256 snapshot = VmStateSnapshots(address(vm)).snapshotState();
-        (bool resolved,) = _call(arbiter, abi.encodeCall(escrow.resolveDispute, (jobId, upheld)));
+        (bool resolved, ) = _call(arbiter, abi.encodeCall(escrow.resolveDispute, (jobId, upheld)));
         if (resolved) {
             // Upheld: the whole budget and the bond go back to the client. Rejected: the bond is forfeited.
             assertEq(escrow.owed(client), upheld ? 40 + BOND : 0, "client");
             assertEq(escrow.owed(feeRecipient), upheld ? 0 : BOND, "fee recipient");
         }
         VmStateSnapshots(address(vm)).revertToState(snapshot);
-        (bool settled,) = _call(stranger, abi.encodeCall(escrow.settle, (jobId)));
+        (bool settled, ) = _call(stranger, abi.encodeCall(escrow.settle, (jobId)));
         if (settled) {
             // The arbiter stayed silent: the verdict stands and the bond goes back to the client.
             assertEq(escrow.owed(client), BOND, "bond returned");

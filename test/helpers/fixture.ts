@@ -149,7 +149,11 @@ export async function createJob(p: Protocol, overrides: Partial<JobRequest> = {}
 }
 
 /** Creates a job and has the coordinator assign it to `provider` (epoch 1). Returns its id. */
-export async function startJob(p: Protocol, overrides: Partial<JobRequest> = {}, provider = p.provider1): Promise<bigint> {
+export async function startJob(
+  p: Protocol,
+  overrides: Partial<JobRequest> = {},
+  provider = p.provider1,
+): Promise<bigint> {
   const jobId = await createJob(p, overrides);
   await p.escrow.connect(p.coordinator).assign(jobId, provider.address);
   return jobId;
@@ -193,7 +197,13 @@ export async function signFault(
   fault: Fault,
   signers: HardhatEthersSigner[] = [p.verifier1, p.verifier2],
 ): Promise<string> {
-  const digest = faultRefusalDigest(escrowDomain(p.chainId, p.escrowAddress), { jobId, epoch, step, checkpointHash: hash, fault });
+  const digest = faultRefusalDigest(escrowDomain(p.chainId, p.escrowAddress), {
+    jobId,
+    epoch,
+    step,
+    checkpointHash: hash,
+    fault,
+  });
   return signDigest(p, digest, signers);
 }
 
@@ -233,7 +243,9 @@ export async function reportAndAccept(
 ): Promise<string> {
   const { epoch } = await p.escrow.jobOf(jobId);
   await p.escrow.connect(provider).reportCheckpoint(jobId, epoch, step, hash);
-  await p.escrow.connect(p.stranger).acceptCheckpoint(jobId, epoch, step, hash, await signDecision(p, jobId, epoch, step, hash, true));
+  await p.escrow
+    .connect(p.stranger)
+    .acceptCheckpoint(jobId, epoch, step, hash, await signDecision(p, jobId, epoch, step, hash, true));
   return hash;
 }
 
@@ -242,7 +254,7 @@ export async function trainToEnd(p: Protocol, jobId: bigint, provider = p.provid
   const job = await p.escrow.jobOf(jobId);
   if (job.phase === BigInt(Status.Open)) await p.escrow.connect(p.coordinator).assign(jobId, provider.address);
   let hash = job.acceptedHash;
-  for (let step = Number(job.acceptedStep); step < Number(job.totalSteps); ) {
+  for (let step = Number(job.acceptedStep); step < Number(job.totalSteps);) {
     step = Math.min(step + Number(job.checkpointInterval), Number(job.totalSteps));
     hash = await reportAndAccept(p, jobId, provider, step);
   }
@@ -254,7 +266,11 @@ export const METRIC = 9_712n; // held-out accuracy in basis points
 /** Creates a job, trains it to the end with `provider`, and submits a passing verdict. */
 export async function runToVerdict(
   p: Protocol,
-  { overrides = {}, provider = p.provider1, passed = true }: {
+  {
+    overrides = {},
+    provider = p.provider1,
+    passed = true,
+  }: {
     overrides?: Partial<JobRequest>;
     provider?: HardhatEthersSigner;
     passed?: boolean;
@@ -262,7 +278,13 @@ export async function runToVerdict(
 ): Promise<{ jobId: bigint; modelHash: string }> {
   const jobId = await createJob(p, overrides);
   const modelHash = await trainToEnd(p, jobId, provider);
-  await p.escrow.submitVerdict(jobId, modelHash, METRIC, passed, await signVerdict(p, jobId, modelHash, METRIC, passed));
+  await p.escrow.submitVerdict(
+    jobId,
+    modelHash,
+    METRIC,
+    passed,
+    await signVerdict(p, jobId, modelHash, METRIC, passed),
+  );
   return { jobId, modelHash };
 }
 

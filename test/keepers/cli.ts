@@ -25,7 +25,11 @@ async function rpcBridge(): Promise<{ url: string; close: () => Promise<void> }>
       return { jsonrpc: "2.0", id: req.id, result };
     } catch (err) {
       const e = err as { code?: number; message?: string; data?: unknown };
-      return { jsonrpc: "2.0", id: req.id, error: { code: e.code ?? -32603, message: e.message ?? String(err), data: e.data } };
+      return {
+        jsonrpc: "2.0",
+        id: req.id,
+        error: { code: e.code ?? -32603, message: e.message ?? String(err), data: e.data },
+      };
     }
   };
   const server: Server = createServer((req, res) => {
@@ -41,7 +45,11 @@ async function rpcBridge(): Promise<{ url: string; close: () => Promise<void> }>
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((r) => { server.close(() => r()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -50,20 +58,23 @@ function deploymentFile(dir: string, p: Protocol): string {
   const d = p.deployment;
   const s = d.safe;
   const file = path.join(dir, "deployed_addresses.json");
-  writeFileSync(file, JSON.stringify({
-    "TestUSDC#TestUSDC": d.usdc,
-    "ProviderRegistry#ProviderRegistry": d.registry,
-    "SafeSingletons#SafeL2": s.safeSingletonAddress,
-    "SafeSingletons#SafeProxyFactory": s.safeProxyFactoryAddress,
-    "SafeSingletons#CompatibilityFallbackHandler": s.fallbackHandlerAddress,
-    "SafeSingletons#MultiSend": s.multiSendAddress,
-    "SafeSingletons#MultiSendCallOnly": s.multiSendCallOnlyAddress,
-    "SafeSingletons#SignMessageLib": s.signMessageLibAddress,
-    "SafeSingletons#CreateCall": s.createCallAddress,
-    "SafeSingletons#SimulateTxAccessor": s.simulateTxAccessorAddress,
-    "VerifierSafe#VerifierSafeProxy": d.verifierSafe,
-    "GPUChainLocal#JobEscrow": d.escrow,
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      "TestUSDC#TestUSDC": d.usdc,
+      "ProviderRegistry#ProviderRegistry": d.registry,
+      "SafeSingletons#SafeL2": s.safeSingletonAddress,
+      "SafeSingletons#SafeProxyFactory": s.safeProxyFactoryAddress,
+      "SafeSingletons#CompatibilityFallbackHandler": s.fallbackHandlerAddress,
+      "SafeSingletons#MultiSend": s.multiSendAddress,
+      "SafeSingletons#MultiSendCallOnly": s.multiSendCallOnlyAddress,
+      "SafeSingletons#SignMessageLib": s.signMessageLibAddress,
+      "SafeSingletons#CreateCall": s.createCallAddress,
+      "SafeSingletons#SimulateTxAccessor": s.simulateTxAccessorAddress,
+      "VerifierSafe#VerifierSafeProxy": d.verifierSafe,
+      "GPUChainLocal#JobEscrow": d.escrow,
+    }),
+  );
   return file;
 }
 
@@ -81,7 +92,11 @@ function keeper(args: string[]): Run {
   let err = "";
   child.stdout.on("data", (c) => (out += c));
   child.stderr.on("data", (c) => (err += c));
-  const lines = () => out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+  const lines = () =>
+    out
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l));
   const code = new Promise<number>((r) => child.on("exit", (c, s) => r(c ?? (s ? 128 : 1))));
   return {
     code,
@@ -133,8 +148,20 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
 
   it("all: runs the four keepers in one process, assigns over HTTP heartbeats, and stops cleanly on SIGTERM", async function () {
     const run = keeper([
-      "all", ...common, "--key", path.join(dir, "coordinator.key"), "--coordinator-port", "0", "--collector-port", "0",
-      "--state-file", path.join(dir, "collector.json"), "--interval-ms", "200", "--cron", "*/1 * * * * *",
+      "all",
+      ...common,
+      "--key",
+      path.join(dir, "coordinator.key"),
+      "--coordinator-port",
+      "0",
+      "--collector-port",
+      "0",
+      "--state-file",
+      path.join(dir, "collector.json"),
+      "--interval-ms",
+      "200",
+      "--cron",
+      "*/1 * * * * *",
     ]);
     await run.waitFor((l) => l.msg === "listening" && l.component === "coordinator");
     await run.waitFor((l) => l.msg === "started" && l.keeper === "finalizer");
@@ -149,7 +176,10 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
     expect((await p.escrow.jobOf(1n)).provider).to.equal(wallet(9).address);
     run.kill("SIGTERM");
     expect(await run.code, run.stderr()).to.equal(0);
-    const stopped = run.lines().filter((l) => l.msg === "stopped").map((l) => l.keeper);
+    const stopped = run
+      .lines()
+      .filter((l) => l.msg === "stopped")
+      .map((l) => l.keeper);
     expect(stopped).to.have.members(["coordinator", "collector", "finalizer", "reserves"]);
   });
 
@@ -159,11 +189,21 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
     try {
       const port = String((taken.address() as AddressInfo).port);
       const run = keeper([
-        "all", ...common, "--key", path.join(dir, "stranger.key"), "--coordinator-port", "0", "--collector-port", port,
-        "--state-file", path.join(dir, "collector2.json"),
+        "all",
+        ...common,
+        "--key",
+        path.join(dir, "stranger.key"),
+        "--coordinator-port",
+        "0",
+        "--collector-port",
+        port,
+        "--state-file",
+        path.join(dir, "collector2.json"),
       ]);
       expect(await run.code, run.stderr()).to.equal(1);
-      expect(run.lines().find((l) => l.msg === "keeper failed; stopping the others")).to.include({ keeper: "collector" });
+      expect(run.lines().find((l) => l.msg === "keeper failed; stopping the others")).to.include({
+        keeper: "collector",
+      });
     } finally {
       taken.close();
     }
@@ -180,7 +220,10 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
       ["collector", "--via-safe-tx", "--key", "k", ...common],
       ["reserves", "--once", "--rpc", bridge.url, "--deployment", path.join(dir, "missing.json")],
     ]) {
-      const err = await main(args).then(() => undefined, (e: unknown) => e);
+      const err = await main(args).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err, args.join(" ")).to.be.instanceOf(UsageError);
     }
   });

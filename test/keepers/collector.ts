@@ -42,7 +42,9 @@ import {
 } from "./fixture.ts";
 
 type SafeClass = (typeof import("@safe-global/protocol-kit"))["default"];
-const Safe = ("init" in SafeKit ? SafeKit : (SafeKit as unknown as { default: SafeClass }).default) as unknown as SafeClass;
+const Safe = ("init" in SafeKit
+  ? SafeKit
+  : (SafeKit as unknown as { default: SafeClass }).default) as unknown as SafeClass;
 
 const [V1, V2, V3] = [wallet(3), wallet(4), wallet(5)];
 const OUTSIDER = wallet(11);
@@ -51,10 +53,14 @@ const tmpState = () => path.join(mkdtempSync(path.join(tmpdir(), "gpuchain-colle
 
 async function collectorFor(p: Protocol, stateFile: string, o: TestContextOptions = {}) {
   const { ctx, lines } = await testContext(p, { signer: p.stranger, component: "collector", ...o });
-  const collector = createCollector(ctx, { stateFile, dryRun: o.dryRun ?? false }, {
-    safeAddress: p.deployment.verifierSafe,
-    escrowAddress: p.deployment.escrow,
-  });
+  const collector = createCollector(
+    ctx,
+    { stateFile, dryRun: o.dryRun ?? false },
+    {
+      safeAddress: p.deployment.verifierSafe,
+      escrowAddress: p.deployment.escrow,
+    },
+  );
   await collector.restore();
   return { ctx, lines, collector };
 }
@@ -68,7 +74,12 @@ async function pendingCheckpoint(p: Protocol) {
   return { jobId, epoch: 1n, step: 10, hash };
 }
 
-async function checkpointBody(p: Protocol, w: HDNodeWallet, c: { jobId: bigint; epoch: bigint; step: number; hash: string }, accept = true) {
+async function checkpointBody(
+  p: Protocol,
+  w: HDNodeWallet,
+  c: { jobId: bigint; epoch: bigint; step: number; hash: string },
+  accept = true,
+) {
   const typed = { jobId: c.jobId, epoch: c.epoch, step: c.step, checkpointHash: c.hash, accept };
   const digest = checkpointDecisionDigest(domainOf(p), typed);
   return {
@@ -99,9 +110,18 @@ describe("keepers: verdict collector on chain", function () {
     const c = await pendingCheckpoint(p);
     const file = tmpState();
     const { collector, ctx } = await collectorFor(p, file);
-    const server = await startJsonServer({ host: "127.0.0.1", port: 0, logger: ctx.logger, routes: { "POST /signatures": collector.submit } });
+    const server = await startJsonServer({
+      host: "127.0.0.1",
+      port: 0,
+      logger: ctx.logger,
+      routes: { "POST /signatures": collector.submit },
+    });
     const post = async (body: unknown) => {
-      const r = await fetch(`${server.url}/signatures`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const r = await fetch(`${server.url}/signatures`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       return { status: r.status, body: await r.json() };
     };
     try {
@@ -132,9 +152,14 @@ describe("keepers: verdict collector on chain", function () {
     const outsider = await collector.submit(await checkpointBody(p, OUTSIDER, c));
     expect(outsider.status).to.equal(400);
     expect((outsider.body as { reason: string }).reason).to.contain("not an owner");
-    const wrongDigest = { ...(await checkpointBody(p, V1, c)), message: { jobId: c.jobId.toString(), epoch: "1", step: 11, checkpointHash: c.hash, accept: true } };
+    const wrongDigest = {
+      ...(await checkpointBody(p, V1, c)),
+      message: { jobId: c.jobId.toString(), epoch: "1", step: 11, checkpointHash: c.hash, accept: true },
+    };
     expect((await collector.submit(wrongDigest)).body).to.deep.include({ ok: false });
-    expect(String(((await collector.submit(wrongDigest)).body as { reason: string }).reason)).to.contain("digest does not match");
+    expect(String(((await collector.submit(wrongDigest)).body as { reason: string }).reason)).to.contain(
+      "digest does not match",
+    );
     const forged = { ...(await checkpointBody(p, V2, c)), signer: V1.address };
     expect(((await collector.submit(forged)).body as { reason: string }).reason).to.contain("not the signer's");
     expect((await collector.submit({ kind: "checkpoint" })).status).to.equal(400);
@@ -172,10 +197,16 @@ describe("keepers: verdict collector on chain", function () {
     expect(await eventCount(p, "CheckpointRefused", c.jobId)).to.equal(1);
     expect(await p.escrow.isFenced(c.jobId, p.provider1.address)).to.equal(true);
     maxInFlight = 0;
-    for (const [job, hash] of [[jobB, hashB], [jobC, hashC]] as const) {
+    for (const [job, hash] of [
+      [jobB, hashB],
+      [jobC, hashC],
+    ] as const) {
       await collector.submit(await verdictBody(p, V2, job, hash));
     }
-    for (const [job, hash] of [[jobB, hashB], [jobC, hashC]] as const) {
+    for (const [job, hash] of [
+      [jobB, hashB],
+      [jobC, hashC],
+    ] as const) {
       await collector.submit(await verdictBody(p, V3, job, hash));
     }
     await collector.idle();
@@ -195,7 +226,9 @@ describe("keepers: verdict collector on chain", function () {
     await collector.submit(await verdictBody(p, V1, job2, hash));
     await collector.submit(await verdictBody(p, V2, job2, hash));
     await collector.idle();
-    expect(lines.some((l) => l.msg === "signed, waiting for the chain" && String(l.reason).includes("training incomplete"))).to.equal(true);
+    expect(
+      lines.some((l) => l.msg === "signed, waiting for the chain" && String(l.reason).includes("training incomplete")),
+    ).to.equal(true);
     const c = { jobId: job2, epoch: 1n, step: 10, hash };
     await collector.submit(await checkpointBody(p, V1, c));
     await collector.submit(await checkpointBody(p, V2, c));
@@ -249,7 +282,10 @@ describe("keepers: verdict collector on chain", function () {
     let drop = true;
     const { collector } = await collectorFor(p, tmpState(), {
       txTimeoutMs: 100,
-      sender: (base) => ({ simulate: base.simulate, send: (m, a) => (drop ? droppingSender(base).send(m, a) : base.send(m, a)) }),
+      sender: (base) => ({
+        simulate: base.simulate,
+        send: (m, a) => (drop ? droppingSender(base).send(m, a) : base.send(m, a)),
+      }),
     });
     await collector.submit(await checkpointBody(p, V1, c));
     await collector.submit(await checkpointBody(p, V2, c));
@@ -273,7 +309,10 @@ describe("keepers: verdict collector on chain", function () {
     await collector.tick();
     expect(await ethers.provider.getBlockNumber()).to.equal(before);
     expect(lines.filter((l) => l.msg === "dry run: not sent")).to.have.length(1);
-    expect(lines.find((l) => l.msg === "dry run: not sent")).to.include({ simulation: "ok", method: "acceptCheckpoint" });
+    expect(lines.find((l) => l.msg === "dry run: not sent")).to.include({
+      simulation: "ok",
+      method: "acceptCheckpoint",
+    });
   });
 
   it("our SafeMessage signatures and packing equal @safe-global/protocol-kit's signMessage and buildSignatureBytes", async function () {
@@ -284,7 +323,12 @@ describe("keepers: verdict collector on chain", function () {
     const ours = [];
     const theirs = [];
     for (const w of [V3, V1]) {
-      const kit = await Safe.init({ provider: connection.provider as never, signer: w.privateKey, safeAddress: p.deployment.verifierSafe, contractNetworks });
+      const kit = await Safe.init({
+        provider: connection.provider as never,
+        signer: w.privateKey,
+        safeAddress: p.deployment.verifierSafe,
+        contractNetworks,
+      });
       // protocol-kit hashes EIP-712 typed data to the same digest the escrow computes, then signs it as a SafeMessage.
       const typedData = {
         domain: { ...domainOf(p), chainId: Number(p.chainId) },
@@ -295,12 +339,19 @@ describe("keepers: verdict collector on chain", function () {
       const signed = await kit.signMessage(kit.createMessage(typedData as never));
       const sig = signed.getSignature(w.address)!;
       theirs.push(new EthSafeSignature(w.address, sig.data));
-      ours.push({ signer: w.address, signature: await signAsSafeOwner(w, p.chainId, p.deployment.verifierSafe, digest) });
+      ours.push({
+        signer: w.address,
+        signature: await signAsSafeOwner(w, p.chainId, p.deployment.verifierSafe, digest),
+      });
       expect(sig.data).to.equal(ours.at(-1)!.signature);
     }
     expect(buildSignatureBytes(theirs)).to.equal(packSafeSignatures(ours));
     // And the Safe itself agrees (EIP-1271 through its fallback handler).
-    const safe = new ethers.Contract(p.deployment.verifierSafe, ["function isValidSignature(bytes32,bytes) view returns (bytes4)"], ethers.provider);
+    const safe = new ethers.Contract(
+      p.deployment.verifierSafe,
+      ["function isValidSignature(bytes32,bytes) view returns (bytes4)"],
+      ethers.provider,
+    );
     expect(await safe.isValidSignature(digest, packSafeSignatures(ours))).to.equal("0x1626ba7e");
   });
 
@@ -308,13 +359,25 @@ describe("keepers: verdict collector on chain", function () {
     const p = await load();
     const c = await pendingCheckpoint(p);
     const { ctx, lines } = await testContext(p, { signer: p.stranger, component: "collector" });
-    const executor = safeTxExecutor(ctx, { provider: connection.provider as never, ownerKeys: [V1.privateKey, V2.privateKey], deployment: p.deployment });
-    const collector = createCollector(ctx, { stateFile: tmpState(), dryRun: false }, {
-      safeAddress: p.deployment.verifierSafe,
-      escrowAddress: p.deployment.escrow,
-      executor,
+    const executor = safeTxExecutor(ctx, {
+      provider: connection.provider as never,
+      ownerKeys: [V1.privateKey, V2.privateKey],
+      deployment: p.deployment,
     });
-    const nonce = new ethers.Contract(p.deployment.verifierSafe, ["function nonce() view returns (uint256)"], ethers.provider);
+    const collector = createCollector(
+      ctx,
+      { stateFile: tmpState(), dryRun: false },
+      {
+        safeAddress: p.deployment.verifierSafe,
+        escrowAddress: p.deployment.escrow,
+        executor,
+      },
+    );
+    const nonce = new ethers.Contract(
+      p.deployment.verifierSafe,
+      ["function nonce() view returns (uint256)"],
+      ethers.provider,
+    );
     const before = await nonce.nonce();
     await collector.submit(await checkpointBody(p, V1, c));
     await collector.submit(await checkpointBody(p, V2, c));

@@ -39,7 +39,12 @@ const P2 = wallet(9);
 const P3 = wallet(10);
 
 async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>, o: TestContextOptions = {}) {
-  const { ctx, lines } = await testContext(p, { signer: p.coordinator, nowMs: clock.now, component: "coordinator", ...o });
+  const { ctx, lines } = await testContext(p, {
+    signer: p.coordinator,
+    nowMs: clock.now,
+    component: "coordinator",
+    ...o,
+  });
   // No start grace here: these tests time a silent new assignee from the plain heartbeat timeout.
   const config = coordinatorConfig({ "heartbeat-timeout-ms": String(TIMEOUT), "start-grace-ms": "0" });
   const keeper = createCoordinator(ctx, config);
@@ -63,10 +68,19 @@ describe("keepers: coordinator on chain", function () {
     const jobId = await createJob(p);
     const clock = manualClock(Date.now());
     const { keeper, ctx } = await coordinatorFor(p, clock);
-    const server = await startJsonServer({ host: "127.0.0.1", port: 0, logger: ctx.logger, routes: { "POST /heartbeat": keeper.book.handler(clock.now) } });
+    const server = await startJsonServer({
+      host: "127.0.0.1",
+      port: 0,
+      logger: ctx.logger,
+      routes: { "POST /heartbeat": keeper.book.handler(clock.now) },
+    });
     try {
       const post = (body: unknown) =>
-        fetch(`${server.url}/heartbeat`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        fetch(`${server.url}/heartbeat`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
       const good = await beat(P2, p, clock.now());
       expect((await post(good)).status).to.equal(200);
       const replay = await post(good);
@@ -183,7 +197,9 @@ describe("keepers: coordinator on chain", function () {
     expect([ra, rb].map((r) => r.sent[0].decision.provider)).to.deep.equal([P2.address, P2.address]);
     expect(await eventCount(p, "ProviderAssigned", jobId)).to.equal(1);
     const loser = kinds[0] === "race" && ra.sent[0].outcome.kind === "race" ? a.lines : b.lines;
-    expect(warnings(loser).map((l) => l.error)).to.satisfy((e: string[]) => e.some((x) => x.startsWith("JobEscrowUnexpectedStatus")));
+    expect(warnings(loser).map((l) => l.error)).to.satisfy((e: string[]) =>
+      e.some((x) => x.startsWith("JobEscrowUnexpectedStatus")),
+    );
     expect(errors(loser)).to.deep.equal([]);
   });
 
@@ -330,7 +346,9 @@ describe("keepers: coordinator on chain", function () {
     await k.send(P1);
     const before = await ethers.provider.getBlockNumber();
     const r = await k.keeper.tick();
-    expect(r.sent.map((s) => [s.decision.action, s.outcome])).to.deep.equal([["assign", { kind: "dry-run", simulation: "ok" }]]);
+    expect(r.sent.map((s) => [s.decision.action, s.outcome])).to.deep.equal([
+      ["assign", { kind: "dry-run", simulation: "ok" }],
+    ]);
     expect(await ethers.provider.getBlockNumber()).to.equal(before);
     expect(await statusOf(p, jobId)).to.equal(OPEN);
   });

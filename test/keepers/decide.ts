@@ -64,7 +64,10 @@ function view(over: Partial<CoordinatorView> = {}, beats: [ProviderView, BeatRec
   };
 }
 
-const assigned = (v: CoordinatorView) => planCoordinator(v).filter((d) => d.action === "assign").map((d) => d.provider);
+const assigned = (v: CoordinatorView) =>
+  planCoordinator(v)
+    .filter((d) => d.action === "assign")
+    .map((d) => d.provider);
 const only = (v: CoordinatorView) => {
   const ds = planCoordinator(v).filter((d) => d.jobId === 1n);
   expect(ds).to.have.length(1);
@@ -73,21 +76,36 @@ const only = (v: CoordinatorView) => {
 
 describe("keepers: coordinator assignment rule (pure)", function () {
   it("assigns the cheapest eligible provider", function () {
-    const v = view({ providers: [provider(3, { pricePerStep: 950n }), provider(2, { pricePerStep: 900n }), provider(1, { pricePerStep: 999n })] });
+    const v = view({
+      providers: [
+        provider(3, { pricePerStep: 950n }),
+        provider(2, { pricePerStep: 900n }),
+        provider(1, { pricePerStep: 999n }),
+      ],
+    });
     const d = only(v);
     expect(d.action).to.equal("assign");
     expect(d.provider).to.equal(addr(2));
   });
 
   it("breaks a price tie by most memory, then by lowest address", function () {
-    const v = view({ providers: [provider(5, { memoryMiB: 2048 }), provider(4, { memoryMiB: 4096 }), provider(3, { memoryMiB: 4096 })] });
+    const v = view({
+      providers: [provider(5, { memoryMiB: 2048 }), provider(4, { memoryMiB: 4096 }), provider(3, { memoryMiB: 4096 })],
+    });
     expect(only(v).provider).to.equal(addr(3));
     expect(compareProviders(provider(4, { memoryMiB: 4096 }), provider(3, { memoryMiB: 4096 }))).to.equal(1);
   });
 
   it("picks the same provider whatever order the providers were listed in (two coordinators agree)", function () {
-    const ps = [provider(7), provider(2, { memoryMiB: 2048 }), provider(9, { pricePerStep: 800n, memoryMiB: 512 }), provider(4, { pricePerStep: 800n, memoryMiB: 512 })];
-    const picks = [ps, [...ps].reverse(), [ps[2], ps[0], ps[3], ps[1]]].map((list) => only(view({ providers: list })).provider);
+    const ps = [
+      provider(7),
+      provider(2, { memoryMiB: 2048 }),
+      provider(9, { pricePerStep: 800n, memoryMiB: 512 }),
+      provider(4, { pricePerStep: 800n, memoryMiB: 512 }),
+    ];
+    const picks = [ps, [...ps].reverse(), [ps[2], ps[0], ps[3], ps[1]]].map(
+      (list) => only(view({ providers: list })).provider,
+    );
     expect(new Set(picks)).to.have.property("size", 1);
     expect(picks[0]).to.equal(addr(4));
   });
@@ -134,7 +152,11 @@ describe("keepers: coordinator assignment rule (pure)", function () {
   it("requires free stake for the lock assign takes: price × interval, at least minStake (lock−1 short, lock enough)", function () {
     // 900/step × interval 10 = 9_000 to lock.
     const job = openJob({ checkpointInterval: 10 });
-    for (const [free, action] of [[8_999n, "wait"], [9_000n, "assign"], [9_001n, "assign"]] as const) {
+    for (const [free, action] of [
+      [8_999n, "wait"],
+      [9_000n, "assign"],
+      [9_001n, "assign"],
+    ] as const) {
       const d = only(view({ providers: [provider(1, { stakeFree: free })], jobs: [job], minStake: 1n }));
       expect(d.action, `free ${free}`).to.equal(action);
       if (action === "wait") expect(d.reason).to.contain("stake short");
@@ -156,7 +178,11 @@ describe("keepers: coordinator assignment rule (pure)", function () {
   });
 
   it("counts a provider alive exactly at the timeout and not 1 ms later", function () {
-    for (const [age, action] of [[T - 1, "assign"], [T, "assign"], [T + 1, "wait"]] as const) {
+    for (const [age, action] of [
+      [T - 1, "assign"],
+      [T, "assign"],
+      [T + 1, "wait"],
+    ] as const) {
       const p = provider(1);
       const d = only(view({ providers: [p] }, [[p, idle(NOW - age)]]));
       expect(d.action, `age ${age}`).to.equal(action);
@@ -184,7 +210,10 @@ describe("keepers: coordinator assignment rule (pure)", function () {
       jobs: [openJob({ jobId: 2n }), openJob({ jobId: 1n })],
     });
     const ds = planCoordinator(v).filter((d) => d.action === "assign");
-    expect(ds.map((d) => [d.jobId, d.provider])).to.deep.equal([[1n, addr(1)], [2n, addr(2)]]);
+    expect(ds.map((d) => [d.jobId, d.provider])).to.deep.equal([
+      [1n, addr(1)],
+      [2n, addr(2)],
+    ]);
   });
 
   it("does not assign a job whose steps are all accepted (it waits for the verdict)", function () {
@@ -257,7 +286,9 @@ describe("keepers: coordinator missed-heartbeat rule (pure)", function () {
 
   it("unassigns a lapsed on-chain lease even without the coordinator role; the lease is live at its last second", function () {
     const fresh = [[jobBeatKey(1n, 3n, P), NOW]] as [string, number][];
-    expect(decideRunning(running(), at(NOW, fresh, { isCoordinator: false, chainTime: 2_000n })).action).to.equal("keep");
+    expect(decideRunning(running(), at(NOW, fresh, { isCoordinator: false, chainTime: 2_000n })).action).to.equal(
+      "keep",
+    );
     const d = decideRunning(running(), at(NOW, fresh, { isCoordinator: false, chainTime: 2_001n }));
     expect(d.action).to.equal("unassign");
     expect(d.reason).to.contain("lease lapsed");
@@ -301,7 +332,10 @@ describe("keepers: collector grouping and threshold (pure)", function () {
       signer: addr(1),
       signature: "0x" + "33".repeat(65),
     }) as Submission;
-    expect(v.decision).to.deep.equal({ kind: "verdict", message: { jobId: 3n, modelHash: "0x" + "44".repeat(32), metric: 9712n, passed: true } });
+    expect(v.decision).to.deep.equal({
+      kind: "verdict",
+      message: { jobId: 3n, modelHash: "0x" + "44".repeat(32), metric: 9712n, passed: true },
+    });
   });
 
   it("counts the same signer once, however often it re-sends", function () {
@@ -343,14 +377,19 @@ describe("keepers: collector grouping and threshold (pure)", function () {
     expect(applicability(d, job({ epoch: 3n })).action).to.equal("send");
     expect(applicability(d, job({ epoch: 3n, status: "Open" })).action).to.equal("send");
     expect(applicability(d, job({ epoch: 3n, pendingStep: 0 })).action).to.equal("stale");
-    expect(applicability(d, job({ pendingStep: 0, acceptedStep: 10, acceptedHash: "0x" + "22".repeat(32) })).action).to.equal("stale");
+    expect(
+      applicability(d, job({ pendingStep: 0, acceptedStep: 10, acceptedHash: "0x" + "22".repeat(32) })).action,
+    ).to.equal("stale");
     expect(applicability(d, job({ pendingStep: 0 })).action).to.equal("wait");
     expect(applicability(d, job({ pendingHash: "0x" + "99".repeat(32) })).action).to.equal("stale");
     expect(applicability(d, job({ status: "Cancelled" })).action).to.equal("stale");
   });
 
   it("sends a verdict once all steps are accepted with that model hash, and never after the verdict", function () {
-    const d = { kind: "verdict" as const, message: { jobId: 1n, modelHash: "0x" + "44".repeat(32), metric: 1n, passed: true } };
+    const d = {
+      kind: "verdict" as const,
+      message: { jobId: 1n, modelHash: "0x" + "44".repeat(32), metric: 1n, passed: true },
+    };
     const done = { acceptedStep: 100, acceptedHash: "0x" + "44".repeat(32), pendingStep: 0 };
     expect(applicability(d, job(done)).action).to.equal("send");
     expect(applicability(d, job({ ...done, status: "Open" })).action).to.equal("send");
@@ -362,7 +401,9 @@ describe("keepers: collector grouping and threshold (pure)", function () {
   it("builds the escrow call for each kind", function () {
     const d = sub(addr(1)).decision;
     expect(decisionCall(d, "0xab").method).to.equal("acceptCheckpoint");
-    expect(decisionCall({ ...d, message: { ...(d.message as object), accept: false } } as typeof d, "0xab").method).to.equal("refuseCheckpoint");
+    expect(
+      decisionCall({ ...d, message: { ...(d.message as object), accept: false } } as typeof d, "0xab").method,
+    ).to.equal("refuseCheckpoint");
   });
 });
 
@@ -374,7 +415,10 @@ describe("keepers: finalizer selection (pure)", function () {
       { jobId: 1n, status: "Settleable", earnings: [e(1, 100n), e(2, 0n)] },
       { jobId: 2n, status: "ArbiterTimedOut", earnings: [] },
     ]);
-    expect(plan.map((a) => a.map((x) => `${x.jobId}:${x.method}`))).to.deep.equal([["1:settle", "1:claimEarnings"], ["2:settle"]]);
+    expect(plan.map((a) => a.map((x) => `${x.jobId}:${x.method}`))).to.deep.equal([
+      ["1:settle", "1:claimEarnings"],
+      ["2:settle"],
+    ]);
   });
 
   it("claims on Settled and Cancelled jobs, skips zero earnings, and leaves live jobs alone", function () {

@@ -36,15 +36,45 @@ function prng(seed: number) {
 
 /** Values that are wrong for any field here: wrong types, out of range, malformed hex, huge. */
 const JUNK: unknown[] = [
-  null, true, -1, 1.5, 2 ** 53, "", "x", "-1", "1e3", "0x", "0xzz", " 1", "١", [], {}, [1], { a: 1 },
-  "1".repeat(79), (2n ** 256n).toString(), (2n ** 64n).toString(), "0x" + "ff".repeat(33), "9".repeat(5000),
-  Number.MAX_VALUE, "NaN",
+  null,
+  true,
+  -1,
+  1.5,
+  2 ** 53,
+  "",
+  "x",
+  "-1",
+  "1e3",
+  "0x",
+  "0xzz",
+  " 1",
+  "١",
+  [],
+  {},
+  [1],
+  { a: 1 },
+  "1".repeat(79),
+  (2n ** 256n).toString(),
+  (2n ** 64n).toString(),
+  "0x" + "ff".repeat(33),
+  "9".repeat(5000),
+  Number.MAX_VALUE,
+  "NaN",
 ];
 
 type Reply = { status: number; reason?: string };
 
-async function post(server: JsonServer, route: string, body: string, headers: Record<string, string> = {}): Promise<Reply> {
-  const r = await fetch(`${server.url}${route}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+async function post(
+  server: JsonServer,
+  route: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  const r = await fetch(`${server.url}${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
   const text = await r.text();
   let reason: string | undefined;
   try {
@@ -58,11 +88,15 @@ async function post(server: JsonServer, route: string, body: string, headers: Re
 /** Streams `bytes` with no Content-Length (chunked), as a client that never says how much it will send. */
 function postChunked(server: JsonServer, route: string, bytes: number): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = request(`${server.url}${route}`, { method: "POST", headers: { "content-type": "application/json" } }, (res) => {
-      let text = "";
-      res.on("data", (c) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, reason: JSON.parse(text).reason }));
-    });
+    const req = request(
+      `${server.url}${route}`,
+      { method: "POST", headers: { "content-type": "application/json" } },
+      (res) => {
+        let text = "";
+        res.on("data", (c) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, reason: JSON.parse(text).reason }));
+      },
+    );
     req.on("error", reject);
     const chunk = Buffer.alloc(16 * 1024, 0x20);
     let sent = 0;
@@ -101,7 +135,10 @@ describe("keepers: endpoints other hosts reach (fuzz)", function () {
     const { ctx } = await testContext(p, { signer: p.coordinator, nowMs: clock.now, component: "coordinator" });
     const keeper = createCoordinator(ctx, coordinatorConfig({}));
     const server = await startJsonServer({
-      host: "127.0.0.1", port: 0, logger: ctx.logger, routes: { "POST /heartbeat": keeper.book.handler(clock.now) as Route },
+      host: "127.0.0.1",
+      port: 0,
+      logger: ctx.logger,
+      routes: { "POST /heartbeat": keeper.book.handler(clock.now) as Route },
     });
     const route = "/heartbeat";
     const send = (b: unknown) => post(server, route, JSON.stringify(b));
@@ -119,9 +156,15 @@ describe("keepers: endpoints other hosts reach (fuzz)", function () {
       const stranger = await send(await beat(OUTSIDER, p, clock.now() + 3));
       expect(stranger.status).to.equal(403);
       expect(stranger.reason).to.contain("not a registered provider");
-      expect((await send({ ...(await beat(OUTSIDER, p, clock.now() + 4)), provider: P1.address })).reason).to.contain("signature");
+      expect((await send({ ...(await beat(OUTSIDER, p, clock.now() + 4)), provider: P1.address })).reason).to.contain(
+        "signature",
+      );
       // Out of range: epoch past uint64, job id past uint256, step past uint32.
-      for (const [k, v] of [["epoch", (2n ** 64n).toString()], ["jobId", (2n ** 256n).toString()], ["step", 2 ** 32]] as const) {
+      for (const [k, v] of [
+        ["epoch", (2n ** 64n).toString()],
+        ["jobId", (2n ** 256n).toString()],
+        ["step", 2 ** 32],
+      ] as const) {
         expect4xx(await send({ ...good, [k]: v, sentAt: clock.now() + 5 }), `${k} out of range`);
       }
       // Seeded mutations of a valid beat: each field replaced by junk.
@@ -152,28 +195,63 @@ describe("keepers: endpoints other hosts reach (fuzz)", function () {
     const p = await load();
     const stateFile = path.join(mkdtempSync(path.join(tmpdir(), "gpuchain-endpoints-")), "state.json");
     const { ctx } = await testContext(p, { signer: p.stranger, component: "collector" });
-    const collector = createCollector(ctx, { stateFile, dryRun: true }, {
-      safeAddress: p.deployment.verifierSafe, escrowAddress: p.deployment.escrow,
-    });
+    const collector = createCollector(
+      ctx,
+      { stateFile, dryRun: true },
+      {
+        safeAddress: p.deployment.verifierSafe,
+        escrowAddress: p.deployment.escrow,
+      },
+    );
     await collector.restore();
-    const server = await startJsonServer({ host: "127.0.0.1", port: 0, logger: ctx.logger, routes: { "POST /signatures": collector.submit } });
+    const server = await startJsonServer({
+      host: "127.0.0.1",
+      port: 0,
+      logger: ctx.logger,
+      routes: { "POST /signatures": collector.submit },
+    });
     const route = "/signatures";
     const send = (b: unknown) => post(server, route, JSON.stringify(b));
-    const body = async (w: HDNodeWallet, message: { jobId: string; epoch: string; step: number; checkpointHash: string; accept: boolean }) => {
+    const body = async (
+      w: HDNodeWallet,
+      message: { jobId: string; epoch: string; step: number; checkpointHash: string; accept: boolean },
+    ) => {
       const typed = { jobId: 1n, epoch: 1n, step: 10, checkpointHash: message.checkpointHash, accept: message.accept };
       const digest = checkpointDecisionDigest(domainOf(p), typed);
-      return { kind: "checkpoint", message, digest, signer: w.address, signature: await signAsSafeOwner(w, p.chainId, p.deployment.verifierSafe, digest) };
+      return {
+        kind: "checkpoint",
+        message,
+        digest,
+        signer: w.address,
+        signature: await signAsSafeOwner(w, p.chainId, p.deployment.verifierSafe, digest),
+      };
     };
     try {
       await commonAbuse(server, route);
-      const valid = await body(V1, { jobId: "1", epoch: "1", step: 10, checkpointHash: "0x" + "ab".repeat(32), accept: true });
+      const valid = await body(V1, {
+        jobId: "1",
+        epoch: "1",
+        step: 10,
+        checkpointHash: "0x" + "ab".repeat(32),
+        accept: true,
+      });
       // Out of range of the signed message's types: 400 with the field named, never a 500.
-      for (const [k, v] of [["epoch", (2n ** 64n).toString()], ["jobId", (2n ** 256n).toString()], ["step", 2 ** 32]] as const) {
+      for (const [k, v] of [
+        ["epoch", (2n ** 64n).toString()],
+        ["jobId", (2n ** 256n).toString()],
+        ["step", 2 ** 32],
+      ] as const) {
         const r = await send({ ...valid, message: { ...valid.message, [k]: v } });
         expect(r.status, `${k}: ${r.reason}`).to.equal(400);
         expect(r.reason).to.contain(k);
       }
-      const verdict = { kind: "verdict", message: { jobId: "1", modelHash: "0x" + "cd".repeat(32), metric: (2n ** 256n).toString(), passed: true }, digest: valid.digest, signer: V1.address, signature: valid.signature };
+      const verdict = {
+        kind: "verdict",
+        message: { jobId: "1", modelHash: "0x" + "cd".repeat(32), metric: (2n ** 256n).toString(), passed: true },
+        digest: valid.digest,
+        signer: V1.address,
+        signature: valid.signature,
+      };
       expect((await send(verdict)).reason).to.contain("metric");
       expect((await send({ ...(await body(OUTSIDER, valid.message)) })).reason).to.contain("not an owner");
       const rnd = prng(12);
@@ -200,4 +278,3 @@ describe("keepers: endpoints other hosts reach (fuzz)", function () {
     }
   });
 });
-

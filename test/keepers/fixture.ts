@@ -153,7 +153,11 @@ export function barrier(n: number) {
 
 /** A signed beat for the deployment `p` (its chain id and escrow: see sdk/heartbeat.ts). */
 export async function beat(
-  w: HDNodeWallet, p: { chainId: bigint; deployment: { escrow: string } }, sentAt: number, jobId = 0n, epoch = 0n,
+  w: HDNodeWallet,
+  p: { chainId: bigint; deployment: { escrow: string } },
+  sentAt: number,
+  jobId = 0n,
+  epoch = 0n,
 ): Promise<SignedHeartbeat> {
   return signHeartbeat(w as never, {
     chainId: p.chainId.toString(),

@@ -36,7 +36,14 @@ describe("keepers: reserves watch on chain", function () {
     const lenient = createReservesWatch(ctx, { strict: false, maxBlocksPerTick: 50 });
     expect(await lenient.tick()).to.not.have.property("stop");
     const strict = createReservesWatch(ctx, { strict: true, maxBlocksPerTick: 50 });
-    const code = await runLoop({ name: "reserves", tick: strict.tick, intervalMs: 10, once: false, signal: new AbortController().signal, logger: ctx.logger });
+    const code = await runLoop({
+      name: "reserves",
+      tick: strict.tick,
+      intervalMs: 10,
+      once: false,
+      signal: new AbortController().signal,
+      logger: ctx.logger,
+    });
     expect(code).to.equal(1);
     const failed = errors(lines);
     expect(failed).to.have.length(2);

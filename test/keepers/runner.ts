@@ -38,10 +38,32 @@ describe("keepers: runner and send queue", function () {
     const { logger } = captureLogger();
     const signal = new AbortController().signal;
     let n = 0;
-    expect(await runLoop({ name: "t", intervalMs: 1, once: true, signal, logger, tick: async () => void n++ })).to.equal(0);
+    expect(
+      await runLoop({ name: "t", intervalMs: 1, once: true, signal, logger, tick: async () => void n++ }),
+    ).to.equal(0);
     expect(n).to.equal(1);
-    expect(await runLoop({ name: "t", intervalMs: 1, once: true, signal, logger, tick: async () => { throw new Error("x"); } })).to.equal(1);
-    expect(await runLoop({ name: "t", intervalMs: 1, once: false, signal, logger, tick: async () => ({ stop: true, exitCode: 3 }) })).to.equal(3);
+    expect(
+      await runLoop({
+        name: "t",
+        intervalMs: 1,
+        once: true,
+        signal,
+        logger,
+        tick: async () => {
+          throw new Error("x");
+        },
+      }),
+    ).to.equal(1);
+    expect(
+      await runLoop({
+        name: "t",
+        intervalMs: 1,
+        once: false,
+        signal,
+        logger,
+        tick: async () => ({ stop: true, exitCode: 3 }),
+      }),
+    ).to.equal(3);
   });
 
   it("nonOverlapping skips a call made while the previous one runs", async function () {
@@ -69,7 +91,16 @@ describe("keepers: runner and send queue", function () {
     const b = await testContext(p, { signer: key });
     const { keeperContext } = await import("../../keepers/context.ts");
     const ctxs = await Promise.all(
-      [a, b].map((x) => keeperContext({ deployment: p.deployment, provider: ethers.provider, chainId: p.chainId, logger: x.ctx.logger, signer: key, sendQueue: queue })),
+      [a, b].map((x) =>
+        keeperContext({
+          deployment: p.deployment,
+          provider: ethers.provider,
+          chainId: p.chainId,
+          logger: x.ctx.logger,
+          signer: key,
+          sendQueue: queue,
+        }),
+      ),
     );
     const outcomes = await Promise.all([
       execute(ctxs[0], { method: "unassign", args: [jobA] }, ctxs[0].logger),

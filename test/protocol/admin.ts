@@ -48,25 +48,24 @@ describe("JobEscrow: admin and deployment", function () {
         [token, registry, { verifierSafe: Z }],
       ];
       for (const [t, r, o] of bad) {
-        await expect(ethers.deployContract("JobEscrow", [t, r, escrowRoles(p, o), LEASE, BOND])).to.be.revertedWithCustomError(
-          p.escrow,
-          "JobEscrowZeroAddress",
-        );
+        await expect(
+          ethers.deployContract("JobEscrow", [t, r, escrowRoles(p, o), LEASE, BOND]),
+        ).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroAddress");
       }
     });
 
     it("constructor: reverts with JobEscrowZeroAmount for a zero lease or bond, OwnableInvalidOwner for a zero owner", async function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
       const args = [await p.usdc.getAddress(), await p.registry.getAddress()];
-      await expect(ethers.deployContract("JobEscrow", [...args, escrowRoles(p), 0n, BOND])).to.be.revertedWithCustomError(
-        p.escrow,
-        "JobEscrowZeroAmount",
-      );
-      await expect(ethers.deployContract("JobEscrow", [...args, escrowRoles(p), LEASE, 0n])).to.be.revertedWithCustomError(
-        p.escrow,
-        "JobEscrowZeroAmount",
-      );
-      await expect(ethers.deployContract("JobEscrow", [...args, escrowRoles(p, { owner: ethers.ZeroAddress }), LEASE, BOND]))
+      await expect(
+        ethers.deployContract("JobEscrow", [...args, escrowRoles(p), 0n, BOND]),
+      ).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroAmount");
+      await expect(
+        ethers.deployContract("JobEscrow", [...args, escrowRoles(p), LEASE, 0n]),
+      ).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroAmount");
+      await expect(
+        ethers.deployContract("JobEscrow", [...args, escrowRoles(p, { owner: ethers.ZeroAddress }), LEASE, BOND]),
+      )
         .to.be.revertedWithCustomError(p.escrow, "OwnableInvalidOwner")
         .withArgs(ethers.ZeroAddress);
     });
@@ -103,8 +102,10 @@ describe("JobEscrow: admin and deployment", function () {
 
     it("setTemplateApproval: reverts with JobEscrowZeroTemplate for the zero template id", async function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
-      await expect(p.escrow.connect(p.owner).setTemplateApproval(ethers.ZeroHash, true))
-        .to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroTemplate");
+      await expect(p.escrow.connect(p.owner).setTemplateApproval(ethers.ZeroHash, true)).to.be.revertedWithCustomError(
+        p.escrow,
+        "JobEscrowZeroTemplate",
+      );
     });
   });
 
@@ -129,7 +130,10 @@ describe("JobEscrow: admin and deployment", function () {
       await expect(p.escrow.connect(p.owner).setFeeRecipient(p.stranger.address))
         .to.emit(p.escrow, "FeeRecipientSet")
         .withArgs(p.stranger.address);
-      expect([await p.escrow.arbiter(), await p.escrow.feeRecipient()]).to.deep.equal([p.stranger.address, p.stranger.address]);
+      expect([await p.escrow.arbiter(), await p.escrow.feeRecipient()]).to.deep.equal([
+        p.stranger.address,
+        p.stranger.address,
+      ]);
     });
 
     it("setCoordinator / setArbiter / setFeeRecipient: revert with JobEscrowZeroAddress for the zero address", async function () {
@@ -182,7 +186,13 @@ describe("JobEscrow: admin and deployment", function () {
       const bad = await ethers.deployContract("FalseReturningToken");
       const badAddress = await bad.getAddress();
       const registry = await ethers.deployContract("ProviderRegistry", [badAddress, 1n, 7_200n]);
-      const escrow = await ethers.deployContract("JobEscrow", [badAddress, await registry.getAddress(), escrowRoles(p), LEASE, BOND]);
+      const escrow = await ethers.deployContract("JobEscrow", [
+        badAddress,
+        await registry.getAddress(),
+        escrowRoles(p),
+        LEASE,
+        BOND,
+      ]);
       await escrow.connect(p.owner).setTemplateApproval(TEMPLATE, true);
       await bad.mint(p.client.address, 1_000_000n);
       await bad.connect(p.client).approve(await escrow.getAddress(), 1_000_000n);

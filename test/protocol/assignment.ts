@@ -80,7 +80,10 @@ describe("JobEscrow: assign, unassign, heartbeat", function () {
     it("assign: succeeds when the budget covers the remaining steps exactly", async function () {
       const p = await networkHelpers.loadFixture(deployProtocol);
       const jobId = await createJob(p, { budget: 100n * PRICE.provider1 });
-      await expect(p.escrow.connect(p.coordinator).assign(jobId, p.provider1.address)).to.emit(p.escrow, "ProviderAssigned");
+      await expect(p.escrow.connect(p.coordinator).assign(jobId, p.provider1.address)).to.emit(
+        p.escrow,
+        "ProviderAssigned",
+      );
     });
 
     it("assign: reverts with JobEscrowBudgetShort counting only the remaining steps at the new price", async function () {
@@ -150,9 +153,9 @@ describe("JobEscrow: assign, unassign, heartbeat", function () {
       expect(job.phase).to.equal(BigInt(Status.Open));
       expect(job.provider).to.equal(ethers.ZeroAddress);
       expect([job.pricePerStep, job.leaseExpiresAt]).to.deep.equal([0n, 0n]);
-      expect([job.pendingStep, job.pendingHash, job.pendingProvider, job.pendingEpoch, job.pendingPrice]).to.deep.equal([
-        20n, ckpt(p.jobId, 20), p.provider1.address, 1n, PRICE.provider1,
-      ]);
+      expect([job.pendingStep, job.pendingHash, job.pendingProvider, job.pendingEpoch, job.pendingPrice]).to.deep.equal(
+        [20n, ckpt(p.jobId, 20), p.provider1.address, 1n, PRICE.provider1],
+      );
       expect([job.acceptedStep, job.paid]).to.deep.equal([10n, 10n * PRICE.provider1]);
       expect(await p.escrow.isFenced(p.jobId, p.provider1.address)).to.equal(false);
     });
@@ -205,7 +208,9 @@ describe("JobEscrow: assign, unassign, heartbeat", function () {
       await networkHelpers.time.increase(60);
       const tx = await p.escrow.connect(p.provider1).heartbeat(p.jobId, 1n);
       const t = await now();
-      await expect(tx).to.emit(p.escrow, "LeaseExtended").withArgs(p.jobId, p.provider1.address, 1n, t + LEASE);
+      await expect(tx)
+        .to.emit(p.escrow, "LeaseExtended")
+        .withArgs(p.jobId, p.provider1.address, 1n, t + LEASE);
       expect((await p.escrow.jobOf(p.jobId)).leaseExpiresAt).to.equal(t + LEASE);
     });
 

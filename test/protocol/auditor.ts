@@ -83,7 +83,11 @@ class Scenario {
     if (this.live.size < 3 || rng.chance(0.05)) return this.create();
     if (rng.chance(0.12)) return this.claimOrWithdraw();
     if (rng.chance(0.05)) return this.registryChurn();
-    if (rng.chance(0.01)) return this.send("setFeeRecipient", p.escrow.connect(p.owner).setFeeRecipient(rng.pick([p.feeRecipient, p.stranger]).address));
+    if (rng.chance(0.01))
+      return this.send(
+        "setFeeRecipient",
+        p.escrow.connect(p.owner).setFeeRecipient(rng.pick([p.feeRecipient, p.stranger]).address),
+      );
     const jobId = rng.pick([...this.live]);
     await this.advance(jobId);
     const s = Number(await p.escrow.statusOf(jobId));
@@ -131,19 +135,27 @@ class Scenario {
         const candidates = [];
         for (const pr of this.providers) {
           const [price, , active] = await p.registry.quote(pr.address);
-          const fits = price <= job.maxPricePerStep && (job.totalSteps - job.acceptedStep) * price <= job.budget - job.paid;
-          const [stakeNeeded, stakeFree] = await p.registry.stakeQuote(pr.address, jobId, price * job.checkpointInterval);
+          const fits =
+            price <= job.maxPricePerStep && (job.totalSteps - job.acceptedStep) * price <= job.budget - job.paid;
+          const [stakeNeeded, stakeFree] = await p.registry.stakeQuote(
+            pr.address,
+            jobId,
+            price * job.checkpointInterval,
+          );
           const staked = stakeNeeded <= stakeFree;
           if (active && fits && staked && !(await p.escrow.isFenced(jobId, pr.address))) candidates.push(pr);
         }
-        if (candidates.length === 0) return this.send("cancel (no provider fits)", p.escrow.connect(await this.signer(job.client)).cancel(jobId));
+        if (candidates.length === 0)
+          return this.send("cancel (no provider fits)", p.escrow.connect(await this.signer(job.client)).cancel(jobId));
         return this.send("assign", p.escrow.connect(p.coordinator).assign(jobId, rng.pick(candidates).address));
       }
       case Status.Running: {
         const provider = await this.signer(job.provider);
-        if (t > job.leaseExpiresAt) return this.send("unassign (lease lapsed)", p.escrow.connect(p.stranger).unassign(jobId));
+        if (t > job.leaseExpiresAt)
+          return this.send("unassign (lease lapsed)", p.escrow.connect(p.stranger).unassign(jobId));
         if (decidable) {
-          if (rng.chance(0.5)) return this.send("unassign (coordinator)", p.escrow.connect(p.coordinator).unassign(jobId));
+          if (rng.chance(0.5))
+            return this.send("unassign (coordinator)", p.escrow.connect(p.coordinator).unassign(jobId));
           return this.lapse();
         }
         if (job.acceptedStep === job.totalSteps) {
@@ -153,14 +165,18 @@ class Scenario {
         if (r < 0.86) {
           const maxStep = Math.min(Number(job.acceptedStep + job.checkpointInterval), Number(job.totalSteps));
           const step = rng.chance(0.8) ? maxStep : rng.int(Number(job.acceptedStep) + 1, maxStep);
-          return this.send("report", p.escrow.connect(provider).reportCheckpoint(jobId, job.epoch, step, ckpt(jobId, step, `:${job.epoch}`)));
+          return this.send(
+            "report",
+            p.escrow.connect(provider).reportCheckpoint(jobId, job.epoch, step, ckpt(jobId, step, `:${job.epoch}`)),
+          );
         }
         const stalled = t > job.lastProgressAt + job.progressTimeout; // heartbeats no longer hold the job
         if (r < 0.96 && !stalled) return this.send("heartbeat", p.escrow.connect(provider).heartbeat(jobId, job.epoch));
         return this.lapse();
       }
       case Status.DisputeWindow: {
-        if (rng.chance(0.5)) return this.send("dispute", p.escrow.connect(await this.signer(job.client)).dispute(jobId));
+        if (rng.chance(0.5))
+          return this.send("dispute", p.escrow.connect(await this.signer(job.client)).dispute(jobId));
         await networkHelpers.time.increase(job.disputeWindow + 1n);
         return this.send("settle (window passed)", p.escrow.connect(p.stranger).settle(jobId));
       }
@@ -188,7 +204,10 @@ class Scenario {
     const orphan = job.provider !== job.pendingProvider ? " (reporter unassigned)" : "";
     if (r < 0.72) {
       const sigs = await signDecision(p, jobId, epoch, step, hash, true, this.verifierPair());
-      return this.send(`accept${orphan}`, p.escrow.connect(p.stranger).acceptCheckpoint(jobId, epoch, step, hash, sigs));
+      return this.send(
+        `accept${orphan}`,
+        p.escrow.connect(p.stranger).acceptCheckpoint(jobId, epoch, step, hash, sigs),
+      );
     }
     if (r < 0.86) {
       const sigs = await signDecision(p, jobId, epoch, step, hash, false, this.verifierPair());
@@ -196,14 +215,20 @@ class Scenario {
     }
     const fault = faultAt(p, rng.int(Number(job.acceptedStep) + 1, step), rng.pick(p.verifiers).address);
     const sigs = await signFault(p, jobId, epoch, step, hash, fault, this.verifierPair());
-    return this.send("refuse with fault (slash)", p.escrow.connect(p.stranger).refuseWithFault(jobId, epoch, step, hash, fault, sigs));
+    return this.send(
+      "refuse with fault (slash)",
+      p.escrow.connect(p.stranger).refuseWithFault(jobId, epoch, step, hash, fault, sigs),
+    );
   }
 
   async verdict(jobId: bigint, modelHash: string) {
     const passed = this.rng.chance(0.85);
     const metric = passed ? METRIC : 4_200n;
     const sigs = await signVerdict(this.p, jobId, modelHash, metric, passed, this.verifierPair());
-    await this.send("submitVerdict", this.p.escrow.connect(this.p.stranger).submitVerdict(jobId, modelHash, metric, passed, sigs));
+    await this.send(
+      "submitVerdict",
+      this.p.escrow.connect(this.p.stranger).submitVerdict(jobId, modelHash, metric, passed, sigs),
+    );
   }
 
   /** Lets every running lease lapse (the silent provider case). */
@@ -219,7 +244,10 @@ class Scenario {
         const jobId = rng.pick(this.done);
         for (const pr of this.providers) {
           if ((await p.escrow.earningsOf(jobId, pr.address)) > 0n) {
-            return this.send("claimEarnings", p.escrow.connect(rng.pick([p.stranger, pr])).claimEarnings(jobId, pr.address));
+            return this.send(
+              "claimEarnings",
+              p.escrow.connect(rng.pick([p.stranger, pr])).claimEarnings(jobId, pr.address),
+            );
           }
         }
       }
@@ -238,7 +266,10 @@ class Scenario {
     if (rng.chance(0.5)) return this.stakeChurn(pr);
     if (await p.registry.isActive(pr.address)) {
       if (rng.chance(0.5)) return this.send("registry: deactivate", p.registry.connect(pr).deactivate());
-      return this.send("registry: update price", p.registry.connect(pr).update(BigInt(rng.int(800, 1_300)), 1, "GPU", 16_384));
+      return this.send(
+        "registry: update price",
+        p.registry.connect(pr).update(BigInt(rng.int(800, 1_300)), 1, "GPU", 16_384),
+      );
     }
     return this.send("registry: reactivate", p.registry.connect(pr).reactivate());
   }
@@ -251,7 +282,8 @@ class Scenario {
     if (st.unbonding > 0n && (await now()) >= st.unbondingReadyAt) {
       return this.send("stake: withdraw", p.registry.connect(pr).withdrawStake());
     }
-    if (free > 2_000_000n && rng.chance(0.6)) return this.send("stake: unbond", p.registry.connect(pr).requestUnbond(free / 2n));
+    if (free > 2_000_000n && rng.chance(0.6))
+      return this.send("stake: unbond", p.registry.connect(pr).requestUnbond(free / 2n));
     await p.usdc.mint(pr.address, 3_000_000n);
     await p.usdc.connect(pr).approve(await p.registry.getAddress(), 3_000_000n);
     return this.send("stake: deposit", p.registry.connect(pr).depositStake(3_000_000n));
@@ -259,7 +291,11 @@ class Scenario {
 
   verifierPair() {
     const v = this.p.verifiers;
-    return this.rng.pick([[v[0], v[1]], [v[0], v[2]], [v[1], v[2]]]);
+    return this.rng.pick([
+      [v[0], v[1]],
+      [v[0], v[2]],
+      [v[1], v[2]],
+    ]);
   }
 
   async signer(address: string) {
@@ -276,7 +312,8 @@ class Scenario {
     const jobCount = await p.escrow.jobCount();
     for (let id = 1n; id <= jobCount; id++) {
       const s = Number(await p.escrow.statusOf(id));
-      if (s === Status.Settleable || s === Status.ArbiterTimedOut) await this.send("settle (drain)", p.escrow.settle(id));
+      if (s === Status.Settleable || s === Status.ArbiterTimedOut)
+        await this.send("settle (drain)", p.escrow.settle(id));
       if (s === Status.Running) await this.send("unassign (drain)", p.escrow.connect(p.stranger).unassign(id));
       if (Number(await p.escrow.statusOf(id)) === Status.Open) {
         const job = await p.escrow.jobOf(id);
@@ -284,7 +321,8 @@ class Scenario {
       }
       {
         for (const pr of this.providers) {
-          if ((await p.escrow.earningsOf(id, pr.address)) > 0n) await this.send("claimEarnings (drain)", p.escrow.claimEarnings(id, pr.address));
+          if ((await p.escrow.earningsOf(id, pr.address)) > 0n)
+            await this.send("claimEarnings (drain)", p.escrow.claimEarnings(id, pr.address));
         }
       }
     }
@@ -352,7 +390,11 @@ async function audit(p: Protocol, accounts: string[]): Promise<Ledger> {
   for (const account of accounts) {
     const st = await p.registry.stakeOf(account);
     const mine = ledger.stakes.get(account) ?? { deposited: 0n, locked: 0n, unbonding: 0n };
-    expect([mine.deposited, mine.locked, mine.unbonding], `stake of ${account}`).to.deep.equal([st.deposited, st.locked, st.unbonding]);
+    expect([mine.deposited, mine.locked, mine.unbonding], `stake of ${account}`).to.deep.equal([
+      st.deposited,
+      st.locked,
+      st.unbonding,
+    ]);
   }
   expect(ledger.totalStaked, "totalStaked").to.equal(await p.registry.totalStaked());
   expect(ledger.totalLocked, "totalLocked").to.equal(await p.escrow.totalLocked());
@@ -373,10 +415,28 @@ describe("auditor: a long seeded random scenario, rebuilt from events alone", fu
     if (process.env.AUDITOR_VERBOSE) console.log(Object.fromEntries(scenario.counts));
     // The scenario really exercised every path it claims to (guards against a seed that drifts into a corner).
     const must = [
-      "createJob", "assign", "report", "accept", "refuse", "heartbeat", "unassign (coordinator)", "unassign (lease lapsed)",
-      "submitVerdict", "dispute", "resolve (upheld)", "resolve (rejected)", "settle (arbiter timed out)",
-      "settle (window passed)", "cancel", "claimEarnings", "withdraw", "refuse with fault (slash)",
-      "accept (reporter unassigned)", "expire", "stake: deposit", "stake: unbond",
+      "createJob",
+      "assign",
+      "report",
+      "accept",
+      "refuse",
+      "heartbeat",
+      "unassign (coordinator)",
+      "unassign (lease lapsed)",
+      "submitVerdict",
+      "dispute",
+      "resolve (upheld)",
+      "resolve (rejected)",
+      "settle (arbiter timed out)",
+      "settle (window passed)",
+      "cancel",
+      "claimEarnings",
+      "withdraw",
+      "refuse with fault (slash)",
+      "accept (reporter unassigned)",
+      "expire",
+      "stake: deposit",
+      "stake: unbond",
     ];
     const missing = must.filter((m) => !scenario.counts.has(m));
     expect(missing, `actions never taken: ${JSON.stringify(Object.fromEntries(scenario.counts))}`).to.deep.equal([]);

@@ -101,9 +101,16 @@ describe("JobEscrow: report, accept, refuse", function () {
       const reservesBefore = await escrow.reserves();
       const sigs = await signDecision(p, jobId, 1n, 7, h, true);
       const tx = await escrow.connect(p.stranger).acceptCheckpoint(jobId, 1n, 7, h, sigs);
-      await expect(tx).to.emit(escrow, "CheckpointAccepted").withArgs(jobId, provider1.address, 1n, 7, h, 7, 7n * PRICE.provider1);
+      await expect(tx)
+        .to.emit(escrow, "CheckpointAccepted")
+        .withArgs(jobId, provider1.address, 1n, 7, h, 7, 7n * PRICE.provider1);
       const job = await escrow.jobOf(jobId);
-      expect([job.acceptedStep, job.acceptedHash, job.pendingStep, job.pendingHash]).to.deep.equal([7n, h, 0n, ethers.ZeroHash]);
+      expect([job.acceptedStep, job.acceptedHash, job.pendingStep, job.pendingHash]).to.deep.equal([
+        7n,
+        h,
+        0n,
+        ethers.ZeroHash,
+      ]);
       expect(job.paid).to.equal(7n * PRICE.provider1);
       expect(job.leaseExpiresAt).to.equal((await now()) + LEASE);
       expect(await escrow.earningsOf(jobId, provider1.address)).to.equal(7n * PRICE.provider1);
@@ -120,7 +127,11 @@ describe("JobEscrow: report, accept, refuse", function () {
         .to.be.revertedWithCustomError(escrow, "JobEscrowNoSuchPendingCheckpoint")
         .withArgs(jobId, 1n, 10, h);
       await escrow.connect(provider1).reportCheckpoint(jobId, 1n, 10, h);
-      for (const [epoch, step, hash] of [[2n, 10, h], [1n, 9, h], [1n, 10, ckpt(jobId, 10, "x")]] as const) {
+      for (const [epoch, step, hash] of [
+        [2n, 10, h],
+        [1n, 9, h],
+        [1n, 10, ckpt(jobId, 10, "x")],
+      ] as const) {
         await expect(escrow.acceptCheckpoint(jobId, epoch, step, hash, sigs))
           .to.be.revertedWithCustomError(escrow, "JobEscrowNoSuchPendingCheckpoint")
           .withArgs(jobId, epoch, step, hash);
@@ -145,7 +156,9 @@ describe("JobEscrow: report, accept, refuse", function () {
       const h10 = await reportAndAccept(p, jobId, provider1, 10);
       const bad = ckpt(jobId, 20, "corrupted");
       await escrow.connect(provider1).reportCheckpoint(jobId, 1n, 20, bad);
-      const tx = await escrow.connect(p.stranger).refuseCheckpoint(jobId, 1n, 20, bad, await signDecision(p, jobId, 1n, 20, bad, false));
+      const tx = await escrow
+        .connect(p.stranger)
+        .refuseCheckpoint(jobId, 1n, 20, bad, await signDecision(p, jobId, 1n, 20, bad, false));
       await expect(tx).to.emit(escrow, "CheckpointRefused").withArgs(jobId, provider1.address, 1n, 20, bad);
       await expect(tx)
         .to.emit(escrow, "ProviderUnassigned")

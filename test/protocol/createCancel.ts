@@ -35,7 +35,17 @@ describe("JobEscrow: create and cancel", function () {
       const tx = escrow.connect(client).createJob(r);
       await expect(tx)
         .to.emit(escrow, "JobCreated")
-        .withArgs(1n, client.address, r.templateId, seed, r.totalSteps, r.checkpointInterval, r.maxPricePerStep, r.budget, r.disputeWindow);
+        .withArgs(
+          1n,
+          client.address,
+          r.templateId,
+          seed,
+          r.totalSteps,
+          r.checkpointInterval,
+          r.maxPricePerStep,
+          r.budget,
+          r.disputeWindow,
+        );
       await expect(tx).to.changeTokenBalances(ethers, usdc, [client, p.escrowAddress], [-r.budget, r.budget]);
       const job = await escrow.jobOf(1n);
       expect(job.client).to.equal(client.address);
@@ -94,7 +104,9 @@ describe("JobEscrow: create and cancel", function () {
       await p.usdc.connect(p.client).approve(p.escrowAddress, 0n);
       const deadline = BigInt(await networkHelpers.time.latest()) + 3600n;
       const { v, r, s } = await permit(p, p.client, DEFAULT_REQUEST.budget, deadline);
-      await p.usdc.connect(p.stranger).permit(p.client.address, p.escrowAddress, DEFAULT_REQUEST.budget, deadline, v, r, s);
+      await p.usdc
+        .connect(p.stranger)
+        .permit(p.client.address, p.escrowAddress, DEFAULT_REQUEST.budget, deadline, v, r, s);
       await expect(p.escrow.connect(p.client).createJobWithPermit(DEFAULT_REQUEST, deadline, v, r, s)).to.emit(
         p.escrow,
         "JobCreated",

@@ -34,7 +34,9 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
       const tx = p.escrow.connect(p.client).dispute(p.jobId);
       await expect(tx).to.changeTokenBalances(ethers, p.usdc, [p.client, p.escrowAddress], [-BOND, BOND]);
       const t = await now();
-      await expect(tx).to.emit(p.escrow, "DisputeOpened").withArgs(p.jobId, p.client.address, BOND, t + ARBITER_TIMEOUT);
+      await expect(tx)
+        .to.emit(p.escrow, "DisputeOpened")
+        .withArgs(p.jobId, p.client.address, BOND, t + ARBITER_TIMEOUT);
       expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(Status.Disputed));
       const d = await p.escrow.disputeOf(p.jobId);
       expect([d.bond, d.openedAt, d.resolved, d.upheld]).to.deep.equal([BOND, t, false, false]);
@@ -84,7 +86,9 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
       const p = await disputedJob();
       const tx = await p.escrow.connect(p.arbiter).resolveDispute(p.jobId, false);
       await expect(tx).to.emit(p.escrow, "DisputeResolved").withArgs(p.jobId, p.arbiter.address, false);
-      await expect(tx).to.emit(p.escrow, "JobSettled").withArgs(p.jobId, BUDGET - PAID, PAID, 0n, BOND);
+      await expect(tx)
+        .to.emit(p.escrow, "JobSettled")
+        .withArgs(p.jobId, BUDGET - PAID, PAID, 0n, BOND);
       expect(await p.escrow.owed(p.feeRecipient.address)).to.equal(BOND);
       expect(await p.escrow.owed(p.client.address)).to.equal(BUDGET - PAID);
       await expect(p.escrow.claimEarnings(p.jobId, p.provider1.address))
@@ -141,7 +145,9 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
       expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(Status.ArbiterTimedOut));
       const tx = await p.escrow.connect(p.stranger).settle(p.jobId);
       await expect(tx).to.emit(p.escrow, "ArbiterTimedOut").withArgs(p.jobId, p.stranger.address);
-      await expect(tx).to.emit(p.escrow, "JobSettled").withArgs(p.jobId, BUDGET - PAID, PAID, BOND, 0n);
+      await expect(tx)
+        .to.emit(p.escrow, "JobSettled")
+        .withArgs(p.jobId, BUDGET - PAID, PAID, BOND, 0n);
       const d = await p.escrow.disputeOf(p.jobId);
       expect([d.resolved, d.upheld]).to.deep.equal([true, false]);
       expect(await p.escrow.owed(p.client.address)).to.equal(BUDGET - PAID + BOND);

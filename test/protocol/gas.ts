@@ -64,7 +64,13 @@ async function crowd(p: Protocol) {
     const jobId = await createJob(p, { totalSteps: 30 }, p.client2);
     await p.escrow.connect(p.coordinator).assign(jobId, wallets[i].address);
     await p.escrow.connect(wallets[i]).reportCheckpoint(jobId, 1n, 10, h(10, `bg${i}`));
-    await p.escrow.acceptCheckpoint(jobId, 1n, 10, h(10, `bg${i}`), await signDecision(p, jobId, 1n, 10, h(10, `bg${i}`), true));
+    await p.escrow.acceptCheckpoint(
+      jobId,
+      1n,
+      10,
+      h(10, `bg${i}`),
+      await signDecision(p, jobId, 1n, 10, h(10, `bg${i}`), true),
+    );
   }
 }
 
@@ -76,15 +82,21 @@ async function lifecycle(p: Protocol): Promise<Record<string, Gas>> {
   g.assign = await measure(escrow.connect(p.coordinator).assign(jobId, p.provider1.address));
   g.heartbeat = await measure(escrow.connect(p.provider1).heartbeat(jobId, 1n));
   g.reportCheckpoint = await measure(escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, h(10)));
-  g.acceptCheckpoint = await measure(escrow.acceptCheckpoint(jobId, 1n, 10, h(10), await signDecision(p, jobId, 1n, 10, h(10), true)));
+  g.acceptCheckpoint = await measure(
+    escrow.acceptCheckpoint(jobId, 1n, 10, h(10), await signDecision(p, jobId, 1n, 10, h(10), true)),
+  );
   await escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 20, h(20, "bad"));
-  g.refuseCheckpoint = await measure(escrow.refuseCheckpoint(jobId, 1n, 20, h(20, "bad"), await signDecision(p, jobId, 1n, 20, h(20, "bad"), false)));
+  g.refuseCheckpoint = await measure(
+    escrow.refuseCheckpoint(jobId, 1n, 20, h(20, "bad"), await signDecision(p, jobId, 1n, 20, h(20, "bad"), false)),
+  );
   await escrow.connect(p.coordinator).assign(jobId, p.provider2.address); // epoch 3
   for (const step of [20, 30]) {
     await escrow.connect(p.provider2).reportCheckpoint(jobId, 3n, step, h(step));
     await escrow.acceptCheckpoint(jobId, 3n, step, h(step), await signDecision(p, jobId, 3n, step, h(step), true));
   }
-  g.submitVerdict = await measure(escrow.submitVerdict(jobId, h(30), METRIC, true, await signVerdict(p, jobId, h(30), METRIC, true)));
+  g.submitVerdict = await measure(
+    escrow.submitVerdict(jobId, h(30), METRIC, true, await signVerdict(p, jobId, h(30), METRIC, true)),
+  );
   await networkHelpers.time.increase(3_601);
   g.settle = await measure(escrow.settle(jobId));
   g.claimEarnings = await measure(escrow.claimEarnings(jobId, p.provider1.address));

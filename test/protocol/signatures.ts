@@ -33,7 +33,9 @@ import {
 // At run time (ESM) the default import is the Safe class; TypeScript reads the package's types as CommonJS and
 // sees the module object, whose `default` is the class (same shim as keepers/collector/safeTx.ts).
 type SafeClass = (typeof import("@safe-global/protocol-kit"))["default"];
-const Safe = ("init" in SafeKit ? SafeKit : (SafeKit as unknown as { default: SafeClass }).default) as unknown as SafeClass;
+const Safe = ("init" in SafeKit
+  ? SafeKit
+  : (SafeKit as unknown as { default: SafeClass }).default) as unknown as SafeClass;
 
 /** Hardhat's default accounts come from the well-known test mnemonic. */
 const MNEMONIC = Mnemonic.fromPhrase("test test test test test test test test test test test junk");
@@ -41,7 +43,13 @@ const privateKeyOf = (index: number) => HDNodeWallet.fromMnemonic(MNEMONIC, `m/4
 
 /** Signatures over a digest built in another domain (another chain or another escrow). */
 async function signInDomain(p: Protocol, chainId: bigint, escrow: string, jobId: bigint, hash: string) {
-  const digest = checkpointDecisionDigest(escrowDomain(chainId, escrow), { jobId, epoch: 1n, step: 10, checkpointHash: hash, accept: true });
+  const digest = checkpointDecisionDigest(escrowDomain(chainId, escrow), {
+    jobId,
+    epoch: 1n,
+    step: 10,
+    checkpointHash: hash,
+    accept: true,
+  });
   return signDigest(p, digest, [p.verifier1, p.verifier2]);
 }
 
@@ -52,14 +60,20 @@ describe("JobEscrow: verifier signatures", function () {
       const domain = escrowDomain(p.chainId, p.escrowAddress);
       const h = ethers.id("blob");
       for (const accept of [true, false]) {
-        expect(checkpointDecisionDigest(domain, { jobId: 7n, epoch: 3n, step: 42, checkpointHash: h, accept })).to.equal(
-          await p.escrow.checkpointDecisionDigest(7n, 3n, 42, h, accept),
-        );
+        expect(
+          checkpointDecisionDigest(domain, { jobId: 7n, epoch: 3n, step: 42, checkpointHash: h, accept }),
+        ).to.equal(await p.escrow.checkpointDecisionDigest(7n, 3n, 42, h, accept));
       }
       expect(verdictDigest(domain, { jobId: 7n, modelHash: h, metric: METRIC, passed: true })).to.equal(
         await p.escrow.verdictDigest(7n, h, METRIC, true),
       );
-      const fault = { step: 41, inputHash: ethers.id("in"), committedHash: ethers.id("out"), replayedHash: ethers.id("re"), finder: p.verifier2.address };
+      const fault = {
+        step: 41,
+        inputHash: ethers.id("in"),
+        committedHash: ethers.id("out"),
+        replayedHash: ethers.id("re"),
+        finder: p.verifier2.address,
+      };
       expect(faultRefusalDigest(domain, { jobId: 7n, epoch: 3n, step: 42, checkpointHash: h, fault })).to.equal(
         await p.escrow.faultRefusalDigest(7n, 3n, 42, h, fault),
       );
@@ -67,13 +81,20 @@ describe("JobEscrow: verifier signatures", function () {
       expect(ethers.id(encoder(checkpointDecisionTypes).encodeType("CheckpointDecision"))).to.equal(
         await p.escrow.CHECKPOINT_DECISION_TYPEHASH(),
       );
-      expect(ethers.id(encoder(faultRefusalTypes).encodeType("FaultRefusal"))).to.equal(await p.escrow.FAULT_REFUSAL_TYPEHASH());
+      expect(ethers.id(encoder(faultRefusalTypes).encodeType("FaultRefusal"))).to.equal(
+        await p.escrow.FAULT_REFUSAL_TYPEHASH(),
+      );
       expect(ethers.id(encoder(verdictTypes).encodeType("Verdict"))).to.equal(await p.escrow.VERDICT_TYPEHASH());
     });
   });
 
   describe("relayed 2-of-3 owner signatures", function () {
-    for (const [a, b] of [[0, 1], [0, 2], [1, 2], [2, 0]] as const) {
+    for (const [a, b] of [
+      [0, 1],
+      [0, 2],
+      [1, 2],
+      [2, 0],
+    ] as const) {
       it(`acceptCheckpoint: accepts verifier${a + 1} + verifier${b + 1} signatures relayed by a stranger`, async function () {
         const p = await pendingCheckpoint();
         const sigs = await signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifiers[a], p.verifiers[b]]);
@@ -131,17 +152,38 @@ describe("JobEscrow: verifier signatures", function () {
     });
 
     const invalid: { name: string; sign: (p: Awaited<ReturnType<typeof pendingCheckpoint>>) => Promise<string> }[] = [
-      { name: "only 1 of the 3 owners signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier2]) },
-      { name: "an owner and a non-owner signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier1, p.stranger]) },
-      { name: "two non-owners signed", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.client, p.stranger]) },
-      { name: "the same owner signed twice", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier3, p.verifier3]) },
+      {
+        name: "only 1 of the 3 owners signed",
+        sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier2]),
+      },
+      {
+        name: "an owner and a non-owner signed",
+        sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier1, p.stranger]),
+      },
+      {
+        name: "two non-owners signed",
+        sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.client, p.stranger]),
+      },
+      {
+        name: "the same owner signed twice",
+        sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier3, p.verifier3]),
+      },
       { name: "they were signed for another job", sign: (p) => signDecision(p, p.jobId + 1n, 1n, 10, p.hash, true) },
       { name: "they were signed for another step", sign: (p) => signDecision(p, p.jobId, 1n, 9, p.hash, true) },
       { name: "they were signed for another epoch", sign: (p) => signDecision(p, p.jobId, 2n, 10, p.hash, true) },
-      { name: "they were signed for another hash", sign: (p) => signDecision(p, p.jobId, 1n, 10, ckpt(p.jobId, 10, "forged"), true) },
+      {
+        name: "they were signed for another hash",
+        sign: (p) => signDecision(p, p.jobId, 1n, 10, ckpt(p.jobId, 10, "forged"), true),
+      },
       { name: "they were signed as a refusal", sign: (p) => signDecision(p, p.jobId, 1n, 10, p.hash, false) },
-      { name: "the digest was built with another chain id", sign: (p) => signInDomain(p, 84532n, p.escrowAddress, p.jobId, p.hash) },
-      { name: "the digest was built for another escrow address", sign: (p) => signInDomain(p, p.chainId, p.stranger.address, p.jobId, p.hash) },
+      {
+        name: "the digest was built with another chain id",
+        sign: (p) => signInDomain(p, 84532n, p.escrowAddress, p.jobId, p.hash),
+      },
+      {
+        name: "the digest was built for another escrow address",
+        sign: (p) => signInDomain(p, p.chainId, p.stranger.address, p.jobId, p.hash),
+      },
       { name: "no signatures are given", sign: async () => "0x" },
       { name: "the signatures are garbage bytes", sign: async () => "0x" + "ab".repeat(130) },
     ];
@@ -180,7 +222,12 @@ describe("JobEscrow: verifier signatures", function () {
       const contractNetworks = { [p.chainId.toString()]: p.singletons };
       // Safe owners are Hardhat accounts 3, 4, 5 (verifier1..3).
       const init = (i: number) =>
-        Safe.init({ provider: connection.provider as never, signer: privateKeyOf(i), safeAddress: p.safeAddress, contractNetworks });
+        Safe.init({
+          provider: connection.provider as never,
+          signer: privateKeyOf(i),
+          safeAddress: p.safeAddress,
+          contractNetworks,
+        });
       return [await init(3), await init(5)];
     }
 
@@ -208,7 +255,10 @@ describe("JobEscrow: verifier signatures", function () {
       await execute(p, p.escrow.interface.encodeFunctionData("refuseCheckpoint", [p.jobId, 1n, 10, p.hash, "0x"]));
       expect(await p.escrow.isFenced(p.jobId, p.provider1.address)).to.equal(true);
       const modelHash = await trainToEnd(p, p.jobId, p.provider2);
-      await execute(p, p.escrow.interface.encodeFunctionData("submitVerdict", [p.jobId, modelHash, METRIC, true, "0x"]));
+      await execute(
+        p,
+        p.escrow.interface.encodeFunctionData("submitVerdict", [p.jobId, modelHash, METRIC, true, "0x"]),
+      );
       expect((await p.escrow.verdictOf(p.jobId)).modelHash).to.equal(modelHash);
     });
 
@@ -225,7 +275,10 @@ describe("JobEscrow: verifier signatures", function () {
       await execute(p, data);
       const paid = (await p.escrow.jobOf(p.jobId)).paid;
       // Safe v1.4.1 with safeTxGas = 0 reverts the whole transaction when the inner call fails (GS013).
-      const failed = await execute(p, data).then(() => false, () => true);
+      const failed = await execute(p, data).then(
+        () => false,
+        () => true,
+      );
       expect(failed, "the second Safe transaction must fail").to.equal(true);
       expect((await p.escrow.jobOf(p.jobId)).paid).to.equal(paid);
       await reportAndAccept(p, p.jobId, p.provider1, 20);

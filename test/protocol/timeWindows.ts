@@ -50,7 +50,10 @@ function wrongStatus(
 
 async function race(t: bigint, a: Contender, b: Contender, aWins: boolean) {
   const snapshot = await networkHelpers.takeSnapshot();
-  for (const [who, wins] of [[a, aWins], [b, !aWins]] as const) {
+  for (const [who, wins] of [
+    [a, aWins],
+    [b, !aWins],
+  ] as const) {
     await time.setNextBlockTimestamp(t);
     if (wins) {
       await who.succeeded(who.send(), t);
@@ -83,13 +86,16 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
       const heartbeat: Contender = {
         send: () => p.escrow.connect(p.provider1).heartbeat(jobId, 1n),
         succeeded: (tx, t) =>
-          expect(tx).to.emit(p.escrow, "LeaseExtended").withArgs(jobId, p.provider1.address, 1n, t + LEASE),
+          expect(tx)
+            .to.emit(p.escrow, "LeaseExtended")
+            .withArgs(jobId, p.provider1.address, 1n, t + LEASE),
         failed: lapsed,
       };
       const h = ckpt(jobId, 10);
       const report: Contender = {
         send: () => p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, h),
-        succeeded: (tx) => expect(tx).to.emit(p.escrow, "CheckpointReported").withArgs(jobId, p.provider1.address, 1n, 10, h),
+        succeeded: (tx) =>
+          expect(tx).to.emit(p.escrow, "CheckpointReported").withArgs(jobId, p.provider1.address, 1n, 10, h),
         failed: lapsed,
       };
       return { leaseExpiresAt, unassign, heartbeat, report };
@@ -109,7 +115,6 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
   });
 
   describe("progress timeout (lastProgressAt + the job's progressTimeout is inclusive for the assignee)", function () {
-
     /** Keeps the lease alive with heartbeats until just before `until`, making no progress. */
     async function heartbeatUntil(p: Awaited<ReturnType<typeof deployProtocol>>, jobId: bigint, until: bigint) {
       for (let t = (await now()) + 110n; t < until - 1n; t += 110n) {
@@ -136,8 +141,14 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
         const t = deadline + offset;
         await time.setNextBlockTimestamp(t);
         const tx = p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
-        if (live) await expect(tx).to.emit(p.escrow, "LeaseExtended").withArgs(jobId, p.provider1.address, 1n, t + LEASE);
-        else await expect(tx).to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress").withArgs(jobId, lastProgressAt, t);
+        if (live)
+          await expect(tx)
+            .to.emit(p.escrow, "LeaseExtended")
+            .withArgs(jobId, p.provider1.address, 1n, t + LEASE);
+        else
+          await expect(tx)
+            .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress")
+            .withArgs(jobId, lastProgressAt, t);
       });
     }
 
@@ -161,7 +172,10 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
         await time.setNextBlockTimestamp(t);
         const tx = p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
         if (live) await expect(tx).to.emit(p.escrow, "LeaseExtended");
-        else await expect(tx).to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress").withArgs(jobId, lastProgressAt, t);
+        else
+          await expect(tx)
+            .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress")
+            .withArgs(jobId, lastProgressAt, t);
       });
     }
 
@@ -185,7 +199,10 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
       const deadline = (await p.escrow.verdictOf(jobId)).submittedAt + 3_600n;
       const dispute: Contender = {
         send: () => p.escrow.connect(p.client).dispute(jobId),
-        succeeded: (tx, t) => expect(tx).to.emit(p.escrow, "DisputeOpened").withArgs(jobId, p.client.address, 50_000_000n, t + ARBITER_TIMEOUT),
+        succeeded: (tx, t) =>
+          expect(tx)
+            .to.emit(p.escrow, "DisputeOpened")
+            .withArgs(jobId, p.client.address, 50_000_000n, t + ARBITER_TIMEOUT),
         failed: (tx) => wrongStatus(p, jobId, tx, Status.Settleable, Status.DisputeWindow),
       };
       const settle: Contender = {

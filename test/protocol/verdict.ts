@@ -25,9 +25,13 @@ describe("JobEscrow: verdict", function () {
   it("submitVerdict: opens the dispute window, stores the verdict and bumps the epoch so the provider is fenced", async function () {
     const p = await trainedJob();
     const { escrow, jobId, modelHash } = p;
-    const tx = await escrow.connect(p.stranger).submitVerdict(jobId, modelHash, METRIC, true, await signVerdict(p, jobId, modelHash, METRIC, true));
+    const tx = await escrow
+      .connect(p.stranger)
+      .submitVerdict(jobId, modelHash, METRIC, true, await signVerdict(p, jobId, modelHash, METRIC, true));
     const t = await now();
-    await expect(tx).to.emit(escrow, "VerdictSubmitted").withArgs(jobId, modelHash, METRIC, true, t + 3_600n, 2n);
+    await expect(tx)
+      .to.emit(escrow, "VerdictSubmitted")
+      .withArgs(jobId, modelHash, METRIC, true, t + 3_600n, 2n);
     expect(await escrow.statusOf(jobId)).to.equal(BigInt(Status.DisputeWindow));
     const v = await escrow.verdictOf(jobId);
     expect([v.modelHash, v.metric, v.passed, v.submittedAt]).to.deep.equal([modelHash, METRIC, true, t]);
@@ -45,16 +49,25 @@ describe("JobEscrow: verdict", function () {
     await networkHelpers.time.increase(121);
     await p.escrow.connect(p.stranger).unassign(p.jobId);
     expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(Status.Open));
-    await expect(p.escrow.submitVerdict(p.jobId, p.modelHash, 1n, false, await signVerdict(p, p.jobId, p.modelHash, 1n, false)))
-      .to.emit(p.escrow, "VerdictSubmitted");
+    await expect(
+      p.escrow.submitVerdict(p.jobId, p.modelHash, 1n, false, await signVerdict(p, p.jobId, p.modelHash, 1n, false)),
+    ).to.emit(p.escrow, "VerdictSubmitted");
     expect((await p.escrow.jobOf(p.jobId)).epoch).to.equal(3n);
   });
 
   it("submitVerdict: a failing verdict still pays the accepted steps at settlement (only accepted work is paid)", async function () {
     const p = await trainedJob();
-    await p.escrow.submitVerdict(p.jobId, p.modelHash, 10n, false, await signVerdict(p, p.jobId, p.modelHash, 10n, false));
+    await p.escrow.submitVerdict(
+      p.jobId,
+      p.modelHash,
+      10n,
+      false,
+      await signVerdict(p, p.jobId, p.modelHash, 10n, false),
+    );
     await networkHelpers.time.increase(3_601);
-    await expect(p.escrow.settle(p.jobId)).to.emit(p.escrow, "JobSettled").withArgs(p.jobId, 100_000n - 18_000n, 18_000n, 0n, 0n);
+    await expect(p.escrow.settle(p.jobId))
+      .to.emit(p.escrow, "JobSettled")
+      .withArgs(p.jobId, 100_000n - 18_000n, 18_000n, 0n, 0n);
   });
 
   it("submitVerdict: reverts with JobEscrowTrainingIncomplete before the last step is accepted", async function () {
@@ -69,7 +82,9 @@ describe("JobEscrow: verdict", function () {
   it("submitVerdict: reverts with JobEscrowVerdictHashMismatch when the model is not the final accepted checkpoint", async function () {
     const p = await trainedJob();
     const other = ckpt(p.jobId, 20, "other");
-    await expect(p.escrow.submitVerdict(p.jobId, other, METRIC, true, await signVerdict(p, p.jobId, other, METRIC, true)))
+    await expect(
+      p.escrow.submitVerdict(p.jobId, other, METRIC, true, await signVerdict(p, p.jobId, other, METRIC, true)),
+    )
       .to.be.revertedWithCustomError(p.escrow, "JobEscrowVerdictHashMismatch")
       .withArgs(p.jobId, other, p.modelHash);
   });

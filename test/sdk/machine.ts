@@ -23,7 +23,13 @@ describe("sdk: machine identity and badges", function () {
     const scope = { chainId: "31337", escrow: Wallet.createRandom().address };
     const now = Date.now();
     const h = await signHeartbeat(w, {
-      ...scope, machine: machineId(), provider: w.address, jobId: "0", epoch: "0", step: 0, sentAt: now,
+      ...scope,
+      machine: machineId(),
+      provider: w.address,
+      jobId: "0",
+      epoch: "0",
+      step: 0,
+      sentAt: now,
     });
     expect(checkHeartbeat(h, scope, now, undefined)).to.deep.equal({ ok: true });
     expect(checkHeartbeat({ ...h, machine: "0x" + "cd".repeat(16) }, scope, now, undefined).ok).to.equal(false);

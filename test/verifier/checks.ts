@@ -1,10 +1,22 @@
 import { expect } from "chai";
 import {
-  buildTemplate, createTrainer, FsCheckpointStore, loadTemplate, type Template, type Trainer,
+  buildTemplate,
+  createTrainer,
+  FsCheckpointStore,
+  loadTemplate,
+  type Template,
+  type Trainer,
 } from "../../workloads/index.ts";
 import {
-  CannotVerifyError, newVerifyCache, stepsToReplay, toBasisPoints, verifyCheckpoint, verifyFinal,
-  type JobFacts, type ReasonCode, type Report,
+  CannotVerifyError,
+  newVerifyCache,
+  stepsToReplay,
+  toBasisPoints,
+  verifyCheckpoint,
+  verifyFinal,
+  type JobFacts,
+  type ReasonCode,
+  type Report,
 } from "../../verifier/checks.ts";
 import { afterAccept, firstJob, Provider, seedOf, type Case } from "./helpers.ts";
 import { useScratch } from "../helpers/scratch.ts";
@@ -20,7 +32,16 @@ describe("verifier checks: one checkpoint, one verifier", function () {
   let job: JobFacts;
 
   const verify = (j: JobFacts, report: Report, samples = 3, t: Template = template, tr: Trainer = scratch.trainer) =>
-    verifyCheckpoint({ template: t, trainer: tr, store, job: j, report, sampleSalt: SALT, samples, cache: newVerifyCache() });
+    verifyCheckpoint({
+      template: t,
+      trainer: tr,
+      store,
+      job: j,
+      report,
+      sampleSalt: SALT,
+      samples,
+      cache: newVerifyCache(),
+    });
 
   before(async function () {
     store = new FsCheckpointStore(scratch.dir);
@@ -165,13 +186,21 @@ describe("verifier checks: one checkpoint, one verifier", function () {
     });
 
     it("fails a final model below the target accuracy", async function () {
-      const unreachable = buildTemplate({ ...template.descriptor, evalRules: { maxRegression: 0.05, targetAccuracy: 1.01 } });
+      const unreachable = buildTemplate({
+        ...template.descriptor,
+        evalRules: { maxRegression: 0.05, targetAccuracy: 1.01 },
+      });
       const tr = await createTrainer(unreachable);
       try {
         const p = new Provider(tr, store);
         const first = firstJob(unreachable, seedOf(12));
         const { report } = await p.produce(first, 10, "honest");
-        const v = await verifyFinal({ template: unreachable, trainer: tr, store, job: { ...afterAccept(first, report), totalSteps: 10 } });
+        const v = await verifyFinal({
+          template: unreachable,
+          trainer: tr,
+          store,
+          job: { ...afterAccept(first, report), totalSteps: 10 },
+        });
         expect(v.passed).to.equal(false);
         expect(Number(v.metric)).to.be.within(1, 10_000);
       } finally {

@@ -28,7 +28,10 @@ describe("verifier detection matrix: faults × seeds × three independently samp
   });
 
   // MNIST states are 400 kB each (one blob per step), so its segments are shorter to keep the suite fast.
-  for (const [template, seeds, honestSeeds, interval] of [["blobs-tiny", 4, 8, INTERVAL], ["mnist-mlp", 2, 4, 10]] as const) {
+  for (const [template, seeds, honestSeeds, interval] of [
+    ["blobs-tiny", 4, 8, INTERVAL],
+    ["mnist-mlp", 2, 4, 10],
+  ] as const) {
     it(`${template}: refuses every certain fault class by quorum in 100 % of ${seeds} seeds each`, async function () {
       const got = await runMatrix(
         { template, cases: CERTAIN_CASES, trials: seeds, interval, samples: SAMPLES, seedBase: 10_000 },
@@ -68,7 +71,14 @@ describe("verifier detection matrix: faults × seeds × three independently samp
    */
   it("blobs-tiny: one bad step among 20 is refused at the rate spanDetectionProbability predicts", async function () {
     const got = await runMatrix(
-      { template: "blobs-tiny", cases: SAMPLING_CASES, trials: 40, interval: INTERVAL, samples: SAMPLES, seedBase: 30_000 },
+      {
+        template: "blobs-tiny",
+        cases: SAMPLING_CASES,
+        trials: 40,
+        interval: INTERVAL,
+        samples: SAMPLES,
+        seedBase: 30_000,
+      },
       await trainerFor("blobs-tiny"),
     );
     rows.push(...got);
@@ -79,7 +89,10 @@ describe("verifier detection matrix: faults × seeds × three independently samp
       expect(bySampling, `${r.kind} verifier catches`).to.be.within(r.checks * p - 4 * sd, r.checks * p + 4 * sd);
       const q = r.expectedQuorumRate!;
       const qsd = Math.sqrt(r.trials * q * (1 - q));
-      expect(r.quorumRefusals, `${r.kind} quorum refusals`).to.be.within(0, r.trials * q + 4 * qsd + r.escalatedRefusals);
+      expect(r.quorumRefusals, `${r.kind} quorum refusals`).to.be.within(
+        0,
+        r.trials * q + 4 * qsd + r.escalatedRefusals,
+      );
     }
   });
 });

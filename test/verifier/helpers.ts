@@ -8,7 +8,17 @@ import { behaviourOf, faultyUpload, type Fault, type FaultKind } from "../../age
 import { honestUpload, type Segment, type SegmentStart, type Upload } from "../../agent/segment.ts";
 import { trainSegment, isAbandoned } from "../../agent/train.ts";
 import {
-  blobHash, decodeCheckpoint, encodeCheckpoint, BlobStore, initialState, listTemplates, storedSteps, ZERO_HASH, type Template, type Trainer, type TrainingState,
+  blobHash,
+  decodeCheckpoint,
+  encodeCheckpoint,
+  BlobStore,
+  initialState,
+  listTemplates,
+  storedSteps,
+  ZERO_HASH,
+  type Template,
+  type Trainer,
+  type TrainingState,
 } from "../../workloads/index.ts";
 import type { JobFacts, Report } from "../../verifier/checks.ts";
 
@@ -36,11 +46,24 @@ export const seedOf = (i: number) => blobHash(new TextEncoder().encode(`verifier
  *   there (only sampling that very step, or an evaluation escalation, catches it).
  */
 export const EXTRA_CASES = [
-  "wrong-template", "wrong-seed", "broken-chain", "forked-start", "not-a-checkpoint", "fabricated-step", "wrong-data-step",
+  "wrong-template",
+  "wrong-seed",
+  "broken-chain",
+  "forked-start",
+  "not-a-checkpoint",
+  "fabricated-step",
+  "wrong-data-step",
 ] as const;
 export type AgentFaultCase = Exclude<FaultKind, "write-after-fence" | "die-at">;
 export type Case = "honest" | AgentFaultCase | (typeof EXTRA_CASES)[number];
-export const AGENT_FAULT_CASES: AgentFaultCase[] = ["garbage-weights", "skip-steps", "wrong-data", "nan", "hash-mismatch", "replay-old"];
+export const AGENT_FAULT_CASES: AgentFaultCase[] = [
+  "garbage-weights",
+  "skip-steps",
+  "wrong-data",
+  "nan",
+  "hash-mismatch",
+  "replay-old",
+];
 
 export type Produced = { report: Report; upload?: Upload; middleStep?: number };
 
@@ -60,10 +83,16 @@ export class Provider {
 
   /** The segment start for a job at its accepted checkpoint. */
   async startOf(job: JobFacts): Promise<SegmentStart> {
-    const start = job.acceptedStep === 0
-      ? initialState(this.template, job.seed)
-      : decodeCheckpoint(await this.store.get(job.acceptedHash)).state;
-    return { templateId: this.template.templateId, seed: job.seed, prevCheckpointHash: job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash, start };
+    const start =
+      job.acceptedStep === 0
+        ? initialState(this.template, job.seed)
+        : decodeCheckpoint(await this.store.get(job.acceptedHash)).state;
+    return {
+      templateId: this.template.templateId,
+      seed: job.seed,
+      prevCheckpointHash: job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash,
+      start,
+    };
   }
 
   async train(start: SegmentStart, toStep: number, fault?: Fault): Promise<Segment> {
@@ -82,7 +111,8 @@ export class Provider {
 
   /** Like agent/blobs.ts placeUnder: never replaces a stored blob, so produce hash-mismatch on a fresh job. */
   private async placeUnder(hash: string, bytes: Uint8Array): Promise<void> {
-    if (await this.store.has(hash)) throw new Error(`test setup: ${hash} is already stored; use a fresh job for hash-mismatch`);
+    if (await this.store.has(hash))
+      throw new Error(`test setup: ${hash} is already stored; use a fresh job for hash-mismatch`);
     await this.store.backend.write(hash.toLowerCase().slice(2), bytes);
   }
 
@@ -99,7 +129,8 @@ export class Provider {
     if (kind === "honest") return this.done(honestUpload(await this.train(start, toStep)));
     if ((AGENT_FAULT_CASES as string[]).includes(kind)) {
       const fault: Fault = { kind: kind as AgentFaultCase };
-      const old = job.acceptedStep > 0 ? { hash: job.acceptedHash, bytes: await this.store.get(job.acceptedHash) } : undefined;
+      const old =
+        job.acceptedStep > 0 ? { hash: job.acceptedHash, bytes: await this.store.get(job.acceptedHash) } : undefined;
       return this.done(faultyUpload(await this.train(start, toStep, fault), fault, { old }));
     }
     return this.produceExtra(job, start, toStep, kind as (typeof EXTRA_CASES)[number]);
@@ -109,7 +140,12 @@ export class Provider {
     return { report: await this.put(upload), upload, middleStep };
   }
 
-  private async produceExtra(job: JobFacts, start: SegmentStart, toStep: number, kind: (typeof EXTRA_CASES)[number]): Promise<Produced> {
+  private async produceExtra(
+    job: JobFacts,
+    start: SegmentStart,
+    toStep: number,
+    kind: (typeof EXTRA_CASES)[number],
+  ): Promise<Produced> {
     const from = start.start.step;
     const middle = from + Math.max(1, Math.floor((toStep - from) / 2));
     switch (kind) {
@@ -129,7 +165,13 @@ export class Provider {
         c.stepHashes[i] = blobHash(new TextEncoder().encode(`missing state ${i}`));
         const bytes = encodeCheckpoint(c);
         const stateBlobs = upload.stateBlobs.filter((_, j) => stored[j] !== gap);
-        return this.done({ ...upload, checkpoint: c, checkpointBytes: bytes, reportedHash: blobHash(bytes), stateBlobs });
+        return this.done({
+          ...upload,
+          checkpoint: c,
+          checkpointBytes: bytes,
+          reportedHash: blobHash(bytes),
+          stateBlobs,
+        });
       }
       case "forked-start": {
         const fork: TrainingState = { ...initialState(this.template, seedOf(4242)), step: from };
@@ -146,7 +188,12 @@ export class Provider {
   }
 
   /** Honest training except step `bad`, which is perturbed or trained on other data; later steps honest from it. */
-  private async oneBadStep(start: SegmentStart, toStep: number, bad: number, kind: "fabricated-step" | "wrong-data-step"): Promise<Upload> {
+  private async oneBadStep(
+    start: SegmentStart,
+    toStep: number,
+    bad: number,
+    kind: "fabricated-step" | "wrong-data-step",
+  ): Promise<Upload> {
     const states: TrainingState[] = [];
     let s = start.start;
     for (let step = s.step + 1; step <= toStep; step++) {
@@ -162,8 +209,15 @@ export class Provider {
 }
 
 /** The job's facts after `report` was accepted. */
-export const afterAccept = (job: JobFacts, report: Report): JobFacts => ({ ...job, acceptedStep: report.step, acceptedHash: report.hash });
+export const afterAccept = (job: JobFacts, report: Report): JobFacts => ({
+  ...job,
+  acceptedStep: report.step,
+  acceptedHash: report.hash,
+});
 
 export const firstJob = (template: Template, seed: string): JobFacts => ({
-  seed, templateId: template.templateId, acceptedStep: 0, acceptedHash: ZERO_HASH,
+  seed,
+  templateId: template.templateId,
+  acceptedStep: 0,
+  acceptedHash: ZERO_HASH,
 });

@@ -8,7 +8,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  createTrainer, defaultSegmentSteps, FsCheckpointStore, loadTemplate, spanDetectionProbability, type Trainer,
+  createTrainer,
+  defaultSegmentSteps,
+  FsCheckpointStore,
+  loadTemplate,
+  spanDetectionProbability,
+  type Trainer,
 } from "../../workloads/index.ts";
 import { newVerifyCache, verifyCheckpoint, type CheckpointVerdict, type VerifyCache } from "../../verifier/checks.ts";
 import { sampleSalt, type CheckpointItem } from "../../verifier/work.ts";
@@ -16,8 +21,17 @@ import { hardhatWallet, Provider, seedOf, verifierWallets, type Case } from "./h
 
 /** Cases every verifier refuses whatever it samples (integrity, chain, or the always-replayed last step). */
 export const CERTAIN_CASES: Case[] = [
-  "garbage-weights", "skip-steps", "wrong-data", "nan", "hash-mismatch", "replay-old",
-  "wrong-template", "wrong-seed", "broken-chain", "forked-start", "not-a-checkpoint",
+  "garbage-weights",
+  "skip-steps",
+  "wrong-data",
+  "nan",
+  "hash-mismatch",
+  "replay-old",
+  "wrong-template",
+  "wrong-seed",
+  "broken-chain",
+  "forked-start",
+  "not-a-checkpoint",
 ];
 /** Cases with ONE bad step in the middle of the segment: caught when a verifier samples that step. */
 export const SAMPLING_CASES: Case[] = ["fabricated-step", "wrong-data-step"];
@@ -69,8 +83,15 @@ export async function runMatrix(o: MatrixOptions, trainer?: Trainer): Promise<Ma
   try {
     for (const [ci, kind] of o.cases.entries()) {
       const row: MatrixRow = {
-        template: o.template, kind, trials: o.trials, checks: 0, verifierRefusals: 0, escalatedRefusals: 0,
-        quorumRefusals: 0, codes: {}, verifierCpuMs: 0,
+        template: o.template,
+        kind,
+        trials: o.trials,
+        checks: 0,
+        verifierRefusals: 0,
+        escalatedRefusals: 0,
+        quorumRefusals: 0,
+        codes: {},
+        verifierCpuMs: 0,
       };
       if (SAMPLING_CASES.includes(kind)) {
         // The bad step is the segment's middle one (helpers.ts produceExtra); verifiers replay whole segments.
@@ -83,15 +104,31 @@ export async function runMatrix(o: MatrixOptions, trainer?: Trainer): Promise<Ma
         const job = await provider.acceptedJob(seedOf(o.seedBase + ci * 1000 + t), o.interval);
         const { report } = await provider.produce(job, 2 * o.interval, kind);
         const item: CheckpointItem = {
-          kind: "checkpoint", key: "", jobId: BigInt(ci * 1000 + t + 1), epoch: 1n, step: report.step, hash: report.hash,
-          templateId: job.templateId, seed: job.seed, acceptedStep: job.acceptedStep, acceptedHash: job.acceptedHash,
+          kind: "checkpoint",
+          key: "",
+          jobId: BigInt(ci * 1000 + t + 1),
+          epoch: 1n,
+          step: report.step,
+          hash: report.hash,
+          templateId: job.templateId,
+          seed: job.seed,
+          acceptedStep: job.acceptedStep,
+          acceptedHash: job.acceptedHash,
         };
         const verdicts: CheckpointVerdict[] = [];
         for (const [i, w] of wallets.entries()) {
-          verdicts.push(await verifyCheckpoint({
-            template, trainer: tr, store: provider.store, job, report, samples: o.samples, cache: caches[i],
-            sampleSalt: sampleSalt(w.privateKey, CHAIN_ID, ESCROW, item),
-          }));
+          verdicts.push(
+            await verifyCheckpoint({
+              template,
+              trainer: tr,
+              store: provider.store,
+              job,
+              report,
+              samples: o.samples,
+              cache: caches[i],
+              sampleSalt: sampleSalt(w.privateKey, CHAIN_ID, ESCROW, item),
+            }),
+          );
         }
         const refused = verdicts.filter((v) => !v.accept);
         row.checks += verdicts.length;
@@ -115,11 +152,19 @@ export async function runMatrix(o: MatrixOptions, trainer?: Trainer): Promise<Ma
 export function formatRows(rows: MatrixRow[]): string {
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   const lines = rows.map((r) => {
-    const expected = r.expectedVerifierRate === undefined ? "" :
-      `  expected verifier ${pct(r.expectedVerifierRate)} quorum ${pct(r.expectedQuorumRate!)}`;
-    return `${r.template.padEnd(11)} ${r.kind.padEnd(17)} quorum refused ${r.quorumRefusals}/${r.trials} (${pct(r.quorumRefusals / r.trials)})` +
+    const expected =
+      r.expectedVerifierRate === undefined
+        ? ""
+        : `  expected verifier ${pct(r.expectedVerifierRate)} quorum ${pct(r.expectedQuorumRate!)}`;
+    return (
+      `${r.template.padEnd(11)} ${r.kind.padEnd(17)} quorum refused ${r.quorumRefusals}/${r.trials} (${pct(r.quorumRefusals / r.trials)})` +
       `  verifiers ${r.verifierRefusals}/${r.checks} (${pct(r.verifierRefusals / r.checks)}, escalated ${r.escalatedRefusals})${expected}` +
-      `  codes ${Object.entries(r.codes).map(([c, n]) => `${c}×${n}`).join(",") || "-"}`;
+      `  codes ${
+        Object.entries(r.codes)
+          .map(([c, n]) => `${c}×${n}`)
+          .join(",") || "-"
+      }`
+    );
   });
   return lines.join("\n");
 }

@@ -22,7 +22,13 @@ const connection = await network.create();
 const { ethers, networkHelpers } = connection;
 
 const PRICE = 900n;
-const REQUEST = { totalSteps: 20, checkpointInterval: 10, maxPricePerStep: 1_000n, budget: 100_000n, disputeWindow: 3_600n };
+const REQUEST = {
+  totalSteps: 20,
+  checkpointInterval: 10,
+  maxPricePerStep: 1_000n,
+  budget: 100_000n,
+  disputeWindow: 3_600n,
+};
 const Status = { Open: 1n, Running: 2n, DisputeWindow: 3n } as const;
 
 /** What the collector does, in a few lines: pool signatures by digest; send as soon as two owners signed. */
@@ -86,22 +92,40 @@ describe("verifier quorum on the local chain: 2 of 3 decide", function () {
   }
 
   function verifiers(w: World, behaviours: Behaviour[]): Verifier[] {
-    return verifierWallets().map((wallet, i) => new Verifier(
-      {
-        chainId: w.chainId, escrow: w.escrow.target as string, safe: w.safe, samples: 3, behaviour: behaviours[i],
-        dryRun: false, pollMs: 10, missingBlobGraceMs: 0,
-      },
-      {
-        chain: w.escrow as unknown as EscrowReader, signer: wallet, store: w.store, collector: w.relay,
-        decisions: new DecisionStore(wallet.address), log: createLogger({ component: `verifier${i + 1}`, write: () => {} }),
-      },
-    ));
+    return verifierWallets().map(
+      (wallet, i) =>
+        new Verifier(
+          {
+            chainId: w.chainId,
+            escrow: w.escrow.target as string,
+            safe: w.safe,
+            samples: 3,
+            behaviour: behaviours[i],
+            dryRun: false,
+            pollMs: 10,
+            missingBlobGraceMs: 0,
+          },
+          {
+            chain: w.escrow as unknown as EscrowReader,
+            signer: wallet,
+            store: w.store,
+            collector: w.relay,
+            decisions: new DecisionStore(wallet.address),
+            log: createLogger({ component: `verifier${i + 1}`, write: () => {} }),
+          },
+        ),
+    );
   }
 
   /** The assignee trains the next segment (`kind`), uploads it and reports it on chain. */
   async function report(w: World, kind: Case, as = w.provider1): Promise<{ step: number; hash: string }> {
     const j = await w.escrow.jobOf(1n);
-    const facts = { seed: j.seed, templateId: j.templateId, acceptedStep: Number(j.acceptedStep), acceptedHash: j.acceptedHash };
+    const facts = {
+      seed: j.seed,
+      templateId: j.templateId,
+      acceptedStep: Number(j.acceptedStep),
+      acceptedHash: j.acceptedHash,
+    };
     const { report: r } = await w.provider.produce(facts, facts.acceptedStep + REQUEST.checkpointInterval, kind);
     await w.escrow.connect(as).reportCheckpoint(1n, j.epoch, r.step, r.hash);
     return r;
@@ -113,8 +137,10 @@ describe("verifier quorum on the local chain: 2 of 3 decide", function () {
     for (const [body, packed] of w.relay.ready()) {
       const m = body.message;
       const e = w.escrow.connect(w.stranger);
-      if (body.kind === "verdict" && "metric" in m) await e.submitVerdict(m.jobId, m.modelHash, m.metric, m.passed, packed);
-      else if ("accept" in m) await (m.accept ? e.acceptCheckpoint : e.refuseCheckpoint)(m.jobId, m.epoch, m.step, m.checkpointHash, packed);
+      if (body.kind === "verdict" && "metric" in m)
+        await e.submitVerdict(m.jobId, m.modelHash, m.metric, m.passed, packed);
+      else if ("accept" in m)
+        await (m.accept ? e.acceptCheckpoint : e.refuseCheckpoint)(m.jobId, m.epoch, m.step, m.checkpointHash, packed);
     }
     w.relay.pool.clear();
   }

@@ -57,8 +57,15 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
 
   function record(facts: JobFacts, over: Partial<JobRecord> = {}): JobRecord {
     return rawJob({
-      epoch: 1n, templateId: facts.templateId, seed: facts.seed, totalSteps: 20n, acceptedStep: BigInt(facts.acceptedStep),
-      acceptedHash: facts.acceptedHash, pendingStep: 0n, pendingHash: ZERO, ...over,
+      epoch: 1n,
+      templateId: facts.templateId,
+      seed: facts.seed,
+      totalSteps: 20n,
+      acceptedStep: BigInt(facts.acceptedStep),
+      acceptedHash: facts.acceptedHash,
+      pendingStep: 0n,
+      pendingHash: ZERO,
+      ...over,
     });
   }
 
@@ -67,18 +74,48 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     const facts = await provider.acceptedJob(seedOf(seedIndex), 10);
     const { report } = await provider.produce(facts, 20, kind);
     const chain = new FakeChain();
-    chain.jobs.push({ status: STATUS.Running, job: record(facts, { pendingStep: BigInt(report.step), pendingHash: report.hash }) });
+    chain.jobs.push({
+      status: STATUS.Running,
+      job: record(facts, { pendingStep: BigInt(report.step), pendingHash: report.hash }),
+    });
     return { chain, report, facts };
   }
 
-  function verifier(chain: EscrowReader, opts: { behaviour?: Behaviour; dryRun?: boolean; file?: string; collector?: Collector; now?: () => number; lines?: string[] } = {}) {
+  function verifier(
+    chain: EscrowReader,
+    opts: {
+      behaviour?: Behaviour;
+      dryRun?: boolean;
+      file?: string;
+      collector?: Collector;
+      now?: () => number;
+      lines?: string[];
+    } = {},
+  ) {
     const wallet = hardhatWallet(3);
     const collector = opts.collector ?? new Collector();
     const lines = opts.lines ?? [];
     const log = createLogger({ component: "verifier", write: (l) => lines.push(l) });
     const v = new Verifier(
-      { chainId: CHAIN_ID, escrow: ESCROW, safe: SAFE, samples: 2, behaviour: opts.behaviour ?? "honest", dryRun: opts.dryRun ?? false, pollMs: 5, missingBlobGraceMs: 1_000 },
-      { chain, signer: wallet, store, collector, decisions: new DecisionStore(wallet.address, opts.file), log, now: opts.now },
+      {
+        chainId: CHAIN_ID,
+        escrow: ESCROW,
+        safe: SAFE,
+        samples: 2,
+        behaviour: opts.behaviour ?? "honest",
+        dryRun: opts.dryRun ?? false,
+        pollMs: 5,
+        missingBlobGraceMs: 1_000,
+      },
+      {
+        chain,
+        signer: wallet,
+        store,
+        collector,
+        decisions: new DecisionStore(wallet.address, opts.file),
+        log,
+        now: opts.now,
+      },
     );
     return { v, collector, lines, wallet };
   }
@@ -97,8 +134,27 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     const line = JSON.parse(lines.find((l) => l.includes("checkpoint decided"))!);
     expect(line).to.include({ job: "1", epoch: "1", step: 20, action: "accept", behaviour: "honest" });
     expect(line).to.have.keys(
-      "t", "level", "component", "msg", "job", "epoch", "step", "hash", "action", "reasons", "notes", "accuracy",
-      "baselineAccuracy", "replayedSteps", "intervalSteps", "fullReplay", "cpuMs", "trainingCpuMs", "computeRatio", "behaviour", "dryRun",
+      "t",
+      "level",
+      "component",
+      "msg",
+      "job",
+      "epoch",
+      "step",
+      "hash",
+      "action",
+      "reasons",
+      "notes",
+      "accuracy",
+      "baselineAccuracy",
+      "replayedSteps",
+      "intervalSteps",
+      "fullReplay",
+      "cpuMs",
+      "trainingCpuMs",
+      "computeRatio",
+      "behaviour",
+      "dryRun",
     );
     await v.close();
   });
@@ -142,7 +198,10 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     const { v, collector, lines } = verifier(chain, { dryRun: true });
     expect(await v.tick()).to.include({ decided: 1, posted: 0 });
     expect(collector.bodies).to.deep.equal([]);
-    expect(JSON.parse(lines.find((l) => l.includes("checkpoint decided"))!)).to.include({ action: "refuse", dryRun: true });
+    expect(JSON.parse(lines.find((l) => l.includes("checkpoint decided"))!)).to.include({
+      action: "refuse",
+      dryRun: true,
+    });
     await v.close();
   });
 
@@ -212,7 +271,10 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
 
   it("does not sign for a job of a template it does not know, and keeps serving other jobs", async function () {
     const { chain } = await pendingJob(12);
-    const unknown = record({ seed: seedOf(13), templateId: seedOf(14), acceptedStep: 0, acceptedHash: ZERO }, { pendingStep: 10n, pendingHash: seedOf(15) });
+    const unknown = record(
+      { seed: seedOf(13), templateId: seedOf(14), acceptedStep: 0, acceptedHash: ZERO },
+      { pendingStep: 10n, pendingHash: seedOf(15) },
+    );
     chain.jobs.unshift({ status: STATUS.Running, job: unknown });
     const { v, collector, lines } = verifier(chain);
     expect(await v.tick()).to.include({ items: 2, decided: 1, errors: 1 });

@@ -19,7 +19,14 @@ describe("verifier: segment commitments", function () {
     const seg = await provider.train(await provider.startOf(job), 30);
     const report = await provider.put(honestUpload(seg, m));
     return verifyCheckpoint({
-      template, trainer: scratch.trainer, store: provider.store, job, report, sampleSalt: seedOf(5), samples: 6, cache: newVerifyCache(),
+      template,
+      trainer: scratch.trainer,
+      store: provider.store,
+      job,
+      report,
+      sampleSalt: seedOf(5),
+      samples: 6,
+      cache: newVerifyCache(),
     });
   }
 
@@ -39,7 +46,14 @@ describe("verifier: segment commitments", function () {
     const job = await provider.acceptedJob(seedOf(60), 20);
     const { report } = await provider.produce(job, 40, "fabricated-step");
     const v = await verifyCheckpoint({
-      template, trainer: scratch.trainer, store: provider.store, job, report, sampleSalt: seedOf(6), samples: 40, cache: newVerifyCache(),
+      template,
+      trainer: scratch.trainer,
+      store: provider.store,
+      job,
+      report,
+      sampleSalt: seedOf(6),
+      samples: 40,
+      cache: newVerifyCache(),
     });
     expect(v.codes).to.include("replay-mismatch");
   });

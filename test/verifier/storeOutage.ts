@@ -10,7 +10,11 @@ import { createLogger } from "../../sdk/log.ts";
 import { BlobStore, loadTemplate, S3Backend, type Trainer } from "../../workloads/index.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3, type EmbeddedS3 } from "../../workloads/store/embedded.ts";
 import {
-  newVerifyCache, StoreOutageError, verifyCheckpoint, type JobFacts, type Report,
+  newVerifyCache,
+  StoreOutageError,
+  verifyCheckpoint,
+  type JobFacts,
+  type Report,
 } from "../../verifier/checks.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
@@ -80,9 +84,17 @@ describe("verifier: store outages are never refusals", function () {
   });
   afterEach(() => (proxy.clear(), faulty.clear()));
 
-  const verify = (job: JobFacts, report: Report) => verifyCheckpoint({
-    template, trainer, store: readerStore, job, report, sampleSalt: seedOf(1), samples: 3, cache: newVerifyCache(),
-  });
+  const verify = (job: JobFacts, report: Report) =>
+    verifyCheckpoint({
+      template,
+      trainer,
+      store: readerStore,
+      job,
+      report,
+      sampleSalt: seedOf(1),
+      samples: 3,
+      cache: newVerifyCache(),
+    });
   async function honestPending(seed: number) {
     const job = await provider.acceptedJob(seedOf(seed), 10);
     const { report } = await provider.produce(job, 20, "honest");
@@ -131,22 +143,42 @@ describe("verifier: store outages are never refusals", function () {
 
   it("the runner signs nothing during an outage, says it abstains past the bound, and accepts once readable", async function () {
     const { job, report } = await honestPending(122);
-    const chain = new OneJobChain(rawJob({
-      epoch: 1n, templateId: job.templateId, seed: job.seed, totalSteps: 30n, acceptedStep: BigInt(job.acceptedStep),
-      acceptedHash: job.acceptedHash, pendingStep: BigInt(report.step), pendingHash: report.hash,
-    }));
+    const chain = new OneJobChain(
+      rawJob({
+        epoch: 1n,
+        templateId: job.templateId,
+        seed: job.seed,
+        totalSteps: 30n,
+        acceptedStep: BigInt(job.acceptedStep),
+        acceptedHash: job.acceptedHash,
+        pendingStep: BigInt(report.step),
+        pendingHash: report.hash,
+      }),
+    );
     let now = 1_000_000;
     const lines: string[] = [];
     const wallet = hardhatWallet(3);
     const collector = new Collector();
     const v = new Verifier(
       {
-        chainId: 31337n, escrow: hardhatWallet(20).address, safe: hardhatWallet(21).address, samples: 2,
-        behaviour: "honest", dryRun: false, pollMs: 5, missingBlobGraceMs: 1_000, abstainAfterMs: 10_000,
+        chainId: 31337n,
+        escrow: hardhatWallet(20).address,
+        safe: hardhatWallet(21).address,
+        samples: 2,
+        behaviour: "honest",
+        dryRun: false,
+        pollMs: 5,
+        missingBlobGraceMs: 1_000,
+        abstainAfterMs: 10_000,
       },
       {
-        chain, signer: wallet, store: readerStore, collector, decisions: new DecisionStore(wallet.address),
-        log: createLogger({ component: "verifier", write: (l) => lines.push(l) }), now: () => now,
+        chain,
+        signer: wallet,
+        store: readerStore,
+        collector,
+        decisions: new DecisionStore(wallet.address),
+        log: createLogger({ component: "verifier", write: (l) => lines.push(l) }),
+        now: () => now,
       },
     );
     proxy.inject("503", 100_000);

@@ -5,7 +5,12 @@ import { join } from "node:path";
 import { DecisionsFileError, DecisionStore, EquivocationError } from "../../verifier/decisions.ts";
 import { isTrainingOver, JOB_STATUS, type RawJob } from "../../sdk/job.ts";
 import {
-  checkpointKey, planWork, sampleSalt, verdictKey, type CheckpointItem, type SignedDecision,
+  checkpointKey,
+  planWork,
+  sampleSalt,
+  verdictKey,
+  type CheckpointItem,
+  type SignedDecision,
 } from "../../verifier/work.ts";
 import { jobView, rawJob } from "../helpers/jobs.ts";
 import { hardhatWallet, seedOf } from "./helpers.ts";
@@ -36,7 +41,12 @@ describe("verifier planning: what the chain waits for", function () {
   });
 
   it("plans nothing for a Running job without a pending checkpoint, or an Open job mid-training", function () {
-    expect(planWork([view(1n, STATUS.Running, job({ acceptedStep: 10n })), view(2n, STATUS.Open, job({ acceptedStep: 10n }))])).to.deep.equal([]);
+    expect(
+      planWork([
+        view(1n, STATUS.Running, job({ acceptedStep: 10n })),
+        view(2n, STATUS.Open, job({ acceptedStep: 10n })),
+      ]),
+    ).to.deep.equal([]);
   });
 
   it("plans a verdict for an Open or Running job whose every step is accepted", function () {
@@ -58,7 +68,9 @@ describe("verifier planning: what the chain waits for", function () {
 
   it("derives a sampling salt that differs per verifier key and per report, and is stable across restarts", function () {
     const [a, b] = [hardhatWallet(3), hardhatWallet(4)];
-    const item = planWork([view(1n, STATUS.Running, job({ pendingStep: 10n, pendingHash: H(2) }))])[0] as CheckpointItem;
+    const item = planWork([
+      view(1n, STATUS.Running, job({ pendingStep: 10n, pendingHash: H(2) })),
+    ])[0] as CheckpointItem;
     const other = { ...item, epoch: 2n };
     const escrow = hardhatWallet(0).address;
     const salt = sampleSalt(a.privateKey, 31337n, escrow, item);
@@ -78,8 +90,15 @@ describe("verifier decisions: never two different signatures for one report", fu
 
   const owner = hardhatWallet(3).address;
   const decision = (key: string, digest: string): SignedDecision => ({
-    key, decidedAt: 1,
-    body: { kind: "checkpoint", digest, signer: owner, signature: "0x", message: { jobId: "1", epoch: "1", step: 10, checkpointHash: H(2), accept: true } },
+    key,
+    decidedAt: 1,
+    body: {
+      kind: "checkpoint",
+      digest,
+      signer: owner,
+      signature: "0x",
+      message: { jobId: "1", epoch: "1", step: 10, checkpointHash: H(2), accept: true },
+    },
   });
 
   it("refuses to record a different decision for a key it already decided", function () {

@@ -3,9 +3,24 @@ import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  blobHash, CheckpointFormatError, checkNumbers, decodeCheckpoint, decodeState, encodeCheckpoint, encodeState,
-  FsCheckpointStore, getState, HashMismatchError, initialState, loadTemplate, NonFiniteError, NotFoundError,
-  putState, stateHash, ZERO_HASH, type Checkpoint,
+  blobHash,
+  CheckpointFormatError,
+  checkNumbers,
+  decodeCheckpoint,
+  decodeState,
+  encodeCheckpoint,
+  encodeState,
+  FsCheckpointStore,
+  getState,
+  HashMismatchError,
+  initialState,
+  loadTemplate,
+  NonFiniteError,
+  NotFoundError,
+  putState,
+  stateHash,
+  ZERO_HASH,
+  type Checkpoint,
 } from "../../workloads/index.ts";
 import { SEED_A } from "./helpers.ts";
 
@@ -16,8 +31,15 @@ function sampleCheckpoint(): Checkpoint {
   const s2 = { ...s0, step: 2 };
   const h1 = "0x" + "11".repeat(32);
   return {
-    templateId: tiny.templateId, seed: SEED_A, step: 2, prevCheckpointHash: ZERO_HASH, startStep: 0,
-    startStateHash: stateHash(s0), segmentSteps: 1, stepHashes: [h1, stateHash(s2)], state: s2,
+    templateId: tiny.templateId,
+    seed: SEED_A,
+    step: 2,
+    prevCheckpointHash: ZERO_HASH,
+    startStep: 0,
+    startStateHash: stateHash(s0),
+    segmentSteps: 1,
+    stepHashes: [h1, stateHash(s2)],
+    state: s2,
   };
 }
 
@@ -37,7 +59,9 @@ describe("workloads: checkpoint blobs", function () {
     const bytes = encodeCheckpoint(c);
     const back = decodeCheckpoint(bytes);
     expect(back).to.deep.equal(c);
-    expect(blobHash(encodeCheckpoint(back))).to.equal(blobHash(bytes)).and.match(/^0x[0-9a-f]{64}$/);
+    expect(blobHash(encodeCheckpoint(back)))
+      .to.equal(blobHash(bytes))
+      .and.match(/^0x[0-9a-f]{64}$/);
   });
 
   it("rejects a blob with a wrong magic header as BAD_MAGIC", function () {
@@ -55,7 +79,10 @@ describe("workloads: checkpoint blobs", function () {
   it("rejects every truncation of a blob as TRUNCATED", function () {
     const bytes = encodeCheckpoint(sampleCheckpoint());
     for (let len = 0; len < bytes.length; len++) {
-      expect(codeOf(() => decodeCheckpoint(bytes.subarray(0, len))), `length ${len}`).to.equal("TRUNCATED");
+      expect(
+        codeOf(() => decodeCheckpoint(bytes.subarray(0, len))),
+        `length ${len}`,
+      ).to.equal("TRUNCATED");
     }
   });
 

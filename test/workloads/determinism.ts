@@ -1,7 +1,15 @@
 import { expect } from "chai";
 import {
-  createTrainer, decodeCheckpoint, encodeCheckpoint, ExecutionProviderError, loadTemplate, replayStep,
-  stateHash, StepOrderError, ZERO_HASH, type Trainer,
+  createTrainer,
+  decodeCheckpoint,
+  encodeCheckpoint,
+  ExecutionProviderError,
+  loadTemplate,
+  replayStep,
+  stateHash,
+  StepOrderError,
+  ZERO_HASH,
+  type Trainer,
 } from "../../workloads/index.ts";
 import { SEED_A, SEED_B, trainTo } from "./helpers.ts";
 
@@ -17,7 +25,8 @@ describe("workloads: deterministic training", function () {
 
   it("micro-batches of 8, 16, 32 and 64 samples give bitwise identical mnist weights after 20 steps", async function () {
     const hashes: string[] = [];
-    for (const atoms of [1, 2, 4, 8]) { // atomSize 8 → 8/16/32/64 samples per micro-batch
+    for (const atoms of [1, 2, 4, 8]) {
+      // atomSize 8 → 8/16/32/64 samples per micro-batch
       const tr = await trainer(atoms);
       expect(tr.microBatchAtoms * mnist.descriptor.atomSize).to.equal(atoms * 8);
       const { state } = await trainTo(tr, tr.initialState(SEED_A), SEED_A, 20);
@@ -50,8 +59,15 @@ describe("workloads: deterministic training", function () {
     const straight = await trainTo(tr, s0, SEED_A, 20);
     const first = await trainTo(tr, s0, SEED_A, 10);
     const blob = encodeCheckpoint({
-      templateId: mnist.templateId, seed: SEED_A, step: 10, prevCheckpointHash: ZERO_HASH,
-      startStep: 0, startStateHash: stateHash(s0), segmentSteps: 1, stepHashes: first.hashes, state: first.state,
+      templateId: mnist.templateId,
+      seed: SEED_A,
+      step: 10,
+      prevCheckpointHash: ZERO_HASH,
+      startStep: 0,
+      startStateHash: stateHash(s0),
+      segmentSteps: 1,
+      stepHashes: first.hashes,
+      state: first.state,
     });
     const resumed = decodeCheckpoint(blob);
     const second = await trainTo(tr, resumed.state, resumed.seed, 20);

@@ -6,7 +6,11 @@ export const SEED_B = "0x" + "b2".repeat(32);
 
 /** Trains steps state.step+1 .. toStep; returns the final state and the hash after every step. */
 export async function trainTo(
-  tr: Trainer, state: TrainingState, seed: string, toStep: number, each?: (s: TrainingState) => Promise<void>,
+  tr: Trainer,
+  state: TrainingState,
+  seed: string,
+  toStep: number,
+  each?: (s: TrainingState) => Promise<void>,
 ): Promise<{ state: TrainingState; hashes: string[]; loss: number }> {
   const hashes: string[] = [];
   let loss = NaN;

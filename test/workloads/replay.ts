@@ -1,8 +1,20 @@
 import { expect } from "chai";
 import {
-  blobHash, chainProblems, decodeCheckpoint, detectionProbability, encodeCheckpoint,
-  FsCheckpointStore, loadTemplate, putState, replayCommittedStep, sampleSteps, stateHash, ZERO_HASH,
-  type Checkpoint, type Trainer, type TrainingState,
+  blobHash,
+  chainProblems,
+  decodeCheckpoint,
+  detectionProbability,
+  encodeCheckpoint,
+  FsCheckpointStore,
+  loadTemplate,
+  putState,
+  replayCommittedStep,
+  sampleSteps,
+  stateHash,
+  ZERO_HASH,
+  type Checkpoint,
+  type Trainer,
+  type TrainingState,
 } from "../../workloads/index.ts";
 import { SEED_A, SEED_B, trainTo } from "./helpers.ts";
 import { useScratch } from "../helpers/scratch.ts";
@@ -29,8 +41,15 @@ describe("workloads: sampled replay by verifiers", function () {
       hashes.push(await putState(store, s));
     }
     return {
-      templateId: t.templateId, seed: SEED_A, step: 12, prevCheckpointHash: ZERO_HASH, startStep: 0,
-      startStateHash: start, segmentSteps: 1, stepHashes: hashes, state: s,
+      templateId: t.templateId,
+      seed: SEED_A,
+      step: 12,
+      prevCheckpointHash: ZERO_HASH,
+      startStep: 0,
+      startStateHash: start,
+      segmentSteps: 1,
+      stepHashes: hashes,
+      state: s,
     };
   }
 
@@ -53,7 +72,8 @@ describe("workloads: sampled replay by verifiers", function () {
 
   it("fabricated (perturbed) weights after a step are refused when that step is sampled", async function () {
     const c = await segment(async (s) => ({
-      ...s, weights: s.weights.map((w) => ({ ...w, data: w.data.map((v, i) => v + ((i % 7) - 3) * 1e-3) })),
+      ...s,
+      weights: s.weights.map((w) => ({ ...w, data: w.data.map((v, i) => v + ((i % 7) - 3) * 1e-3) })),
     }));
     expect((await replayCommittedStep(tr, store, c, 7)).ok).to.equal(false);
   });

@@ -1,7 +1,12 @@
 /** Segment commitments (workloads/segments.ts): what is stored, what a verifier replays, at the boundaries. */
 import { expect } from "chai";
 import {
-  defaultSegmentSteps, maxSegmentSteps, sampleSpans, segmentsForBudget, segmentSpans, spanDetectionProbability,
+  defaultSegmentSteps,
+  maxSegmentSteps,
+  sampleSpans,
+  segmentsForBudget,
+  segmentSpans,
+  spanDetectionProbability,
   storedSteps,
 } from "../../workloads/index.ts";
 
@@ -27,7 +32,10 @@ describe("workloads: segment commitments", function () {
   it("segments tile the interval from the start, the last one being the single final step", function () {
     const spans = segmentSpans(20, 40, 2);
     expect(spans[0]).to.deep.equal({ from: 20, to: 22 });
-    expect(spans.slice(-2)).to.deep.equal([{ from: 38, to: 39 }, { from: 39, to: 40 }]);
+    expect(spans.slice(-2)).to.deep.equal([
+      { from: 38, to: 39 },
+      { from: 39, to: 40 },
+    ]);
     for (let i = 1; i < spans.length; i++) expect(spans[i].from).to.equal(spans[i - 1].to);
   });
 

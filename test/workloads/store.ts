@@ -10,8 +10,18 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  BlobStore, blobHash, FsBackend, HashMismatchError, NotFoundError, parseStoreUrl, S3Backend, StoreUnavailableError,
-  StoreUrlError, WorkloadError, type BlobBackend, type StoreEvent,
+  BlobStore,
+  blobHash,
+  FsBackend,
+  HashMismatchError,
+  NotFoundError,
+  parseStoreUrl,
+  S3Backend,
+  StoreUnavailableError,
+  StoreUrlError,
+  WorkloadError,
+  type BlobBackend,
+  type StoreEvent,
 } from "../../workloads/index.ts";
 import { PART_BYTES } from "../../workloads/store/s3.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3, type EmbeddedS3 } from "../../workloads/store/embedded.ts";
@@ -39,11 +49,19 @@ type Backend = {
 // Short, so injected hangs fail fast; a healthy op on a busy machine still fits easily.
 const RETRY = { attempts: 4, baseDelayMs: 5, maxDelayMs: 20, opTimeoutMs: 1_000 };
 
-function fixture(real: BlobBackend, raw: BlobBackend, inject: (f: Fault, n: number) => void, hits: () => number): Fixture {
+function fixture(
+  real: BlobBackend,
+  raw: BlobBackend,
+  inject: (f: Fault, n: number) => void,
+  hits: () => number,
+): Fixture {
   const events: StoreEvent[] = [];
   return {
     store: new BlobStore(real, { retry: RETRY, onEvent: (e) => events.push(e) }),
-    raw, events, hits, inject: (f, n = 1) => inject(f, n),
+    raw,
+    events,
+    hits,
+    inject: (f, n = 1) => inject(f, n),
   };
 }
 
@@ -56,7 +74,12 @@ function fileBackend(): Backend {
       const real = new FsBackend(join(root, randomBytes(4).toString("hex")));
       const faulty = new FaultyBackend(real);
       const asBackend = (f: Fault) => (f === "5xx" ? "eio" : f === "timeout" ? "hang" : f);
-      return fixture(faulty, real, (f, n) => faulty.inject(asBackend(f), n), () => faulty.hits);
+      return fixture(
+        faulty,
+        real,
+        (f, n) => faulty.inject(asBackend(f), n),
+        () => faulty.hits,
+      );
     },
     teardown: () => rm(root, { recursive: true, force: true }),
   };

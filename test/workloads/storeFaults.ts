@@ -84,7 +84,8 @@ export type FaultProxy = {
   close(): Promise<void>;
 };
 
-const SLOW_DOWN = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ServiceUnavailable</Code>' +
+const SLOW_DOWN =
+  '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ServiceUnavailable</Code>' +
   "<Message>injected outage</Message></Error>";
 
 /** An HTTP proxy on 127.0.0.1 (free port) in front of a real S3 server at `upstream`. */

@@ -1,6 +1,12 @@
 import { expect } from "chai";
 import {
-  batchIndices, buildTemplate, DESCRIPTORS, listTemplates, loadTemplate, microBatchForMemory, stepMemoryBytes,
+  batchIndices,
+  buildTemplate,
+  DESCRIPTORS,
+  listTemplates,
+  loadTemplate,
+  microBatchForMemory,
+  stepMemoryBytes,
   UnknownTemplateError,
 } from "../../workloads/index.ts";
 import { SEED_A, SEED_B } from "./helpers.ts";

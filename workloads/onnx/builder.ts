@@ -11,8 +11,7 @@ export const IR_VERSION = 8; // pairs with opset 17
 export const OPSET = 17;
 
 export type Dim = number | string; // string = symbolic dimension
-export type Attr =
-  | { name: string; type: number; i?: number; f?: number; ints?: number[]; g?: object };
+export type Attr = { name: string; type: number; i?: number; f?: number; ints?: number[]; g?: object };
 export type GraphProtoObj = Record<string, unknown>;
 
 export const attrInt = (name: string, i: number): Attr => ({ name, type: AT.INT, i });

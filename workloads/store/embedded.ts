@@ -17,12 +17,20 @@ export type EmbeddedS3 = {
 };
 
 export async function startEmbeddedS3(o: {
-  dir: string; bucket?: string; prefix?: string; address?: string; port?: number;
+  dir: string;
+  bucket?: string;
+  prefix?: string;
+  address?: string;
+  port?: number;
 }): Promise<EmbeddedS3> {
   const bucket = o.bucket ?? "gpuchain";
   const address = o.address ?? "127.0.0.1";
   const server = new S3rver({
-    address, port: o.port ?? 0, directory: o.dir, silent: true, configureBuckets: [{ name: bucket, configs: [] }],
+    address,
+    port: o.port ?? 0,
+    directory: o.dir,
+    silent: true,
+    configureBuckets: [{ name: bucket, configs: [] }],
     vhostBuckets: false,
   });
   const info = await server.run();
@@ -32,8 +40,10 @@ export async function startEmbeddedS3(o: {
     bucket,
     storeUrl: `s3://${bucket}/${o.prefix ?? "checkpoints"}`,
     env: {
-      AWS_ENDPOINT_URL: endpoint, AWS_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+      AWS_ENDPOINT_URL: endpoint,
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
     },
     close: () => server.close(),
   };

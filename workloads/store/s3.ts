@@ -3,7 +3,11 @@
 // reads stream the body and check its length against Content-Length (a cut-off body is a retryable failure).
 // The SDK's own retries are off: the verified store above retries with its own bound and backoff.
 import {
-  GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { ShortReadError, type BlobBackend } from "./backend.ts";
@@ -34,7 +38,9 @@ const isNotFound = (e: unknown) => {
 function asConfigError(e: unknown, url: string): Error {
   const s = statusOf(e);
   if (s !== undefined && s >= 400 && s < 500 && s !== 408 && s !== 429) {
-    return new StoreConfigError(`store ${url} rejected the request (HTTP ${s} ${(e as Error).name}): check bucket and credentials`);
+    return new StoreConfigError(
+      `store ${url} rejected the request (HTTP ${s} ${(e as Error).name}): check bucket and credentials`,
+    );
   }
   return e as Error;
 }
@@ -54,7 +60,9 @@ export class S3Backend implements BlobBackend {
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
       requestHandler: {
-        requestTimeout: opts.requestTimeoutMs ?? 10_000, connectionTimeout: 5_000, throwOnRequestTimeout: true,
+        requestTimeout: opts.requestTimeoutMs ?? 10_000,
+        connectionTimeout: 5_000,
+        throwOnRequestTimeout: true,
       },
     };
     if (opts.endpoint) Object.assign(config, { endpoint: opts.endpoint, forcePathStyle: true });

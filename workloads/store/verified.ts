@@ -100,7 +100,8 @@ export class BlobStore implements CheckpointStore {
     if (found === undefined) return hash;
     // A squatted name: read back what we wrote, so a store that keeps the wrong bytes is reported, not trusted.
     const after = await this.retry("read", name, () => this.backend.read(name));
-    if (!after || blobHash(after) !== hash) throw new StoreCorruptionError(this.url, name, `still holds other bytes (found ${found})`);
+    if (!after || blobHash(after) !== hash)
+      throw new StoreCorruptionError(this.url, name, `still holds other bytes (found ${found})`);
     this.onEvent({ kind: "repaired", name, found });
     return hash;
   }

@@ -63,19 +63,21 @@ abstract contract EscrowFixture is PRBTest {
 
     // ------------------------------------------------------------------ requests and jobs
 
-    function _request(uint32 totalSteps, uint32 interval, uint128 maxPrice, uint128 budget)
-        internal
-        pure
-        returns (IJobEscrow.JobRequest memory)
-    {
-        return IJobEscrow.JobRequest({
-            templateId: TEMPLATE,
-            totalSteps: totalSteps,
-            checkpointInterval: interval,
-            maxPricePerStep: maxPrice,
-            budget: budget,
-            disputeWindow: WINDOW
-        });
+    function _request(
+        uint32 totalSteps,
+        uint32 interval,
+        uint128 maxPrice,
+        uint128 budget
+    ) internal pure returns (IJobEscrow.JobRequest memory) {
+        return
+            IJobEscrow.JobRequest({
+                templateId: TEMPLATE,
+                totalSteps: totalSteps,
+                checkpointInterval: interval,
+                maxPricePerStep: maxPrice,
+                budget: budget,
+                disputeWindow: WINDOW
+            });
     }
 
     function _createJob(IJobEscrow.JobRequest memory request) internal returns (uint256 jobId) {
@@ -184,11 +186,11 @@ abstract contract EscrowFixture is PRBTest {
 
     // ------------------------------------------------------------------ errors
 
-    function _unexpectedStatus(uint256 jobId, IJobEscrow.JobStatus current, uint256 allowed)
-        internal
-        pure
-        returns (bytes memory)
-    {
+    function _unexpectedStatus(
+        uint256 jobId,
+        IJobEscrow.JobStatus current,
+        uint256 allowed
+    ) internal pure returns (bytes memory) {
         return abi.encodeWithSelector(IJobEscrow.JobEscrowUnexpectedStatus.selector, jobId, current, allowed);
     }
 
