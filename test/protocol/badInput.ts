@@ -126,6 +126,25 @@ async function badInputWorld() {
 }
 type World = Awaited<ReturnType<typeof badInputWorld>>;
 
+/**
+ * Sends acceptCheckpoint (accept) or refuseCheckpoint of (job, epoch, step, hash) carrying two verifiers' signatures
+ * over that decision — or over `signedAs` instead, to test mismatched signatures — from `signers`.
+ */
+async function signedDecision(
+  w: World,
+  accept: boolean,
+  jobId: bigint,
+  epoch: bigint,
+  step: number,
+  hash: string,
+  o: { signedAs?: boolean; signers?: Parameters<typeof signDecision>[6] } = {},
+) {
+  const signatures = await signDecision(w, jobId, epoch, step, hash, o.signedAs ?? accept, o.signers);
+  return accept
+    ? w.escrow.acceptCheckpoint(jobId, epoch, step, hash, signatures)
+    : w.escrow.refuseCheckpoint(jobId, epoch, step, hash, signatures);
+}
+
 /** The escrow of the same protocol, but on a token whose transfers return false. */
 async function falseTokenWorld() {
   const p = await deployProtocol();
@@ -443,53 +462,25 @@ const cases: Case[] = [
   },
   {
     name: "acceptCheckpoint for another step than the pending one",
-    act: async (w) =>
-      w.escrow.acceptCheckpoint(
-        w.jobs.pending,
-        1n,
-        5,
-        w.pendingHash,
-        await signDecision(w, w.jobs.pending, 1n, 5, w.pendingHash, true),
-      ),
+    act: async (w) => signedDecision(w, true, w.jobs.pending, 1n, 5, w.pendingHash),
     error: E("NoSuchPendingCheckpoint"),
     args: (w) => [w.jobs.pending, 1n, 5, w.pendingHash],
   },
   {
     name: "acceptCheckpoint for another hash than the pending one",
-    act: async (w) =>
-      w.escrow.acceptCheckpoint(
-        w.jobs.pending,
-        1n,
-        10,
-        other,
-        await signDecision(w, w.jobs.pending, 1n, 10, other, true),
-      ),
+    act: async (w) => signedDecision(w, true, w.jobs.pending, 1n, 10, other),
     error: E("NoSuchPendingCheckpoint"),
     args: (w) => [w.jobs.pending, 1n, 10, other],
   },
   {
     name: "acceptCheckpoint with a stale epoch",
-    act: async (w) =>
-      w.escrow.acceptCheckpoint(
-        w.jobs.pending,
-        0n,
-        10,
-        w.pendingHash,
-        await signDecision(w, w.jobs.pending, 0n, 10, w.pendingHash, true),
-      ),
+    act: async (w) => signedDecision(w, true, w.jobs.pending, 0n, 10, w.pendingHash),
     error: E("NoSuchPendingCheckpoint"),
     args: (w) => [w.jobs.pending, 0n, 10, w.pendingHash],
   },
   {
     name: "acceptCheckpoint with one verifier's signature",
-    act: async (w) =>
-      w.escrow.acceptCheckpoint(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, true, [w.verifier1]),
-      ),
+    act: async (w) => signedDecision(w, true, w.jobs.pending, 1n, 10, w.pendingHash, { signers: [w.verifier1] }),
     error: E("InvalidVerifierSignatures"),
     args: (w) => [w.digests.accept],
   },
@@ -507,40 +498,19 @@ const cases: Case[] = [
   },
   {
     name: "refuseCheckpoint with no checkpoint pending",
-    act: async (w) =>
-      w.escrow.refuseCheckpoint(
-        w.jobs.running,
-        1n,
-        10,
-        other,
-        await signDecision(w, w.jobs.running, 1n, 10, other, false),
-      ),
+    act: async (w) => signedDecision(w, false, w.jobs.running, 1n, 10, other),
     error: E("NoSuchPendingCheckpoint"),
     args: (w) => [w.jobs.running, 1n, 10, other],
   },
   {
     name: "refuseCheckpoint for another hash than the pending one",
-    act: async (w) =>
-      w.escrow.refuseCheckpoint(
-        w.jobs.pending,
-        1n,
-        10,
-        other,
-        await signDecision(w, w.jobs.pending, 1n, 10, other, false),
-      ),
+    act: async (w) => signedDecision(w, false, w.jobs.pending, 1n, 10, other),
     error: E("NoSuchPendingCheckpoint"),
     args: (w) => [w.jobs.pending, 1n, 10, other],
   },
   {
     name: "refuseCheckpoint with accept signatures",
-    act: async (w) =>
-      w.escrow.refuseCheckpoint(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, true),
-      ),
+    act: async (w) => signedDecision(w, false, w.jobs.pending, 1n, 10, w.pendingHash, { signedAs: true }),
     error: E("InvalidVerifierSignatures"),
     args: (w) => [w.digests.refuse],
   },
@@ -947,14 +917,7 @@ const cases: Case[] = [
   {
     name: "acceptCheckpoint one second after the decision window closed",
     at: (w) => w.reportedAt + DECISION_TIMEOUT + 1n,
-    act: async (w) =>
-      w.escrow.acceptCheckpoint(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, true),
-      ),
+    act: async (w) => signedDecision(w, true, w.jobs.pending, 1n, 10, w.pendingHash),
     error: E("DecisionWindowClosed"),
     args: (w) => [w.jobs.pending, w.reportedAt + DECISION_TIMEOUT, w.reportedAt + DECISION_TIMEOUT + 1n],
   },
