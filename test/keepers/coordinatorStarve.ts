@@ -182,6 +182,7 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
     });
 
     it("the expected step time of the real templates: MACs, micro-batches on the device's memory", function () {
+      this.timeout(120_000); // the first loadTemplate builds every template's graphs: seconds on a busy machine
       const mnist = loadTemplate("mnist-mlp");
       expect(macsPerStep(mnist)).to.equal(3 * 64 * (784 * 64 + 64 * 10));
       expect(microBatches(mnist, 4096)).to.equal(1);
