@@ -61,8 +61,23 @@ export type ReasonCode =
   | "regression" // held-out accuracy dropped more than the template allows, or the loss is not finite
   | "behaviour"; // a non-honest verifier mode decided without checking (tests and demos only)
 
+/**
+ * A replayed step that gave another hash than the committed one, from the committed input state: the evidence a
+ * fault claim carries (verifier/claims.ts). `input` and `replayed` are the states (absent when forged).
+ */
+export type ReplayFault = {
+  step: number;
+  inputHash: string;
+  committedHash: string;
+  replayedHash: string;
+  input?: TrainingState;
+  replayed?: TrainingState;
+};
+
 export type CheckpointVerdict = {
   accept: boolean;
+  /** Set when a replay mismatch was found: what a fault claim needs. */
+  fault?: ReplayFault;
   /** `code: detail`, one per problem found; empty when accepted. */
   reasons: string[];
   codes: ReasonCode[];
@@ -165,9 +180,11 @@ const outage = (err: StoreUnavailableError, context: string) => new StoreOutageE
 
 class Refusal extends Error {
   code: ReasonCode;
-  constructor(code: ReasonCode, detail: string) {
+  fault?: ReplayFault;
+  constructor(code: ReasonCode, detail: string, fault?: ReplayFault) {
     super(detail);
     this.code = code;
+    this.fault = fault;
   }
 }
 
@@ -191,7 +208,7 @@ function refusalOf(err: unknown, context: string): Refusal {
 }
 
 /** Fetches and decodes the reported blob, checking its hash ourselves (a store need not verify). */
-async function loadReported(store: CheckpointStore, hash: string): Promise<Checkpoint> {
+export async function loadReported(store: CheckpointStore, hash: string): Promise<Checkpoint> {
   try {
     const bytes = await store.get(hash);
     const actual = blobHash(bytes);
@@ -368,8 +385,11 @@ async function replayChecked(
   const actual = stateHash(next);
   costs.push(cpuMsSince(t0));
   const committed = c.stepHashes[step - c.startStep - 1];
-  if (!sameHex(actual, committed))
-    throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`);
+  if (!sameHex(actual, committed)) {
+    const inputHash = step === c.startStep + 1 ? c.startStateHash : c.stepHashes[step - c.startStep - 2];
+    const fault = { step, inputHash, committedHash: committed, replayedHash: actual, input: state, replayed: next };
+    throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`, fault);
+  }
   return next;
 }
 
@@ -398,6 +418,7 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
     metrics.cpuMs = cpuMsSince(t0);
     return {
       accept: problems.length === 0,
+      fault: problems.find((p) => p.fault)?.fault,
       reasons: problems.map((p) => `${p.code}: ${p.message}`),
       codes: problems.map((p) => p.code),
       metrics,
