@@ -18,7 +18,16 @@ import { httpCollector, type SignaturePoster } from "../../verifier/collector.ts
 import { DecisionStore } from "../../verifier/decisions.ts";
 import { coordinatorProfiles } from "../../verifier/profiles.ts";
 import { Verifier, type BehaviourName, type EscrowReader } from "../../verifier/verifier.ts";
-import { checkpointKey, sampleSalt, type CheckpointItem } from "../../verifier/work.ts";
+import {
+  checkMessage,
+  checkpointKey,
+  digestOf,
+  faultMessage,
+  sampleSalt,
+  type CheckpointItem,
+  type FaultBody,
+} from "../../verifier/work.ts";
+import { escrowDomain, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
 import {
   FsCheckpointStore,
   initialState,
@@ -31,7 +40,7 @@ import {
 import { deployProtocol, networkHelpers, type Protocol } from "../helpers/fixture.ts";
 import { captureLogger, manualClock, testContext } from "../keepers/fixture.ts";
 import { closeScratch, openScratch } from "../helpers/scratch.ts";
-import { Provider, verifierWallets } from "./helpers.ts";
+import { hardhatWallet, Provider, verifierWallets } from "./helpers.ts";
 
 const template = loadTemplate("blobs-tiny");
 const INTERVAL = 10;
@@ -314,6 +323,20 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
     expect(await slashes(w)).to.have.length(1);
   });
 
+  it("a verifier that already signed accept re-checks a claim that arrives later and signs the fault refusal too", async function () {
+    const w = await world("late-claim");
+    const { bad, finder } = await fabricatedForOne(w);
+    const { vs, logs } = verifiers(w, ["honest", "honest", "honest"]);
+    const [early] = [0, 1, 2].filter((i) => i !== finder);
+    await vs[early].tick(); // no claim yet: its own sample missed the step, it signs accept (1 of 3)
+    expect(logs[early].find((l) => l.msg === "checkpoint decided")?.action).to.equal("accept");
+    await vs[finder].tick(); // the claim
+    await vs[early].tick(); // re-checks it: reproduced, so it signs the fault refusal (2 of 3)
+    await w.host.tick();
+    const [ev] = await slashes(w);
+    expect([ev?.args.faultStep, ev?.args.finder]).to.deep.equal([BigInt(bad), verifierWallets()[finder].address]);
+  });
+
   it("a false claim from a malicious verifier is ignored: the honest checkpoint is accepted, nothing slashed", async function () {
     const w = await world("false-claim");
     const item = await honestReport(w);
@@ -359,6 +382,33 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
     expect(await slashes(w)).to.have.length(0);
     expect((await w.p.escrow.jobOf(w.p.jobId)).acceptedHash).to.equal(item.hash);
     expect(logs[1].find((l) => l.msg === "fault claim not reproduced; ignored")?.why).to.include(UNPROVEN);
+  });
+
+  it("a verifier gets one claim per checkpoint (409 for a second), and a check must be signed by an owner", async function () {
+    const w = await world("limits");
+    const item = await honestReport(w);
+    const { vs } = verifiers(w, ["false-claim", "honest", "honest"]);
+    await vs[0].tick();
+    const [claim] = (w.host.collector.listClaims().body as { claims: FaultBody[] }).claims;
+    const [v1] = verifierWallets();
+    const domain = escrowDomain(w.p.chainId, w.p.deployment.escrow);
+    const sign = (digest: string, wallet = v1) =>
+      signAsSafeOwner(wallet, w.p.chainId, w.p.deployment.verifierSafe, digest);
+    const second = { ...claim.message, fault: { ...claim.message.fault, step: 3 } };
+    const digest = digestOf(domain, { kind: "fault", typed: faultMessage(second) });
+    const r = await w.host.collector.submitClaim({ ...claim, message: second, digest, signature: await sign(digest) });
+    expect(r.status).to.equal(409);
+    const outsider = hardhatWallet(11);
+    const { message, typed } = checkMessage(item, claim.digest);
+    const checkDigest = digestOf(domain, { kind: "check", typed });
+    const check = { kind: "check", message, digest: checkDigest, signer: outsider.address };
+    const bad = await w.host.collector.submitClaim({ ...check, signature: await sign(checkDigest, outsider) });
+    expect([bad.status, (bad.body as { reason: string }).reason]).to.deep.equal([
+      400,
+      `${outsider.address} is not an owner of the verifier Safe`,
+    ]);
+    const forged = await w.host.collector.submitClaim({ ...check, signature: await sign(checkDigest) });
+    expect(forged.status).to.equal(400); // v1's signature under the outsider's name
   });
 
   it("the collector never submits accept while a claim is unchecked, and does once the others answered", async function () {
