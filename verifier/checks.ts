@@ -102,9 +102,12 @@ export type CheckpointMetrics = {
   trainingCpuMsEstimate: number | null;
   /** True when an evaluation-rule violation escalated the check to replaying every step. */
   fullReplay: boolean;
-  /** Where cpuMs went: replaying steps, held-out evaluation, the rest (reading, hashing, decoding the blobs). */
-  replayCpuMs: number;
-  evalCpuMs: number;
+  /**
+   * Where cpuMs went: replaying steps, held-out evaluation; the rest is reading, hashing and decoding blobs.
+   * (Absent where nothing was checked, e.g. a verifier behaviour that decides without checking.)
+   */
+  replayCpuMs?: number;
+  evalCpuMs?: number;
   /** Remarks that did not change the decision. */
   notes: string[];
 };
