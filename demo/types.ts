@@ -23,6 +23,8 @@ export interface ProviderRow {
   checkpointsRefused: number;
   earned: bigint;
   withdrawn: bigint;
+  /** The provider's stake books in the registry at settlement (slashed: over the whole run). */
+  stake: { deposited: bigint; locked: bigint; slashed: bigint };
   why: string;
 }
 
