@@ -11,6 +11,7 @@ import { formatEther, formatUnits } from "ethers";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
 import { localProfile } from "../workloads/index.ts";
 import { sleep } from "../sdk/retry.ts";
+import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { runLoop, type TickResult } from "../sdk/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
 import { assignedJobs, decideRegistration, leaseHeartbeatMs, stakeTopUp, type Offer } from "./decide.ts";
@@ -85,6 +86,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       behaviour,
       progress: new Progress({ tags, fault: behaviour.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
       trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
+      wake: decisionWake(deps),
     };
     liveness.start();
     try {
@@ -139,6 +141,7 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
     name: "agent",
     tick,
     intervalMs: config.idleMs,
+    wait: ctx.wake && ((ms, signal) => ctx.wake!.sleep(ms, signal)), // an assignment wakes the idle agent
     once: config.once,
     signal: deps.signal,
     logger: ctx.logger,
@@ -149,6 +152,25 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
   ctx.progress.done();
   ctx.logger.info("stopped cleanly");
   return code;
+}
+
+/** The escrow events an agent waits for (issue 14: pushed, not polled every pollMs/idleMs). */
+const WAKE_EVENTS = [
+  "ProviderAssigned",
+  "ProviderUnassigned",
+  "CheckpointAccepted",
+  "CheckpointRefused",
+  "CheckpointLapsed",
+  "JobCancelled",
+  "JobExpired",
+];
+
+function decisionWake(deps: AgentDeps): ChainWake | undefined {
+  const provider = deps.signer.provider;
+  if (!provider) return undefined;
+  const { escrow } = deps.protocol;
+  const filter = { address: String(escrow.target), topics: eventTopics(escrow.interface, WAKE_EVENTS) };
+  return new ChainWake({ provider, filter, now: deps.clock.now });
 }
 
 /** Waits until the key holds ETH for gas ("fund <address> with ETH for gas"). False when stopped first. */

@@ -31,6 +31,7 @@ export const PROVIDE_OPTIONS = {
   coordinator: { type: "string", default: "http://127.0.0.1:8600/heartbeat" },
   fault: { type: "string" },
   once: { type: "boolean", default: false },
+  "step-log": { type: "boolean", default: false },
 } as const;
 
 export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP [options]
@@ -44,6 +45,7 @@ export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP 
   --fault KIND[:ARG]   inject a fault: garbage-weights skip-steps wrong-data nan hash-mismatch replay-old
                        write-after-fence die-at:N
   --once               work the jobs assigned now, then exit
+  --step-log           log every trained step (debug lines): an exact record of the work, even after a SIGKILL
   --pretty             short human log lines instead of JSON
   --dry-run            show the key, device and registration decision without sending anything`;
 
@@ -82,6 +84,7 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
       fault,
       once: values.once,
       dryRun: values["dry-run"],
+      stepLog: values["step-log"],
       heartbeatMs: HEARTBEAT_DEFAULTS.intervalMs,
       ...DEFAULT_TIMING,
     },

@@ -77,7 +77,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
       p.name,
       [
         ...[cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
-        ...["--store", store, "--coordinator", coordinatorUrl, ...extra],
+        ...["--store", store, "--coordinator", coordinatorUrl, "--step-log", ...extra],
       ],
       env,
       on(p.name),
