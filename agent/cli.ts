@@ -32,6 +32,7 @@ export const PROVIDE_OPTIONS = {
   fault: { type: "string" },
   once: { type: "boolean", default: false },
   "step-log": { type: "boolean", default: false },
+  "heartbeat-ms": { type: "string" },
 } as const;
 
 export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP [options]
@@ -45,6 +46,8 @@ export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP 
   --fault KIND[:ARG]   inject a fault: garbage-weights skip-steps wrong-data nan hash-mismatch replay-old
                        write-after-fence die-at:N
   --once               work the jobs assigned now, then exit
+  --heartbeat-ms MS    off-chain heartbeat period (default ${HEARTBEAT_DEFAULTS.intervalMs}; keep it well under the
+                       coordinator's --heartbeat-timeout-ms)
   --step-log           log every trained step (debug lines): an exact record of the work, even after a SIGKILL
   --pretty             short human log lines instead of JSON
   --dry-run            show the key, device and registration decision without sending anything`;
@@ -85,7 +88,7 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
       once: values.once,
       dryRun: values["dry-run"],
       stepLog: values["step-log"],
-      heartbeatMs: HEARTBEAT_DEFAULTS.intervalMs,
+      heartbeatMs: parsePositiveInt(values["heartbeat-ms"], "heartbeat-ms", HEARTBEAT_DEFAULTS.intervalMs),
       ...DEFAULT_TIMING,
     },
     rpc: values.rpc,

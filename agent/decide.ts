@@ -122,9 +122,19 @@ export function planJob(job: JobView): JobPlan {
   return { kind: "train" };
 }
 
-/** The step the next segment ends at: one checkpoint interval past its start, or the last step. */
-export function segmentTarget(baseStep: number, interval: number, totalSteps: number): number {
-  return Math.min(baseStep + interval, totalSteps);
+/** A resumed job's first segment is this fraction of an interval (issue 14: a takeover is confirmed sooner). */
+export const RESUME_SEGMENT_DIVISOR = 10;
+
+/**
+ * The step the next segment ends at: one checkpoint interval past its start, or the last step. `resuming`: the
+ * first segment of a job taken over with progress on it (after a failover or a restart) is a tenth of an interval,
+ * so the new holder's first checkpoint is accepted seconds after it starts (one checkpoint more per takeover).
+ */
+export function segmentTarget(baseStep: number, interval: number, totalSteps: number, resuming = false): number {
+  // Only where an interval is long enough for a tenth of it to be worth a checkpoint of its own (≥ 2 steps).
+  const short = resuming && interval >= 2 * RESUME_SEGMENT_DIVISOR;
+  const steps = short ? Math.ceil(interval / RESUME_SEGMENT_DIVISOR) : interval;
+  return Math.min(baseStep + steps, totalSteps);
 }
 
 /** Whether the pending checkpoint is one we may build on: undecided, at our epoch (so ours), and not the last. */

@@ -358,7 +358,8 @@ class JobRun {
     const { ctx } = this;
     const job = this.view;
     const generation = this.generation;
-    const end = segmentTarget(base.step, job.checkpointInterval, job.totalSteps);
+    const resuming = this.record.segments === 0 && base.step > 0;
+    const end = segmentTarget(base.step, job.checkpointInterval, job.totalSteps, resuming);
     this.training = base;
     const t0 = this.now;
     this.record.startedAt ??= t0;

@@ -14,6 +14,12 @@ export const PRICE = { mallory: "0.0008", alice: "0.0010", bob: "0.0012" } as co
 export const MAX_PRICE = 1_500n; // 0.0015 USDC per step, in base units
 export const DISPUTE_WINDOW = 60; // seconds: the escrow's minimum
 const NAMES = ["mallory", "alice", "bob"] as const;
+/**
+ * Failure detection of this run (issue 14: failover ≤ 5 s): agents beat every 400 ms, the coordinator calls a
+ * provider dead after 2 s of silence (5 beats) and the keepers tick every 250 ms. The defaults (1 s, 5 s, 1 s)
+ * stay for networks spread over the internet.
+ */
+export const DETECTION = { beatMs: 400, timeoutMs: 2_000, keeperTickMs: 250 };
 
 export const budgetOf = (totalSteps: number) => MAX_PRICE * BigInt(totalSteps);
 export const priceUnits = (name: Provider["name"]) => BigInt(Math.round(Number(PRICE[name]) * 1e6));
@@ -52,6 +58,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
       ...[cli, "keeper", "all", ...common, "--key", actors.keyFiles.coordinator],
       ...["--coordinator-port", String(ports.coordinator), "--collector-port", String(ports.collector)],
       ...["--state-file", path.join(o.runDir, "collector-state.json")],
+      ...["--heartbeat-timeout-ms", String(DETECTION.timeoutMs), "--interval-ms", String(DETECTION.keeperTickMs)],
       ...(hostNet ? ["--host", keeperIp] : []),
     ],
     {},
@@ -77,7 +84,8 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
       p.name,
       [
         ...[cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
-        ...["--store", store, "--coordinator", coordinatorUrl, "--step-log", ...extra],
+        ...["--store", store, "--coordinator", coordinatorUrl, "--step-log"],
+        ...["--heartbeat-ms", String(DETECTION.beatMs), ...extra],
       ],
       env,
       on(p.name),

@@ -83,6 +83,9 @@ export interface ScenarioResult {
   checks: PromiseCheck[];
   failoverSeconds?: number;
   lostSteps?: number;
+  /** When the killed provider was killed (ms since the epoch), and the work it lost (issue 14's bench). */
+  killedAt?: number;
+  lostWork?: LostWork;
   accuracy?: number;
   /** Wall time from job creation to the verdict: what N steps cost through the whole network. */
   jobWallSeconds?: number;

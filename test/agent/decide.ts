@@ -116,6 +116,12 @@ describe("agent: work-loop decisions", function () {
     expect(segmentTarget(0, 4, 12)).to.equal(4);
     expect(segmentTarget(8, 4, 10)).to.equal(10);
     expect(segmentTarget(9, 50, 10)).to.equal(10);
+    // Resuming a job with progress on it (issue 14): a tenth of the interval first, where that is ≥ 2 steps.
+    expect(segmentTarget(300, 100, 600, true)).to.equal(310);
+    expect(segmentTarget(300, 25, 600, true)).to.equal(303);
+    expect(segmentTarget(595, 100, 600, true)).to.equal(600);
+    expect(segmentTarget(8, 19, 100, true)).to.equal(27);
+    expect(segmentTarget(8, 4, 100, true)).to.equal(12);
   });
 
   it("reports a segment only once its base is the accepted checkpoint and nothing is pending", function () {
