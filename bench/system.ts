@@ -14,6 +14,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { createTrainer, loadTemplate } from "../workloads/index.ts";
+import { FAST_DETECTION } from "../demo/actors.ts";
 import { runScenario, type ScenarioOptions, type ScenarioResult } from "../demo/scenario.ts";
 import { checkpointLatency, failoverParts, recordedLogs, trainingRecords, type LogLine } from "./timeline.ts";
 
@@ -53,6 +54,7 @@ function scenario(name: string, o: Partial<ScenarioOptions>): ScenarioOptions {
     deploymentId: `bench-${process.pid}-${name}`,
     timeoutMs: 900_000,
     print: () => {},
+    detection: FAST_DETECTION,
     ...o,
   };
 }

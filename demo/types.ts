@@ -66,6 +66,8 @@ export interface ScenarioOptions {
     deploymentFile: string;
     runDir: string;
   }) => Promise<void>;
+  /** Heartbeat period, heartbeat timeout and keeper tick (ms) instead of the defaults (issue 14: the bench). */
+  detection?: { beatMs: number; timeoutMs: number; keeperTickMs: number };
   /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
   beforeStop?: (chain: LiveChain) => Promise<void>;
 }
