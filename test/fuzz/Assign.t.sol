@@ -62,7 +62,7 @@ contract AssignFuzzTest is EscrowFixture {
         uint256 jobId = _createJob(_request(totalSteps, totalSteps, maxPrice, budget));
         _registerAndAssign(jobId, provider1, price1);
         _reportAndAccept(jobId, acceptedStep);
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
         _register(provider2, price2);
 
@@ -106,10 +106,10 @@ contract AssignFuzzTest is EscrowFixture {
     }
 
     function testFuzz_assign_revertsIf_callerNotCoordinator(address caller) public {
-        vm.assume(caller != coordinator);
+        vm.assume(caller != COORDINATOR);
         uint256 jobId = _createJob(10, 5, 100);
         _register(provider1, 100);
-        vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNotCoordinator.selector, caller, coordinator));
+        vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNotCoordinator.selector, caller, COORDINATOR));
         vm.prank(caller);
         escrow.assign(jobId, provider1);
     }

@@ -90,7 +90,7 @@ contract SettlementFuzzTest is EscrowFixture {
     ) public {
         (uint256 jobId, uint256 budget, , ) = _trainedJob(totalSteps, handover, price1, price2, extra);
         _dispute(jobId);
-        vm.prank(arbiter);
+        vm.prank(ARBITER);
         escrow.resolveDispute(jobId, true);
 
         assertEq(escrow.owed(client), budget + BOND, "budget and bond back to the client");
@@ -119,15 +119,15 @@ contract SettlementFuzzTest is EscrowFixture {
             extra
         );
         _dispute(jobId);
-        vm.prank(arbiter);
+        vm.prank(ARBITER);
         escrow.resolveDispute(jobId, false);
 
         assertEq(escrow.owed(client), budget - earned1 - earned2, "refund only");
-        assertEq(escrow.owed(feeRecipient), BOND, "bond forfeited");
+        assertEq(escrow.owed(FEE_RECIPIENT), BOND, "bond forfeited");
         _claimAndWithdrawAll(jobId);
         vm.prank(client);
         escrow.withdraw();
-        vm.prank(feeRecipient);
+        vm.prank(FEE_RECIPIENT);
         escrow.withdraw();
         assertEq(usdc.balanceOf(provider1), earned1, "provider1 paid");
         assertEq(usdc.balanceOf(provider2), earned2, "provider2 paid");
@@ -146,7 +146,7 @@ contract SettlementFuzzTest is EscrowFixture {
         uint256 jobId = _createJob(_request(100, 100, price, uint128(budget)));
         _registerAndAssign(jobId, provider1, price);
         if (accepted > 0) _reportAndAccept(jobId, accepted);
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
 
         vm.prank(client);

@@ -45,7 +45,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         );
         if (wrote) assertEq(escrow.jobOf(jobId).leaseExpiresAt, t + LEASE, "extended from now");
         VmStateSnapshots(address(vm)).revertToState(snapshot);
-        (bool unassigned, bytes memory unassignError) = _call(stranger, abi.encodeCall(escrow.unassign, (jobId)));
+        (bool unassigned, bytes memory unassignError) = _call(STRANGER, abi.encodeCall(escrow.unassign, (jobId)));
 
         assertTrue(wrote != unassigned, "exactly one succeeds");
         assertEq(wrote, live, "the assignee writes iff now <= leaseExpiresAt");
@@ -71,7 +71,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         uint256 jobId = _createJob(100, 10, 1);
         _registerAndAssign(jobId, provider1, 1);
         vm.warp(_instantAround(seed, START, START + LEASE, 30 days));
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
         _assertStatus(jobId, IJobEscrow.JobStatus.Open);
     }
@@ -128,7 +128,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         (bool disputed, ) = _call(client, abi.encodeCall(escrow.dispute, (jobId)));
         if (disputed) _assertStatus(jobId, IJobEscrow.JobStatus.Disputed);
         VmStateSnapshots(address(vm)).revertToState(snapshot);
-        (bool settled, ) = _call(stranger, abi.encodeCall(escrow.settle, (jobId)));
+        (bool settled, ) = _call(STRANGER, abi.encodeCall(escrow.settle, (jobId)));
 
         assertTrue(disputed != settled, "exactly one succeeds");
         assertEq(disputed, open, "the client disputes iff now <= submittedAt + disputeWindow");
@@ -149,18 +149,18 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         _assertStatus(jobId, inTime ? IJobEscrow.JobStatus.Disputed : IJobEscrow.JobStatus.ArbiterTimedOut);
 
         uint256 snapshot = VmStateSnapshots(address(vm)).snapshotState();
-        (bool resolved, ) = _call(arbiter, abi.encodeCall(escrow.resolveDispute, (jobId, upheld)));
+        (bool resolved, ) = _call(ARBITER, abi.encodeCall(escrow.resolveDispute, (jobId, upheld)));
         if (resolved) {
             // Upheld: the whole budget and the bond go back to the client. Rejected: the bond is forfeited.
             assertEq(escrow.owed(client), upheld ? 40 + BOND : 0, "client");
-            assertEq(escrow.owed(feeRecipient), upheld ? 0 : BOND, "fee recipient");
+            assertEq(escrow.owed(FEE_RECIPIENT), upheld ? 0 : BOND, "fee recipient");
         }
         VmStateSnapshots(address(vm)).revertToState(snapshot);
-        (bool settled, ) = _call(stranger, abi.encodeCall(escrow.settle, (jobId)));
+        (bool settled, ) = _call(STRANGER, abi.encodeCall(escrow.settle, (jobId)));
         if (settled) {
             // The arbiter stayed silent: the verdict stands and the bond goes back to the client.
             assertEq(escrow.owed(client), BOND, "bond returned");
-            assertEq(escrow.owed(feeRecipient), 0, "nothing forfeited");
+            assertEq(escrow.owed(FEE_RECIPIENT), 0, "nothing forfeited");
             assertTrue(escrow.disputeOf(jobId).resolved, "resolved by timeout");
             _assertStatus(jobId, IJobEscrow.JobStatus.Settled);
         }

@@ -4,59 +4,26 @@ pragma solidity 0.8.28;
 import {PRBTest} from "@prb/test/src/PRBTest.sol";
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
 import {IProviderRegistry} from "../../../contracts/interfaces/IProviderRegistry.sol";
-import {JobEscrow} from "../../../contracts/JobEscrow.sol";
-import {ProviderRegistry} from "../../../contracts/ProviderRegistry.sol";
-import {TestUSDC} from "../../../contracts/test/TestUSDC.sol";
+import {ProtocolSetup} from "./ProtocolSetup.sol";
 
 /// @notice Shared fixture of the fuzz tests: a real TestUSDC, ProviderRegistry and JobEscrow, named actors, and
 /// one-line steps of the job lifecycle. `verifierSafe` is a plain address: pranking as it is exactly a Safe
 /// transaction reaching the escrow (a direct call from the Safe with empty signatures).
-abstract contract EscrowFixture is PRBTest {
-    uint64 internal constant LEASE = 1 hours;
-    uint128 internal constant BOND = 50e6;
+abstract contract EscrowFixture is PRBTest, ProtocolSetup {
     uint64 internal constant WINDOW = 1 hours;
-    uint64 internal constant ARBITER_TIMEOUT = 3 days;
     uint64 internal constant MIN_WINDOW = 1 minutes;
     uint64 internal constant MAX_WINDOW = 30 days;
     uint256 internal constant START = 1_750_000_000;
-    bytes32 internal constant TEMPLATE = keccak256("mnist-mlp-v1");
     uint128 internal constant MIN_STAKE = 1e6;
-    uint64 internal constant UNBONDING = 2 days;
 
-    address internal constant owner = address(0x0A110000);
-    address internal constant coordinator = address(0xC00D0000);
-    address internal constant arbiter = address(0xA4B10000);
-    address internal constant feeRecipient = address(0xFEE00000);
     address internal constant verifierSafe = address(0x5AFE0000);
     address internal constant client = address(0xC1100001);
     address internal constant provider1 = address(0x9A000001);
     address internal constant provider2 = address(0x9A000002);
-    address internal constant stranger = address(0x57A40000);
-
-    TestUSDC internal usdc;
-    ProviderRegistry internal registry;
-    JobEscrow internal escrow;
 
     function setUp() public virtual {
         vm.warp(START);
-        usdc = new TestUSDC();
-        registry = new ProviderRegistry(usdc, MIN_STAKE, UNBONDING);
-        escrow = new JobEscrow(
-            usdc,
-            registry,
-            IJobEscrow.Roles({
-                owner: owner,
-                coordinator: coordinator,
-                arbiter: arbiter,
-                feeRecipient: feeRecipient,
-                verifierSafe: verifierSafe
-            }),
-            LEASE,
-            BOND
-        );
-        registry.bindEscrow(address(escrow));
-        vm.prank(owner);
-        escrow.setTemplateApproval(TEMPLATE, true);
+        _deployProtocol(verifierSafe, MIN_STAKE);
         vm.prank(client);
         usdc.approve(address(escrow), type(uint256).max);
     }
@@ -109,7 +76,7 @@ abstract contract EscrowFixture is PRBTest {
     }
 
     function _assign(uint256 jobId, address provider) internal {
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.assign(jobId, provider);
     }
 
@@ -147,7 +114,7 @@ abstract contract EscrowFixture is PRBTest {
     function _handOver(uint256 jobId, uint32 handover, uint32 totalSteps, uint128 price1, uint128 price2) internal {
         _registerAndAssign(jobId, provider1, price1);
         _reportAndAccept(jobId, handover);
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
         _registerAndAssign(jobId, provider2, price2);
         _reportAndAccept(jobId, totalSteps);
