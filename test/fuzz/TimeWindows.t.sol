@@ -22,6 +22,15 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         return bound(seed / 2, from, deadline + span);
     }
 
+    /// @dev Warps to a random instant around the deadline `span` from now (see `_instantAround`; up to 2 × span past
+    /// it). Returns the instant and whether it is within the deadline (inclusive).
+    function _warpAround(uint256 seed, uint256 span) private returns (uint256 t, bool inTime) {
+        uint256 deadline = block.timestamp + span;
+        t = _instantAround(seed, block.timestamp, deadline, 2 * span);
+        vm.warp(t);
+        inTime = t <= deadline;
+    }
+
     function _call(address caller, bytes memory data) private returns (bool success, bytes memory returned) {
         vm.prank(caller);
         (success, returned) = address(escrow).call(data);
@@ -32,9 +41,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         _registerAndAssign(jobId, provider1, 1);
         uint64 lease = escrow.jobOf(jobId).leaseExpiresAt;
         assertEq(lease, START + LEASE, "lease");
-        uint256 t = _instantAround(seed, START, lease, 2 * LEASE);
-        vm.warp(t);
-        bool live = t <= lease;
+        (uint256 t, bool live) = _warpAround(seed, LEASE);
 
         uint256 snapshot = VmStateSnapshots(address(vm)).snapshotState();
         (bool wrote, bytes memory writeError) = _call(
@@ -117,10 +124,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         _registerAndAssign(jobId, provider1, 10);
         _trainToEnd(jobId);
         _submitVerdict(jobId);
-        uint256 deadline = block.timestamp + window;
-        uint256 t = _instantAround(seed, block.timestamp, deadline, 2 * window);
-        vm.warp(t);
-        bool open = t <= deadline;
+        (, bool open) = _warpAround(seed, window);
         _assertStatus(jobId, open ? IJobEscrow.JobStatus.DisputeWindow : IJobEscrow.JobStatus.Settleable);
         usdc.mint(client, BOND);
 
@@ -142,10 +146,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
     function testFuzz_arbiterDeadline_exactlyOneOf_resolveOrSettle(uint256 seed, bool upheld) public {
         (uint256 jobId, ) = _jobInDisputeWindow(10);
         _dispute(jobId);
-        uint256 deadline = block.timestamp + ARBITER_TIMEOUT;
-        uint256 t = _instantAround(seed, block.timestamp, deadline, 2 * ARBITER_TIMEOUT);
-        vm.warp(t);
-        bool inTime = t <= deadline;
+        (, bool inTime) = _warpAround(seed, ARBITER_TIMEOUT);
         _assertStatus(jobId, inTime ? IJobEscrow.JobStatus.Disputed : IJobEscrow.JobStatus.ArbiterTimedOut);
 
         uint256 snapshot = VmStateSnapshots(address(vm)).snapshotState();

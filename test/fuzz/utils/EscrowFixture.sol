@@ -4,6 +4,7 @@ pragma solidity 0.8.28;
 import {PRBTest} from "@prb/test/src/PRBTest.sol";
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
 import {IProviderRegistry} from "../../../contracts/interfaces/IProviderRegistry.sol";
+import {bound} from "./Bound.sol";
 import {ProtocolSetup} from "./ProtocolSetup.sol";
 
 /// @notice Shared fixture of the fuzz tests: a real TestUSDC, ProviderRegistry and JobEscrow, named actors, and
@@ -110,14 +111,41 @@ abstract contract EscrowFixture is PRBTest, ProtocolSetup {
         _acceptPending(jobId);
     }
 
-    /// @dev provider1 trains to `handover` at `price1` and is unassigned; provider2 trains on to `totalSteps`.
-    function _handOver(uint256 jobId, uint32 handover, uint32 totalSteps, uint128 price1, uint128 price2) internal {
-        _registerAndAssign(jobId, provider1, price1);
-        _reportAndAccept(jobId, handover);
+    /// @dev Two providers on one job (fuzzed as one struct): provider1 trains to `handover` at `price1` and is
+    /// unassigned, provider2 trains on to `totalSteps` at `price2`.
+    struct Handover {
+        uint32 totalSteps;
+        uint32 handover;
+        uint128 price1;
+        uint128 price2;
+    }
+
+    /// @dev `h` wrapped into 2..1e6 steps, a handover strictly inside them, and prices of 1..maxPrice.
+    function _bounded(Handover memory h, uint256 maxPrice) internal pure returns (Handover memory) {
+        h.totalSteps = uint32(bound(h.totalSteps, 2, 1_000_000));
+        h.handover = uint32(bound(h.handover, 1, h.totalSteps - 1));
+        h.price1 = uint128(bound(h.price1, 1, maxPrice));
+        h.price2 = uint128(bound(h.price2, 1, maxPrice));
+        return h;
+    }
+
+    function _higherPrice(Handover memory h) internal pure returns (uint128) {
+        return h.price1 > h.price2 ? h.price1 : h.price2;
+    }
+
+    /// @dev What each provider earns on the handed-over job.
+    function _earned(Handover memory h) internal pure returns (uint256 earned1, uint256 earned2) {
+        earned1 = uint256(h.handover) * h.price1;
+        earned2 = uint256(h.totalSteps - h.handover) * h.price2;
+    }
+
+    function _handOver(uint256 jobId, Handover memory h) internal {
+        _registerAndAssign(jobId, provider1, h.price1);
+        _reportAndAccept(jobId, h.handover);
         vm.prank(COORDINATOR);
         escrow.unassign(jobId);
-        _registerAndAssign(jobId, provider2, price2);
-        _reportAndAccept(jobId, totalSteps);
+        _registerAndAssign(jobId, provider2, h.price2);
+        _reportAndAccept(jobId, h.totalSteps);
     }
 
     /// @dev The assignee reports and the Safe accepts the furthest allowed step until every step is accepted.

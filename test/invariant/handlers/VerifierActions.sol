@@ -3,7 +3,7 @@ pragma solidity 0.8.28;
 
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
 import {VM, bound} from "../../fuzz/utils/Bound.sol";
-import {HandlerBase, OPEN, RUNNING, DISPUTE_WINDOW} from "./HandlerBase.sol";
+import {HandlerBase, RUNNING, DISPUTE_WINDOW} from "./HandlerBase.sol";
 
 /// @notice The verifier Safe's calls (the handler is the Safe: direct calls, empty signatures) and forgeries.
 abstract contract VerifierActions is HandlerBase {
@@ -184,9 +184,7 @@ abstract contract VerifierActions is HandlerBase {
         (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Trained);
         if (jobId == 0) return;
         bytes32 modelHash = hashSeed % 5 == 0 ? keccak256(abi.encode(hashSeed)) : g.acceptedHash;
-        IJobEscrow.JobStatus status = _status(g);
-        bool expected =
-            (status == OPEN || status == RUNNING) && g.accepted == g.totalSteps && modelHash == g.acceptedHash;
+        bool expected = _fits(jobId, Fit.Trained) && modelHash == g.acceptedHash;
         bytes memory data = abi.encodeCall(
             escrow.submitVerdict,
             (jobId, modelHash, bound(metricSeed, 0, 10_000), passed, "")
