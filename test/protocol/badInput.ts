@@ -183,6 +183,31 @@ const MAXW = 30n * DAY;
 const other = ethers.id("not the checkpoint");
 const SETTLEABLE = bits(Status.Settleable, Status.ArbiterTimedOut);
 
+type JobName = keyof World["jobs"];
+
+/**
+ * Calls of one action on jobs in a status it does not accept, one row each: [the case's name after the action's,
+ * the job (by name in the world, or an id), its status, what to do first]. Each reverts with
+ * JobEscrowUnexpectedStatus(job, its status, `allowed`).
+ */
+function wrongStatus(
+  action: string,
+  act: (w: World, jobId: bigint) => Promise<ContractTransactionResponse>,
+  allowed: bigint,
+  rows: [when: string, job: JobName | bigint, status: Status, prepare?: Case["prepare"]][],
+): Case[] {
+  return rows.map(([when, job, status, prepare]) => {
+    const id = (w: World) => (typeof job === "bigint" ? job : w.jobs[job]);
+    return {
+      name: `${action} ${when}`,
+      prepare,
+      act: (w) => act(w, id(w)),
+      error: E("UnexpectedStatus"),
+      args: (w) => [id(w), status, allowed],
+    };
+  });
+}
+
 async function freeStake(w: World, provider: string): Promise<bigint> {
   const st = await w.registry.stakeOf(provider);
   return st.deposited - st.locked - st.unbonding;
@@ -264,35 +289,17 @@ const cases: Case[] = [
     args: (w) => [w.token.target],
   },
   // ---- cancel
-  {
-    name: "cancel while Running",
-    act: (w) => w.escrow.connect(w.client).cancel(w.jobs.running),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)],
-  },
+  ...wrongStatus("cancel", (w, id) => w.escrow.connect(w.client).cancel(id), bits(Status.Open), [
+    ["while Running", "running", Status.Running],
+    ["twice", "cancelled", Status.Cancelled],
+    ["a job that does not exist", 999n, Status.None],
+    ["after the verdict", "verdict", Status.DisputeWindow],
+  ]),
   {
     name: "cancel by someone other than the client",
     act: (w) => w.escrow.connect(w.stranger).cancel(w.jobs.open),
     error: E("NotClient"),
     args: (w) => [w.jobs.open, w.stranger.address, w.client.address],
-  },
-  {
-    name: "cancel twice",
-    act: (w) => w.escrow.connect(w.client).cancel(w.jobs.cancelled),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.cancelled, Status.Cancelled, bits(Status.Open)],
-  },
-  {
-    name: "cancel a job that does not exist",
-    act: (w) => w.escrow.connect(w.client).cancel(999n),
-    error: E("UnexpectedStatus"),
-    args: () => [999n, Status.None, bits(Status.Open)],
-  },
-  {
-    name: "cancel after the verdict",
-    act: (w) => w.escrow.connect(w.client).cancel(w.jobs.verdict),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Open)],
   },
   // ---- assign
   {
@@ -338,18 +345,15 @@ const cases: Case[] = [
     error: E("BudgetShort"),
     args: (w) => [w.jobs.short, 100n * PRICE.provider1, 50_000n],
   },
-  {
-    name: "assign a Running job",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.running, w.provider2.address),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)],
-  },
-  {
-    name: "assign a Settled job",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.settled, w.provider2.address),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.settled, Status.Settled, bits(Status.Open)],
-  },
+  ...wrongStatus(
+    "assign",
+    (w, id) => w.escrow.connect(w.coordinator).assign(id, w.provider2.address),
+    bits(Status.Open),
+    [
+      ["a Running job", "running", Status.Running],
+      ["a Settled job", "settled", Status.Settled],
+    ],
+  ),
   // ---- unassign
   {
     name: "unassign by a stranger at the last instant of the lease",
@@ -358,12 +362,9 @@ const cases: Case[] = [
     error: E("LeaseActive"),
     args: (w) => [w.jobs.running, w.lease, w.lease],
   },
-  {
-    name: "unassign an Open job",
-    act: (w) => w.escrow.connect(w.coordinator).unassign(w.jobs.open),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.open, Status.Open, bits(Status.Running)],
-  },
+  ...wrongStatus("unassign", (w, id) => w.escrow.connect(w.coordinator).unassign(id), bits(Status.Running), [
+    ["an Open job", "open", Status.Open],
+  ]),
   // ---- heartbeat / reportCheckpoint
   {
     name: "heartbeat with a stale epoch",
@@ -440,12 +441,12 @@ const cases: Case[] = [
     error: E("ZeroHash"),
     args: (w) => [w.jobs.running],
   },
-  {
-    name: "reportCheckpoint on an Open job",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.open, 0n, 10, ckpt(w.jobs.open, 10)),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.open, Status.Open, bits(Status.Running)],
-  },
+  ...wrongStatus(
+    "reportCheckpoint",
+    (w, id) => w.escrow.connect(w.provider1).reportCheckpoint(id, 0n, 10, ckpt(id, 10)),
+    bits(Status.Running),
+    [["on an Open job", "open", Status.Open]],
+  ),
   // ---- acceptCheckpoint / refuseCheckpoint
   {
     name: "acceptCheckpoint with no checkpoint pending",
@@ -484,12 +485,12 @@ const cases: Case[] = [
     error: E("InvalidVerifierSignatures"),
     args: (w) => [w.digests.accept],
   },
-  {
-    name: "acceptCheckpoint on a Cancelled job",
-    act: async (w) => w.escrow.acceptCheckpoint(w.jobs.cancelled, 0n, 10, other, "0x"),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.cancelled, Status.Cancelled, bits(Status.Open, Status.Running)],
-  },
+  ...wrongStatus(
+    "acceptCheckpoint",
+    (w, id) => w.escrow.acceptCheckpoint(id, 0n, 10, other, "0x"),
+    bits(Status.Open, Status.Running),
+    [["on a Cancelled job", "cancelled", Status.Cancelled]],
+  ),
   {
     name: "acceptCheckpoint on an Open job with nothing pending",
     act: async (w) => w.escrow.acceptCheckpoint(w.jobs.open, 0n, 10, other, "0x"),
@@ -547,26 +548,18 @@ const cases: Case[] = [
     error: E("InvalidVerifierSignatures"),
     args: (w) => [w.digests.verdict],
   },
-  {
-    name: "submitVerdict twice",
-    act: async (w) => w.escrow.submitVerdict(w.jobs.verdict, other, METRIC, true, "0x"),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Open, Status.Running)],
-  },
+  ...wrongStatus(
+    "submitVerdict",
+    (w, id) => w.escrow.submitVerdict(id, other, METRIC, true, "0x"),
+    bits(Status.Open, Status.Running),
+    [["twice", "verdict", Status.DisputeWindow]],
+  ),
   // ---- dispute
-  {
-    name: "dispute after the window",
-    prepare: () => time.increase(3_601),
-    act: (w) => w.escrow.connect(w.client).dispute(w.jobs.verdict),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.Settleable, bits(Status.DisputeWindow)],
-  },
-  {
-    name: "dispute twice",
-    act: (w) => w.escrow.connect(w.client).dispute(w.jobs.disputed),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.disputed, Status.Disputed, bits(Status.DisputeWindow)],
-  },
+  ...wrongStatus("dispute", (w, id) => w.escrow.connect(w.client).dispute(id), bits(Status.DisputeWindow), [
+    ["after the window", "verdict", Status.Settleable, () => time.increase(3_601)],
+    ["twice", "disputed", Status.Disputed],
+    ["while Running", "running", Status.Running],
+  ]),
   {
     name: "dispute without a bond allowance",
     prepare: (w) => w.usdc.connect(w.client).approve(w.escrowAddress, 0n),
@@ -580,12 +573,6 @@ const cases: Case[] = [
     error: E("NotClient"),
     args: (w) => [w.jobs.verdict, w.provider1.address, w.client.address],
   },
-  {
-    name: "dispute while Running",
-    act: (w) => w.escrow.connect(w.client).dispute(w.jobs.running),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.running, Status.Running, bits(Status.DisputeWindow)],
-  },
   // ---- resolveDispute
   {
     name: "resolveDispute by someone other than the arbiter",
@@ -593,44 +580,22 @@ const cases: Case[] = [
     error: E("NotArbiter"),
     args: (w) => [w.stranger.address, w.arbiter.address],
   },
-  {
-    name: "resolveDispute after the 3-day deadline",
-    prepare: () => time.increase(3n * DAY + 1n),
-    act: (w) => w.escrow.connect(w.arbiter).resolveDispute(w.jobs.disputed, false),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.disputed, Status.ArbiterTimedOut, bits(Status.Disputed)],
-  },
-  {
-    name: "resolveDispute on an undisputed job",
-    act: (w) => w.escrow.connect(w.arbiter).resolveDispute(w.jobs.verdict, false),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Disputed)],
-  },
+  ...wrongStatus(
+    "resolveDispute",
+    (w, id) => w.escrow.connect(w.arbiter).resolveDispute(id, false),
+    bits(Status.Disputed),
+    [
+      ["after the 3-day deadline", "disputed", Status.ArbiterTimedOut, () => time.increase(3n * DAY + 1n)],
+      ["on an undisputed job", "verdict", Status.DisputeWindow],
+    ],
+  ),
   // ---- settle
-  {
-    name: "settle before the dispute window passed",
-    act: (w) => w.escrow.settle(w.jobs.verdict),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, SETTLEABLE],
-  },
-  {
-    name: "settle twice",
-    act: (w) => w.escrow.settle(w.jobs.settled),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.settled, Status.Settled, SETTLEABLE],
-  },
-  {
-    name: "settle a dispute before the arbiter's deadline",
-    act: (w) => w.escrow.settle(w.jobs.disputed),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.disputed, Status.Disputed, SETTLEABLE],
-  },
-  {
-    name: "settle an Open job",
-    act: (w) => w.escrow.settle(w.jobs.open),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.open, Status.Open, SETTLEABLE],
-  },
+  ...wrongStatus("settle", (w, id) => w.escrow.settle(id), SETTLEABLE, [
+    ["before the dispute window passed", "verdict", Status.DisputeWindow],
+    ["twice", "settled", Status.Settled],
+    ["a dispute before the arbiter's deadline", "disputed", Status.Disputed],
+    ["an Open job", "open", Status.Open],
+  ]),
   // ---- claimEarnings / withdraw
   {
     name: "claimEarnings for an address with no earnings",
@@ -638,12 +603,12 @@ const cases: Case[] = [
     error: E("NoEarnings"),
     args: (w) => [w.jobs.settled, w.stranger.address],
   },
-  {
-    name: "claimEarnings before settlement",
-    act: (w) => w.escrow.claimEarnings(w.jobs.verdict, w.provider1.address),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Settled, Status.Cancelled)],
-  },
+  ...wrongStatus(
+    "claimEarnings",
+    (w, id) => w.escrow.claimEarnings(id, w.provider1.address),
+    bits(Status.Settled, Status.Cancelled),
+    [["before settlement", "verdict", Status.DisputeWindow]],
+  ),
   {
     name: "claimEarnings twice",
     prepare: (w) => w.escrow.claimEarnings(w.jobs.settled, w.provider1.address),
@@ -946,12 +911,9 @@ const cases: Case[] = [
     error: E("NotExpired"),
     args: (w) => [w.jobs.open, w.openSince + 7n * DAY, w.openSince + 7n * DAY],
   },
-  {
-    name: "expire a Running job",
-    act: (w) => w.escrow.connect(w.stranger).expire(w.jobs.running),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)],
-  },
+  ...wrongStatus("expire", (w, id) => w.escrow.connect(w.stranger).expire(id), bits(Status.Open), [
+    ["a Running job", "running", Status.Running],
+  ]),
 ];
 
 /** Everything that could move: token balances, proof of reserves, what the escrow owes each account. */
