@@ -14,8 +14,7 @@ contract AcceptCheckpointFuzzTest is EscrowFixture {
         uint32 second,
         uint128 price
     ) public {
-        totalSteps = uint32(bound(totalSteps, 2, type(uint32).max));
-        price = uint128(bound(price, 1, type(uint128).max / type(uint32).max));
+        (totalSteps, price) = _anyStepsAndPrice(totalSteps, price, 2);
         first = uint32(bound(first, 1, totalSteps - 1));
         second = uint32(bound(second, first + 1, totalSteps));
         uint256 jobId = _createJob(totalSteps, totalSteps, price);

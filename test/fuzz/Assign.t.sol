@@ -15,8 +15,7 @@ contract AssignFuzzTest is EscrowFixture {
         uint128 shortBy,
         bool short
     ) public {
-        totalSteps = uint32(bound(totalSteps, 1, type(uint32).max));
-        price = uint128(bound(price, 1, type(uint128).max / type(uint32).max));
+        (totalSteps, price) = _anyStepsAndPrice(totalSteps, price, 1);
         uint128 needed = uint128(totalSteps) * price;
         shortBy = short ? uint128(bound(shortBy, 1, needed - 1 == 0 ? 1 : needed - 1)) : 0;
         vm.assume(needed > shortBy);

@@ -208,6 +208,30 @@ function wrongStatus(
   });
 }
 
+/** Calls of one action, one row each: [the case's name after the action's, the call, the error, its arguments]. */
+function calls(action: string, rows: [when: string, act: Case["act"], error: Case["error"], args?: Case["args"]][]) {
+  return rows.map(([when, act, error, args]): Case => ({ name: `${action} ${when}`, act, error, args }));
+}
+
+/** provider1 reports `step` on a job at epoch 1, with that step's checkpoint hash. */
+const reportStep = (job: JobName, step: number) => (w: World) =>
+  w.escrow.connect(w.provider1).reportCheckpoint(w.jobs[job], 1n, step, ckpt(w.jobs[job], step));
+
+/** A call made twice: the first succeeds (before the "before" state is read), the second must revert. */
+const twice = (c: Omit<Case, "prepare">): Case => ({ ...c, prepare: c.act });
+
+/** The coordinator assigns `who` to a job. */
+const assignTo = (job: JobName, who: "provider1" | "provider2" | "provider3" | "stranger") => (w: World) =>
+  w.escrow.connect(w.coordinator).assign(w.jobs[job], w[who].address);
+
+/** `who` registers as a CPU provider named `name` at `price`, offering `memory` MiB. */
+const registerAs = (who: "provider1" | "stranger", name: string, price: bigint, memory: number) => (w: World) =>
+  w.registry.connect(w[who]).register(name, price, 0, "cpu", memory);
+
+/** A fault refusal of the pending checkpoint (job `pending`, epoch 1, step 10), unsigned unless `signatures`. */
+const refusePending = (w: World, fault: World["fault"], signatures = "0x") =>
+  w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, fault, signatures);
+
 async function freeStake(w: World, provider: string): Promise<bigint> {
   const st = await w.registry.stakeOf(provider);
   return st.deposited - st.locked - st.unbonding;
@@ -308,12 +332,9 @@ const cases: Case[] = [
     error: E("NotCoordinator"),
     args: (w) => [w.stranger.address, w.coordinator.address],
   },
-  {
-    name: "assign an unregistered provider",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.stranger.address),
-    error: E("ProviderInactive"),
-    args: (w) => [w.stranger.address],
-  },
+  ...calls("assign", [
+    ["an unregistered provider", assignTo("open", "stranger"), E("ProviderInactive"), (w) => [w.stranger.address]],
+  ]),
   {
     name: "assign the zero address",
     act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, ethers.ZeroAddress),
@@ -327,21 +348,23 @@ const cases: Case[] = [
     error: E("ProviderInactive"),
     args: (w) => [w.provider2.address],
   },
-  {
-    name: "assign a provider fenced off the job by a refusal",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.fenced, w.provider2.address),
-    error: E("ProviderFenced"),
-    args: (w) => [w.jobs.fenced, w.provider2.address],
-  },
-  {
-    name: "assign a provider priced above the job's maximum",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.provider3.address),
-    error: E("PriceAboveMax"),
-    args: (w) => [w.jobs.open, PRICE.provider3, 1_000n],
-  },
+  ...calls("assign", [
+    [
+      "a provider fenced off the job by a refusal",
+      assignTo("fenced", "provider2"),
+      E("ProviderFenced"),
+      (w) => [w.jobs.fenced, w.provider2.address],
+    ],
+    [
+      "a provider priced above the job's maximum",
+      assignTo("open", "provider3"),
+      E("PriceAboveMax"),
+      (w) => [w.jobs.open, PRICE.provider3, 1_000n],
+    ],
+  ]),
   {
     name: "assign when the budget is short for the remaining steps",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.short, w.provider1.address),
+    act: assignTo("short", "provider1"),
     error: E("BudgetShort"),
     args: (w) => [w.jobs.short, 100n * PRICE.provider1, 50_000n],
   },
@@ -417,24 +440,11 @@ const cases: Case[] = [
     error: E("InvalidStep"),
     args: (w) => [w.jobs.progress, 10, 10, 20],
   },
-  {
-    name: "reportCheckpoint at step zero",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 0, ckpt(w.jobs.running, 0)),
-    error: E("InvalidStep"),
-    args: (w) => [w.jobs.running, 0, 0, 10],
-  },
-  {
-    name: "reportCheckpoint more than one interval ahead",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 11, ckpt(w.jobs.running, 11)),
-    error: E("InvalidStep"),
-    args: (w) => [w.jobs.running, 11, 0, 10],
-  },
-  {
-    name: "reportCheckpoint past the last step",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.complete, 1n, 21, ckpt(w.jobs.complete, 21)),
-    error: E("InvalidStep"),
-    args: (w) => [w.jobs.complete, 21, 20, 20],
-  },
+  ...calls("reportCheckpoint", [
+    ["at step zero", reportStep("running", 0), E("InvalidStep"), (w) => [w.jobs.running, 0, 0, 10]],
+    ["more than one interval ahead", reportStep("running", 11), E("InvalidStep"), (w) => [w.jobs.running, 11, 0, 10]],
+    ["past the last step", reportStep("complete", 21), E("InvalidStep"), (w) => [w.jobs.complete, 21, 20, 20]],
+  ]),
   {
     name: "reportCheckpoint with a zero hash",
     act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 10, ethers.ZeroHash),
@@ -609,32 +619,32 @@ const cases: Case[] = [
     bits(Status.Settled, Status.Cancelled),
     [["before settlement", "verdict", Status.DisputeWindow]],
   ),
-  {
+  twice({
     name: "claimEarnings twice",
-    prepare: (w) => w.escrow.claimEarnings(w.jobs.settled, w.provider1.address),
     act: (w) => w.escrow.claimEarnings(w.jobs.settled, w.provider1.address),
     error: E("NoEarnings"),
     args: (w) => [w.jobs.settled, w.provider1.address],
-  },
+  }),
   {
     name: "claimEarnings after the dispute was upheld",
     act: (w) => w.escrow.claimEarnings(w.jobs.upheld, w.provider1.address),
     error: E("NoEarnings"),
     args: (w) => [w.jobs.upheld, w.provider1.address],
   },
-  {
-    name: "withdraw with nothing owed",
-    act: (w) => w.escrow.connect(w.stranger).withdraw(),
-    error: E("NothingOwed"),
-    args: (w) => [w.stranger.address],
-  },
-  {
+  ...calls("withdraw", [
+    [
+      "with nothing owed",
+      (w) => w.escrow.connect(w.stranger).withdraw(),
+      E("NothingOwed"),
+      (w) => [w.stranger.address],
+    ],
+  ]),
+  twice({
     name: "withdraw twice",
-    prepare: (w) => w.escrow.connect(w.client).withdraw(),
     act: (w) => w.escrow.connect(w.client).withdraw(),
     error: E("NothingOwed"),
     args: (w) => [w.client.address],
-  },
+  }),
   // ---- admin
   {
     name: "setCoordinator to the zero address",
@@ -664,49 +674,25 @@ const cases: Case[] = [
     args: (w) => [w.stranger.address],
   },
   // ---- registry
-  {
-    name: "register twice",
-    act: (w) => w.registry.connect(w.provider1).register("again", 1n, 0, "cpu", 1),
-    error: R("AlreadyRegistered"),
-    args: (w) => [w.provider1.address],
-  },
-  {
-    name: "register with an empty name",
-    act: (w) => w.registry.connect(w.stranger).register("", 1n, 0, "cpu", 1),
-    error: R("InvalidName"),
-    args: () => [0, 64],
-  },
-  {
-    name: "register with a 65-byte name",
-    act: (w) => w.registry.connect(w.stranger).register("n".repeat(65), 1n, 0, "cpu", 1),
-    error: R("InvalidName"),
-    args: () => [65, 64],
-  },
-  {
-    name: "register with a zero price",
-    act: (w) => w.registry.connect(w.stranger).register("n", 0n, 0, "cpu", 1),
-    error: R("ZeroPrice"),
-    args: (w) => [w.stranger.address],
-  },
-  {
-    name: "register with zero memory",
-    act: (w) => w.registry.connect(w.stranger).register("n", 1n, 0, "cpu", 0),
-    error: R("ZeroMemory"),
-    args: (w) => [w.stranger.address],
-  },
+  ...calls("register", [
+    ["twice", registerAs("provider1", "again", 1n, 1), R("AlreadyRegistered"), (w) => [w.provider1.address]],
+    ["with an empty name", registerAs("stranger", "", 1n, 1), R("InvalidName"), () => [0, 64]],
+    ["with a 65-byte name", registerAs("stranger", "n".repeat(65), 1n, 1), R("InvalidName"), () => [65, 64]],
+    ["with a zero price", registerAs("stranger", "n", 0n, 1), R("ZeroPrice"), (w) => [w.stranger.address]],
+    ["with zero memory", registerAs("stranger", "n", 1n, 0), R("ZeroMemory"), (w) => [w.stranger.address]],
+  ]),
   {
     name: "update by an unregistered address",
     act: (w) => w.registry.connect(w.stranger).update(1n, 0, "cpu", 1),
     error: R("NotRegistered"),
     args: (w) => [w.stranger.address],
   },
-  {
+  twice({
     name: "deactivate twice",
-    prepare: (w) => w.registry.connect(w.provider3).deactivate(),
     act: (w) => w.registry.connect(w.provider3).deactivate(),
     error: R("ActiveUnchanged"),
     args: (w) => [w.provider3.address, false],
-  },
+  }),
   {
     name: "reactivate an active provider",
     act: (w) => w.registry.connect(w.provider3).reactivate(),
@@ -814,47 +800,30 @@ const cases: Case[] = [
   },
   {
     name: "refuseWithFault whose replayed hash equals the committed one",
-    act: async (w) =>
-      w.escrow.refuseWithFault(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        { ...w.fault, replayedHash: w.fault.committedHash },
-        "0x",
-      ),
+    act: (w) => refusePending(w, { ...w.fault, replayedHash: w.fault.committedHash }),
     error: E("NotAFault"),
     args: (w) => [w.jobs.pending, w.fault.committedHash, w.fault.committedHash],
   },
   {
     name: "refuseWithFault at the accepted step (0)",
-    act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, step: 0 }, "0x"),
+    act: (w) => refusePending(w, { ...w.fault, step: 0 }),
     error: E("InvalidFaultStep"),
     args: (w) => [w.jobs.pending, 0, 0, 10],
   },
   {
     name: "refuseWithFault past the pending step (11)",
-    act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, step: 11 }, "0x"),
+    act: (w) => refusePending(w, { ...w.fault, step: 11 }),
     error: E("InvalidFaultStep"),
     args: (w) => [w.jobs.pending, 11, 0, 10],
   },
   {
     name: "refuseWithFault naming no finder",
-    act: async (w) =>
-      w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, finder: ethers.ZeroAddress }, "0x"),
+    act: (w) => refusePending(w, { ...w.fault, finder: ethers.ZeroAddress }),
     error: E("ZeroAddress"),
   },
   {
     name: "refuseWithFault carrying plain refusal signatures",
-    act: async (w) =>
-      w.escrow.refuseWithFault(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        w.fault,
-        await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, false),
-      ),
+    act: async (w) => refusePending(w, w.fault, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, false)),
     error: E("InvalidVerifierSignatures"),
     args: async (w) => [await w.escrow.faultRefusalDigest(w.jobs.pending, 1n, 10, w.pendingHash, w.fault)],
   },
@@ -867,15 +836,7 @@ const cases: Case[] = [
   {
     name: "refuseWithFault one second after the decision window closed",
     at: (w) => w.reportedAt + DECISION_TIMEOUT + 1n,
-    act: async (w) =>
-      w.escrow.refuseWithFault(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        w.fault,
-        await signFault(w, w.jobs.pending, 1n, 10, w.pendingHash, w.fault),
-      ),
+    act: async (w) => refusePending(w, w.fault, await signFault(w, w.jobs.pending, 1n, 10, w.pendingHash, w.fault)),
     error: E("DecisionWindowClosed"),
     args: (w) => [w.jobs.pending, w.reportedAt + DECISION_TIMEOUT, w.reportedAt + DECISION_TIMEOUT + 1n],
   },

@@ -111,6 +111,19 @@ abstract contract EscrowFixture is PRBTest, ProtocolSetup {
         _acceptPending(jobId);
     }
 
+    /// @dev `minSteps` up to 2^32 − 1 steps, and a price of 1 up to what keeps any uint32 step count's pay within
+    /// uint128.
+    function _anyStepsAndPrice(
+        uint32 totalSteps,
+        uint128 price,
+        uint32 minSteps
+    ) internal pure returns (uint32, uint128) {
+        return (
+            uint32(bound(totalSteps, minSteps, type(uint32).max)),
+            uint128(bound(price, 1, type(uint128).max / type(uint32).max))
+        );
+    }
+
     /// @dev Two providers on one job (fuzzed as one struct): provider1 trains to `handover` at `price1` and is
     /// unassigned, provider2 trains on to `totalSteps` at `price2`.
     struct Handover {
