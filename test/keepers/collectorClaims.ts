@@ -17,6 +17,7 @@ import {
   holdReason,
   parseCheck,
   parseSubmission,
+  silenceReason,
   type ClaimState,
   type Pool,
   type Submission,
@@ -126,6 +127,42 @@ describe("keepers: collector fault claims (pure)", function () {
       const fewer = new Set([1, 2].map((n) => addr(n).toLowerCase()));
       expect(holdReason(accept, claim([], [2]), fewer, 2, SEEN, HOLD)).to.equal(undefined);
     });
+  });
+});
+
+describe("keepers: collector waits for the silent owner before a plain decision (pure)", function () {
+  const owners = new Set([1, 2, 3].map((n) => addr(n).toLowerCase()));
+  const acceptBody = (signer: string) => ({
+    kind: "checkpoint",
+    message: { ...AT, accept: true },
+    digest: hex("a0"),
+    signer,
+    signature: SIG,
+  });
+  const pool = (...bodies: unknown[]) => {
+    const p: Pool = new Map();
+    for (const b of bodies) addSignature(p, parseSubmission(b) as Submission);
+    return p;
+  };
+  const accept = (parseSubmission(acceptBody(addr(1))) as Submission).decision;
+  const WAIT = 15_000;
+
+  it("waits while an owner signed nothing on the checkpoint, for waitMs and no longer (t−1 held, t sent)", function () {
+    const p = pool(acceptBody(addr(1)), acceptBody(addr(2)));
+    expect(silenceReason(accept, p, owners, 0, 0, WAIT)).to.contain(addr(3).toLowerCase());
+    expect(silenceReason(accept, p, owners, 0, WAIT - 1, WAIT)).to.be.a("string");
+    expect(silenceReason(accept, p, owners, 0, WAIT, WAIT)).to.equal(undefined);
+    expect(silenceReason(accept, p, owners, 0, 0, 0), "no wait configured").to.equal(undefined);
+  });
+
+  it("a claim is a word: the third owner's fault refusal ends the wait (the claim's hold takes over)", function () {
+    const p = pool(acceptBody(addr(1)), acceptBody(addr(2)), faultBody(addr(3), { finder: addr(3) }));
+    expect(silenceReason(accept, p, owners, 0, 0, WAIT)).to.equal(undefined);
+    const elsewhere = pool(acceptBody(addr(1)), acceptBody(addr(2)), {
+      ...faultBody(addr(3), { finder: addr(3) }),
+      message: { ...AT, step: 20, fault: { ...FAULT, finder: addr(3) } },
+    });
+    expect(silenceReason(accept, elsewhere, owners, 0, 0, WAIT), "a word on another checkpoint").to.be.a("string");
   });
 });
 
