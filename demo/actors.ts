@@ -64,7 +64,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
       `verifier${i}`,
       [
         ...[cli, "verify", ...common, "--key", key, "--store", store],
-        ...["--collector", collectorUrl, "--decisions", decisions],
+        ...["--collector", collectorUrl, "--coordinator", coordinatorUrl, "--decisions", decisions],
       ],
       env,
       on(`verifier${i}`),
@@ -112,6 +112,11 @@ export async function createJob(
   return { jobId: created!.args.jobId as bigint, block: receipt!.blockNumber };
 }
 
+/** Names for the addresses the story mentions: the providers, and the verifiers (a slash names its finder). */
 export function nameBook(actors: Actors): Record<string, string> {
-  return Object.fromEntries(actors.providers.map((p) => [p.wallet.address.toLowerCase(), p.name]));
+  const verifiers = [1, 2, 3].map((i) => {
+    const role = `verifier${i}` as Role;
+    return [loadKey(actors.keyFiles[role]).address.toLowerCase(), role];
+  });
+  return Object.fromEntries([...actors.providers.map((p) => [p.wallet.address.toLowerCase(), p.name]), ...verifiers]);
 }

@@ -53,6 +53,14 @@ export async function settle(
       held: m?.checkpointsRefused > 0 && m?.earned === 0n,
       detail,
     });
+    const s = watch.slash;
+    // Faults a one-step replay proves slash; a blob that hashes wrong, NaN or a replayed old blob only refuse.
+    if (["garbage-weights", "skip-steps", "wrong-data"].includes(o.fault.split(":")[0]))
+      checks.push({
+        promise: "the faulty provider was slashed (stake lost, client compensated)",
+        held: s !== undefined && s.slashed > 0n && s.toClient > 0n,
+        detail: s ? `fault at step ${s.faultStep}, found by ${s.finder}: ${formatUsdc(s.slashed)} slashed` : "no slash",
+      });
   }
   if (o.kill) {
     const a = byName.alice;

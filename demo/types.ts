@@ -141,6 +141,8 @@ export interface WatchResult {
   maxOwed?: bigint;
   maxOwedBlock?: number;
   blocksSampled?: number;
+  /** The faulty provider's slash (ProviderSlashed): the fault step, who found it, what it cost. */
+  slash?: { faultStep: number; finder: string; slashed: bigint; toClient: bigint };
 }
 
 /** Work the killed provider did that its replacement had to redo, from the chain and the agent's own record. */

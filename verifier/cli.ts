@@ -1,6 +1,7 @@
 /**
- * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store URL] [--collector URL] [--samples K]
- *  [--behaviour honest|always-accept|always-refuse] [--decisions FILE] [--poll-ms MS] [--once] [--dry-run] [--pretty]`
+ * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store URL] [--collector URL] [--coordinator URL]
+ *  [--samples K] [--behaviour honest|always-accept|always-refuse|false-claim] [--decisions FILE] [--poll-ms MS]
+ *  [--once] [--dry-run] [--pretty]`
  *
  * One independent Quality Guard verifier. Its key must be one of the verifier Safe's owners.
  */
@@ -16,6 +17,7 @@ import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignature
 import { openStore, StoreUrlError } from "../workloads/index.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
+import { coordinatorProfiles, DEFAULT_COORDINATOR_URL } from "./profiles.ts";
 import {
   BEHAVIOURS,
   DEFAULT_CONFIG,
@@ -27,6 +29,7 @@ import {
 
 const OPTIONS = {
   collector: { type: "string", default: DEFAULT_COLLECTOR_URL },
+  coordinator: { type: "string", default: DEFAULT_COORDINATOR_URL },
   samples: { type: "string" },
   behaviour: { type: "string", default: "honest" },
   decisions: { type: "string" },
@@ -42,8 +45,10 @@ export const HELP = `usage: gpuchain verify --key FILE [options]
   --store URL         checkpoint store shared with providers: s3://BUCKET/PREFIX, file://DIR or a folder
                       (default .gpuchain/store; S3 settings from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)
   --collector URL     verdict collector (default ${DEFAULT_COLLECTOR_URL})
+  --coordinator URL   where providers' arithmetic profiles are read (GET /heartbeats; default
+                      ${DEFAULT_COORDINATOR_URL}): a replay mismatch makes a fault claim only on a proven profile
   --samples K         sampled steps replayed per checkpoint, besides the last (default ${DEFAULT_CONFIG.samples})
-  --behaviour MODE    honest | always-accept | always-refuse (malicious modes: tests and demos only)
+  --behaviour MODE    honest | always-accept | always-refuse | false-claim (malicious modes: tests and demos only)
   --decisions FILE    where signed decisions are remembered (default .gpuchain/verifier/<address>.json)
   --poll-ms MS        time between ticks (default ${DEFAULT_CONFIG.pollMs})
   --once              run one tick and exit
@@ -104,6 +109,7 @@ export async function main(argv: string[]): Promise<number> {
       signer: wallet, // signs offline: the Safe message needs no provider
       store,
       collector: httpCollector(values.collector),
+      profiles: coordinatorProfiles(values.coordinator),
       decisions,
       log,
     },

@@ -209,6 +209,7 @@ export async function runMatrix(o: MatrixOptions, trainer?: Trainer): Promise<Ma
           seed: job.seed,
           acceptedStep: job.acceptedStep,
           acceptedHash: job.acceptedHash,
+          provider: "0x" + "00".repeat(20),
         };
         const verdicts: CheckpointVerdict[] = [];
         for (const [i, w] of wallets.entries()) {
