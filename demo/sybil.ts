@@ -79,7 +79,8 @@ export async function runSybil(o: SybilOptions): Promise<SybilResult> {
   let storage: RunStore | undefined;
   const loops: Promise<void>[] = [];
   try {
-    const net = await localNetwork(group, o, note);
+    // A port of its own (not 8545 if free): other runs on this machine may start a node at the same moment.
+    const net = await localNetwork(group, { ...o, port: await freePort(0) }, note);
     storage = await runStore(o.runDir);
     const deployment = loadDeployment(net.deploymentFile);
     provider = (await connectChecked(net.rpc, deployment, 30_000, 250)).provider;
