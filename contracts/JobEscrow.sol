@@ -900,9 +900,15 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
 
     /// @dev One word from a view of the Safe, or 0 if the call fails or returns less (never reverts, so that a
     /// Safe that cannot answer leaves the decision to the EIP-1271 check).
-    function _askSafe(bytes memory call) private view returns (uint256 word) {
-        (bool ok, bytes memory data) = verifierSafe.staticcall(call);
-        if (ok && data.length >= 32) word = abi.decode(data, (uint256));
+    function _askSafe(bytes memory request) private view returns (uint256 word) {
+        address safe = verifierSafe;
+        // Scratch space for the one return word: no copy of the return data into fresh memory.
+        assembly ("memory-safe") {
+            let ok := staticcall(gas(), safe, add(request, 0x20), mload(request), 0, 0x20)
+            if and(ok, gt(returndatasize(), 0x1f)) {
+                word := mload(0)
+            }
+        }
     }
 
     /// @dev The signer of one Safe-packed signature (r, s, v), or 0 unless v is 27 or 28 (plain ECDSA).

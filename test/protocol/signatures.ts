@@ -314,7 +314,7 @@ describe("JobEscrow: verifier signatures", function () {
       await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
         .withArgs(digest);
-      await p.safe.connect(low).approveHash(safeMessageHash(p, digest));
+      await p.safe.connect(low).getFunction("approveHash")(safeMessageHash(p, digest));
       await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(p.escrow, "CheckpointAccepted");
     });
 
@@ -336,7 +336,7 @@ describe("JobEscrow: verifier signatures", function () {
       await execute(p, data, p.safeAddress);
       const digest = await decision(p);
       const [low, high] = byAddress(p);
-      await p.safe.connect(low).approveHash(safeMessageHash(p, digest));
+      await p.safe.connect(low).getFunction("approveHash")(safeMessageHash(p, digest));
       const viaSafe = packInOrder(approvedHashSignature(low.address), await ownerSig(p, high, digest));
       await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, viaSafe))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
