@@ -68,6 +68,8 @@ export interface ScenarioOptions {
     deploymentFile: string;
     runDir: string;
   }) => Promise<void>;
+  /** Heartbeat period, heartbeat timeout and keeper tick (ms) instead of the defaults (issue 14: the bench). */
+  detection?: { beatMs: number; timeoutMs: number; keeperTickMs: number };
   /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
   beforeStop?: (chain: LiveChain) => Promise<void>;
 }
@@ -85,6 +87,9 @@ export interface ScenarioResult {
   checks: PromiseCheck[];
   failoverSeconds?: number;
   lostSteps?: number;
+  /** When the killed provider was killed (ms since the epoch), and the work it lost (issue 14's bench). */
+  killedAt?: number;
+  lostWork?: LostWork;
   accuracy?: number;
   /** Wall time from job creation to the verdict: what N steps cost through the whole network. */
   jobWallSeconds?: number;

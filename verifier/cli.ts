@@ -9,6 +9,7 @@ import path from "node:path";
 import { Contract } from "ethers";
 import { parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/args.ts";
 import { connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type rpcProvider } from "../sdk/contracts.ts";
+import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { createLogger } from "../sdk/log.ts";
@@ -116,7 +117,10 @@ export async function main(argv: string[]): Promise<number> {
   );
   const { signal, dispose } = shutdownSignal(log);
   try {
-    await runVerifier(verifier, log, { signal, once: values.once });
+    // issue 14: woken by the events that make work (a report, an acceptance before the verdict), pollMs at most.
+    const events = eventTopics(escrow.interface, ["CheckpointReported", "CheckpointAccepted"]);
+    const wake = new ChainWake({ provider, filter: { address: deployment.escrow, topics: events } });
+    await runVerifier(verifier, log, { signal, once: values.once, wait: (ms, s) => wake.sleep(ms, s) });
   } finally {
     dispose();
     await verifier.close();

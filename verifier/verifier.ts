@@ -477,7 +477,7 @@ const round = (x: number) => Math.round(x * 100) / 100;
 export async function runVerifier(
   v: Verifier,
   log: Logger,
-  opts: { signal?: AbortSignal; once?: boolean } = {},
+  opts: { signal?: AbortSignal; once?: boolean; wait?: (ms: number, signal: AbortSignal) => Promise<void> } = {},
 ): Promise<void> {
   if (!v.behaviour.honest) {
     log.warn(`MALICIOUS VERIFIER MODE: ${v.behaviour.name} — decisions are not verified (tests and demos only)`, {
@@ -503,6 +503,8 @@ export async function runVerifier(
   };
   const signal = opts.signal ?? new AbortController().signal;
   const once = opts.once ?? false;
-  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once, signal, logger: log, announce: false });
+  // opts.wait (issue 14): a ChainWake, so a CheckpointReported wakes the verifier at once instead of after pollMs.
+  const loop = { name: "verifier", tick, intervalMs: v.config.pollMs, once, signal, logger: log, announce: false };
+  await runLoop({ ...loop, wait: opts.wait });
   log.info("verifier stopped");
 }
