@@ -255,16 +255,23 @@ export function staticDecoder(iface: Interface, fn: string): (data: string) => R
   };
 }
 
-/** Named static fields laid out one word each (a static struct, an event's non-indexed data); undefined otherwise. */
+/**
+ * Named static fields laid out one word each (a static struct, an event's non-indexed data); undefined otherwise.
+ * With `skipDynamic`, dynamic fields are left out (their head word is only an offset) and the static ones decoded
+ * from the head, as an event's strings are skipped when only its numbers matter.
+ */
 export function wordDecoder(
   fields: readonly { name: string; type: string }[],
+  skipDynamic = false,
 ): ((data: string) => Record<string, StaticValue>) | undefined {
-  if (!fields.every((f) => f.name && STATIC_TYPE.test(f.type))) return undefined;
-  const convert = fields.map((f) => wordConverter(f.type));
+  const isStatic = (f: { name: string; type: string }) => Boolean(f.name) && STATIC_TYPE.test(f.type);
+  if (!skipDynamic && !fields.every(isStatic)) return undefined;
+  const used = fields.map((f, i) => ({ name: f.name, i, convert: isStatic(f) ? wordConverter(f.type) : undefined }));
+  const decoded = used.filter((u) => u.convert);
   return (data) => {
     const words = wordsOf(data, fields.length);
     const out: Record<string, StaticValue> = {};
-    for (let i = 0; i < fields.length; i++) out[fields[i].name] = convert[i](words[i]);
+    for (const u of decoded) out[u.name] = u.convert!(words[u.i]);
     return out;
   };
 }

@@ -52,7 +52,10 @@ export interface ChainViewStats {
   jobsRead: number;
   /** New jobs whose only event is JobCreated: known from the event itself, not read. */
   jobsFromEvents?: number;
+  /** Providers whose view was refreshed (named by a registry event). */
   providersRead: number;
+  /** Of those, the ones whose stake had to be read (stakeOf): a lock, release, slash or unbonding moved it. */
+  stakesRead?: number;
   logs: number;
   /** Where the refresh's time went, ms: the log scan, the job reads, the provider reads. */
   ms?: { logs: number; jobs: number; providers: number };
@@ -82,6 +85,15 @@ export class CoordinatorChainView {
   private readonly decodeQuote: (data: string) => Record<string, unknown>;
   private readonly decodeStake: (data: string) => Record<string, unknown>;
   private readonly decodeCreated: ((data: string) => Record<string, unknown>) | undefined;
+  /** Registry event data by name (numbers only; strings skipped). */
+  private readonly registryData = new Map<string, (data: string) => Record<string, unknown>>();
+  /** Each registered provider's offer, from its events (lower-case address). */
+  private readonly offers = new Map<string, { pricePerStep: bigint; memoryMiB: number; active: boolean }>();
+  /** Stake deposited per provider, from StakeDeposited (its running total): its free stake while nothing else moved. */
+  private readonly deposited = new Map<string, bigint>();
+  /** Providers whose stake a lock, release, slash, unbonding or withdrawal moved: read with stakeOf. */
+  private readonly stakeMoved = new Set<string>();
+  private stakesRead = 0;
   last: ChainViewStats = { jobsRead: 0, providersRead: 0, logs: 0 };
 
   constructor(ctx: KeeperContext, fromBlock: number) {
@@ -97,6 +109,13 @@ export class CoordinatorChainView {
     this.decodeQuote = staticDecoder(this.registryIface, "quote");
     this.decodeStake = staticDecoder(this.registryIface, "stakeOf");
     this.decodeCreated = wordDecoder(this.escrowIface.getEvent("JobCreated")!.inputs.filter((i) => !i.indexed));
+    for (const name of ["ProviderRegistered", "ProviderUpdated", "StakeDeposited"]) {
+      const decode = wordDecoder(
+        this.registryIface.getEvent(name)!.inputs.filter((i) => !i.indexed),
+        true,
+      );
+      if (decode) this.registryData.set(name, decode);
+    }
   }
 
   /** The coordinator role and the job count at `block` (and, the first time, the registry's minStake), in one request. */
@@ -138,12 +157,14 @@ export class CoordinatorChainView {
     const t1 = performance.now();
     await this.readJobs(toRead, block);
     const t2 = performance.now();
+    this.stakesRead = 0;
     await this.readProviders([...dirty.providers], block);
     const ms = { logs: t1 - t0, jobs: t2 - t1, providers: performance.now() - t2 };
     this.last = {
       jobsRead: toRead.length,
       jobsFromEvents: fromEvents.length,
       providersRead: dirty.providers.size,
+      stakesRead: this.stakesRead,
       logs: logs.length,
       ms,
     };
@@ -187,7 +208,26 @@ export class CoordinatorChainView {
     }
     const provider = topicAddress(log.topics[1]);
     if (kind.name === "ProviderRegistered") this.registered.add(provider);
+    this.applyRegistry(kind.name, provider.toLowerCase(), log);
     dirty.providers.add(provider);
+  }
+
+  /**
+   * A provider's offer and deposits as its events state them: registered (active, price, memory), updated (price,
+   * memory), deactivated, reactivated, deposited (the new total). Any other stake event: its stake is read instead.
+   */
+  private applyRegistry(name: string, key: string, log: Log): void {
+    const data = this.registryData.get(name)?.(log.data) as Record<string, bigint> | undefined;
+    const offer = this.offers.get(key);
+    if (name === "ProviderRegistered" && data) {
+      this.offers.set(key, { pricePerStep: data.pricePerStep, memoryMiB: Number(data.memoryMiB), active: true });
+    } else if (name === "ProviderUpdated" && data && offer) {
+      offer.pricePerStep = data.pricePerStep;
+      offer.memoryMiB = Number(data.memoryMiB);
+    } else if (name === "ProviderDeactivated" && offer) offer.active = false;
+    else if (name === "ProviderReactivated" && offer) offer.active = true;
+    else if (name === "StakeDeposited" && data) this.deposited.set(key, data.deposited);
+    else this.stakeMoved.add(key);
   }
 
   /** The job as `createJob` stored it, from its JobCreated log (undefined: not decodable here, read it instead). */
@@ -229,34 +269,50 @@ export class CoordinatorChainView {
     }
   }
 
+  /** Refreshes each named provider: its offer from its events, its stake from deposits or, once moved, stakeOf. */
   private async readProviders(addresses: string[], block: number): Promise<void> {
     const known = addresses.filter((a) => this.registered.has(a));
-    if (known.length === 0) return;
+    const toRead = known.filter((a) => this.stakeMoved.has(a.toLowerCase()) || !this.offers.has(a.toLowerCase()));
+    const stakes = await this.readStakes(toRead, block);
+    this.stakesRead = toRead.length;
+    for (const address of known) {
+      const key = address.toLowerCase();
+      const read = stakes.get(key);
+      const offer = read?.offer ?? this.offers.get(key)!;
+      const stakeFree = read ? read.stakeFree : (this.deposited.get(key) ?? 0n);
+      this.providers.set(key, { address, ...offer, registered: true, stakeFree });
+    }
+  }
+
+  /** quote + stakeOf of each provider, through Multicall3, word-sliced. */
+  private async readStakes(addresses: string[], block: number) {
+    const out = new Map<
+      string,
+      { offer: { pricePerStep: bigint; memoryMiB: number; active: boolean }; stakeFree: bigint }
+    >();
+    if (addresses.length === 0) return out;
     const registry = this.registryAddress();
     const quote = this.registryIface.getFunction("quote")!.selector;
     const stakeOf = this.registryIface.getFunction("stakeOf")!.selector;
-    // Two reads per provider: its offer and its stake (stake events name the provider, so both stay current).
-    const calls = known.flatMap((a) => {
+    const calls = addresses.flatMap((a) => {
       const arg = a.slice(2).toLowerCase().padStart(64, "0");
       return [
         { target: registry, data: quote + arg },
         { target: registry, data: stakeOf + arg },
       ];
     });
-    const results = await read(this.ctx, `${known.length} providers`, () => this.batch.readRaw(calls, block));
-    known.forEach((address, i) => {
-      const offer = this.decodeQuote(answer(results[2 * i], "quote", address));
+    const results = await read(this.ctx, `${addresses.length} providers`, () => this.batch.readRaw(calls, block));
+    addresses.forEach((address, i) => {
+      const q = this.decodeQuote(answer(results[2 * i], "quote", address));
       const stake = this.decodeStake(answer(results[2 * i + 1], "stakeOf", address)) as Record<string, bigint>;
-      const view = {
-        address,
-        pricePerStep: offer.pricePerStep as bigint,
-        memoryMiB: Number(offer.memoryMiB),
-        active: offer.active as boolean,
-        registered: true,
-        stakeFree: stake.deposited - stake.locked - stake.unbonding,
+      const offer = {
+        pricePerStep: q.pricePerStep as bigint,
+        memoryMiB: Number(q.memoryMiB),
+        active: q.active as boolean,
       };
-      this.providers.set(address.toLowerCase(), view);
+      out.set(address.toLowerCase(), { offer, stakeFree: stake.deposited - stake.locked - stake.unbonding });
     });
+    return out;
   }
 }
 

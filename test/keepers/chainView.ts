@@ -159,13 +159,15 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     await send(p.provider2);
     const r = await keeper.tick();
     expect(r.sent.map((s) => s.decision.provider)).to.deep.equal([p.provider1.address, p.provider2.address]);
-    expect(keeper.chain.last.jobsFromEvents).to.equal(3);
-    // quote + stakeOf per provider, plus coordinator + jobCount: all as single eth_calls.
-    expect(counts.get("call")).to.be.greaterThanOrEqual(2 * 2 + 2);
+    // Jobs and providers known from their events: only coordinator, jobCount and minStake, as single eth_calls.
+    expect(keeper.chain.last).to.deep.include({ jobsFromEvents: 3, stakesRead: 0 });
+    expect(counts.get("call")).to.be.greaterThanOrEqual(3);
     const before = counts.get("call")!;
-    await keeper.tick(); // the two assignments' events: those two jobs re-read, one jobOf each
-    expect(keeper.chain.last.jobsRead).to.equal(2);
-    expect(counts.get("call")! - before).to.be.greaterThanOrEqual(2 + 2);
+    // The two assignments' events: those two jobs re-read (jobOf), and their assignees' locked stakes (quote +
+    // stakeOf), plus coordinator and jobCount, each its own eth_call.
+    await keeper.tick();
+    expect(keeper.chain.last).to.deep.include({ jobsRead: 2, stakesRead: 2 });
+    expect(counts.get("call")! - before).to.be.greaterThanOrEqual(2 + 2 * 2 + 2);
     for (const id of [1n, 2n]) {
       expect(decided(keeper.chain.jobs.get(id)!)).to.deep.equal(decided(await readJob(p.escrow, id)));
     }
@@ -178,6 +180,33 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     await keeper.tick();
     expect(keeper.chain.last).to.deep.include({ jobsRead: 0, jobsFromEvents: 1 });
     expect(decided(keeper.chain.jobs.get(1n)!)).to.deep.equal(decided(await readJob(p.escrow, 1n)));
+  });
+
+  it("providers from their events, field for field as quote and stakeOf read them; a moved stake is read", async function () {
+    const p = await load();
+    await createJob(p);
+    await p.registry.connect(p.provider2).update(777n, 0, "bench-gpu", 8_192);
+    await p.registry.connect(p.provider3).deactivate();
+    await p.registry.connect(p.provider3).reactivate();
+    await p.registry.connect(p.provider3).deactivate();
+    await p.registry.connect(p.provider2).requestUnbond(1n);
+    await p.escrow.connect(p.coordinator).assign(1n, p.provider1.address); // locks provider1's stake
+    const { keeper } = await coordinatorOn(p);
+    await keeper.tick();
+    // provider1 (locked) and provider2 (unbonding) read; provider3 from its events alone.
+    expect(keeper.chain.last.stakesRead).to.equal(2);
+    for (const w of [p.provider1, p.provider2, p.provider3]) {
+      const [pricePerStep, memoryMiB, active] = await p.registry.quote(w.address);
+      const st = await p.registry.stakeOf(w.address);
+      expect(keeper.chain.providers.get(w.address.toLowerCase()), w.address).to.deep.equal({
+        address: w.address,
+        pricePerStep,
+        memoryMiB: Number(memoryMiB),
+        active,
+        registered: true,
+        stakeFree: st.deposited - st.locked - st.unbonding,
+      });
+    }
   });
 
   it("restarted, it rebuilds from events the view a coordinator that followed along holds", async function () {
