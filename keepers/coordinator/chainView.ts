@@ -14,7 +14,7 @@
  * logs show its training over (verdict, cancellation) is never read at all; and the batched answers are sliced by
  * word (sdk/job.ts `staticDecoder`) instead of going through the generic ABI coder.
  */
-import type { Contract, Interface, Log } from "ethers";
+import type { Contract, Interface } from "ethers";
 import {
   checksummed,
   isTraining,
@@ -23,7 +23,7 @@ import {
   staticDecoder,
   wordDecoder,
 } from "../../sdk/job.ts";
-import { readLogs } from "../../sdk/logRange.ts";
+import { readRawLogs, type RawLog } from "../../sdk/logRange.ts";
 import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
@@ -94,6 +94,7 @@ export class CoordinatorChainView {
   /** Providers whose stake a lock, release, slash, unbonding or withdrawal moved: read with stakeOf. */
   private readonly stakeMoved = new Set<string>();
   private stakesRead = 0;
+  private readonly escrowLower: string;
   last: ChainViewStats = { jobsRead: 0, providersRead: 0, logs: 0 };
 
   constructor(ctx: KeeperContext, fromBlock: number) {
@@ -102,6 +103,7 @@ export class CoordinatorChainView {
     this.escrowIface = (ctx.escrow as unknown as Contract).interface;
     this.registryIface = (ctx.registry as unknown as Contract).interface;
     this.scannedTo = fromBlock - 1;
+    this.escrowLower = this.escrowAddress().toLowerCase();
     this.kinds = new Map([
       ...subjectEvents(this.escrowIface, "jobId", true),
       ...subjectEvents(this.registryIface, "provider", false),
@@ -186,16 +188,17 @@ export class CoordinatorChainView {
   }
 
   /** Both contracts' logs naming a job or a provider, one request per LOG_CHUNK blocks (sdk/logRange.ts). */
-  private async logsSince(block: number): Promise<Log[]> {
+  private async logsSince(block: number): Promise<RawLog[]> {
     const filter = { address: [this.escrowAddress(), this.registryAddress()], topics: [[...this.kinds.keys()]] };
-    return read(this.ctx, "getLogs", () => readLogs(this.ctx.provider, filter, this.scannedTo + 1, block, LOG_CHUNK));
+    const from = this.scannedTo + 1;
+    return read(this.ctx, "getLogs", () => readRawLogs(this.ctx.provider, filter, from, block, LOG_CHUNK));
   }
 
   /** One log, read by its topics: the job or provider it names is re-read; fencing and endings are noted. */
-  private apply(log: Log, dirty: Dirty): void {
+  private apply(log: RawLog, dirty: Dirty): void {
     const kind = this.kinds.get(log.topics[0]);
     if (!kind || log.topics.length < 2) return;
-    const fromEscrow = log.address.toLowerCase() === this.escrowAddress().toLowerCase();
+    const fromEscrow = log.address.toLowerCase() === this.escrowLower;
     if (fromEscrow !== kind.fromEscrow) return;
     if (fromEscrow) {
       const jobId = BigInt(log.topics[1]);
@@ -216,7 +219,7 @@ export class CoordinatorChainView {
    * A provider's offer and deposits as its events state them: registered (active, price, memory), updated (price,
    * memory), deactivated, reactivated, deposited (the new total). Any other stake event: its stake is read instead.
    */
-  private applyRegistry(name: string, key: string, log: Log): void {
+  private applyRegistry(name: string, key: string, log: RawLog): void {
     const data = this.registryData.get(name)?.(log.data) as Record<string, bigint> | undefined;
     const offer = this.offers.get(key);
     if (name === "ProviderRegistered" && data) {
@@ -231,7 +234,7 @@ export class CoordinatorChainView {
   }
 
   /** The job as `createJob` stored it, from its JobCreated log (undefined: not decodable here, read it instead). */
-  private createdView(jobId: bigint, log: Log): CoordinatorJob | undefined {
+  private createdView(jobId: bigint, log: RawLog): CoordinatorJob | undefined {
     if (!this.decodeCreated || log.topics.length < 4) return undefined;
     const d = this.decodeCreated(log.data) as Record<string, bigint>;
     return {
