@@ -9,8 +9,10 @@
  */
 import { formatEther, formatUnits } from "ethers";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
-import { localProfile } from "../workloads/index.ts";
+import { loadTemplate, localProfile } from "../workloads/index.ts";
+import { isRunning, type JobView } from "../sdk/job.ts";
 import { sleep } from "../sdk/retry.ts";
+import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { runLoop, type TickResult } from "../sdk/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
 import { assignedJobs, decideRegistration, leaseHeartbeatMs, stakeTopUp, type Offer } from "./decide.ts";
@@ -85,6 +87,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       behaviour,
       progress: new Progress({ tags, fault: behaviour.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
       trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
+      wake: decisionWake(deps),
     };
     liveness.start();
     try {
@@ -112,8 +115,12 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
   const { config, deps } = ctx;
   // Jobs this agent finished or declined at an epoch: skipped until the epoch changes (a restart re-decides them).
   const settled = new Set<string>();
-  const nextJob = async () =>
-    assignedJobs(await ctx.chain.jobs(), ctx.me).find((j) => !settled.has(`${j.jobId}:${j.epoch}`));
+  let seen: JobView[] = [];
+  const preloaded = new Set<string>();
+  const nextJob = async () => {
+    seen = await ctx.chain.jobs();
+    return assignedJobs(seen, ctx.me).find((j) => !settled.has(`${j.jobId}:${j.epoch}`));
+  };
   // What ends the agent (stopped, died, a deployment for another chain) is not a failed tick to retry: rethrown.
   let fatal: { err: unknown } | undefined;
   const tick = async (): Promise<TickResult | void> => {
@@ -134,11 +141,13 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
       return { stop: true };
     }
     ctx.liveness.set(undefined);
+    preload(ctx, seen, preloaded);
   };
   const code = await runLoop({
     name: "agent",
     tick,
     intervalMs: config.idleMs,
+    wait: ctx.wake && ((ms, signal) => ctx.wake!.sleep(ms, signal)), // an assignment wakes the idle agent
     once: config.once,
     signal: deps.signal,
     logger: ctx.logger,
@@ -149,6 +158,50 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
   ctx.progress.done();
   ctx.logger.info("stopped cleanly");
   return code;
+}
+
+/**
+ * An idle agent loads the trainer of every job another provider is making progress on (issue 14): a takeover
+ * after a failover then starts training at once instead of loading the data set and sessions first. Only once
+ * the job has a checkpoint (its holder has loaded by then: no competing loads at the job's start); in the
+ * background, once per template; one it does not know or that does not fit its memory is simply not loaded.
+ */
+function preload(ctx: WorkContext, jobs: JobView[], tried: Set<string>): void {
+  for (const j of jobs) {
+    if (!isRunning(j.status) || (j.acceptedStep === 0 && j.pendingStep === 0) || tried.has(j.templateId)) continue;
+    tried.add(j.templateId);
+    let template;
+    try {
+      template = loadTemplate(j.templateId);
+    } catch {
+      continue;
+    }
+    if (ctx.trainers.has(template)) continue;
+    ctx.logger.info("preloading a trainer for a possible takeover", {
+      job: j.jobId,
+      template: template.descriptor.name,
+    });
+    void ctx.trainers.get(template).catch(() => undefined);
+  }
+}
+
+/** The escrow events an agent waits for (issue 14: pushed, not polled every pollMs/idleMs). */
+const WAKE_EVENTS = [
+  "ProviderAssigned",
+  "ProviderUnassigned",
+  "CheckpointAccepted",
+  "CheckpointRefused",
+  "CheckpointLapsed",
+  "JobCancelled",
+  "JobExpired",
+];
+
+function decisionWake(deps: AgentDeps): ChainWake | undefined {
+  const provider = deps.signer.provider;
+  if (!provider) return undefined;
+  const { escrow } = deps.protocol;
+  const filter = { address: String(escrow.target), topics: eventTopics(escrow.interface, WAKE_EVENTS) };
+  return new ChainWake({ provider, filter, now: deps.clock.now });
 }
 
 /** Waits until the key holds ETH for gas ("fund <address> with ETH for gas"). False when stopped first. */

@@ -31,6 +31,8 @@ export const PROVIDE_OPTIONS = {
   coordinator: { type: "string", default: "http://127.0.0.1:8600/heartbeat" },
   fault: { type: "string" },
   once: { type: "boolean", default: false },
+  "step-log": { type: "boolean", default: false },
+  "heartbeat-ms": { type: "string" },
 } as const;
 
 export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP [options]
@@ -44,6 +46,9 @@ export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP 
   --fault KIND[:ARG]   inject a fault: garbage-weights skip-steps wrong-data nan hash-mismatch replay-old
                        write-after-fence die-at:N
   --once               work the jobs assigned now, then exit
+  --heartbeat-ms MS    off-chain heartbeat period (default ${HEARTBEAT_DEFAULTS.intervalMs}; keep it well under the
+                       coordinator's --heartbeat-timeout-ms)
+  --step-log           log every trained step (debug lines): an exact record of the work, even after a SIGKILL
   --pretty             short human log lines instead of JSON
   --dry-run            show the key, device and registration decision without sending anything`;
 
@@ -82,7 +87,8 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
       fault,
       once: values.once,
       dryRun: values["dry-run"],
-      heartbeatMs: HEARTBEAT_DEFAULTS.intervalMs,
+      stepLog: values["step-log"],
+      heartbeatMs: parsePositiveInt(values["heartbeat-ms"], "heartbeat-ms", HEARTBEAT_DEFAULTS.intervalMs),
       ...DEFAULT_TIMING,
     },
     rpc: values.rpc,

@@ -122,9 +122,19 @@ export function planJob(job: JobView): JobPlan {
   return { kind: "train" };
 }
 
-/** The step the next segment ends at: one checkpoint interval past its start, or the last step. */
-export function segmentTarget(baseStep: number, interval: number, totalSteps: number): number {
-  return Math.min(baseStep + interval, totalSteps);
+/** A resumed job's first segment is this fraction of an interval (issue 14: a takeover is confirmed sooner). */
+export const RESUME_SEGMENT_DIVISOR = 10;
+
+/**
+ * The step the next segment ends at: one checkpoint interval past its start, or the last step. `resuming`: the
+ * first segment of a job taken over with progress on it (after a failover or a restart) is a tenth of an interval,
+ * so the new holder's first checkpoint is accepted seconds after it starts (one checkpoint more per takeover).
+ */
+export function segmentTarget(baseStep: number, interval: number, totalSteps: number, resuming = false): number {
+  // Only where an interval is long enough for a tenth of it to be worth a checkpoint of its own (≥ 2 steps).
+  const short = resuming && interval >= 2 * RESUME_SEGMENT_DIVISOR;
+  const steps = short ? Math.ceil(interval / RESUME_SEGMENT_DIVISOR) : interval;
+  return Math.min(baseStep + steps, totalSteps);
 }
 
 /** Whether the pending checkpoint is one we may build on: undecided, at our epoch (so ours), and not the last. */
@@ -166,4 +176,57 @@ export function reportDecision(
 /** On-chain heartbeat period: a third of the lease, so two may fail before it lapses. */
 export function leaseHeartbeatMs(leaseDurationSeconds: bigint): number {
   return Math.max(1_000, Number(leaseDurationSeconds * 1000n) / 3);
+}
+
+// ---------------------------------------------------------------- training ahead (issue 14)
+
+/** Finished segments the agent keeps trained ahead of the chain (unreported, each built on the one before). */
+export const MAX_AHEAD = 2;
+
+/** A checkpoint by its step and hash (the reported/committed one a segment builds on, or a segment's own). */
+export interface Link {
+  step: number;
+  hash: string;
+}
+
+/** A segment trained ahead: built on `prev`, ending at `step` with checkpoint `hash`. */
+export interface AheadLink extends Link {
+  prev: Link;
+}
+
+/**
+ * What the next segment builds on, as the chain says: the live pending checkpoint (anyone's at this epoch; it is
+ * reported only once accepted), else the accepted one. The final checkpoint pending means nothing is left to train.
+ */
+export function chainTip(job: JobView): Link {
+  if (job.pendingStep !== 0) return { step: job.pendingStep, hash: job.pendingHash.toLowerCase() };
+  return { step: job.acceptedStep, hash: job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash.toLowerCase() };
+}
+
+/**
+ * How many queued segments still chain from `tip` (in order: the first built on the tip, each next on the one
+ * before). The rest were built on a state the chain no longer holds (the checkpoint under them was refused, or
+ * lapsed): they are dropped and retrained from the chain's tip.
+ */
+export function aheadKept(tip: Link, queue: AheadLink[]): number {
+  let at = tip;
+  for (let i = 0; i < queue.length; i++) {
+    const q = queue[i];
+    if (q.prev.step !== at.step || q.prev.hash.toLowerCase() !== at.hash.toLowerCase()) return i;
+    at = q;
+  }
+  return queue.length;
+}
+
+/** Whether a segment being trained on `base` still builds on something the chain or the kept queue holds. */
+export function baseLive(base: Link, tip: Link, kept: Link[]): boolean {
+  const same = (a: Link) => a.step === base.step && a.hash.toLowerCase() === base.hash.toLowerCase();
+  return same(tip) || kept.some(same);
+}
+
+/** What became of a checkpoint this agent reported, as the chain now says (undefined: still undecided). */
+export function reportedOutcome(job: JobView, r: Link): "accepted" | "dropped" | undefined {
+  if (job.acceptedStep >= r.step) return "accepted";
+  if (job.pendingStep === r.step && job.pendingHash.toLowerCase() === r.hash.toLowerCase()) return undefined;
+  return "dropped"; // refused, lapsed, or discarded by an unassign
 }

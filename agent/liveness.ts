@@ -138,9 +138,11 @@ export class Liveness {
   }
 
   private async beatLoop(): Promise<void> {
+    // Start to start: a slow answer from the coordinator does not stretch the period.
     while (!this.signal.aborted) {
+      const t0 = this.opts.now();
       await this.beatOnce();
-      await sleep(this.opts.intervalMs, this.signal);
+      await sleep(Math.max(0, this.opts.intervalMs - (this.opts.now() - t0)), this.signal);
     }
   }
 

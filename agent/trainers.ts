@@ -26,6 +26,11 @@ export class TrainerPool {
     this.factory = factory;
   }
 
+  /** Whether a trainer for `t` is loaded or loading. */
+  has(t: Template): boolean {
+    return this.trainers.has(t.templateId);
+  }
+
   get(t: Template): Promise<Trainer> {
     let tr = this.trainers.get(t.templateId);
     if (!tr) {

@@ -33,6 +33,8 @@ export interface AgentConfig {
   fundingPollMs: number;
   /** write-after-fence: how many rejected writes of each kind to attempt after being fenced. */
   writeAfterFenceAttempts: number;
+  /** Log every trained step (debug level): an exact record of the work done, even if the process is killed. */
+  stepLog?: boolean;
   /** Backoff of chain retries (ms). */
   retryBaseMs: number;
   retryMaxMs: number;

@@ -1,9 +1,18 @@
 /**
- * Working one assigned job at one epoch. Every round re-reads the job from the chain and resumes from what the chain
- * says (the accepted checkpoint, or our own undecided one to keep training while the verifiers decide); nothing
- * local survives a round except the trainer. Fencing is checked between steps and before every write.
+ * Working one assigned job at one epoch, without waiting on the protocol (issue 14). Two loops share a bounded
+ * queue of finished segments:
+ * - the trainer trains segment after segment, each on the last one queued (or on the chain's tip: our own
+ *   undecided checkpoint, else the accepted one), uploads it in the background and queues it; it waits only while
+ *   MAX_AHEAD segments are already queued;
+ * - the reporter follows the chain, woken by the job's decisions (ChainWake) or every pollMs at the latest: it
+ *   reports the first queued segment as soon as its base is accepted and nothing is pending, notices acceptances,
+ *   and when the chain no longer holds what the queue builds on (a refusal), drops the queued work and has the
+ *   trainer abandon its segment and retrain from the accepted checkpoint.
+ * The chain stays the truth: nothing local survives the job but the trainer, a restarted agent resumes from what
+ * the chain says. Fencing is checked on every read and before every write.
  */
 import type { JobView } from "../sdk/job.ts";
+import type { ChainWake } from "../sdk/chainWake.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
 import {
@@ -19,11 +28,23 @@ import {
 } from "../workloads/index.ts";
 import { loadCheckpoint, putUpload } from "./blobs.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
-import { fenceReason, pendingUsable, planJob, reportDecision, segmentTarget } from "./decide.ts";
+import {
+  aheadKept,
+  baseLive,
+  chainTip,
+  fenceReason,
+  MAX_AHEAD,
+  pendingUsable,
+  planJob,
+  reportDecision,
+  reportedOutcome,
+  segmentTarget,
+  type AheadLink,
+  type Link,
+} from "./decide.ts";
 import type { OldCheckpoint, ProviderBehaviour } from "./behaviour.ts";
 import type { Liveness } from "./liveness.ts";
 import type { Progress } from "./progress.ts";
-import type { Upload } from "./segment.ts";
 import { isAbandoned, trainSegment } from "./train.ts";
 import type { TrainerPool } from "./trainers.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
@@ -39,6 +60,8 @@ export interface WorkContext {
   progress: Progress;
   trainers: TrainerPool;
   behaviour: ProviderBehaviour;
+  /** Wakes the reporter on the escrow's decision events (absent: it polls every pollMs). */
+  wake?: ChainWake;
 }
 
 /** How working one job at one epoch ended. */
@@ -46,15 +69,27 @@ export type JobEnd = "fenced" | "done" | "declined" | "stopped";
 
 export class DiedError extends Error {}
 
-/** Where the next segment starts: a committed checkpoint (accepted, or our pending one) and its state. */
-interface Base {
-  step: number;
-  hash: string;
+/** Where a segment starts: a committed checkpoint (accepted, pending, or one of ours queued) and its state. */
+interface Base extends Link {
   state: TrainingState;
   old?: OldCheckpoint;
 }
 
+/** A trained segment, uploading or stored, waiting for its base to be accepted. */
+interface Finished extends AheadLink {
+  state: TrainingState;
+  old: OldCheckpoint;
+  /** Resolves once every blob is stored; rejects when the store gave up. */
+  stored: Promise<void>;
+}
+
 type BaseResult = { kind: "base"; base: Base } | { kind: "wait" } | { kind: "decline"; reason: string };
+
+interface End {
+  outcome: JobEnd;
+  reason?: string;
+  job?: JobView;
+}
 
 export async function workJob(ctx: WorkContext, first: JobView): Promise<JobEnd> {
   const { jobId: id, epoch } = first;
@@ -83,41 +118,356 @@ export async function workJob(ctx: WorkContext, first: JobView): Promise<JobEnd>
     interval: first.checkpointInterval,
     resumeStep: first.acceptedStep,
   });
-  let last: { step: number; hash: string } | undefined;
-  while (!ctx.deps.signal.aborted) {
-    const job = await ctx.chain.job(id);
-    const plan = planJob(job);
-    if (plan.kind === "done") {
-      log.info("job complete: every step accepted", { step: job.acceptedStep });
-      ctx.liveness.set(undefined);
-      return "done";
+  const end = await new JobRun(ctx, log, first, template).work();
+  if (end.outcome === "fenced") return onFenced(ctx, end.job ?? first, epoch, end.reason ?? "fenced", end.last);
+  if (end.outcome === "done" || end.outcome === "declined") ctx.liveness.set(undefined);
+  return end.outcome;
+}
+
+/** The agent's own record of one job's time (logged as "training record" when the job ends here). */
+interface Record {
+  startedAt?: number;
+  /** Last time a segment reaching the final step finished training (work remained until then). */
+  lastTrainedAt?: number;
+  trainMs: number;
+  /** Waiting with training left to do: queue full, base not known yet, store back-pressure. */
+  waitMs: number;
+  /** Building checkpoints (hash chain, encoding) between segments. */
+  buildMs: number;
+  segments: number;
+  dropped: number;
+  trainedSteps: number;
+}
+
+class JobRun {
+  private ctx: WorkContext;
+  private log: Logger;
+  private id: bigint;
+  private epoch: bigint;
+  private template: Template;
+  private queue: Finished[] = [];
+  /** Checkpoints we reported and have not seen decided (kept with their state to build on without a store read). */
+  private reported: (Link & { state: TrainingState; old: OldCheckpoint; accepted?: boolean })[] = [];
+  private lastReported?: Link;
+  /** The latest job view the reporter read. */
+  private view: JobView;
+  /** The base the trainer is on right now, and the generation it started in (a drop bumps it). */
+  private training?: Link;
+  private generation = 0;
+  private ended?: End & { last?: Link };
+  private kicks = new Set<() => void>();
+  private record: Record = { trainMs: 0, waitMs: 0, buildMs: 0, segments: 0, dropped: 0, trainedSteps: 0 };
+
+  constructor(ctx: WorkContext, log: Logger, first: JobView, template: Template) {
+    this.ctx = ctx;
+    this.log = log;
+    this.id = first.jobId;
+    this.epoch = first.epoch;
+    this.template = template;
+    this.view = first;
+  }
+
+  async work(): Promise<End & { last?: Link }> {
+    let failed: { err: unknown } | undefined;
+    const trainer = this.trainLoop().catch((err) => {
+      failed = { err }; // a DiedError (die-at) among others: rethrown once the reporter stopped
+      this.finish({ outcome: "stopped" });
+    });
+    try {
+      await this.reportLoop();
+    } catch (err) {
+      failed ??= { err };
+      this.finish({ outcome: "stopped" });
     }
-    const fenced = fenceReason(job, epoch, ctx.me);
-    if (fenced) return onFenced(ctx, job, epoch, fenced, last);
-    const based = plan.kind === "train" ? await resolveBase(ctx, job, template) : { kind: "wait" as const };
-    if (based.kind === "decline") {
-      log.error("declining job: cannot resume", { reason: based.reason });
-      ctx.liveness.set(undefined);
-      return "declined";
-    }
-    if (based.kind === "wait") {
-      await sleep(ctx.config.pollMs, ctx.deps.signal);
-      continue;
-    }
-    const r = await trainAndReport(ctx, log, job, template, based.base);
-    if (r.reported) last = r.reported;
-    if (r.outcome) {
-      if (r.outcome === "fenced") return onFenced(ctx, r.job ?? job, epoch, r.reason ?? "fenced", last ?? r.upload);
-      return r.outcome;
+    await trainer;
+    if (failed) throw failed.err;
+    this.logRecord();
+    return this.ended ?? { outcome: "stopped" };
+  }
+
+  private get now() {
+    return this.ctx.deps.clock.now();
+  }
+
+  private finish(end: End): void {
+    this.ended ??= { ...end, last: this.lastReported ?? this.queue[0] };
+    this.kick();
+  }
+
+  /** Wakes whoever waits locally (the trainer for room in the queue, the reporter for a new segment). */
+  private kick(): void {
+    for (const k of this.kicks) k();
+  }
+
+  /** Sleeps `ms` at most; a kick, the stop signal or (with `chain`) a decision event on chain ends it early. */
+  private async nap(ms: number, chain = false): Promise<void> {
+    const stop = new AbortController();
+    const done = () => stop.abort();
+    this.kicks.add(done);
+    const signal = AbortSignal.any([this.ctx.deps.signal, stop.signal]);
+    try {
+      if (this.ended) return;
+      await (chain && this.ctx.wake ? this.ctx.wake.sleep(ms, signal) : sleep(ms, signal));
+    } finally {
+      this.kicks.delete(done);
     }
   }
-  return "stopped";
+
+  // ------------------------------------------------------------------ reporter
+
+  private async reportLoop(): Promise<void> {
+    const { config, deps } = this.ctx;
+    while (!this.ended) {
+      if (deps.signal.aborted) return this.finish({ outcome: "stopped" });
+      const job = await this.ctx.chain.job(this.id);
+      this.view = job;
+      if (planJob(job).kind === "done") {
+        this.noticeDecisions(job);
+        this.log.info("job complete: every step accepted", { step: job.acceptedStep });
+        return this.finish({ outcome: "done" });
+      }
+      const fenced = fenceReason(job, this.epoch, this.ctx.me);
+      if (fenced) return this.finish({ outcome: "fenced", reason: fenced, job });
+      this.noticeDecisions(job);
+      this.reconcile(job);
+      if (await this.reportHead(job)) continue;
+      await this.nap(Math.min(config.pollMs, config.fenceCheckMs), true);
+    }
+  }
+
+  /** Logs what became of each checkpoint we reported (the moment the agent notices, for the latency figures). */
+  private noticeDecisions(job: JobView): void {
+    this.reported = this.reported.filter((r) => {
+      const outcome = reportedOutcome(job, r);
+      if (outcome === "accepted" && !r.accepted) this.log.info("checkpoint accepted", { step: r.step, hash: r.hash });
+      if (outcome === "accepted") r.accepted = true;
+      if (outcome === "dropped") {
+        this.log.warn("checkpoint not accepted (refused, lapsed or dropped)", { step: r.step, hash: r.hash });
+      }
+      // The accepted one stays while it is the tip: the next segment may build on it without a store read.
+      return outcome === undefined || (outcome === "accepted" && job.acceptedStep === r.step);
+    });
+  }
+
+  /** Drops queued segments the chain's tip no longer leads to; a segment in training on a dropped base stops. */
+  private reconcile(job: JobView): void {
+    const tip = chainTip(job);
+    const kept = aheadKept(tip, this.queue);
+    if (kept < this.queue.length) {
+      const gone = this.queue.splice(kept);
+      this.record.dropped += gone.length;
+      this.log.warn("dropping segments trained ahead: the checkpoint under them is gone", {
+        steps: gone.map((g) => g.step),
+        tip: tip.step,
+      });
+      this.kick();
+    }
+    if (this.training && !baseLive(this.training, tip, this.queue)) {
+      this.generation++;
+      this.kick();
+    }
+  }
+
+  /** Reports the first queued segment if the chain takes it now; true when something was written. */
+  private async reportHead(job: JobView): Promise<boolean> {
+    const head = this.queue[0];
+    if (!head) return false;
+    const d = reportDecision(job, {
+      epoch: this.epoch,
+      me: this.ctx.me,
+      startStep: head.prev.step,
+      prevHash: head.prev.hash,
+      step: head.step,
+    });
+    if (d.kind !== "report") return false;
+    try {
+      await head.stored;
+    } catch (err) {
+      this.log.error("checkpoint upload failed; retraining the segment", {
+        step: head.step,
+        error: (err as Error)?.message,
+      });
+      this.queue.splice(0);
+      this.generation++;
+      this.kick();
+      return true;
+    }
+    const { escrow } = this.ctx.chain.protocol;
+    const r = await this.ctx.chain.write("reportCheckpoint", () =>
+      escrow.reportCheckpoint(this.id, this.epoch, head.step, head.hash),
+    );
+    if (r.ok) {
+      this.log.info("checkpoint reported", { step: head.step, hash: head.hash, tx: r.hash, queued: this.queue.length });
+      this.queue.shift();
+      this.lastReported = { step: head.step, hash: head.hash };
+      this.reported.push({ step: head.step, hash: head.hash, state: head.state, old: head.old });
+      this.kick();
+      return true;
+    }
+    if (isFenceRejection(r)) {
+      this.finish({ outcome: "fenced", reason: r.description });
+      return true;
+    }
+    if (r.error === "JobEscrowCheckpointPending") return true;
+    this.log.error("report failed", { step: head.step, reason: r.description });
+    await this.nap(this.ctx.config.pollMs);
+    return true;
+  }
+
+  // ------------------------------------------------------------------ trainer
+
+  private async trainLoop(): Promise<void> {
+    const total = this.view.totalSteps;
+    while (!this.ended) {
+      if (this.ctx.deps.signal.aborted) return this.finish({ outcome: "stopped" }); // a nap would not wait now
+      const t0 = this.now;
+      const based = this.queue.length >= MAX_AHEAD ? { kind: "wait" as const } : await this.nextBase();
+      if (based.kind === "decline") {
+        this.log.error("declining job: cannot resume", { reason: based.reason });
+        return this.finish({ outcome: "declined" });
+      }
+      if (based.kind === "wait" || based.base.step >= total) {
+        await this.nap(this.ctx.config.pollMs);
+        // Only waits with training left count against the provider (not the wait for the final decision).
+        if (based.kind === "wait" && this.record.startedAt !== undefined) this.record.waitMs += this.now - t0;
+        continue;
+      }
+      if (this.record.startedAt !== undefined) this.record.waitMs += this.now - t0;
+      await this.trainOne(based.base);
+    }
+  }
+
+  /** The last queued segment; else the chain's tip, from memory when we reported it, else from the store. */
+  private async nextBase(): Promise<BaseResult> {
+    const tail = this.queue.at(-1);
+    if (tail) return { kind: "base", base: { step: tail.step, hash: tail.hash, state: tail.state, old: tail.old } };
+    const job = this.view;
+    if (planJob(job).kind !== "train") return { kind: "wait" };
+    const tip = chainTip(job);
+    // Our newest report: the tip, or newer than the view (reported since it was read; the reporter's next read
+    // abandons the segment if the chain refuses it meanwhile).
+    const mine = this.reported.reduce<(typeof this.reported)[number] | undefined>(
+      (a, r) => (a && a.step > r.step ? a : r),
+      undefined,
+    );
+    if (mine && (mine.step > tip.step || mine.hash === tip.hash)) return { kind: "base", base: mine };
+    return resolveBase(this.ctx, job, this.template);
+  }
+
+  private async trainOne(base: Base): Promise<void> {
+    const { ctx } = this;
+    const job = this.view;
+    const generation = this.generation;
+    const resuming = this.record.segments === 0 && base.step > 0;
+    const end = segmentTarget(base.step, job.checkpointInterval, job.totalSteps, resuming);
+    this.training = base;
+    const t0 = this.now;
+    this.record.startedAt ??= t0;
+    let trained = 0;
+    // Segment-boundary states go to the store in the background while training goes on (agent/uploads.ts).
+    const uploads = new BackgroundUploads(ctx.deps.store);
+    const boundaries = new Set(storedSteps(base.step, end, defaultSegmentSteps(end - base.step)));
+    const seg = await trainSegment(
+      await ctx.trainers.get(this.template),
+      { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state },
+      end,
+      ctx.behaviour,
+      {
+        beforeStep: () => !this.ended && !ctx.deps.signal.aborted && generation === this.generation,
+        afterStep: async (step, loss, state) => {
+          if (boundaries.has(step)) await uploads.offer(encodeState(state));
+          trained++;
+          this.record.trainedSteps++;
+          // --step-log: the agent's own record of every trained step (debug; the exact lost-work figure).
+          if (ctx.config.stepLog) this.log.log("debug", "trained", { step });
+          const sps = (1000 * trained) / Math.max(1, this.now - t0);
+          ctx.liveness.update({ step, loss, stepsPerSecond: sps });
+          ctx.progress.update({
+            jobId: this.id,
+            epoch: this.epoch,
+            step,
+            totalSteps: job.totalSteps,
+            loss,
+            stepsPerSecond: sps,
+          });
+        },
+        die: (step) => {
+          this.log.error("injected fault die-at: killing this process mid-interval", { step });
+          (ctx.deps.die ?? (() => process.kill(process.pid, "SIGKILL")))(step);
+          throw new DiedError(`died at step ${step}`);
+        },
+      },
+    );
+    this.training = undefined;
+    const trainedMs = this.now - t0;
+    this.record.trainMs += trainedMs;
+    if (isAbandoned(seg)) {
+      if (!this.ended && !ctx.deps.signal.aborted) {
+        this.log.info("abandoned a segment built on a checkpoint the chain no longer holds", { step: seg.atStep });
+        this.record.dropped++;
+        return;
+      }
+      if (!this.ended) this.log.info("stopping: abandoned the current step", { step: seg.atStep });
+      return this.finish({ outcome: "stopped" });
+    }
+    const t1 = this.now;
+    const upload = ctx.behaviour.upload(seg, base.old);
+    this.record.buildMs += this.now - t1;
+    this.record.segments++;
+    if (end >= job.totalSteps) this.record.lastTrainedAt = this.now;
+    const putAt = this.now;
+    // The checkpoint blob goes up while the last boundary puts finish; the reporter waits for it, training does not.
+    const stored = Promise.all([uploads.drain(), putUpload(ctx.deps.store, upload, uploads.put)]).then(() => {
+      this.log.info("checkpoint stored", {
+        step: upload.step,
+        hash: upload.reportedHash,
+        startStep: base.step,
+        faults: upload.faults.length ? upload.faults : undefined,
+        states: upload.stateBlobs.length,
+        storeMs: Math.round(this.now - putAt),
+        storeWaitMs: Math.round(uploads.stallMs),
+        trainedMs,
+      });
+    });
+    stored.catch(() => undefined); // reported (and retrained) by the reporter when it gets to this segment
+    this.record.waitMs += uploads.stallMs;
+    if (generation !== this.generation) return; // dropped while building: never queued
+    const hash = upload.reportedHash.toLowerCase();
+    this.queue.push({
+      step: upload.step,
+      hash,
+      prev: { step: base.step, hash: base.hash.toLowerCase() },
+      state: seg.states.at(-1) ?? base.state,
+      old: { hash, bytes: upload.checkpointBytes },
+      stored,
+    });
+    this.kick();
+  }
+
+  private logRecord(): void {
+    const r = this.record;
+    if (r.startedAt === undefined) return;
+    const until = r.lastTrainedAt ?? this.now;
+    const wallMs = Math.max(1, until - r.startedAt);
+    this.log.info("training record", {
+      wallMs: Math.round(wallMs),
+      trainMs: Math.round(r.trainMs),
+      waitMs: Math.round(r.waitMs),
+      buildMs: Math.round(r.buildMs),
+      stallShare: Math.round((1000 * r.waitMs) / wallMs) / 1000,
+      outsideTrainingShare: Math.round((1000 * (wallMs - r.trainMs)) / wallMs) / 1000,
+      segments: r.segments,
+      dropped: r.dropped,
+      trainedSteps: r.trainedSteps,
+      finished: r.lastTrainedAt !== undefined,
+    });
+  }
 }
 
 async function resolveBase(ctx: WorkContext, job: JobView, template: Template): Promise<BaseResult> {
   const acceptedHash = job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash;
   if (pendingUsable(job)) {
-    // Our own undecided checkpoint: train on while the verifiers decide (reported only once it is accepted).
+    // An undecided checkpoint (ours, from before a restart): train on while the verifiers decide.
     const p = await loadCheckpoint(ctx.deps.store, job.pendingHash);
     const c = p.ok ? p.checkpoint : undefined;
     const fits =
@@ -151,127 +501,12 @@ async function resolveBase(ctx: WorkContext, job: JobView, template: Template): 
   };
 }
 
-interface RoundResult {
-  outcome?: JobEnd;
-  reason?: string;
-  job?: JobView;
-  reported?: { step: number; hash: string };
-  upload?: { step: number; hash: string };
-}
-
-/** One segment: train (checking fencing between steps), upload, wait for the base to be accepted, report. */
-async function trainAndReport(
-  ctx: WorkContext,
-  log: Logger,
-  job: JobView,
-  template: Template,
-  base: Base,
-): Promise<RoundResult> {
-  const { jobId: id, epoch } = job;
-  const trainer = await ctx.trainers.get(template);
-  const end = segmentTarget(base.step, job.checkpointInterval, job.totalSteps);
-  let fenced: { reason: string; job: JobView } | undefined;
-  const t0 = ctx.deps.clock.now();
-  let trained = 0;
-  let checkedAt = Number.NEGATIVE_INFINITY;
-  // Segment-boundary states go to the store in the background while training goes on (agent/uploads.ts).
-  const uploads = new BackgroundUploads(ctx.deps.store);
-  const boundaries = new Set(storedSteps(base.step, end, defaultSegmentSteps(end - base.step)));
-  const seg = await trainSegment(
-    trainer,
-    { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state },
-    end,
-    ctx.behaviour,
-    {
-      beforeStep: async () => {
-        if (ctx.deps.signal.aborted) return false;
-        if (ctx.deps.clock.now() - checkedAt < ctx.config.fenceCheckMs) return true;
-        checkedAt = ctx.deps.clock.now();
-        const now = await ctx.chain.job(id);
-        const reason = fenceReason(now, epoch, ctx.me);
-        if (reason) fenced = { reason, job: now };
-        return !reason;
-      },
-      afterStep: async (step, loss, state) => {
-        if (boundaries.has(step)) await uploads.offer(encodeState(state));
-        trained++;
-        const sps = (1000 * trained) / Math.max(1, ctx.deps.clock.now() - t0);
-        ctx.liveness.update({ step, loss, stepsPerSecond: sps });
-        ctx.progress.update({ jobId: id, epoch, step, totalSteps: job.totalSteps, loss, stepsPerSecond: sps });
-      },
-      die: (step) => {
-        log.error("injected fault die-at: killing this process mid-interval", { step });
-        (ctx.deps.die ?? (() => process.kill(process.pid, "SIGKILL")))(step);
-        throw new DiedError(`died at step ${step}`);
-      },
-    },
-  );
-  if (isAbandoned(seg)) {
-    if (fenced) return { outcome: "fenced", reason: fenced.reason, job: fenced.job };
-    log.info("stopping: abandoned the current step", { step: seg.atStep });
-    return { outcome: "stopped" };
-  }
-  const upload = ctx.behaviour.upload(seg, base.old);
-  const trainedMs = ctx.deps.clock.now() - t0;
-  const t1 = performance.now();
-  // The checkpoint blob goes up while the last boundary puts finish.
-  await Promise.all([uploads.drain(), putUpload(ctx.deps.store, upload, uploads.put)]);
-  log.info("checkpoint stored", {
-    step: upload.step,
-    hash: upload.reportedHash,
-    startStep: base.step,
-    faults: upload.faults.length ? upload.faults : undefined,
-    states: upload.stateBlobs.length,
-    storeWaitMs: Math.round(uploads.stallMs + performance.now() - t1),
-    trainedMs,
-  });
-  return report(ctx, log, id, epoch, base, upload);
-}
-
-async function report(
-  ctx: WorkContext,
-  log: Logger,
-  id: bigint,
-  epoch: bigint,
-  base: Base,
-  upload: Upload,
-): Promise<RoundResult> {
-  const mine = { step: upload.step, hash: upload.reportedHash };
-  while (!ctx.deps.signal.aborted) {
-    const job = await ctx.chain.job(id);
-    const d = reportDecision(job, { epoch, me: ctx.me, startStep: base.step, prevHash: base.hash, step: upload.step });
-    if (d.kind === "fenced") return { outcome: "fenced", reason: d.reason, job, upload: mine };
-    if (d.kind === "discard") {
-      log.warn("discarding trained segment", { reason: d.reason, step: upload.step });
-      return {};
-    }
-    if (d.kind === "wait") {
-      await sleep(ctx.config.pollMs, ctx.deps.signal);
-      continue;
-    }
-    const { escrow } = ctx.chain.protocol;
-    const r = await ctx.chain.write("reportCheckpoint", () =>
-      escrow.reportCheckpoint(id, epoch, upload.step, upload.reportedHash),
-    );
-    if (r.ok) {
-      log.info("checkpoint reported", { step: upload.step, hash: upload.reportedHash, tx: r.hash });
-      return { reported: mine };
-    }
-    if (isFenceRejection(r)) return { outcome: "fenced", reason: r.description, upload: mine };
-    if (r.error === "JobEscrowCheckpointPending") continue;
-    log.error("report failed", { step: upload.step, reason: r.description });
-    await sleep(ctx.config.pollMs, ctx.deps.signal);
-    return {};
-  }
-  return { outcome: "stopped" };
-}
-
 async function onFenced(
   ctx: WorkContext,
   job: JobView,
   epoch: bigint,
   reason: string,
-  last: { step: number; hash: string } | undefined,
+  last: Link | undefined,
 ): Promise<JobEnd> {
   ctx.logger.warn("fenced: stopped writing to this job", { job: job.jobId, epoch, reason });
   ctx.progress.done();

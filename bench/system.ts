@@ -1,57 +1,136 @@
 /**
- * Whole-network figures from real runs of the `npm start` scenario on this machine:
- * - overhead_ratio: wall time of N MNIST steps through GPUChain (local chain, 3 verifiers, keepers, checkpoints;
- *   an honest run, no kill) ÷ the same N steps trained plainly in one process, same machine, same run;
- * - failover_seconds and lost_steps: the standard scenario (faulty provider refused, alice SIGKILLed).
+ * Whole-network figures from real runs of the `npm start` scenario on this machine (local chain, 3 verifiers,
+ * keepers, 3 provider agents, embedded S3 store), each compared with the same steps trained plainly in one
+ * process in the same bench run:
+ * - the short job (600 MNIST steps, checkpoint every 100): overhead_ratio, one checkpoint's latency by phase
+ *   (bench/timeline.ts, from the run's recorded logs), the provider's stall share from its own training record;
+ * - a real-length job (≥ 60 s of plain training here, LONG_INTERVAL between checkpoints): overhead_ratio_long;
+ * - the standard failover scenario (a faulty provider refused, alice SIGKILLed): failover_seconds and its parts,
+ *   lost_steps exactly (the chain's resume step and alice's per-step record, `--step-log`);
+ * - false_failovers: providers unassigned in the honest runs, where nobody died (their wall time is the soak).
+ * `node bench/system.ts` runs it alone (about 4–6 minutes on the 2-core machine); BENCH_LONG_SECONDS sets the
+ * plain-training length of the long job (default 60).
  */
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { createTrainer, loadTemplate } from "../workloads/index.ts";
-import { runScenario, type ScenarioOptions } from "../demo/scenario.ts";
+import { FAST_DETECTION } from "../demo/actors.ts";
+import { runScenario, type ScenarioOptions, type ScenarioResult } from "../demo/scenario.ts";
+import { checkpointLatency, failoverParts, recordedLogs, trainingRecords, type LogLine } from "./timeline.ts";
 
 const STEPS = 600;
 const INTERVAL = 100;
+const LONG_INTERVAL = 500;
+const LONG_SECONDS = Number(process.env.BENCH_LONG_SECONDS ?? 60);
+const SEED = "0x" + "5e".repeat(32);
 
+/** Plain training of `steps` MNIST steps in this process (trainer created first, as the agent's is). */
 async function plainTrainingSeconds(steps: number): Promise<number> {
   const trainer = await createTrainer(loadTemplate("mnist-mlp"));
-  const seed = "0x" + "5e".repeat(32);
-  let state = trainer.initialState(seed);
+  let state = trainer.initialState(SEED);
   const started = performance.now();
-  for (let step = 1; step <= steps; step++) state = (await trainer.trainStep(state, seed, step)).state;
+  for (let step = 1; step <= steps; step++) state = (await trainer.trainStep(state, SEED, step)).state;
   const seconds = (performance.now() - started) / 1000;
   await trainer.close();
   return seconds;
 }
 
-function scenario(runDir: string, fault: string, kill: boolean): ScenarioOptions {
+/** Steps for ≥ LONG_SECONDS of plain training here: a whole number of LONG_INTERVALs, from a short calibration. */
+async function longSteps(): Promise<number> {
+  const probe = 300;
+  const perStep = (await plainTrainingSeconds(probe)) / probe;
+  return Math.ceil((1.05 * LONG_SECONDS) / perStep / LONG_INTERVAL) * LONG_INTERVAL;
+}
+
+function scenario(name: string, o: Partial<ScenarioOptions>): ScenarioOptions {
   return {
     template: "mnist-mlp",
     totalSteps: STEPS,
     checkpointInterval: INTERVAL,
     dispute: false,
-    fault,
-    kill,
-    runDir,
-    deploymentId: `bench-${process.pid}-${kill ? "failover" : "clean"}`,
+    fault: "",
+    kill: false,
+    runDir: `.gpuchain/bench-${name}`,
+    deploymentId: `bench-${process.pid}-${name}`,
     timeoutMs: 900_000,
     print: () => {},
+    detection: FAST_DETECTION,
+    ...o,
   };
+}
+
+interface Run {
+  result: ScenarioResult;
+  logs: LogLine[];
+  wallSeconds: number;
+}
+
+export async function run(name: string, o: Partial<ScenarioOptions>): Promise<Run> {
+  const started = performance.now();
+  const result = await runScenario(scenario(name, o));
+  if (!result.ok || result.jobWallSeconds === undefined) {
+    throw new Error(`the ${name} benchmark run did not keep its promises`);
+  }
+  const logs = recordedLogs(path.join(`.gpuchain/bench-${name}`, "recording.jsonl"));
+  return { result, logs, wallSeconds: (performance.now() - started) / 1000 };
+}
+
+/** The working provider's stall share over the run (its training records: the longest one is the job's). */
+export function stallShare(logs: LogLine[]): { stall: number; outside: number } {
+  const recs = trainingRecords(logs).filter((r) => r.finished === true);
+  const main = recs.sort((a, b) => Number(b.wallMs) - Number(a.wallMs))[0];
+  return main
+    ? { stall: Number(main.stallShare), outside: Number(main.outsideTrainingShare) }
+    : { stall: NaN, outside: NaN };
+}
+
+/** Providers unassigned although nobody died or was refused (an honest run): false failovers. */
+function falseFailovers(logs: LogLine[]): number {
+  return logs.filter((l) => l.r.component === "coordinator" && l.r.msg === "sent" && l.r.method === "unassign").length;
 }
 
 export async function benchSystem(log: (line: string) => void = () => {}): Promise<Record<string, number>> {
   log(`system: honest run of ${STEPS} mnist-mlp steps through the whole network …`);
-  const clean = await runScenario(scenario(".gpuchain/bench-clean", "", false));
-  if (!clean.ok || clean.jobWallSeconds === undefined)
-    throw new Error("the honest benchmark run did not keep its promises");
+  const clean = await run("clean", {});
   const plain = await plainTrainingSeconds(STEPS);
+  const long = await longSteps();
+  log(`system: real-length job, ${long} steps (≥ ${LONG_SECONDS} s plain), checkpoint every ${LONG_INTERVAL} …`);
+  const plainLong = await plainTrainingSeconds(long);
+  const longRun = await run("long", { totalSteps: long, checkpointInterval: LONG_INTERVAL });
   log("system: failover run (faulty provider, SIGKILL) …");
-  const failover = await runScenario(scenario(".gpuchain/bench-failover", "garbage-weights", true));
-  if (!failover.ok) throw new Error("the failover benchmark run did not keep its promises");
+  const failover = await run("failover", { fault: "garbage-weights", kill: true });
+  const fr = failover.result;
+  const parts = fr.killedAt === undefined ? undefined : failoverParts(failover.logs, fr.killedAt);
+  const shortStall = stallShare(clean.logs);
+  const longStall = stallShare(longRun.logs);
   return {
-    gpuchain_job_seconds: round(clean.jobWallSeconds),
+    gpuchain_job_seconds: round(clean.result.jobWallSeconds!),
     plain_training_seconds: round(plain),
-    overhead_ratio: round(clean.jobWallSeconds / plain),
-    failover_seconds: round(failover.failoverSeconds!),
-    lost_steps: failover.lostSteps!,
+    overhead_ratio: round(clean.result.jobWallSeconds! / plain),
+    ...checkpointLatency(clean.logs),
+    provider_stall_share: shortStall.stall,
+    provider_outside_training_share: shortStall.outside,
+    long_job_steps: long,
+    long_job_interval: LONG_INTERVAL,
+    gpuchain_job_seconds_long: round(longRun.result.jobWallSeconds!),
+    plain_training_seconds_long: round(plainLong),
+    overhead_ratio_long: round(longRun.result.jobWallSeconds! / plainLong),
+    provider_stall_share_long: longStall.stall,
+    provider_outside_training_share_long: longStall.outside,
+    failover_seconds: round(fr.failoverSeconds!),
+    ...(parts ?? {}),
+    lost_steps: fr.lostSteps!,
+    lost_steps_resume_step: fr.lostWork?.resumeStep ?? NaN,
+    lost_steps_killed_trained_step: fr.lostWork?.trainedStep ?? NaN,
+    false_failovers: falseFailovers(clean.logs) + falseFailovers(longRun.logs),
+    false_failovers_soak_seconds: round(clean.wallSeconds + longRun.wallSeconds),
   };
 }
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+  for (const [k, v] of Object.entries(await benchSystem(progress))) console.log(`${k}: ${v}`);
+  process.exit(0);
+}

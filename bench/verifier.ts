@@ -7,9 +7,12 @@
 // segments of the template default length, workloads/segments.ts). Both are
 // process CPU time (process.cpuUsage) on this machine with onnxruntime's single-threaded settings. Training time
 // counts the trainer's steps only (not the agent's hashing and uploads), so the ratio errs high.
-// `_sampled_only` leaves out checkpoints whose evaluation escalated to a full replay (honest SGD noise beyond the
-// template's maxRegression); `verifier_full_replays_<template>` counts those.
-// Detection figures come from the same engine as test/verifier/detectionMatrix.ts, on fewer seeds.
+// `_sampled_only` leaves out checkpoints whose evaluation escalated to a full replay (the evaluation rule broken:
+// with its false-alarm rate of 10⁻⁴, verifier/checks.ts, honest work should never be); `verifier_full_replays_<t>`
+// counts those. `verifier_cpu_ms_per_checkpoint_<t>_{replay,eval,load}` split the verifier's CPU time: replaying
+// steps, held-out evaluation, and the rest (reading, hashing and decoding blobs, the hash-chain checks).
+// Detection figures come from the same engine as test/verifier/detectionMatrix.ts (the 2-of-3 quorum with fault
+// claims, test/verifier/matrix.ts), on other seeds and more of them.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -84,6 +87,8 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
     let estimatedTrainingCpuMs = 0;
     let fullReplays = 0;
     let replayedSteps = 0;
+    let replayCpuMs = 0;
+    let evalCpuMs = 0;
     const cache = newVerifyCache();
     for (const [i, r] of reports.entries()) {
       const v = await verifyCheckpoint({
@@ -98,6 +103,8 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
       });
       if (!v.accept) throw new Error(`bench: honest checkpoint refused: ${v.reasons.join("; ")}`);
       verifierCpuMs += v.metrics.cpuMs;
+      replayCpuMs += v.metrics.replayCpuMs ?? 0;
+      evalCpuMs += v.metrics.evalCpuMs ?? 0;
       if (!v.metrics.fullReplay) replayedSteps += v.metrics.replayedSteps;
       estimatedTrainingCpuMs += v.metrics.trainingCpuMsEstimate ?? 0;
       if (v.metrics.fullReplay) {
@@ -114,6 +121,12 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
       [`verifier_full_replays_${name}`]: fullReplays,
       [`verifier_checkpoints_${name}`]: checkpoints,
       [`verifier_cpu_ms_per_checkpoint_${name}`]: round(verifierCpuMs / checkpoints, 2),
+      [`verifier_cpu_ms_per_checkpoint_${name}_replay`]: round(replayCpuMs / checkpoints, 2),
+      [`verifier_cpu_ms_per_checkpoint_${name}_eval`]: round(evalCpuMs / checkpoints, 2),
+      [`verifier_cpu_ms_per_checkpoint_${name}_load`]: round(
+        (verifierCpuMs - replayCpuMs - evalCpuMs) / checkpoints,
+        2,
+      ),
       [`training_cpu_ms_per_checkpoint_${name}`]: round(trainingCpuMs / checkpoints, 2),
       [`verifier_checkpoint_interval_${name}`]: interval,
       // Whole segments for the sample budget plus the last step (workloads/segments.ts), sampled checks only.
@@ -128,29 +141,46 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
   }
 }
 
-/** Detection by a 2-of-3 quorum of independently sampling verifiers, blobs-tiny, interval 20, k = 3. */
+/**
+ * Detection by a 2-of-3 quorum of independently sampling verifiers with fault claims, blobs-tiny, interval 20,
+ * k = 3: every certain class, 100 honest checkpoints, and 200 checkpoints with one bad step among 20.
+ */
 async function detection(): Promise<Record<string, number>> {
   const base = { template: "blobs-tiny", interval: 20, samples: 3 };
   const certain = await runMatrix({ ...base, cases: CERTAIN_CASES, trials: 2, seedBase: 50_000 });
-  const honest = await runMatrix({ ...base, cases: ["honest"], trials: 6, seedBase: 60_000 });
-  const sampling = await runMatrix({ ...base, cases: SAMPLING_CASES, trials: 30, seedBase: 70_000 });
+  const honest = await runMatrix({ ...base, cases: ["honest"], trials: 100, seedBase: 60_000 });
+  const sampling = await runMatrix({ ...base, cases: SAMPLING_CASES, trials: 100, seedBase: 70_000 });
   const sum = (rows: typeof certain, f: (r: (typeof certain)[number]) => number) => rows.reduce((a, r) => a + f(r), 0);
   const pct = (x: number) => round(100 * x, 2);
+  const samples = sum(sampling, (r) => r.trials);
   return {
     verifier_detection_rate_certain_faults_pct: pct(
       sum(certain, (r) => r.quorumRefusals) / sum(certain, (r) => r.trials),
     ),
     verifier_certain_fault_checkpoints: sum(certain, (r) => r.trials),
+    // Provable faults (a replay that does not reproduce) slash; a blob that does not hash to the report never does.
+    verifier_certain_fault_slashes: sum(certain, (r) => r.slashes),
+    verifier_hash_mismatch_slashes: sum(
+      certain.filter((r) => r.kind === "hash-mismatch"),
+      (r) => r.slashes,
+    ),
+    honest_checkpoints: sum(honest, (r) => r.trials),
+    false_refusals: sum(honest, (r) => r.quorumRefusals),
     verifier_false_refusals_honest: sum(honest, (r) => r.verifierRefusals),
     verifier_honest_checks: sum(honest, (r) => r.checks),
+    honest_slashes: sum(honest, (r) => r.slashes),
+    honest_escalations: sum(honest, (r) => r.escalations),
     verifier_one_bad_step_in_20_caught_per_verifier_pct: pct(
       sum(sampling, (r) => r.verifierRefusals) / sum(sampling, (r) => r.checks),
     ),
     verifier_one_bad_step_in_20_expected_per_verifier_pct: pct(sampling[0].expectedVerifierRate!),
-    verifier_one_bad_step_in_20_refused_by_quorum_pct: pct(
-      sum(sampling, (r) => r.quorumRefusals) / sum(sampling, (r) => r.trials),
-    ),
-    verifier_one_bad_step_in_20_expected_quorum_pct: pct(sampling[0].expectedQuorumRate!),
+    quorum_refusal_one_bad_step_pct: pct(sum(sampling, (r) => r.quorumRefusals) / samples),
+    quorum_refusal_one_bad_step_expected_pct: pct(sampling[0].expectedAnyRate!),
+    quorum_refusal_one_bad_step_samples: samples,
+    quorum_refusal_one_bad_step_slashed_pct: pct(sum(sampling, (r) => r.slashes) / samples),
+    // Before fault claims: two independent catches were needed.
+    quorum_refusal_one_bad_step_without_claims_pct: pct(sum(sampling, (r) => r.independentQuorumRefusals) / samples),
+    quorum_refusal_one_bad_step_without_claims_expected_pct: pct(sampling[0].expectedQuorumRate!),
   };
 }
 

@@ -8,6 +8,7 @@ import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sd
 import { openContext, type CommandContext } from "./context.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
 import { currentOffers } from "./fit.ts";
+import { verifierNamesOn } from "../sdk/safeOwners.ts";
 import { statusName } from "../sdk/job.ts";
 import { statusAt, type LedgerJob } from "../sdk/ledger.ts";
 import { jobNarrative, providerSummaries } from "../sdk/narrative.ts";
@@ -36,12 +37,13 @@ export async function main(argv: string[]): Promise<number> {
     const job = ledger.jobs.get(jobId);
     if (!job) throw new CommandError(`job ${jobId} has no JobCreated event on escrow ${ctx.deployment.escrow}`);
     const { escrow } = ctx.protocol;
-    const [onChain, chainStatus, block] = await Promise.all([
+    const [onChain, chainStatus, block, names] = await Promise.all([
       escrow.jobOf(jobId),
       escrow.statusOf(jobId),
       ctx.provider.getBlock("latest"),
+      verifierNamesOn(ctx.provider, ctx.deployment.verifierSafe),
     ]);
-    const summaries = providerSummaries(job);
+    const summaries = providerSummaries(job, names);
     const status = statusName(statusAt(job, BigInt(block!.timestamp)));
     const agrees =
       status === statusName(chainStatus) &&
@@ -61,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
     );
     for (const why of waits) console.log(`waiting: ${why}`);
     console.log("");
-    for (const line of jobNarrative(job, {}, BigInt(block!.timestamp))) console.log(line);
+    for (const line of jobNarrative(job, names, BigInt(block!.timestamp))) console.log(line);
     console.log("");
     console.log("why each provider earned what it did:");
     for (const s of summaries) {

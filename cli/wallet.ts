@@ -1,6 +1,7 @@
 /** `gpuchain wallet ADDRESS`: what an address is owed now and per job, and why — from the escrow's events. */
 import { expectPositionals, parseAddress, parseCommand } from "../sdk/args.ts";
 import { openContext } from "./context.ts";
+import { verifierNamesOn } from "../sdk/safeOwners.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
 import { walletOf } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
@@ -9,7 +10,8 @@ import { formatUsdc } from "../sdk/format.ts";
 export const USAGE = `usage: gpuchain wallet ADDRESS [--from-block N]
 
   what ADDRESS may withdraw now, has withdrawn, and earned per job (as provider or client), from the escrow's
-  events, checked against the contract's own \`owed\` (exit 1 if they disagree)
+  events, checked against the contract's own \`owed\` (exit 1 if they disagree); a provider's stake (deposited,
+  locked, unbonding, from the registry) and what was slashed, where and who found the fault
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
 
 export async function main(argv: string[]): Promise<number> {
@@ -21,7 +23,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const ledger = await loadLedger(ctx, fromBlock, { account: who });
     const wallet = walletOf(ledger, who);
-    const onChain = await ctx.protocol.escrow.owed(who);
+    const [onChain, stake, names] = await Promise.all([
+      ctx.protocol.escrow.owed(who),
+      ctx.protocol.registry.stakeOf(who),
+      verifierNamesOn(ctx.provider, ctx.deployment.verifierSafe),
+    ]);
     const disagree =
       onChain === wallet.withdrawable ? "" : ` (contract says ${formatUsdc(onChain)}: events and state DISAGREE)`;
     console.log(`${who}`);
@@ -32,8 +38,16 @@ export async function main(argv: string[]): Promise<number> {
     }
     for (const p of wallet.pending)
       console.log(`  job ${p.jobId}: ${formatUsdc(p.amount)} earned, claimable once the job settles`);
-    for (const job of ledger.jobs.values()) {
-      const mine = providerSummaries(job).find((s) => s.provider === who.toLowerCase());
+    const mineByJob = [...ledger.jobs.values()].map(
+      (job) => [job, providerSummaries(job, names).find((s) => s.provider === who.toLowerCase())] as const,
+    );
+    const slashed = mineByJob.reduce((sum, [, mine]) => sum + (mine?.slashed ?? 0n), 0n);
+    if (stake.deposited > 0n || slashed > 0n) {
+      const parts = [`deposited ${formatUsdc(stake.deposited)}`, `locked ${formatUsdc(stake.locked)}`];
+      if (stake.unbonding > 0n) parts.push(`unbonding ${formatUsdc(stake.unbonding)}`);
+      console.log(`  stake in the registry: ${parts.join(", ")}; slashed so far: ${formatUsdc(slashed)}`);
+    }
+    for (const [job, mine] of mineByJob) {
       if (mine) {
         const counts = `${mine.stepsAccepted} steps accepted, ${mine.checkpointsRefused} refused`;
         console.log(`  job ${job.jobId} as provider: ${counts} — ${mine.why}`);

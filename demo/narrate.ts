@@ -31,6 +31,11 @@ export function describeEvent(e: LiveEvent, names: Record<string, string>): stri
       );
     case "CheckpointRefused":
       return `[chain] ✘ Quality Guard refused ${who(a.provider)}'s step ${a.step}: fenced off the job`;
+    case "ProviderSlashed":
+      return (
+        `[chain] ✘ slashed: fault at step ${a.faultStep}, found by ${who(a.finder)} — ${who(a.provider)} lost ` +
+        `${usdc("slashed")} of stake, the client compensated ${usdc("toClient")}`
+      );
     case "ProviderUnassigned":
       return `[chain] ${who(a.provider)} unassigned (${UNASSIGN_REASONS[Number(a.reason)]}); epoch → ${a.newEpoch}`;
     case "VerdictSubmitted": {

@@ -21,6 +21,7 @@ export function renderChildLine(name: string, line: string, stream: "stdout" | "
   }
   if (typeof record.step === "number") trained.set(name, Math.max(record.step, trained.get(name) ?? 0));
   const level = String(record.level ?? "info");
+  if (level === "debug") return undefined; // e.g. the agents' per-step record (--step-log): counted, not shown
   const msg = String(record.msg ?? "");
   const important =
     level === "warn" ||

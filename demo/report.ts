@@ -5,13 +5,22 @@ import type { PromiseCheck, ProviderRow, WatchResult } from "./types.ts";
 export type { PromiseCheck, ProviderRow } from "./types.ts";
 
 export function formatTable(rows: ProviderRow[]): string[] {
-  const header = ["provider", "steps accepted", "refused", "earned USDC", "withdrawn USDC", "why"];
+  const header = [
+    "provider",
+    "steps accepted",
+    "refused",
+    "earned USDC",
+    "withdrawn USDC",
+    "stake USDC deposited/locked/slashed",
+    "why",
+  ];
   const body = rows.map((r) => [
     r.name,
     String(r.stepsAccepted),
     String(r.checkpointsRefused),
     usdcAmount(r.earned),
     usdcAmount(r.withdrawn),
+    [r.stake.deposited, r.stake.locked, r.stake.slashed].map(usdcAmount).join(" / "),
     r.why,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));

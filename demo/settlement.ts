@@ -7,8 +7,9 @@ import { escrowLedger } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import type { Protocol } from "../sdk/contracts.ts";
 import { statusName } from "../sdk/job.ts";
-import { walletOf, type Ledger } from "../sdk/ledger.ts";
+import { stakeBookOf, walletOf, type Ledger } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
+import { verifierNamesOn } from "../sdk/safeOwners.ts";
 import { loadTemplate } from "../workloads/index.ts";
 import { PRICE, priceUnits } from "./actors.ts";
 import { summaryLines, type PromiseCheck, type ProviderRow } from "./report.ts";
@@ -26,7 +27,8 @@ export async function settle(
   // From genesis: the global books need every event, the registry's stake events too (reserves count stakes).
   const ledger = await escrowLedger(protocol.escrow, 0, { registry: protocol.registry });
   const ledgerJob = ledger.jobs.get(jobId)!;
-  const rows = providerRows(actors, providerSummaries(ledgerJob), ledger);
+  const names = await verifierNamesOn(run.provider, run.deployment.verifierSafe);
+  const rows = providerRows(actors, providerSummaries(ledgerJob, names), ledger);
   const [state, verdict, [held, owes], statusCode] = await Promise.all([
     protocol.escrow.jobOf(jobId),
     protocol.escrow.verdictOf(jobId),
@@ -51,6 +53,14 @@ export async function settle(
       held: m?.checkpointsRefused > 0 && m?.earned === 0n,
       detail,
     });
+    const s = watch.slash;
+    // Faults a one-step replay proves slash; a blob that hashes wrong, NaN or a replayed old blob only refuse.
+    if (["garbage-weights", "skip-steps", "wrong-data"].includes(o.fault.split(":")[0]))
+      checks.push({
+        promise: "the faulty provider was slashed (stake lost, client compensated)",
+        held: s !== undefined && s.slashed > 0n && s.toClient > 0n,
+        detail: s ? `fault at step ${s.faultStep}, found by ${s.finder}: ${formatUsdc(s.slashed)} slashed` : "no slash",
+      });
   }
   if (o.kill) {
     const a = byName.alice;
@@ -128,6 +138,8 @@ export async function settle(
     recording: run.recorder.file,
     failoverSeconds: watch.failoverSeconds,
     lostSteps: watch.lostWork?.steps,
+    killedAt: watch.killedAt, // issue 14: bench/timeline.ts times the failover's parts from here
+    lostWork: watch.lostWork,
     jobWallSeconds: watch.jobWallSeconds,
     minReserveMargin: minMargin,
   };
@@ -164,6 +176,7 @@ function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): Pro
       checkpointsRefused: s?.checkpointsRefused ?? 0,
       earned: s?.earned ?? 0n,
       withdrawn: walletOf(ledger, p.wallet.address).withdrawn,
+      stake: stakeBookOf(ledger, p.wallet.address),
       why: s?.why ?? "never assigned",
     };
   });

@@ -23,6 +23,8 @@ export interface ProviderRow {
   checkpointsRefused: number;
   earned: bigint;
   withdrawn: bigint;
+  /** The provider's stake books in the registry at settlement (slashed: over the whole run). */
+  stake: { deposited: bigint; locked: bigint; slashed: bigint };
   why: string;
 }
 
@@ -66,6 +68,8 @@ export interface ScenarioOptions {
     deploymentFile: string;
     runDir: string;
   }) => Promise<void>;
+  /** Heartbeat period, heartbeat timeout and keeper tick (ms) instead of the defaults (issue 14: the bench). */
+  detection?: { beatMs: number; timeoutMs: number; keeperTickMs: number };
   /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
   beforeStop?: (chain: LiveChain) => Promise<void>;
 }
@@ -83,6 +87,9 @@ export interface ScenarioResult {
   checks: PromiseCheck[];
   failoverSeconds?: number;
   lostSteps?: number;
+  /** When the killed provider was killed (ms since the epoch), and the work it lost (issue 14's bench). */
+  killedAt?: number;
+  lostWork?: LostWork;
   accuracy?: number;
   /** Wall time from job creation to the verdict: what N steps cost through the whole network. */
   jobWallSeconds?: number;
@@ -139,6 +146,8 @@ export interface WatchResult {
   maxOwed?: bigint;
   maxOwedBlock?: number;
   blocksSampled?: number;
+  /** The faulty provider's slash (ProviderSlashed): the fault step, who found it, what it cost. */
+  slash?: { faultStep: number; finder: string; slashed: bigint; toClient: bigint };
 }
 
 /** Work the killed provider did that its replacement had to redo, from the chain and the agent's own record. */

@@ -109,6 +109,10 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
         `${result.failoverSeconds.toFixed(1)} s after the kill`,
     );
     if (run.hostNet) storeOutage(run.hostNet, run.note);
+  } else if (e.name === "ProviderSlashed") {
+    const finder = f.names[String(e.args.finder).toLowerCase()] ?? String(e.args.finder);
+    const [slashed, toClient] = [BigInt(e.args.slashed as bigint), BigInt(e.args.toClient as bigint)];
+    result.slash = { faultStep: Number(e.args.faultStep), finder, slashed, toClient };
   } else if (e.name === "VerdictSubmitted" && !f.timeAdvanced) {
     f.timeAdvanced = true;
     result.jobWallSeconds = (Date.now() - f.startedAt) / 1000;

@@ -29,15 +29,19 @@ export async function escrowLedger(escrow: JobEscrow, fromBlock = 0, query: Ledg
   const toBlock = query.toBlock ?? (await c.runner!.provider!.getBlockNumber());
   const read = (topics: TopicFilter | "*") => chunkedLogs(c, topics, fromBlock, toBlock, query.chunk ?? LOG_CHUNK);
   let jobIds = query.jobIds;
+  const topic = (name: string) => c.interface.getEvent(name)!.topicHash;
   const extra: EscrowEvent[] = [];
   if (query.account !== undefined) {
     const who = zeroPadValue(query.account, 32);
     // The account as the second indexed argument: JobCreated's client, a provider in ProviderAssigned,
-    // CheckpointAccepted, EarningsReleased, …; as the first: Withdrawn (job events have the job id there).
-    const named = await read([null, null, who]);
+    // CheckpointAccepted, EarningsReleased, …; as the third: the finder of a ProviderSlashed (paid a bounty);
+    // as the first: Withdrawn (job events have the job id there).
+    const named = [...(await read([null, null, who])), ...(await read([topic("ProviderSlashed"), null, null, who]))];
     jobIds = [...new Set(named.map((e) => BigInt(e.topics[1])))];
-    extra.push(...(await read([c.interface.getEvent("Withdrawn")!.topicHash, who])));
+    extra.push(...(await read([topic("Withdrawn"), who])));
   }
+  // A narrowed read still needs who receives the fee share of a slash or a forfeited bond (a rare event).
+  if (jobIds !== undefined) extra.push(...(await read([topic("FeeRecipientSet")])));
   if (jobIds === undefined) {
     const registry = query.registry as unknown as Contract | undefined;
     const stakes = registry ? await chunkedLogs(registry, "*", fromBlock, toBlock, query.chunk ?? LOG_CHUNK) : [];

@@ -39,6 +39,8 @@ export interface HeartbeatListed {
   step: number;
   loss: number | null;
   stepsPerSecond: number | null;
+  /** The arithmetic profile the beat reported (signed with it), or null. */
+  profile?: string | null;
   ageMs: number;
 }
 

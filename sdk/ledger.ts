@@ -141,6 +141,14 @@ export function statusAt(job: LedgerJob, now: bigint): JobStatus {
   return job.phase;
 }
 
+/** An account's stake books in the registry (zeros when it never staked). */
+export function stakeBookOf(ledger: Ledger, account: string): Omit<StakeBook, "locks"> {
+  const st = ledger.stakes.get(getAddress(account));
+  return st
+    ? { deposited: st.deposited, locked: st.locked, unbonding: st.unbonding, slashed: st.slashed }
+    : { deposited: 0n, locked: 0n, unbonding: 0n, slashed: 0n };
+}
+
 /** What an account is owed now, and what it may still claim per settled or cancelled job. */
 export function walletOf(ledger: Ledger, account: string) {
   const who = getAddress(account);

@@ -24,8 +24,22 @@ export interface ProviderSummary {
 const arg = (e: LedgerEntry, k: string) => e.args[k];
 const addr = (e: LedgerEntry, k: string) => String(arg(e, k)).toLowerCase();
 
-/** Per provider that ever held the job: accepted steps, refusals, earnings and why. */
-export function providerSummaries(job: LedgerJob): ProviderSummary[] {
+/** Names for the verifier Safe's owners, in the Safe's order: "verifier 1", "verifier 2", … (keys lowercase). */
+export function verifierNames(owners: string[]): Record<string, string> {
+  return Object.fromEntries(owners.map((o, i) => [o.toLowerCase(), `verifier ${i + 1}`]));
+}
+
+/** "name (address)" when the address has a name in `names`, else the address. */
+export const labelOf = (address: string, names: Record<string, string> = {}) => {
+  const name = names[address.toLowerCase()];
+  return name ? `${name} (${address})` : address;
+};
+
+/**
+ * Per provider that ever held the job: accepted steps, refusals, earnings and why. `names` (lowercase address →
+ * name) names the finder of a slash, e.g. the verifier Safe's owners (verifierNames).
+ */
+export function providerSummaries(job: LedgerJob, names: Record<string, string> = {}): ProviderSummary[] {
   const rows = new Map<string, ProviderSummary>();
   const row = (provider: string) => {
     if (!rows.has(provider)) {
@@ -68,15 +82,16 @@ export function providerSummaries(job: LedgerJob): ProviderSummary[] {
   const voided = job.dispute?.upheld === true;
   for (const r of rows.values()) {
     if (voided) r.earned = 0n;
-    r.why = whyOf(r, voided);
+    r.why = whyOf(r, voided, names);
   }
   return [...rows.values()];
 }
 
-function whyOf(r: ProviderSummary, voided: boolean): string {
+function whyOf(r: ProviderSummary, voided: boolean, names: Record<string, string>): string {
   if (voided) return "the arbiter upheld the client's dispute: this job's payments are void";
   if (r.slash) {
-    return `slashed: fault at step ${r.slash.faultStep}, found by ${r.slash.finder}; ${formatUsdc(r.slashed)} of stake lost, unclaimed earnings voided`;
+    const finder = labelOf(r.slash.finder, names);
+    return `slashed: fault at step ${r.slash.faultStep}, found by ${finder}; ${formatUsdc(r.slashed)} of stake lost, unclaimed earnings voided`;
   }
   if (r.checkpointsRefused > 0 && r.stepsAccepted === 0) return "refused by the Quality Guard; fenced off the job";
   if (r.checkpointsRefused > 0) return "paid for its accepted steps, then refused by the Quality Guard and fenced";

@@ -25,6 +25,8 @@ export type RunOptions = Schedule & {
   logger: Logger;
   /** Log "started" and "stopped" lines (default); a part that announces itself in its own words turns it off. */
   announce?: boolean;
+  /** Waits between interval ticks (default: sleep); a ChainWake (sdk/chainWake.ts) ends the wait on an event. */
+  wait?: (ms: number, signal: AbortSignal) => Promise<void>;
 };
 
 /** Resolves with the exit code: 0 after a clean stop, 1 when `--once` hit an unexpected error, or the tick's own. */
@@ -37,7 +39,7 @@ export async function runLoop(opts: RunOptions): Promise<number> {
   let exitCode: number;
   if (once) exitCode = (await step()) ?? 0;
   else if (opts.cron !== undefined) exitCode = await onCron(opts.cron, step, opts);
-  else exitCode = await onInterval(opts.intervalMs, step, opts.signal);
+  else exitCode = await onInterval(opts.intervalMs, step, opts.signal, opts.wait ?? sleep);
   if (announce) logger.info("stopped", { keeper: name, exitCode });
   return exitCode;
 }
@@ -58,11 +60,16 @@ function guardedTick(opts: RunOptions): () => Promise<number | undefined> {
   };
 }
 
-async function onInterval(intervalMs: number, step: () => Promise<number | undefined>, signal: AbortSignal) {
+async function onInterval(
+  intervalMs: number,
+  step: () => Promise<number | undefined>,
+  signal: AbortSignal,
+  wait: (ms: number, signal: AbortSignal) => Promise<void>,
+) {
   while (!signal.aborted) {
     const code = await step();
     if (code !== undefined) return code;
-    await sleep(intervalMs, signal);
+    await wait(intervalMs, signal);
   }
   return 0;
 }

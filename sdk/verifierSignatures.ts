@@ -62,6 +62,23 @@ export const faultRefusalTypes = typesFromSignature(
     "bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)",
 );
 
+/**
+ * A verifier's answer to another verifier's fault claim (off chain only: the collector counts it, the escrow never
+ * sees it). `reproduced` is false: a reproduced claim is answered by signing the claim's FaultRefusal itself.
+ */
+export interface ClaimCheck {
+  jobId: bigint;
+  epoch: bigint;
+  step: number;
+  checkpointHash: string;
+  claimDigest: string;
+  reproduced: boolean;
+}
+
+export const claimCheckTypes = typesFromSignature(
+  "ClaimCheck(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,bytes32 claimDigest,bool reproduced)",
+);
+
 export const verdictTypes = typesFromSignature("Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)");
 
 /** Safe v1.4.1's EIP-712 SafeMessage (CompatibilityFallbackHandler): the one definition in this repository. */
@@ -97,6 +114,10 @@ export function faultRefusalDigest(domain: TypedDataDomain, r: FaultRefusal): st
     replayedHash: fault.replayedHash,
     finder: fault.finder,
   });
+}
+
+export function claimCheckDigest(domain: TypedDataDomain, c: ClaimCheck): string {
+  return TypedDataEncoder.hash(domain, claimCheckTypes, c);
 }
 
 export function verdictDigest(domain: TypedDataDomain, verdict: VerdictMessage): string {

@@ -1,11 +1,13 @@
 /**
- * How a verifier decides, injected: `honest` verifies; `always-accept` and `always-refuse` are malicious verifiers
- * for tests and demos (the Quality Guard must hold against one of them). The honest path never branches on a mode:
- * the Verifier asks its behaviour.
+ * How a verifier decides, injected: `honest` verifies; `always-accept`, `always-refuse` and `false-claim` are
+ * malicious verifiers for tests and demos (the Quality Guard must hold against one of them). The honest path never
+ * branches on a mode: the Verifier asks its behaviour.
  */
-import type { CheckpointVerdict } from "./checks.ts";
+import { createHash } from "node:crypto";
+import type { Checkpoint } from "../workloads/index.ts";
+import type { CheckpointVerdict, ReplayFault } from "./checks.ts";
 
-export const BEHAVIOURS = ["honest", "always-accept", "always-refuse"] as const;
+export const BEHAVIOURS = ["honest", "always-accept", "always-refuse", "false-claim"] as const;
 export type BehaviourName = (typeof BEHAVIOURS)[number];
 
 export interface VerifierBehaviour {
@@ -16,6 +18,8 @@ export interface VerifierBehaviour {
   checkpoint(verify: () => Promise<CheckpointVerdict>, intervalSteps: number): Promise<CheckpointVerdict>;
   /** The verdict's `passed`, given what evaluating the final model measured. */
   passed(measured: boolean): boolean;
+  /** `false-claim` only: the fault it claims on every checkpoint, whatever the replay gave. */
+  forgeFault?(c: Checkpoint): ReplayFault;
 }
 
 const honest: VerifierBehaviour = {
@@ -54,10 +58,28 @@ function liar(name: BehaviourName, accept: boolean): VerifierBehaviour {
   };
 }
 
+/**
+ * Claims a fault at the last step of every checkpoint, with the committed input and output hashes (so the claim
+ * is well formed) and a made-up replayed hash; the other verifiers' one-step replay must not reproduce it.
+ */
+const falseClaim: VerifierBehaviour = {
+  name: "false-claim",
+  honest: false,
+  checkpoint: (verify) => verify(),
+  passed: (measured) => measured,
+  forgeFault(c) {
+    const n = c.stepHashes.length;
+    const committedHash = c.stepHashes[n - 1];
+    const replayedHash = "0x" + createHash("sha256").update(`false claim ${committedHash}`).digest("hex");
+    return { step: c.step, inputHash: n > 1 ? c.stepHashes[n - 2] : c.startStateHash, committedHash, replayedHash };
+  },
+};
+
 const BY_NAME: Record<BehaviourName, VerifierBehaviour> = {
   honest,
   "always-accept": liar("always-accept", true),
   "always-refuse": liar("always-refuse", false),
+  "false-claim": falseClaim,
 };
 
 /** The behaviour called `name`; a RangeError names the valid ones. */

@@ -1,6 +1,7 @@
 /**
- * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store URL] [--collector URL] [--samples K]
- *  [--behaviour honest|always-accept|always-refuse] [--decisions FILE] [--poll-ms MS] [--once] [--dry-run] [--pretty]`
+ * `gpuchain verify --key FILE [--rpc URL] [--deployment FILE] [--store URL] [--collector URL] [--coordinator URL]
+ *  [--samples K] [--behaviour honest|always-accept|always-refuse|false-claim] [--decisions FILE] [--poll-ms MS]
+ *  [--once] [--dry-run] [--pretty]`
  *
  * One independent Quality Guard verifier. Its key must be one of the verifier Safe's owners.
  */
@@ -8,6 +9,7 @@ import path from "node:path";
 import { Contract } from "ethers";
 import { parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/args.ts";
 import { connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type rpcProvider } from "../sdk/contracts.ts";
+import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { createLogger } from "../sdk/log.ts";
@@ -16,6 +18,7 @@ import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignature
 import { openStore, StoreUrlError } from "../workloads/index.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
+import { coordinatorProfiles, DEFAULT_COORDINATOR_URL } from "./profiles.ts";
 import {
   BEHAVIOURS,
   DEFAULT_CONFIG,
@@ -27,6 +30,7 @@ import {
 
 const OPTIONS = {
   collector: { type: "string", default: DEFAULT_COLLECTOR_URL },
+  coordinator: { type: "string", default: DEFAULT_COORDINATOR_URL },
   samples: { type: "string" },
   behaviour: { type: "string", default: "honest" },
   decisions: { type: "string" },
@@ -42,8 +46,10 @@ export const HELP = `usage: gpuchain verify --key FILE [options]
   --store URL         checkpoint store shared with providers: s3://BUCKET/PREFIX, file://DIR or a folder
                       (default .gpuchain/store; S3 settings from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)
   --collector URL     verdict collector (default ${DEFAULT_COLLECTOR_URL})
+  --coordinator URL   where providers' arithmetic profiles are read (GET /heartbeats; default
+                      ${DEFAULT_COORDINATOR_URL}): a replay mismatch makes a fault claim only on a proven profile
   --samples K         sampled steps replayed per checkpoint, besides the last (default ${DEFAULT_CONFIG.samples})
-  --behaviour MODE    honest | always-accept | always-refuse (malicious modes: tests and demos only)
+  --behaviour MODE    honest | always-accept | always-refuse | false-claim (malicious modes: tests and demos only)
   --decisions FILE    where signed decisions are remembered (default .gpuchain/verifier/<address>.json)
   --poll-ms MS        time between ticks (default ${DEFAULT_CONFIG.pollMs})
   --once              run one tick and exit
@@ -104,13 +110,17 @@ export async function main(argv: string[]): Promise<number> {
       signer: wallet, // signs offline: the Safe message needs no provider
       store,
       collector: httpCollector(values.collector),
+      profiles: coordinatorProfiles(values.coordinator),
       decisions,
       log,
     },
   );
   const { signal, dispose } = shutdownSignal(log);
   try {
-    await runVerifier(verifier, log, { signal, once: values.once });
+    // issue 14: woken by the events that make work (a report, an acceptance before the verdict), pollMs at most.
+    const events = eventTopics(escrow.interface, ["CheckpointReported", "CheckpointAccepted"]);
+    const wake = new ChainWake({ provider, filter: { address: deployment.escrow, topics: events } });
+    await runVerifier(verifier, log, { signal, once: values.once, wait: (ms, s) => wake.sleep(ms, s) });
   } finally {
     dispose();
     await verifier.close();

@@ -30,21 +30,37 @@ import { BEHAVIOURS, verifierBehaviour, type BehaviourName, type VerifierBehavio
 import {
   CannotVerifyError,
   StoreOutageError,
+  loadReported,
   newVerifyCache,
   verifyCheckpoint,
   verifyFinal,
   type CheckpointVerdict,
+  type JobFacts,
+  type ReplayFault,
   type VerifyCache,
 } from "./checks.ts";
 import type { SignaturePoster } from "./collector.ts";
 import type { DecisionStore } from "./decisions.ts";
 import {
+  claimIsFor,
+  claimUnprovenReason,
+  publishEvidence,
+  recheckClaim,
+  type ProfileSource,
+  type RecheckResult,
+} from "./claims.ts";
+import {
+  checkMessage,
   checkpointMessage,
+  claimMessage,
   digestOf,
+  faultMessage,
   planWork,
   sampleSalt,
   verdictMessage,
   type CheckpointItem,
+  type FaultBody,
+  type SignatureBody,
   type SignedDecision,
   type VerdictItem,
   type WorkItem,
@@ -98,6 +114,8 @@ export type VerifierDeps = {
   collector: SignaturePoster;
   decisions: DecisionStore;
   log: Logger;
+  /** Providers' arithmetic profiles (absent: no replay mismatch is evidence, so no claim is made or confirmed). */
+  profiles?: ProfileSource;
   now?: () => number;
 };
 
@@ -123,6 +141,8 @@ export class Verifier {
   private firstMissing = new Map<string, number>();
   private outages: OutageTracker;
   private now: () => number;
+  /** This verifier's answers to other verifiers' claims, by claim digest (rebuilt by re-checking after a restart). */
+  private answers = new Map<string, { itemKey: string; body: SignatureBody; reproduced: boolean }>();
 
   constructor(config: VerifierConfig, deps: VerifierDeps) {
     this.config = validateConfig(config);
@@ -158,9 +178,18 @@ export class Verifier {
     this.deps.decisions.retain(live);
     for (const key of this.firstMissing.keys()) if (!live.has(key)) this.firstMissing.delete(key);
     this.outages.retain(live);
+    for (const [digest, a] of this.answers) if (!live.has(a.itemKey)) this.answers.delete(digest);
+    const claims = await this.pendingClaims(items);
     for (const item of items) {
       try {
         let decision = this.deps.decisions.get(item.key);
+        // Before signing anything for a checkpoint, answer the other verifiers' claims on it.
+        if (item.kind === "checkpoint" && claims === undefined && !decision) {
+          summary.waiting++;
+          continue;
+        }
+        const reproduced = item.kind === "checkpoint" && (await this.answerClaims(item, claims ?? [], summary));
+        if (!decision && reproduced) continue; // it signed the fault refusal: that is its decision
         if (!decision) {
           decision = await this.decide(item);
           if (this.outages.recovered(item.key))
@@ -223,20 +252,24 @@ export class Verifier {
     }
   }
 
+  /** The on-chain facts both checks start from (a verdict's "accepted" checkpoint is the final one). */
+  private static facts(item: WorkItem): JobFacts {
+    const accepted =
+      item.kind === "checkpoint"
+        ? { acceptedStep: item.acceptedStep, acceptedHash: item.acceptedHash }
+        : { acceptedStep: item.totalSteps, acceptedHash: item.modelHash };
+    return { seed: item.seed, templateId: item.templateId, ...accepted };
+  }
+
+  private async checkInputs(item: WorkItem) {
+    const { template, trainer } = await this.trainerFor(item.templateId);
+    return { template, trainer, store: this.deps.store, cache: this.cache, job: Verifier.facts(item) };
+  }
+
   private checkpointVerdict(item: CheckpointItem): Promise<CheckpointVerdict> {
     return this.behaviour.checkpoint(async () => {
-      const { template, trainer } = await this.trainerFor(item.templateId);
       return verifyCheckpoint({
-        template,
-        trainer,
-        store: this.deps.store,
-        cache: this.cache,
-        job: {
-          seed: item.seed,
-          templateId: item.templateId,
-          acceptedStep: item.acceptedStep,
-          acceptedHash: item.acceptedHash,
-        },
+        ...(await this.checkInputs(item)),
         report: { step: item.step, hash: item.hash },
         sampleSalt: sampleSalt(this.deps.signer.privateKey, this.config.chainId, this.config.escrow, item),
         samples: this.config.samples,
@@ -244,7 +277,23 @@ export class Verifier {
     }, item.step - item.acceptedStep);
   }
 
+  /** Signs `typed` (the escrow's or the collector's digest of it) as a Safe owner: the body to post. */
+  private async sign<B extends SignatureBody>(
+    kind: B["kind"],
+    message: B["message"],
+    typed: Parameters<typeof digestOf>[1]["typed"],
+  ): Promise<B> {
+    const digest = digestOf(this.domain, { kind, typed } as Parameters<typeof digestOf>[1]);
+    const signature = await signAsSafeOwner(this.deps.signer, this.config.chainId, this.config.safe, digest);
+    return { kind, message, digest, signer: this.address, signature } as B;
+  }
+
+  private decided(item: WorkItem, body: SignatureBody): SignedDecision {
+    return { key: item.key, decidedAt: this.now(), body };
+  }
+
   private async decideCheckpoint(item: CheckpointItem): Promise<SignedDecision | undefined> {
+    if (this.behaviour.forgeFault) return this.forgedClaim(item);
     const v = await this.checkpointVerdict(item);
     if (!v.accept && v.codes.every((c) => c === "blob-missing")) {
       const first = this.firstMissing.get(item.key) ?? this.now();
@@ -259,9 +308,22 @@ export class Verifier {
         return undefined;
       }
     }
+    this.logCheckpoint(item, v);
+    if (!v.accept && v.fault && this.behaviour.honest) {
+      const unproven = await this.claimUnproven(item);
+      if (!unproven) return this.claim(item, v.fault);
+      this.deps.log.warn("replay mismatch is no evidence here: refusing without a fault claim", {
+        job: item.jobId,
+        step: item.step,
+        faultStep: v.fault.step,
+        why: unproven,
+      });
+    }
     const { message, typed } = checkpointMessage(item, v.accept);
-    const digest = digestOf(this.domain, { kind: "checkpoint", typed });
-    const signature = await signAsSafeOwner(this.deps.signer, this.config.chainId, this.config.safe, digest);
+    return this.decided(item, await this.sign("checkpoint", message, typed));
+  }
+
+  private logCheckpoint(item: CheckpointItem, v: CheckpointVerdict): void {
     const m = v.metrics;
     this.deps.log.info("checkpoint decided", {
       job: item.jobId,
@@ -282,32 +344,102 @@ export class Verifier {
       behaviour: this.config.behaviour,
       dryRun: this.config.dryRun,
     });
-    return {
-      key: item.key,
-      decidedAt: this.now(),
-      body: { kind: "checkpoint", message, digest, signer: this.address, signature },
-    };
+  }
+
+  /** Why a replay mismatch on this report would not be evidence (the provider's profile), or undefined. */
+  private async claimUnproven(item: CheckpointItem): Promise<string | undefined> {
+    const { template } = await this.trainerFor(item.templateId);
+    const profile = await this.deps.profiles?.profileOf(item.provider);
+    return claimUnprovenReason(template, profile, localProfile());
+  }
+
+  /** Publishes a fault claim: the evidence states into the store, then the signed FaultRefusal. */
+  private async claim(item: CheckpointItem, fault: ReplayFault): Promise<SignedDecision> {
+    await publishEvidence(this.deps.store, fault);
+    const message = claimMessage(item, fault, this.address);
+    const body = await this.sign<FaultBody>("fault", message, faultMessage(message));
+    this.deps.log.warn("fault claim: replay mismatch on a proven profile", {
+      job: item.jobId,
+      epoch: item.epoch,
+      step: item.step,
+      faultStep: fault.step,
+      inputHash: fault.inputHash,
+      committedHash: fault.committedHash,
+      replayedHash: fault.replayedHash,
+      digest: body.digest,
+    });
+    return this.decided(item, body);
+  }
+
+  /** `false-claim`: a claim on the checkpoint's last step whatever the replay gives (its other checks skipped). */
+  private async forgedClaim(item: CheckpointItem): Promise<SignedDecision> {
+    const c = await loadReported(this.deps.store, item.hash).catch((err) => {
+      throw err instanceof StoreOutageError ? err : new CannotVerifyError(`forging a claim: ${err.message}`);
+    });
+    return this.claim(item, this.behaviour.forgeFault!(c));
+  }
+
+  /** Every pending claim from the collector, or undefined (logged) when it cannot be read now. */
+  private async pendingClaims(items: WorkItem[]): Promise<FaultBody[] | undefined> {
+    const { collector } = this.deps;
+    if (!collector.claims || !items.some((i) => i.kind === "checkpoint")) return [];
+    try {
+      return await collector.claims();
+    } catch (err) {
+      this.deps.log.warn("cannot read fault claims; deciding no checkpoint this tick", {
+        error: (err as Error)?.message ?? String(err),
+      });
+      return undefined;
+    }
+  }
+
+  /**
+   * Answers (once, then re-posts every tick) each claim another verifier made on `item`: the same FaultRefusal
+   * when one step's replay reproduces it, a signed "not reproduced" check otherwise. True if any reproduced.
+   */
+  private async answerClaims(item: CheckpointItem, claims: FaultBody[], summary: TickSummary): Promise<boolean> {
+    let reproduced = false;
+    for (const claim of claims) {
+      const m = claim.message;
+      if (!claimIsFor(m, item) || m.fault.finder.toLowerCase() === this.address.toLowerCase()) continue;
+      if (!this.behaviour.honest) continue; // the malicious modes answer no one
+      let answer = this.answers.get(claim.digest);
+      if (!answer) {
+        answer = await this.answerClaim(item, claim);
+        this.answers.set(claim.digest, answer);
+      }
+      reproduced ||= answer.reproduced;
+      if (this.config.dryRun) continue;
+      await this.deps.collector.post(answer.body);
+      summary.posted++;
+    }
+    return reproduced;
+  }
+
+  private async answerClaim(item: CheckpointItem, claim: FaultBody) {
+    const m = claim.message;
+    const unproven = await this.claimUnproven(item);
+    const r: RecheckResult = unproven
+      ? { reproduced: false, why: unproven }
+      : await recheckClaim({ ...(await this.checkInputs(item)), item, claim: m });
+    const fields = { job: item.jobId, step: item.step, faultStep: m.fault.step, finder: m.fault.finder, why: r.why };
+    if (r.reproduced) {
+      this.deps.log.warn("fault claim reproduced: signing its fault refusal", fields);
+      const body = await this.sign<FaultBody>("fault", m, faultMessage(m));
+      return { itemKey: item.key, body, reproduced: true };
+    }
+    this.deps.log.warn("fault claim not reproduced; ignored", fields);
+    const { message, typed } = checkMessage(item, digestOf(this.domain, { kind: "fault", typed: faultMessage(m) }));
+    return { itemKey: item.key, body: await this.sign("check", message, typed), reproduced: false };
   }
 
   private async decideVerdict(item: VerdictItem): Promise<SignedDecision | undefined> {
-    const { template, trainer } = await this.trainerFor(item.templateId);
     const v = await verifyFinal({
-      template,
-      trainer,
-      store: this.deps.store,
-      cache: this.cache,
-      job: {
-        seed: item.seed,
-        templateId: item.templateId,
-        acceptedStep: item.totalSteps,
-        acceptedHash: item.modelHash,
-        totalSteps: item.totalSteps,
-      },
+      ...(await this.checkInputs(item)),
+      job: { ...Verifier.facts(item), totalSteps: item.totalSteps },
     });
     const passed = this.behaviour.passed(v.passed);
     const { message, typed } = verdictMessage(item, v.metric, passed);
-    const digest = digestOf(this.domain, { kind: "verdict", typed });
-    const signature = await signAsSafeOwner(this.deps.signer, this.config.chainId, this.config.safe, digest);
     this.deps.log.info("verdict decided", {
       job: item.jobId,
       modelHash: item.modelHash,
@@ -320,11 +452,7 @@ export class Verifier {
       behaviour: this.config.behaviour,
       dryRun: this.config.dryRun,
     });
-    return {
-      key: item.key,
-      decidedAt: this.now(),
-      body: { kind: "verdict", message, digest, signer: this.address, signature },
-    };
+    return this.decided(item, await this.sign("verdict", message, typed));
   }
 
   async close(): Promise<void> {
@@ -349,7 +477,7 @@ const round = (x: number) => Math.round(x * 100) / 100;
 export async function runVerifier(
   v: Verifier,
   log: Logger,
-  opts: { signal?: AbortSignal; once?: boolean } = {},
+  opts: { signal?: AbortSignal; once?: boolean; wait?: (ms: number, signal: AbortSignal) => Promise<void> } = {},
 ): Promise<void> {
   if (!v.behaviour.honest) {
     log.warn(`MALICIOUS VERIFIER MODE: ${v.behaviour.name} — decisions are not verified (tests and demos only)`, {
@@ -375,6 +503,8 @@ export async function runVerifier(
   };
   const signal = opts.signal ?? new AbortController().signal;
   const once = opts.once ?? false;
-  await runLoop({ name: "verifier", tick, intervalMs: v.config.pollMs, once, signal, logger: log, announce: false });
+  // opts.wait (issue 14): a ChainWake, so a CheckpointReported wakes the verifier at once instead of after pollMs.
+  const loop = { name: "verifier", tick, intervalMs: v.config.pollMs, once, signal, logger: log, announce: false };
+  await runLoop({ ...loop, wait: opts.wait });
   log.info("verifier stopped");
 }

@@ -6,8 +6,12 @@ import { createHmac } from "node:crypto";
 import { getBytes } from "ethers";
 import {
   checkpointDecisionDigest,
+  claimCheckDigest,
+  faultRefusalDigest,
   verdictDigest,
   type CheckpointDecision,
+  type ClaimCheck,
+  type FaultRefusal,
   type VerdictMessage,
 } from "../sdk/verifierSignatures.ts";
 import type { TypedDataDomain } from "ethers";
@@ -24,6 +28,8 @@ export type CheckpointItem = {
   seed: string;
   acceptedStep: number;
   acceptedHash: string;
+  /** Who reported it (credited or slashed for it). */
+  provider: string;
 };
 
 export type VerdictItem = {
@@ -64,6 +70,7 @@ export function planWork(jobs: JobView[]): WorkItem[] {
         seed: job.seed,
         acceptedStep: job.acceptedStep,
         acceptedHash: job.acceptedHash,
+        provider: job.pendingProvider,
       });
     } else if (isTraining(job.status) && allStepsAccepted(job)) {
       items.push({
@@ -89,11 +96,29 @@ export type CheckpointMessageJson = {
   accept: boolean;
 };
 export type VerdictMessageJson = { jobId: string; modelHash: string; metric: string; passed: boolean };
+export type FaultJson = {
+  step: number;
+  inputHash: string;
+  committedHash: string;
+  replayedHash: string;
+  finder: string;
+};
+export type FaultRefusalJson = Omit<CheckpointMessageJson, "accept"> & { fault: FaultJson };
+export type ClaimCheckJson = Omit<CheckpointMessageJson, "accept"> & { claimDigest: string; reproduced: boolean };
 
-/** The body a verifier POSTs to the collector's /signatures (docs/ARCHITECTURE.md). */
+type Signed<K extends string, M> = { kind: K; message: M; digest: string; signer: string; signature: string };
+
+/**
+ * The body a verifier POSTs to the collector (docs/ARCHITECTURE.md): checkpoint and verdict decisions to
+ * /signatures; fault refusals (a claim when the signer is the finder, a confirmation otherwise) and claim checks
+ * ("not reproduced") to /claims.
+ */
 export type SignatureBody =
-  | { kind: "checkpoint"; message: CheckpointMessageJson; digest: string; signer: string; signature: string }
-  | { kind: "verdict"; message: VerdictMessageJson; digest: string; signer: string; signature: string };
+  | Signed<"checkpoint", CheckpointMessageJson>
+  | Signed<"verdict", VerdictMessageJson>
+  | Signed<"fault", FaultRefusalJson>
+  | Signed<"check", ClaimCheckJson>;
+export type FaultBody = Signed<"fault", FaultRefusalJson>;
 
 /** A signed decision, as cached (memory and file) and re-sent every tick until it is on chain. */
 export type SignedDecision = { key: string; body: SignatureBody; decidedAt: number };
@@ -127,11 +152,89 @@ export function verdictMessage(
   };
 }
 
+/** The FaultRefusal a claim (or a confirmation of one) signs, as typed data and as JSON. */
+export function faultMessage(message: FaultRefusalJson): FaultRefusal {
+  const f = message.fault;
+  return {
+    jobId: BigInt(message.jobId),
+    epoch: BigInt(message.epoch),
+    step: message.step,
+    checkpointHash: message.checkpointHash,
+    fault: {
+      step: f.step,
+      inputHash: f.inputHash,
+      committedHash: f.committedHash,
+      replayedHash: f.replayedHash,
+      finder: f.finder,
+    },
+  };
+}
+
+/** The claim `finder` makes on `item` for a replay fault. */
+export function claimMessage(
+  item: CheckpointItem,
+  fault: { step: number; inputHash: string; committedHash: string; replayedHash: string },
+  finder: string,
+): FaultRefusalJson {
+  return {
+    jobId: item.jobId.toString(),
+    epoch: item.epoch.toString(),
+    step: item.step,
+    checkpointHash: item.hash,
+    fault: {
+      step: fault.step,
+      inputHash: fault.inputHash,
+      committedHash: fault.committedHash,
+      replayedHash: fault.replayedHash,
+      finder,
+    },
+  };
+}
+
+/** "Checked: not reproduced" for the claim with `claimDigest` on `item`. */
+export function checkMessage(
+  item: CheckpointItem,
+  claimDigest: string,
+): { message: ClaimCheckJson; typed: ClaimCheck } {
+  const typed = {
+    jobId: item.jobId,
+    epoch: item.epoch,
+    step: item.step,
+    checkpointHash: item.hash,
+    claimDigest,
+    reproduced: false,
+  };
+  return {
+    typed,
+    message: {
+      jobId: item.jobId.toString(),
+      epoch: item.epoch.toString(),
+      step: item.step,
+      checkpointHash: item.hash,
+      claimDigest,
+      reproduced: false,
+    },
+  };
+}
+
 export function digestOf(
   domain: TypedDataDomain,
-  body: { kind: "checkpoint"; typed: CheckpointDecision } | { kind: "verdict"; typed: VerdictMessage },
+  body:
+    | { kind: "checkpoint"; typed: CheckpointDecision }
+    | { kind: "verdict"; typed: VerdictMessage }
+    | { kind: "fault"; typed: FaultRefusal }
+    | { kind: "check"; typed: ClaimCheck },
 ): string {
-  return body.kind === "checkpoint" ? checkpointDecisionDigest(domain, body.typed) : verdictDigest(domain, body.typed);
+  switch (body.kind) {
+    case "checkpoint":
+      return checkpointDecisionDigest(domain, body.typed);
+    case "verdict":
+      return verdictDigest(domain, body.typed);
+    case "fault":
+      return faultRefusalDigest(domain, body.typed);
+    case "check":
+      return claimCheckDigest(domain, body.typed);
+  }
 }
 
 /**

@@ -8,6 +8,7 @@ export const COLLECTOR_OPTIONS = {
   "state-file": { type: "string" },
   "via-safe-tx": { type: "boolean", default: false },
   "owner-key": { type: "string", multiple: true },
+  "claim-hold-ms": { type: "string" },
 } as const;
 
 export const COLLECTOR_DEFAULT_PORT = 8601;
@@ -23,6 +24,8 @@ export interface CollectorConfig extends SharedConfig {
   viaSafeTx: boolean;
   /** Key files of Safe owners (only with --via-safe-tx). */
   ownerKeys: string[];
+  /** The longest one fault claim holds plain decisions on its checkpoint while unanswered. */
+  claimHoldMs: number;
 }
 
 export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConfig {
@@ -42,5 +45,6 @@ export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConf
     stateFile: str(v["state-file"]) ?? DEFAULT_STATE_FILE,
     viaSafeTx,
     ownerKeys,
+    claimHoldMs: parsePositiveInt(str(v["claim-hold-ms"]), "claim-hold-ms", 120_000),
   };
 }

@@ -1,15 +1,29 @@
 /**
  * The verdict collector's decisions, pure: parse a verifier's submission, group signatures by digest (a signer
- * counts once), tell when `threshold` current owners signed, and whether a decision still applies to the job as
- * it is on chain now (so a decision already on chain is never sent twice).
+ * counts once), tell when `threshold` current owners signed, whether a decision still applies to the job as
+ * it is on chain now (so a decision already on chain is never sent twice), and whether a plain checkpoint
+ * decision must wait for a fault claim on that checkpoint to be checked (`holdReason`).
  */
 import { getAddress, isHexString } from "ethers";
 import { isTraining, type JobView } from "../../sdk/job.ts";
-import type { CheckpointDecision, VerdictMessage } from "../../sdk/verifierSignatures.ts";
+import type { CheckpointDecision, ClaimCheck, FaultRefusal, VerdictMessage } from "../../sdk/verifierSignatures.ts";
 
-/** What the verifiers sign: a decision on one checkpoint, or the verdict on the final model. */
+/**
+ * What the verifiers sign: a decision on one checkpoint, a refusal of it for a proven fault (a claim, when its
+ * signer is the fault's finder), or the verdict on the final model.
+ */
 export type VerifierDecision =
-  { kind: "checkpoint"; message: CheckpointDecision } | { kind: "verdict"; message: VerdictMessage };
+  | { kind: "checkpoint"; message: CheckpointDecision }
+  | { kind: "fault"; message: FaultRefusal }
+  | { kind: "verdict"; message: VerdictMessage };
+
+/** A verifier's signed "checked: not reproduced" answer to a claim (off chain only). */
+export interface CheckSubmission {
+  message: ClaimCheck;
+  digest: string; // lower-case 0x…
+  signer: string; // checksummed
+  signature: string;
+}
 
 export interface Submission {
   decision: VerifierDecision;
@@ -27,11 +41,67 @@ export interface Pending {
 
 export type Pool = Map<string, Pending>;
 
-/** The submission in a POST /signatures body, or why it is not one. Digest and signature are checked later. */
+type Parsed<T> = T | string;
+
+/** The submission in a POST /signatures or POST /claims body, or why it is not one. Digest and signature are
+ * checked later. */
 export function parseSubmission(body: unknown): Submission | string {
+  const env = parseEnvelope(body, ["checkpoint", "verdict", "fault"]);
+  if (typeof env === "string") return env;
+  const { kind, m, jobId } = env;
+  let decision: VerifierDecision;
+  if (kind === "checkpoint" || kind === "fault") {
+    const at = parseCheckpointRef(m);
+    if (typeof at === "string") return at;
+    if (kind === "checkpoint") {
+      if (typeof m.accept !== "boolean") return "message.accept must be a boolean";
+      decision = { kind, message: { jobId, ...at, accept: m.accept } };
+    } else {
+      const fault = parseFault(m.fault);
+      if (typeof fault === "string") return fault;
+      decision = { kind, message: { jobId, ...at, fault } };
+    }
+  } else {
+    const metric = uint(m.metric, 256);
+    if (!isHexString(m.modelHash, 32)) return "message.modelHash must be 32 bytes of hex";
+    if (metric === undefined) return "message.metric must be an integer below 2^256";
+    if (typeof m.passed !== "boolean") return "message.passed must be a boolean";
+    decision = {
+      kind: "verdict",
+      message: { jobId, modelHash: String(m.modelHash).toLowerCase(), metric, passed: m.passed },
+    };
+  }
+  return { decision, digest: env.digest, signer: env.signer, signature: env.signature };
+}
+
+/** A "not reproduced" check in a POST /claims body, or why it is not one. */
+export function parseCheck(body: unknown): CheckSubmission | string {
+  const env = parseEnvelope(body, ["check"]);
+  if (typeof env === "string") return env;
+  const at = parseCheckpointRef(env.m);
+  if (typeof at === "string") return at;
+  if (!isHexString(env.m.claimDigest, 32)) return "message.claimDigest must be 32 bytes of hex";
+  if (env.m.reproduced !== false) return "message.reproduced must be false (a reproduced claim is signed instead)";
+  const claimDigest = String(env.m.claimDigest).toLowerCase();
+  const message = { jobId: env.jobId, ...at, claimDigest, reproduced: false };
+  return { message, digest: env.digest, signer: env.signer, signature: env.signature };
+}
+
+type Envelope = {
+  kind: string;
+  m: Record<string, unknown>;
+  jobId: bigint;
+  digest: string;
+  signer: string;
+  signature: string;
+};
+
+/** The fields every signed body shares. */
+function parseEnvelope(body: unknown, kinds: string[]): Parsed<Envelope> {
   if (!body || typeof body !== "object") return "body must be a JSON object";
   const b = body as Record<string, unknown>;
-  if (b.kind !== "checkpoint" && b.kind !== "verdict") return 'kind must be "checkpoint" or "verdict"';
+  if (typeof b.kind !== "string" || !kinds.includes(b.kind))
+    return `kind must be ${kinds.map((k) => `"${k}"`).join(" or ")}`;
   if (!isHexString(b.digest, 32)) return "digest must be 32 bytes of hex";
   if (!isHexString(b.signature, 65)) return "signature must be 65 bytes of hex";
   let signer: string;
@@ -44,35 +114,42 @@ export function parseSubmission(body: unknown): Submission | string {
   if (!m || typeof m !== "object") return "message must be an object";
   const jobId = uint(m.jobId, 256);
   if (jobId === undefined || jobId === 0n) return "message.jobId must be a positive integer below 2^256";
-  let decision: VerifierDecision;
-  if (b.kind === "checkpoint") {
-    const epoch = uint(m.epoch, 64);
-    const step = uint(m.step, 32);
-    if (epoch === undefined) return "message.epoch must be an integer below 2^64";
-    if (step === undefined || step === 0n || step > 0xffffffffn) return "message.step must be a uint32 above 0";
-    if (!isHexString(m.checkpointHash, 32)) return "message.checkpointHash must be 32 bytes of hex";
-    if (typeof m.accept !== "boolean") return "message.accept must be a boolean";
-    decision = {
-      kind: "checkpoint",
-      message: {
-        jobId,
-        epoch,
-        step: Number(step),
-        checkpointHash: String(m.checkpointHash).toLowerCase(),
-        accept: m.accept,
-      },
-    };
-  } else {
-    const metric = uint(m.metric, 256);
-    if (!isHexString(m.modelHash, 32)) return "message.modelHash must be 32 bytes of hex";
-    if (metric === undefined) return "message.metric must be an integer below 2^256";
-    if (typeof m.passed !== "boolean") return "message.passed must be a boolean";
-    decision = {
-      kind: "verdict",
-      message: { jobId, modelHash: String(m.modelHash).toLowerCase(), metric, passed: m.passed },
-    };
+  return { kind: b.kind, m, jobId, digest: String(b.digest).toLowerCase(), signer, signature: String(b.signature) };
+}
+
+/** The checkpoint a message is about: epoch, step, checkpoint hash. */
+function parseCheckpointRef(
+  m: Record<string, unknown>,
+): Parsed<{ epoch: bigint; step: number; checkpointHash: string }> {
+  const epoch = uint(m.epoch, 64);
+  const step = uint(m.step, 32);
+  if (epoch === undefined) return "message.epoch must be an integer below 2^64";
+  if (step === undefined || step === 0n) return "message.step must be a uint32 above 0";
+  if (!isHexString(m.checkpointHash, 32)) return "message.checkpointHash must be 32 bytes of hex";
+  return { epoch, step: Number(step), checkpointHash: String(m.checkpointHash).toLowerCase() };
+}
+
+function parseFault(v: unknown): Parsed<FaultRefusal["fault"]> {
+  if (!v || typeof v !== "object") return "message.fault must be an object";
+  const f = v as Record<string, unknown>;
+  const step = uint(f.step, 32);
+  if (step === undefined || step === 0n) return "message.fault.step must be a uint32 above 0";
+  for (const k of ["inputHash", "committedHash", "replayedHash"] as const)
+    if (!isHexString(f[k], 32)) return `message.fault.${k} must be 32 bytes of hex`;
+  let finder: string;
+  try {
+    finder = getAddress(String(f.finder));
+  } catch {
+    return "message.fault.finder is not an address";
   }
-  return { decision, digest: String(b.digest).toLowerCase(), signer, signature: String(b.signature) };
+  const hex = (k: "inputHash" | "committedHash" | "replayedHash") => String(f[k]).toLowerCase();
+  return {
+    step: Number(step),
+    inputHash: hex("inputHash"),
+    committedHash: hex("committedHash"),
+    replayedHash: hex("replayedHash"),
+    finder,
+  };
 }
 
 /** A non-negative integer that fits the signed message's uintN field (out of range: undefined, a 400). */
@@ -122,7 +199,7 @@ export type Applicability = { action: "send" | "wait" | "stale"; reason: string 
 
 /** Whether the decision can land now (send), may later (wait), or never again (stale: drop it). */
 export function applicability(d: VerifierDecision, job: JobState): Applicability {
-  if (d.kind === "checkpoint") {
+  if (d.kind === "checkpoint" || d.kind === "fault") {
     const m = d.message;
     // A checkpoint stays decidable, on the epoch it was reported at, after its reporter is unassigned.
     if (!isTraining(job.status)) return { action: "stale", reason: `job is ${job.status}` };
@@ -153,6 +230,10 @@ function eqHash(a: string, b: string): boolean {
 
 /** The escrow call that carries a decision and its packed signatures. */
 export function decisionCall(d: VerifierDecision, packed: string): { method: string; args: unknown[] } {
+  if (d.kind === "fault") {
+    const m = d.message;
+    return { method: "refuseWithFault", args: [m.jobId, m.epoch, m.step, m.checkpointHash, { ...m.fault }, packed] };
+  }
   if (d.kind === "checkpoint") {
     const m = d.message;
     return {
@@ -165,10 +246,60 @@ export function decisionCall(d: VerifierDecision, packed: string): { method: str
 }
 
 export function describeDecision(d: VerifierDecision): Record<string, unknown> {
+  if (d.kind === "fault") {
+    const m = d.message;
+    const f = m.fault;
+    return {
+      job: m.jobId,
+      epoch: m.epoch,
+      step: m.step,
+      action: "refuse-with-fault",
+      faultStep: f.step,
+      finder: f.finder,
+    };
+  }
   if (d.kind === "checkpoint") {
     const m = d.message;
     return { job: m.jobId, epoch: m.epoch, step: m.step, action: m.accept ? "accept" : "refuse" };
   }
   const m = d.message;
   return { job: m.jobId, action: "verdict", passed: m.passed, metric: m.metric };
+}
+
+/** The checkpoint a decision is about, as a key (verdicts: undefined). */
+export function checkpointOf(d: VerifierDecision): string | undefined {
+  if (d.kind === "verdict") return undefined;
+  const m = d.message;
+  return `${m.jobId}:${m.epoch}:${m.step}:${m.checkpointHash.toLowerCase()}`;
+}
+
+/** What the hold rule knows about one claim: its entry, when the collector first saw it, who answered "no". */
+export type ClaimState = { entry: Pending; firstSeenMs: number; notReproduced: Set<string> };
+
+/**
+ * Why a plain checkpoint decision (accept or refuse) must not be sent yet, or undefined. It waits while a fault
+ * refusal of the same checkpoint has its threshold (that one goes first: the slash), and while a claim on it is
+ * unchecked: some current owner other than the finder has neither signed the claim's fault refusal nor answered
+ * "not reproduced", and the claim is younger than `holdMs` (the bound: a claim holds nothing longer).
+ */
+export function holdReason(
+  d: VerifierDecision,
+  claims: ClaimState[],
+  owners: Set<string>,
+  threshold: number,
+  nowMs: number,
+  holdMs: number,
+): string | undefined {
+  if (d.kind !== "checkpoint") return undefined;
+  const at = checkpointOf(d);
+  for (const c of claims) {
+    if (c.entry.decision.kind !== "fault" || checkpointOf(c.entry.decision) !== at) continue;
+    if (readySignatures(c.entry, owners, threshold)) return `a fault refusal of this checkpoint goes first`;
+    const finder = c.entry.decision.message.fault.finder.toLowerCase();
+    const waiting = [...owners].filter((o) => o !== finder && !c.entry.signatures.has(o) && !c.notReproduced.has(o));
+    if (waiting.length && nowMs - c.firstSeenMs < holdMs) {
+      return `fault claim by ${c.entry.decision.message.fault.finder} unchecked by ${waiting.join(", ")}`;
+    }
+  }
+  return undefined;
 }

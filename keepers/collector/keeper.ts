@@ -7,9 +7,10 @@ import { runCollector, type CollectorDeps } from "./tick.ts";
 
 export const collector = defineKeeper({
   name: "collector",
-  summary: "POST /signatures (default :8601); relays 2-of-3 verifier decisions to the escrow",
+  summary: "POST /signatures, /claims (default :8601); relays 2-of-3 verifier decisions to the escrow",
   help: [
     "--port N  --host H  --state-file FILE (default .gpuchain/collector-state.json)",
+    "--claim-hold-ms MS (default 120000: the longest a fault claim holds a checkpoint's plain decision)",
     "--via-safe-tx --owner-key FILE (repeatable: execute as a Safe transaction signed by those owners)",
   ],
   options: COLLECTOR_OPTIONS,

@@ -7,12 +7,20 @@
  * One in-flight transaction per digest, one queue per job (decisions of different jobs proceed concurrently).
  * Before sending, the job's state is read again: a decision already on chain, or overtaken, is dropped, never sent
  * twice. Pending signatures are saved to `--state-file` after every change.
+ *
+ * Fault claims (`POST /claims`, `GET /claims`): a claim is a FaultRefusal signed by its finder; it pools like any
+ * decision (and is saved with them), and `refuseWithFault` is sent once `threshold` owners signed it. While a claim
+ * on a checkpoint is unchecked, plain decisions on that checkpoint wait (decide.ts holdReason, at most
+ * `claimHoldMs` per claim); the other verifiers' signed "not reproduced" checks are kept in memory only: they
+ * re-post them every tick, and until they do the hold simply holds again.
  */
 import { Contract } from "ethers";
 import { readJob } from "../../sdk/job.ts";
 import {
   checkpointDecisionDigest,
+  claimCheckDigest,
   escrowDomain,
+  faultRefusalDigest,
   packSafeSignatures,
   recoverSafeSigner,
   verdictDigest,
@@ -25,10 +33,15 @@ import type { CollectorConfig } from "./config.ts";
 import {
   addSignature,
   applicability,
+  checkpointOf,
   decisionCall,
   describeDecision,
+  holdReason,
+  parseCheck,
   parseSubmission,
   readySignatures,
+  type CheckSubmission,
+  type ClaimState,
   type VerifierDecision,
   type JobState,
   type Pending,
@@ -57,7 +70,10 @@ export interface CollectorDeps {
 
 export type ProcessResult = "waiting" | "sent" | "dropped" | "kept" | "busy";
 
-type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun">;
+type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun"> & { claimHoldMs?: number };
+
+/** The longest a claim holds a plain decision on its checkpoint when the other verifiers do not answer it. */
+export const DEFAULT_CLAIM_HOLD_MS = 120_000;
 
 export class Collector {
   /** Pending decisions by digest. */
@@ -77,6 +93,9 @@ export class Collector {
   private owners = new Set<string>();
   private threshold = 0;
   private ownersReadAt = -Infinity;
+  /** Per fault digest: when first seen (since this start), and the owners' "not reproduced" checks. */
+  private readonly claimSeen = new Map<string, number>();
+  private readonly notReproduced = new Map<string, Map<string, CheckSubmission>>();
 
   constructor(ctx: KeeperContext, config: CollectorOptions, deps: CollectorDeps) {
     this.ctx = ctx;
@@ -89,6 +108,28 @@ export class Collector {
 
   /** The HTTP handler for `POST /signatures`. */
   readonly submit = (body: unknown): Promise<JsonResponse> => this.accept(body, false);
+
+  /** The HTTP handler for `POST /claims`: a claim or its confirmation (a fault refusal), or a "not reproduced". */
+  readonly submitClaim = (body: unknown): Promise<JsonResponse> => {
+    const kind = (body as { kind?: unknown } | undefined)?.kind;
+    if (kind === "check") return this.acceptCheck(body);
+    if (kind !== "fault") return Promise.resolve(bad('kind must be "fault" or "check"'));
+    return this.accept(body, false);
+  };
+
+  /** The HTTP handler for `GET /claims`: every pending claim, signed by its finder. */
+  readonly listClaims = (): JsonResponse => {
+    const claims = [];
+    for (const p of this.pool.values()) {
+      if (p.decision.kind !== "fault") continue;
+      const finder = p.signatures.get(p.decision.message.fault.finder.toLowerCase());
+      if (!finder) continue; // a confirmation that arrived before its claim (e.g. after a restart)
+      const m = p.decision.message;
+      const message = { ...m, jobId: m.jobId.toString(), epoch: m.epoch.toString(), fault: { ...m.fault } };
+      claims.push({ kind: "fault", message, digest: p.digest, signer: finder.signer, signature: finder.signature });
+    }
+    return { status: 200, body: { claims } };
+  };
 
   /** Re-reads the Safe's owners and threshold, then processes every pending digest (checkpoints before verdicts). */
   async tick(): Promise<ProcessResult[]> {
@@ -145,8 +186,15 @@ export class Collector {
     const expected =
       d.kind === "checkpoint"
         ? checkpointDecisionDigest(this.domain, d.message)
-        : verdictDigest(this.domain, d.message);
+        : d.kind === "fault"
+          ? faultRefusalDigest(this.domain, d.message)
+          : verdictDigest(this.domain, d.message);
     if (expected.toLowerCase() !== s.digest) return `digest does not match the message (expected ${expected})`;
+    return this.signedBy(s);
+  }
+
+  /** Why `s.signature` is not `s.signer`'s SafeMessage signature over `s.digest`, or undefined. */
+  private signedBy(s: { digest: string; signer: string; signature: string }): string | undefined {
     let recovered: string;
     try {
       recovered = recoverSafeSigner(this.ctx.chainId, this.deps.safeAddress, s.digest, s.signature);
@@ -165,16 +213,12 @@ export class Collector {
     if (this.done.has(s.digest)) return { status: 200, body: { ok: true, digest: s.digest, state: "done" } };
     const wrong = this.verify(s);
     if (wrong) return bad(wrong);
-    const signer = s.signer.toLowerCase();
-    if (!this.owners.has(signer) && this.ctx.nowMs() - this.ownersReadAt > 1_000) {
-      try {
-        await this.refreshOwners();
-      } catch {
-        return { status: 503, body: { ok: false, reason: "cannot read the verifier Safe's owners now; retry" } };
-      }
-    }
-    if (!this.owners.has(signer)) return bad(`${s.signer} is not an owner of the verifier Safe`);
+    const notOwner = await this.ownerProblem(s.signer);
+    if (notOwner) return notOwner;
+    const second = this.secondClaim(s);
+    if (second) return { status: 409, body: { ok: false, reason: second } };
     const { added, count } = addSignature(this.pool, s);
+    if (s.decision.kind === "fault" && !this.claimSeen.has(s.digest)) this.claimSeen.set(s.digest, this.ctx.nowMs());
     const threshold = this.threshold;
     if (added && !restoring) {
       this.persist();
@@ -186,8 +230,87 @@ export class Collector {
         threshold,
       });
       if (count >= threshold) void this.schedule(s.digest);
+      if (s.decision.kind === "fault") this.scheduleJob(s.decision.message.jobId); // a claim may hold or release
     }
     return { status: 200, body: { ok: true, digest: s.digest, signatures: count, threshold, state: "pending" } };
+  }
+
+  /** A 400/503 answer when `signer` is not a current owner of the verifier Safe (re-read at most once a second). */
+  private async ownerProblem(signer: string): Promise<JsonResponse | undefined> {
+    const key = signer.toLowerCase();
+    if (!this.owners.has(key) && this.ctx.nowMs() - this.ownersReadAt > 1_000) {
+      try {
+        await this.refreshOwners();
+      } catch {
+        return { status: 503, body: { ok: false, reason: "cannot read the verifier Safe's owners now; retry" } };
+      }
+    }
+    return this.owners.has(key) ? undefined : bad(`${signer} is not an owner of the verifier Safe`);
+  }
+
+  /** One claim per finder per checkpoint, so a malicious verifier cannot hold a checkpoint with many claims. */
+  private secondClaim(s: Submission): string | undefined {
+    const d = s.decision;
+    if (d.kind !== "fault" || d.message.fault.finder.toLowerCase() !== s.signer.toLowerCase()) return undefined;
+    const at = checkpointOf(d);
+    for (const p of this.pool.values()) {
+      const o = p.decision;
+      if (p.digest === s.digest || o.kind !== "fault" || checkpointOf(o) !== at) continue;
+      if (o.message.fault.finder.toLowerCase() === s.signer.toLowerCase())
+        return `${s.signer} already claimed a fault on this checkpoint (${p.digest})`;
+    }
+    return undefined;
+  }
+
+  /** A verifier's signed "checked: not reproduced" answer to a pending claim (kept in memory; re-posted). */
+  private async acceptCheck(body: unknown): Promise<JsonResponse> {
+    const c = parseCheck(body);
+    if (typeof c === "string") return bad(c);
+    const claimDigest = c.message.claimDigest;
+    if (this.done.has(claimDigest)) return { status: 200, body: { ok: true, digest: claimDigest, state: "done" } };
+    const claim = this.pool.get(claimDigest);
+    if (!claim || claim.decision.kind !== "fault") return bad(`no pending claim ${claimDigest}`);
+    const m = c.message;
+    if (
+      checkpointOf({ kind: "fault", message: { ...m, fault: claim.decision.message.fault } }) !==
+      checkpointOf(claim.decision)
+    )
+      return bad("the check is about another checkpoint than the claim");
+    const expected = claimCheckDigest(this.domain, m);
+    if (expected.toLowerCase() !== c.digest) return bad(`digest does not match the message (expected ${expected})`);
+    const wrong = this.signedBy(c);
+    if (wrong) return bad(wrong);
+    const notOwner = await this.ownerProblem(c.signer);
+    if (notOwner) return notOwner;
+    const checks = this.notReproduced.get(claimDigest) ?? new Map<string, CheckSubmission>();
+    const added = !checks.has(c.signer.toLowerCase());
+    checks.set(c.signer.toLowerCase(), c);
+    this.notReproduced.set(claimDigest, checks);
+    if (added) {
+      this.ctx.logger.info("fault claim not reproduced", {
+        ...describeDecision(claim.decision),
+        digest: claimDigest,
+        checkedBy: c.signer,
+      });
+      this.scheduleJob(m.jobId);
+    }
+    return { status: 200, body: { ok: true, digest: claimDigest, state: "checked" } };
+  }
+
+  /** The claims the hold rule looks at. */
+  private claimStates(): ClaimState[] {
+    const out: ClaimState[] = [];
+    for (const entry of this.pool.values()) {
+      if (entry.decision.kind !== "fault") continue;
+      const notReproduced = new Set(this.notReproduced.get(entry.digest)?.keys() ?? []);
+      out.push({ entry, firstSeenMs: this.claimSeen.get(entry.digest) ?? this.ctx.nowMs(), notReproduced });
+    }
+    return out;
+  }
+
+  private scheduleJob(jobId: bigint): void {
+    for (const other of this.pool.values())
+      if (other.decision.message.jobId === jobId) void this.schedule(other.digest);
   }
 
   private async readJob(jobId: bigint): Promise<JobState> {
@@ -199,6 +322,8 @@ export class Collector {
     this.pool.delete(digest);
     this.done.add(digest);
     this.retryAfter.delete(digest);
+    this.claimSeen.delete(digest);
+    this.notReproduced.delete(digest);
     this.quiet.forget(digest);
     this.persist();
   }
@@ -253,6 +378,12 @@ export class Collector {
       if (this.quiet.changed(digest, a.reason)) l.info("signed, waiting for the chain", { reason: a.reason });
       return "waiting";
     }
+    const holdMs = this.config.claimHoldMs ?? DEFAULT_CLAIM_HOLD_MS;
+    const hold = holdReason(decision, this.claimStates(), this.owners, this.threshold, this.ctx.nowMs(), holdMs);
+    if (hold) {
+      if (this.quiet.changed(digest, hold)) l.info("held: a fault claim on this checkpoint", { reason: hold });
+      return "waiting";
+    }
     if (this.config.dryRun && !this.quiet.changed(digest, "dry-run")) return "kept";
     const call = decisionCall(decision, packSafeSignatures(sigs));
     l.info("decision", { reason: a.reason, signers: sigs.map((s) => s.signer) });
@@ -260,9 +391,7 @@ export class Collector {
     if (outcome.kind === "confirmed" || outcome.kind === "race") {
       this.drop(digest);
       // The job moved on: its other decisions (e.g. the verdict after the final acceptance) may apply now.
-      for (const other of this.pool.values()) {
-        if (other.decision.message.jobId === decision.message.jobId) void this.schedule(other.digest);
-      }
+      this.scheduleJob(decision.message.jobId);
       return "sent";
     }
     if (outcome.kind === "failed") this.retryAfter.set(digest, this.ctx.nowMs() + 30_000);
@@ -282,9 +411,10 @@ function byJobThenStep(a: { decision: VerifierDecision }, b: { decision: Verifie
   const ja = a.decision.message.jobId;
   const jb = b.decision.message.jobId;
   if (ja !== jb) return ja < jb ? -1 : 1;
-  const sa = a.decision.kind === "checkpoint" ? a.decision.message.step : Number.MAX_SAFE_INTEGER;
-  const sb = b.decision.kind === "checkpoint" ? b.decision.message.step : Number.MAX_SAFE_INTEGER;
-  return sa - sb;
+  // Per step, fault refusals before plain decisions: the chain takes the first that reaches the threshold.
+  const rank = (d: VerifierDecision) =>
+    d.kind === "verdict" ? Number.MAX_SAFE_INTEGER : 2 * d.message.step + (d.kind === "fault" ? 0 : 1);
+  return rank(a.decision) - rank(b.decision);
 }
 
 /** Restores saved signatures, serves `POST /signatures` and ticks until `signal` fires (or once). */
@@ -302,6 +432,8 @@ export async function runCollector(
     logger: ctx.logger,
     routes: {
       "POST /signatures": collector.submit,
+      "POST /claims": collector.submitClaim,
+      "GET /claims": collector.listClaims,
       "GET /health": () => ({ status: 200, body: { ok: true, pending: collector.pool.size } }),
       "GET /pending": () => pendingView(collector.pool), // read-only, for dashboards
     },

@@ -27,9 +27,13 @@ import { readRawLogs, type RawLog } from "../../sdk/logRange.ts";
 import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
+import { TrackRecords } from "./trackRecord.ts";
 
 const LOG_CHUNK = 10_000;
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
+
+/** Escrow events the track record folds (trackRecord.ts `apply`). */
+const HISTORY_EVENTS = new Set(["CheckpointReported", "CheckpointAccepted", "ProviderUnassigned"]);
 
 /** Escrow events after which a job never trains again: its id is dropped without a read. */
 const TRAINING_OVER_EVENTS = new Set(["VerdictSubmitted", "JobCancelled", "JobSettled"]);
@@ -70,6 +74,8 @@ export class CoordinatorChainView {
   readonly registered = new Set<string>();
   /** Providers fenced per job id (string, lower-case addresses), from CheckpointRefused; training jobs only. */
   readonly fenced = new Map<string, Set<string>>();
+  /** Accepted steps and idle unassignments per provider, from escrow events (trackRecord.ts). */
+  readonly history = new TrackRecords();
   /** Jobs past training: never read again. */
   private readonly done = new Set<bigint>();
   private readonly ctx: KeeperContext;
@@ -141,6 +147,7 @@ export class CoordinatorChainView {
     const t0 = performance.now();
     const logs = block > this.scannedTo ? await this.logsSince(block) : [];
     for (const log of logs) this.apply(log, dirty);
+    await this.history.resolve((n) => this.blockTime(n));
     this.scannedTo = Math.max(this.scannedTo, block);
     const ids = new Set(dirty.jobs);
     for (let id = this.knownJobCount + 1n; id <= jobCount; id++) ids.add(id);
@@ -207,6 +214,11 @@ export class CoordinatorChainView {
       else if (TRAINING_OVER_EVENTS.has(kind.name)) this.finish(jobId);
       else dirty.jobs.add(jobId);
       if (kind.name === "CheckpointRefused") this.markFenced(jobId, topicAddress(log.topics[2]));
+      // The track record (trackRecord.ts) needs these events' arguments: only they are ABI-decoded.
+      if (HISTORY_EVENTS.has(kind.name)) {
+        const parsed = this.escrowIface.parseLog(log);
+        if (parsed) this.history.apply(parsed.name, parsed.args as unknown as Record<string, unknown>, log.blockNumber);
+      }
       return;
     }
     const provider = topicAddress(log.topics[1]);
@@ -251,6 +263,8 @@ export class CoordinatorChainView {
       paid: 0n,
       provider: ZERO_ADDRESS,
       leaseExpiresAt: 0n,
+      lastProgressAt: 0n, // 0 while Open
+      reportedAt: 0n, // nothing reported yet
     };
   }
 
@@ -259,6 +273,7 @@ export class CoordinatorChainView {
     this.jobs.delete(jobId);
     this.done.add(jobId);
     this.fenced.delete(jobId.toString());
+    this.history.forgetJob(jobId);
   }
 
   private async readJobs(ids: bigint[], block: number): Promise<void> {
@@ -316,6 +331,12 @@ export class CoordinatorChainView {
       out.set(address.toLowerCase(), { offer, stakeFree: stake.deposited - stake.locked - stake.unbonding });
     });
     return out;
+  }
+
+  private async blockTime(n: number): Promise<bigint> {
+    const b = await read(this.ctx, `block ${n}`, () => this.ctx.provider.getBlock(n));
+    if (!b) throw new Error(`no block ${n}`);
+    return BigInt(b.timestamp);
   }
 }
 

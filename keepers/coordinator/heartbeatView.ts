@@ -38,6 +38,7 @@ export class HeartbeatView {
       loss: typeof b.loss === "number" && Number.isFinite(b.loss) ? b.loss : null,
       stepsPerSecond:
         typeof b.stepsPerSecond === "number" && Number.isFinite(b.stepsPerSecond) ? b.stepsPerSecond : null,
+      profile: typeof b.profile === "string" ? b.profile : null, // verifiers' fault-claim rule (verifier/profiles.ts)
       receivedAt,
     });
     if (this.latest.size > this.max) this.latest.delete(this.latest.keys().next().value!);

@@ -1,5 +1,9 @@
 import { expect } from "chai";
 import {
+  aheadKept,
+  baseLive,
+  chainTip,
+  reportedOutcome,
   assignedJobs,
   decideRegistration,
   fenceReason,
@@ -112,6 +116,12 @@ describe("agent: work-loop decisions", function () {
     expect(segmentTarget(0, 4, 12)).to.equal(4);
     expect(segmentTarget(8, 4, 10)).to.equal(10);
     expect(segmentTarget(9, 50, 10)).to.equal(10);
+    // Resuming a job with progress on it (issue 14): a tenth of the interval first, where that is ≥ 2 steps.
+    expect(segmentTarget(300, 100, 600, true)).to.equal(310);
+    expect(segmentTarget(300, 25, 600, true)).to.equal(303);
+    expect(segmentTarget(595, 100, 600, true)).to.equal(600);
+    expect(segmentTarget(8, 19, 100, true)).to.equal(27);
+    expect(segmentTarget(8, 4, 100, true)).to.equal(12);
   });
 
   it("reports a segment only once its base is the accepted checkpoint and nothing is pending", function () {
@@ -149,5 +159,48 @@ describe("agent: fault flag", function () {
     for (const bad of ["boom", "die-at", "die-at:0", "die-at:x", "nan:3", "die-at:3:4"]) {
       expect(() => parseFault(bad), bad).to.throw(FaultSpecError);
     }
+  });
+});
+
+describe("agent: training-ahead decisions (issue 14)", function () {
+  const link = (step: number, hash: string, prev: [number, string]) => ({
+    step,
+    hash,
+    prev: { step: prev[0], hash: prev[1] },
+  });
+
+  it("the tip is the pending checkpoint while there is one, else the accepted one (zero hash before any)", function () {
+    expect(chainTip(job({ pendingStep: 8, pendingHash: H(88) }))).to.deep.equal({ step: 8, hash: H(88) });
+    expect(chainTip(job())).to.deep.equal({ step: 4, hash: H(44) });
+    expect(chainTip(job({ acceptedStep: 0 }))).to.deep.equal({ step: 0, hash: ZERO_HASH });
+  });
+
+  it("keeps queued segments only while each builds on the one before, starting at the tip", function () {
+    const q = [link(8, H(88), [4, H(44)]), link(12, H(12), [8, H(88)])];
+    expect(aheadKept({ step: 4, hash: H(44) }, q)).to.equal(2);
+    expect(aheadKept({ step: 8, hash: H(88) }, q.slice(1))).to.equal(1);
+    // The checkpoint under them was refused: the tip went back to the accepted one.
+    expect(aheadKept({ step: 0, hash: ZERO_HASH }, q)).to.equal(0);
+    // Same step, another hash (someone else's checkpoint): nothing built on ours counts.
+    expect(aheadKept({ step: 4, hash: H(45) }, q)).to.equal(0);
+    expect(aheadKept({ step: 4, hash: H(44) }, [q[0], link(12, H(12), [8, H(89)])])).to.equal(1);
+    expect(aheadKept({ step: 4, hash: H(44) }, [])).to.equal(0);
+  });
+
+  it("a base is live when it is the tip or a kept queued segment", function () {
+    const tip = { step: 4, hash: H(44) };
+    expect(baseLive({ step: 4, hash: H(44) }, tip, [])).to.equal(true);
+    expect(baseLive({ step: 8, hash: H(88) }, tip, [{ step: 8, hash: H(88) }])).to.equal(true);
+    expect(baseLive({ step: 8, hash: H(88) }, tip, [])).to.equal(false);
+    expect(baseLive({ step: 4, hash: H(45) }, tip, [])).to.equal(false);
+  });
+
+  it("a reported checkpoint is undecided while pending, accepted once the accepted step reaches it, else dropped", function () {
+    const r = { step: 8, hash: H(88) };
+    expect(reportedOutcome(job({ pendingStep: 8, pendingHash: H(88) }), r)).to.equal(undefined);
+    expect(reportedOutcome(job({ acceptedStep: 8, acceptedHash: H(88) }), r)).to.equal("accepted");
+    expect(reportedOutcome(job({ acceptedStep: 12 }), r)).to.equal("accepted");
+    expect(reportedOutcome(job(), r)).to.equal("dropped");
+    expect(reportedOutcome(job({ pendingStep: 8, pendingHash: H(89) }), r)).to.equal("dropped");
   });
 });

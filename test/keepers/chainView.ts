@@ -42,6 +42,8 @@ const COORDINATOR_FIELDS = [
   "paid",
   "provider",
   "leaseExpiresAt",
+  "lastProgressAt",
+  "reportedAt",
 ] as const satisfies readonly (keyof CoordinatorJob)[];
 const decided = (j: CoordinatorJob) => Object.fromEntries(COORDINATOR_FIELDS.map((f) => [f, j[f]]));
 const viewOf = (jobs: Map<bigint, CoordinatorJob>) =>

@@ -1,0 +1,10 @@
+/** The verifier Safe's owners read from the chain, named as people see them ("verifier N", sdk/narrative.ts). */
+import { Contract, type ContractRunner } from "ethers";
+import { verifierNames } from "./narrative.ts";
+
+const SAFE_ABI = ["function getOwners() view returns (address[])"];
+
+/** lowercase address → "verifier N", in the Safe's owner order (who found a slashed fault, say). */
+export async function verifierNamesOn(runner: ContractRunner, safe: string): Promise<Record<string, string>> {
+  return verifierNames((await new Contract(safe, SAFE_ABI, runner).getOwners()) as string[]);
+}

@@ -1,0 +1,166 @@
+/**
+ * `gpuchain explain` and `gpuchain wallet` after a real slash: the protocol deployed through Ignition on anvil, a
+ * provider staked, assigned, one checkpoint accepted, the next refused with a fault signed 2 of 3 through the
+ * real Safe (refuseWithFault), then the real CLI (child processes) reads it back from the chain.
+ */
+import { expect } from "chai";
+import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { HDNodeWallet, Mnemonic, Wallet, id, type JsonRpcProvider } from "ethers";
+import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
+import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
+import {
+  checkpointDecisionDigest,
+  escrowDomain,
+  faultRefusalDigest,
+  packSafeSignatures,
+  signAsSafeOwner,
+} from "../../sdk/verifierSignatures.ts";
+import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
+import { ProcessGroup } from "../../demo/processes.ts";
+import { loadTemplate } from "../../workloads/index.ts";
+
+const CLI = path.resolve("cli/gpuchain.ts");
+const USDC = 1_000_000n;
+const PRICE = 1_000n; // per step
+const STAKE = 10n * USDC;
+const MIN_STAKE = USDC; // Ignition's local default: the lock is max(price × interval, minStake)
+
+function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let [stdout, stderr] = ["", ""];
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** Two verifiers' Safe-owner signatures over `digest`, packed for the escrow. */
+async function sign2(chainId: bigint, d: Deployment, digest: string, signers: Wallet[]): Promise<string> {
+  const parts = [];
+  for (const s of signers) {
+    parts.push({ signer: s.address, signature: await signAsSafeOwner(s, chainId, d.verifierSafe, digest) });
+  }
+  return packSafeSignatures(parts);
+}
+
+describe("gpuchain explain / wallet after a real slash", function () {
+  this.timeout(300_000); // an Ignition deployment and four CLI processes on a loaded 2-core machine
+  const group = new ProcessGroup(() => {});
+  const deploymentId = `slashed-${process.pid}`;
+  let chain: JsonRpcProvider;
+  let rpc: string;
+  let file: string;
+  const mallory = HDNodeWallet.fromMnemonic(
+    Mnemonic.fromPhrase("test test test test test test test test test test test junk"),
+    "m/44'/60'/0'/0/9",
+  );
+  const finder = new Wallet(TEST_KEYS.verifier3);
+
+  before(async function () {
+    rpc = await startAnvil(group, await freePort(0), {}, "slashed-chain");
+    file = await deployLocal(rpc, deploymentId);
+    chain = rpcProvider(rpc, 50);
+    const d = loadDeployment(file);
+    const { chainId } = await chain.getNetwork();
+    const as = (key: string | HDNodeWallet) =>
+      connectProtocol(d, typeof key === "string" ? new Wallet(key, chain) : key.connect(chain));
+    const send = async (tx: Promise<{ wait: () => Promise<unknown> }>) => (await tx).wait();
+    const templateId = loadTemplate("blobs-tiny").templateId;
+    await send(as(TEST_KEYS.owner).escrow.setTemplateApproval(templateId, true));
+    // mallory registers, stakes 10 USDC; the client posts a job of 100 steps, a checkpoint every 10.
+    const m = as(mallory);
+    await send(m.registry.register("mallory", PRICE, 0, "x86_64 CPU", 4096));
+    await send(m.usdc.mint(mallory.address, STAKE));
+    await send(m.usdc.approve(d.registry, STAKE));
+    await send(m.registry.depositStake(STAKE));
+    const c = as(TEST_KEYS.client);
+    const client = new Wallet(TEST_KEYS.client);
+    await send(c.usdc.mint(client.address, 100_000n));
+    await send(c.usdc.approve(d.escrow, 100_000n));
+    const request = {
+      templateId,
+      totalSteps: 100,
+      checkpointInterval: 10,
+      maxPricePerStep: PRICE,
+      budget: 100_000n,
+      disputeWindow: 3_600n,
+    };
+    await send(c.escrow.createJob(request));
+    await send(as(TEST_KEYS.coordinator).escrow.assign(1n, mallory.address));
+    // Step 10 accepted (10 steps credited), step 20 refused with a fault at step 17 found by verifier 3.
+    const domain = escrowDomain(chainId, d.escrow);
+    const verifiers = [new Wallet(TEST_KEYS.verifier1), new Wallet(TEST_KEYS.verifier2)];
+    const keeper = as(TEST_KEYS.keeper).escrow;
+    const h10 = id("slashed:10");
+    await send(m.escrow.reportCheckpoint(1n, 1n, 10, h10));
+    const accept = { jobId: 1n, epoch: 1n, step: 10, checkpointHash: h10, accept: true };
+    const acceptSigs = await sign2(chainId, d, checkpointDecisionDigest(domain, accept), verifiers);
+    await send(keeper.acceptCheckpoint(1n, 1n, 10, h10, acceptSigs));
+    const h20 = id("slashed:20:fabricated");
+    await send(m.escrow.reportCheckpoint(1n, 1n, 20, h20));
+    const fault = {
+      step: 17,
+      inputHash: id("state:16"),
+      committedHash: id("state:17:committed"),
+      replayedHash: id("state:17:replayed"),
+      finder: finder.address,
+    };
+    const refusal = { jobId: 1n, epoch: 1n, step: 20, checkpointHash: h20, fault };
+    const faultSigs = await sign2(chainId, d, faultRefusalDigest(domain, refusal), verifiers);
+    await send(keeper.refuseWithFault(1n, 1n, 20, h20, fault, faultSigs));
+  });
+
+  after(async function () {
+    chain?.destroy();
+    await group.stopAll(3_000);
+    rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
+  });
+
+  it("explain says the provider was slashed: fault at step 17, found by verifier 3 (its address)", async function () {
+    const r = await runCli(["explain", "1", "--rpc", rpc, "--deployment", file]);
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    const by = `found by verifier 3 \\(${finder.address}\\)`;
+    expect(r.stdout).to.match(
+      new RegExp(
+        `^  ${mallory.address.toLowerCase()}: 10 steps accepted, 1 refused, earned 0\\.000000 USDC ` +
+          `\\(released 0\\.000000 USDC\\) — slashed: fault at step 17, ${by}; 1\\.000000 USDC of stake lost, ` +
+          `unclaimed earnings voided$`,
+        "mi",
+      ),
+    );
+    expect(r.stdout).to.match(/slashed: fault at step 17, found by verifier 3; 1\.000000 USDC of stake to the client/);
+    expect(r.stdout).to.match(/rebuilt from events agrees with the contract's state/);
+  });
+
+  it("wallet shows the provider's stake after the slash and why it lost it", async function () {
+    const r = await runCli(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
+    expect(r.code, r.stderr + r.stdout).to.equal(0);
+    const left = (STAKE - MIN_STAKE) / USDC;
+    expect(r.stdout).to.match(
+      new RegExp(
+        `^  stake in the registry: deposited ${left}\\.000000 USDC, locked 0\\.000000 USDC; ` +
+          `slashed so far: 1\\.000000 USDC$`,
+        "m",
+      ),
+    );
+    expect(r.stdout).to.match(
+      new RegExp(
+        `^  job 1 as provider: 10 steps accepted, 1 refused — slashed: fault at step 17, found by verifier 3 `,
+        "m",
+      ),
+    );
+  });
+
+  it("wallet shows the finder its bounty and the client its compensation, agreeing with the contract", async function () {
+    const f = await runCli(["wallet", finder.address, "--rpc", rpc, "--deployment", file]);
+    expect(f.code, f.stderr + f.stdout).to.equal(0);
+    expect(f.stdout).to.match(/^ {2}withdrawable now: 0\.200000 USDC$/m); // 20 % of the 1 USDC lock
+    const c = await runCli(["wallet", new Wallet(TEST_KEYS.client).address, "--rpc", rpc, "--deployment", file]);
+    expect(c.code, c.stderr + c.stdout).to.equal(0);
+    expect(c.stdout).to.match(/^ {2}withdrawable now: 0\.500000 USDC$/m); // 50 %
+  });
+});
