@@ -10,6 +10,7 @@ import { benchGas } from "./gas.ts";
 import { benchSystem } from "./system.ts";
 import { benchKeepers } from "./keepers.ts";
 import { benchDashboard } from "./dashboard.ts";
+import { benchSybil } from "./sybil.ts";
 import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -23,6 +24,7 @@ const parts: [string, () => Promise<Record<string, number>>][] = [
   ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["whole network: overhead and failover", () => benchSystem(progress)],
   ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
+  ["no starving: 20 idle identities against one honest provider", () => benchSybil(progress)],
 ];
 
 const USAGE = "usage: npm run bench [-- --debug]   (prints `name: value` lines; progress on stderr)";

@@ -12,23 +12,21 @@ export class ByteWriter {
     return this;
   }
   u8(n: number): this {
-    const b = Buffer.alloc(1);
-    b.writeUInt8(n);
-    return this.bytes(b);
+    return this.fixed(1, (b) => b.writeUInt8(n));
   }
   u16(n: number): this {
-    const b = Buffer.alloc(2);
-    b.writeUInt16LE(n);
-    return this.bytes(b);
+    return this.fixed(2, (b) => b.writeUInt16LE(n));
   }
   u32(n: number): this {
-    const b = Buffer.alloc(4);
-    b.writeUInt32LE(n);
-    return this.bytes(b);
+    return this.fixed(4, (b) => b.writeUInt32LE(n));
   }
   u64(n: number): this {
-    const b = Buffer.alloc(8);
-    b.writeBigUInt64LE(BigInt(n));
+    return this.fixed(8, (b) => b.writeBigUInt64LE(BigInt(n)));
+  }
+  /** `size` bytes, filled in by `write` (Buffer's writers check the value's range). */
+  private fixed(size: number, write: (b: Buffer) => unknown): this {
+    const b = Buffer.alloc(size);
+    write(b);
     return this.bytes(b);
   }
   hex32(h: string): this {

@@ -17,12 +17,16 @@ export interface Entry {
   data: unknown;
 }
 
-export interface FeedOptions {
+/** Where the feed reads: the chain, and the keepers' base URLs. */
+export interface FeedSources {
   rpc: string;
-  deployment: Deployment;
   /** e.g. http://127.0.0.1:8600; a function when the keepers start later (undefined until then). */
   coordinatorUrl: string | (() => string | undefined);
   collectorUrl: string | (() => string | undefined);
+}
+
+export interface FeedOptions extends FeedSources {
+  deployment: Deployment;
   pollMs?: number;
   maxBlocksPerQuery?: number;
   /** Entries kept in memory (oldest reserves samples are dropped first). */

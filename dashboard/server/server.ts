@@ -10,15 +10,11 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { loadDeployment } from "../../sdk/deployment.ts";
 import { DIST_DIR, ensureBuilt } from "./build.ts";
-import { LiveFeed } from "./feed.ts";
+import { LiveFeed, type FeedSources } from "./feed.ts";
 import { decideRequest, type Decision } from "./routes.ts";
 
-export interface DashboardOptions {
-  rpc: string;
+export interface DashboardOptions extends FeedSources {
   deploymentFile: string;
-  /** Base URLs, e.g. http://127.0.0.1:8600; functions when the keepers start after the dashboard. */
-  coordinatorUrl: string | (() => string | undefined);
-  collectorUrl: string | (() => string | undefined);
   store?: string;
   host?: string;
   port?: number;

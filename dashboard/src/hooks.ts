@@ -20,12 +20,14 @@ export interface Read<T> {
   error?: string;
 }
 
-/** Reads `f(head)` at every new head block; on failure keeps the last good value, marked stale. */
+/**
+ * Reads `read(chain, head)` at every new head block once there is a chain; on failure keeps the last good value,
+ * marked stale. `key` names what is read: a new key starts afresh.
+ */
 export function useChainRead<T>(
-  chain: ChainReader | null,
-  health: ChainHealth,
-  f: ((block: number) => Promise<T>) | null,
+  { chain, health }: { chain: ChainReader | null; health: ChainHealth },
   key: string,
+  read: (chain: ChainReader, block: number) => Promise<T>,
 ): Read<T> {
   const head = health.head;
   const [r, setR] = useState<Read<T>>({ value: undefined, block: null, at: null, stale: false });
@@ -35,13 +37,13 @@ export function useChainRead<T>(
     last.current = "";
   }, [key]);
   useEffect(() => {
-    if (!chain || head === null || !f) return;
+    if (!chain || head === null) return;
     const tag = `${key}@${head}`;
     if (tag === last.current) return;
     last.current = tag;
     let cancelled = false;
     chain
-      .read(() => f(head))
+      .read(() => read(chain, head))
       .then((value) => !cancelled && setR({ value, block: head, at: Date.now(), stale: false }))
       .catch((err) => {
         last.current = "";
@@ -51,6 +53,6 @@ export function useChainRead<T>(
     return () => {
       cancelled = true;
     };
-  }, [chain, head, health.headAt, key, f === null]);
+  }, [chain, head, health.headAt, key]);
   return r;
 }

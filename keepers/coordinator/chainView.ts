@@ -13,6 +13,7 @@ import { isTraining, isTrainingOver, readJobsBatched } from "../../sdk/job.ts";
 import { batchReader, valueOf, type BatchReader } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
+import { TrackRecords } from "./trackRecord.ts";
 
 const LOG_CHUNK = 10_000;
 
@@ -31,6 +32,8 @@ export class CoordinatorChainView {
   readonly registered = new Set<string>();
   /** Providers fenced per job id (string, lower-case addresses), from CheckpointRefused; training jobs only. */
   readonly fenced = new Map<string, Set<string>>();
+  /** Accepted steps and idle unassignments per provider, from escrow events (trackRecord.ts). */
+  readonly history = new TrackRecords();
   /** Jobs past training: never read again. */
   private readonly done = new Set<bigint>();
   private readonly ctx: KeeperContext;
@@ -72,6 +75,7 @@ export class CoordinatorChainView {
     const dirtyProviders = new Set<string>();
     const logs = block > this.scannedTo ? await this.logsSince(block) : [];
     for (const log of logs) this.apply(log, dirtyJobs, dirtyProviders);
+    await this.history.resolve((n) => this.blockTime(n));
     this.scannedTo = Math.max(this.scannedTo, block);
     for (let id = this.knownJobCount + 1n; id <= jobCount; id++) dirtyJobs.add(id);
     if (jobCount > this.knownJobCount) this.knownJobCount = jobCount;
@@ -116,6 +120,7 @@ export class CoordinatorChainView {
     if (fromEscrow) {
       if (typeof args.jobId === "bigint") dirtyJobs.add(args.jobId);
       if (parsed.name === "CheckpointRefused") this.markFenced(args.jobId as bigint, args.provider as string);
+      this.history.apply(parsed.name, args, log.blockNumber);
       return;
     }
     if (typeof args.provider !== "string") return;
@@ -134,6 +139,7 @@ export class CoordinatorChainView {
       if (isTrainingOver(v.status)) {
         this.done.add(v.jobId);
         this.fenced.delete(v.jobId.toString());
+        this.history.forgetJob(v.jobId);
       }
     }
   }
@@ -157,6 +163,12 @@ export class CoordinatorChainView {
       const view = { address, pricePerStep: price, memoryMiB: Number(memoryMiB), active, registered: true, stakeFree };
       this.providers.set(address.toLowerCase(), view);
     });
+  }
+
+  private async blockTime(n: number): Promise<bigint> {
+    const b = await read(this.ctx, `block ${n}`, () => this.ctx.provider.getBlock(n));
+    if (!b) throw new Error(`no block ${n}`);
+    return BigInt(b.timestamp);
   }
 }
 

@@ -1,12 +1,16 @@
 /** The coordinator's configuration, built and validated once from the CLI flags. */
 import { UsageError, parsePositiveInt } from "../../sdk/args.ts";
 import { HEARTBEAT_DEFAULTS } from "../../sdk/heartbeat.ts";
+import { BACKOFF_DEFAULTS, PROGRESS } from "./decide.ts";
 import { parseNonNegativeInt, parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
 
 export const COORDINATOR_OPTIONS = {
   "heartbeat-timeout-ms": { type: "string" },
   "start-grace-ms": { type: "string" },
   "max-clock-skew-ms": { type: "string" },
+  "progress-floor-ms": { type: "string" },
+  "idle-backoff-s": { type: "string" },
+  "idle-backoff-cap-s": { type: "string" },
   "min-memory": { type: "string" },
   "template-memory": { type: "string", multiple: true },
   host: { type: "string" },
@@ -23,6 +27,11 @@ export interface CoordinatorConfig extends SharedConfig {
   /** Extra silence allowed before a new assignee's first beat (it may be loading its template). */
   startGraceMs: number;
   maxClockSkewMs: number;
+  /** The progress bounds' floor (decide.ts PROGRESS): no holder is unassigned for no progress sooner. */
+  progressFloorMs: number;
+  /** The idle back-off across jobs: base and cap, seconds of chain time (decide.ts backingOff). */
+  idleBackoffS: number;
+  idleBackoffCapS: number;
   /** Device memory every job needs unless its template has its own entry, MiB. */
   minMemoryMiB: number;
   /** templateId (0x…, lower-case) → MiB. */
@@ -54,6 +63,9 @@ export function coordinatorConfig(v: FlagValues, portFlag = "port"): Coordinator
       "max-clock-skew-ms",
       HEARTBEAT_DEFAULTS.maxClockSkewMs,
     ),
+    progressFloorMs: parsePositiveInt(str(v["progress-floor-ms"]), "progress-floor-ms", PROGRESS.FLOOR_MS),
+    idleBackoffS: parseNonNegativeInt(str(v["idle-backoff-s"]), "idle-backoff-s", BACKOFF_DEFAULTS.baseS),
+    idleBackoffCapS: parseNonNegativeInt(str(v["idle-backoff-cap-s"]), "idle-backoff-cap-s", BACKOFF_DEFAULTS.capS),
     minMemoryMiB: parseNonNegativeInt(str(v["min-memory"]), "min-memory", 0),
     templateMemoryMiB: table,
   };

@@ -7,7 +7,12 @@
  * most the job's maxPricePerStep, the job's remaining budget covers (totalSteps − acceptedStep) × its price, its
  * device memory is at least the template's need, its free stake covers the lock `assign` takes (price ×
  * interval, at least the registry's minStake), it sent a heartbeat within the timeout, and that latest beat is
- * idle or for a job it still holds. Among the eligible: cheapest price, then most memory, then lowest address.
+ * idle or for a job it still holds, it was never unassigned idle from this job, and it is not backing off.
+ * Among the eligible: cheapest price — a track record (accepted steps) beats a new identity within
+ * TRACK_RECORD_MARGIN_PCT (see rankKey) —, then most memory, then lowest address.
+ *
+ * Liveness means progress (decideRunning): a holder that keeps beating but shows no step progress within the
+ * template's step bound, or sends no report within its interval's bound, is unassigned (progressBounds).
  */
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
@@ -32,7 +37,9 @@ export type CoordinatorJob = Pick<
   | "paid"
   | "provider"
   | "leaseExpiresAt"
->;
+> &
+  // The progress rule's chain facts (the tick always has them; pure tests may leave them out).
+  Partial<Pick<JobView, "lastProgressAt" | "reportedAt">>;
 
 export interface ProviderView {
   address: string;
@@ -84,6 +91,81 @@ export interface CoordinatorView {
   profileProven?: (templateId: string, profile: string | undefined) => boolean;
   /** The registry's network minimum lock per job (`minStake`); with `stakeFree`, the stake rule. */
   minStake?: bigint;
+  /**
+   * Expected ms per step of this template on a device with this much memory (expectedStepMs); undefined: no
+   * progress rule for it (a template this node does not know). Absent: no progress rule at all.
+   */
+  expectedStepMs?: (templateId: string, memoryMiB: number) => number | undefined;
+  /** The progress bounds' floor (PROGRESS.FLOOR_MS unless configured). */
+  progressFloorMs?: number;
+  /** Highest step beaten per jobBeatKey and when a beat first showed it (heartbeats.ts). */
+  jobSteps?: Map<string, StepSeen>;
+  /** Per provider (lower-case): accepted steps and idle unassignments, from chain events (chainView.ts). */
+  records?: Map<string, TrackRecord>;
+  /** Per job id (string): providers unassigned idle from it (never handed it again), from chain events. */
+  idleOn?: Map<string, Set<string>>;
+  /** The idle back-off's base and cap, chain seconds (BACKOFF_DEFAULTS). */
+  backoff?: { baseS: number; capS: number };
+}
+
+/** The highest step a provider's beats showed for one (job, epoch), and when it first showed it (ms). */
+export interface StepSeen {
+  step: number;
+  at: number;
+}
+
+/** What the chain says about a provider's past work (rebuilt from events after a restart). */
+export interface TrackRecord {
+  /** Σ steps of its accepted checkpoints (CheckpointAccepted). */
+  acceptedSteps: number;
+  /** Unassignments without a report in the held epoch since its last accepted checkpoint (ProviderUnassigned). */
+  idleStrikes: number;
+  /** Chain time (s) of the latest such unassignment. */
+  lastStrikeAt: bigint;
+}
+
+export interface ProgressBounds {
+  /** Longest time without step progress (or a report) in beats. */
+  stepMs: number;
+  /** Longest time without a report (or an acceptance) on chain. */
+  reportMs: number;
+}
+
+/**
+ * The progress rule's constants. Expected step time of a template on a device (expectedStepMs) =
+ * MACs per step ÷ REFERENCE_MACS_PER_MS + micro-batches × MICRO_BATCH_MS, where MACs per step =
+ * 3 × globalBatch × Σ layers[i]·layers[i+1] (forward and backward) and micro-batches = atomsPerStep ÷ the largest
+ * micro-batch the device's memory fits (workloads/trainer.ts). The reference is a slow CPU: 0.1 GMAC/s, 14× below
+ * the portable graphs' measured speed on the 2-core development machine (mnist-mlp 145 steps/s ≈ 1.4 GMAC/s).
+ * Bounds: stepMs = max(floorMs, STEP_FACTOR × expected), reportMs = max(floorMs, STEP_FACTOR × interval × expected).
+ */
+export const PROGRESS = {
+  REFERENCE_MACS_PER_MS: 100_000,
+  MICRO_BATCH_MS: 2,
+  STEP_FACTOR: 20,
+  FLOOR_MS: 10_000,
+};
+
+/** The idle back-off: after n strikes, no work until lastStrikeAt + min(capS, baseS × 2^(n−1)) chain seconds. */
+export const BACKOFF_DEFAULTS = { baseS: 60, capS: 3_600 };
+
+/** A track record wins over a new identity asking up to this much less (percent of the new identity's price). */
+export const TRACK_RECORD_MARGIN_PCT = 10n;
+
+/** Mirrors JobEscrow.DECISION_TIMEOUT: a pending checkpoint is decidable until reportedAt + this (seconds). */
+export const DECISION_TIMEOUT_S = 3_600n;
+
+/** Expected milliseconds per step (see PROGRESS): the template's work and the device's micro-batches. */
+export function expectedStepMs(macsPerStep: number, microBatches: number): number {
+  return macsPerStep / PROGRESS.REFERENCE_MACS_PER_MS + microBatches * PROGRESS.MICRO_BATCH_MS;
+}
+
+/** The progress bounds for one expected step time and checkpoint interval (see PROGRESS). */
+export function progressBounds(stepMs: number, interval: number, floorMs = PROGRESS.FLOOR_MS): ProgressBounds {
+  return {
+    stepMs: Math.max(floorMs, Math.ceil(PROGRESS.STEP_FACTOR * stepMs)),
+    reportMs: Math.max(floorMs, Math.ceil(PROGRESS.STEP_FACTOR * interval * stepMs)),
+  };
 }
 
 export type Action = "assign" | "unassign" | "keep" | "wait";
@@ -109,7 +191,9 @@ export type Exclusion =
   | "stake short"
   | "no recent heartbeat"
   | "stale heartbeat"
-  | "arithmetic profile not proven";
+  | "arithmetic profile not proven"
+  | "unassigned idle from this job"
+  | "backing off after idle holds";
 
 export const jobEpochKey = (jobId: bigint | string, epoch: bigint | string) => `${jobId}:${epoch}`;
 export const jobBeatKey = (jobId: bigint | string, epoch: bigint | string, provider: string) =>
@@ -136,18 +220,87 @@ export function decideRunning(job: CoordinatorJob, view: CoordinatorView): Decis
   const last = Math.max(beat ?? -Infinity, start);
   const silentMs = view.nowMs - last;
   const limitMs = beat === undefined ? view.timeoutMs + (view.startGraceMs ?? 0) : view.timeoutMs;
-  if (isLive(last, view.nowMs, limitMs)) {
+  if (!isLive(last, view.nowMs, limitMs)) {
     return {
       ...base,
-      action: "keep",
-      reason: beat === undefined ? "assigned; waiting for its first heartbeat" : "alive",
+      action: "unassign",
+      reason: `no heartbeat for (job ${job.jobId}, epoch ${job.epoch}) in ${silentMs} ms > ${limitMs} ms`,
     };
   }
-  return {
-    ...base,
-    action: "unassign",
-    reason: `no heartbeat for (job ${job.jobId}, epoch ${job.epoch}) in ${silentMs} ms > ${limitMs} ms`,
-  };
+  if (beat === undefined) return { ...base, action: "keep", reason: "assigned; waiting for its first heartbeat" };
+  const stall = progressStall(job, view, start);
+  if (stall) return { ...base, action: "unassign", reason: stall };
+  return { ...base, action: "keep", reason: "alive" };
+}
+
+/**
+ * Liveness means progress: why a beating holder has made none for too long, or undefined. Progress is a beat
+ * showing a higher step than before for this (job, epoch), up to one interval past the latest checkpoint (a step
+ * beyond cannot be reported, so it proves nothing), or a report or acceptance on chain (`lastProgressAt`, the
+ * contract's own progress clock). Unassigned when either bound (progressBounds) is exceeded:
+ *   now − max(start, last chain progress, last step progress) > stepMs (+ startGraceMs before any step progress), or
+ *   now − max(start, last chain progress) > reportMs + startGraceMs.
+ * Not while a checkpoint is decidable: waiting for the verifiers is not the holder's stall (as on chain).
+ * Boundary: still kept at exactly the bound.
+ */
+export function progressStall(job: CoordinatorJob, view: CoordinatorView, startMs: number): string | undefined {
+  const holder = providerIndex(view).get(job.provider.toLowerCase());
+  const expected = holder && view.expectedStepMs?.(job.templateId, holder.memoryMiB);
+  if (expected === undefined || decidable(job, view)) return undefined;
+  const bounds = progressBounds(expected, job.checkpointInterval, view.progressFloorMs);
+  const grace = view.startGraceMs ?? 0;
+  const reportAt = Math.max(startMs, chainProgressMs(job, view));
+  const stepAt = stepProgressAt(job, view);
+  const sinceStep = view.nowMs - Math.max(reportAt, stepAt ?? -Infinity);
+  const stepLimit = bounds.stepMs + (stepAt === undefined ? grace : 0);
+  const what = `(job ${job.jobId}, epoch ${job.epoch})`;
+  if (sinceStep > stepLimit) return `no step progress for ${what} in ${sinceStep} ms > ${stepLimit} ms`;
+  const sinceReport = view.nowMs - reportAt;
+  const reportLimit = bounds.reportMs + grace;
+  if (sinceReport > reportLimit) return `no report for ${what} in ${sinceReport} ms > ${reportLimit} ms`;
+  return undefined;
+}
+
+/** When a beat first showed the holder's highest step, if that step is progress it could report. */
+function stepProgressAt(job: CoordinatorJob, view: CoordinatorView): number | undefined {
+  const seen = view.jobSteps?.get(jobBeatKey(job.jobId, job.epoch, job.provider));
+  const ceiling = Math.max(job.acceptedStep, job.pendingStep) + job.checkpointInterval;
+  return seen && seen.step > job.acceptedStep && seen.step <= ceiling ? seen.at : undefined;
+}
+
+/** The chain's last progress (assign, report, acceptance) on the coordinator's clock; −∞ when not known. */
+function chainProgressMs(job: CoordinatorJob, view: CoordinatorView): number {
+  if (!job.lastProgressAt) return -Infinity;
+  return view.nowMs - Number(view.chainTime - job.lastProgressAt) * 1_000;
+}
+
+/** Whether a reported checkpoint still awaits its decision (JobEscrow `_pendingLive`). */
+function decidable(job: CoordinatorJob, view: CoordinatorView): boolean {
+  if (job.pendingStep === 0) return false;
+  return job.reportedAt === undefined || view.chainTime <= job.reportedAt + DECISION_TIMEOUT_S;
+}
+
+/** Providers by lower-case address, built once per view. */
+const indexed = new WeakMap<CoordinatorView, Map<string, ProviderView>>();
+function providerIndex(view: CoordinatorView): Map<string, ProviderView> {
+  let m = indexed.get(view);
+  if (!m) indexed.set(view, (m = new Map(view.providers.map((p) => [p.address.toLowerCase(), p]))));
+  return m;
+}
+
+/**
+ * Whether an idle-unassigned provider still waits out its back-off: n strikes (unassigned without a report
+ * since its last accepted checkpoint) keep it off every job until lastStrikeAt + min(capS, baseS × 2^(n−1))
+ * chain seconds. Boundary: eligible again at exactly that time.
+ */
+export function backingOff(addr: string, view: CoordinatorView): boolean {
+  const r = view.records?.get(addr);
+  if (!r || r.idleStrikes === 0) return false;
+  return view.chainTime < r.lastStrikeAt + BigInt(backoffSeconds(r.idleStrikes, view.backoff));
+}
+
+export function backoffSeconds(strikes: number, b = BACKOFF_DEFAULTS): number {
+  return Math.min(b.capS, b.baseS * 2 ** Math.min(strikes - 1, 40));
 }
 
 /**
@@ -172,6 +325,7 @@ export function providerExclusion(p: ProviderView, view: CoordinatorView, busy: 
   const beat = view.lastBeat.get(addr);
   if (!beat || !isLive(beat.receivedAt, view.nowMs, view.timeoutMs)) return "no recent heartbeat";
   if (beat.jobId !== "0" && !holds(view, addr, beat)) return "stale heartbeat";
+  if (backingOff(addr, view)) return "backing off after idle holds";
   return undefined;
 }
 
@@ -179,6 +333,7 @@ export function providerExclusion(p: ProviderView, view: CoordinatorView, busy: 
 function jobExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorView): Exclusion | undefined {
   const addr = p.address.toLowerCase();
   if (view.fenced.get(job.jobId.toString())?.has(addr)) return "fenced";
+  if (view.idleOn?.get(job.jobId.toString())?.has(addr)) return "unassigned idle from this job";
   if (p.pricePerStep > job.maxPricePerStep) return "price above max";
   const needed = BigInt(job.totalSteps - job.acceptedStep) * p.pricePerStep;
   if (needed > job.budget - job.paid) return "budget short";
@@ -227,13 +382,47 @@ function heldBy(view: CoordinatorView): Map<string, Set<string>> {
   return m;
 }
 
-/** Cheapest, then most memory, then lowest address: a total order, so two coordinators pick the same one. */
-export function compareProviders(a: ProviderView, b: ProviderView): number {
-  if (a.pricePerStep !== b.pricePerStep) return a.pricePerStep < b.pricePerStep ? -1 : 1;
-  if (a.memoryMiB !== b.memoryMiB) return b.memoryMiB - a.memoryMiB;
-  const x = BigInt(a.address);
-  const y = BigInt(b.address);
-  return x < y ? -1 : x > y ? 1 : 0;
+/**
+ * Cheapest, then most memory, then lowest address: a total order, so two coordinators pick the same one. Price
+ * here is rankKey's: a track record (accepted steps) beats a new identity asking up to TRACK_RECORD_MARGIN_PCT
+ * less, and wins ties.
+ */
+export function compareProviders(a: ProviderView, b: ProviderView, records?: Map<string, TrackRecord>): number {
+  return compareKeys(sortKey(a, records), sortKey(b, records));
+}
+
+interface SortKey {
+  rank: bigint;
+  known: boolean;
+  memoryMiB: number;
+  at: bigint;
+}
+
+const sortKey = (p: ProviderView, records?: Map<string, TrackRecord>): SortKey => ({
+  rank: rankKey(p, records),
+  known: hasTrackRecord(p, records),
+  memoryMiB: p.memoryMiB,
+  at: BigInt(p.address),
+});
+
+function compareKeys(x: SortKey, y: SortKey): number {
+  if (x.rank !== y.rank) return x.rank < y.rank ? -1 : 1;
+  if (x.known !== y.known) return x.known ? -1 : 1;
+  if (x.memoryMiB !== y.memoryMiB) return y.memoryMiB - x.memoryMiB;
+  return x.at < y.at ? -1 : x.at > y.at ? 1 : 0;
+}
+
+/**
+ * The price a provider ranks at, ×100: its price ×100 with a track record (accepted steps on chain), its price
+ * × (100 + TRACK_RECORD_MARGIN_PCT) without. So a provider that delivered wins over a new identity whenever it
+ * asks at most 10 % more; a new identity must undercut it by more than that.
+ */
+export function rankKey(p: ProviderView, records?: Map<string, TrackRecord>): bigint {
+  return p.pricePerStep * (hasTrackRecord(p, records) ? 100n : 100n + TRACK_RECORD_MARGIN_PCT);
+}
+
+export function hasTrackRecord(p: ProviderView, records?: Map<string, TrackRecord>): boolean {
+  return (records?.get(p.address.toLowerCase())?.acceptedSteps ?? 0) > 0;
 }
 
 export interface Ranking {
@@ -249,7 +438,7 @@ export function rankProviders(
   job: CoordinatorJob,
   view: CoordinatorView,
   busy: Set<string>,
-  sorted: ProviderView[] = sortProviders(view.providers),
+  sorted: ProviderView[] = sortProviders(view.providers, view.records),
 ): Ranking {
   const ranked: ProviderView[] = [];
   const excluded: Ranking["excluded"] = [];
@@ -261,16 +450,10 @@ export function rankProviders(
   return { ranked, excluded };
 }
 
-/** Providers in compareProviders order (addresses parsed once, not once per comparison). */
-export function sortProviders(providers: ProviderView[]): ProviderView[] {
-  const key = new Map(providers.map((p) => [p, BigInt(p.address)]));
-  return [...providers].sort((a, b) => {
-    if (a.pricePerStep !== b.pricePerStep) return a.pricePerStep < b.pricePerStep ? -1 : 1;
-    if (a.memoryMiB !== b.memoryMiB) return b.memoryMiB - a.memoryMiB;
-    const x = key.get(a)!;
-    const y = key.get(b)!;
-    return x < y ? -1 : x > y ? 1 : 0;
-  });
+/** Providers in compareProviders order (keys and addresses computed once, not once per comparison). */
+export function sortProviders(providers: ProviderView[], records?: Map<string, TrackRecord>): ProviderView[] {
+  const key = new Map(providers.map((p) => [p, sortKey(p, records)]));
+  return [...providers].sort((a, b) => compareKeys(key.get(a)!, key.get(b)!));
 }
 
 /** Providers assigned to a Running job (lower-case). */
@@ -295,7 +478,7 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
   const busy = busyProviders(jobs);
   const general = new Map<string, number>();
   const candidates: ProviderView[] = [];
-  for (const p of sortProviders(view.providers)) {
+  for (const p of sortProviders(view.providers, view.records)) {
     const reason = providerExclusion(p, view, busy);
     if (reason) general.set(reason, (general.get(reason) ?? 0) + 1);
     else candidates.push(p);
@@ -336,10 +519,15 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
       action: "assign",
       provider: best.address,
       pricePerStep: best.pricePerStep,
-      reason: `cheapest eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB)`,
+      reason: `cheapest eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${record(best, view)})`,
     });
   }
   return decisions;
+}
+
+function record(p: ProviderView, view: CoordinatorView): string {
+  const steps = view.records?.get(p.address.toLowerCase())?.acceptedSteps ?? 0;
+  return steps > 0 ? `, track record ${steps} accepted steps` : "";
 }
 
 /** When no registered offer fits the job's own terms, why (sdk/jobFit.ts, shared with `explain`). */

@@ -10,7 +10,7 @@
 import { getAddress } from "ethers";
 import { checkHeartbeat, type HeartbeatScope, type SignedHeartbeat } from "../../sdk/heartbeat.ts";
 import type { JsonResponse } from "../http.ts";
-import { jobBeatKey, type BeatRecord } from "./decide.ts";
+import { jobBeatKey, type BeatRecord, type StepSeen } from "./decide.ts";
 
 export const MAX_JOB_BEATS_PER_PROVIDER = 8;
 
@@ -22,6 +22,8 @@ export type BeatOutcome = { ok: true; provider: string } | { ok: false; status: 
 export class HeartbeatBook {
   readonly lastBeat = new Map<string, BeatRecord>();
   readonly lastJobBeat = new Map<string, number>();
+  /** Highest step beaten per (job, epoch, provider) and when it was first beaten: the progress rule's input. */
+  readonly jobSteps = new Map<string, StepSeen>();
   /** Machine identity of each provider's latest beat (badges). */
   readonly machines = new Map<string, string>();
   private readonly lastSentAt = new Map<string, number>();
@@ -54,22 +56,30 @@ export class HeartbeatBook {
     this.lastSentAt.set(provider, h.sentAt);
     this.lastBeat.set(provider, { receivedAt: nowMs, jobId: h.jobId, epoch: h.epoch, profile: h.profile });
     this.machines.set(provider, h.machine);
-    if (h.jobId !== "0") this.recordJobBeat(provider, jobBeatKey(h.jobId, h.epoch, provider), nowMs);
+    if (h.jobId !== "0") this.recordJobBeat(provider, jobBeatKey(h.jobId, h.epoch, provider), nowMs, h.step);
     return { ok: true, provider: h.provider };
   }
 
   /** Keeps the newest few (job, epoch) entries per provider: a sender cycling job ids cannot grow the map. */
-  private recordJobBeat(provider: string, key: string, nowMs: number): void {
+  private recordJobBeat(provider: string, key: string, nowMs: number, step: number): void {
     const keys = (this.jobKeys.get(provider) ?? []).filter((k) => k !== key);
     keys.push(key);
-    while (keys.length > MAX_JOB_BEATS_PER_PROVIDER) this.lastJobBeat.delete(keys.shift()!);
+    while (keys.length > MAX_JOB_BEATS_PER_PROVIDER) this.forgetJobBeat(keys.shift()!);
     this.jobKeys.set(provider, keys);
     this.lastJobBeat.set(key, nowMs);
+    // Only a higher step is progress: repeating (or lowering) a step keeps the time it was first shown.
+    const seen = this.jobSteps.get(key);
+    if (!seen || step > seen.step) this.jobSteps.set(key, { step, at: nowMs });
+  }
+
+  private forgetJobBeat(key: string): void {
+    this.lastJobBeat.delete(key);
+    this.jobSteps.delete(key);
   }
 
   /** Forgets beats older than `horizonMs` (keeps memory bounded on a long run). */
   prune(nowMs: number, horizonMs: number): void {
-    for (const [k, t] of this.lastJobBeat) if (nowMs - t > horizonMs) this.lastJobBeat.delete(k);
+    for (const [k, t] of this.lastJobBeat) if (nowMs - t > horizonMs) this.forgetJobBeat(k);
     for (const [p, keys] of this.jobKeys) {
       const live = keys.filter((k) => this.lastJobBeat.has(k));
       if (live.length) this.jobKeys.set(p, live);

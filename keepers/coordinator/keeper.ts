@@ -10,6 +10,7 @@ export const coordinator = defineKeeper({
   help: [
     "--port N  --host H  --heartbeat-timeout-ms N (default 5000)  --start-grace-ms N (default 20000)",
     "--max-clock-skew-ms N  --min-memory MiB  --template-memory TEMPLATE_ID=MiB (repeatable)",
+    "--progress-floor-ms N (default 10000)  --idle-backoff-s N (default 60)  --idle-backoff-cap-s N (default 3600)",
   ],
   options: COORDINATOR_OPTIONS,
   sends: true,

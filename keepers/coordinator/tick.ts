@@ -13,6 +13,7 @@ import { CoordinatorChainView } from "./chainView.ts";
 import { jobEpochKey, planCoordinator, type CoordinatorJob, type CoordinatorView, type Decision } from "./decide.ts";
 import { HeartbeatBook } from "./heartbeats.ts";
 import { registryCheck } from "./registered.ts";
+import { templateStepMs } from "./stepTime.ts";
 import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
 
 /**
@@ -141,6 +142,13 @@ export class Coordinator {
       memoryNeedMiB: memoryNeed(config),
       profileProven,
       minStake: chain.minStake,
+      // No starving (decide.ts): progress, not beats alone; idle holds from chain events; track records.
+      expectedStepMs: templateStepMs,
+      progressFloorMs: config.progressFloorMs,
+      jobSteps: this.book.jobSteps,
+      records: chain.history.records,
+      idleOn: chain.history.idleOn,
+      backoff: { baseS: config.idleBackoffS, capS: config.idleBackoffCapS },
     };
   }
 

@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { hostsUnavailable } from "../../demo/hosts.ts";
 import { runScenario, type ScenarioResult } from "../../demo/scenario.ts";
-import { expectEveryPromiseKept, removeDeploymentAfter } from "../helpers/scenario.ts";
+import { expectEveryPromiseKept, removeDeploymentAfter, SHORT_RUN } from "../helpers/scenario.ts";
 
 describe("the whole network across separate hosts (npm start -- --hosts, short configuration)", function () {
   this.timeout(600_000);
@@ -24,12 +24,7 @@ describe("the whole network across separate hosts (npm start -- --hosts, short c
       this.skip();
     }
     result = await runScenario({
-      template: "blobs-tiny",
-      totalSteps: 60,
-      checkpointInterval: 10,
-      dispute: false,
-      fault: "garbage-weights",
-      kill: true,
+      ...SHORT_RUN,
       hosts: true,
       runDir: path.join(".gpuchain", `e2e-hosts-${process.pid}`),
       deploymentId,

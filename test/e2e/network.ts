@@ -7,7 +7,7 @@
 import { expect } from "chai";
 import path from "node:path";
 import { runScenario, type ScenarioResult } from "../../demo/scenario.ts";
-import { expectEveryPromiseKept, removeDeploymentAfter } from "../helpers/scenario.ts";
+import { expectEveryPromiseKept, removeDeploymentAfter, SHORT_RUN } from "../helpers/scenario.ts";
 import { runToEnd } from "../../demo/processes.ts";
 import type { ChainNode } from "../../demo/types.ts";
 
@@ -38,12 +38,7 @@ function describeScenario(node: ChainNode) {
 
     before(async function () {
       result = await runScenario({
-        template: "blobs-tiny",
-        totalSteps: 60,
-        checkpointInterval: 10,
-        dispute: false,
-        fault: "garbage-weights",
-        kill: true,
+        ...SHORT_RUN,
         runDir: path.join(".gpuchain", `e2e-${node}-${process.pid}`),
         deploymentId,
         node,

@@ -14,8 +14,7 @@ contract AcceptCheckpointFuzzTest is EscrowFixture {
         uint32 second,
         uint128 price
     ) public {
-        totalSteps = uint32(bound(totalSteps, 2, type(uint32).max));
-        price = uint128(bound(price, 1, type(uint128).max / type(uint32).max));
+        (totalSteps, price) = _anyStepsAndPrice(totalSteps, price, 2);
         first = uint32(bound(first, 1, totalSteps - 1));
         second = uint32(bound(second, first + 1, totalSteps));
         uint256 jobId = _createJob(totalSteps, totalSteps, price);
@@ -37,22 +36,13 @@ contract AcceptCheckpointFuzzTest is EscrowFixture {
 
     /// @dev Across providers at different prices each is credited for its own steps at its own price, and the sum
     /// never exceeds the budget.
-    function testFuzz_acceptCheckpoint_creditsEachAssigneeAtItsPrice(
-        uint32 totalSteps,
-        uint32 handover,
-        uint128 price1,
-        uint128 price2
-    ) public {
-        totalSteps = uint32(bound(totalSteps, 2, 1_000_000));
-        handover = uint32(bound(handover, 1, totalSteps - 1));
-        price1 = uint128(bound(price1, 1, 1e18));
-        price2 = uint128(bound(price2, 1, 1e18));
-        uint128 maxPrice = price1 > price2 ? price1 : price2;
-        uint256 jobId = _createJob(totalSteps, totalSteps, maxPrice);
-        _handOver(jobId, handover, totalSteps, price1, price2);
+    function testFuzz_acceptCheckpoint_creditsEachAssigneeAtItsPrice(Handover memory h) public {
+        h = _bounded(h, 1e18);
+        uint128 maxPrice = _higherPrice(h);
+        uint256 jobId = _createJob(h.totalSteps, h.totalSteps, maxPrice);
+        _handOver(jobId, h);
 
-        uint256 earned1 = uint256(handover) * price1;
-        uint256 earned2 = uint256(totalSteps - handover) * price2;
+        (uint256 earned1, uint256 earned2) = _earned(h);
         assertEq(escrow.earningsOf(jobId, provider1), earned1, "provider1");
         assertEq(escrow.earningsOf(jobId, provider2), earned2, "provider2");
         IJobEscrow.Job memory job = escrow.jobOf(jobId);

@@ -15,8 +15,7 @@ contract AssignFuzzTest is EscrowFixture {
         uint128 shortBy,
         bool short
     ) public {
-        totalSteps = uint32(bound(totalSteps, 1, type(uint32).max));
-        price = uint128(bound(price, 1, type(uint128).max / type(uint32).max));
+        (totalSteps, price) = _anyStepsAndPrice(totalSteps, price, 1);
         uint128 needed = uint128(totalSteps) * price;
         shortBy = short ? uint128(bound(shortBy, 1, needed - 1 == 0 ? 1 : needed - 1)) : 0;
         vm.assume(needed > shortBy);
@@ -43,28 +42,20 @@ contract AssignFuzzTest is EscrowFixture {
     /// @dev After accepted work and a change of provider, only the remaining steps at the new price must fit in
     /// what is left of the budget.
     function testFuzz_assign_afterAcceptedWork_checksRemainingStepsAgainstUnspentBudget(
-        uint32 totalSteps,
-        uint32 acceptedStep,
-        uint128 price1,
-        uint128 price2,
+        Handover memory h,
         bool short
     ) public {
-        totalSteps = uint32(bound(totalSteps, 2, 1_000_000));
-        acceptedStep = uint32(bound(acceptedStep, 1, totalSteps - 1));
-        price1 = uint128(bound(price1, 1, 1e12));
-        price2 = uint128(bound(price2, 1, 1e12));
-        uint128 spent = uint128(acceptedStep) * price1;
-        uint128 needed = uint128(totalSteps - acceptedStep) * price2;
-        uint128 budget = spent + needed - (short ? 1 : 0);
-        uint128 maxPrice = price1 > price2 ? price1 : price2;
+        h = _bounded(h, 1e12);
+        (uint256 spent, uint256 needed) = _earned(h);
+        uint128 budget = uint128(spent + needed - (short ? 1 : 0));
         // The first assignment must fit too: budget covers totalSteps at price1.
-        vm.assume(uint256(totalSteps) * price1 <= budget);
-        uint256 jobId = _createJob(_request(totalSteps, totalSteps, maxPrice, budget));
-        _registerAndAssign(jobId, provider1, price1);
-        _reportAndAccept(jobId, acceptedStep);
-        vm.prank(coordinator);
+        vm.assume(uint256(h.totalSteps) * h.price1 <= budget);
+        uint256 jobId = _createJob(_request(h.totalSteps, h.totalSteps, _higherPrice(h), budget));
+        _registerAndAssign(jobId, provider1, h.price1);
+        _reportAndAccept(jobId, h.handover);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
-        _register(provider2, price2);
+        _register(provider2, h.price2);
 
         if (short) {
             vm.expectRevert(
@@ -77,7 +68,7 @@ contract AssignFuzzTest is EscrowFixture {
             IJobEscrow.Job memory job = escrow.jobOf(jobId);
             assertEq(job.provider, provider2, "provider");
             assertEq(job.epoch, 3, "epoch: assign, unassign, assign");
-            assertEq(job.acceptedStep, acceptedStep, "work resumes from the accepted step");
+            assertEq(job.acceptedStep, h.handover, "work resumes from the accepted step");
             assertEq(job.paid, spent, "paid");
         }
     }
@@ -106,10 +97,10 @@ contract AssignFuzzTest is EscrowFixture {
     }
 
     function testFuzz_assign_revertsIf_callerNotCoordinator(address caller) public {
-        vm.assume(caller != coordinator);
+        vm.assume(caller != COORDINATOR);
         uint256 jobId = _createJob(10, 5, 100);
         _register(provider1, 100);
-        vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNotCoordinator.selector, caller, coordinator));
+        vm.expectRevert(abi.encodeWithSelector(IJobEscrow.JobEscrowNotCoordinator.selector, caller, COORDINATOR));
         vm.prank(caller);
         escrow.assign(jobId, provider1);
     }

@@ -154,13 +154,13 @@ contract CreateJobFuzzTest is EscrowFixture {
     function testFuzz_createJob_revertsIf_allowanceShort(uint128 budget, uint128 allowance) public {
         budget = uint128(bound(budget, 1, type(uint128).max));
         allowance = uint128(bound(allowance, 0, budget - 1));
-        usdc.mint(stranger, budget);
-        vm.prank(stranger);
+        usdc.mint(STRANGER, budget);
+        vm.prank(STRANGER);
         usdc.approve(address(escrow), allowance);
         vm.expectRevert(
             abi.encodeWithSelector(IERC20Errors.ERC20InsufficientAllowance.selector, address(escrow), allowance, budget)
         );
-        vm.prank(stranger);
+        vm.prank(STRANGER);
         escrow.createJob(_request(10, 5, 1, budget));
     }
 }

@@ -106,7 +106,7 @@ contract ReportCheckpointFuzzTest is EscrowFixture {
     function testFuzz_reportCheckpoint_revertsIf_epochStale(uint64 epoch) public {
         uint256 jobId = _jobWithAccepted(100, 10, 0);
         // The provider is unassigned and reassigned: epoch 3 is current; 1 (its old assignment) and others are not.
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
         _assign(jobId, provider1);
         vm.assume(epoch != 3);

@@ -8,25 +8,31 @@ import {bound} from "./utils/Bound.sol";
 /// @notice Settlement and pull payments with random prices and budgets: every unit of test USDC that went in comes
 /// out to the right account, exactly once, and the escrow ends empty.
 contract SettlementFuzzTest is EscrowFixture {
-    /// @dev A job trained by two providers at two prices, with a verdict. Returns what each earned.
+    /// @dev A job trained by two providers at two prices (see `_handOver`), with a verdict. Returns what each
+    /// earned.
     function _trainedJob(
-        uint32 totalSteps,
-        uint32 handover,
-        uint128 price1,
-        uint128 price2,
+        Handover memory h,
         uint128 extra
     ) private returns (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) {
-        totalSteps = uint32(bound(totalSteps, 2, 1_000_000));
-        handover = uint32(bound(handover, 1, totalSteps - 1));
-        price1 = uint128(bound(price1, 1, 1e18));
-        price2 = uint128(bound(price2, 1, 1e18));
-        uint128 maxPrice = price1 > price2 ? price1 : price2;
-        budget = uint256(totalSteps) * maxPrice + bound(extra, 0, 1e24);
-        jobId = _createJob(_request(totalSteps, totalSteps, maxPrice, uint128(budget)));
-        _handOver(jobId, handover, totalSteps, price1, price2);
+        h = _bounded(h, 1e18);
+        uint128 maxPrice = _higherPrice(h);
+        budget = uint256(h.totalSteps) * maxPrice + bound(extra, 0, 1e24);
+        jobId = _createJob(_request(h.totalSteps, h.totalSteps, maxPrice, uint128(budget)));
+        _handOver(jobId, h);
         _submitVerdict(jobId);
-        earned1 = uint256(handover) * price1;
-        earned2 = uint256(totalSteps - handover) * price2;
+        (earned1, earned2) = _earned(h);
+    }
+
+    /// @dev The trained job disputed, and the arbiter's decision.
+    function _resolvedDispute(
+        Handover memory h,
+        uint128 extra,
+        bool upheld
+    ) private returns (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) {
+        (jobId, budget, earned1, earned2) = _trainedJob(h, extra);
+        _dispute(jobId);
+        vm.prank(ARBITER);
+        escrow.resolveDispute(jobId, upheld);
     }
 
     function _claimAndWithdrawAll(uint256 jobId) private {
@@ -38,20 +44,8 @@ contract SettlementFuzzTest is EscrowFixture {
         escrow.withdraw();
     }
 
-    function testFuzz_settle_afterWindow_paysRefundAndEarningsExactlyOnce(
-        uint32 totalSteps,
-        uint32 handover,
-        uint128 price1,
-        uint128 price2,
-        uint128 extra
-    ) public {
-        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) = _trainedJob(
-            totalSteps,
-            handover,
-            price1,
-            price2,
-            extra
-        );
+    function testFuzz_settle_afterWindow_paysRefundAndEarningsExactlyOnce(Handover memory h, uint128 extra) public {
+        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) = _trainedJob(h, extra);
         vm.warp(block.timestamp + WINDOW + 1);
         escrow.settle(jobId);
 
@@ -82,16 +76,10 @@ contract SettlementFuzzTest is EscrowFixture {
     }
 
     function testFuzz_resolveDispute_upheld_voidsEveryPaymentAndReturnsBudgetAndBond(
-        uint32 totalSteps,
-        uint32 handover,
-        uint128 price1,
-        uint128 price2,
+        Handover memory h,
         uint128 extra
     ) public {
-        (uint256 jobId, uint256 budget, , ) = _trainedJob(totalSteps, handover, price1, price2, extra);
-        _dispute(jobId);
-        vm.prank(arbiter);
-        escrow.resolveDispute(jobId, true);
+        (uint256 jobId, uint256 budget, , ) = _resolvedDispute(h, extra, true);
 
         assertEq(escrow.owed(client), budget + BOND, "budget and bond back to the client");
         assertEq(escrow.earningsOf(jobId, provider1), 0, "provider1 voided");
@@ -104,30 +92,15 @@ contract SettlementFuzzTest is EscrowFixture {
         assertEq(escrow.totalLocked() + escrow.totalBonds() + escrow.totalWithdrawable(), 0, "owes nothing");
     }
 
-    function testFuzz_resolveDispute_rejected_forfeitsTheBondAndPaysProviders(
-        uint32 totalSteps,
-        uint32 handover,
-        uint128 price1,
-        uint128 price2,
-        uint128 extra
-    ) public {
-        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) = _trainedJob(
-            totalSteps,
-            handover,
-            price1,
-            price2,
-            extra
-        );
-        _dispute(jobId);
-        vm.prank(arbiter);
-        escrow.resolveDispute(jobId, false);
+    function testFuzz_resolveDispute_rejected_forfeitsTheBondAndPaysProviders(Handover memory h, uint128 extra) public {
+        (uint256 jobId, uint256 budget, uint256 earned1, uint256 earned2) = _resolvedDispute(h, extra, false);
 
         assertEq(escrow.owed(client), budget - earned1 - earned2, "refund only");
-        assertEq(escrow.owed(feeRecipient), BOND, "bond forfeited");
+        assertEq(escrow.owed(FEE_RECIPIENT), BOND, "bond forfeited");
         _claimAndWithdrawAll(jobId);
         vm.prank(client);
         escrow.withdraw();
-        vm.prank(feeRecipient);
+        vm.prank(FEE_RECIPIENT);
         escrow.withdraw();
         assertEq(usdc.balanceOf(provider1), earned1, "provider1 paid");
         assertEq(usdc.balanceOf(provider2), earned2, "provider2 paid");
@@ -146,7 +119,7 @@ contract SettlementFuzzTest is EscrowFixture {
         uint256 jobId = _createJob(_request(100, 100, price, uint128(budget)));
         _registerAndAssign(jobId, provider1, price);
         if (accepted > 0) _reportAndAccept(jobId, accepted);
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
 
         vm.prank(client);

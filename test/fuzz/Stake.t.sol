@@ -55,7 +55,7 @@ contract StakeFuzzTest is EscrowFixture {
         uint256 toFinder = (uint256(lock) * 2_000) / 10_000;
         assertEq(escrow.owed(client), toClient, "client share");
         assertEq(escrow.owed(finder), toFinder, "finder share");
-        assertEq(escrow.owed(feeRecipient), lock - toClient - toFinder, "fee share");
+        assertEq(escrow.owed(FEE_RECIPIENT), lock - toClient - toFinder, "fee share");
         assertEq(escrow.earningsOf(jobId, provider1), 0, "earnings voided");
         assertEq(escrow.jobOf(jobId).paid, 0, "paid");
         assertEq(registry.lockOf(provider1, jobId), 0, "lock gone");
@@ -91,7 +91,7 @@ contract StakeFuzzTest is EscrowFixture {
         _registerAndAssign(jobId, provider1, 1);
         bytes32 hash = _report(jobId, 10);
         if (afterUnassign) {
-            vm.prank(coordinator);
+            vm.prank(COORDINATOR);
             escrow.unassign(jobId);
         }
         uint256 deadline = block.timestamp + escrow.DECISION_TIMEOUT();
@@ -122,7 +122,7 @@ contract StakeFuzzTest is EscrowFixture {
                 abi.encodeWithSelector(IJobEscrow.JobEscrowNotExpired.selector, jobId, expiresAt, block.timestamp)
             );
         }
-        vm.prank(stranger);
+        vm.prank(STRANGER);
         escrow.expire(jobId);
         if (block.timestamp > expiresAt) _assertStatus(jobId, IJobEscrow.JobStatus.Cancelled);
     }

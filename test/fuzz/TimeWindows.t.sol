@@ -22,6 +22,15 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         return bound(seed / 2, from, deadline + span);
     }
 
+    /// @dev Warps to a random instant around the deadline `span` from now (see `_instantAround`; up to 2 × span past
+    /// it). Returns the instant and whether it is within the deadline (inclusive).
+    function _warpAround(uint256 seed, uint256 span) private returns (uint256 t, bool inTime) {
+        uint256 deadline = block.timestamp + span;
+        t = _instantAround(seed, block.timestamp, deadline, 2 * span);
+        vm.warp(t);
+        inTime = t <= deadline;
+    }
+
     function _call(address caller, bytes memory data) private returns (bool success, bytes memory returned) {
         vm.prank(caller);
         (success, returned) = address(escrow).call(data);
@@ -32,9 +41,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         _registerAndAssign(jobId, provider1, 1);
         uint64 lease = escrow.jobOf(jobId).leaseExpiresAt;
         assertEq(lease, START + LEASE, "lease");
-        uint256 t = _instantAround(seed, START, lease, 2 * LEASE);
-        vm.warp(t);
-        bool live = t <= lease;
+        (uint256 t, bool live) = _warpAround(seed, LEASE);
 
         uint256 snapshot = VmStateSnapshots(address(vm)).snapshotState();
         (bool wrote, bytes memory writeError) = _call(
@@ -45,7 +52,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         );
         if (wrote) assertEq(escrow.jobOf(jobId).leaseExpiresAt, t + LEASE, "extended from now");
         VmStateSnapshots(address(vm)).revertToState(snapshot);
-        (bool unassigned, bytes memory unassignError) = _call(stranger, abi.encodeCall(escrow.unassign, (jobId)));
+        (bool unassigned, bytes memory unassignError) = _call(STRANGER, abi.encodeCall(escrow.unassign, (jobId)));
 
         assertTrue(wrote != unassigned, "exactly one succeeds");
         assertEq(wrote, live, "the assignee writes iff now <= leaseExpiresAt");
@@ -71,7 +78,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         uint256 jobId = _createJob(100, 10, 1);
         _registerAndAssign(jobId, provider1, 1);
         vm.warp(_instantAround(seed, START, START + LEASE, 30 days));
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
         _assertStatus(jobId, IJobEscrow.JobStatus.Open);
     }
@@ -117,10 +124,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         _registerAndAssign(jobId, provider1, 10);
         _trainToEnd(jobId);
         _submitVerdict(jobId);
-        uint256 deadline = block.timestamp + window;
-        uint256 t = _instantAround(seed, block.timestamp, deadline, 2 * window);
-        vm.warp(t);
-        bool open = t <= deadline;
+        (, bool open) = _warpAround(seed, window);
         _assertStatus(jobId, open ? IJobEscrow.JobStatus.DisputeWindow : IJobEscrow.JobStatus.Settleable);
         usdc.mint(client, BOND);
 
@@ -128,7 +132,7 @@ contract TimeWindowsFuzzTest is EscrowFixture {
         (bool disputed, ) = _call(client, abi.encodeCall(escrow.dispute, (jobId)));
         if (disputed) _assertStatus(jobId, IJobEscrow.JobStatus.Disputed);
         VmStateSnapshots(address(vm)).revertToState(snapshot);
-        (bool settled, ) = _call(stranger, abi.encodeCall(escrow.settle, (jobId)));
+        (bool settled, ) = _call(STRANGER, abi.encodeCall(escrow.settle, (jobId)));
 
         assertTrue(disputed != settled, "exactly one succeeds");
         assertEq(disputed, open, "the client disputes iff now <= submittedAt + disputeWindow");
@@ -142,25 +146,22 @@ contract TimeWindowsFuzzTest is EscrowFixture {
     function testFuzz_arbiterDeadline_exactlyOneOf_resolveOrSettle(uint256 seed, bool upheld) public {
         (uint256 jobId, ) = _jobInDisputeWindow(10);
         _dispute(jobId);
-        uint256 deadline = block.timestamp + ARBITER_TIMEOUT;
-        uint256 t = _instantAround(seed, block.timestamp, deadline, 2 * ARBITER_TIMEOUT);
-        vm.warp(t);
-        bool inTime = t <= deadline;
+        (, bool inTime) = _warpAround(seed, ARBITER_TIMEOUT);
         _assertStatus(jobId, inTime ? IJobEscrow.JobStatus.Disputed : IJobEscrow.JobStatus.ArbiterTimedOut);
 
         uint256 snapshot = VmStateSnapshots(address(vm)).snapshotState();
-        (bool resolved, ) = _call(arbiter, abi.encodeCall(escrow.resolveDispute, (jobId, upheld)));
+        (bool resolved, ) = _call(ARBITER, abi.encodeCall(escrow.resolveDispute, (jobId, upheld)));
         if (resolved) {
             // Upheld: the whole budget and the bond go back to the client. Rejected: the bond is forfeited.
             assertEq(escrow.owed(client), upheld ? 40 + BOND : 0, "client");
-            assertEq(escrow.owed(feeRecipient), upheld ? 0 : BOND, "fee recipient");
+            assertEq(escrow.owed(FEE_RECIPIENT), upheld ? 0 : BOND, "fee recipient");
         }
         VmStateSnapshots(address(vm)).revertToState(snapshot);
-        (bool settled, ) = _call(stranger, abi.encodeCall(escrow.settle, (jobId)));
+        (bool settled, ) = _call(STRANGER, abi.encodeCall(escrow.settle, (jobId)));
         if (settled) {
             // The arbiter stayed silent: the verdict stands and the bond goes back to the client.
             assertEq(escrow.owed(client), BOND, "bond returned");
-            assertEq(escrow.owed(feeRecipient), 0, "nothing forfeited");
+            assertEq(escrow.owed(FEE_RECIPIENT), 0, "nothing forfeited");
             assertTrue(escrow.disputeOf(jobId).resolved, "resolved by timeout");
             _assertStatus(jobId, IJobEscrow.JobStatus.Settled);
         }

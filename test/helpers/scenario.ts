@@ -3,6 +3,20 @@ import { expect } from "chai";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import type { ScenarioResult } from "../../demo/scenario.ts";
+import type { ScenarioOptions } from "../../demo/types.ts";
+
+/**
+ * The end-to-end suites' short configuration: the small synthetic template, 60 steps in checkpoints of 10, mallory
+ * uploads garbage weights and alice is killed after her first accepted checkpoint; no dispute.
+ */
+export const SHORT_RUN = {
+  template: "blobs-tiny",
+  totalSteps: 60,
+  checkpointInterval: 10,
+  dispute: false,
+  fault: "garbage-weights",
+  kill: true,
+} satisfies Partial<ScenarioOptions>;
 
 /** The run's Ignition deployment folder goes once the suite is done, whatever its outcome. */
 export function removeDeploymentAfter(deploymentId: string): void {

@@ -130,6 +130,19 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
   after(async function () {
     await bridge?.close();
   });
+  /** `keeper all` signing with `keyFile` (in the suite's folder), the collector on `collectorPort`. */
+  const allKeepers = (keyFile: string, collectorPort: string, stateFile: string) => [
+    "all",
+    ...common,
+    "--key",
+    path.join(dir, keyFile),
+    "--coordinator-port",
+    "0",
+    "--collector-port",
+    collectorPort,
+    "--state-file",
+    path.join(dir, stateFile),
+  ];
 
   it("reserves --once checks the latest block and exits 0", async function () {
     const run = keeper(["reserves", "--once", ...common]);
@@ -148,16 +161,7 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
 
   it("all: runs the four keepers in one process, assigns over HTTP heartbeats, and stops cleanly on SIGTERM", async function () {
     const run = keeper([
-      "all",
-      ...common,
-      "--key",
-      path.join(dir, "coordinator.key"),
-      "--coordinator-port",
-      "0",
-      "--collector-port",
-      "0",
-      "--state-file",
-      path.join(dir, "collector.json"),
+      ...allKeepers("coordinator.key", "0", "collector.json"),
       "--interval-ms",
       "200",
       "--cron",
@@ -188,18 +192,7 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
     await new Promise<void>((r) => taken.listen(0, "127.0.0.1", () => r()));
     try {
       const port = String((taken.address() as AddressInfo).port);
-      const run = keeper([
-        "all",
-        ...common,
-        "--key",
-        path.join(dir, "stranger.key"),
-        "--coordinator-port",
-        "0",
-        "--collector-port",
-        port,
-        "--state-file",
-        path.join(dir, "collector2.json"),
-      ]);
+      const run = keeper(allKeepers("stranger.key", port, "collector2.json"));
       expect(await run.code, run.stderr()).to.equal(1);
       expect(run.lines().find((l) => l.msg === "keeper failed; stopping the others")).to.include({
         keeper: "collector",

@@ -273,8 +273,10 @@ describe("keepers: coordinator on chain", function () {
     await expect(p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, ethers.id("old")))
       .to.be.revertedWithCustomError(p.escrow, "JobEscrowStaleEpoch")
       .withArgs(jobId, 1n, 3n);
-    // provider2 beats for epoch 3: kept. Then it goes silent while the old worker keeps beating: unassigned.
+    // provider2 beats for epoch 3 and reports (so its unassignment below is not an idle hold, which would keep it
+    // off this job): kept. Then it goes silent while the old worker keeps beating: unassigned.
     await k.send(P2, jobId, 3n);
+    await p.escrow.connect(p.provider2).reportCheckpoint(jobId, 3n, 10, ethers.id("p2"));
     expect((await k.keeper.tick()).sent).to.deep.equal([]);
     for (let i = 0; i < 3; i++) {
       clock.advance(TIMEOUT / 2);

@@ -183,6 +183,55 @@ const MAXW = 30n * DAY;
 const other = ethers.id("not the checkpoint");
 const SETTLEABLE = bits(Status.Settleable, Status.ArbiterTimedOut);
 
+type JobName = keyof World["jobs"];
+
+/**
+ * Calls of one action on jobs in a status it does not accept, one row each: [the case's name after the action's,
+ * the job (by name in the world, or an id), its status, what to do first]. Each reverts with
+ * JobEscrowUnexpectedStatus(job, its status, `allowed`).
+ */
+function wrongStatus(
+  action: string,
+  act: (w: World, jobId: bigint) => Promise<ContractTransactionResponse>,
+  allowed: bigint,
+  rows: [when: string, job: JobName | bigint, status: Status, prepare?: Case["prepare"]][],
+): Case[] {
+  return rows.map(([when, job, status, prepare]) => {
+    const id = (w: World) => (typeof job === "bigint" ? job : w.jobs[job]);
+    return {
+      name: `${action} ${when}`,
+      prepare,
+      act: (w) => act(w, id(w)),
+      error: E("UnexpectedStatus"),
+      args: (w) => [id(w), status, allowed],
+    };
+  });
+}
+
+/** Calls of one action, one row each: [the case's name after the action's, the call, the error, its arguments]. */
+function calls(action: string, rows: [when: string, act: Case["act"], error: Case["error"], args?: Case["args"]][]) {
+  return rows.map(([when, act, error, args]): Case => ({ name: `${action} ${when}`, act, error, args }));
+}
+
+/** provider1 reports `step` on a job at epoch 1, with that step's checkpoint hash. */
+const reportStep = (job: JobName, step: number) => (w: World) =>
+  w.escrow.connect(w.provider1).reportCheckpoint(w.jobs[job], 1n, step, ckpt(w.jobs[job], step));
+
+/** A call made twice: the first succeeds (before the "before" state is read), the second must revert. */
+const twice = (c: Omit<Case, "prepare">): Case => ({ ...c, prepare: c.act });
+
+/** The coordinator assigns `who` to a job. */
+const assignTo = (job: JobName, who: "provider1" | "provider2" | "provider3" | "stranger") => (w: World) =>
+  w.escrow.connect(w.coordinator).assign(w.jobs[job], w[who].address);
+
+/** `who` registers as a CPU provider named `name` at `price`, offering `memory` MiB. */
+const registerAs = (who: "provider1" | "stranger", name: string, price: bigint, memory: number) => (w: World) =>
+  w.registry.connect(w[who]).register(name, price, 0, "cpu", memory);
+
+/** A fault refusal of the pending checkpoint (job `pending`, epoch 1, step 10), unsigned unless `signatures`. */
+const refusePending = (w: World, fault: World["fault"], signatures = "0x") =>
+  w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, fault, signatures);
+
 async function freeStake(w: World, provider: string): Promise<bigint> {
   const st = await w.registry.stakeOf(provider);
   return st.deposited - st.locked - st.unbonding;
@@ -264,35 +313,17 @@ const cases: Case[] = [
     args: (w) => [w.token.target],
   },
   // ---- cancel
-  {
-    name: "cancel while Running",
-    act: (w) => w.escrow.connect(w.client).cancel(w.jobs.running),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)],
-  },
+  ...wrongStatus("cancel", (w, id) => w.escrow.connect(w.client).cancel(id), bits(Status.Open), [
+    ["while Running", "running", Status.Running],
+    ["twice", "cancelled", Status.Cancelled],
+    ["a job that does not exist", 999n, Status.None],
+    ["after the verdict", "verdict", Status.DisputeWindow],
+  ]),
   {
     name: "cancel by someone other than the client",
     act: (w) => w.escrow.connect(w.stranger).cancel(w.jobs.open),
     error: E("NotClient"),
     args: (w) => [w.jobs.open, w.stranger.address, w.client.address],
-  },
-  {
-    name: "cancel twice",
-    act: (w) => w.escrow.connect(w.client).cancel(w.jobs.cancelled),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.cancelled, Status.Cancelled, bits(Status.Open)],
-  },
-  {
-    name: "cancel a job that does not exist",
-    act: (w) => w.escrow.connect(w.client).cancel(999n),
-    error: E("UnexpectedStatus"),
-    args: () => [999n, Status.None, bits(Status.Open)],
-  },
-  {
-    name: "cancel after the verdict",
-    act: (w) => w.escrow.connect(w.client).cancel(w.jobs.verdict),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Open)],
   },
   // ---- assign
   {
@@ -301,12 +332,9 @@ const cases: Case[] = [
     error: E("NotCoordinator"),
     args: (w) => [w.stranger.address, w.coordinator.address],
   },
-  {
-    name: "assign an unregistered provider",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.stranger.address),
-    error: E("ProviderInactive"),
-    args: (w) => [w.stranger.address],
-  },
+  ...calls("assign", [
+    ["an unregistered provider", assignTo("open", "stranger"), E("ProviderInactive"), (w) => [w.stranger.address]],
+  ]),
   {
     name: "assign the zero address",
     act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, ethers.ZeroAddress),
@@ -320,36 +348,35 @@ const cases: Case[] = [
     error: E("ProviderInactive"),
     args: (w) => [w.provider2.address],
   },
-  {
-    name: "assign a provider fenced off the job by a refusal",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.fenced, w.provider2.address),
-    error: E("ProviderFenced"),
-    args: (w) => [w.jobs.fenced, w.provider2.address],
-  },
-  {
-    name: "assign a provider priced above the job's maximum",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.provider3.address),
-    error: E("PriceAboveMax"),
-    args: (w) => [w.jobs.open, PRICE.provider3, 1_000n],
-  },
+  ...calls("assign", [
+    [
+      "a provider fenced off the job by a refusal",
+      assignTo("fenced", "provider2"),
+      E("ProviderFenced"),
+      (w) => [w.jobs.fenced, w.provider2.address],
+    ],
+    [
+      "a provider priced above the job's maximum",
+      assignTo("open", "provider3"),
+      E("PriceAboveMax"),
+      (w) => [w.jobs.open, PRICE.provider3, 1_000n],
+    ],
+  ]),
   {
     name: "assign when the budget is short for the remaining steps",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.short, w.provider1.address),
+    act: assignTo("short", "provider1"),
     error: E("BudgetShort"),
     args: (w) => [w.jobs.short, 100n * PRICE.provider1, 50_000n],
   },
-  {
-    name: "assign a Running job",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.running, w.provider2.address),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)],
-  },
-  {
-    name: "assign a Settled job",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.settled, w.provider2.address),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.settled, Status.Settled, bits(Status.Open)],
-  },
+  ...wrongStatus(
+    "assign",
+    (w, id) => w.escrow.connect(w.coordinator).assign(id, w.provider2.address),
+    bits(Status.Open),
+    [
+      ["a Running job", "running", Status.Running],
+      ["a Settled job", "settled", Status.Settled],
+    ],
+  ),
   // ---- unassign
   {
     name: "unassign by a stranger at the last instant of the lease",
@@ -358,12 +385,9 @@ const cases: Case[] = [
     error: E("LeaseActive"),
     args: (w) => [w.jobs.running, w.lease, w.lease],
   },
-  {
-    name: "unassign an Open job",
-    act: (w) => w.escrow.connect(w.coordinator).unassign(w.jobs.open),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.open, Status.Open, bits(Status.Running)],
-  },
+  ...wrongStatus("unassign", (w, id) => w.escrow.connect(w.coordinator).unassign(id), bits(Status.Running), [
+    ["an Open job", "open", Status.Open],
+  ]),
   // ---- heartbeat / reportCheckpoint
   {
     name: "heartbeat with a stale epoch",
@@ -416,36 +440,23 @@ const cases: Case[] = [
     error: E("InvalidStep"),
     args: (w) => [w.jobs.progress, 10, 10, 20],
   },
-  {
-    name: "reportCheckpoint at step zero",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 0, ckpt(w.jobs.running, 0)),
-    error: E("InvalidStep"),
-    args: (w) => [w.jobs.running, 0, 0, 10],
-  },
-  {
-    name: "reportCheckpoint more than one interval ahead",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 11, ckpt(w.jobs.running, 11)),
-    error: E("InvalidStep"),
-    args: (w) => [w.jobs.running, 11, 0, 10],
-  },
-  {
-    name: "reportCheckpoint past the last step",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.complete, 1n, 21, ckpt(w.jobs.complete, 21)),
-    error: E("InvalidStep"),
-    args: (w) => [w.jobs.complete, 21, 20, 20],
-  },
+  ...calls("reportCheckpoint", [
+    ["at step zero", reportStep("running", 0), E("InvalidStep"), (w) => [w.jobs.running, 0, 0, 10]],
+    ["more than one interval ahead", reportStep("running", 11), E("InvalidStep"), (w) => [w.jobs.running, 11, 0, 10]],
+    ["past the last step", reportStep("complete", 21), E("InvalidStep"), (w) => [w.jobs.complete, 21, 20, 20]],
+  ]),
   {
     name: "reportCheckpoint with a zero hash",
     act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 10, ethers.ZeroHash),
     error: E("ZeroHash"),
     args: (w) => [w.jobs.running],
   },
-  {
-    name: "reportCheckpoint on an Open job",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.open, 0n, 10, ckpt(w.jobs.open, 10)),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.open, Status.Open, bits(Status.Running)],
-  },
+  ...wrongStatus(
+    "reportCheckpoint",
+    (w, id) => w.escrow.connect(w.provider1).reportCheckpoint(id, 0n, 10, ckpt(id, 10)),
+    bits(Status.Running),
+    [["on an Open job", "open", Status.Open]],
+  ),
   // ---- acceptCheckpoint / refuseCheckpoint
   {
     name: "acceptCheckpoint with no checkpoint pending",
@@ -484,12 +495,12 @@ const cases: Case[] = [
     error: E("InvalidVerifierSignatures"),
     args: (w) => [w.digests.accept],
   },
-  {
-    name: "acceptCheckpoint on a Cancelled job",
-    act: async (w) => w.escrow.acceptCheckpoint(w.jobs.cancelled, 0n, 10, other, "0x"),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.cancelled, Status.Cancelled, bits(Status.Open, Status.Running)],
-  },
+  ...wrongStatus(
+    "acceptCheckpoint",
+    (w, id) => w.escrow.acceptCheckpoint(id, 0n, 10, other, "0x"),
+    bits(Status.Open, Status.Running),
+    [["on a Cancelled job", "cancelled", Status.Cancelled]],
+  ),
   {
     name: "acceptCheckpoint on an Open job with nothing pending",
     act: async (w) => w.escrow.acceptCheckpoint(w.jobs.open, 0n, 10, other, "0x"),
@@ -547,26 +558,18 @@ const cases: Case[] = [
     error: E("InvalidVerifierSignatures"),
     args: (w) => [w.digests.verdict],
   },
-  {
-    name: "submitVerdict twice",
-    act: async (w) => w.escrow.submitVerdict(w.jobs.verdict, other, METRIC, true, "0x"),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Open, Status.Running)],
-  },
+  ...wrongStatus(
+    "submitVerdict",
+    (w, id) => w.escrow.submitVerdict(id, other, METRIC, true, "0x"),
+    bits(Status.Open, Status.Running),
+    [["twice", "verdict", Status.DisputeWindow]],
+  ),
   // ---- dispute
-  {
-    name: "dispute after the window",
-    prepare: () => time.increase(3_601),
-    act: (w) => w.escrow.connect(w.client).dispute(w.jobs.verdict),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.Settleable, bits(Status.DisputeWindow)],
-  },
-  {
-    name: "dispute twice",
-    act: (w) => w.escrow.connect(w.client).dispute(w.jobs.disputed),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.disputed, Status.Disputed, bits(Status.DisputeWindow)],
-  },
+  ...wrongStatus("dispute", (w, id) => w.escrow.connect(w.client).dispute(id), bits(Status.DisputeWindow), [
+    ["after the window", "verdict", Status.Settleable, () => time.increase(3_601)],
+    ["twice", "disputed", Status.Disputed],
+    ["while Running", "running", Status.Running],
+  ]),
   {
     name: "dispute without a bond allowance",
     prepare: (w) => w.usdc.connect(w.client).approve(w.escrowAddress, 0n),
@@ -580,12 +583,6 @@ const cases: Case[] = [
     error: E("NotClient"),
     args: (w) => [w.jobs.verdict, w.provider1.address, w.client.address],
   },
-  {
-    name: "dispute while Running",
-    act: (w) => w.escrow.connect(w.client).dispute(w.jobs.running),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.running, Status.Running, bits(Status.DisputeWindow)],
-  },
   // ---- resolveDispute
   {
     name: "resolveDispute by someone other than the arbiter",
@@ -593,44 +590,22 @@ const cases: Case[] = [
     error: E("NotArbiter"),
     args: (w) => [w.stranger.address, w.arbiter.address],
   },
-  {
-    name: "resolveDispute after the 3-day deadline",
-    prepare: () => time.increase(3n * DAY + 1n),
-    act: (w) => w.escrow.connect(w.arbiter).resolveDispute(w.jobs.disputed, false),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.disputed, Status.ArbiterTimedOut, bits(Status.Disputed)],
-  },
-  {
-    name: "resolveDispute on an undisputed job",
-    act: (w) => w.escrow.connect(w.arbiter).resolveDispute(w.jobs.verdict, false),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Disputed)],
-  },
+  ...wrongStatus(
+    "resolveDispute",
+    (w, id) => w.escrow.connect(w.arbiter).resolveDispute(id, false),
+    bits(Status.Disputed),
+    [
+      ["after the 3-day deadline", "disputed", Status.ArbiterTimedOut, () => time.increase(3n * DAY + 1n)],
+      ["on an undisputed job", "verdict", Status.DisputeWindow],
+    ],
+  ),
   // ---- settle
-  {
-    name: "settle before the dispute window passed",
-    act: (w) => w.escrow.settle(w.jobs.verdict),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, SETTLEABLE],
-  },
-  {
-    name: "settle twice",
-    act: (w) => w.escrow.settle(w.jobs.settled),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.settled, Status.Settled, SETTLEABLE],
-  },
-  {
-    name: "settle a dispute before the arbiter's deadline",
-    act: (w) => w.escrow.settle(w.jobs.disputed),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.disputed, Status.Disputed, SETTLEABLE],
-  },
-  {
-    name: "settle an Open job",
-    act: (w) => w.escrow.settle(w.jobs.open),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.open, Status.Open, SETTLEABLE],
-  },
+  ...wrongStatus("settle", (w, id) => w.escrow.settle(id), SETTLEABLE, [
+    ["before the dispute window passed", "verdict", Status.DisputeWindow],
+    ["twice", "settled", Status.Settled],
+    ["a dispute before the arbiter's deadline", "disputed", Status.Disputed],
+    ["an Open job", "open", Status.Open],
+  ]),
   // ---- claimEarnings / withdraw
   {
     name: "claimEarnings for an address with no earnings",
@@ -638,38 +613,38 @@ const cases: Case[] = [
     error: E("NoEarnings"),
     args: (w) => [w.jobs.settled, w.stranger.address],
   },
-  {
-    name: "claimEarnings before settlement",
-    act: (w) => w.escrow.claimEarnings(w.jobs.verdict, w.provider1.address),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.verdict, Status.DisputeWindow, bits(Status.Settled, Status.Cancelled)],
-  },
-  {
+  ...wrongStatus(
+    "claimEarnings",
+    (w, id) => w.escrow.claimEarnings(id, w.provider1.address),
+    bits(Status.Settled, Status.Cancelled),
+    [["before settlement", "verdict", Status.DisputeWindow]],
+  ),
+  twice({
     name: "claimEarnings twice",
-    prepare: (w) => w.escrow.claimEarnings(w.jobs.settled, w.provider1.address),
     act: (w) => w.escrow.claimEarnings(w.jobs.settled, w.provider1.address),
     error: E("NoEarnings"),
     args: (w) => [w.jobs.settled, w.provider1.address],
-  },
+  }),
   {
     name: "claimEarnings after the dispute was upheld",
     act: (w) => w.escrow.claimEarnings(w.jobs.upheld, w.provider1.address),
     error: E("NoEarnings"),
     args: (w) => [w.jobs.upheld, w.provider1.address],
   },
-  {
-    name: "withdraw with nothing owed",
-    act: (w) => w.escrow.connect(w.stranger).withdraw(),
-    error: E("NothingOwed"),
-    args: (w) => [w.stranger.address],
-  },
-  {
+  ...calls("withdraw", [
+    [
+      "with nothing owed",
+      (w) => w.escrow.connect(w.stranger).withdraw(),
+      E("NothingOwed"),
+      (w) => [w.stranger.address],
+    ],
+  ]),
+  twice({
     name: "withdraw twice",
-    prepare: (w) => w.escrow.connect(w.client).withdraw(),
     act: (w) => w.escrow.connect(w.client).withdraw(),
     error: E("NothingOwed"),
     args: (w) => [w.client.address],
-  },
+  }),
   // ---- admin
   {
     name: "setCoordinator to the zero address",
@@ -699,49 +674,25 @@ const cases: Case[] = [
     args: (w) => [w.stranger.address],
   },
   // ---- registry
-  {
-    name: "register twice",
-    act: (w) => w.registry.connect(w.provider1).register("again", 1n, 0, "cpu", 1),
-    error: R("AlreadyRegistered"),
-    args: (w) => [w.provider1.address],
-  },
-  {
-    name: "register with an empty name",
-    act: (w) => w.registry.connect(w.stranger).register("", 1n, 0, "cpu", 1),
-    error: R("InvalidName"),
-    args: () => [0, 64],
-  },
-  {
-    name: "register with a 65-byte name",
-    act: (w) => w.registry.connect(w.stranger).register("n".repeat(65), 1n, 0, "cpu", 1),
-    error: R("InvalidName"),
-    args: () => [65, 64],
-  },
-  {
-    name: "register with a zero price",
-    act: (w) => w.registry.connect(w.stranger).register("n", 0n, 0, "cpu", 1),
-    error: R("ZeroPrice"),
-    args: (w) => [w.stranger.address],
-  },
-  {
-    name: "register with zero memory",
-    act: (w) => w.registry.connect(w.stranger).register("n", 1n, 0, "cpu", 0),
-    error: R("ZeroMemory"),
-    args: (w) => [w.stranger.address],
-  },
+  ...calls("register", [
+    ["twice", registerAs("provider1", "again", 1n, 1), R("AlreadyRegistered"), (w) => [w.provider1.address]],
+    ["with an empty name", registerAs("stranger", "", 1n, 1), R("InvalidName"), () => [0, 64]],
+    ["with a 65-byte name", registerAs("stranger", "n".repeat(65), 1n, 1), R("InvalidName"), () => [65, 64]],
+    ["with a zero price", registerAs("stranger", "n", 0n, 1), R("ZeroPrice"), (w) => [w.stranger.address]],
+    ["with zero memory", registerAs("stranger", "n", 1n, 0), R("ZeroMemory"), (w) => [w.stranger.address]],
+  ]),
   {
     name: "update by an unregistered address",
     act: (w) => w.registry.connect(w.stranger).update(1n, 0, "cpu", 1),
     error: R("NotRegistered"),
     args: (w) => [w.stranger.address],
   },
-  {
+  twice({
     name: "deactivate twice",
-    prepare: (w) => w.registry.connect(w.provider3).deactivate(),
     act: (w) => w.registry.connect(w.provider3).deactivate(),
     error: R("ActiveUnchanged"),
     args: (w) => [w.provider3.address, false],
-  },
+  }),
   {
     name: "reactivate an active provider",
     act: (w) => w.registry.connect(w.provider3).reactivate(),
@@ -849,47 +800,30 @@ const cases: Case[] = [
   },
   {
     name: "refuseWithFault whose replayed hash equals the committed one",
-    act: async (w) =>
-      w.escrow.refuseWithFault(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        { ...w.fault, replayedHash: w.fault.committedHash },
-        "0x",
-      ),
+    act: (w) => refusePending(w, { ...w.fault, replayedHash: w.fault.committedHash }),
     error: E("NotAFault"),
     args: (w) => [w.jobs.pending, w.fault.committedHash, w.fault.committedHash],
   },
   {
     name: "refuseWithFault at the accepted step (0)",
-    act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, step: 0 }, "0x"),
+    act: (w) => refusePending(w, { ...w.fault, step: 0 }),
     error: E("InvalidFaultStep"),
     args: (w) => [w.jobs.pending, 0, 0, 10],
   },
   {
     name: "refuseWithFault past the pending step (11)",
-    act: async (w) => w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, step: 11 }, "0x"),
+    act: (w) => refusePending(w, { ...w.fault, step: 11 }),
     error: E("InvalidFaultStep"),
     args: (w) => [w.jobs.pending, 11, 0, 10],
   },
   {
     name: "refuseWithFault naming no finder",
-    act: async (w) =>
-      w.escrow.refuseWithFault(w.jobs.pending, 1n, 10, w.pendingHash, { ...w.fault, finder: ethers.ZeroAddress }, "0x"),
+    act: (w) => refusePending(w, { ...w.fault, finder: ethers.ZeroAddress }),
     error: E("ZeroAddress"),
   },
   {
     name: "refuseWithFault carrying plain refusal signatures",
-    act: async (w) =>
-      w.escrow.refuseWithFault(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        w.fault,
-        await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, false),
-      ),
+    act: async (w) => refusePending(w, w.fault, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, false)),
     error: E("InvalidVerifierSignatures"),
     args: async (w) => [await w.escrow.faultRefusalDigest(w.jobs.pending, 1n, 10, w.pendingHash, w.fault)],
   },
@@ -902,15 +836,7 @@ const cases: Case[] = [
   {
     name: "refuseWithFault one second after the decision window closed",
     at: (w) => w.reportedAt + DECISION_TIMEOUT + 1n,
-    act: async (w) =>
-      w.escrow.refuseWithFault(
-        w.jobs.pending,
-        1n,
-        10,
-        w.pendingHash,
-        w.fault,
-        await signFault(w, w.jobs.pending, 1n, 10, w.pendingHash, w.fault),
-      ),
+    act: async (w) => refusePending(w, w.fault, await signFault(w, w.jobs.pending, 1n, 10, w.pendingHash, w.fault)),
     error: E("DecisionWindowClosed"),
     args: (w) => [w.jobs.pending, w.reportedAt + DECISION_TIMEOUT, w.reportedAt + DECISION_TIMEOUT + 1n],
   },
@@ -946,12 +872,9 @@ const cases: Case[] = [
     error: E("NotExpired"),
     args: (w) => [w.jobs.open, w.openSince + 7n * DAY, w.openSince + 7n * DAY],
   },
-  {
-    name: "expire a Running job",
-    act: (w) => w.escrow.connect(w.stranger).expire(w.jobs.running),
-    error: E("UnexpectedStatus"),
-    args: (w) => [w.jobs.running, Status.Running, bits(Status.Open)],
-  },
+  ...wrongStatus("expire", (w, id) => w.escrow.connect(w.stranger).expire(id), bits(Status.Open), [
+    ["a Running job", "running", Status.Running],
+  ]),
 ];
 
 /** Everything that could move: token balances, proof of reserves, what the escrow owes each account. */

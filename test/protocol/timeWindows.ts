@@ -123,6 +123,20 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
       }
     }
 
+    /** A heartbeat at `t`: extends the lease to t + LEASE when `live`, else reverts with JobEscrowNoProgress. */
+    async function heartbeatAt(p: Protocol, jobId: bigint, t: bigint, live: boolean, lastProgressAt: bigint) {
+      await time.setNextBlockTimestamp(t);
+      const tx = p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
+      if (live)
+        await expect(tx)
+          .to.emit(p.escrow, "LeaseExtended")
+          .withArgs(jobId, p.provider1.address, 1n, t + LEASE);
+      else
+        await expect(tx)
+          .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress")
+          .withArgs(jobId, lastProgressAt, t);
+    }
+
     async function stalled() {
       const p = await networkHelpers.loadFixture(deployProtocol);
       const jobId = await startJob(p);
@@ -138,17 +152,7 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
       const live = offset <= 0n;
       it(`heartbeat at lastProgressAt + progressTimeout${offset < 0n ? "-1" : offset > 0n ? "+1" : ""} with nothing pending: ${live ? "succeeds" : "reverts with JobEscrowNoProgress"}`, async function () {
         const { p, jobId, lastProgressAt, deadline } = await stalled();
-        const t = deadline + offset;
-        await time.setNextBlockTimestamp(t);
-        const tx = p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
-        if (live)
-          await expect(tx)
-            .to.emit(p.escrow, "LeaseExtended")
-            .withArgs(jobId, p.provider1.address, 1n, t + LEASE);
-        else
-          await expect(tx)
-            .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress")
-            .withArgs(jobId, lastProgressAt, t);
+        await heartbeatAt(p, jobId, deadline + offset, live, lastProgressAt);
       });
     }
 
@@ -169,13 +173,7 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
         const { reportedAt, lastProgressAt } = await p.escrow.jobOf(jobId);
         const t = reportedAt + DECISION_TIMEOUT + offset;
         await heartbeatUntil(p, jobId, t);
-        await time.setNextBlockTimestamp(t);
-        const tx = p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
-        if (live) await expect(tx).to.emit(p.escrow, "LeaseExtended");
-        else
-          await expect(tx)
-            .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress")
-            .withArgs(jobId, lastProgressAt, t);
+        await heartbeatAt(p, jobId, t, live, lastProgressAt);
       });
     }
 

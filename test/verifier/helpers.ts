@@ -4,7 +4,7 @@
  * with one fault, and the three verifier keys (Hardhat accounts 3, 4, 5: the verifier Safe's owners).
  */
 import { HDNodeWallet, Mnemonic } from "ethers";
-import { behaviourOf, faultyUpload, type Fault, type FaultKind } from "../../agent/faults.ts";
+import { behaviourOf, FAULT_KINDS, faultyUpload, type Fault, type FaultKind } from "../../agent/faults.ts";
 import { honestUpload, type Segment, type SegmentStart, type Upload } from "../../agent/segment.ts";
 import { trainSegment, isAbandoned } from "../../agent/train.ts";
 import {
@@ -56,14 +56,10 @@ export const EXTRA_CASES = [
 ] as const;
 export type AgentFaultCase = Exclude<FaultKind, "write-after-fence" | "die-at">;
 export type Case = "honest" | AgentFaultCase | (typeof EXTRA_CASES)[number];
-export const AGENT_FAULT_CASES: AgentFaultCase[] = [
-  "garbage-weights",
-  "skip-steps",
-  "wrong-data",
-  "nan",
-  "hash-mismatch",
-  "replay-old",
-];
+/** The agent's fault kinds that show in one segment's upload (not writing after the fence, nor dying). */
+export const AGENT_FAULT_CASES = FAULT_KINDS.filter(
+  (k): k is AgentFaultCase => k !== "write-after-fence" && k !== "die-at",
+);
 
 export type Produced = { report: Report; upload?: Upload; middleStep?: number };
 

@@ -32,24 +32,20 @@ import {
   type VerifyCache,
 } from "../../verifier/checks.ts";
 import { sampleSalt, type CheckpointItem } from "../../verifier/work.ts";
-import { hardhatWallet, Provider, seedOf, verifierWallets, type Case } from "./helpers.ts";
+import {
+  AGENT_FAULT_CASES,
+  EXTRA_CASES,
+  hardhatWallet,
+  Provider,
+  seedOf,
+  verifierWallets,
+  type Case,
+} from "./helpers.ts";
 
-/** Cases every verifier refuses whatever it samples (integrity, chain, or the always-replayed last step). */
-export const CERTAIN_CASES: Case[] = [
-  "garbage-weights",
-  "skip-steps",
-  "wrong-data",
-  "nan",
-  "hash-mismatch",
-  "replay-old",
-  "wrong-template",
-  "wrong-seed",
-  "broken-chain",
-  "forked-start",
-  "not-a-checkpoint",
-];
 /** Cases with ONE bad step in the middle of the segment: caught when a verifier samples that step. */
 export const SAMPLING_CASES: Case[] = ["fabricated-step", "wrong-data-step"];
+/** Cases every verifier refuses whatever it samples (integrity, chain, or the always-replayed last step). */
+export const CERTAIN_CASES: Case[] = [...AGENT_FAULT_CASES, ...EXTRA_CASES.filter((c) => !SAMPLING_CASES.includes(c))];
 
 export type MatrixOptions = {
   template: string;

@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { join } from "node:path";
 import { recoverSafeSigner } from "../../sdk/verifierSignatures.ts";
 import { createLogger } from "../../sdk/log.ts";
-import { FsCheckpointStore, loadTemplate } from "../../workloads/index.ts";
+import { loadTemplate } from "../../workloads/index.ts";
 import type { JobFacts } from "../../verifier/checks.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
@@ -47,12 +47,10 @@ const ZERO = "0x" + "00".repeat(32);
 describe("verifier runner: tick, re-send, restart, modes", function () {
   const template = loadTemplate("blobs-tiny");
   const scratch = useScratch("gpuchain-verifier-runner-", template);
-  let store: FsCheckpointStore;
   let provider: Provider;
 
-  before(async () => {
-    store = new FsCheckpointStore(join(scratch.dir, "store"));
-    provider = new Provider(scratch.trainer, store);
+  before(() => {
+    provider = new Provider(scratch.trainer, scratch.store);
   });
 
   function record(facts: JobFacts, over: Partial<JobRecord> = {}): JobRecord {
@@ -110,7 +108,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
       {
         chain,
         signer: wallet,
-        store,
+        store: scratch.store,
         collector,
         decisions: new DecisionStore(wallet.address, opts.file),
         log,

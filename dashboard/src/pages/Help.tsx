@@ -4,7 +4,7 @@
  */
 import { BADGE_MEANING } from "../badges.ts";
 import type { PageProps } from "../context.ts";
-import { SHORTCUTS } from "../keyboard.ts";
+import { ShortcutList } from "../components/ShortcutsOverlay.tsx";
 
 const QA: [string, string][] = [
   [
@@ -155,16 +155,7 @@ export function HelpPage(_p: PageProps) {
       </section>
       <section aria-labelledby="k-h">
         <h2 id="k-h">Shortcuts</h2>
-        <dl className="kv">
-          {SHORTCUTS.map(([k, v]) => (
-            <div key={k}>
-              <dt>
-                <kbd>{k}</kbd>
-              </dt>
-              <dd>{v}</dd>
-            </div>
-          ))}
-        </dl>
+        <ShortcutList className="kv" />
       </section>
     </div>
   );

@@ -226,29 +226,22 @@ function FragmentKV({ k, v }: { k: string; v: string }) {
 }
 
 function Reserves(p: PageProps) {
-  const live = useChainRead(
-    p.chain,
-    p.health,
-    p.chain
-      ? async (block) => {
-          const e = p.chain!.escrow;
-          const [r, locked, bonds, withdrawable] = await Promise.all([
-            e.reserves({ blockTag: block }),
-            e.totalLocked({ blockTag: block }),
-            e.totalBonds({ blockTag: block }),
-            e.totalWithdrawable({ blockTag: block }),
-          ]);
-          return {
-            held: BigInt(r[0]),
-            owes: BigInt(r[1]),
-            locked: BigInt(locked),
-            bonds: BigInt(bonds),
-            withdrawable: BigInt(withdrawable),
-          };
-        }
-      : null,
-    "reserves",
-  );
+  const live = useChainRead(p, "reserves", async ({ escrow: e }, block) => {
+    const at = { blockTag: block };
+    const [r, locked, bonds, withdrawable] = await Promise.all([
+      e.reserves(at),
+      e.totalLocked(at),
+      e.totalBonds(at),
+      e.totalWithdrawable(at),
+    ]);
+    return {
+      held: BigInt(r[0]),
+      owes: BigInt(r[1]),
+      locked: BigInt(locked),
+      bonds: BigInt(bonds),
+      withdrawable: BigInt(withdrawable),
+    };
+  });
   const samples = p.run.state.reserves;
   const data = useMemo(() => {
     const byBlock = new Map<number, { held: number; owes: number }>();
@@ -319,20 +312,11 @@ function Reserves(p: PageProps) {
 }
 
 function Contracts(p: PageProps) {
-  const safe = useChainRead(
-    p.chain,
-    p.health,
-    p.chain
-      ? async (block) => {
-          const [owners, threshold] = await Promise.all([
-            p.chain!.safe.getOwners({ blockTag: block }),
-            p.chain!.safe.getThreshold({ blockTag: block }),
-          ]);
-          return { owners: [...owners] as string[], threshold: Number(threshold) };
-        }
-      : null,
-    "safe",
-  );
+  const safe = useChainRead(p, "safe", async ({ safe }, block) => {
+    const at = { blockTag: block };
+    const [owners, threshold] = await Promise.all([safe.getOwners(at), safe.getThreshold(at)]);
+    return { owners: [...owners] as string[], threshold: Number(threshold) };
+  });
   const d = p.config?.deployment;
   const link = (a: string) =>
     p.config?.explorer ? <a href={`${p.config.explorer}/address/${a}`}>{a}</a> : <code>{a}</code>;

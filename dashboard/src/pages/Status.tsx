@@ -67,25 +67,11 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
   const id = String(job.jobId);
   const status = statusName(job, nowSec(p));
   const at = stripIndex(status);
-  const chainRead = useChainRead(
-    p.chain,
-    p.health,
-    p.chain
-      ? async (block) => {
-          const [j, s] = await Promise.all([
-            p.chain!.escrow.jobOf(job.jobId, { blockTag: block }),
-            p.chain!.escrow.statusOf(job.jobId, { blockTag: block }),
-          ]);
-          return {
-            acceptedStep: Number(j.acceptedStep),
-            paid: BigInt(j.paid),
-            epoch: BigInt(j.epoch),
-            status: Number(s),
-          };
-        }
-      : null,
-    `job-${id}`,
-  );
+  const chainRead = useChainRead(p, `job-${id}`, async ({ escrow }, block) => {
+    const at = { blockTag: block };
+    const [j, s] = await Promise.all([escrow.jobOf(job.jobId, at), escrow.statusOf(job.jobId, at)]);
+    return { acceptedStep: Number(j.acceptedStep), paid: BigInt(j.paid), epoch: BigInt(j.epoch), status: Number(s) };
+  });
   const loss = p.run.state.loss.get(id) ?? [];
   const trained = loss.length ? loss[loss.length - 1].step : job.acceptedStep;
   const rate = stepRate(loss);

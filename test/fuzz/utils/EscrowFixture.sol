@@ -4,59 +4,27 @@ pragma solidity 0.8.28;
 import {PRBTest} from "@prb/test/src/PRBTest.sol";
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
 import {IProviderRegistry} from "../../../contracts/interfaces/IProviderRegistry.sol";
-import {JobEscrow} from "../../../contracts/JobEscrow.sol";
-import {ProviderRegistry} from "../../../contracts/ProviderRegistry.sol";
-import {TestUSDC} from "../../../contracts/test/TestUSDC.sol";
+import {bound} from "./Bound.sol";
+import {ProtocolSetup} from "./ProtocolSetup.sol";
 
 /// @notice Shared fixture of the fuzz tests: a real TestUSDC, ProviderRegistry and JobEscrow, named actors, and
 /// one-line steps of the job lifecycle. `verifierSafe` is a plain address: pranking as it is exactly a Safe
 /// transaction reaching the escrow (a direct call from the Safe with empty signatures).
-abstract contract EscrowFixture is PRBTest {
-    uint64 internal constant LEASE = 1 hours;
-    uint128 internal constant BOND = 50e6;
+abstract contract EscrowFixture is PRBTest, ProtocolSetup {
     uint64 internal constant WINDOW = 1 hours;
-    uint64 internal constant ARBITER_TIMEOUT = 3 days;
     uint64 internal constant MIN_WINDOW = 1 minutes;
     uint64 internal constant MAX_WINDOW = 30 days;
     uint256 internal constant START = 1_750_000_000;
-    bytes32 internal constant TEMPLATE = keccak256("mnist-mlp-v1");
     uint128 internal constant MIN_STAKE = 1e6;
-    uint64 internal constant UNBONDING = 2 days;
 
-    address internal constant owner = address(0x0A110000);
-    address internal constant coordinator = address(0xC00D0000);
-    address internal constant arbiter = address(0xA4B10000);
-    address internal constant feeRecipient = address(0xFEE00000);
     address internal constant verifierSafe = address(0x5AFE0000);
     address internal constant client = address(0xC1100001);
     address internal constant provider1 = address(0x9A000001);
     address internal constant provider2 = address(0x9A000002);
-    address internal constant stranger = address(0x57A40000);
-
-    TestUSDC internal usdc;
-    ProviderRegistry internal registry;
-    JobEscrow internal escrow;
 
     function setUp() public virtual {
         vm.warp(START);
-        usdc = new TestUSDC();
-        registry = new ProviderRegistry(usdc, MIN_STAKE, UNBONDING);
-        escrow = new JobEscrow(
-            usdc,
-            registry,
-            IJobEscrow.Roles({
-                owner: owner,
-                coordinator: coordinator,
-                arbiter: arbiter,
-                feeRecipient: feeRecipient,
-                verifierSafe: verifierSafe
-            }),
-            LEASE,
-            BOND
-        );
-        registry.bindEscrow(address(escrow));
-        vm.prank(owner);
-        escrow.setTemplateApproval(TEMPLATE, true);
+        _deployProtocol(verifierSafe, MIN_STAKE);
         vm.prank(client);
         usdc.approve(address(escrow), type(uint256).max);
     }
@@ -109,7 +77,7 @@ abstract contract EscrowFixture is PRBTest {
     }
 
     function _assign(uint256 jobId, address provider) internal {
-        vm.prank(coordinator);
+        vm.prank(COORDINATOR);
         escrow.assign(jobId, provider);
     }
 
@@ -143,14 +111,54 @@ abstract contract EscrowFixture is PRBTest {
         _acceptPending(jobId);
     }
 
-    /// @dev provider1 trains to `handover` at `price1` and is unassigned; provider2 trains on to `totalSteps`.
-    function _handOver(uint256 jobId, uint32 handover, uint32 totalSteps, uint128 price1, uint128 price2) internal {
-        _registerAndAssign(jobId, provider1, price1);
-        _reportAndAccept(jobId, handover);
-        vm.prank(coordinator);
+    /// @dev `minSteps` up to 2^32 − 1 steps, and a price of 1 up to what keeps any uint32 step count's pay within
+    /// uint128.
+    function _anyStepsAndPrice(
+        uint32 totalSteps,
+        uint128 price,
+        uint32 minSteps
+    ) internal pure returns (uint32, uint128) {
+        return (
+            uint32(bound(totalSteps, minSteps, type(uint32).max)),
+            uint128(bound(price, 1, type(uint128).max / type(uint32).max))
+        );
+    }
+
+    /// @dev Two providers on one job (fuzzed as one struct): provider1 trains to `handover` at `price1` and is
+    /// unassigned, provider2 trains on to `totalSteps` at `price2`.
+    struct Handover {
+        uint32 totalSteps;
+        uint32 handover;
+        uint128 price1;
+        uint128 price2;
+    }
+
+    /// @dev `h` wrapped into 2..1e6 steps, a handover strictly inside them, and prices of 1..maxPrice.
+    function _bounded(Handover memory h, uint256 maxPrice) internal pure returns (Handover memory) {
+        h.totalSteps = uint32(bound(h.totalSteps, 2, 1_000_000));
+        h.handover = uint32(bound(h.handover, 1, h.totalSteps - 1));
+        h.price1 = uint128(bound(h.price1, 1, maxPrice));
+        h.price2 = uint128(bound(h.price2, 1, maxPrice));
+        return h;
+    }
+
+    function _higherPrice(Handover memory h) internal pure returns (uint128) {
+        return h.price1 > h.price2 ? h.price1 : h.price2;
+    }
+
+    /// @dev What each provider earns on the handed-over job.
+    function _earned(Handover memory h) internal pure returns (uint256 earned1, uint256 earned2) {
+        earned1 = uint256(h.handover) * h.price1;
+        earned2 = uint256(h.totalSteps - h.handover) * h.price2;
+    }
+
+    function _handOver(uint256 jobId, Handover memory h) internal {
+        _registerAndAssign(jobId, provider1, h.price1);
+        _reportAndAccept(jobId, h.handover);
+        vm.prank(COORDINATOR);
         escrow.unassign(jobId);
-        _registerAndAssign(jobId, provider2, price2);
-        _reportAndAccept(jobId, totalSteps);
+        _registerAndAssign(jobId, provider2, h.price2);
+        _reportAndAccept(jobId, h.totalSteps);
     }
 
     /// @dev The assignee reports and the Safe accepts the furthest allowed step until every step is accepted.

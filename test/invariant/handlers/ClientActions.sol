@@ -14,7 +14,7 @@ abstract contract ClientActions is HandlerBase {
         uint256 priceSeed,
         uint256 budgetSeed,
         uint256 windowSeed
-    ) external useCurrentTime instrument("createJob") {
+    ) external action("createJob") {
         if (ghost_jobCount >= maxJobs) return;
         address client = _clients[clientSeed % N_CLIENTS];
         uint32 totalSteps = uint32(bound(stepsSeed, 1, 10));
@@ -26,10 +26,9 @@ abstract contract ClientActions is HandlerBase {
         _createJob(client, IJobEscrow.JobRequest(TEMPLATE, totalSteps, interval, maxPrice, budget, window));
     }
 
-    function cancel(uint256 jobSeed, uint256 callerSeed) external useCurrentTime instrument("cancel") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Stuck);
+    function cancel(uint256 jobSeed, uint256 callerSeed) external action("cancel") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Stuck);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address caller = _clientOrOther(g, callerSeed);
         bool expected = _status(g) == OPEN && caller == g.client && !_pendingLive(g);
         uint256 owedBefore = escrow.owed(g.client);
@@ -42,10 +41,9 @@ abstract contract ClientActions is HandlerBase {
         _record(jobId);
     }
 
-    function dispute(uint256 jobSeed, uint256 callerSeed) external useCurrentTime instrument("dispute") {
-        uint256 jobId = _pickJob(jobSeed, Fit.InDisputeWindow);
+    function dispute(uint256 jobSeed, uint256 callerSeed) external action("dispute") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.InDisputeWindow);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address caller = _clientOrOther(g, callerSeed);
         bool expected = _status(g) == DISPUTE_WINDOW && caller == g.client;
         usdc.mint(caller, BOND);

@@ -5,10 +5,9 @@ import {HandlerBase, OPEN, RUNNING} from "./HandlerBase.sol";
 
 /// @notice The coordinator's calls (and anyone's unassign once a lease lapsed).
 abstract contract CoordinatorActions is HandlerBase {
-    function assign(uint256 jobSeed, uint256 providerSeed) external useCurrentTime instrument("assign") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Assignable);
+    function assign(uint256 jobSeed, uint256 providerSeed) external action("assign") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Assignable);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address provider = _pickProvider(jobId, providerSeed);
         bool expected = _status(g) == OPEN && _eligible(jobId, provider);
         string memory what = ghost_fenced[jobId][provider] ? "assign (fenced provider)" : "assign";
@@ -30,10 +29,9 @@ abstract contract CoordinatorActions is HandlerBase {
     }
 
     /// @dev The coordinator (one time in four) may unassign at any time; anyone else only once the lease lapsed.
-    function unassign(uint256 jobSeed, uint256 callerSeed) external useCurrentTime instrument("unassign") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Running);
+    function unassign(uint256 jobSeed, uint256 callerSeed) external action("unassign") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Running);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address caller = callerSeed % 4 == 0 ? COORDINATOR : _actor(callerSeed / 4);
         bool expected = _status(g) == RUNNING && (caller == COORDINATOR || currentTime > g.lease);
         if (_call(caller, address(escrow), abi.encodeCall(escrow.unassign, (jobId)), expected, "unassign")) {

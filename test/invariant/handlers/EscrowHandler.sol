@@ -3,9 +3,6 @@ pragma solidity 0.8.28;
 
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
 import {IProviderRegistry} from "../../../contracts/interfaces/IProviderRegistry.sol";
-import {JobEscrow} from "../../../contracts/JobEscrow.sol";
-import {ProviderRegistry} from "../../../contracts/ProviderRegistry.sol";
-import {TestUSDC} from "../../../contracts/test/TestUSDC.sol";
 import {VM} from "../../fuzz/utils/Bound.sol";
 import {ClientActions} from "./ClientActions.sol";
 import {CoordinatorActions} from "./CoordinatorActions.sol";
@@ -36,24 +33,7 @@ contract EscrowHandler is ClientActions, ProviderActions, CoordinatorActions, Ve
                     : depth / 25;
         currentTime = 1_750_000_000;
         VM.warp(currentTime);
-        usdc = new TestUSDC();
-        registry = new ProviderRegistry(usdc, MIN_STAKE, UNBONDING);
-        escrow = new JobEscrow(
-            usdc,
-            registry,
-            IJobEscrow.Roles({
-                owner: OWNER,
-                coordinator: COORDINATOR,
-                arbiter: ARBITER,
-                feeRecipient: FEE_RECIPIENT,
-                verifierSafe: address(this)
-            }),
-            LEASE,
-            BOND
-        );
-        registry.bindEscrow(address(escrow));
-        VM.prank(OWNER);
-        escrow.setTemplateApproval(TEMPLATE, true);
+        _deployProtocol(address(this), MIN_STAKE);
         for (uint256 i = 0; i < N_CLIENTS; ++i) {
             VM.prank(_clients[i]);
             usdc.approve(address(escrow), type(uint256).max);

@@ -2,10 +2,8 @@
 pragma solidity 0.8.28;
 
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
-import {JobEscrow} from "../../../contracts/JobEscrow.sol";
-import {ProviderRegistry} from "../../../contracts/ProviderRegistry.sol";
-import {TestUSDC} from "../../../contracts/test/TestUSDC.sol";
 import {VM, bound} from "../../fuzz/utils/Bound.sol";
+import {ProtocolSetup} from "../../fuzz/utils/ProtocolSetup.sol";
 import {EscrowStore} from "./EscrowStore.sol";
 
 IJobEscrow.JobStatus constant NONE = IJobEscrow.JobStatus.None;
@@ -26,7 +24,7 @@ function bit(IJobEscrow.JobStatus status) pure returns (uint256) {
 /// handler's clock, the reference model's rules and the one way a call is made and judged (`_call`).
 /// @dev The action families (ClientActions, ProviderActions, CoordinatorActions, VerifierActions,
 /// SettlementActions) each add the calls of one role; EscrowHandler puts them together and deploys.
-abstract contract HandlerBase is EscrowStore {
+abstract contract HandlerBase is EscrowStore, ProtocolSetup {
     /// @dev What an action looks for in a job (see `_pickJob`).
     enum Fit {
         Any,
@@ -46,28 +44,14 @@ abstract contract HandlerBase is EscrowStore {
         Claimable // final, not upheld, some provider has unclaimed earnings
     }
 
-    uint64 public constant LEASE = 1 hours;
-    uint128 public constant BOND = 50e6;
-    uint64 public constant ARBITER_TIMEOUT = 3 days;
     uint256 public constant N_CLIENTS = 3;
     uint256 public constant N_PROVIDERS = 4;
-    bytes32 public constant TEMPLATE = keccak256("mnist-mlp-v1");
     uint128 public constant MIN_STAKE = 1_000;
-    uint64 public constant UNBONDING = 2 days;
     uint64 public constant DECISION_TIMEOUT = 1 hours;
     uint64 public constant STALL_EXPIRY = 7 days;
     uint64 public constant MAX_SECONDS_PER_STEP = 30;
     uint64 public constant PROGRESS_CAP = 6 hours;
     uint256 public constant N_VERIFIERS = 3;
-    address public constant OWNER = address(0x0A110000);
-    address public constant COORDINATOR = address(0xC00D0000);
-    address public constant ARBITER = address(0xA4B10000);
-    address public constant FEE_RECIPIENT = address(0xFEE00000);
-    address public constant STRANGER = address(0x57A40000);
-
-    TestUSDC public usdc;
-    ProviderRegistry public registry;
-    JobEscrow public escrow;
 
     address[N_CLIENTS] internal _clients = [address(0xC1100001), address(0xC1100002), address(0xC1100003)];
     address[N_PROVIDERS] internal _providers = [
@@ -85,13 +69,15 @@ abstract contract HandlerBase is EscrowStore {
     /// @notice The handler's clock (see `warp`).
     uint256 public currentTime;
 
-    modifier useCurrentTime() {
+    /// @dev Every action but `warp`: it runs at the handler's clock, and its call is counted.
+    modifier action(bytes32 name) {
         VM.warp(currentTime);
+        ghost_calls[name] += 1;
         _;
     }
 
-    modifier instrument(bytes32 action) {
-        ghost_calls[action] += 1;
+    modifier instrument(bytes32 name) {
+        ghost_calls[name] += 1;
         _;
     }
 
@@ -209,6 +195,12 @@ abstract contract HandlerBase is EscrowStore {
         return g.pending != 0 && currentTime <= uint256(g.reportedAt) + DECISION_TIMEOUT;
     }
 
+    /// @dev Whether the Safe may still decide the job's pending checkpoint (Open or Running, inside its window).
+    function _decidable(GhostJob storage g) internal view returns (bool) {
+        IJobEscrow.JobStatus status = _status(g);
+        return (status == OPEN || status == RUNNING) && _pendingLive(g);
+    }
+
     /// @dev A pending checkpoint whose decision window closed is dropped by the next assign, report or cancel.
     function _dropLapsed(uint256 jobId, GhostJob storage g) internal {
         if (g.pending == 0 || _pendingLive(g)) return;
@@ -272,7 +264,13 @@ abstract contract HandlerBase is EscrowStore {
     /// @dev A job chosen by `seed`. Seven times in eight it prefers, scanning from there, a job on which the action
     /// can succeed (`fit`), so that random sequences get jobs through their whole lifecycle; otherwise (and when
     /// none fits) the plain pick stands, so that calls in the wrong status are exercised too. 0: no job yet.
-    function _pickJob(uint256 seed, Fit fit) internal view returns (uint256) {
+    /// Returns the job's model too.
+    function _pickJob(uint256 seed, Fit fit) internal view returns (uint256 jobId, GhostJob storage g) {
+        jobId = _pickJobId(seed, fit);
+        g = _ghostJobs[jobId];
+    }
+
+    function _pickJobId(uint256 seed, Fit fit) private view returns (uint256) {
         uint256 n = ghost_jobCount;
         if (n == 0) return 0;
         uint256 start = (seed / 8) % n;
@@ -301,7 +299,7 @@ abstract contract HandlerBase is EscrowStore {
         if (fit == Fit.Reportable) {
             return status == RUNNING && currentTime <= g.lease && !_pendingLive(g) && g.accepted < g.totalSteps;
         }
-        if (fit == Fit.Pending) return (status == OPEN || status == RUNNING) && _pendingLive(g);
+        if (fit == Fit.Pending) return _decidable(g);
         if (fit == Fit.Fabricated) return _fits(jobId, Fit.Pending) && g.pendingFabricated;
         if (fit == Fit.Expirable) return status == OPEN && currentTime > uint256(g.openSince) + STALL_EXPIRY;
         if (fit == Fit.Trained) return (status == OPEN || status == RUNNING) && g.accepted == g.totalSteps;

@@ -11,7 +11,7 @@ abstract contract ProviderActions is HandlerBase {
         uint256 providerSeed,
         uint256 priceSeed,
         uint256 nameSeed
-    ) external useCurrentTime instrument("registerProvider") {
+    ) external action("registerProvider") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         uint128 price = uint128(bound(priceSeed, 1, 1200));
         bytes memory name = new bytes(bound(nameSeed, 1, 64));
@@ -28,10 +28,7 @@ abstract contract ProviderActions is HandlerBase {
         }
     }
 
-    function updateProvider(
-        uint256 providerSeed,
-        uint256 priceSeed
-    ) external useCurrentTime instrument("updateProvider") {
+    function updateProvider(uint256 providerSeed, uint256 priceSeed) external action("updateProvider") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         uint128 price = uint128(bound(priceSeed, 1, 1200));
         bool expected = ghost_providers[provider].registered;
@@ -42,7 +39,7 @@ abstract contract ProviderActions is HandlerBase {
         if (_call(provider, address(registry), data, expected, "update")) ghost_providers[provider].price = price;
     }
 
-    function toggleProvider(uint256 providerSeed) external useCurrentTime instrument("toggleProvider") {
+    function toggleProvider(uint256 providerSeed) external action("toggleProvider") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         GhostProvider storage p = ghost_providers[provider];
         bytes memory data =
@@ -52,10 +49,9 @@ abstract contract ProviderActions is HandlerBase {
         if (_call(provider, address(registry), data, p.registered, "toggle")) p.active = !p.active;
     }
 
-    function heartbeat(uint256 jobSeed) external useCurrentTime instrument("heartbeat") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Live);
+    function heartbeat(uint256 jobSeed) external action("heartbeat") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Live);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address sender = g.assignee == address(0) ? _providers[jobSeed % N_PROVIDERS] : g.assignee;
         uint64 epoch = g.epoch;
         bool live = _isLiveAssignee(g, sender, epoch);
@@ -70,14 +66,9 @@ abstract contract ProviderActions is HandlerBase {
     }
 
     /// @dev The honest path: the assignee reports a step in range (three times in four the furthest one allowed).
-    function reportCheckpoint(
-        uint256 jobSeed,
-        uint256 stepSeed,
-        uint256 hashSeed
-    ) external useCurrentTime instrument("reportCheckpoint") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Reportable);
+    function reportCheckpoint(uint256 jobSeed, uint256 stepSeed, uint256 hashSeed) external action("reportCheckpoint") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Reportable);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address sender = g.assignee == address(0) ? _providers[jobSeed % N_PROVIDERS] : g.assignee;
         uint64 epoch = g.epoch;
         uint32 maxStep = _maxStep(g);
@@ -111,7 +102,7 @@ abstract contract ProviderActions is HandlerBase {
 
     // ------------------------------------------------------------------ stake
 
-    function depositStake(uint256 providerSeed, uint256 amountSeed) external useCurrentTime instrument("depositStake") {
+    function depositStake(uint256 providerSeed, uint256 amountSeed) external action("depositStake") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         uint128 amount = uint128(bound(amountSeed, 0, 20_000)); // zero must revert
         usdc.mint(provider, amount);
@@ -126,10 +117,7 @@ abstract contract ProviderActions is HandlerBase {
         }
     }
 
-    function requestUnbond(
-        uint256 providerSeed,
-        uint256 amountSeed
-    ) external useCurrentTime instrument("requestUnbond") {
+    function requestUnbond(uint256 providerSeed, uint256 amountSeed) external action("requestUnbond") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         uint128 free = _freeStake(provider);
         // Mostly some of the free stake; sometimes one unit more than is free (must revert).
@@ -144,7 +132,7 @@ abstract contract ProviderActions is HandlerBase {
         }
     }
 
-    function withdrawStake(uint256 providerSeed) external useCurrentTime instrument("withdrawStake") {
+    function withdrawStake(uint256 providerSeed) external action("withdrawStake") {
         address provider = _providers[providerSeed % N_PROVIDERS];
         GhostStake storage st = _ghostStakes[provider];
         uint128 amount = st.unbonding;
@@ -169,10 +157,9 @@ abstract contract ProviderActions is HandlerBase {
         uint256 providerSeed,
         uint256 epochSeed,
         uint256 stepSeed
-    ) external useCurrentTime instrument("staleWrite") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Any);
+    ) external action("staleWrite") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Any);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address sender = _providers[providerSeed % N_PROVIDERS];
         uint64 epoch = uint64(bound(epochSeed, 0, g.epoch + 1));
         if (_isLiveAssignee(g, sender, epoch)) epoch = epochSeed % 2 == 0 ? epoch + 1 : epoch - 1;

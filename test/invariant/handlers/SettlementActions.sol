@@ -17,14 +17,9 @@ import {
 
 /// @notice The end of a job and the money: the arbiter, settlement, claims, withdrawals, time and donations.
 abstract contract SettlementActions is HandlerBase {
-    function resolveDispute(
-        uint256 jobSeed,
-        bool upheld,
-        uint256 callerSeed
-    ) external useCurrentTime instrument("resolveDispute") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Disputed);
+    function resolveDispute(uint256 jobSeed, bool upheld, uint256 callerSeed) external action("resolveDispute") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Disputed);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address caller = callerSeed % 6 == 0 ? _actor(callerSeed / 6) : ARBITER;
         bool expected = _status(g) == DISPUTED && caller == ARBITER;
         uint256 clientBefore = escrow.owed(g.client);
@@ -47,10 +42,9 @@ abstract contract SettlementActions is HandlerBase {
         _record(jobId);
     }
 
-    function settle(uint256 jobSeed, uint256 callerSeed) external useCurrentTime instrument("settle") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Settleable);
+    function settle(uint256 jobSeed, uint256 callerSeed) external action("settle") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Settleable);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         IJobEscrow.JobStatus status = _status(g);
         bool expected = status == SETTLEABLE || status == ARBITER_TIMED_OUT;
         uint256 clientBefore = escrow.owed(g.client);
@@ -69,10 +63,9 @@ abstract contract SettlementActions is HandlerBase {
 
     /// @dev Anyone expires a job Open without progress for longer than STALL_EXPIRY: refund to the client, and
     /// accepted earnings become claimable.
-    function expire(uint256 jobSeed, uint256 callerSeed) external useCurrentTime instrument("expire") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Expirable);
+    function expire(uint256 jobSeed, uint256 callerSeed) external action("expire") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Expirable);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         bool expected = _status(g) == OPEN && currentTime > uint256(g.openSince) + STALL_EXPIRY && !_pendingLive(g);
         uint256 owedBefore = escrow.owed(g.client);
         if (_call(_actor(callerSeed), address(escrow), abi.encodeCall(escrow.expire, (jobId)), expected, "expire")) {
@@ -84,14 +77,9 @@ abstract contract SettlementActions is HandlerBase {
         _record(jobId);
     }
 
-    function claimEarnings(
-        uint256 jobSeed,
-        uint256 providerSeed,
-        uint256 callerSeed
-    ) external useCurrentTime instrument("claimEarnings") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Claimable);
+    function claimEarnings(uint256 jobSeed, uint256 providerSeed, uint256 callerSeed) external action("claimEarnings") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Claimable);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         address provider = _providers[(providerSeed / 8) % N_PROVIDERS];
         for (uint256 i = 0; i < N_PROVIDERS && providerSeed % 8 != 7; ++i) {
             address candidate = _providers[(providerSeed / 8 + i) % N_PROVIDERS];
@@ -112,7 +100,7 @@ abstract contract SettlementActions is HandlerBase {
         }
     }
 
-    function withdraw(uint256 actorSeed) external useCurrentTime instrument("withdraw") {
+    function withdraw(uint256 actorSeed) external action("withdraw") {
         address account = _actor(actorSeed / 8);
         for (uint256 i = 0; i < N_ACTORS && actorSeed % 8 != 7; ++i) {
             address candidate = _actor(actorSeed / 8 + i);
@@ -155,7 +143,7 @@ abstract contract SettlementActions is HandlerBase {
     }
 
     /// @dev Someone sends test USDC straight to the escrow. The escrow owes it to no one: held > owes afterwards.
-    function donate(uint256 amountSeed) external useCurrentTime instrument("donate") {
+    function donate(uint256 amountSeed) external action("donate") {
         uint256 amount = bound(amountSeed, 1, 1e6);
         usdc.mint(STRANGER, amount);
         VM.prank(STRANGER);

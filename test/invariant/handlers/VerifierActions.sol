@@ -3,29 +3,17 @@ pragma solidity 0.8.28;
 
 import {IJobEscrow} from "../../../contracts/interfaces/IJobEscrow.sol";
 import {VM, bound} from "../../fuzz/utils/Bound.sol";
-import {HandlerBase, OPEN, RUNNING, DISPUTE_WINDOW} from "./HandlerBase.sol";
+import {HandlerBase, RUNNING, DISPUTE_WINDOW} from "./HandlerBase.sol";
 
 /// @notice The verifier Safe's calls (the handler is the Safe: direct calls, empty signatures) and forgeries.
 abstract contract VerifierActions is HandlerBase {
-    function acceptCheckpoint(
-        uint256 jobSeed,
-        uint256 stepSeed
-    ) external useCurrentTime instrument("acceptCheckpoint") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Pending);
+    function acceptCheckpoint(uint256 jobSeed, uint256 stepSeed) external action("acceptCheckpoint") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Pending);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
-        IJobEscrow.JobStatus status = _status(g);
-        bool expected = (status == OPEN || status == RUNNING) && _pendingLive(g);
-        (uint32 step, bytes32 checkpointHash) = expected
-            ? (g.pending, g.pendingHash)
-            : (g.accepted + 1, keccak256(abi.encode(stepSeed)));
         address reporter = g.pendingProvider;
         uint256 earnedBefore = escrow.earningsOf(jobId, reporter);
-        bytes memory data = _decision(jobId, g.pendingEpoch, step, checkpointHash, true, "");
-        (bool ok, ) = _rawCall(address(this), address(escrow), data);
-        if (ok && !expected) {
-            _forgedDecisionSucceeded("acceptCheckpoint: nothing decidable");
-        } else if (ok) {
+        (bool ok, uint32 step, bytes32 checkpointHash) = _safeDecision(jobId, g, stepSeed, true);
+        if (ok) {
             // Credited to its reporter at the reporter's price, whoever holds the job now.
             uint128 amount = uint128(step - g.accepted) * g.pendingPrice;
             for (uint32 s = g.accepted + 1; s <= step; ++s) {
@@ -48,49 +36,50 @@ abstract contract VerifierActions is HandlerBase {
             }
             _releaseIfIdle(jobId, g, reporter);
             _succeeded(g.assignee == reporter ? bytes32("acceptCheckpoint") : bytes32("acceptCheckpoint:orphan"));
-        } else if (expected) {
-            _unexpected("acceptCheckpoint reverted");
         }
         _record(jobId);
     }
 
-    function refuseCheckpoint(uint256 jobSeed) external useCurrentTime instrument("refuseCheckpoint") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Pending);
+    function refuseCheckpoint(uint256 jobSeed) external action("refuseCheckpoint") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Pending);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
-        IJobEscrow.JobStatus status = _status(g);
-        bool expected = (status == OPEN || status == RUNNING) && _pendingLive(g);
-        (uint32 step, bytes32 checkpointHash) = expected
-            ? (g.pending, g.pendingHash)
-            : (g.accepted + 1, keccak256(abi.encode(jobSeed)));
-        bytes memory data = _decision(jobId, g.pendingEpoch, step, checkpointHash, false, "");
-        (bool ok, ) = _rawCall(address(this), address(escrow), data);
-        if (ok && !expected) {
-            _forgedDecisionSucceeded("refuseCheckpoint: nothing decidable");
-        } else if (ok) {
+        (bool ok, , ) = _safeDecision(jobId, g, jobSeed, false);
+        if (ok) {
             address reporter = _refuse(g, jobId);
             _releaseIfIdle(jobId, g, reporter);
             _succeeded("refuseCheckpoint");
-        } else if (expected) {
-            _unexpected("refuseCheckpoint reverted");
         }
         _record(jobId);
+    }
+
+    /// @dev The Safe decides the pending checkpoint; where nothing is decidable it names the next step with a hash
+    /// made from `hashSeed`, which must fail. `ok`: a decision the model expected went through.
+    function _safeDecision(
+        uint256 jobId,
+        GhostJob storage g,
+        uint256 hashSeed,
+        bool accept
+    ) private returns (bool ok, uint32 step, bytes32 checkpointHash) {
+        bool expected = _decidable(g);
+        (step, checkpointHash) = expected
+            ? (g.pending, g.pendingHash)
+            : (g.accepted + 1, keccak256(abi.encode(hashSeed)));
+        bytes memory data = _decision(jobId, g.pendingEpoch, step, checkpointHash, accept, "");
+        (ok, ) = _rawCall(address(this), address(escrow), data);
+        string memory what = accept ? "acceptCheckpoint" : "refuseCheckpoint";
+        if (ok && !expected) _forgedDecisionSucceeded(string.concat(what, ": nothing decidable"));
+        else if (!ok && expected) _unexpected(string.concat(what, " reverted"));
+        ok = ok && expected;
     }
 
     /// @dev The Safe proves a fault in a fabricated checkpoint: the reporter's lock is slashed (50 % client, 20 %
     /// finder, rest fee recipient) and its unclaimed earnings on the job are voided. About an honest checkpoint
     /// the Safe signs no fault: only a forger tries (someone else, junk signatures), and must fail.
-    function refuseWithFault(
-        uint256 jobSeed,
-        uint256 stepSeed,
-        uint256 finderSeed
-    ) external useCurrentTime instrument("refuseWithFault") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Fabricated);
+    function refuseWithFault(uint256 jobSeed, uint256 stepSeed, uint256 finderSeed) external action("refuseWithFault") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Fabricated);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
-        IJobEscrow.JobStatus status = _status(g);
         bool honest = !g.pendingFabricated;
-        bool expected = (status == OPEN || status == RUNNING) && _pendingLive(g) && !honest;
+        bool expected = _decidable(g) && !honest;
         address reporter = g.pendingProvider;
         address finder = _verifiers[finderSeed % N_VERIFIERS];
         uint256[3] memory before = [escrow.owed(g.client), escrow.owed(finder), escrow.owed(FEE_RECIPIENT)];
@@ -177,14 +166,9 @@ abstract contract VerifierActions is HandlerBase {
 
     /// @dev A decision that must never pass: from someone other than the Safe with junk signatures, or from the
     /// Safe about a checkpoint that is not the pending one (old epoch, other step, other hash).
-    function forgeDecision(
-        uint256 jobSeed,
-        uint256 modeSeed,
-        bool accept
-    ) external useCurrentTime instrument("forgeDecision") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Pending);
+    function forgeDecision(uint256 jobSeed, uint256 modeSeed, bool accept) external action("forgeDecision") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Pending);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         (bool ok, ) = _forgedCall(g, jobId, modeSeed, accept);
         if (ok) _forgedDecisionSucceeded("forgeDecision");
         else ghost_forgedDecisionsReverted += 1;
@@ -196,14 +180,11 @@ abstract contract VerifierActions is HandlerBase {
         uint256 metricSeed,
         bool passed,
         uint256 hashSeed
-    ) external useCurrentTime instrument("submitVerdict") {
-        uint256 jobId = _pickJob(jobSeed, Fit.Trained);
+    ) external action("submitVerdict") {
+        (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Trained);
         if (jobId == 0) return;
-        GhostJob storage g = _ghostJobs[jobId];
         bytes32 modelHash = hashSeed % 5 == 0 ? keccak256(abi.encode(hashSeed)) : g.acceptedHash;
-        IJobEscrow.JobStatus status = _status(g);
-        bool expected =
-            (status == OPEN || status == RUNNING) && g.accepted == g.totalSteps && modelHash == g.acceptedHash;
+        bool expected = _fits(jobId, Fit.Trained) && modelHash == g.acceptedHash;
         bytes memory data = abi.encodeCall(
             escrow.submitVerdict,
             (jobId, modelHash, bound(metricSeed, 0, 10_000), passed, "")

@@ -1,0 +1,43 @@
+/**
+ * The expected step time of a known template on a device with a given memory (decide.ts `expectedStepMs`, the
+ * progress rule's input): its multiply-adds per step and how many micro-batches that memory forces. Templates
+ * never change at run time, so answers are remembered (bounded).
+ */
+import { expectedStepMs } from "./decide.ts";
+import { loadTemplate, microBatchForMemory, UnknownTemplateError, type Template } from "../../workloads/index.ts";
+
+/** Multiply-adds of one step: forward and backward (×3) over the global batch. */
+export function macsPerStep(t: Template): number {
+  const l = t.descriptor.layers;
+  let perSample = 0;
+  for (let i = 0; i + 1 < l.length; i++) perSample += l[i] * l[i + 1];
+  return 3 * t.descriptor.globalBatch * perSample;
+}
+
+/** Micro-batches per step on `memoryMiB` (every atom on its own when even one does not fit: the slowest case). */
+export function microBatches(t: Template, memoryMiB: number): number {
+  try {
+    return t.atomsPerStep / microBatchForMemory(t, memoryMiB);
+  } catch (e) {
+    if (e instanceof RangeError) return t.atomsPerStep;
+    throw e;
+  }
+}
+
+const known = new Map<string, number | undefined>();
+
+/** Expected ms per step, or undefined for a template this node does not know. */
+export function templateStepMs(templateId: string, memoryMiB: number): number | undefined {
+  const key = `${templateId.toLowerCase()}|${memoryMiB}`;
+  if (known.has(key)) return known.get(key);
+  let ms: number | undefined;
+  try {
+    const t = loadTemplate(templateId);
+    ms = expectedStepMs(macsPerStep(t), microBatches(t, memoryMiB));
+  } catch (e) {
+    if (!(e instanceof UnknownTemplateError)) throw e;
+  }
+  if (known.size >= 1_024) known.clear(); // memory sizes come from registrations: keep the cache bounded
+  known.set(key, ms);
+  return ms;
+}

@@ -1,0 +1,68 @@
+/**
+ * No starving, end to end (issue 13, "one cheap identity starves a job"): real processes — a Hardhat node, the
+ * keepers, three verifiers, the honest provider agent — and idle identities written with plain ethers (demo/sybil.ts):
+ * registered at price 1 with the largest memory, staked, heartbeating off chain and on chain for the job they
+ * hold, never training.
+ *
+ * Before the progress rule the coordinator kept the first idle identity (lowest address at the lowest price)
+ * "alive" on its heartbeats, and the on-chain lease never lapsed: the job was never trained (the reproduction
+ * below times out on that code). Now each idle identity holds the job once, for at most the progress bound, is
+ * unassigned by the coordinator, is never handed the job again, and the honest provider trains it to settlement.
+ */
+import { expect } from "chai";
+import { runSybil, type SybilResult } from "../../demo/sybil.ts";
+import { UnassignReason } from "../../sdk/ledger.ts";
+
+/** A short start grace and progress floor (defaults: 20 s and 10 s) keep 20 idle holds inside a test's time. */
+const FLAGS = ["--start-grace-ms", "4000", "--progress-floor-ms", "3000"];
+
+function expectNoStarving(r: SybilResult, idle: number) {
+  const idleSet = new Set(r.idle);
+  expect(r.settled, "the job settled").to.equal(true);
+  expect(r.stepsAccepted).to.equal(40);
+  // Each idle identity held the job at most once; the honest provider holds it last and was never unassigned.
+  const held = r.assignments.filter((a) => idleSet.has(a));
+  expect(new Set(held).size, "no idle identity assigned twice").to.equal(held.length);
+  expect(held.length).to.be.at.most(idle);
+  expect(r.assignments.at(-1)).to.equal(r.honest);
+  expect(r.assignments.filter((a) => a === r.honest)).to.have.length(1);
+  // Every idle hold ended by the coordinator (no progress), not by the 120 s lease it kept extending on chain.
+  expect(r.unassignments.map((u) => [idleSet.has(u.provider), u.reason])).to.deep.equal(
+    held.map(() => [true, UnassignReason.Coordinator]),
+  );
+  // The idle identities earned nothing; the honest provider was paid for every step.
+  for (const a of r.idle) expect(r.earned.get(a.toLowerCase()) ?? 0n, `${a} earned`).to.equal(0n);
+  expect(r.earned.get(r.honest.toLowerCase())).to.equal(40n * 1_000n);
+}
+
+describe("no starving, end to end: idle identities against one honest provider", function () {
+  this.timeout(900_000);
+
+  it("the finding's reproduction: five idle identities, a 40-step job — the honest provider trains it", async function () {
+    const r = await runSybil({
+      idle: 5,
+      totalSteps: 40,
+      checkpointInterval: 10,
+      runDir: `.gpuchain/test-sybil-5-${process.pid}`,
+      deploymentId: `test-sybil-5-${process.pid}`,
+      coordinatorFlags: FLAGS,
+      timeoutMs: 300_000,
+    });
+    expectNoStarving(r, 5);
+  });
+
+  it("20 idle identities at price 1: the job settles, the idle ones earn nothing, each held it once", async function () {
+    const r = await runSybil({
+      idle: 20,
+      totalSteps: 40,
+      checkpointInterval: 10,
+      runDir: `.gpuchain/test-sybil-20-${process.pid}`,
+      deploymentId: `test-sybil-20-${process.pid}`,
+      coordinatorFlags: FLAGS,
+      timeoutMs: 600_000,
+    });
+    expectNoStarving(r, 20);
+    // The cheapest of them (price 1) went first: at least one idle identity held the job before the honest one.
+    expect(r.assignments.length).to.be.greaterThan(1);
+  });
+});
