@@ -155,6 +155,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
 
     // ------------------------------------------------------------------ admin
 
+    /// @inheritdoc IJobEscrow
     function setTemplateApproval(bytes32 templateId, bool approved) external onlyOwner {
         if (templateId == bytes32(0)) revert JobEscrowZeroTemplate();
         Template storage t = _templates[templateId];
@@ -167,18 +168,21 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         emit TemplateApprovalSet(templateId, approved);
     }
 
+    /// @inheritdoc IJobEscrow
     function setCoordinator(address coordinator_) external onlyOwner {
         if (coordinator_ == address(0)) revert JobEscrowZeroAddress();
         coordinator = coordinator_;
         emit CoordinatorSet(coordinator_);
     }
 
+    /// @inheritdoc IJobEscrow
     function setArbiter(address arbiter_) external onlyOwner {
         if (arbiter_ == address(0)) revert JobEscrowZeroAddress();
         arbiter = arbiter_;
         emit ArbiterSet(arbiter_);
     }
 
+    /// @inheritdoc IJobEscrow
     function setFeeRecipient(address feeRecipient_) external onlyOwner {
         if (feeRecipient_ == address(0)) revert JobEscrowZeroAddress();
         feeRecipient = feeRecipient_;

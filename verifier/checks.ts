@@ -13,9 +13,9 @@
  * 3. replay: whole segments, k/m of them on average for a budget of k steps (chosen by the verifier's own
  *    salt, so the provider cannot guess them), plus the last step, each replayed from its stored start state,
  *    reproduce every committed hash bit for bit (workloads/segments.ts);
- * 4. evaluation: the loss is finite and held-out accuracy does not drop below the accepted state's by more than
- *    the template's maxRegression plus the chance error of n held-out examples at a false-alarm rate of 10⁻⁴
- *    (regressionTolerance); a violation escalates to replaying every step (see below).
+ * 4. evaluation (verifier/ruleEval.ts): the loss is finite and held-out accuracy does not drop below the accepted
+ *    state's by more than the template's maxRegression plus the chance error of n held-out examples at a
+ *    false-alarm rate of 10⁻⁴ (regressionTolerance); a violation escalates to replaying every step (see below).
  */
 import {
   blobHash,
@@ -42,6 +42,7 @@ import {
   type Trainer,
   type TrainingState,
 } from "../workloads/index.ts";
+import { ruleEvaluator } from "./ruleEval.ts";
 
 /** Why a checkpoint was refused. Tests and logs branch on these codes, never on the detail text. */
 export type ReasonCode =
@@ -257,17 +258,22 @@ export async function acceptedState(
   return entry;
 }
 
-/** Held-out evaluation, memoised per (template, state): the same weights score differently on another split. */
+/**
+ * Held-out evaluation, memoised per (template, state, evaluator): the same weights score differently on another
+ * split. `rule` uses the verifier's fast evaluator (verifier/ruleEval.ts) for the evaluation rule; the verdict
+ * uses the template's own graph, whose result every verifier must compute bit for bit.
+ */
 async function evaluate(
   trainer: Trainer,
   state: TrainingState,
   hash: string,
   cache?: VerifyCache,
+  rule = false,
 ): Promise<EvalResult> {
-  const key = `${trainer.template.templateId}:${hash.toLowerCase()}`;
+  const key = `${rule ? "rule:" : ""}${trainer.template.templateId}:${hash.toLowerCase()}`;
   const hit = cache?.evals.get(key);
   if (hit) return hit;
-  const r = await trainer.evaluate(state);
+  const r = rule ? await (await ruleEvaluator(trainer.template))(state) : await trainer.evaluate(state);
   cache?.evals.set(key, r);
   return r;
 }
@@ -540,8 +546,8 @@ async function regressionProblem(
   cache?: VerifyCache,
 ): Promise<Refusal | undefined> {
   const t0 = process.cpuUsage();
-  const baseline = await evaluate(trainer, start.state, start.hash, cache);
-  const now = await evaluate(trainer, c.state, finalHashOf(c), cache);
+  const baseline = await evaluate(trainer, start.state, start.hash, cache, true);
+  const now = await evaluate(trainer, c.state, finalHashOf(c), cache, true);
   metrics.evalCpuMs = cpuMsSince(t0);
   metrics.baselineAccuracy = baseline.accuracy;
   metrics.accuracy = now.accuracy;

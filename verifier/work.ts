@@ -123,21 +123,20 @@ export type FaultBody = Signed<"fault", FaultRefusalJson>;
 /** A signed decision, as cached (memory and file) and re-sent every tick until it is on chain. */
 export type SignedDecision = { key: string; body: SignatureBody; decidedAt: number };
 
+/** The checkpoint every checkpoint-level message names, typed and as JSON. */
+function checkpointRef(item: CheckpointItem) {
+  return {
+    typed: { jobId: item.jobId, epoch: item.epoch, step: item.step, checkpointHash: item.hash },
+    json: { jobId: item.jobId.toString(), epoch: item.epoch.toString(), step: item.step, checkpointHash: item.hash },
+  };
+}
+
 export function checkpointMessage(
   item: CheckpointItem,
   accept: boolean,
 ): { message: CheckpointMessageJson; typed: CheckpointDecision } {
-  const typed = { jobId: item.jobId, epoch: item.epoch, step: item.step, checkpointHash: item.hash, accept };
-  return {
-    typed,
-    message: {
-      jobId: item.jobId.toString(),
-      epoch: item.epoch.toString(),
-      step: item.step,
-      checkpointHash: item.hash,
-      accept,
-    },
-  };
+  const at = checkpointRef(item);
+  return { typed: { ...at.typed, accept }, message: { ...at.json, accept } };
 }
 
 export function verdictMessage(
@@ -176,19 +175,8 @@ export function claimMessage(
   fault: { step: number; inputHash: string; committedHash: string; replayedHash: string },
   finder: string,
 ): FaultRefusalJson {
-  return {
-    jobId: item.jobId.toString(),
-    epoch: item.epoch.toString(),
-    step: item.step,
-    checkpointHash: item.hash,
-    fault: {
-      step: fault.step,
-      inputHash: fault.inputHash,
-      committedHash: fault.committedHash,
-      replayedHash: fault.replayedHash,
-      finder,
-    },
-  };
+  const { step, inputHash, committedHash, replayedHash } = fault;
+  return { ...checkpointRef(item).json, fault: { step, inputHash, committedHash, replayedHash, finder } };
 }
 
 /** "Checked: not reproduced" for the claim with `claimDigest` on `item`. */
@@ -196,25 +184,9 @@ export function checkMessage(
   item: CheckpointItem,
   claimDigest: string,
 ): { message: ClaimCheckJson; typed: ClaimCheck } {
-  const typed = {
-    jobId: item.jobId,
-    epoch: item.epoch,
-    step: item.step,
-    checkpointHash: item.hash,
-    claimDigest,
-    reproduced: false,
-  };
-  return {
-    typed,
-    message: {
-      jobId: item.jobId.toString(),
-      epoch: item.epoch.toString(),
-      step: item.step,
-      checkpointHash: item.hash,
-      claimDigest,
-      reproduced: false,
-    },
-  };
+  const at = checkpointRef(item);
+  const answer = { claimDigest, reproduced: false };
+  return { typed: { ...at.typed, ...answer }, message: { ...at.json, ...answer } };
 }
 
 export function digestOf(

@@ -9,6 +9,7 @@ export const COLLECTOR_OPTIONS = {
   "via-safe-tx": { type: "boolean", default: false },
   "owner-key": { type: "string", multiple: true },
   "claim-hold-ms": { type: "string" },
+  "quorum-wait-ms": { type: "string" },
 } as const;
 
 export const COLLECTOR_DEFAULT_PORT = 8601;
@@ -26,6 +27,8 @@ export interface CollectorConfig extends SharedConfig {
   ownerKeys: string[];
   /** The longest one fault claim holds plain decisions on its checkpoint while unanswered. */
   claimHoldMs: number;
+  /** How long a plain checkpoint decision with its threshold waits for the owners that have not spoken yet. */
+  quorumWaitMs: number;
 }
 
 export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConfig {
@@ -46,5 +49,6 @@ export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConf
     viaSafeTx,
     ownerKeys,
     claimHoldMs: parsePositiveInt(str(v["claim-hold-ms"]), "claim-hold-ms", 120_000),
+    quorumWaitMs: parsePositiveInt(str(v["quorum-wait-ms"]), "quorum-wait-ms", 15_000),
   };
 }

@@ -303,3 +303,25 @@ export function holdReason(
   }
   return undefined;
 }
+
+/**
+ * Why a plain checkpoint decision that has its threshold waits for the owners that have not spoken on the
+ * checkpoint yet (signed nothing about it: no decision, no claim), or undefined. One of them may be the only
+ * verifier whose sample caught a fabricated step, about to claim it; so the decision waits for every current
+ * owner's word, at most `waitMs` after it first had its threshold (`readySinceMs`).
+ */
+export function silenceReason(
+  d: VerifierDecision,
+  pool: Pool,
+  owners: Set<string>,
+  readySinceMs: number,
+  nowMs: number,
+  waitMs: number,
+): string | undefined {
+  if (d.kind !== "checkpoint" || nowMs - readySinceMs >= waitMs) return undefined;
+  const at = checkpointOf(d);
+  const spoke = new Set<string>();
+  for (const p of pool.values()) if (checkpointOf(p.decision) === at) for (const s of p.signatures.keys()) spoke.add(s);
+  const silent = [...owners].filter((o) => !spoke.has(o));
+  return silent.length ? `waiting up to ${waitMs} ms for ${silent.join(", ")} (a claim may come)` : undefined;
+}

@@ -11,6 +11,7 @@ export const collector = defineKeeper({
   help: [
     "--port N  --host H  --state-file FILE (default .gpuchain/collector-state.json)",
     "--claim-hold-ms MS (default 120000: the longest a fault claim holds a checkpoint's plain decision)",
+    "--quorum-wait-ms MS (default 15000: how long a 2-of-3 accept waits for the third verifier's word)",
     "--via-safe-tx --owner-key FILE (repeatable: execute as a Safe transaction signed by those owners)",
   ],
   options: COLLECTOR_OPTIONS,

@@ -38,6 +38,7 @@ import {
   describeDecision,
   holdReason,
   parseCheck,
+  silenceReason,
   parseSubmission,
   readySignatures,
   type CheckSubmission,
@@ -70,7 +71,7 @@ export interface CollectorDeps {
 
 export type ProcessResult = "waiting" | "sent" | "dropped" | "kept" | "busy";
 
-type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun"> & { claimHoldMs?: number };
+type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun"> & { claimHoldMs?: number; quorumWaitMs?: number };
 
 /** The longest a claim holds a plain decision on its checkpoint when the other verifiers do not answer it. */
 export const DEFAULT_CLAIM_HOLD_MS = 120_000;
@@ -95,6 +96,8 @@ export class Collector {
   private ownersReadAt = -Infinity;
   /** Per fault digest: when first seen (since this start), and the owners' "not reproduced" checks. */
   private readonly claimSeen = new Map<string, number>();
+  /** When each digest was first seen with its threshold (since this start). */
+  private readonly readySince = new Map<string, number>();
   private readonly notReproduced = new Map<string, Map<string, CheckSubmission>>();
 
   constructor(ctx: KeeperContext, config: CollectorOptions, deps: CollectorDeps) {
@@ -323,6 +326,7 @@ export class Collector {
     this.done.add(digest);
     this.retryAfter.delete(digest);
     this.claimSeen.delete(digest);
+    this.readySince.delete(digest);
     this.notReproduced.delete(digest);
     this.quiet.forget(digest);
     this.persist();
@@ -382,6 +386,14 @@ export class Collector {
     const hold = holdReason(decision, this.claimStates(), this.owners, this.threshold, this.ctx.nowMs(), holdMs);
     if (hold) {
       if (this.quiet.changed(digest, hold)) l.info("held: a fault claim on this checkpoint", { reason: hold });
+      return "waiting";
+    }
+    const now = this.ctx.nowMs();
+    if (!this.readySince.has(digest)) this.readySince.set(digest, now);
+    const waitMs = this.config.quorumWaitMs ?? 0;
+    const silent = silenceReason(decision, this.pool, this.owners, this.readySince.get(digest)!, now, waitMs);
+    if (silent) {
+      if (this.quiet.changed(digest, "silent")) l.info("held: an owner has not spoken yet", { reason: silent });
       return "waiting";
     }
     if (this.config.dryRun && !this.quiet.changed(digest, "dry-run")) return "kept";

@@ -1,15 +1,23 @@
 /**
  * The collector's fault-claim rules, pure (keepers/collector/decide.ts): parsing claims and "not reproduced"
- * checks, the escrow call a fault refusal becomes, and the hold on a checkpoint's plain decisions with its bound.
+ * checks, the escrow call a fault refusal becomes, and the hold on a checkpoint's plain decisions with its bound;
+ * then `POST /claims` fuzzed against the simulated chain (the end-to-end flow is in test/verifier/claims.ts).
  */
 import { expect } from "chai";
-import { getAddress } from "ethers";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { getAddress, type HDNodeWallet } from "ethers";
+import { createCollector } from "../../keepers/collector/tick.ts";
+import { claimCheckDigest, faultRefusalDigest, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
+import { ckpt, createJob, domainOf, load, testContext, wallet } from "./fixture.ts";
 import {
   addSignature,
   decisionCall,
   holdReason,
   parseCheck,
   parseSubmission,
+  silenceReason,
   type ClaimState,
   type Pool,
   type Submission,
@@ -119,5 +127,112 @@ describe("keepers: collector fault claims (pure)", function () {
       const fewer = new Set([1, 2].map((n) => addr(n).toLowerCase()));
       expect(holdReason(accept, claim([], [2]), fewer, 2, SEEN, HOLD)).to.equal(undefined);
     });
+  });
+});
+
+describe("keepers: collector waits for the silent owner before a plain decision (pure)", function () {
+  const owners = new Set([1, 2, 3].map((n) => addr(n).toLowerCase()));
+  const acceptBody = (signer: string) => ({
+    kind: "checkpoint",
+    message: { ...AT, accept: true },
+    digest: hex("a0"),
+    signer,
+    signature: SIG,
+  });
+  const pool = (...bodies: unknown[]) => {
+    const p: Pool = new Map();
+    for (const b of bodies) addSignature(p, parseSubmission(b) as Submission);
+    return p;
+  };
+  const accept = (parseSubmission(acceptBody(addr(1))) as Submission).decision;
+  const WAIT = 15_000;
+
+  it("waits while an owner signed nothing on the checkpoint, for waitMs and no longer (t−1 held, t sent)", function () {
+    const p = pool(acceptBody(addr(1)), acceptBody(addr(2)));
+    expect(silenceReason(accept, p, owners, 0, 0, WAIT)).to.contain(addr(3).toLowerCase());
+    expect(silenceReason(accept, p, owners, 0, WAIT - 1, WAIT)).to.be.a("string");
+    expect(silenceReason(accept, p, owners, 0, WAIT, WAIT)).to.equal(undefined);
+    expect(silenceReason(accept, p, owners, 0, 0, 0), "no wait configured").to.equal(undefined);
+  });
+
+  it("a claim is a word: the third owner's fault refusal ends the wait (the claim's hold takes over)", function () {
+    const p = pool(acceptBody(addr(1)), acceptBody(addr(2)), faultBody(addr(3), { finder: addr(3) }));
+    expect(silenceReason(accept, p, owners, 0, 0, WAIT)).to.equal(undefined);
+    const elsewhere = pool(acceptBody(addr(1)), acceptBody(addr(2)), {
+      ...faultBody(addr(3), { finder: addr(3) }),
+      message: { ...AT, step: 20, fault: { ...FAULT, finder: addr(3) } },
+    });
+    expect(silenceReason(accept, elsewhere, owners, 0, 0, WAIT), "a word on another checkpoint").to.be.a("string");
+  });
+});
+
+describe("keepers: collector POST /claims on chain: malformed, foreign and forged bodies are 4xx and store nothing", function () {
+  const JUNK: unknown[] = [null, true, -1, 1.5, 2 ** 53, "", "x", "-1", "0x", "0xzz", [], {}, "0x" + "00".repeat(20)];
+
+  it("fuzzes a valid claim and a valid check field by field (seeded): never a 5xx, nothing pooled", async function () {
+    const p = await load();
+    const jobId = await createJob(p);
+    await p.escrow.connect(p.coordinator).assign(jobId, p.provider1.address);
+    const hash = ckpt(jobId, 10);
+    await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
+    const stateFile = path.join(mkdtempSync(path.join(tmpdir(), "gpuchain-claims-fuzz-")), "state.json");
+    const { ctx } = await testContext(p, { signer: p.stranger, component: "collector" });
+    const collector = createCollector(
+      ctx,
+      { stateFile, dryRun: true },
+      { safeAddress: p.deployment.verifierSafe, escrowAddress: p.deployment.escrow },
+    );
+    await collector.restore();
+    const domain = domainOf(p);
+    const [v1, v2] = [wallet(3), wallet(4)];
+    const sign = (w: HDNodeWallet, digest: string) => signAsSafeOwner(w, p.chainId, p.deployment.verifierSafe, digest);
+    const at = { jobId, epoch: 1n, step: 10, checkpointHash: hash };
+    const fault = { ...FAULT, finder: v1.address };
+    const claimDigest = faultRefusalDigest(domain, { ...at, fault });
+    const json = { jobId: jobId.toString(), epoch: "1", step: 10, checkpointHash: hash };
+    const claim = { kind: "fault", message: { ...json, fault }, digest: claimDigest, signer: v1.address };
+    const validClaim = { ...claim, signature: await sign(v1, claimDigest) };
+    const checkDigest = claimCheckDigest(domain, { ...at, claimDigest, reproduced: false });
+    const check = { kind: "check", message: { ...json, claimDigest, reproduced: false }, digest: checkDigest };
+    const validCheck = { ...check, signer: v2.address, signature: await sign(v2, checkDigest) };
+    const submit = (b: unknown) => collector.submitClaim(JSON.parse(JSON.stringify(b)));
+    // A check for a claim that is not pending yet: 400, nothing stored.
+    expect((await submit(validCheck)).status).to.equal(400);
+    let seed = 7;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const mutate = (valid: Record<string, unknown>, inner: string[]) => {
+      const v = JUNK[Math.floor(rnd() * JUNK.length)];
+      const top = ["kind", "digest", "signer", "signature", "message"];
+      const m = valid.message as Record<string, unknown>;
+      if (rnd() < 0.4) return { ...valid, [top[Math.floor(rnd() * top.length)]]: v };
+      const k = inner[Math.floor(rnd() * inner.length)];
+      if (k.startsWith("fault.")) return { ...valid, message: { ...m, fault: { ...fault, [k.slice(6)]: v } } };
+      return { ...valid, message: { ...m, [k]: v } };
+    };
+    const claimFields = [
+      "jobId",
+      "epoch",
+      "step",
+      "checkpointHash",
+      "fault",
+      ...Object.keys(fault).map((k) => `fault.${k}`),
+    ];
+    for (let i = 0; i < 150; i++) {
+      const r = await submit(mutate(validClaim, claimFields));
+      expect(r.status, `claim mutation ${i}: ${JSON.stringify(r.body)}`).to.be.within(400, 499);
+    }
+    expect(collector.pool.size, "no claim pooled").to.equal(0);
+    expect((await submit(validClaim)).status).to.equal(200);
+    expect((await submit(validClaim)).status).to.equal(200); // re-sent every tick: counted once
+    expect([...collector.pool.values()][0].signatures.size).to.equal(1);
+    const checkFields = ["jobId", "epoch", "step", "checkpointHash", "claimDigest", "reproduced"];
+    for (let i = 0; i < 150; i++) {
+      const r = await submit(mutate(validCheck, checkFields));
+      expect(r.status, `check mutation ${i}: ${JSON.stringify(r.body)}`).to.be.within(400, 499);
+    }
+    expect((await submit({ ...validCheck, signer: v1.address })).status, "v2's signature as v1's").to.equal(400);
+    expect((await submit(validCheck)).body).to.deep.include({ state: "checked" });
+    expect(collector.pool.size).to.equal(1);
+    await collector.idle();
   });
 });

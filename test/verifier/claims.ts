@@ -74,10 +74,13 @@ class CollectorHost {
   private stateFile: string;
   readonly clock: ReturnType<typeof manualClock>;
 
-  constructor(p: Chain, dir: string, clock: ReturnType<typeof manualClock>) {
+  private quorumWaitMs: number;
+
+  constructor(p: Chain, dir: string, clock: ReturnType<typeof manualClock>, quorumWaitMs = 0) {
     this.p = p;
     this.stateFile = join(dir, "collector-state.json");
     this.clock = clock;
+    this.quorumWaitMs = quorumWaitMs;
   }
 
   async start(): Promise<void> {
@@ -89,7 +92,7 @@ class CollectorHost {
     this.lines = lines;
     this.collector = createCollector(
       ctx,
-      { stateFile: this.stateFile, dryRun: false, claimHoldMs: HOLD_MS },
+      { stateFile: this.stateFile, dryRun: false, claimHoldMs: HOLD_MS, quorumWaitMs: this.quorumWaitMs },
       { safeAddress: this.p.deployment.verifierSafe, escrowAddress: this.p.deployment.escrow },
     );
     await this.collector.restore();
@@ -144,11 +147,11 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
   type World = Awaited<ReturnType<typeof world>>;
 
   /** The chain, a store, the collector on HTTP and a coordinator heartbeat view listing provider1's `profile`. */
-  async function world(name: string, profile: string | undefined = localProfile()) {
+  async function world(name: string, profile: string | undefined = localProfile(), quorumWaitMs = 0) {
     const p = await networkHelpers.loadFixture(deployClaims);
     const store = new FsCheckpointStore(join(dir, name));
     const clock = manualClock();
-    const host = new CollectorHost(p, mkdtempSync(join(tmpdir(), "gpuchain-claims-collector-")), clock);
+    const host = new CollectorHost(p, mkdtempSync(join(tmpdir(), "gpuchain-claims-collector-")), clock, quorumWaitMs);
     await host.start();
     const beats = new HeartbeatView();
     if (profile !== undefined)
@@ -335,6 +338,51 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
     await w.host.tick();
     const [ev] = await slashes(w);
     expect([ev?.args.faultStep, ev?.args.finder]).to.deep.equal([BigInt(bad), verifierWallets()[finder].address]);
+  });
+
+  it("the finder is the slowest: the 2-of-3 accept waits for its word (--quorum-wait-ms), then the claim slashes", async function () {
+    for (const waitMs of [0, 15_000]) {
+      const w = await world(`slow-finder-${waitMs}`, localProfile(), waitMs);
+      const { bad, finder, item } = await fabricatedForOne(w);
+      const { vs } = verifiers(w, ["honest", "honest", "honest"]);
+      const others = [0, 1, 2].filter((i) => i !== finder);
+      for (const i of others) await vs[i].tick(); // two accepts: the threshold, before any claim
+      await w.host.tick();
+      const pending = (await w.p.escrow.jobOf(w.p.jobId)).pendingHash;
+      if (waitMs === 0) {
+        // Without the wait (the finding): the accept lands and the fabricated step is paid for.
+        expect(pending, "accepted at once").to.not.equal(item.hash);
+        expect(await slashes(w)).to.have.length(0);
+        continue;
+      }
+      expect(pending, "waiting for the third verifier").to.equal(item.hash);
+      w.clock.advance(waitMs - 1);
+      await w.host.tick();
+      expect((await w.p.escrow.jobOf(w.p.jobId)).pendingHash).to.equal(item.hash); // t − 1: still waiting
+      await vs[finder].tick(); // the claim: now the hold on a claim takes over
+      w.clock.advance(1);
+      await w.host.tick();
+      expect((await w.p.escrow.jobOf(w.p.jobId)).pendingHash).to.equal(item.hash);
+      for (const i of others) await vs[i].tick(); // they re-check it and sign the fault refusal
+      await w.host.tick();
+      const [ev] = await slashes(w);
+      expect([ev?.args.faultStep, ev?.args.finder]).to.deep.equal([BigInt(bad), verifierWallets()[finder].address]);
+    }
+  });
+
+  it("an owner that stays silent delays the accept by the wait and no longer: t − 1 held, t sent", async function () {
+    const w = await world("silent-owner", localProfile(), 15_000);
+    const item = await honestReport(w);
+    const { vs } = verifiers(w, ["honest", "honest", "honest"]);
+    await vs[0].tick();
+    await vs[1].tick();
+    await w.host.tick();
+    w.clock.advance(15_000 - 1);
+    await w.host.tick();
+    expect((await w.p.escrow.jobOf(w.p.jobId)).pendingHash).to.equal(item.hash);
+    w.clock.advance(1);
+    await w.host.tick();
+    expect((await w.p.escrow.jobOf(w.p.jobId)).acceptedHash).to.equal(item.hash);
   });
 
   it("a false claim from a malicious verifier is ignored: the honest checkpoint is accepted, nothing slashed", async function () {

@@ -24,6 +24,7 @@ import {
   stepsToReplay,
   verifyCheckpoint,
 } from "../../verifier/checks.ts";
+import { ruleEvaluator } from "../../verifier/ruleEval.ts";
 import { Provider, seedOf } from "./helpers.ts";
 import { useScratch } from "../helpers/scratch.ts";
 
@@ -75,7 +76,8 @@ describe("verifier evaluation rule: a false-alarm rate from the held-out sample 
    * ≥ 100 honest checkpoints at each interval from one real MNIST trajectory of 600 steps (where accuracy moves
    * most: it rises from 0.1 to 0.93), evaluated every 5 steps: a checkpoint of interval I is any window s − I → s
    * on that grid, i.e. a job whose accepted state is at step s − I (as after a failover, or another interval
-   * schedule). 600 training steps and 121 evaluations. A fixed tolerance of maxRegression (0.02, the rule before)
+   * schedule). 600 training steps and 121 evaluations (with the rule's own evaluator, verifier/ruleEval.ts, checked
+   * against the template's evaluation graph every 100 steps). A fixed tolerance of maxRegression (0.02, the rule before)
    * escalated honest work on this trajectory (printed).
    */
   describe("honest MNIST training (real onnxruntime)", function () {
@@ -86,13 +88,21 @@ describe("verifier evaluation rule: a false-alarm rate from the held-out sample 
     it("never escalates: zero rule breaks over ≥ 100 honest checkpoints at each of the intervals 5, 10, 20", async function () {
       const seed = seedOf(13_006);
       const [grid, last] = [5, 600];
+      const evaluate = await ruleEvaluator(mnist); // what verifyCheckpoint's rule evaluates with
       const evals = new Map<number, EvalResult>();
       let state: TrainingState = initialState(mnist, seed);
-      evals.set(0, await trainer.evaluate(state));
+      evals.set(0, await evaluate(state));
+      let worstGap = 0;
       for (let step = 1; step <= last; step++) {
         state = (await trainer.trainStep(state, seed, step)).state;
-        if (step % grid === 0) evals.set(step, await trainer.evaluate(state));
+        if (step % grid === 0) evals.set(step, await evaluate(state));
+        if (step % 100 === 0) {
+          // The fast evaluator scores like the template's own (portable) evaluation graph.
+          const portable = await trainer.evaluate(state);
+          worstGap = Math.max(worstGap, Math.abs(portable.accuracy - evals.get(step)!.accuracy));
+        }
       }
+      expect(worstGap, "rule evaluator vs template evaluation, accuracy").to.be.at.most(1 / heldoutCount(mnist));
       const plan = [5, 10, 20].map((interval) => ({ interval, until: last }));
       const lines: string[] = [];
       for (const p of plan) {
