@@ -152,6 +152,13 @@ export const BACKOFF_DEFAULTS = { baseS: 60, capS: 3_600 };
 /** A track record wins over a new identity asking up to this much less (percent of the new identity's price). */
 export const TRACK_RECORD_MARGIN_PCT = 10n;
 
+/**
+ * How far past the latest checkpoint (accepted or pending) a beaten step still counts as progress, in intervals:
+ * the agent trains ahead of the chain, up to agent/decide.ts MAX_AHEAD (2) finished segments queued plus the one
+ * it is training. The report bound, not this, is what stops a holder that only claims steps.
+ */
+export const AHEAD_INTERVALS = 3;
+
 /** Mirrors JobEscrow.DECISION_TIMEOUT: a pending checkpoint is decidable until reportedAt + this (seconds). */
 export const DECISION_TIMEOUT_S = 3_600n;
 
@@ -235,8 +242,9 @@ export function decideRunning(job: CoordinatorJob, view: CoordinatorView): Decis
 
 /**
  * Liveness means progress: why a beating holder has made none for too long, or undefined. Progress is a beat
- * showing a higher step than before for this (job, epoch), up to one interval past the latest checkpoint (a step
- * beyond cannot be reported, so it proves nothing), or a report or acceptance on chain (`lastProgressAt`, the
+ * showing a higher step than before for this (job, epoch), up to AHEAD_INTERVALS intervals past the latest
+ * checkpoint (a step further ahead than any agent trains proves nothing), or a report or acceptance on chain
+ * (`lastProgressAt`, the
  * contract's own progress clock). Unassigned when either bound (progressBounds) is exceeded:
  *   now − max(start, last chain progress, last step progress) > stepMs (+ startGraceMs before any step progress), or
  *   now − max(start, last chain progress) > reportMs + startGraceMs.
@@ -264,7 +272,7 @@ export function progressStall(job: CoordinatorJob, view: CoordinatorView, startM
 /** When a beat first showed the holder's highest step, if that step is progress it could report. */
 function stepProgressAt(job: CoordinatorJob, view: CoordinatorView): number | undefined {
   const seen = view.jobSteps?.get(jobBeatKey(job.jobId, job.epoch, job.provider));
-  const ceiling = Math.max(job.acceptedStep, job.pendingStep) + job.checkpointInterval;
+  const ceiling = Math.max(job.acceptedStep, job.pendingStep) + AHEAD_INTERVALS * job.checkpointInterval;
   return seen && seen.step > job.acceptedStep && seen.step <= ceiling ? seen.at : undefined;
 }
 
