@@ -54,6 +54,24 @@ export interface Upload {
   faults: string[];
 }
 
+/**
+ * Encodings made while training, by state object (states are never mutated): the agent hashes each state as it is
+ * trained (issue 14), so building the checkpoint never blocks for an interval's worth of hashing at its end (at
+ * interval 500 on a loaded machine that stalled heartbeats past the coordinator's timeout). Boundary states keep
+ * their bytes for the upload. A state a fault replaced is a new object: hashed afresh.
+ */
+const encoded = new WeakMap<TrainingState, { hash: string; bytes?: Uint8Array }>();
+
+/** Remembers `state`'s encoding (`keep`: its bytes too); returns its hash. */
+export function noteState(state: TrainingState, bytes: Uint8Array, keep: boolean): string {
+  const hash = blobHash(bytes);
+  encoded.set(state, { hash, bytes: keep ? bytes : undefined });
+  return hash;
+}
+
+const hashOf = (s: TrainingState) => encoded.get(s)?.hash ?? blobHash(encodeState(s));
+const bytesOf = (s: TrainingState) => encoded.get(s)?.bytes ?? encodeState(s);
+
 export function segmentEnd(seg: Segment): number {
   return seg.start.step + seg.states.length;
 }
@@ -83,10 +101,10 @@ export function buildCheckpoint(
   };
 }
 
-/** The honest upload for a segment (each state encoded once: its hash from the blob, kept when stored). */
+/** The honest upload for a segment (each state encoded once, or already while training: noteState). */
 export function honestUpload(seg: Segment, m = defaultSegmentSteps(seg.states.length)): Upload {
-  const blobs = [seg.start, ...seg.states].map(encodeState);
-  const checkpoint = buildCheckpoint(seg, blobs.map(blobHash), m);
+  const all = [seg.start, ...seg.states];
+  const checkpoint = buildCheckpoint(seg, all.map(hashOf), m);
   const checkpointBytes = encodeCheckpoint(checkpoint);
   const from = seg.start.step;
   const stored = storedSteps(from, checkpoint.step, m);
@@ -94,7 +112,7 @@ export function honestUpload(seg: Segment, m = defaultSegmentSteps(seg.states.le
     checkpoint,
     checkpointBytes,
     reportedHash: blobHash(checkpointBytes),
-    stateBlobs: stored.map((step) => blobs[step - from]),
+    stateBlobs: stored.map((step) => bytesOf(all[step - from])),
     stateHashes: stored.map((step) => checkpoint.stepHashes[step - from - 1]),
     placeUnderReportedHash: false,
     step: checkpoint.step,

@@ -45,6 +45,7 @@ import {
 import type { OldCheckpoint, ProviderBehaviour } from "./behaviour.ts";
 import type { Liveness } from "./liveness.ts";
 import type { Progress } from "./progress.ts";
+import { noteState } from "./segment.ts";
 import { isAbandoned, trainSegment } from "./train.ts";
 import type { TrainerPool } from "./trainers.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
@@ -375,7 +376,10 @@ class JobRun {
       {
         beforeStep: () => !this.ended && !ctx.deps.signal.aborted && generation === this.generation,
         afterStep: async (step, loss, state) => {
-          if (boundaries.has(step)) await uploads.offer(encodeState(state));
+          // Hashed now, step by step (the checkpoint's build at the end then only looks the hashes up).
+          const bytes = encodeState(state);
+          noteState(state, bytes, boundaries.has(step));
+          if (boundaries.has(step)) await uploads.offer(bytes);
           trained++;
           this.record.trainedSteps++;
           // --step-log: the agent's own record of every trained step (debug; the exact lost-work figure).

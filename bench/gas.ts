@@ -1,135 +1,132 @@
 /**
- * Gas of a full job lifecycle on Hardhat's simulated chain, with the real Safe checking 2-of-3 signatures:
- * lock (approve + create), assign, 10 accepted checkpoints, 1 failover (unassign + reassign), verdict, settle,
- * 2 claims and 2 withdrawals; then the stake calls: deposit, a slashing fault refusal, an expiry, unbond and
- * withdraw of stake.
+ * Gas of a full job lifecycle on Hardhat's simulated chain, deployed by the protocol tests' fixture (the same
+ * Ignition module as the local chain, the real Safe checking 2-of-3 signatures): lock (approve + create), assign,
+ * 10 accepted checkpoints, 1 failover (unassign + reassign), verdict, settle, 2 claims and 2 withdrawals; then the
+ * stake calls: deposit, a slashing fault refusal, an expiry, unbond and withdraw of stake.
+ *
+ * Besides the totals it prints where the job's gas goes: each call's gas (`gas_call_*`, the first and a later
+ * report and acceptance apart, since the first writes slots from zero), and the job's total split into what every
+ * transaction pays before running (21 000 + calldata) and what the contracts execute.
  */
-import { network } from "hardhat";
 import type { ContractTransactionResponse } from "ethers";
-import GPUChainLocal from "../ignition/modules/GPUChainLocal.ts";
 import {
-  checkpointDecisionDigest,
-  escrowDomain,
-  faultRefusalDigest,
-  packSafeSignatures,
-  signAsSafeOwner,
-  verdictDigest,
-} from "../sdk/verifierSignatures.ts";
+  DEFAULT_REQUEST,
+  deployProtocol,
+  depositStake,
+  ethers,
+  faultAt,
+  networkHelpers,
+  signDecision,
+  signFault,
+  signVerdict,
+  type Protocol,
+} from "../test/helpers/fixture.ts";
 
-export async function benchGas(): Promise<Record<string, number>> {
-  const { ethers, ignition, networkHelpers } = await network.create();
-  const [owner, coordinator, , v1, v2, , , client, p1, p2] = await ethers.getSigners();
-  const d = await ignition.deploy(GPUChainLocal);
-  const escrow = await ethers.getContractAt("JobEscrow", await d.escrow.getAddress());
-  const usdc = await ethers.getContractAt("TestUSDC", await d.usdc.getAddress());
-  const registry = await ethers.getContractAt("ProviderRegistry", await d.registry.getAddress());
-  const safe = await d.verifierSafe.getAddress();
-  const { chainId } = await ethers.provider.getNetwork();
-  const domain = escrowDomain(chainId, await escrow.getAddress());
-  const sign = async (digest: string) =>
-    packSafeSignatures(
-      await Promise.all(
-        [v1, v2].map(async (v) => ({ signer: v.address, signature: await signAsSafeOwner(v, chainId, safe, digest) })),
-      ),
-    );
+const JOB = { ...DEFAULT_REQUEST, disputeWindow: 60n };
 
+/** Adds up gas by label; `intrinsic` is 21 000 + the calldata cost (EIP-2028) of each transaction. */
+function ledger() {
+  const byCall = new Map<string, bigint[]>();
   let total = 0n;
-  const gasOf = async (tx: Promise<ContractTransactionResponse>) => {
-    const used = (await (await tx).wait())!.gasUsed;
+  let intrinsic = 0n;
+  const gasOf = async (label: string, tx: Promise<ContractTransactionResponse>) => {
+    const sent = await tx;
+    const used = (await sent.wait())!.gasUsed;
+    const calldata = ethers.getBytes(sent.data).reduce((sum, b) => sum + (b === 0 ? 4n : 16n), 0n);
     total += used;
+    intrinsic += 21_000n + calldata;
+    byCall.set(label, [...(byCall.get(label) ?? []), used]);
     return used;
   };
-  const template = ethers.id("bench-template");
-  await escrow.connect(owner).setTemplateApproval(template, true);
-  await usdc.mint(client.address, 10_000_000n);
-  await registry.connect(p1).register("p1", 1000, 0, "cpu", 1024);
-  await registry.connect(p2).register("p2", 1000, 0, "cpu", 1024);
-  const stake = 5n * (await registry.minStake());
-  const depositGas: bigint[] = [];
-  for (const p of [p1, p2]) {
-    await usdc.mint(p.address, stake);
-    await usdc.connect(p).approve(await registry.getAddress(), stake);
-    depositGas.push((await (await registry.connect(p).depositStake(stake)).wait())!.gasUsed);
-  }
+  return { gasOf, byCall, totals: () => ({ total, intrinsic }) };
+}
 
-  await gasOf(usdc.connect(client).approve(await escrow.getAddress(), 100_000n));
-  await gasOf(
-    escrow.connect(client).createJob({
-      templateId: template,
-      totalSteps: 100,
-      checkpointInterval: 10,
-      maxPricePerStep: 1000,
-      budget: 100_000,
-      disputeWindow: 60,
-    }),
-  );
-  const acceptGas: bigint[] = [];
-  const runCheckpoints = async (provider: typeof p1, epoch: bigint, from: number, to: number) => {
+/** The measured job: provider1 trains to step 50, fails over to provider2, which finishes; verdict, settle, pay. */
+async function wholeJob(p: Protocol, gasOf: ReturnType<typeof ledger>["gasOf"]) {
+  const { escrow, usdc, coordinator, provider1, provider2 } = p;
+  // A client without a standing approval, so the lock pays for its allowance like a first job does.
+  const client = p.stranger;
+  await usdc.mint(client.address, JOB.budget);
+  await gasOf("approve", usdc.connect(client).approve(p.escrowAddress, JOB.budget));
+  await gasOf("create_job", escrow.connect(client).createJob(JOB));
+  const jobId = await escrow.jobCount();
+  const checkpoints = async (provider: typeof provider1, epoch: bigint, from: number, to: number) => {
     for (let step = from; step <= to; step += 10) {
       const hash = ethers.id(`ckpt-${step}`);
-      await gasOf(escrow.connect(provider).reportCheckpoint(1, epoch, step, hash));
-      const digest = checkpointDecisionDigest(domain, { jobId: 1n, epoch, step, checkpointHash: hash, accept: true });
-      acceptGas.push(await gasOf(escrow.acceptCheckpoint(1, epoch, step, hash, await sign(digest))));
+      const later = step === from ? "first" : "later";
+      await gasOf(`report_${later}`, escrow.connect(provider).reportCheckpoint(jobId, epoch, step, hash));
+      const sigs = await signDecision(p, jobId, epoch, step, hash, true);
+      await gasOf(`accept_${later}`, escrow.acceptCheckpoint(jobId, epoch, step, hash, sigs));
     }
   };
-  const assignGas = await gasOf(escrow.connect(coordinator).assign(1, p1.address));
-  await runCheckpoints(p1, 1n, 10, 50);
-  await gasOf(escrow.connect(coordinator).unassign(1)); // failover
-  await gasOf(escrow.connect(coordinator).assign(1, p2.address));
-  await runCheckpoints(p2, 3n, 60, 100);
+  await gasOf("assign", escrow.connect(coordinator).assign(jobId, provider1.address));
+  await checkpoints(provider1, 1n, 10, 50);
+  await gasOf("unassign", escrow.connect(coordinator).unassign(jobId)); // failover
+  await gasOf("assign", escrow.connect(coordinator).assign(jobId, provider2.address));
+  await checkpoints(provider2, 3n, 60, 100);
   const modelHash = ethers.id("ckpt-100");
-  const verdict = verdictDigest(domain, { jobId: 1n, modelHash, metric: 9000n, passed: true });
-  const verdictGas = await gasOf(escrow.submitVerdict(1, modelHash, 9000, true, await sign(verdict)));
+  const verdictSigs = await signVerdict(p, jobId, modelHash, 9000n, true);
+  await gasOf("verdict", escrow.submitVerdict(jobId, modelHash, 9000, true, verdictSigs));
   await networkHelpers.time.increase(61);
-  await gasOf(escrow.settle(1));
-  for (const p of [p1, p2]) {
-    await gasOf(escrow.claimEarnings(1, p.address));
-    await gasOf(escrow.connect(p).withdraw());
+  await gasOf("settle", escrow.settle(jobId));
+  for (const provider of [provider1, provider2]) {
+    await gasOf("claim_earnings", escrow.claimEarnings(jobId, provider.address));
+    await gasOf("withdraw", escrow.connect(provider).withdraw());
   }
-  /** A fabricated checkpoint refused with a 2-of-3 signed fault (slash), a stalled job expired, stake unbonded. */
-  const benchStakeCalls = async () => {
-    await usdc.connect(client).approve(await escrow.getAddress(), 20_000n);
-    await escrow.connect(client).createJob({
-      templateId: template,
-      totalSteps: 20,
-      checkpointInterval: 10,
-      maxPricePerStep: 1000,
-      budget: 20_000,
-      disputeWindow: 60,
-    });
-    await escrow.connect(coordinator).assign(2, p1.address);
-    const bad = ethers.id("fabricated");
-    await escrow.connect(p1).reportCheckpoint(2, 1n, 10, bad);
-    const fault = {
-      step: 3,
-      inputHash: ethers.id("in"),
-      committedHash: ethers.id("out"),
-      replayedHash: ethers.id("re"),
-      finder: v1.address,
-    };
-    const faultDigest = faultRefusalDigest(domain, { jobId: 2n, epoch: 1n, step: 10, checkpointHash: bad, fault });
-    const slashGas = (await (await escrow.refuseWithFault(2, 1n, 10, bad, fault, await sign(faultDigest))).wait())!
-      .gasUsed;
-    await networkHelpers.time.increase(7 * 86_400 + 1);
-    const expireGas = (await (await escrow.expire(2)).wait())!.gasUsed;
-    const unbondGas = (await (await registry.connect(p2).requestUnbond(stake)).wait())!.gasUsed;
-    await networkHelpers.time.increase(Number(await registry.unbondingDelay()));
-    const withdrawGas = (await (await registry.connect(p2).withdrawStake()).wait())!.gasUsed;
-    return {
-      gas_refuse_with_fault: Number(slashGas),
-      gas_expire: Number(expireGas),
-      gas_request_unbond: Number(unbondGas),
-      gas_withdraw_stake: Number(withdrawGas),
-    };
-  };
-  const stakeGas = await benchStakeCalls();
+}
+
+/** A fabricated checkpoint refused with a 2-of-3 signed fault (slash), a stalled job expired, stake unbonded. */
+async function stakeCalls(p: Protocol) {
+  const { escrow, registry, coordinator, provider1, provider2, provider4, client } = p;
+  const gas = async (tx: Promise<ContractTransactionResponse>) => Number((await (await tx).wait())!.gasUsed);
+  await registry.connect(provider4).register("provider4", 1_000n, 0, "cpu", 1024);
+  const { usdc } = p;
+  const stake = await registry.minStake();
+  await usdc.mint(provider4.address, stake);
+  await usdc.connect(provider4).approve(await registry.getAddress(), stake);
+  const depositGas = await gas(registry.connect(provider4).depositStake(stake));
+  await escrow.connect(client).createJob({ ...JOB, totalSteps: 20, budget: 20_000n });
+  const jobId = await escrow.jobCount();
+  await escrow.connect(coordinator).assign(jobId, provider1.address);
+  const bad = ethers.id("fabricated");
+  await escrow.connect(provider1).reportCheckpoint(jobId, 1n, 10, bad);
+  const fault = faultAt(p, 3);
+  const faultSigs = await signFault(p, jobId, 1n, 10, bad, fault);
+  const slashGas = await gas(escrow.refuseWithFault(jobId, 1n, 10, bad, fault, faultSigs));
+  await networkHelpers.time.increase(7 * 86_400 + 1);
+  const expireGas = await gas(escrow.expire(jobId));
+  const unbond = await registry.minStake();
+  const unbondGas = await gas(registry.connect(provider2).requestUnbond(unbond));
+  await networkHelpers.time.increase(Number(await registry.unbondingDelay()));
+  const withdrawGas = await gas(registry.connect(provider2).withdrawStake());
+  await depositStake(p, provider2); // leaves the fixture's stake as it was
   return {
-    gas_assign_with_stake_lock: Number(assignGas),
-    gas_deposit_stake: Number(depositGas[0]),
-    ...stakeGas,
+    gas_deposit_stake: depositGas,
+    gas_refuse_with_fault: slashGas,
+    gas_expire: expireGas,
+    gas_request_unbond: unbondGas,
+    gas_withdraw_stake: withdrawGas,
+  };
+}
+
+export async function benchGas(): Promise<Record<string, number>> {
+  const p = await networkHelpers.loadFixture(deployProtocol);
+  const { gasOf, byCall, totals } = ledger();
+  await wholeJob(p, gasOf);
+  const { total, intrinsic } = totals();
+  const perCall: Record<string, number> = {};
+  for (const [label, used] of byCall) perCall[`gas_call_${label}`] = Number(used[used.length - 1]);
+  const accepts = [...byCall.get("accept_first")!, ...byCall.get("accept_later")!];
+  return {
+    gas_assign_with_stake_lock: Number(byCall.get("assign")![0]),
+    ...(await stakeCalls(p)),
+    ...perCall,
     gas_job_total: Number(total),
-    gas_per_verdict: Number(verdictGas),
-    gas_per_accepted_checkpoint: Number(acceptGas.reduce((a, b) => a + b, 0n) / BigInt(acceptGas.length)),
+    gas_job_intrinsic: Number(intrinsic),
+    gas_job_execution: Number(total - intrinsic),
+    gas_job_transactions: [...byCall.values()].reduce((n, used) => n + used.length, 0),
+    gas_per_verdict: Number(byCall.get("verdict")![0]),
+    gas_per_accepted_checkpoint: Number(accepts.reduce((a, b) => a + b, 0n) / BigInt(accepts.length)),
   };
 }
 

@@ -4,7 +4,8 @@
  * process in the same bench run:
  * - the short job (600 MNIST steps, checkpoint every 100): overhead_ratio, one checkpoint's latency by phase
  *   (bench/timeline.ts, from the run's recorded logs), the provider's stall share from its own training record;
- * - a real-length job (≥ 60 s of plain training here, LONG_INTERVAL between checkpoints): overhead_ratio_long;
+ * - a real-length job (plain training until ≥ 60 s have passed, then those steps through the network; checkpoint
+ *   every LONG_INTERVAL): overhead_ratio_long;
  * - the standard failover scenario (a faulty provider refused, alice SIGKILLed): failover_seconds and its parts,
  *   lost_steps exactly (the chain's resume step and alice's per-step record, `--step-log`);
  * - false_failovers: providers unassigned in the honest runs, where nobody died (their wall time is the soak).
@@ -24,23 +25,26 @@ const LONG_INTERVAL = 500;
 const LONG_SECONDS = Number(process.env.BENCH_LONG_SECONDS ?? 60);
 const SEED = "0x" + "5e".repeat(32);
 
-/** Plain training of `steps` MNIST steps in this process (trainer created first, as the agent's is). */
-async function plainTrainingSeconds(steps: number): Promise<number> {
+/**
+ * Plain training of MNIST in this process (trainer created first, as the agent's is): `steps` steps, or with
+ * `minSeconds` until that long has passed and the step count is a whole number of `multiple`s.
+ */
+async function plainTraining(steps: number, minSeconds = 0, multiple = 1): Promise<{ steps: number; seconds: number }> {
   const trainer = await createTrainer(loadTemplate("mnist-mlp"));
   let state = trainer.initialState(SEED);
   const started = performance.now();
-  for (let step = 1; step <= steps; step++) state = (await trainer.trainStep(state, SEED, step)).state;
-  const seconds = (performance.now() - started) / 1000;
+  const elapsed = () => (performance.now() - started) / 1000;
+  let step = 0;
+  while (step < steps || elapsed() < minSeconds || step % multiple !== 0) {
+    step++;
+    state = (await trainer.trainStep(state, SEED, step)).state;
+  }
+  const seconds = elapsed();
   await trainer.close();
-  return seconds;
+  return { steps: step, seconds };
 }
 
-/** Steps for ≥ LONG_SECONDS of plain training here: a whole number of LONG_INTERVALs, from a short calibration. */
-async function longSteps(): Promise<number> {
-  const probe = 300;
-  const perStep = (await plainTrainingSeconds(probe)) / probe;
-  return Math.ceil((1.05 * LONG_SECONDS) / perStep / LONG_INTERVAL) * LONG_INTERVAL;
-}
+const plainTrainingSeconds = async (steps: number) => (await plainTraining(steps)).seconds;
 
 function scenario(name: string, o: Partial<ScenarioOptions>): ScenarioOptions {
   return {
@@ -93,9 +97,9 @@ export async function benchSystem(log: (line: string) => void = () => {}): Promi
   log(`system: honest run of ${STEPS} mnist-mlp steps through the whole network …`);
   const clean = await run("clean", {});
   const plain = await plainTrainingSeconds(STEPS);
-  const long = await longSteps();
-  log(`system: real-length job, ${long} steps (≥ ${LONG_SECONDS} s plain), checkpoint every ${LONG_INTERVAL} …`);
-  const plainLong = await plainTrainingSeconds(long);
+  // As many steps as take ≥ LONG_SECONDS of plain training here, then the same steps through the network.
+  const { steps: long, seconds: plainLong } = await plainTraining(0, LONG_SECONDS, LONG_INTERVAL);
+  log(`system: real-length job, ${long} steps (${plainLong.toFixed(1)} s plain), checkpoint every ${LONG_INTERVAL} …`);
   const longRun = await run("long", { totalSteps: long, checkpointInterval: LONG_INTERVAL });
   log("system: failover run (faulty provider, SIGKILL) …");
   const failover = await run("failover", { fault: "garbage-weights", kill: true });

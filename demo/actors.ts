@@ -107,13 +107,22 @@ export async function createJob(
   client: Wallet,
   templateId: string,
 ): Promise<{ jobId: bigint; block: number }> {
-  const { o, protocol } = run;
-  const budget = budgetOf(o.totalSteps);
-  await (await protocol.usdc.connect(client).approve(run.deployment.escrow, budget)).wait();
+  return postJob(run.protocol, client, templateId, run.o);
+}
+
+/** `client` approves the budget of a job of `shape` at MAX_PRICE and posts it; its id and block, from JobCreated. */
+export async function postJob(
+  protocol: Protocol,
+  client: Wallet,
+  templateId: string,
+  shape: { totalSteps: number; checkpointInterval: number },
+): Promise<{ jobId: bigint; block: number }> {
+  const budget = budgetOf(shape.totalSteps);
+  await (await protocol.usdc.connect(client).approve(await protocol.escrow.getAddress(), budget)).wait();
   const request = {
     templateId,
-    totalSteps: o.totalSteps,
-    checkpointInterval: o.checkpointInterval,
+    totalSteps: shape.totalSteps,
+    checkpointInterval: shape.checkpointInterval,
     maxPricePerStep: MAX_PRICE,
     budget,
     disputeWindow: DISPUTE_WINDOW,

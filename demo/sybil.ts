@@ -18,6 +18,7 @@ import { writeKey, loadKey } from "../sdk/keys.ts";
 import { machineId } from "../sdk/machine.ts";
 import { sleep } from "../sdk/retry.ts";
 import { loadTemplate } from "../workloads/index.ts";
+import { budgetOf, DISPUTE_WINDOW, postJob as postScenarioJob } from "./actors.ts";
 import { freePort } from "./chain.ts";
 import { localNetwork, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
@@ -56,8 +57,6 @@ export interface SybilResult {
 const TEMPLATE = "blobs-tiny";
 const IDLE_PRICE = 1n;
 const HONEST_PRICE = "0.0010"; // USDC per step
-const MAX_PRICE = 1_500n;
-const DISPUTE_WINDOW = 60;
 const IDLE_STAKE = 5_000_000n; // 5 test USDC: five network-minimum locks
 const BEAT_MS = 500;
 /** A proven arithmetic profile (workloads/profile.ts), claimed: nothing stops an identity from naming one. */
@@ -257,20 +256,10 @@ async function isStaked(protocol: Protocol, address: string): Promise<boolean> {
   return (await protocol.registry.isActive(address)) && (await protocol.registry.stakeOf(address)).deposited > 0n;
 }
 
+/** Funds the client and posts the run's one job, the way the demo's clients do (demo/actors.ts). */
 async function postJob(o: SybilOptions, net: ScenarioNetwork, protocol: Protocol, client: Wallet, templateId: string) {
-  const budget = MAX_PRICE * BigInt(o.totalSteps);
-  await net.fundClient(protocol, client, budget);
-  await (await protocol.usdc.connect(client).approve(await protocol.escrow.getAddress(), budget)).wait();
-  const request = {
-    templateId,
-    totalSteps: o.totalSteps,
-    checkpointInterval: o.checkpointInterval,
-    maxPricePerStep: MAX_PRICE,
-    budget,
-    disputeWindow: DISPUTE_WINDOW,
-  };
-  const receipt = await (await protocol.escrow.connect(client).createJob(request)).wait();
-  return { jobId: await protocol.escrow.jobCount(), block: receipt!.blockNumber };
+  await net.fundClient(protocol, client, budgetOf(o.totalSteps));
+  return postScenarioJob(protocol, client, templateId, o);
 }
 
 /** Polls the job's events until its verdict; notes each assignment as it happens. Returns when (performance.now). */

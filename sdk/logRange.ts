@@ -5,7 +5,7 @@
  * future range, ask in spans the node accepts (halving on a "range too large" refusal), and treat a refused range
  * at the head as "nothing new yet" (the cursor stays, the next poll asks again) — never as a failure.
  */
-import type { Filter, Log, Provider } from "ethers";
+import { toQuantity, type Filter, type Log, type Provider } from "ethers";
 
 export interface BlockRange {
   fromBlock: number;
@@ -46,13 +46,73 @@ export async function readLogs(
   to: number,
   maxSpan = DEFAULT_MAX_SPAN,
 ): Promise<Log[]> {
-  const out: Log[] = [];
+  return inSpans((range) => provider.getLogs({ ...filter, ...range }), from, to, maxSpan);
+}
+
+/** A log as the node sent it, numbers parsed: what a reader of topics and data needs, nothing built per log. */
+export interface RawLog {
+  address: string;
+  topics: readonly string[];
+  data: string;
+  blockNumber: number;
+  index: number;
+}
+
+/**
+ * `readLogs` without ethers' Log objects: over JSON-RPC the answers are taken as sent (ethers formats, checksums
+ * and freezes every log, ≈ 0.7 ms each on a loaded core, 2 s for a cold scan of 3,000). Any other provider: the
+ * same logs through `getLogs`.
+ */
+export async function readRawLogs(
+  provider: Provider,
+  filter: { address: string | string[]; topics?: (string | string[] | null)[] },
+  from: number,
+  to: number,
+  maxSpan = DEFAULT_MAX_SPAN,
+): Promise<RawLog[]> {
+  const send = (provider as { send?: (method: string, params: unknown[]) => Promise<unknown> }).send;
+  if (typeof send !== "function") {
+    const logs = await readLogs(provider, filter, from, to, maxSpan);
+    return logs.map((l) => ({
+      address: l.address,
+      topics: l.topics,
+      data: l.data,
+      blockNumber: l.blockNumber,
+      index: l.index,
+    }));
+  }
+  return inSpans(
+    async (range) => {
+      const params = { ...filter, fromBlock: toQuantity(range.fromBlock), toBlock: toQuantity(range.toBlock) };
+      const logs = (await send.call(provider, "eth_getLogs", [params])) as Record<string, string & string[]>[];
+      return logs.map((l) => ({
+        address: l.address,
+        topics: l.topics,
+        data: l.data,
+        blockNumber: Number(l.blockNumber),
+        index: Number(l.logIndex),
+      }));
+    },
+    from,
+    to,
+    maxSpan,
+  );
+}
+
+/** Runs `fetch` over [from, to] in spans, halving the span on a node's "range too large" refusal. */
+async function inSpans<T>(
+  fetch: (range: BlockRange) => Promise<T[]>,
+  from: number,
+  to: number,
+  maxSpan: number,
+): Promise<T[]> {
+  const out: T[] = [];
   let span = maxSpan;
   let start = from;
   while (start <= to) {
     const [range] = blockRanges(start, to, span);
     try {
-      out.push(...(await provider.getLogs({ ...filter, ...range })));
+      out.push(...(await fetch(range)));
       start = range.toBlock + 1;
     } catch (err) {
       if (!isRangeRefusal(err) || span === 1) throw err;

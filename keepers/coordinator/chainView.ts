@@ -7,20 +7,62 @@
  * Why it is enough: every escrow function that changes a job emits an event naming the job, and a job's Open or
  * Running status is never derived from the clock (only Settleable and ArbiterTimedOut are, which the coordinator
  * never acts on); the lease's lapse is compared with chain time in decide.ts from the stored `leaseExpiresAt`.
+ *
+ * The cold start (a restarted coordinator, 1,000 jobs) must be live within about a second, so: logs are asked only
+ * for the events that name a job or a provider (topic filter, one request over both contracts), read by their
+ * topics (no ABI decoding: every such event names its job or provider as the first indexed argument); a job whose
+ * logs show its training over (verdict, cancellation) is never read at all; and the batched answers are sliced by
+ * word (sdk/job.ts `staticDecoder`) instead of going through the generic ABI coder.
  */
-import type { Contract, Interface, Log } from "ethers";
-import { isTraining, isTrainingOver, readJobsBatched } from "../../sdk/job.ts";
-import { batchReader, valueOf, type BatchReader } from "../../sdk/multicall.ts";
+import type { Contract, Interface } from "ethers";
+import {
+  checksummed,
+  isTraining,
+  isTrainingOver,
+  readStoredJobsBatched,
+  staticDecoder,
+  wordDecoder,
+} from "../../sdk/job.ts";
+import { readRawLogs, type RawLog } from "../../sdk/logRange.ts";
+import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
 import { TrackRecords } from "./trackRecord.ts";
 
 const LOG_CHUNK = 10_000;
+const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
+
+/** Escrow events the track record folds (trackRecord.ts `apply`). */
+const HISTORY_EVENTS = new Set(["CheckpointReported", "CheckpointAccepted", "ProviderUnassigned"]);
+
+/** Escrow events after which a job never trains again: its id is dropped without a read. */
+const TRAINING_OVER_EVENTS = new Set(["VerdictSubmitted", "JobCancelled", "JobSettled"]);
+
+/** What one refresh's logs call for: jobs and providers to re-read, and jobs known whole from their JobCreated. */
+interface Dirty {
+  jobs: Set<bigint>;
+  providers: Set<string>;
+  created: Map<bigint, CoordinatorJob>;
+}
+
+/** What a log's topic0 means here: which contract, which event, whether its first indexed argument names a subject. */
+interface EventKind {
+  fromEscrow: boolean;
+  name: string;
+}
 
 export interface ChainViewStats {
+  /** Jobs read from the chain (jobOf) this refresh. */
   jobsRead: number;
+  /** New jobs whose only event is JobCreated: known from the event itself, not read. */
+  jobsFromEvents?: number;
+  /** Providers whose view was refreshed (named by a registry event). */
   providersRead: number;
+  /** Of those, the ones whose stake had to be read (stakeOf): a lock, release, slash or unbonding moved it. */
+  stakesRead?: number;
   logs: number;
+  /** Where the refresh's time went, ms: the log scan, the job reads, the provider reads. */
+  ms?: { logs: number; jobs: number; providers: number };
 }
 
 export class CoordinatorChainView {
@@ -44,6 +86,21 @@ export class CoordinatorChainView {
   minStake: bigint | undefined;
   private knownJobCount = 0n;
   private scannedTo: number;
+  /** topic0 → event, for the escrow events naming a job and the registry events naming a provider. */
+  private readonly kinds: Map<string, EventKind>;
+  private readonly decodeQuote: (data: string) => Record<string, unknown>;
+  private readonly decodeStake: (data: string) => Record<string, unknown>;
+  private readonly decodeCreated: ((data: string) => Record<string, unknown>) | undefined;
+  /** Registry event data by name (numbers only; strings skipped). */
+  private readonly registryData = new Map<string, (data: string) => Record<string, unknown>>();
+  /** Each registered provider's offer, from its events (lower-case address). */
+  private readonly offers = new Map<string, { pricePerStep: bigint; memoryMiB: number; active: boolean }>();
+  /** Stake deposited per provider, from StakeDeposited (its running total): its free stake while nothing else moved. */
+  private readonly deposited = new Map<string, bigint>();
+  /** Providers whose stake a lock, release, slash, unbonding or withdrawal moved: read with stakeOf. */
+  private readonly stakeMoved = new Set<string>();
+  private stakesRead = 0;
+  private readonly escrowLower: string;
   last: ChainViewStats = { jobsRead: 0, providersRead: 0, logs: 0 };
 
   constructor(ctx: KeeperContext, fromBlock: number) {
@@ -52,6 +109,21 @@ export class CoordinatorChainView {
     this.escrowIface = (ctx.escrow as unknown as Contract).interface;
     this.registryIface = (ctx.registry as unknown as Contract).interface;
     this.scannedTo = fromBlock - 1;
+    this.escrowLower = this.escrowAddress().toLowerCase();
+    this.kinds = new Map([
+      ...subjectEvents(this.escrowIface, "jobId", true),
+      ...subjectEvents(this.registryIface, "provider", false),
+    ]);
+    this.decodeQuote = staticDecoder(this.registryIface, "quote");
+    this.decodeStake = staticDecoder(this.registryIface, "stakeOf");
+    this.decodeCreated = wordDecoder(this.escrowIface.getEvent("JobCreated")!.inputs.filter((i) => !i.indexed));
+    for (const name of ["ProviderRegistered", "ProviderUpdated", "StakeDeposited"]) {
+      const decode = wordDecoder(
+        this.registryIface.getEvent(name)!.inputs.filter((i) => !i.indexed),
+        true,
+      );
+      if (decode) this.registryData.set(name, decode);
+    }
   }
 
   /** The coordinator role and the job count at `block` (and, the first time, the registry's minStake), in one request. */
@@ -71,18 +143,40 @@ export class CoordinatorChainView {
 
   /** Brings jobs, providers and fencing up to `block` (logs since the last call, then the reads they call for). */
   async refresh(block: number, jobCount: bigint): Promise<void> {
-    const dirtyJobs = new Set<bigint>();
-    const dirtyProviders = new Set<string>();
+    const dirty: Dirty = { jobs: new Set(), providers: new Set(), created: new Map() };
+    const t0 = performance.now();
     const logs = block > this.scannedTo ? await this.logsSince(block) : [];
-    for (const log of logs) this.apply(log, dirtyJobs, dirtyProviders);
+    for (const log of logs) this.apply(log, dirty);
     await this.history.resolve((n) => this.blockTime(n));
     this.scannedTo = Math.max(this.scannedTo, block);
-    for (let id = this.knownJobCount + 1n; id <= jobCount; id++) dirtyJobs.add(id);
+    const ids = new Set(dirty.jobs);
+    for (let id = this.knownJobCount + 1n; id <= jobCount; id++) ids.add(id);
     if (jobCount > this.knownJobCount) this.knownJobCount = jobCount;
-    const ids = [...dirtyJobs].filter((id) => !this.done.has(id) && id <= jobCount).sort(byId);
-    await this.readJobs(ids, block);
-    await this.readProviders([...dirtyProviders], block);
-    this.last = { jobsRead: ids.length, providersRead: dirtyProviders.size, logs: logs.length };
+    // A job no other event named since its JobCreated is exactly as created: Open, epoch 0, nothing accepted.
+    const fromEvents: bigint[] = [];
+    const toRead: bigint[] = [];
+    for (const id of [...ids].sort(byId)) {
+      if (this.done.has(id) || id > jobCount) continue;
+      const created = dirty.jobs.has(id) ? undefined : dirty.created.get(id);
+      if (created) {
+        this.jobs.set(id, created);
+        fromEvents.push(id);
+      } else toRead.push(id);
+    }
+    const t1 = performance.now();
+    await this.readJobs(toRead, block);
+    const t2 = performance.now();
+    this.stakesRead = 0;
+    await this.readProviders([...dirty.providers], block);
+    const ms = { logs: t1 - t0, jobs: t2 - t1, providers: performance.now() - t2 };
+    this.last = {
+      jobsRead: toRead.length,
+      jobsFromEvents: fromEvents.length,
+      providersRead: dirty.providers.size,
+      stakesRead: this.stakesRead,
+      logs: logs.length,
+      ms,
+    };
   }
 
   /** A fencing learned from an assign that reverted with JobEscrowProviderFenced (an event before `fromBlock`). */
@@ -100,69 +194,143 @@ export class CoordinatorChainView {
     return String((this.ctx.registry as unknown as { target: string }).target);
   }
 
-  private async logsSince(block: number): Promise<Log[]> {
-    const address = [this.escrowAddress(), this.registryAddress()];
-    const out: Log[] = [];
-    for (let start = this.scannedTo + 1; start <= block; start += LOG_CHUNK) {
-      const toBlock = Math.min(block, start + LOG_CHUNK - 1);
-      out.push(
-        ...(await read(this.ctx, "getLogs", () => this.ctx.provider.getLogs({ address, fromBlock: start, toBlock }))),
-      );
-    }
-    return out;
+  /** Both contracts' logs naming a job or a provider, one request per LOG_CHUNK blocks (sdk/logRange.ts). */
+  private async logsSince(block: number): Promise<RawLog[]> {
+    const filter = { address: [this.escrowAddress(), this.registryAddress()], topics: [[...this.kinds.keys()]] };
+    const from = this.scannedTo + 1;
+    return read(this.ctx, "getLogs", () => readRawLogs(this.ctx.provider, filter, from, block, LOG_CHUNK));
   }
 
-  private apply(log: Log, dirtyJobs: Set<bigint>, dirtyProviders: Set<string>): void {
-    const fromEscrow = log.address.toLowerCase() === this.escrowAddress().toLowerCase();
-    const parsed = (fromEscrow ? this.escrowIface : this.registryIface).parseLog(log);
-    if (!parsed) return;
-    const args = parsed.args as unknown as Record<string, unknown>;
+  /** One log, read by its topics: the job or provider it names is re-read; fencing and endings are noted. */
+  private apply(log: RawLog, dirty: Dirty): void {
+    const kind = this.kinds.get(log.topics[0]);
+    if (!kind || log.topics.length < 2) return;
+    const fromEscrow = log.address.toLowerCase() === this.escrowLower;
+    if (fromEscrow !== kind.fromEscrow) return;
     if (fromEscrow) {
-      if (typeof args.jobId === "bigint") dirtyJobs.add(args.jobId);
-      if (parsed.name === "CheckpointRefused") this.markFenced(args.jobId as bigint, args.provider as string);
-      this.history.apply(parsed.name, args, log.blockNumber);
+      const jobId = BigInt(log.topics[1]);
+      const created = kind.name === "JobCreated" ? this.createdView(jobId, log) : undefined;
+      if (created) dirty.created.set(jobId, created);
+      else if (TRAINING_OVER_EVENTS.has(kind.name)) this.finish(jobId);
+      else dirty.jobs.add(jobId);
+      if (kind.name === "CheckpointRefused") this.markFenced(jobId, topicAddress(log.topics[2]));
+      // The track record (trackRecord.ts) needs these events' arguments: only they are ABI-decoded.
+      if (HISTORY_EVENTS.has(kind.name)) {
+        const parsed = this.escrowIface.parseLog(log);
+        if (parsed) this.history.apply(parsed.name, parsed.args as unknown as Record<string, unknown>, log.blockNumber);
+      }
       return;
     }
-    if (typeof args.provider !== "string") return;
-    if (parsed.name === "ProviderRegistered") this.registered.add(args.provider);
-    dirtyProviders.add(args.provider);
+    const provider = topicAddress(log.topics[1]);
+    if (kind.name === "ProviderRegistered") this.registered.add(provider);
+    this.applyRegistry(kind.name, provider.toLowerCase(), log);
+    dirty.providers.add(provider);
+  }
+
+  /**
+   * A provider's offer and deposits as its events state them: registered (active, price, memory), updated (price,
+   * memory), deactivated, reactivated, deposited (the new total). Any other stake event: its stake is read instead.
+   */
+  private applyRegistry(name: string, key: string, log: RawLog): void {
+    const data = this.registryData.get(name)?.(log.data) as Record<string, bigint> | undefined;
+    const offer = this.offers.get(key);
+    if (name === "ProviderRegistered" && data) {
+      this.offers.set(key, { pricePerStep: data.pricePerStep, memoryMiB: Number(data.memoryMiB), active: true });
+    } else if (name === "ProviderUpdated" && data && offer) {
+      offer.pricePerStep = data.pricePerStep;
+      offer.memoryMiB = Number(data.memoryMiB);
+    } else if (name === "ProviderDeactivated" && offer) offer.active = false;
+    else if (name === "ProviderReactivated" && offer) offer.active = true;
+    else if (name === "StakeDeposited" && data) this.deposited.set(key, data.deposited);
+    else this.stakeMoved.add(key);
+  }
+
+  /** The job as `createJob` stored it, from its JobCreated log (undefined: not decodable here, read it instead). */
+  private createdView(jobId: bigint, log: RawLog): CoordinatorJob | undefined {
+    if (!this.decodeCreated || log.topics.length < 4) return undefined;
+    const d = this.decodeCreated(log.data) as Record<string, bigint>;
+    return {
+      jobId,
+      status: "Open",
+      epoch: 0n,
+      templateId: log.topics[3].toLowerCase(),
+      totalSteps: Number(d.totalSteps),
+      acceptedStep: 0,
+      pendingStep: 0,
+      maxPricePerStep: d.maxPricePerStep,
+      checkpointInterval: Number(d.checkpointInterval),
+      budget: d.budget,
+      paid: 0n,
+      provider: ZERO_ADDRESS,
+      leaseExpiresAt: 0n,
+      lastProgressAt: 0n, // 0 while Open
+      reportedAt: 0n, // nothing reported yet
+    };
+  }
+
+  /** A job past training never becomes Open or Running again: never read it again, forget its fencing. */
+  private finish(jobId: bigint): void {
+    this.jobs.delete(jobId);
+    this.done.add(jobId);
+    this.fenced.delete(jobId.toString());
+    this.history.forgetJob(jobId);
   }
 
   private async readJobs(ids: bigint[], block: number): Promise<void> {
     if (ids.length === 0) return;
     const src = { reader: this.batch, escrow: this.escrowAddress(), iface: this.escrowIface };
-    const views = await read(this.ctx, `${ids.length} jobs`, () => readJobsBatched(src, ids, block));
+    const views = await read(this.ctx, `${ids.length} jobs`, () => readStoredJobsBatched(src, ids, block));
     for (const v of views) {
       if (isTraining(v.status)) this.jobs.set(v.jobId, v);
       else this.jobs.delete(v.jobId);
-      // A job past training never becomes Open or Running again: never read it again, forget its fencing.
-      if (isTrainingOver(v.status)) {
-        this.done.add(v.jobId);
-        this.fenced.delete(v.jobId.toString());
-        this.history.forgetJob(v.jobId);
-      }
+      if (isTrainingOver(v.status)) this.finish(v.jobId);
     }
   }
 
+  /** Refreshes each named provider: its offer from its events, its stake from deposits or, once moved, stakeOf. */
   private async readProviders(addresses: string[], block: number): Promise<void> {
     const known = addresses.filter((a) => this.registered.has(a));
-    if (known.length === 0) return;
+    const toRead = known.filter((a) => this.stakeMoved.has(a.toLowerCase()) || !this.offers.has(a.toLowerCase()));
+    const stakes = await this.readStakes(toRead, block);
+    this.stakesRead = toRead.length;
+    for (const address of known) {
+      const key = address.toLowerCase();
+      const read = stakes.get(key);
+      const offer = read?.offer ?? this.offers.get(key)!;
+      const stakeFree = read ? read.stakeFree : (this.deposited.get(key) ?? 0n);
+      this.providers.set(key, { address, ...offer, registered: true, stakeFree });
+    }
+  }
+
+  /** quote + stakeOf of each provider, through Multicall3, word-sliced. */
+  private async readStakes(addresses: string[], block: number) {
+    const out = new Map<
+      string,
+      { offer: { pricePerStep: bigint; memoryMiB: number; active: boolean }; stakeFree: bigint }
+    >();
+    if (addresses.length === 0) return out;
     const registry = this.registryAddress();
-    // Two reads per provider: its offer and its stake (stake events name the provider, so both stay current).
-    const calls = known.flatMap((a) => [
-      { target: registry, iface: this.registryIface, fn: "quote", args: [a] },
-      { target: registry, iface: this.registryIface, fn: "stakeOf", args: [a] },
-    ]);
-    const results = await read(this.ctx, `${known.length} providers`, () => this.batch.read(calls, block));
-    known.forEach((address, i) => {
-      const [price, memoryMiB, active] = valueOf(results[2 * i]) as unknown as [bigint, bigint, boolean];
-      const [stake] = valueOf(results[2 * i + 1]) as unknown as [
-        { deposited: bigint; locked: bigint; unbonding: bigint },
+    const quote = this.registryIface.getFunction("quote")!.selector;
+    const stakeOf = this.registryIface.getFunction("stakeOf")!.selector;
+    const calls = addresses.flatMap((a) => {
+      const arg = a.slice(2).toLowerCase().padStart(64, "0");
+      return [
+        { target: registry, data: quote + arg },
+        { target: registry, data: stakeOf + arg },
       ];
-      const stakeFree = stake.deposited - stake.locked - stake.unbonding;
-      const view = { address, pricePerStep: price, memoryMiB: Number(memoryMiB), active, registered: true, stakeFree };
-      this.providers.set(address.toLowerCase(), view);
     });
+    const results = await read(this.ctx, `${addresses.length} providers`, () => this.batch.readRaw(calls, block));
+    addresses.forEach((address, i) => {
+      const q = this.decodeQuote(answer(results[2 * i], "quote", address));
+      const stake = this.decodeStake(answer(results[2 * i + 1], "stakeOf", address)) as Record<string, bigint>;
+      const offer = {
+        pricePerStep: q.pricePerStep as bigint,
+        memoryMiB: Number(q.memoryMiB),
+        active: q.active as boolean,
+      };
+      out.set(address.toLowerCase(), { offer, stakeFree: stake.deposited - stake.locked - stake.unbonding });
+    });
+    return out;
   }
 
   private async blockTime(n: number): Promise<bigint> {
@@ -170,6 +338,27 @@ export class CoordinatorChainView {
     if (!b) throw new Error(`no block ${n}`);
     return BigInt(b.timestamp);
   }
+}
+
+/** The events of `iface` whose first argument is the indexed `subject` (a job id, a provider), by topic0. */
+function subjectEvents(iface: Interface, subject: string, fromEscrow: boolean): [string, EventKind][] {
+  const out: [string, EventKind][] = [];
+  iface.forEachEvent((e) => {
+    const first = e.inputs[0];
+    if (first?.name === subject && first.indexed) out.push([e.topicHash, { fromEscrow, name: e.name }]);
+  });
+  return out;
+}
+
+/** An indexed address argument (a 32-byte topic), checksummed as ethers emits it. */
+function topicAddress(topic: string): string {
+  return checksummed("0x" + topic.slice(26));
+}
+
+function answer(r: RawResult, fn: string, who: string): string {
+  if (r.error) throw r.error;
+  if (!r.success) throw new Error(`${fn}(${who}) reverted (${r.data})`);
+  return r.data;
 }
 
 const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);

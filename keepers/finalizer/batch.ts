@@ -31,9 +31,14 @@ export async function shouldBatch(ctx: KeeperContext, actions: FinalizerAction[]
   return ctx.batch.batched();
 }
 
-export async function sendBatched(ctx: KeeperContext, actions: FinalizerAction[], log: Logger): Promise<BatchSend[]> {
+export async function sendBatched(
+  ctx: KeeperContext,
+  actions: FinalizerAction[],
+  log: Logger,
+  size = BATCH_SIZE,
+): Promise<BatchSend[]> {
   const chunks: FinalizerAction[][] = [];
-  for (let i = 0; i < actions.length; i += BATCH_SIZE) chunks.push(actions.slice(i, i + BATCH_SIZE));
+  for (let i = 0; i < actions.length; i += size) chunks.push(actions.slice(i, i + size));
   // Broadcasts are serialized by the send queue anyway; simulating and waiting for receipts run side by side.
   return (await mapLimit(chunks, 16, (chunk) => sendChunk(ctx, chunk, log))).flat();
 }

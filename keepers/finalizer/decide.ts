@@ -61,6 +61,22 @@ export function nothingLeftToDo(job: FinalizerJob): boolean {
   return isFinished(job.status) && job.earnings.every((e) => e.amount === 0n);
 }
 
+/**
+ * A status `statusOf` would return past a deadline, from the status last read and no event since: a dispute window
+ * that ended is Settleable, an arbiter deadline that passed is ArbiterTimedOut (both: chain time > deadline), a
+ * final status stays. Undefined when it cannot be told without a read (an unknown deadline, 0; any other status).
+ */
+export function derivedStatus(
+  last: JobStatusName | undefined,
+  deadline: bigint,
+  now: bigint,
+): JobStatusName | undefined {
+  if (last === undefined || deadline === 0n || now <= deadline) return undefined;
+  if (last === "DisputeWindow" || last === "Settleable") return "Settleable";
+  if (last === "Disputed" || last === "ArbiterTimedOut") return "ArbiterTimedOut";
+  return isFinished(last) ? last : undefined;
+}
+
 /** Whether earnings can matter for a job in this status (the others are not read). */
 export function earningsMatter(status: JobStatusName): boolean {
   return isSettleable(status) || isFinished(status);

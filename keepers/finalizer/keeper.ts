@@ -5,8 +5,8 @@ import { runFinalizer } from "./tick.ts";
 
 export const finalizer = defineKeeper({
   name: "finalizer",
-  summary: "on a cron schedule: settle (Settleable / ArbiterTimedOut) and claimEarnings",
-  help: ['--cron "*/10 * * * * *"'],
+  summary: "on a cron schedule and at each passed deadline: settle (Settleable / ArbiterTimedOut), claimEarnings",
+  help: ['--cron "*/10 * * * * *"  --watch-ms 1000'],
   options: FINALIZER_OPTIONS,
   sends: true,
   config: finalizerConfig,

@@ -1,25 +1,43 @@
 /**
- * The finalizer keeper: on a node-cron schedule, rebuilds from the chain which jobs can be settled and which
- * providers have unclaimed earnings (providers from CheckpointAccepted events), and sends settle / claimEarnings.
+ * The finalizer keeper: on a node-cron schedule, and at once when a block passes a dispute window's or an arbiter's
+ * deadline, rebuilds from the chain which jobs can be settled and which providers have unclaimed earnings
+ * (providers from CheckpointAccepted events), and sends settle / claimEarnings.
+ *
  * Each run reads (through Multicall3) only the jobs whose status may have changed: named by an escrow event since
- * the last run, created since, past the dispute or arbiter deadline their events announced, or acted on last run.
- * Runs never overlap (sdk/runner.ts: node-cron's noOverlap plus its own guard).
+ * the last run, created since, or acted on last run. A job whose deadline its own event announced (VerdictSubmitted,
+ * DisputeOpened) and that no event touched since is not read when the deadline passes: its status then is derived
+ * here exactly as `statusOf` derives it (past the deadline: Settleable / ArbiterTimedOut), so the settles go out in
+ * the first run after that block, settles before any earnings read, in Multicall3 batches (batch.ts).
+ * Runs never overlap (sdk/runner.ts: node-cron's noOverlap plus one guard shared with the deadline watch).
  */
-import type { Contract, Log } from "ethers";
-import { statusName } from "../../sdk/job.ts";
+import type { Block, Contract, Log } from "ethers";
+import { isSettleable, statusName, type JobStatusName } from "../../sdk/job.ts";
 import { batchReader, valueOf } from "../../sdk/multicall.ts";
+import { nonOverlapping } from "../../sdk/runner.ts";
+import { sleep } from "../../sdk/retry.ts";
 import { execute, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
 import { runTicks } from "../keeper.ts";
 import { BATCH_MIN, sendBatched, shouldBatch } from "./batch.ts";
 import type { FinalizerConfig } from "./config.ts";
-import { earningsMatter, nothingLeftToDo, planFinalizer, type FinalizerAction, type FinalizerJob } from "./decide.ts";
+import {
+  derivedStatus,
+  earningsMatter,
+  nothingLeftToDo,
+  planFinalizer,
+  type FinalizerAction,
+  type FinalizerJob,
+} from "./decide.ts";
 
 export interface FinalizerTickReport {
   plan: FinalizerAction[][];
   sent: { action: FinalizerAction; outcome: Outcome }[];
   /** Jobs whose status this run read (the others cannot have changed since they were last read). */
   read: bigint[];
+  /** Jobs whose status this run derived from a passed deadline instead of reading it. */
+  derived: bigint[];
 }
+
+type Status = { jobId: bigint; status: JobStatusName };
 
 export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig, "fromBlock">) {
   const log = ctx.logger;
@@ -29,10 +47,14 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
   const providersOf = new Map<bigint, Set<string>>();
   /** Chain time after which a job's status may change without an event (dispute window, arbiter timeout). */
   const deadlines = new Map<bigint, bigint>();
+  /** The status each job with a deadline had when last read (DisputeWindow or Disputed). */
+  const lastStatus = new Map<bigint, JobStatusName>();
   /** Jobs acted on last tick: read again whatever happened to the transactions. */
   let recheck = new Set<bigint>();
   let knownJobCount = 0n;
   let scannedTo = config.fromBlock - 1;
+  /** Chain time of the block the last run looked at. */
+  let lastTime: bigint | undefined;
 
   /** Folds the escrow's logs since the last tick; returns the jobs they name. */
   async function scan(toBlock: number): Promise<Set<bigint>> {
@@ -55,86 +77,114 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
     return named;
   }
 
-  /** Jobs whose status may have changed: named by an event, new, past a deadline, or acted on last tick. */
-  async function changedJobs(block: { number: number; timestamp: number }, jobCount: bigint): Promise<bigint[]> {
-    const ids = await scan(block.number);
-    for (let id = knownJobCount + 1n; id <= jobCount; id++) ids.add(id);
+  /**
+   * Jobs whose status may have changed: to read (named by an event, new, acted on last tick, or past a deadline
+   * we cannot derive from), and those past a deadline whose status follows from it (decide.ts `derivedStatus`).
+   */
+  async function changedJobs(block: { number: number; timestamp: number }, jobCount: bigint) {
+    const named = await scan(block.number);
+    const toRead = new Set(named);
+    for (let id = knownJobCount + 1n; id <= jobCount; id++) toRead.add(id);
     if (jobCount > knownJobCount) knownJobCount = jobCount;
-    for (const [id, deadline] of deadlines) if (BigInt(block.timestamp) > deadline) ids.add(id);
-    for (const id of recheck) ids.add(id);
-    return [...ids].filter((id) => !finished.has(id) && id <= jobCount).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const id of recheck) toRead.add(id);
+    const derived: Status[] = [];
+    const now = BigInt(block.timestamp);
+    for (const [jobId, deadline] of deadlines) {
+      if (toRead.has(jobId) || now <= deadline) continue;
+      const status = derivedStatus(lastStatus.get(jobId), deadline, now);
+      if (status) derived.push({ jobId, status });
+      else toRead.add(jobId);
+    }
+    const ids = [...toRead].filter((id) => !finished.has(id) && id <= jobCount).sort(byId);
+    return { ids, derived: derived.filter((d) => !finished.has(d.jobId)) };
   }
 
-  async function snapshot(): Promise<FinalizerJob[]> {
-    const block = await read(ctx, "chain head", () => ctx.provider.getBlock("latest"));
-    if (!block) throw new Error("no latest block");
+  /** Every changed job's status at `block`: read through Multicall3, or derived from its deadline. */
+  async function statuses(block: Block): Promise<{ jobs: Status[]; read: bigint[]; derived: bigint[] }> {
     const blockTag = block.number;
     const jobCount = await read(ctx, "jobCount", () => ctx.escrow.jobCount({ blockTag }));
-    const ids = await changedJobs(block, jobCount);
+    const { ids, derived } = await changedJobs(block, jobCount);
     const target = String(escrow.target);
     const statusCalls = ids.map((id) => ({ target, iface: escrow.interface, fn: "statusOf", args: [id] }));
-    const statuses = await read(ctx, `${ids.length} statuses`, () => batch.read(statusCalls, blockTag));
-    const jobs = ids.map((jobId, i) => {
-      const status = statusName(valueOf(statuses[i])[0] as bigint);
-      const providers = earningsMatter(status) ? [...(providersOf.get(jobId) ?? [])] : [];
-      return { jobId, status, providers };
-    });
-    const claims = jobs.flatMap((j) => j.providers.map((p) => ({ jobId: j.jobId, p })));
-    const earningCalls = claims.map(({ jobId, p }) => ({
+    const results = await read(ctx, `${ids.length} statuses`, () => batch.read(statusCalls, blockTag));
+    const readJobs = ids.map((jobId, i) => ({ jobId, status: statusName(valueOf(results[i])[0] as bigint) }));
+    for (const j of readJobs) {
+      // A dispute window or arbiter deadline we did not see (before --from-block): look at it every tick.
+      if ((j.status === "DisputeWindow" || j.status === "Disputed") && !deadlines.has(j.jobId))
+        deadlines.set(j.jobId, 0n);
+      lastStatus.set(j.jobId, j.status);
+    }
+    const jobs = [...readJobs, ...derived].sort((a, b) => byId(a.jobId, b.jobId));
+    return { jobs, read: ids, derived: derived.map((d) => d.jobId) };
+  }
+
+  /** Unclaimed earnings of each job's providers where they can matter; forgets jobs with nothing left to do. */
+  async function withEarnings(jobs: Status[], blockTag: number | "latest"): Promise<FinalizerJob[]> {
+    const target = String(escrow.target);
+    const claims = jobs.flatMap((j) =>
+      earningsMatter(j.status) ? [...(providersOf.get(j.jobId) ?? [])].map((p) => ({ jobId: j.jobId, p })) : [],
+    );
+    const calls = claims.map(({ jobId, p }) => ({
       target,
       iface: escrow.interface,
       fn: "earningsOf",
       args: [jobId, p],
     }));
-    const amounts = await read(ctx, `${claims.length} earnings`, () => batch.read(earningCalls, blockTag));
+    const amounts = await read(ctx, `${claims.length} earnings`, () => batch.read(calls, blockTag));
     const amountOf = new Map(claims.map(({ jobId, p }, i) => [`${jobId}:${p}`, valueOf(amounts[i])[0] as bigint]));
-    const out: FinalizerJob[] = jobs.map(({ jobId, status, providers }) => ({
+    const out: FinalizerJob[] = jobs.map(({ jobId, status }) => ({
       jobId,
       status,
-      earnings: providers.map((provider) => ({ provider, amount: amountOf.get(`${jobId}:${provider}`)! })),
+      earnings: earningsMatter(status)
+        ? [...(providersOf.get(jobId) ?? [])].map((provider) => ({
+            provider,
+            amount: amountOf.get(`${jobId}:${provider}`)!,
+          }))
+        : [],
     }));
     for (const j of out) {
-      // A dispute window or arbiter deadline we did not see (before --from-block): look at it every tick.
-      if ((j.status === "DisputeWindow" || j.status === "Disputed") && !deadlines.has(j.jobId))
-        deadlines.set(j.jobId, 0n);
-      if (nothingLeftToDo(j)) {
-        finished.add(j.jobId);
-        deadlines.delete(j.jobId);
-        providersOf.delete(j.jobId);
-      }
+      if (!nothingLeftToDo(j)) continue;
+      finished.add(j.jobId);
+      deadlines.delete(j.jobId);
+      lastStatus.delete(j.jobId);
+      providersOf.delete(j.jobId);
     }
     return out;
   }
 
-  async function tick(): Promise<FinalizerTickReport> {
-    const jobs = await snapshot();
-    const plan = planFinalizer(jobs);
+  /** One run; `head` is the block to look at (default: the latest). */
+  async function tick(head?: Block): Promise<FinalizerTickReport> {
+    const block = head ?? (await read(ctx, "chain head", () => ctx.provider.getBlock("latest")));
+    if (!block) throw new Error("no latest block");
+    const { jobs, read: readIds, derived } = await statuses(block);
+    lastTime = BigInt(block.timestamp);
+    const settleable = jobs.filter((j) => isSettleable(j.status));
+    const bulkSettles = planFinalizer(settleable.map((j) => ({ ...j, earnings: [] }))).flat();
+    if (await shouldBatch(ctx, bulkSettles)) {
+      const r = await settleInBulk(jobs, bulkSettles);
+      recheck = new Set(r.plan.map((actions) => actions[0].jobId));
+      return { ...r, read: readIds, derived };
+    }
+    const plan = planFinalizer(await withEarnings(jobs, block.number));
     recheck = new Set(plan.map((actions) => actions[0].jobId));
-    const settles = plan.flatMap((actions) => actions.filter((a) => a.method === "settle"));
-    if (await shouldBatch(ctx, settles))
-      return { plan, sent: await sendInBulk(plan, settles), read: jobs.map((j) => j.jobId) };
     const perJob = await mapLimit(plan, 4, async (actions) => {
       const results: { action: FinalizerAction; outcome: Outcome }[] = [];
       for (const action of actions) {
-        const l = log.child({
-          job: action.jobId,
-          action: action.method,
-          ...(action.method === "claimEarnings" ? { provider: action.provider, amount: action.amount } : {}),
-          reason: action.reason,
-        });
-        l.info("decision");
-        const outcome = await execute(ctx, { method: action.method, args: action.args }, l);
+        const outcome = await sendOne(action);
         results.push({ action, outcome });
         // Claims need the job settled; if settling failed for real, they would only revert.
         if (action.method === "settle" && (outcome.kind === "failed" || outcome.kind === "retry-later")) break;
       }
       return results;
     });
-    return { plan, sent: perJob.flat(), read: jobs.map((j) => j.jobId) };
+    return { plan, sent: perJob.flat(), read: readIds, derived };
   }
 
-  /** Many jobs to settle: every settle in Multicall3 batches, then the claims of the jobs that settled. */
-  async function sendInBulk(plan: FinalizerAction[][], settles: FinalizerAction[]) {
+  /**
+   * Many jobs to settle: every settle in Multicall3 batches first (no earnings read in their way), then the claims
+   * of the jobs that settled or were already final, read after the settles landed.
+   */
+  async function settleInBulk(jobs: Status[], settles: FinalizerAction[]) {
     log.info("decision", {
       action: "settle",
       jobs: settles.length,
@@ -144,25 +194,106 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
     const blocked = new Set(
       settled.filter((s) => s.outcome.kind === "failed" || s.outcome.kind === "retry-later").map((s) => s.action.jobId),
     );
+    const plan = planFinalizer(await withEarnings(jobs, "latest"));
     const claims = plan.flat().filter((a) => a.method === "claimEarnings" && !blocked.has(a.jobId));
     const claimed =
-      claims.length >= BATCH_MIN ? await sendBatched(ctx, claims, log) : await mapLimit(claims, 4, (a) => sendOne(a));
-    return [...settled, ...claimed];
+      claims.length >= BATCH_MIN
+        ? await sendBatched(ctx, claims, log)
+        : await mapLimit(claims, 4, async (a) => ({ action: a, outcome: await sendOne(a) }));
+    return { plan, sent: [...settled, ...claimed] };
   }
 
-  async function sendOne(action: FinalizerAction) {
-    const l = log.child({ job: action.jobId, action: action.method, reason: action.reason });
-    return { action, outcome: await execute(ctx, { method: action.method, args: action.args }, l) };
+  async function sendOne(action: FinalizerAction): Promise<Outcome> {
+    const l = log.child({
+      job: action.jobId,
+      action: action.method,
+      ...(action.method === "claimEarnings" ? { provider: action.provider, amount: action.amount } : {}),
+      reason: action.reason,
+    });
+    l.info("decision");
+    return execute(ctx, { method: action.method, args: action.args }, l);
   }
 
-  return { tick };
+  /** Whether a deadline lies ahead of the last run (something to watch the head for). */
+  function watching(): boolean {
+    if (lastTime === undefined) return false;
+    for (const d of deadlines.values()) if (d >= lastTime) return true;
+    return false;
+  }
+
+  /** Whether a block at chain time `time` is past a deadline the last run was not past yet: run now. */
+  function due(time: bigint): boolean {
+    if (lastTime === undefined) return false;
+    for (const d of deadlines.values()) if (d >= lastTime && d < time) return true;
+    return false;
+  }
+
+  return { tick, watching, due };
 }
 
-/** Runs the finalizer on `config.cron` until `signal` fires (or once). Resolves with the exit code. */
-export function runFinalizer(ctx: KeeperContext, config: FinalizerConfig, signal: AbortSignal): Promise<number> {
-  const finalizer = createFinalizer(ctx, config);
-  return runTicks("finalizer", ctx, config, async () => void (await finalizer.tick()), signal);
+export type Finalizer = ReturnType<typeof createFinalizer>;
+
+/**
+ * Runs the finalizer on `config.cron` until `signal` fires (or once), and meanwhile watches the head every
+ * `config.watchMs` while a deadline is ahead: the first block past one starts a run at once, so a job is settled in
+ * the next block or two after it became settleable rather than at the next cron run. Resolves with the exit code.
+ */
+export async function runFinalizer(
+  ctx: KeeperContext,
+  config: FinalizerConfig,
+  signal: AbortSignal,
+  finalizer: Finalizer = createFinalizer(ctx, config),
+): Promise<number> {
+  let head: Block | undefined;
+  const guard = nonOverlapping(() => finalizer.tick(head));
+  /** A run at `at` (the watch's block), or skipped (undefined) while one is going. */
+  const runAt = async (at?: Block) => {
+    if (guard.busy()) return undefined;
+    head = at;
+    try {
+      return await guard.run();
+    } finally {
+      head = undefined;
+    }
+  };
+  const watch = config.once ? Promise.resolve() : watchDeadlines(ctx, finalizer, runAt, config.watchMs, signal);
+  const code = await runTicks("finalizer", ctx, config, async () => void (await runAt()), signal);
+  await watch;
+  await guard.idle();
+  return code;
 }
+
+async function watchDeadlines(
+  ctx: KeeperContext,
+  finalizer: Finalizer,
+  run: (head?: Block) => Promise<FinalizerTickReport | undefined>,
+  watchMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  let seen = -1;
+  while (!signal.aborted) {
+    await sleep(watchMs, signal);
+    if (signal.aborted || !finalizer.watching()) continue;
+    let head: Block | null;
+    try {
+      head = await ctx.provider.getBlock("latest");
+    } catch (err) {
+      // The head could not be read: the cron run still comes, and the next look may work.
+      ctx.logger.warn("deadline watch: chain head unreadable", { error: (err as Error)?.message ?? String(err) });
+      continue;
+    }
+    if (!head || head.number === seen || !finalizer.due(BigInt(head.timestamp))) continue;
+    try {
+      // Skipped while a cron run is going: that block is looked at again next time.
+      if ((await run(head)) !== undefined) seen = head.number;
+    } catch (err) {
+      ctx.logger.error("tick failed", { keeper: "finalizer", error: (err as Error)?.message ?? String(err) });
+      seen = head.number;
+    }
+  }
+}
+
+const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Every escrow log between two blocks (inclusive), in chunks that public RPCs accept. */
 async function escrowLogs(ctx: KeeperContext, escrow: Contract, fromBlock: number, toBlock: number, chunk = 10_000) {

@@ -16,6 +16,20 @@ import { UnassignReason } from "../../sdk/ledger.ts";
 /** A short start grace and progress floor (defaults: 20 s and 10 s) keep 20 idle holds inside a test's time. */
 const FLAGS = ["--start-grace-ms", "4000", "--progress-floor-ms", "3000"];
 
+/** The run with `idle` idle identities and a 40-step job in checkpoints of 10, within `timeoutMs`. */
+function sybilRun(idle: number, timeoutMs: number): Promise<SybilResult> {
+  const name = `test-sybil-${idle}-${process.pid}`;
+  return runSybil({
+    idle,
+    totalSteps: 40,
+    checkpointInterval: 10,
+    runDir: `.gpuchain/${name}`,
+    deploymentId: name,
+    coordinatorFlags: FLAGS,
+    timeoutMs,
+  });
+}
+
 function expectNoStarving(r: SybilResult, idle: number) {
   const idleSet = new Set(r.idle);
   expect(r.settled, "the job settled").to.equal(true);
@@ -39,28 +53,12 @@ describe("no starving, end to end: idle identities against one honest provider",
   this.timeout(900_000);
 
   it("the finding's reproduction: five idle identities, a 40-step job — the honest provider trains it", async function () {
-    const r = await runSybil({
-      idle: 5,
-      totalSteps: 40,
-      checkpointInterval: 10,
-      runDir: `.gpuchain/test-sybil-5-${process.pid}`,
-      deploymentId: `test-sybil-5-${process.pid}`,
-      coordinatorFlags: FLAGS,
-      timeoutMs: 300_000,
-    });
+    const r = await sybilRun(5, 300_000);
     expectNoStarving(r, 5);
   });
 
   it("20 idle identities at price 1: the job settles, the idle ones earn nothing, each held it once", async function () {
-    const r = await runSybil({
-      idle: 20,
-      totalSteps: 40,
-      checkpointInterval: 10,
-      runDir: `.gpuchain/test-sybil-20-${process.pid}`,
-      deploymentId: `test-sybil-20-${process.pid}`,
-      coordinatorFlags: FLAGS,
-      timeoutMs: 600_000,
-    });
+    const r = await sybilRun(20, 600_000);
     expectNoStarving(r, 20);
     // The cheapest of them (price 1) went first: at least one idle identity held the job before the honest one.
     expect(r.assignments.length).to.be.greaterThan(1);

@@ -1,15 +1,53 @@
 /**
  * The coordinator's event-driven chain view (keepers/coordinator/chainView.ts) on a simulated chain: a tick with no
  * new events re-reads nothing, an event re-reads exactly the job or provider it names, fencing is learned from
- * CheckpointRefused (no `isFenced` call), and without Multicall3 the same reads go one by one with the same result.
+ * CheckpointRefused (no `isFenced` call), a job only its JobCreated names is known from that event without a read,
+ * a restarted coordinator rebuilds from events the view one that followed along holds, and without Multicall3 the
+ * same reads go one by one with the same result.
  */
 import { expect } from "chai";
 import type { Provider } from "ethers";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { batchReader } from "../../sdk/multicall.ts";
+import type { CoordinatorJob } from "../../keepers/coordinator/decide.ts";
+import { readJob } from "../../sdk/job.ts";
 import { signDecision } from "../helpers/fixture.ts";
-import { beat, ckpt, createJob, ethers, load, manualClock, testContext, type Protocol } from "./fixture.ts";
+import {
+  beat,
+  ckpt,
+  createJob,
+  ethers,
+  load,
+  manualClock,
+  reportAndAccept,
+  submitVerdict,
+  testContext,
+  trainToEnd,
+  type Protocol,
+} from "./fixture.ts";
+
+/** The fields the coordinator decides on (decide.ts CoordinatorJob), from any job view. */
+const COORDINATOR_FIELDS = [
+  "jobId",
+  "status",
+  "epoch",
+  "templateId",
+  "totalSteps",
+  "acceptedStep",
+  "pendingStep",
+  "maxPricePerStep",
+  "checkpointInterval",
+  "budget",
+  "paid",
+  "provider",
+  "leaseExpiresAt",
+  "lastProgressAt",
+  "reportedAt",
+] as const satisfies readonly (keyof CoordinatorJob)[];
+const decided = (j: CoordinatorJob) => Object.fromEntries(COORDINATOR_FIELDS.map((f) => [f, j[f]]));
+const viewOf = (jobs: Map<bigint, CoordinatorJob>) =>
+  [...jobs.values()].sort((a, b) => (a.jobId < b.jobId ? -1 : 1)).map(decided);
 
 /**
  * Counts the provider methods the keeper's reads go through and keeps every eth_call's data (the real provider
@@ -58,7 +96,8 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     const { keeper, send } = await coordinatorOn(p);
     await send(p.provider1);
     await keeper.tick();
-    expect(keeper.chain.last.jobsRead).to.equal(5);
+    // Five jobs that only their JobCreated names: known from those events, exactly as jobOf would read them.
+    expect(keeper.chain.last).to.deep.include({ jobsRead: 0, jobsFromEvents: 5 });
     expect((await p.escrow.jobOf(1n)).provider).to.equal(p.provider1.address);
     await send(p.provider1, 1n, 1n);
     await keeper.tick(); // reads job 1 again: the assignment's own event
@@ -69,7 +108,7 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     expect(keeper.chain.last).to.deep.include({ jobsRead: 1, logs: 1 });
     await createJob(p);
     await keeper.tick();
-    expect(keeper.chain.last.jobsRead).to.equal(1);
+    expect(keeper.chain.last).to.deep.include({ jobsRead: 0, jobsFromEvents: 1 });
     expect(keeper.chain.jobs.size).to.equal(6);
   });
 
@@ -122,8 +161,85 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     await send(p.provider2);
     const r = await keeper.tick();
     expect(r.sent.map((s) => s.decision.provider)).to.deep.equal([p.provider1.address, p.provider2.address]);
-    expect(keeper.chain.last.jobsRead).to.equal(3);
-    // 2 views per job and 1 quote per provider, plus coordinator + jobCount: all as single eth_calls.
-    expect(counts.get("call")).to.be.greaterThanOrEqual(3 * 2 + 2);
+    // Jobs and providers known from their events: only coordinator, jobCount and minStake, as single eth_calls.
+    expect(keeper.chain.last).to.deep.include({ jobsFromEvents: 3, stakesRead: 0 });
+    expect(counts.get("call")).to.be.greaterThanOrEqual(3);
+    const before = counts.get("call")!;
+    // The two assignments' events: those two jobs re-read (jobOf), and their assignees' locked stakes (quote +
+    // stakeOf), plus coordinator and jobCount, each its own eth_call.
+    await keeper.tick();
+    expect(keeper.chain.last).to.deep.include({ jobsRead: 2, stakesRead: 2 });
+    expect(counts.get("call")! - before).to.be.greaterThanOrEqual(2 + 2 * 2 + 2);
+    for (const id of [1n, 2n]) {
+      expect(decided(keeper.chain.jobs.get(id)!)).to.deep.equal(decided(await readJob(p.escrow, id)));
+    }
+  });
+
+  it("a job only JobCreated names is known from the event, field for field as jobOf reads it", async function () {
+    const p = await load();
+    await createJob(p, { totalSteps: 70, checkpointInterval: 7, maxPricePerStep: 1_234n, budget: 98_765n });
+    const { keeper } = await coordinatorOn(p);
+    await keeper.tick();
+    expect(keeper.chain.last).to.deep.include({ jobsRead: 0, jobsFromEvents: 1 });
+    expect(decided(keeper.chain.jobs.get(1n)!)).to.deep.equal(decided(await readJob(p.escrow, 1n)));
+  });
+
+  it("providers from their events, field for field as quote and stakeOf read them; a moved stake is read", async function () {
+    const p = await load();
+    await createJob(p);
+    await p.registry.connect(p.provider2).update(777n, 0, "bench-gpu", 8_192);
+    await p.registry.connect(p.provider3).deactivate();
+    await p.registry.connect(p.provider3).reactivate();
+    await p.registry.connect(p.provider3).deactivate();
+    await p.registry.connect(p.provider2).requestUnbond(1n);
+    await p.escrow.connect(p.coordinator).assign(1n, p.provider1.address); // locks provider1's stake
+    const { keeper } = await coordinatorOn(p);
+    await keeper.tick();
+    // provider1 (locked) and provider2 (unbonding) read; provider3 from its events alone.
+    expect(keeper.chain.last.stakesRead).to.equal(2);
+    for (const w of [p.provider1, p.provider2, p.provider3]) {
+      const [pricePerStep, memoryMiB, active] = await p.registry.quote(w.address);
+      const st = await p.registry.stakeOf(w.address);
+      expect(keeper.chain.providers.get(w.address.toLowerCase()), w.address).to.deep.equal({
+        address: w.address,
+        pricePerStep,
+        memoryMiB: Number(memoryMiB),
+        active,
+        registered: true,
+        stakeFree: st.deposited - st.locked - st.unbonding,
+      });
+    }
+  });
+
+  it("restarted, it rebuilds from events the view a coordinator that followed along holds", async function () {
+    const p = await load();
+    const follower = await coordinatorOn(p);
+    // Open (fresh), Running with a lease extended and a checkpoint accepted, refused (fenced), over (verdict).
+    for (let i = 0; i < 4; i++) await createJob(p, { totalSteps: 20, checkpointInterval: 10, maxPricePerStep: 2_000n });
+    await follower.keeper.tick();
+    await p.escrow.connect(p.coordinator).assign(2n, p.provider1.address);
+    await p.escrow.connect(p.provider1).heartbeat(2n, 1n);
+    await reportAndAccept(p, 2n, p.provider1, 10);
+    await follower.keeper.tick();
+    await p.escrow.connect(p.coordinator).assign(3n, p.provider2.address);
+    const hash = ckpt(3n, 10);
+    await p.escrow.connect(p.provider2).reportCheckpoint(3n, 1n, 10, hash);
+    await p.escrow
+      .connect(p.stranger)
+      .refuseCheckpoint(3n, 1n, 10, hash, await signDecision(p, 3n, 1n, 10, hash, false));
+    await submitVerdict(p, 4n, await trainToEnd(p, 4n, p.provider3));
+    await follower.keeper.tick();
+    const restarted = await coordinatorOn(p);
+    await restarted.keeper.tick();
+    // The finished job is dropped from its VerdictSubmitted without a read; the fresh one comes from its event.
+    expect(restarted.keeper.chain.last).to.deep.include({ jobsRead: 2, jobsFromEvents: 1 });
+    expect(viewOf(restarted.keeper.chain.jobs)).to.deep.equal(viewOf(follower.keeper.chain.jobs));
+    expect([...restarted.keeper.chain.jobs.keys()].sort()).to.deep.equal([1n, 2n, 3n]);
+    for (const id of [1n, 2n, 3n]) {
+      expect(decided(restarted.keeper.chain.jobs.get(id)!)).to.deep.equal(decided(await readJob(p.escrow, id)));
+    }
+    expect(restarted.keeper.chain.fenced).to.deep.equal(follower.keeper.chain.fenced);
+    expect(restarted.keeper.chain.fenced.get("3")).to.deep.equal(new Set([p.provider2.address.toLowerCase()]));
+    expect([...restarted.keeper.chain.providers.values()]).to.deep.equal([...follower.keeper.chain.providers.values()]);
   });
 });

@@ -7,12 +7,11 @@ import { expect } from "chai";
 import type { HDNodeWallet } from "ethers";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
-import { signHeartbeat } from "../../sdk/heartbeat.ts";
-import { machineId } from "../../sdk/machine.ts";
 import { UnassignReason } from "../../sdk/ledger.ts";
 import { loadTemplate } from "../../workloads/index.ts";
 import { DeviceKind, depositStake } from "../helpers/fixture.ts";
 import {
+  beat,
   createJob,
   load,
   manualClock,
@@ -45,18 +44,8 @@ async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>
   const send = async (w: HDNodeWallet, jobId = 0n, epoch = 0n, step = 0) => {
     const sentAt = Math.max(clock.now(), (lastSentAt.get(w.address) ?? -1) + 1);
     lastSentAt.set(w.address, sentAt);
-    const beat = await signHeartbeat(w as never, {
-      chainId: p.chainId.toString(),
-      escrow: p.deployment.escrow,
-      machine: machineId(),
-      provider: w.address,
-      jobId: jobId.toString(),
-      epoch: epoch.toString(),
-      step,
-      sentAt,
-      profile: PROFILE,
-    });
-    const r = await keeper.book.receive(beat, clock.now());
+    const signed = await beat(w, p, sentAt, jobId, epoch, { step, profile: PROFILE });
+    const r = await keeper.book.receive(signed, clock.now());
     expect(r.ok, JSON.stringify(r)).to.equal(true);
   };
   return { keeper, send, lines };

@@ -1,12 +1,14 @@
 /**
  * The finalizer against a simulated chain: settle after the dispute window and after the arbiter's silence,
  * claims on Settled and Cancelled jobs (providers from CheckpointAccepted events), races with someone else,
- * restart at every point of a send, the node-cron schedule without overlapping runs, --dry-run.
+ * restart at every point of a send, the node-cron schedule without overlapping runs, the deadline watch that
+ * settles in the block after the one that made a job settleable, batch boundaries, --dry-run.
  */
 import { expect } from "chai";
 import type { Sender } from "../../keepers/chain.ts";
 import { finalizerConfig } from "../../keepers/finalizer/config.ts";
-import { sendBatched } from "../../keepers/finalizer/batch.ts";
+import { BATCH_MIN, sendBatched } from "../../keepers/finalizer/batch.ts";
+import { derivedStatus } from "../../keepers/finalizer/decide.ts";
 import { createFinalizer, runFinalizer } from "../../keepers/finalizer/tick.ts";
 import {
   ARBITER_TIMEOUT,
@@ -79,7 +81,9 @@ describe("keepers: finalizer on chain", function () {
     expect((await finalizer.tick()).read, "at the deadline").to.deep.equal([]);
     await networkHelpers.mine(); // deadline + 1
     const r = await finalizer.tick();
-    expect(r.read).to.deep.equal([jobId]);
+    // Nothing named it since its verdict was read: Settleable follows from the deadline, no read.
+    expect(r.read).to.deep.equal([]);
+    expect(r.derived).to.deep.equal([jobId]);
     expect(r.sent.map((s) => s.action.method)).to.deep.equal(["settle", "claimEarnings", "claimEarnings"]);
     await p.escrow.connect(p.client).cancel(open);
     expect((await finalizer.tick()).read).to.deep.equal([jobId, open]); // its own transactions, and the cancel
@@ -219,6 +223,78 @@ describe("keepers: finalizer on chain", function () {
     expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
     expect(lines.map((l) => l.msg)).to.include.members(["started", "stopped"]);
     expect(errors(lines)).to.deep.equal([]);
+  });
+
+  it("derives statusOf's clock statuses from the deadline: t: as read, t+1: Settleable / ArbiterTimedOut", function () {
+    const d = 1_000n;
+    expect(derivedStatus("DisputeWindow", d, d - 1n)).to.equal(undefined);
+    expect(derivedStatus("DisputeWindow", d, d)).to.equal(undefined);
+    expect(derivedStatus("DisputeWindow", d, d + 1n)).to.equal("Settleable");
+    expect(derivedStatus("Disputed", d, d)).to.equal(undefined);
+    expect(derivedStatus("Disputed", d, d + 1n)).to.equal("ArbiterTimedOut");
+    expect(derivedStatus("Settled", d, d + 1n)).to.equal("Settled");
+    // Not derivable: an unknown deadline (0), a status never read, a status the clock does not move.
+    expect(derivedStatus("DisputeWindow", 0n, d)).to.equal(undefined);
+    expect(derivedStatus(undefined, d, d + 1n)).to.equal(undefined);
+    expect(derivedStatus("Running", d, d + 1n)).to.equal(undefined);
+  });
+
+  it("watches the head: the block after the one past the window settles it, long before the next cron run", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    const [, , , , deadline] = (await p.escrow.queryFilter(p.escrow.filters.VerdictSubmitted(jobId)))[0].args;
+    const { ctx, finalizer, lines } = await finalizerFor(p);
+    await finalizer.tick(); // learns the deadline
+    const controller = new AbortController();
+    // A cron run once a year: only the watch can settle it here.
+    const config = finalizerConfig({ cron: "0 0 0 1 1 *", "watch-ms": "20" });
+    const done = runFinalizer(ctx, config, controller.signal, finalizer);
+    await networkHelpers.time.setNextBlockTimestamp(deadline);
+    await networkHelpers.mine(); // t = deadline: not settleable yet
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await eventCount(p, "JobSettled", jobId), "at the deadline").to.equal(0);
+    await networkHelpers.mine(); // t + 1: settleable from this block on
+    const settleable = await ethers.provider.getBlockNumber();
+    let settled: number | undefined;
+    for (let i = 0; i < 200 && settled === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      settled = (await p.escrow.queryFilter(p.escrow.filters.JobSettled(jobId)))[0]?.blockNumber;
+    }
+    controller.abort();
+    expect(await done).to.equal(0);
+    expect(settled, "settled in the very next block").to.equal(settleable + 1);
+    expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
+    expect(errors(lines)).to.deep.equal([]);
+  });
+
+  it("batch boundaries: BATCH_MIN - 1 settles go one by one, BATCH_MIN in one batch, a batch size splits them", async function () {
+    const p = await load();
+    const ids: bigint[] = [];
+    for (let i = 0; i < BATCH_MIN + BATCH_MIN - 1; i++) {
+      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
+      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
+      ids.push(jobId);
+    }
+    await networkHelpers.time.increase(3_601);
+    const few = ids.slice(0, BATCH_MIN - 1);
+    const { ctx } = await finalizerFor(p);
+    const { finalizer } = await finalizerFor(p);
+    // Only the first BATCH_MIN - 1 are due to this finalizer: the others are settled by hand below first.
+    const rest = ids.slice(BATCH_MIN - 1);
+    const settle = (id: bigint) => ({ jobId: id, method: "settle" as const, args: [id] as [bigint], reason: "test" });
+    let before = await ethers.provider.getBlockNumber();
+    const split = await sendBatched(ctx, rest.map(settle), ctx.logger, 3); // 8 calls, 3 per batch: 3 transactions
+    expect(split.map((s) => s.outcome.kind)).to.deep.equal(rest.map(() => "confirmed"));
+    expect((await ethers.provider.getBlockNumber()) - before).to.equal(3);
+    const hashes = new Set(split.map((s) => (s.outcome as { hash: string }).hash));
+    expect(hashes.size).to.equal(3);
+    before = await ethers.provider.getBlockNumber();
+    const r = await finalizer.tick();
+    const settles = r.sent.filter((s) => s.action.method === "settle");
+    expect(settles.map((s) => s.action.jobId)).to.deep.equal(few);
+    // BATCH_MIN - 1 settles and their claims, each its own transaction.
+    expect((await ethers.provider.getBlockNumber()) - before).to.equal(2 * few.length + rest.length);
+    for (const id of ids) expect(await eventCount(p, "JobSettled", id), `job ${id}`).to.equal(1);
   });
 
   it("--dry-run decides without sending", async function () {

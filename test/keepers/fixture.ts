@@ -151,13 +151,17 @@ export function barrier(n: number) {
   });
 }
 
-/** A signed beat for the deployment `p` (its chain id and escrow: see sdk/heartbeat.ts). */
+/**
+ * A signed beat for the deployment `p` (its chain id and escrow: see sdk/heartbeat.ts), at step 0 and with no
+ * device profile unless `o` says otherwise.
+ */
 export async function beat(
   w: HDNodeWallet,
   p: { chainId: bigint; deployment: { escrow: string } },
   sentAt: number,
   jobId = 0n,
   epoch = 0n,
+  o: { step?: number; profile?: string } = {},
 ): Promise<SignedHeartbeat> {
   return signHeartbeat(w as never, {
     chainId: p.chainId.toString(),
@@ -166,8 +170,9 @@ export async function beat(
     provider: w.address,
     jobId: jobId.toString(),
     epoch: epoch.toString(),
-    step: 0,
+    step: o.step ?? 0,
     sentAt,
+    ...(o.profile === undefined ? {} : { profile: o.profile }),
   });
 }
 

@@ -1,6 +1,8 @@
 /**
  * Verifier decisions reach the escrow two ways: 2-of-3 Safe-owner signatures over the escrow's EIP-712 digest
- * (relayed by anyone, checked by the Safe through EIP-1271), or a Safe transaction calling the escrow directly.
+ * (relayed by anyone), or a Safe transaction calling the escrow directly. Plain ECDSA owner signatures are checked
+ * by the escrow itself with the Safe's own rule (owners and threshold read from the Safe on each call); every other
+ * signature kind is checked by the Safe through EIP-1271.
  */
 import { expect } from "chai";
 import SafeKit from "@safe-global/protocol-kit";
@@ -25,6 +27,8 @@ import {
   checkpointDecisionTypes,
   escrowDomain,
   faultRefusalDigest,
+  safeMessage,
+  signAsSafeOwner,
   faultRefusalTypes,
   verdictDigest,
   verdictTypes,
@@ -52,6 +56,41 @@ async function signInDomain(p: Protocol, chainId: bigint, escrow: string, jobId:
   });
   return signDigest(p, digest, [p.verifier1, p.verifier2]);
 }
+
+async function kits(p: Protocol) {
+  const contractNetworks = { [p.chainId.toString()]: p.singletons };
+  // Safe owners are Hardhat accounts 3, 4, 5 (verifier1..3).
+  const init = (i: number) =>
+    Safe.init({
+      provider: connection.provider as never,
+      signer: privateKeyOf(i),
+      safeAddress: p.safeAddress,
+      contractNetworks,
+    });
+  return [await init(3), await init(5)];
+}
+
+/** A 2-of-3 Safe transaction (verifier1 + verifier3) calling `to` (default: the escrow) with `data`. */
+async function execute(p: Protocol, data: string, to = p.escrowAddress) {
+  const [kitA, kitB] = await kits(p);
+  let tx = await kitA.createTransaction({ transactions: [{ to, value: "0", data }] });
+  tx = await kitA.signTransaction(tx);
+  tx = await kitB.signTransaction(tx);
+  const { hash } = await kitB.executeTransaction(tx);
+  return hash;
+}
+
+/** The SafeMessage hash the Safe's owners sign for an escrow digest. */
+function safeMessageHash(p: Protocol, digest: string): string {
+  const m = safeMessage(p.chainId, p.safeAddress, digest);
+  return ethers.TypedDataEncoder.hash(m.domain, m.types, m.value);
+}
+
+/** Safe-packed signatures in the order given (not sorted). */
+const packInOrder = (...sigs: string[]) => "0x" + sigs.map((s) => s.slice(2)).join("");
+
+/** `owner`'s pre-approved-hash signature (Safe v = 1): r is the owner, s unused. */
+const approvedHashSignature = (owner: string) => ethers.zeroPadValue(owner, 32) + "00".repeat(32) + "01";
 
 describe("JobEscrow: verifier signatures", function () {
   describe("typed data twins", function () {
@@ -217,29 +256,97 @@ describe("JobEscrow: verifier signatures", function () {
     });
   });
 
+  describe("plain owner signatures checked by the escrow with the Safe's rule; the rest by the Safe", function () {
+    const decision = (p: Protocol & { jobId: bigint; hash: string }) =>
+      p.escrow.checkpointDecisionDigest(p.jobId, 1n, 10, p.hash, true);
+    const ownerSig = async (p: Protocol, who: (typeof p.verifiers)[number], digest: string) =>
+      signAsSafeOwner(who, p.chainId, p.safeAddress, digest);
+    /** verifier1..3 sorted by address, as the Safe wants them. */
+    const byAddress = (p: Protocol) =>
+      [...p.verifiers].sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
+
+    it("acceptCheckpoint: owners' signatures in descending order revert (the Safe's rule: ascending)", async function () {
+      const p = await pendingCheckpoint();
+      const digest = await decision(p);
+      const [low, high] = byAddress(p);
+      const sigs = packInOrder(await ownerSig(p, high, digest), await ownerSig(p, low, digest));
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(digest);
+      const sorted = packInOrder(await ownerSig(p, low, digest), await ownerSig(p, high, digest));
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sorted)).to.emit(p.escrow, "CheckpointAccepted");
+    });
+
+    it("acceptCheckpoint: an owner swapped out through the Safe stops counting at once; its replacement counts", async function () {
+      const p = await pendingCheckpoint();
+      const [kit] = await kits(p);
+      const swap = await kit.createSwapOwnerTx({
+        oldOwnerAddress: p.verifier2.address,
+        newOwnerAddress: p.stranger.address,
+      });
+      await execute(p, swap.data.data, p.safeAddress);
+      const old = await signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier1, p.verifier2]);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, old))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(await decision(p));
+      const renewed = await signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier1, p.stranger]);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, renewed)).to.emit(p.escrow, "CheckpointAccepted");
+    });
+
+    it("acceptCheckpoint: threshold raised to 3 through the Safe: two owners revert, three accept", async function () {
+      const p = await pendingCheckpoint();
+      const [kit] = await kits(p);
+      const raise = await kit.createChangeThresholdTx(3);
+      await execute(p, raise.data.data, p.safeAddress);
+      const two = await signDecision(p, p.jobId, 1n, 10, p.hash, true, [p.verifier1, p.verifier2]);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, two))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(await decision(p));
+      const three = await signDecision(p, p.jobId, 1n, 10, p.hash, true, p.verifiers);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, three)).to.emit(p.escrow, "CheckpointAccepted");
+    });
+
+    it("acceptCheckpoint: a pre-approved hash (v = 1) + one ECDSA signature: the Safe's EIP-1271 check decides", async function () {
+      const p = await pendingCheckpoint();
+      const digest = await decision(p);
+      const [low, high] = byAddress(p);
+      const sigs = packInOrder(approvedHashSignature(low.address), await ownerSig(p, high, digest));
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(digest);
+      await p.safe.connect(low).getFunction("approveHash")(safeMessageHash(p, digest));
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(p.escrow, "CheckpointAccepted");
+    });
+
+    it("acceptCheckpoint: eth_sign signatures (v + 4): the Safe's EIP-1271 check decides, and accepts", async function () {
+      const p = await pendingCheckpoint();
+      const digest = await decision(p);
+      const ethSign = async (who: (typeof p.verifiers)[number]) => {
+        const sig = ethers.Signature.from(await who.signMessage(ethers.getBytes(safeMessageHash(p, digest))));
+        return ethers.concat([sig.r, sig.s, ethers.toBeHex(sig.v + 4, 1)]);
+      };
+      const [low, high] = byAddress(p);
+      const sigs = packInOrder(await ethSign(low), await ethSign(high));
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, sigs)).to.emit(p.escrow, "CheckpointAccepted");
+    });
+
+    it("acceptCheckpoint: Safe without fallback handler: plain owner signatures accept, an approved hash does not", async function () {
+      const p = await pendingCheckpoint();
+      const data = p.safe.interface.encodeFunctionData("setFallbackHandler", [ethers.ZeroAddress]);
+      await execute(p, data, p.safeAddress);
+      const digest = await decision(p);
+      const [low, high] = byAddress(p);
+      await p.safe.connect(low).getFunction("approveHash")(safeMessageHash(p, digest));
+      const viaSafe = packInOrder(approvedHashSignature(low.address), await ownerSig(p, high, digest));
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, viaSafe))
+        .to.be.revertedWithCustomError(p.escrow, "JobEscrowInvalidVerifierSignatures")
+        .withArgs(digest);
+      const plain = await signDecision(p, p.jobId, 1n, 10, p.hash, true);
+      await expect(p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, plain)).to.emit(p.escrow, "CheckpointAccepted");
+    });
+  });
+
   describe("a Safe transaction calling the escrow directly (protocol-kit)", function () {
-    async function kits(p: Protocol) {
-      const contractNetworks = { [p.chainId.toString()]: p.singletons };
-      // Safe owners are Hardhat accounts 3, 4, 5 (verifier1..3).
-      const init = (i: number) =>
-        Safe.init({
-          provider: connection.provider as never,
-          signer: privateKeyOf(i),
-          safeAddress: p.safeAddress,
-          contractNetworks,
-        });
-      return [await init(3), await init(5)];
-    }
-
-    async function execute(p: Protocol, data: string) {
-      const [kitA, kitB] = await kits(p);
-      let tx = await kitA.createTransaction({ transactions: [{ to: p.escrowAddress, value: "0", data }] });
-      tx = await kitA.signTransaction(tx);
-      tx = await kitB.signTransaction(tx);
-      const { hash } = await kitB.executeTransaction(tx);
-      return hash;
-    }
-
     it("acceptCheckpoint: a 2-of-3 Safe transaction with empty signatures accepts the checkpoint", async function () {
       const p = await pendingCheckpoint();
       const data = p.escrow.interface.encodeFunctionData("acceptCheckpoint", [p.jobId, 1n, 10, p.hash, "0x"]);
