@@ -186,7 +186,10 @@ async function claimIfStillUnclaimed(escrow: Protocol["escrow"], jobId: bigint, 
   try {
     await (await escrow.claimEarnings(jobId, provider)).wait();
   } catch (err) {
-    if (decodeCustomError(err, escrow.interface)?.name !== "JobEscrowNoEarnings") throw err;
+    if (decodeCustomError(err, escrow.interface)?.name === "JobEscrowNoEarnings") return;
+    // The finalizer may claim between our estimate and our mining: anvil's receipt of that revert carries no
+    // reason, so the chain's own answer decides whether this was the race (nothing left to claim) or a failure.
+    if ((await escrow.earningsOf(jobId, provider)) !== 0n) throw err;
   }
 }
 
