@@ -110,7 +110,11 @@ export function contractSender(contract: Contract, queue = new SendQueue()): Sen
     },
     send(method, args) {
       return queue.run(async () => {
-        const tx = await contract.getFunction(method).send(...args);
+        const fn = contract.getFunction(method);
+        // A quarter over the estimate: the escrow's signature check falls back to the Safe's EIP-1271 check when a
+        // view of the Safe runs out of gas, so the cost is not monotonic in the limit and an exact estimate can revert.
+        const estimate = await fn.estimateGas(...args);
+        const tx = await fn.send(...args, { gasLimit: estimate + estimate / 4n });
         return { hash: tx.hash, wait: () => receiptOf(tx) } satisfies TxHandle;
       });
     },
