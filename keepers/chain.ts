@@ -102,6 +102,15 @@ export class SendQueue {
   }
 }
 
+/**
+ * The gas limit sent for `estimate`: a quarter over it, because the escrow's signature check falls back to the
+ * Safe's EIP-1271 check when a view of the Safe runs out of gas, so the cost is not monotonic in the limit and an
+ * exact estimate can revert.
+ */
+export function withGasHeadroom(estimate: bigint): bigint {
+  return estimate + estimate / 4n;
+}
+
 /** A sender over an ethers contract with a signer (simulate with eth_call, then broadcast through `queue`). */
 export function contractSender(contract: Contract, queue = new SendQueue()): Sender {
   return {
@@ -111,10 +120,7 @@ export function contractSender(contract: Contract, queue = new SendQueue()): Sen
     send(method, args) {
       return queue.run(async () => {
         const fn = contract.getFunction(method);
-        // A quarter over the estimate: the escrow's signature check falls back to the Safe's EIP-1271 check when a
-        // view of the Safe runs out of gas, so the cost is not monotonic in the limit and an exact estimate can revert.
-        const estimate = await fn.estimateGas(...args);
-        const tx = await fn.send(...args, { gasLimit: estimate + estimate / 4n });
+        const tx = await fn.send(...args, { gasLimit: withGasHeadroom(await fn.estimateGas(...args)) });
         return { hash: tx.hash, wait: () => receiptOf(tx) } satisfies TxHandle;
       });
     },

@@ -2,7 +2,11 @@
 import { Contract, type ContractRunner } from "ethers";
 import { verifierNames } from "./narrative.ts";
 
-const SAFE_ABI = ["function getOwners() view returns (address[])"];
+/** The two Safe views the off-chain parts read (SafeL2 v1.4.1): the collector and the finder's name. */
+export const SAFE_ABI = [
+  "function getOwners() view returns (address[])",
+  "function getThreshold() view returns (uint256)",
+];
 
 /** lowercase address → "verifier N", in the Safe's owner order (who found a slashed fault, say). */
 export async function verifierNamesOn(runner: ContractRunner, safe: string): Promise<Record<string, string>> {

@@ -16,6 +16,7 @@
  */
 import { Contract } from "ethers";
 import { readJob } from "../../sdk/job.ts";
+import { SAFE_ABI } from "../../sdk/safeOwners.ts";
 import {
   checkpointDecisionDigest,
   claimCheckDigest,
@@ -50,12 +51,6 @@ import {
   type Submission,
 } from "./decide.ts";
 import { loadSubmissions, savePool, type StoreIdentity } from "./store.ts";
-
-/** The two Safe views the collector needs (SafeL2 v1.4.1). */
-export const SAFE_ABI = [
-  "function getOwners() view returns (address[])",
-  "function getThreshold() view returns (uint256)",
-];
 
 /** Executes a decision some other way than relaying signatures (e.g. as a Safe transaction, see safeTx.ts). */
 export interface DecisionExecutor {

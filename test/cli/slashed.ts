@@ -19,6 +19,7 @@ import {
 } from "../../sdk/verifierSignatures.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
+import { withGasHeadroom } from "../../keepers/chain.ts";
 import { loadTemplate } from "../../workloads/index.ts";
 
 const CLI = path.resolve("cli/gpuchain.ts");
@@ -111,9 +112,9 @@ describe("gpuchain explain / wallet after a real slash", function () {
     };
     const refusal = { jobId: 1n, epoch: 1n, step: 20, checkpointHash: h20, fault };
     const faultSigs = await sign2(chainId, d, faultRefusalDigest(domain, refusal), verifiers);
-    // Relayed as the collector relays it (keepers/chain.ts): a quarter of headroom over the estimate.
-    const gas = await keeper.refuseWithFault.estimateGas(1n, 1n, 20, h20, fault, faultSigs);
-    await send(keeper.refuseWithFault(1n, 1n, 20, h20, fault, faultSigs, { gasLimit: gas + gas / 4n }));
+    // Relayed as the collector relays it (keepers/chain.ts): headroom over the estimate.
+    const gas = withGasHeadroom(await keeper.refuseWithFault.estimateGas(1n, 1n, 20, h20, fault, faultSigs));
+    await send(keeper.refuseWithFault(1n, 1n, 20, h20, fault, faultSigs, { gasLimit: gas }));
   });
 
   after(async function () {
