@@ -1,12 +1,14 @@
 /**
  * Gas of a full job lifecycle on Hardhat's simulated chain, deployed by the protocol tests' fixture (the same
- * Ignition module as the local chain, the real Safe checking 2-of-3 signatures): lock (approve + create), assign,
+ * Ignition module as the local chain, the real Safe checking 2-of-3 signatures): lock (createJobWithPermit: the
+ * client's EIP-2612 permit in the create transaction, as `gpuchain job create` locks), assign,
  * 10 accepted checkpoints, 1 failover (unassign + reassign), verdict, settle, 2 claims and 2 withdrawals; then the
  * stake calls: deposit, a slashing fault refusal, an expiry, unbond and withdraw of stake.
  *
  * Besides the totals it prints where the job's gas goes: each call's gas (`gas_call_*`, the first and a later
  * report and acceptance apart, since the first writes slots from zero), and the job's total split into what every
- * transaction pays before running (21 000 + calldata) and what the contracts execute.
+ * transaction pays before running (21 000 + calldata) and what the contracts execute. The same job locked with
+ * approve + createJob (a token without permits) is `gas_job_total_approve_create`.
  */
 import type { ContractTransactionResponse } from "ethers";
 import {
@@ -21,6 +23,7 @@ import {
   signVerdict,
   type Protocol,
 } from "../test/helpers/fixture.ts";
+import { signPermit } from "../sdk/permit.ts";
 
 const JOB = { ...DEFAULT_REQUEST, disputeWindow: 60n };
 
@@ -47,8 +50,9 @@ async function wholeJob(p: Protocol, gasOf: ReturnType<typeof ledger>["gasOf"]) 
   // A client without a standing approval, so the lock pays for its allowance like a first job does.
   const client = p.stranger;
   await usdc.mint(client.address, JOB.budget);
-  await gasOf("approve", usdc.connect(client).approve(p.escrowAddress, JOB.budget));
-  await gasOf("create_job", escrow.connect(client).createJob(JOB));
+  const permit = await permitOf(p, client, JOB.budget);
+  const { deadline, v, r, s } = permit;
+  await gasOf("create_job_with_permit", escrow.connect(client).createJobWithPermit(JOB, deadline, v, r, s));
   const jobId = await escrow.jobCount();
   const checkpoints = async (provider: typeof provider1, epoch: bigint, from: number, to: number) => {
     for (let step = from; step <= to; step += 10) {
@@ -73,6 +77,27 @@ async function wholeJob(p: Protocol, gasOf: ReturnType<typeof ledger>["gasOf"]) 
     await gasOf("claim_earnings", escrow.claimEarnings(jobId, provider.address));
     await gasOf("withdraw", escrow.connect(provider).withdraw());
   }
+}
+
+/** `owner`'s permit for the escrow to pull `value`, valid for an hour of chain time. */
+async function permitOf(p: Protocol, owner: Protocol["stranger"], value: bigint) {
+  const deadline = BigInt(await networkHelpers.time.latest()) + 3600n;
+  return signPermit(owner, p.usdc, { spender: p.escrowAddress, value, deadline, chainId: p.chainId });
+}
+
+/**
+ * The lock without a permit, by a fresh client (no standing allowance, as in the measured job): its two calls;
+ * then the measured job's client locking a second job with a permit (its permit nonce no longer zero).
+ */
+async function otherLocks(p: Protocol, gasOf: ReturnType<typeof ledger>["gasOf"]) {
+  const client = p.provider4;
+  await p.usdc.mint(client.address, JOB.budget);
+  await gasOf("approve", p.usdc.connect(client).approve(p.escrowAddress, JOB.budget));
+  await gasOf("create_job", p.escrow.connect(client).createJob(JOB));
+  await p.usdc.mint(p.stranger.address, JOB.budget);
+  const { deadline, v, r, s } = await permitOf(p, p.stranger, JOB.budget);
+  const again = p.escrow.connect(p.stranger).createJobWithPermit(JOB, deadline, v, r, s);
+  await gasOf("create_job_with_permit_later", again);
 }
 
 /** A fabricated checkpoint refused with a 2-of-3 signed fault (slash), a stalled job expired, stake unbonded. */
@@ -117,11 +142,17 @@ export async function benchGas(): Promise<Record<string, number>> {
   const perCall: Record<string, number> = {};
   for (const [label, used] of byCall) perCall[`gas_call_${label}`] = Number(used[used.length - 1]);
   const accepts = [...byCall.get("accept_first")!, ...byCall.get("accept_later")!];
+  const lock = ledger();
+  await otherLocks(p, lock.gasOf);
+  const [approve, create] = [lock.byCall.get("approve")![0], lock.byCall.get("create_job")![0]];
+  const approveCreate = total - byCall.get("create_job_with_permit")![0] + approve + create;
+  for (const [label, used] of lock.byCall) perCall[`gas_call_${label}`] = Number(used[0]);
   return {
     gas_assign_with_stake_lock: Number(byCall.get("assign")![0]),
     ...(await stakeCalls(p)),
     ...perCall,
     gas_job_total: Number(total),
+    gas_job_total_approve_create: Number(approveCreate),
     gas_job_intrinsic: Number(intrinsic),
     gas_job_execution: Number(total - intrinsic),
     gas_job_transactions: [...byCall.values()].reduce((n, used) => n + used.length, 0),
