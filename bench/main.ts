@@ -22,7 +22,7 @@ const parts: [string, () => Promise<Record<string, number>>][] = [
   ["checkpoint store and segment commitments", benchStore],
   ["gas of a full job lifecycle", benchGas],
   ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
-  ["whole network: overhead and failover", () => benchSystem(progress)],
+  ["whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],
   ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
   ["no starving: 20 idle identities against one honest provider", () => benchSybil(progress)],
 ];
@@ -38,12 +38,14 @@ try {
   const stray = argv.find((a) => !a.startsWith("-"));
   if (stray !== undefined)
     throw new UsageError(`unexpected argument "${stray}": npm run bench takes no arguments`, true);
+  const benchStarted = performance.now();
   for (const [name, run] of parts) {
     progress(`${name} …`);
     const started = performance.now();
     for (const [key, value] of Object.entries(await run())) console.log(`${key}: ${value}`);
     progress(`${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
+  console.log(`bench_total_seconds: ${Math.round((performance.now() - benchStarted) / 100) / 10}`);
 } catch (err) {
   // One line, like every command: usage errors exit 2, failures 1; the stack only with --debug.
   const usage = err instanceof UsageError;

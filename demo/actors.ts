@@ -14,6 +14,7 @@ export const PRICE = { mallory: "0.0008", alice: "0.0010", bob: "0.0012" } as co
 export const MAX_PRICE = 1_500n; // 0.0015 USDC per step, in base units
 export const DISPUTE_WINDOW = 60; // seconds: the escrow's minimum
 const NAMES = ["mallory", "alice", "bob"] as const;
+export const PROVIDER_NAMES: readonly string[] = NAMES;
 /**
  * Faster failure detection (issue 14: failover ≤ 5 s), for runs that ask for it (`ScenarioOptions.detection`, the
  * bench): agents beat every 250 ms, the coordinator calls a provider dead after 2.5 s of silence (10 beats) and the

@@ -7,12 +7,17 @@ import { createInterface } from "node:readline";
 
 export type LineHandler = (name: string, line: string, stream: "stdout" | "stderr") => void;
 
+/** The niceness a child starts with (`nice -n`), by its name; undefined: the group's own. */
+export type NiceOf = (name: string) => number | undefined;
+
 export class ProcessGroup {
   private readonly children = new Map<string, ChildProcess>();
   private readonly onLine: LineHandler;
+  private readonly niceOf: NiceOf;
 
-  constructor(onLine: LineHandler) {
+  constructor(onLine: LineHandler, niceOf: NiceOf = () => undefined) {
     this.onLine = onLine;
+    this.niceOf = niceOf;
   }
 
   /**
@@ -26,7 +31,10 @@ export class ProcessGroup {
     wrapper: string[] = [],
     program = process.execPath,
   ): ChildProcess {
-    const [cmd, ...pre] = [...wrapper, program];
+    // Through nice(1), not a setpriority after the spawn: every thread the child starts inherits it (Linux
+    // renices one thread at a time).
+    const nice = this.niceOf(name);
+    const [cmd, ...pre] = [...(nice === undefined ? [] : ["nice", "-n", String(nice)]), ...wrapper, program];
     const child = spawn(cmd, [...pre, ...args], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],

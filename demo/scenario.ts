@@ -16,7 +16,7 @@ import { formatUsdc } from "../sdk/format.ts";
 import { sleep } from "../sdk/retry.ts";
 import { loadTemplate } from "../workloads/index.ts";
 import { freePort } from "./chain.ts"; // dashboard hook
-import { budgetOf, createJob, prepareActors, providersRegistered, startOffChain } from "./actors.ts";
+import { budgetOf, createJob, PROVIDER_NAMES, prepareActors, providersRegistered, startOffChain } from "./actors.ts";
 import { externalNetwork, localNetwork, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
@@ -42,12 +42,15 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     if (!quiet) status.line(line);
     recorder.add("note", "start", line);
   };
-  const group = new ProcessGroup((name, line, stream) => {
-    if (isDecisionLine(name, line)) recorder.add("log", name, safeJson(line) ?? line);
-    followChild(status, name, line);
-    const shown = renderChildLine(name, line, stream);
-    if (shown) note(shown);
-  });
+  const group = new ProcessGroup(
+    (name, line, stream) => {
+      if (isDecisionLine(name, line)) recorder.add("log", name, safeJson(line) ?? line);
+      followChild(status, name, line);
+      const shown = renderChildLine(name, line, stream);
+      if (shown) note(shown);
+    },
+    (name) => (PROVIDER_NAMES.includes(name) ? undefined : o.backgroundNice),
+  );
   let provider: JsonRpcProvider | undefined;
   let net: ScenarioNetwork | undefined;
   let result: ScenarioResult | undefined;

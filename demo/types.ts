@@ -70,6 +70,12 @@ export interface ScenarioOptions {
   }) => Promise<void>;
   /** Heartbeat period, heartbeat timeout and keeper tick (ms) instead of the defaults (issue 14: the bench). */
   detection?: { beatMs: number; timeoutMs: number; keeperTickMs: number };
+  /**
+   * Niceness for the processes that are not providers (chain, keepers, verifiers, a child store): the bench's
+   * "provider on a machine of its own" configuration, where the working trainer has its core (issue 14). Unset:
+   * all at the same priority, as `npm start` runs.
+   */
+  backgroundNice?: number;
   /** Called after settlement, before the chain stops: lets a test inspect the live chain. */
   beforeStop?: (chain: LiveChain) => Promise<void>;
 }
