@@ -21,6 +21,7 @@ import { behaviourOf } from "./faults.ts";
 import { Liveness } from "./liveness.ts";
 import { badges, Progress } from "./progress.ts";
 import { TrainerPool } from "./trainers.ts";
+import { CheckpointPrefetch } from "./prefetch.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
 import { DiedError, workJob, type WorkContext } from "./work.ts";
 
@@ -88,6 +89,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       progress: new Progress({ tags, fault: behaviour.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
       trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
       wake: decisionWake(deps),
+      prefetch: new CheckpointPrefetch(deps.store),
     };
     liveness.start();
     try {
@@ -142,6 +144,7 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
     }
     ctx.liveness.set(undefined);
     preload(ctx, seen, preloaded);
+    readAhead(ctx, seen);
   };
   const code = await runLoop({
     name: "agent",
@@ -183,6 +186,27 @@ function preload(ctx: WorkContext, jobs: JobView[], tried: Set<string>): void {
     });
     void ctx.trainers.get(template).catch(() => undefined);
   }
+}
+
+/**
+ * An idle agent also reads ahead the latest accepted checkpoint of every running job another provider holds and
+ * whose template it knows (issue 14: a takeover's first segment starts without an S3 read and decode).
+ */
+function readAhead(ctx: WorkContext, jobs: JobView[]): void {
+  const prefetch = ctx.prefetch;
+  if (!prefetch) return;
+  const keep = new Set<string>();
+  for (const j of jobs) {
+    if (!isRunning(j.status) || j.acceptedStep === 0 || j.provider.toLowerCase() === ctx.me.toLowerCase()) continue;
+    try {
+      loadTemplate(j.templateId);
+    } catch {
+      continue;
+    }
+    keep.add(j.jobId.toString());
+    prefetch.ahead(j.jobId, j.acceptedHash);
+  }
+  prefetch.retain(keep);
 }
 
 /** The escrow events an agent waits for (issue 14: pushed, not polled every pollMs/idleMs). */

@@ -26,6 +26,7 @@ import {
   type Template,
   type TrainingState,
 } from "../workloads/index.ts";
+import type { CheckpointPrefetch } from "./prefetch.ts";
 import { loadCheckpoint, putUpload } from "./blobs.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
 import {
@@ -63,6 +64,8 @@ export interface WorkContext {
   behaviour: ProviderBehaviour;
   /** Wakes the reporter on the escrow's decision events (absent: it polls every pollMs). */
   wake?: ChainWake;
+  /** Accepted checkpoints of others' jobs, read ahead while idle (a takeover starts from memory). */
+  prefetch?: CheckpointPrefetch;
 }
 
 /** How working one job at one epoch ended. */
@@ -490,7 +493,9 @@ async function resolveBase(ctx: WorkContext, job: JobView, template: Template): 
   if (job.acceptedStep === 0) {
     return { kind: "base", base: { step: 0, hash: ZERO_HASH, state: initialState(template, job.seed) } };
   }
-  const a = await loadCheckpoint(ctx.deps.store, job.acceptedHash);
+  const ahead = await ctx.prefetch?.take(job.jobId, job.acceptedHash);
+  if (ahead) ctx.logger.info("resuming from a checkpoint read ahead", { job: job.jobId, step: job.acceptedStep });
+  const a = ahead ?? (await loadCheckpoint(ctx.deps.store, job.acceptedHash));
   if (!a.ok) return { kind: "decline", reason: `accepted checkpoint ${job.acceptedHash}: ${a.reason}` };
   const c = a.checkpoint;
   if (c.step !== job.acceptedStep || c.templateId !== job.templateId || c.seed !== job.seed) {
