@@ -146,7 +146,9 @@ async function playJob(run: Run): Promise<ScenarioResult> {
   await startOffChain(run, actors);
   note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
   await waitFor(() => providersRegistered(run.protocol, actors.providers), 120_000, "providers to register", o.signal);
-  await sleep(3_000, o.signal); // let every provider's first heartbeats reach the coordinator
+  // Post once the coordinator has every provider's beat (it is up and can assign at once: the job's clock starts
+  // at creation, issue 14's overhead_ratio_long).
+  await waitFor(() => heartbeatsSeen(run, actors.providers), 120_000, "every provider's heartbeat", o.signal);
   const { jobId, block } = await createJob(run, actors.client, template.templateId);
   note(
     `client posted job ${jobId}: ${o.totalSteps} steps of ${template.descriptor.name}, checkpoint every ` +
@@ -154,6 +156,14 @@ async function playJob(run: Run): Promise<ScenarioResult> {
   );
   const watch = await watchJob(run, actors, jobId, block);
   return settle(run, actors, { jobId, fromBlock: block }, watch);
+}
+
+/** Whether the coordinator lists a heartbeat of each of `providers` (GET /heartbeats). */
+async function heartbeatsSeen(run: Run, providers: { wallet: { address: string } }[]): Promise<boolean> {
+  const res = await fetch(`${run.keeperUrls!.coordinator}/heartbeats`, { signal: AbortSignal.timeout(2_000) });
+  const { beats } = (await res.json()) as { beats: { provider: string }[] };
+  const seen = new Set(beats.map((b) => b.provider.toLowerCase()));
+  return providers.every((p) => seen.has(p.wallet.address.toLowerCase()));
 }
 
 /** --keep: the summary, how to look around, then everything stays up until Ctrl-C. */
