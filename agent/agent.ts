@@ -10,7 +10,7 @@
 import { formatEther, formatUnits } from "ethers";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
 import { loadTemplate, localProfile } from "../workloads/index.ts";
-import { isRunning, type JobView } from "../sdk/job.ts";
+import { isRunning, isTraining, type JobView } from "../sdk/job.ts";
 import { sleep } from "../sdk/retry.ts";
 import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { runLoop, type TickResult } from "../sdk/runner.ts";
@@ -197,7 +197,8 @@ function readAhead(ctx: WorkContext, jobs: JobView[]): void {
   if (!prefetch) return;
   const keep = new Set<string>();
   for (const j of jobs) {
-    if (!isRunning(j.status) || j.acceptedStep === 0 || j.provider.toLowerCase() === ctx.me.toLowerCase()) continue;
+    // Open too: between the unassign and the assign is when a takeover needs it most.
+    if (!isTraining(j.status) || j.acceptedStep === 0 || j.provider.toLowerCase() === ctx.me.toLowerCase()) continue;
     try {
       loadTemplate(j.templateId);
     } catch {
