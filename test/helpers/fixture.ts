@@ -5,6 +5,9 @@
  *
  * Hardhat accounts: 0 owner, 1 coordinator, 2 arbiter, 3/4/5 verifiers (Safe owners), 6 fee recipient,
  * 7 client, 8/9/10 provider1..3, 11 stranger, 12/13 client2/3, 14 provider4 (used by the long scenarios).
+ *
+ * The protocol tests take it as one namespace (`import * as fx from "../helpers/fixture.ts"`): `fx.` says where a
+ * name comes from, and no file restates a long list of the fixture's names.
  */
 import { network } from "hardhat";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
