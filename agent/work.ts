@@ -108,17 +108,16 @@ export async function workJob(ctx: WorkContext, first: JobView): Promise<JobEnd>
     });
     return "declined";
   }
-  // Beat for the job while its trainer loads (data set, sessions: seconds, more on a busy machine): the holder is
-  // at work, and a first beat after the coordinator's timeout would be a false failover (issue 14's soak).
-  ctx.liveness.set({ jobId: id, epoch, step: first.acceptedStep });
   try {
     await ctx.trainers.get(template);
   } catch (err) {
     if (!(err instanceof RangeError)) throw err;
     log.error("declining job: its steps do not fit the offered device memory", { reason: err.message });
-    ctx.liveness.set(undefined); // not heartbeating it, so the coordinator reassigns it
     return "declined";
   }
+  // The job's first beat only once its trainer is loaded: loading blocks the event loop for stretches (issue 14's
+  // soak: beating from the assignment ended the first-beat grace and the load then starved the beats).
+  ctx.liveness.set({ jobId: id, epoch, step: first.acceptedStep });
   log.info("working job", {
     template: template.descriptor.name,
     totalSteps: first.totalSteps,
