@@ -15,6 +15,8 @@ export interface ReceiptLike {
   status: number | null;
   blockNumber: number;
   hash: string;
+  /** The receipt's logs (an ethers receipt has them; a test's sender may leave them out). */
+  logs?: readonly { address: string; topics: readonly string[] }[];
 }
 
 export interface TxHandle {
@@ -170,11 +172,21 @@ const OUTCOME_LOG: Record<Outcome["kind"], ["info" | "warn" | "error", string]> 
  * rebuilds from the chain and redoes the call if it is still needed.
  */
 export async function execute(ctx: KeeperContext, call: Call, log: Logger): Promise<Outcome> {
+  return (await executeForReceipt(ctx, call, log)).outcome;
+}
+
+/** `execute`, also giving the receipt when one came (a batch reads its calls' outcomes from its logs). */
+export async function executeForReceipt(
+  ctx: KeeperContext,
+  call: Call,
+  log: Logger,
+): Promise<{ outcome: Outcome; receipt?: ReceiptLike }> {
   const iface = escrowInterface(ctx);
-  const outcome = await executeInner(ctx, call, iface);
+  let receipt: ReceiptLike | undefined;
+  const outcome = await executeInner(ctx, call, iface, (r) => (receipt = r));
   const [level, message] = OUTCOME_LOG[outcome.kind];
   log[level](message, { method: call.method, ...outcomeFields(outcome) });
-  return outcome;
+  return { outcome, receipt };
 }
 
 function outcomeFields(o: Outcome): Record<string, unknown> {
@@ -182,7 +194,12 @@ function outcomeFields(o: Outcome): Record<string, unknown> {
   return { outcome: kind, ...rest };
 }
 
-async function executeInner(ctx: KeeperContext, call: Call, iface: Interface): Promise<Outcome> {
+async function executeInner(
+  ctx: KeeperContext,
+  call: Call,
+  iface: Interface,
+  onReceipt: (r: ReceiptLike) => void,
+): Promise<Outcome> {
   const classify = (err: unknown) => {
     const name = call.races?.length ? decodeCustomError(err, iface)?.name : undefined;
     return name && call.races!.includes(name) ? "race" : classifyError(err, iface);
@@ -222,6 +239,7 @@ async function executeInner(ctx: KeeperContext, call: Call, iface: Interface): P
     return failure(c, describe(err));
   }
   if (!receipt) return { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" };
+  onReceipt(receipt);
   if (receipt.status === 1) return { kind: "confirmed", hash: handle.hash, block: receipt.blockNumber };
   // Mined but reverted: a receipt carries no revert data, so ask the chain why (now).
   try {

@@ -4,15 +4,15 @@
  * pull balances whoever sends them), so sending them through Multicall3 changes nothing on chain but the number of
  * transactions: 1,000 settlements fit in a few blocks instead of one send per job.
  *
- * Each batch is simulated first (per call: success or the custom error), only the calls that succeed are sent, and
- * a call that fails in between (a race at mining time) is dropped silently by `allowFailure`: the next run re-reads
- * the job (tick.ts `recheck`) and redoes it if it is still needed.
+ * Each batch is sent as it is (no simulation first), and each call's outcome is read from the receipt's events: a
+ * call that failed (someone else settled first) is dropped by `allowFailure` without reverting the others, and is
+ * then simulated on its own to say why; the next run re-reads the job (tick.ts `recheck`) and redoes it if needed.
  */
-import { Contract, type Interface } from "ethers";
+import { Contract, toBeHex, zeroPadValue, type Interface } from "ethers";
 import { classifyError, describeError } from "../../sdk/errors.ts";
 import type { Logger } from "../../sdk/log.ts";
 import { MULTICALL3_ABI } from "../../sdk/multicall.ts";
-import { execute, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
+import { executeForReceipt, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
 import type { FinalizerAction } from "./decide.ts";
 
 /** Fewer actions than this go one by one (each with its own outcome line). */
@@ -43,43 +43,80 @@ export async function sendBatched(
   return (await mapLimit(chunks, 16, (chunk) => sendChunk(ctx, chunk, log))).flat();
 }
 
+/**
+ * One batch: sent without simulating it first (that would run its ~14 M gas of calls once more before the send);
+ * each call's outcome comes from the receipt: the event it emits when it takes effect (JobSettled,
+ * EarningsReleased). Only the calls that left none are simulated, after mining, to say why (a race: someone else
+ * settled or claimed first). A batch sent twice (a retried send that had landed) is harmless: every call in the
+ * copy fails inside `allowFailure`, and is reported as a race.
+ */
 async function sendChunk(ctx: KeeperContext, actions: FinalizerAction[], log: Logger): Promise<BatchSend[]> {
   const escrow = ctx.escrow as unknown as Contract;
   const iface: Interface = escrow.interface;
-  const target = String(escrow.target);
   const calls = actions.map((a) => ({
-    target,
+    target: String(escrow.target),
     allowFailure: true,
     callData: iface.encodeFunctionData(a.method, a.args),
   }));
-  const multicall = new Contract(ctx.batch!.address, MULTICALL3_ABI, ctx.provider);
-  const simulated: { success: boolean; returnData: string }[] = await read(ctx, "simulate batch", () =>
-    multicall.aggregate3.staticCall(calls, { from: ctx.address }),
-  );
-  const out: BatchSend[] = [];
-  const go: number[] = [];
-  simulated.forEach((r, i) => {
-    if (r.success) return void go.push(i);
-    const err = { data: r.returnData };
-    const error = describeError(err, iface);
-    const kind = classifyError(err, iface) === "race" ? "race" : "failed";
-    log[kind === "race" ? "warn" : "error"](kind === "race" ? "lost a race" : "failed", {
-      job: actions[i].jobId,
-      method: actions[i].method,
-      error,
-    });
-    out.push({ action: actions[i], outcome: { kind, error } });
-  });
-  if (go.length === 0) return out;
-  // Just simulated call by call: no second simulation of the whole batch. A batch sent twice (a retried send that
-  // had landed) is harmless: every call in the copy fails as a race inside `allowFailure`.
   const batchCtx = { ...ctx, sender: { ...ctx.batchSender!, simulate: async () => {} } };
   const l = log.child({
     method: actions[0].method,
-    calls: go.length,
-    jobs: `${actions[go[0]].jobId}…${actions[go.at(-1)!].jobId}`,
+    calls: calls.length,
+    jobs: `${actions[0].jobId}…${actions.at(-1)!.jobId}`,
   });
-  const outcome = await execute(batchCtx, { method: "aggregate3", args: [go.map((i) => calls[i])] }, l);
-  for (const i of go) out.push({ action: actions[i], outcome });
+  const { outcome, receipt } = await executeForReceipt(batchCtx, { method: "aggregate3", args: [calls] }, l);
+  if (outcome.kind !== "confirmed") return actions.map((action) => ({ action, outcome }));
+  const effects = new Set(
+    (receipt?.logs ?? [])
+      .filter((x) => x.address.toLowerCase() === String(escrow.target).toLowerCase())
+      .map((x) => x.topics.join()),
+  );
+  const none = actions.flatMap((a, i) => (effects.has(effectTopics(iface, a).join()) ? [] : [i]));
+  const why = await whyNoEffect(
+    ctx,
+    none.map((i) => calls[i]),
+    iface,
+  );
+  const out: BatchSend[] = actions.map((action) => ({ action, outcome }));
+  none.forEach((i, k) => {
+    out[i] = { action: actions[i], outcome: why[k] };
+    logNoEffect(log, actions[i], why[k]);
+  });
   return out;
+}
+
+/** The topics of the event a call emits when it takes effect: the job (and the provider, for a claim). */
+function effectTopics(iface: Interface, a: FinalizerAction): string[] {
+  const job = zeroPadValue(toBeHex(a.jobId), 32);
+  if (a.method === "settle") return [iface.getEvent("JobSettled")!.topicHash, job];
+  return [iface.getEvent("EarningsReleased")!.topicHash, job, zeroPadValue(a.args[1].toLowerCase(), 32)];
+}
+
+/**
+ * Why calls that took no effect in their batch did not: simulated now, in one aggregate3. A revert is a race or a
+ * failure as sdk/errors.ts classifies it; a call that would succeed now is left to the next run (it re-reads the
+ * job), not reported as a failure.
+ */
+async function whyNoEffect(
+  ctx: KeeperContext,
+  calls: { target: string; allowFailure: boolean; callData: string }[],
+  iface: Interface,
+): Promise<Outcome[]> {
+  if (calls.length === 0) return [];
+  const multicall = new Contract(ctx.batch!.address, MULTICALL3_ABI, ctx.provider);
+  const simulated: { success: boolean; returnData: string }[] = await read(ctx, "why no effect", () =>
+    multicall.aggregate3.staticCall(calls, { from: ctx.address }),
+  );
+  return simulated.map((r): Outcome => {
+    if (r.success) return { kind: "retry-later", error: "no effect in its batch (succeeds now): redone next run" };
+    const err = { data: r.returnData };
+    return { kind: classifyError(err, iface) === "race" ? "race" : "failed", error: describeError(err, iface) };
+  });
+}
+
+function logNoEffect(log: Logger, action: FinalizerAction, outcome: Outcome): void {
+  const fields = { job: action.jobId, method: action.method, error: (outcome as { error: string }).error };
+  if (outcome.kind === "race") log.warn("lost a race", fields);
+  else if (outcome.kind === "failed") log.error("failed", fields);
+  else log.warn("no effect in its batch", fields);
 }
