@@ -345,6 +345,8 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
     if (gone) unassignedAfter = now - lastBeatAt + took;
   }
   out.keeper_dead_unassigned_ms = round(unassignedAfter, 0);
+  // What the keeper adds to the timeout: the wait for the next tick and that tick's own time (read, decide, send).
+  out.keeper_dead_unassigned_after_timeout_ms = round(unassignedAfter - TIMEOUT_MS, 0);
   out.keeper_heartbeat_timeout_ms = TIMEOUT_MS;
   // The whole process: the in-process chain (EDR) and Hardhat included; the keeper's own share is the heap growth.
   out.keeper_rss_mb_1000_jobs = round(rssMb());
