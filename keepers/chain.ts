@@ -29,8 +29,8 @@ export interface TxHandle {
 export interface Sender {
   /** eth_call of the call from the keeper's address; throws the revert. */
   simulate(method: string, args: unknown[]): Promise<void>;
-  /** Broadcasts the call; resolves once the node accepted it. */
-  send(method: string, args: unknown[]): Promise<TxHandle>;
+  /** Broadcasts the call (with `gasLimit` when given, else the estimate plus headroom); resolves once accepted. */
+  send(method: string, args: unknown[], gasLimit?: bigint): Promise<TxHandle>;
 }
 
 export interface RetryPolicy {
@@ -119,10 +119,10 @@ export function contractSender(contract: Contract, queue = new SendQueue()): Sen
     async simulate(method, args) {
       await contract.getFunction(method).staticCall(...args);
     },
-    send(method, args) {
+    send(method, args, gasLimit) {
       return queue.run(async () => {
         const fn = contract.getFunction(method);
-        const tx = await fn.send(...args, { gasLimit: withGasHeadroom(await fn.estimateGas(...args)) });
+        const tx = await fn.send(...args, { gasLimit: gasLimit ?? withGasHeadroom(await fn.estimateGas(...args)) });
         return { hash: tx.hash, wait: () => receiptOf(tx) } satisfies TxHandle;
       });
     },
@@ -153,6 +153,8 @@ export interface Call {
   args: unknown[];
   /** Custom errors that mean "the state moved on" for this call, beyond sdk/errors.ts's list. */
   races?: readonly string[];
+  /** A gas limit known already (a batch sized from one estimate): no estimate before the send. */
+  gasLimit?: bigint;
 }
 
 /** How each outcome is logged: a race or a dropped transaction is expected (warn); only a real failure is an error. */
@@ -218,7 +220,7 @@ async function executeInner(
     handle = await withRetry(
       async () => {
         await withTimeout(ctx.sender.simulate(call.method, call.args), ctx.rpcTimeoutMs, "simulate");
-        return withTimeout(ctx.sender.send(call.method, call.args), ctx.rpcTimeoutMs, "send");
+        return withTimeout(ctx.sender.send(call.method, call.args, call.gasLimit), ctx.rpcTimeoutMs, "send");
       },
       {
         ...ctx.retry,

@@ -12,7 +12,15 @@ import { Contract, toBeHex, zeroPadValue, type Interface } from "ethers";
 import { classifyError, describeError } from "../../sdk/errors.ts";
 import type { Logger } from "../../sdk/log.ts";
 import { MULTICALL3_ABI } from "../../sdk/multicall.ts";
-import { executeForReceipt, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
+import {
+  executeForReceipt,
+  mapLimit,
+  read,
+  withGasHeadroom,
+  type KeeperContext,
+  type Outcome,
+  type ReceiptLike,
+} from "../chain.ts";
 import type { FinalizerAction } from "./decide.ts";
 
 /** Fewer actions than this go one by one (each with its own outcome line). */
@@ -39,8 +47,38 @@ export async function sendBatched(
 ): Promise<BatchSend[]> {
   const chunks: FinalizerAction[][] = [];
   for (let i = 0; i < actions.length; i += size) chunks.push(actions.slice(i, i + size));
-  // Broadcasts are serialized by the send queue anyway; simulating and waiting for receipts run side by side.
-  return (await mapLimit(chunks, 16, (chunk) => sendChunk(ctx, chunk, log))).flat();
+  // One gas estimate (the first, largest batch) sizes every batch, so they go out back to back, nonces in order
+  // (one send queue), without an EVM run each before its send; receipts are awaited side by side.
+  const perCall = await gasPerCall(ctx, chunks[0]);
+  const gasOf = (n: number) => (perCall === undefined ? undefined : withGasHeadroom(perCall * BigInt(n)));
+  return (await mapLimit(chunks, 16, (chunk) => sendChunk(ctx, chunk, log, gasOf(chunk.length)))).flat();
+}
+
+/**
+ * Gas per call of a batch, from one estimate of it; undefined (each batch estimated at its send) if the estimate
+ * failed. A later batch whose calls cost more than its share runs short: its last calls take no effect, are
+ * reported (`whyNoEffect`: they succeed now) and redone by the next run — never lost.
+ */
+async function gasPerCall(ctx: KeeperContext, actions: FinalizerAction[]): Promise<bigint | undefined> {
+  const multicall = new Contract(ctx.batch!.address, MULTICALL3_ABI, ctx.provider);
+  try {
+    const gas: bigint = await read(ctx, "estimate batch", () =>
+      multicall.aggregate3.estimateGas(batchCalls(ctx, actions), { from: ctx.address }),
+    );
+    return gas / BigInt(actions.length) + 1n;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The Multicall3 calls for `actions` (each allowed to fail without reverting the others). */
+function batchCalls(ctx: KeeperContext, actions: FinalizerAction[]) {
+  const escrow = ctx.escrow as unknown as Contract;
+  return actions.map((a) => ({
+    target: String(escrow.target),
+    allowFailure: true,
+    callData: escrow.interface.encodeFunctionData(a.method, a.args),
+  }));
 }
 
 /**
@@ -50,32 +88,50 @@ export async function sendBatched(
  * settled or claimed first). A batch sent twice (a retried send that had landed) is harmless: every call in the
  * copy fails inside `allowFailure`, and is reported as a race.
  */
-async function sendChunk(ctx: KeeperContext, actions: FinalizerAction[], log: Logger): Promise<BatchSend[]> {
-  const escrow = ctx.escrow as unknown as Contract;
-  const iface: Interface = escrow.interface;
-  const calls = actions.map((a) => ({
-    target: String(escrow.target),
-    allowFailure: true,
-    callData: iface.encodeFunctionData(a.method, a.args),
-  }));
+async function sendChunk(
+  ctx: KeeperContext,
+  actions: FinalizerAction[],
+  log: Logger,
+  gasLimit?: bigint,
+): Promise<BatchSend[]> {
+  const calls = batchCalls(ctx, actions);
   const batchCtx = { ...ctx, sender: { ...ctx.batchSender!, simulate: async () => {} } };
   const l = log.child({
     method: actions[0].method,
     calls: calls.length,
     jobs: `${actions[0].jobId}…${actions.at(-1)!.jobId}`,
   });
-  const { outcome, receipt } = await executeForReceipt(batchCtx, { method: "aggregate3", args: [calls] }, l);
+  const { outcome, receipt } = await executeForReceipt(batchCtx, { method: "aggregate3", args: [calls], gasLimit }, l);
+  if (gasLimit !== undefined && outcome.kind === "failed") {
+    // Every call may fail without reverting the batch: a batch that failed whole ran out of the gas share it got
+    // from another batch's estimate. Nothing in it happened; the next run estimates it afresh and redoes it.
+    const error = `batch failed with its gas share ${gasLimit} (${outcome.error}): redone next run`;
+    l.warn("batch ran short of gas", { error });
+    return actions.map((action) => ({ action, outcome: { kind: "retry-later", error } }));
+  }
   if (outcome.kind !== "confirmed") return actions.map((action) => ({ action, outcome }));
+  return outcomesFromReceipt(ctx, actions, calls, outcome, receipt, log);
+}
+
+/** Each call's outcome: confirmed where its event is in the receipt, else why it took no effect (simulated now). */
+async function outcomesFromReceipt(
+  ctx: KeeperContext,
+  actions: FinalizerAction[],
+  calls: ReturnType<typeof batchCalls>,
+  outcome: Outcome,
+  receipt: ReceiptLike | undefined,
+  log: Logger,
+): Promise<BatchSend[]> {
+  const escrow = ctx.escrow as unknown as Contract;
+  const at = String(escrow.target).toLowerCase();
   const effects = new Set(
-    (receipt?.logs ?? [])
-      .filter((x) => x.address.toLowerCase() === String(escrow.target).toLowerCase())
-      .map((x) => x.topics.join()),
+    (receipt?.logs ?? []).filter((x) => x.address.toLowerCase() === at).map((x) => x.topics.join()),
   );
-  const none = actions.flatMap((a, i) => (effects.has(effectTopics(iface, a).join()) ? [] : [i]));
+  const none = actions.flatMap((a, i) => (effects.has(effectTopics(escrow.interface, a).join()) ? [] : [i]));
   const why = await whyNoEffect(
     ctx,
     none.map((i) => calls[i]),
-    iface,
+    escrow.interface,
   );
   const out: BatchSend[] = actions.map((action) => ({ action, outcome }));
   none.forEach((i, k) => {

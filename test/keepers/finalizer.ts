@@ -152,6 +152,34 @@ describe("keepers: finalizer on chain", function () {
     for (const id of ids) expect(await p.escrow.earningsOf(id, p.provider1.address), `job ${id}`).to.be.greaterThan(0n);
   });
 
+  it("batches sized from one estimate: a later batch that runs short is redone, never lost or settled twice", async function () {
+    const p = await load();
+    const ids: bigint[] = [];
+    for (let i = 0; i < 6; i++) {
+      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
+      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
+      ids.push(jobId);
+    }
+    await networkHelpers.time.increase(3_601);
+    const { ctx } = await finalizerFor(p);
+    // The first batch (the one estimated) is cheap: two of its three calls fail at once, already settled.
+    for (const id of ids.slice(0, 2)) await p.escrow.connect(p.client).settle(id);
+    const settle = (id: bigint) => ({ jobId: id, method: "settle" as const, args: [id] as [bigint], reason: "test" });
+    const sent = await sendBatched(ctx, ids.map(settle), ctx.logger, 3);
+    const kind = new Map(sent.map((s) => [s.action.jobId, s.outcome.kind]));
+    expect([kind.get(ids[0]), kind.get(ids[1]), kind.get(ids[2])]).to.deep.equal(["race", "race", "confirmed"]);
+    const short = ids.slice(3).filter((id) => kind.get(id) !== "confirmed");
+    expect(short.length, "the second batch's gas share is short").to.be.greaterThan(0);
+    expect(
+      short.map((id) => kind.get(id)),
+      JSON.stringify(sent.map((s) => s.outcome)),
+    ).to.deep.equal(short.map(() => "retry-later"));
+    // The next run redoes exactly those.
+    const again = await sendBatched(ctx, short.map(settle), ctx.logger);
+    expect(again.map((s) => s.outcome.kind)).to.deep.equal(short.map(() => "confirmed"));
+    for (const id of ids) expect(await eventCount(p, "JobSettled", id), `job ${id}`).to.equal(1);
+  });
+
   it("settles after the arbiter stayed silent past 3 days: verdict stands, bond returned", async function () {
     const p = await load();
     const jobId = await jobWithVerdict(p);
