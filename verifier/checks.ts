@@ -162,17 +162,21 @@ export const newVerifyCache = (maxStates = 32): VerifyCache => ({ evals: new Lru
 /** The committed hash of a decoded checkpoint's state (decoding checked that the state matches it). */
 const finalHashOf = (c: Checkpoint) => (c.stepHashes.length ? c.stepHashes[c.stepHashes.length - 1] : c.startStateHash);
 
-export type VerifyCheckpointInput = {
+/** What a replay needs, for a checkpoint, a final model or a claim: the template, its trainer, the store, a cache. */
+export type ReplayContext = {
   template: Template;
   trainer: Trainer;
   store: CheckpointStore;
+  cache?: VerifyCache;
+};
+
+export type VerifyCheckpointInput = ReplayContext & {
   job: JobFacts;
   report: Report;
   /** bytes32 hex, secret to this verifier (see sampleSalt in work.ts). */
   sampleSalt: string;
   /** Steps replayed besides the last one, which is always replayed. */
   samples: number;
-  cache?: VerifyCache;
 };
 
 /** The verifier could not reach a decision (its own inputs are missing); it must not sign, and retries later. */
@@ -567,13 +571,7 @@ export type FinalVerdict = {
   cpuMs: number;
 };
 
-export type VerifyFinalInput = {
-  template: Template;
-  trainer: Trainer;
-  store: CheckpointStore;
-  job: JobFacts & { totalSteps: number };
-  cache?: VerifyCache;
-};
+export type VerifyFinalInput = ReplayContext & { job: JobFacts & { totalSteps: number } };
 
 /** Accuracy in basis points; every verifier must compute the same integer or their verdict digests differ. */
 export const toBasisPoints = (accuracy: number): bigint => BigInt(Math.round(accuracy * 10_000));

@@ -18,10 +18,9 @@ import {
   StoreUnavailableError,
   type CheckpointStore,
   type Template,
-  type Trainer,
   type TrainingState,
 } from "../workloads/index.ts";
-import { acceptedState, loadReported, StoreOutageError, type ReplayFault, type VerifyCache } from "./checks.ts";
+import { acceptedState, loadReported, StoreOutageError, type ReplayContext, type ReplayFault } from "./checks.ts";
 import type { CheckpointItem, FaultRefusalJson } from "./work.ts";
 
 /** The arithmetic profile of a provider, as its latest signed heartbeat reported it (undefined: not known). */
@@ -62,14 +61,7 @@ export async function publishEvidence(store: CheckpointStore, fault: ReplayFault
   }
 }
 
-export type RecheckInput = {
-  template: Template;
-  trainer: Trainer;
-  store: CheckpointStore;
-  item: CheckpointItem;
-  claim: FaultRefusalJson;
-  cache?: VerifyCache;
-};
+export type RecheckInput = ReplayContext & { item: CheckpointItem; claim: FaultRefusalJson };
 
 export type RecheckResult = { reproduced: boolean; why: string };
 

@@ -5,11 +5,16 @@
  *
  * Hardhat accounts: 0 owner, 1 coordinator, 2 arbiter, 3/4/5 verifiers (Safe owners), 6 fee recipient,
  * 7 client, 8/9/10 provider1..3, 11 stranger, 12/13 client2/3, 14 provider4 (used by the long scenarios).
+ *
+ * The protocol tests take it as one namespace (`import * as fx from "../helpers/fixture.ts"`): `fx.` says where a
+ * name comes from, and no file restates a long list of the fixture's names.
  */
 import { network } from "hardhat";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
-import { HDNodeWallet, type Signer } from "ethers";
+import { HDNodeWallet, type Signer, type TypedDataDomain } from "ethers";
 import {
+  type CheckpointDecision,
+  type Fault,
   checkpointDecisionDigest,
   escrowDomain,
   faultRefusalDigest,
@@ -159,27 +164,34 @@ export async function startJob(
   return jobId;
 }
 
-/** Safe-owner signatures (packed in owner order) over the checkpoint decision digest. Default: verifier1 + 2. */
-export async function signDecision(
-  p: Protocol,
-  jobId: bigint,
-  epoch: bigint,
-  step: number,
-  hash: string,
-  accept: boolean,
-  signers: HardhatEthersSigner[] = [p.verifier1, p.verifier2],
-): Promise<string> {
-  const digest = checkpointDecisionDigest(escrowDomain(p.chainId, p.escrowAddress), {
-    jobId,
-    epoch,
-    step,
-    checkpointHash: hash,
-    accept,
-  });
-  return signDigest(p, digest, signers);
+/** The checkpoint a decision or a fault refusal is about: CheckpointDecision without its `accept`. */
+type CheckpointRef = Omit<CheckpointDecision, "accept">;
+
+/**
+ * Signs one kind of message about a checkpoint (decision, fault refusal: `digestOf` adds what the kind says of it)
+ * with Safe-owner signatures packed in owner order. Default signers: verifier1 + 2.
+ */
+function checkpointSigner<V>(digestOf: (domain: TypedDataDomain, ref: CheckpointRef, value: V) => string) {
+  return (
+    p: Protocol,
+    jobId: bigint,
+    epoch: bigint,
+    step: number,
+    hash: string,
+    value: V,
+    signers: HardhatEthersSigner[] = [p.verifier1, p.verifier2],
+  ): Promise<string> => {
+    const domain = escrowDomain(p.chainId, p.escrowAddress);
+    return signDigest(p, digestOf(domain, { jobId, epoch, step, checkpointHash: hash }, value), signers);
+  };
 }
 
-export type Fault = { step: number; inputHash: string; committedHash: string; replayedHash: string; finder: string };
+/** Signatures over the checkpoint decision digest: `value` is `accept`. */
+export const signDecision = checkpointSigner<boolean>((domain, ref, accept) =>
+  checkpointDecisionDigest(domain, { ...ref, accept }),
+);
+
+export type { Fault };
 
 /** A replay mismatch at `step` found by `finder` (default verifier1): committed and replayed hashes differ. */
 export function faultAt(p: Protocol, step: number, finder = p.verifier1.address): Fault {
@@ -187,25 +199,8 @@ export function faultAt(p: Protocol, step: number, finder = p.verifier1.address)
   return { step, inputHash: h("in"), committedHash: h("committed"), replayedHash: h("replayed"), finder };
 }
 
-/** Safe-owner signatures over a fault refusal's digest. Default: verifier1 + 2. */
-export async function signFault(
-  p: Protocol,
-  jobId: bigint,
-  epoch: bigint,
-  step: number,
-  hash: string,
-  fault: Fault,
-  signers: HardhatEthersSigner[] = [p.verifier1, p.verifier2],
-): Promise<string> {
-  const digest = faultRefusalDigest(escrowDomain(p.chainId, p.escrowAddress), {
-    jobId,
-    epoch,
-    step,
-    checkpointHash: hash,
-    fault,
-  });
-  return signDigest(p, digest, signers);
-}
+/** Signatures over a fault refusal's digest: `value` is the fault. */
+export const signFault = checkpointSigner<Fault>((domain, ref, fault) => faultRefusalDigest(domain, { ...ref, fault }));
 
 /** Safe-owner signatures over the verdict digest. Default: verifier1 + 2. */
 export async function signVerdict(

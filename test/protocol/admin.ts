@@ -1,21 +1,9 @@
 import { expect } from "chai";
-import {
-  ARBITER_TIMEOUT,
-  BOND,
-  DEFAULT_REQUEST,
-  LEASE,
-  TEMPLATE,
-  createJob,
-  deployProtocol,
-  ethers,
-  networkHelpers,
-  startJob,
-  escrowRoles,
-} from "../helpers/fixture.ts";
+import * as fx from "../helpers/fixture.ts";
 
 describe("JobEscrow: admin and deployment", function () {
   it("deployment: Ignition wires token, registry, Safe, roles, lease, bond and constants", async function () {
-    const p = await networkHelpers.loadFixture(deployProtocol);
+    const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
     const { escrow } = p;
     expect(await escrow.token()).to.equal(await p.usdc.getAddress());
     expect(await escrow.registry()).to.equal(await p.registry.getAddress());
@@ -26,8 +14,8 @@ describe("JobEscrow: admin and deployment", function () {
       p.arbiter.address,
       p.feeRecipient.address,
     ]);
-    expect([await escrow.leaseDuration(), await escrow.disputeBond()]).to.deep.equal([LEASE, BOND]);
-    expect(await escrow.ARBITER_TIMEOUT()).to.equal(ARBITER_TIMEOUT);
+    expect([await escrow.leaseDuration(), await escrow.disputeBond()]).to.deep.equal([fx.LEASE, fx.BOND]);
+    expect(await escrow.ARBITER_TIMEOUT()).to.equal(fx.ARBITER_TIMEOUT);
     expect([await escrow.MIN_DISPUTE_WINDOW(), await escrow.MAX_DISPUTE_WINDOW()]).to.deep.equal([60n, 30n * 86_400n]);
     expect(await p.safe.getOwners()).to.deep.equal(p.verifiers.map((v) => v.address));
     expect(await p.safe.getThreshold()).to.equal(2n);
@@ -35,10 +23,10 @@ describe("JobEscrow: admin and deployment", function () {
 
   describe("constructor", function () {
     it("constructor: reverts with JobEscrowZeroAddress for a zero token, registry or role", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
       const token = await p.usdc.getAddress();
       const registry = await p.registry.getAddress();
-      const Z = ethers.ZeroAddress;
+      const Z = fx.ethers.ZeroAddress;
       const bad: [string, string, Record<string, string>][] = [
         [Z, registry, {}],
         [token, Z, {}],
@@ -49,31 +37,36 @@ describe("JobEscrow: admin and deployment", function () {
       ];
       for (const [t, r, o] of bad) {
         await expect(
-          ethers.deployContract("JobEscrow", [t, r, escrowRoles(p, o), LEASE, BOND]),
+          fx.ethers.deployContract("JobEscrow", [t, r, fx.escrowRoles(p, o), fx.LEASE, fx.BOND]),
         ).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroAddress");
       }
     });
 
     it("constructor: reverts with JobEscrowZeroAmount for a zero lease or bond, OwnableInvalidOwner for a zero owner", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
       const args = [await p.usdc.getAddress(), await p.registry.getAddress()];
       await expect(
-        ethers.deployContract("JobEscrow", [...args, escrowRoles(p), 0n, BOND]),
+        fx.ethers.deployContract("JobEscrow", [...args, fx.escrowRoles(p), 0n, fx.BOND]),
       ).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroAmount");
       await expect(
-        ethers.deployContract("JobEscrow", [...args, escrowRoles(p), LEASE, 0n]),
+        fx.ethers.deployContract("JobEscrow", [...args, fx.escrowRoles(p), fx.LEASE, 0n]),
       ).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroAmount");
       await expect(
-        ethers.deployContract("JobEscrow", [...args, escrowRoles(p, { owner: ethers.ZeroAddress }), LEASE, BOND]),
+        fx.ethers.deployContract("JobEscrow", [
+          ...args,
+          fx.escrowRoles(p, { owner: fx.ethers.ZeroAddress }),
+          fx.LEASE,
+          fx.BOND,
+        ]),
       )
         .to.be.revertedWithCustomError(p.escrow, "OwnableInvalidOwner")
-        .withArgs(ethers.ZeroAddress);
+        .withArgs(fx.ethers.ZeroAddress);
     });
 
     it("constructor: emits CoordinatorSet, ArbiterSet and FeeRecipientSet so the roles can be rebuilt from events", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const args = [await p.usdc.getAddress(), await p.registry.getAddress(), escrowRoles(p), LEASE, BOND];
-      const escrow = await ethers.deployContract("JobEscrow", args);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const args = [await p.usdc.getAddress(), await p.registry.getAddress(), fx.escrowRoles(p), fx.LEASE, fx.BOND];
+      const escrow = await fx.ethers.deployContract("JobEscrow", args);
       const tx = escrow.deploymentTransaction()!;
       await expect(tx).to.emit(escrow, "CoordinatorSet").withArgs(p.coordinator.address);
       await expect(tx).to.emit(escrow, "ArbiterSet").withArgs(p.arbiter.address);
@@ -83,39 +76,38 @@ describe("JobEscrow: admin and deployment", function () {
 
   describe("templates", function () {
     it("setTemplateApproval: approves and unapproves; an unapproved template blocks new jobs but not running ones", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const jobId = await startJob(p);
-      await expect(p.escrow.connect(p.owner).setTemplateApproval(TEMPLATE, false))
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const jobId = await fx.startJob(p);
+      await expect(p.escrow.connect(p.owner).setTemplateApproval(fx.TEMPLATE, false))
         .to.emit(p.escrow, "TemplateApprovalSet")
-        .withArgs(TEMPLATE, false);
-      expect(await p.escrow.isApprovedTemplate(TEMPLATE)).to.equal(false);
-      await expect(p.escrow.connect(p.client).createJob(DEFAULT_REQUEST))
+        .withArgs(fx.TEMPLATE, false);
+      expect(await p.escrow.isApprovedTemplate(fx.TEMPLATE)).to.equal(false);
+      await expect(p.escrow.connect(p.client).createJob(fx.DEFAULT_REQUEST))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowTemplateNotApproved")
-        .withArgs(TEMPLATE);
+        .withArgs(fx.TEMPLATE);
       await expect(p.escrow.connect(p.provider1).heartbeat(jobId, 1n)).to.emit(p.escrow, "LeaseExtended");
-      const other = ethers.id("another template");
+      const other = fx.ethers.id("another template");
       await expect(p.escrow.connect(p.owner).setTemplateApproval(other, true))
         .to.emit(p.escrow, "TemplateApprovalSet")
         .withArgs(other, true);
-      await createJob(p, { templateId: other });
+      await fx.createJob(p, { templateId: other });
     });
 
     it("setTemplateApproval: reverts with JobEscrowZeroTemplate for the zero template id", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      await expect(p.escrow.connect(p.owner).setTemplateApproval(ethers.ZeroHash, true)).to.be.revertedWithCustomError(
-        p.escrow,
-        "JobEscrowZeroTemplate",
-      );
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      await expect(
+        p.escrow.connect(p.owner).setTemplateApproval(fx.ethers.ZeroHash, true),
+      ).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroTemplate");
     });
   });
 
   describe("roles", function () {
     it("setCoordinator: the new coordinator may assign; the old one may not", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
       await expect(p.escrow.connect(p.owner).setCoordinator(p.stranger.address))
         .to.emit(p.escrow, "CoordinatorSet")
         .withArgs(p.stranger.address);
-      const jobId = await createJob(p);
+      const jobId = await fx.createJob(p);
       await expect(p.escrow.connect(p.coordinator).assign(jobId, p.provider1.address))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowNotCoordinator")
         .withArgs(p.coordinator.address, p.stranger.address);
@@ -123,7 +115,7 @@ describe("JobEscrow: admin and deployment", function () {
     });
 
     it("setArbiter / setFeeRecipient: update the role and emit ArbiterSet / FeeRecipientSet", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
       await expect(p.escrow.connect(p.owner).setArbiter(p.stranger.address))
         .to.emit(p.escrow, "ArbiterSet")
         .withArgs(p.stranger.address);
@@ -137,18 +129,18 @@ describe("JobEscrow: admin and deployment", function () {
     });
 
     it("setCoordinator / setArbiter / setFeeRecipient: revert with JobEscrowZeroAddress for the zero address", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
       const e = p.escrow.connect(p.owner);
       for (const call of [e.setCoordinator, e.setArbiter, e.setFeeRecipient]) {
-        await expect(call(ethers.ZeroAddress)).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroAddress");
+        await expect(call(fx.ethers.ZeroAddress)).to.be.revertedWithCustomError(p.escrow, "JobEscrowZeroAddress");
       }
     });
 
     it("admin functions: revert with OwnableUnauthorizedAccount for anyone but the owner", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
       const e = p.escrow.connect(p.coordinator);
       const calls = [
-        () => e.setTemplateApproval(TEMPLATE, false),
+        () => e.setTemplateApproval(fx.TEMPLATE, false),
         () => e.setCoordinator(p.stranger.address),
         () => e.setArbiter(p.stranger.address),
         () => e.setFeeRecipient(p.stranger.address),
@@ -163,7 +155,7 @@ describe("JobEscrow: admin and deployment", function () {
     });
 
     it("ownership: moves in two steps; only the pending owner may accept", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
       await expect(p.escrow.connect(p.owner).transferOwnership(p.stranger.address))
         .to.emit(p.escrow, "OwnershipTransferStarted")
         .withArgs(p.owner.address, p.stranger.address);
@@ -182,21 +174,21 @@ describe("JobEscrow: admin and deployment", function () {
 
   describe("token that returns false", function () {
     it("createJob: reverts with SafeERC20FailedOperation when the token's transferFrom returns false", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const bad = await ethers.deployContract("FalseReturningToken");
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const bad = await fx.ethers.deployContract("FalseReturningToken");
       const badAddress = await bad.getAddress();
-      const registry = await ethers.deployContract("ProviderRegistry", [badAddress, 1n, 7_200n]);
-      const escrow = await ethers.deployContract("JobEscrow", [
+      const registry = await fx.ethers.deployContract("ProviderRegistry", [badAddress, 1n, 7_200n]);
+      const escrow = await fx.ethers.deployContract("JobEscrow", [
         badAddress,
         await registry.getAddress(),
-        escrowRoles(p),
-        LEASE,
-        BOND,
+        fx.escrowRoles(p),
+        fx.LEASE,
+        fx.BOND,
       ]);
-      await escrow.connect(p.owner).setTemplateApproval(TEMPLATE, true);
+      await escrow.connect(p.owner).setTemplateApproval(fx.TEMPLATE, true);
       await bad.mint(p.client.address, 1_000_000n);
       await bad.connect(p.client).approve(await escrow.getAddress(), 1_000_000n);
-      await expect(escrow.connect(p.client).createJob(DEFAULT_REQUEST))
+      await expect(escrow.connect(p.client).createJob(fx.DEFAULT_REQUEST))
         .to.be.revertedWithCustomError(escrow, "SafeERC20FailedOperation")
         .withArgs(badAddress);
       expect(await escrow.jobCount()).to.equal(0n);

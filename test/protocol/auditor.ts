@@ -9,25 +9,7 @@ import { expect } from "chai";
 import type { BaseContract, ContractTransactionResponse, EventLog } from "ethers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
 import { foldEscrowEvents, statusAt, walletOf, type Ledger } from "../../sdk/ledger.ts";
-import {
-  ARBITER_TIMEOUT,
-  DECISION_TIMEOUT,
-  LEASE,
-  UNBONDING,
-  METRIC,
-  Status,
-  TEMPLATE,
-  ckpt,
-  deployProtocol,
-  networkHelpers,
-  now,
-  faultAt,
-  signDecision,
-  signFault,
-  signVerdict,
-  type Protocol,
-  depositStake,
-} from "../helpers/fixture.ts";
+import * as fx from "../helpers/fixture.ts";
 
 const SEED = 0x6a09e667;
 const STEPS = 500;
@@ -56,8 +38,8 @@ class Scenario {
   readonly clients: HardhatEthersSigner[];
   readonly providers: HardhatEthersSigner[];
   readonly accounts: string[];
-  readonly p: Protocol;
-  constructor(p: Protocol) {
+  readonly p: fx.Protocol;
+  constructor(p: fx.Protocol) {
     this.p = p;
     this.clients = [p.client, p.client2, p.client3];
     this.providers = [p.provider1, p.provider2, p.provider3, p.provider4];
@@ -91,7 +73,7 @@ class Scenario {
     const jobId = rng.pick([...this.live]);
     await this.advance(jobId);
     const s = Number(await p.escrow.statusOf(jobId));
-    if (s === Status.Settled || s === Status.Cancelled) {
+    if (s === fx.Status.Settled || s === fx.Status.Cancelled) {
       this.live.delete(jobId);
       this.done.push(jobId);
     }
@@ -104,7 +86,7 @@ class Scenario {
     // Sometimes a budget too short for some providers, so that the coordinator must skip them.
     const budget = (BigInt(totalSteps) * maxPricePerStep * BigInt(rng.int(85, 150))) / 100n;
     const request = {
-      templateId: TEMPLATE,
+      templateId: fx.TEMPLATE,
       totalSteps,
       checkpointInterval: rng.pick([5, 10, 10]),
       maxPricePerStep,
@@ -120,15 +102,15 @@ class Scenario {
     const { p, rng } = this;
     const job = await p.escrow.jobOf(jobId);
     const status = Number(await p.escrow.statusOf(jobId));
-    const t = (await now()) + 1n;
+    const t = (await fx.now()) + 1n;
     // A checkpoint stays decidable after its reporter is unassigned, on its own epoch, until the window closes.
-    const decidable = job.pendingStep !== 0n && t <= job.reportedAt + DECISION_TIMEOUT;
-    if (decidable && (status === Status.Open || rng.chance(0.8))) return this.decide(jobId, job);
+    const decidable = job.pendingStep !== 0n && t <= job.reportedAt + fx.DECISION_TIMEOUT;
+    if (decidable && (status === fx.Status.Open || rng.chance(0.8))) return this.decide(jobId, job);
     switch (status) {
-      case Status.Open: {
+      case fx.Status.Open: {
         if (job.acceptedStep === job.totalSteps) return this.verdict(jobId, job.acceptedHash);
         if (rng.chance(0.03)) {
-          await networkHelpers.time.increaseTo(job.openSince + 7n * 86_400n + 1n);
+          await fx.networkHelpers.time.increaseTo(job.openSince + 7n * 86_400n + 1n);
           return this.send("expire", p.escrow.connect(p.stranger).expire(jobId));
         }
         if (rng.chance(0.08)) return this.send("cancel", p.escrow.connect(await this.signer(job.client)).cancel(jobId));
@@ -149,7 +131,7 @@ class Scenario {
           return this.send("cancel (no provider fits)", p.escrow.connect(await this.signer(job.client)).cancel(jobId));
         return this.send("assign", p.escrow.connect(p.coordinator).assign(jobId, rng.pick(candidates).address));
       }
-      case Status.Running: {
+      case fx.Status.Running: {
         const provider = await this.signer(job.provider);
         if (t > job.leaseExpiresAt)
           return this.send("unassign (lease lapsed)", p.escrow.connect(p.stranger).unassign(jobId));
@@ -167,29 +149,29 @@ class Scenario {
           const step = rng.chance(0.8) ? maxStep : rng.int(Number(job.acceptedStep) + 1, maxStep);
           return this.send(
             "report",
-            p.escrow.connect(provider).reportCheckpoint(jobId, job.epoch, step, ckpt(jobId, step, `:${job.epoch}`)),
+            p.escrow.connect(provider).reportCheckpoint(jobId, job.epoch, step, fx.ckpt(jobId, step, `:${job.epoch}`)),
           );
         }
         const stalled = t > job.lastProgressAt + job.progressTimeout; // heartbeats no longer hold the job
         if (r < 0.96 && !stalled) return this.send("heartbeat", p.escrow.connect(provider).heartbeat(jobId, job.epoch));
         return this.lapse();
       }
-      case Status.DisputeWindow: {
+      case fx.Status.DisputeWindow: {
         if (rng.chance(0.5))
           return this.send("dispute", p.escrow.connect(await this.signer(job.client)).dispute(jobId));
-        await networkHelpers.time.increase(job.disputeWindow + 1n);
+        await fx.networkHelpers.time.increase(job.disputeWindow + 1n);
         return this.send("settle (window passed)", p.escrow.connect(p.stranger).settle(jobId));
       }
-      case Status.Settleable:
+      case fx.Status.Settleable:
         return this.send("settle (window passed)", p.escrow.connect(p.stranger).settle(jobId));
-      case Status.Disputed: {
+      case fx.Status.Disputed: {
         const r = rng.next();
         if (r < 0.3) return this.send("resolve (upheld)", p.escrow.connect(p.arbiter).resolveDispute(jobId, true));
         if (r < 0.55) return this.send("resolve (rejected)", p.escrow.connect(p.arbiter).resolveDispute(jobId, false));
-        await networkHelpers.time.increase(ARBITER_TIMEOUT + 1n);
+        await fx.networkHelpers.time.increase(fx.ARBITER_TIMEOUT + 1n);
         return this.send("settle (arbiter timed out)", p.escrow.connect(p.stranger).settle(jobId));
       }
-      case Status.ArbiterTimedOut:
+      case fx.Status.ArbiterTimedOut:
         return this.send("settle (arbiter timed out)", p.escrow.connect(p.stranger).settle(jobId));
       default:
         throw new Error(`unexpected status ${status} for live job ${jobId}`);
@@ -197,24 +179,24 @@ class Scenario {
   }
 
   /** The verifiers decide the pending checkpoint, on the epoch it was reported at (its reporter may be gone). */
-  async decide(jobId: bigint, job: Awaited<ReturnType<Protocol["escrow"]["jobOf"]>>) {
+  async decide(jobId: bigint, job: Awaited<ReturnType<fx.Protocol["escrow"]["jobOf"]>>) {
     const { p, rng } = this;
     const [epoch, step, hash] = [job.pendingEpoch, Number(job.pendingStep), job.pendingHash];
     const r = rng.next();
     const orphan = job.provider !== job.pendingProvider ? " (reporter unassigned)" : "";
     if (r < 0.72) {
-      const sigs = await signDecision(p, jobId, epoch, step, hash, true, this.verifierPair());
+      const sigs = await fx.signDecision(p, jobId, epoch, step, hash, true, this.verifierPair());
       return this.send(
         `accept${orphan}`,
         p.escrow.connect(p.stranger).acceptCheckpoint(jobId, epoch, step, hash, sigs),
       );
     }
     if (r < 0.86) {
-      const sigs = await signDecision(p, jobId, epoch, step, hash, false, this.verifierPair());
+      const sigs = await fx.signDecision(p, jobId, epoch, step, hash, false, this.verifierPair());
       return this.send("refuse", p.escrow.connect(p.stranger).refuseCheckpoint(jobId, epoch, step, hash, sigs));
     }
-    const fault = faultAt(p, rng.int(Number(job.acceptedStep) + 1, step), rng.pick(p.verifiers).address);
-    const sigs = await signFault(p, jobId, epoch, step, hash, fault, this.verifierPair());
+    const fault = fx.faultAt(p, rng.int(Number(job.acceptedStep) + 1, step), rng.pick(p.verifiers).address);
+    const sigs = await fx.signFault(p, jobId, epoch, step, hash, fault, this.verifierPair());
     return this.send(
       "refuse with fault (slash)",
       p.escrow.connect(p.stranger).refuseWithFault(jobId, epoch, step, hash, fault, sigs),
@@ -223,8 +205,8 @@ class Scenario {
 
   async verdict(jobId: bigint, modelHash: string) {
     const passed = this.rng.chance(0.85);
-    const metric = passed ? METRIC : 4_200n;
-    const sigs = await signVerdict(this.p, jobId, modelHash, metric, passed, this.verifierPair());
+    const metric = passed ? fx.METRIC : 4_200n;
+    const sigs = await fx.signVerdict(this.p, jobId, modelHash, metric, passed, this.verifierPair());
     await this.send(
       "submitVerdict",
       this.p.escrow.connect(this.p.stranger).submitVerdict(jobId, modelHash, metric, passed, sigs),
@@ -233,7 +215,7 @@ class Scenario {
 
   /** Lets every running lease lapse (the silent provider case). */
   async lapse() {
-    await networkHelpers.time.increase(LEASE + 1n);
+    await fx.networkHelpers.time.increase(fx.LEASE + 1n);
     this.counts.set("lease lapsed", (this.counts.get("lease lapsed") ?? 0) + 1);
   }
 
@@ -279,7 +261,7 @@ class Scenario {
     const { p, rng } = this;
     const st = await p.registry.stakeOf(pr.address);
     const free = st.deposited - st.locked - st.unbonding;
-    if (st.unbonding > 0n && (await now()) >= st.unbondingReadyAt) {
+    if (st.unbonding > 0n && (await fx.now()) >= st.unbondingReadyAt) {
       return this.send("stake: withdraw", p.registry.connect(pr).withdrawStake());
     }
     if (free > 2_000_000n && rng.chance(0.6))
@@ -308,14 +290,14 @@ class Scenario {
   /** Ends every job that can end: settles what the clock allows, claims every earning, everyone withdraws. */
   async drain() {
     const { p } = this;
-    await networkHelpers.time.increase(ARBITER_TIMEOUT + 31n * 86_400n);
+    await fx.networkHelpers.time.increase(fx.ARBITER_TIMEOUT + 31n * 86_400n);
     const jobCount = await p.escrow.jobCount();
     for (let id = 1n; id <= jobCount; id++) {
       const s = Number(await p.escrow.statusOf(id));
-      if (s === Status.Settleable || s === Status.ArbiterTimedOut)
+      if (s === fx.Status.Settleable || s === fx.Status.ArbiterTimedOut)
         await this.send("settle (drain)", p.escrow.settle(id));
-      if (s === Status.Running) await this.send("unassign (drain)", p.escrow.connect(p.stranger).unassign(id));
-      if (Number(await p.escrow.statusOf(id)) === Status.Open) {
+      if (s === fx.Status.Running) await this.send("unassign (drain)", p.escrow.connect(p.stranger).unassign(id));
+      if (Number(await p.escrow.statusOf(id)) === fx.Status.Open) {
         const job = await p.escrow.jobOf(id);
         await this.send("cancel (drain)", p.escrow.connect(await this.signer(job.client)).cancel(id));
       }
@@ -336,7 +318,7 @@ class Scenario {
       const free = st.deposited - st.unbonding;
       if (free > 0n) await this.send("stake: unbond (drain)", p.registry.connect(pr).requestUnbond(free));
     }
-    await networkHelpers.time.increase(UNBONDING);
+    await fx.networkHelpers.time.increase(fx.UNBONDING);
     for (const pr of this.providers) {
       if ((await p.registry.stakeOf(pr.address)).unbonding > 0n) {
         await this.send("stake: withdraw (drain)", p.registry.connect(pr).withdrawStake());
@@ -346,14 +328,14 @@ class Scenario {
 }
 
 async function auditorWorld() {
-  const p = await deployProtocol();
+  const p = await fx.deployProtocol();
   await p.registry.connect(p.provider4).register("provider4", 950n, 1, "NVIDIA A100", 81_920);
-  await depositStake(p, p.provider4);
+  await fx.depositStake(p, p.provider4);
   return p;
 }
 
 /** Rebuilds the books from events only, then compares every figure with the contract. */
-async function audit(p: Protocol, accounts: string[]): Promise<Ledger> {
+async function audit(p: fx.Protocol, accounts: string[]): Promise<Ledger> {
   // Every log of the escrow, whatever its event (the typed contract only accepts one event at a time).
   const logs = await (p.escrow as unknown as BaseContract).queryFilter("*", 0, "latest");
   const events = logs.filter((l): l is EventLog => "eventName" in l);
@@ -362,7 +344,7 @@ async function audit(p: Protocol, accounts: string[]): Promise<Ledger> {
   const registryEvents = registryLogs.filter((l): l is EventLog => "eventName" in l);
   expect(registryEvents.length).to.equal(registryLogs.length, "every registry log decodes");
   const ledger = foldEscrowEvents([...events, ...registryEvents]);
-  const t = await now();
+  const t = await fx.now();
 
   const jobCount = await p.escrow.jobCount();
   expect(BigInt(ledger.jobs.size)).to.equal(jobCount);
@@ -407,7 +389,7 @@ async function audit(p: Protocol, accounts: string[]): Promise<Ledger> {
 
 describe("auditor: a long seeded random scenario, rebuilt from events alone", function () {
   it(`${STEPS} random steps (seed ${SEED.toString(16)}): reserves hold after every transaction; events rebuild every balance, job and total`, async function () {
-    const p = await networkHelpers.loadFixture(auditorWorld);
+    const p = await fx.networkHelpers.loadFixture(auditorWorld);
     const scenario = new Scenario(p);
     for (let i = 0; i < STEPS; i++) await scenario.step();
 

@@ -7,91 +7,65 @@
  */
 import { expect } from "chai";
 import type { ContractTransactionResponse } from "ethers";
-import {
-  BOND,
-  DECISION_TIMEOUT,
-  DEFAULT_REQUEST,
-  MIN_STAKE,
-  STAKE,
-  faultAt,
-  signFault,
-  LEASE,
-  METRIC,
-  PRICE,
-  Status,
-  TEMPLATE,
-  bits,
-  ckpt,
-  createJob,
-  deployProtocol,
-  ethers,
-  networkHelpers,
-  reportAndAccept,
-  runToVerdict,
-  signDecision,
-  signVerdict,
-  startJob,
-  trainToEnd,
-  escrowRoles,
-} from "../helpers/fixture.ts";
+import * as fx from "../helpers/fixture.ts";
 
-const { time } = networkHelpers;
+const { time } = fx.networkHelpers;
 const DAY = 86_400n;
 
 async function badInputWorld() {
-  const p = await deployProtocol();
+  const p = await fx.deployProtocol();
   const { escrow } = p;
 
-  const settled = (await runToVerdict(p, { overrides: { totalSteps: 20, disputeWindow: 60n } })).jobId;
+  const settled = (await fx.runToVerdict(p, { overrides: { totalSteps: 20, disputeWindow: 60n } })).jobId;
   await time.increase(61);
   await escrow.settle(settled);
 
-  const upheld = (await runToVerdict(p, { overrides: { totalSteps: 10 } })).jobId;
+  const upheld = (await fx.runToVerdict(p, { overrides: { totalSteps: 10 } })).jobId;
   await escrow.connect(p.client).dispute(upheld);
   await escrow.connect(p.arbiter).resolveDispute(upheld, true);
 
-  const verdict = await runToVerdict(p, { overrides: { totalSteps: 20 } });
-  const disputed = (await runToVerdict(p, { overrides: { totalSteps: 20 } })).jobId;
+  const verdict = await fx.runToVerdict(p, { overrides: { totalSteps: 20 } });
+  const disputed = (await fx.runToVerdict(p, { overrides: { totalSteps: 20 } })).jobId;
   await escrow.connect(p.client).dispute(disputed);
 
-  const cancelled = await createJob(p);
+  const cancelled = await fx.createJob(p);
   await escrow.connect(p.client).cancel(cancelled);
 
-  const fenced = await startJob(p, {}, p.provider2);
-  const bad = ckpt(fenced, 10, "bad");
+  const fenced = await fx.startJob(p, {}, p.provider2);
+  const bad = fx.ckpt(fenced, 10, "bad");
   await escrow.connect(p.provider2).reportCheckpoint(fenced, 1n, 10, bad);
-  await escrow.refuseCheckpoint(fenced, 1n, 10, bad, await signDecision(p, fenced, 1n, 10, bad, false));
+  await escrow.refuseCheckpoint(fenced, 1n, 10, bad, await fx.signDecision(p, fenced, 1n, 10, bad, false));
 
-  const short = await createJob(p, { budget: 50_000n });
-  const complete = await createJob(p, { totalSteps: 20 });
-  const completeHash = await trainToEnd(p, complete);
-  const progress = await startJob(p);
-  await reportAndAccept(p, progress, p.provider1, 10);
-  const open = await createJob(p);
-  const running = await startJob(p);
-  const pending = await startJob(p);
-  const pendingHash = ckpt(pending, 10);
+  const short = await fx.createJob(p, { budget: 50_000n });
+  const complete = await fx.createJob(p, { totalSteps: 20 });
+  const completeHash = await fx.trainToEnd(p, complete);
+  const progress = await fx.startJob(p);
+  await fx.reportAndAccept(p, progress, p.provider1, 10);
+  const open = await fx.createJob(p);
+  const running = await fx.startJob(p);
+  const pending = await fx.startJob(p);
+  const pendingHash = fx.ckpt(pending, 10);
   await escrow.connect(p.provider1).reportCheckpoint(pending, 1n, 10, pendingHash);
   const lease = (await escrow.jobOf(running)).leaseExpiresAt;
   // A reporter unassigned with its checkpoint still decidable; and one whose job was handed to someone else.
-  const orphan = await startJob(p);
-  await escrow.connect(p.provider1).reportCheckpoint(orphan, 1n, 10, ckpt(orphan, 10));
+  const orphan = await fx.startJob(p);
+  await escrow.connect(p.provider1).reportCheckpoint(orphan, 1n, 10, fx.ckpt(orphan, 10));
   await escrow.connect(p.coordinator).unassign(orphan);
-  const handedOver = await startJob(p, { maxPricePerStep: 1_100n, budget: 110_000n });
-  await escrow.connect(p.provider1).reportCheckpoint(handedOver, 1n, 10, ckpt(handedOver, 10));
+  const handedOver = await fx.startJob(p, { maxPricePerStep: 1_100n, budget: 110_000n });
+  await escrow.connect(p.provider1).reportCheckpoint(handedOver, 1n, 10, fx.ckpt(handedOver, 10));
   await escrow.connect(p.coordinator).unassign(handedOver);
   await escrow.connect(p.coordinator).assign(handedOver, p.provider3.address); // epoch 3
   // provider4 registers without stake; provider2 asks all of its free stake back.
   await p.registry.connect(p.provider4).register("unstaked", 900n, 1, "GPU", 8_192);
-  await p.registry.connect(p.provider2).requestUnbond(STAKE);
+  await p.registry.connect(p.provider2).requestUnbond(fx.STAKE);
   const unbondReadyAt = (await p.registry.stakeOf(p.provider2.address)).unbondingReadyAt;
   const { reportedAt } = await escrow.jobOf(pending);
   const openSince = (await escrow.jobOf(open)).openSince;
-  const fault = faultAt(p, 7);
+  const fault = fx.faultAt(p, 7);
   const digests = {
     accept: await escrow.checkpointDecisionDigest(pending, 1n, 10, pendingHash, true),
     refuse: await escrow.checkpointDecisionDigest(pending, 1n, 10, pendingHash, false),
-    verdict: await escrow.verdictDigest(complete, completeHash, METRIC, true),
+    verdict: await escrow.verdictDigest(complete, completeHash, fx.METRIC, true),
   };
 
   const jobs = {
@@ -137,9 +111,9 @@ async function signedDecision(
   epoch: bigint,
   step: number,
   hash: string,
-  o: { signedAs?: boolean; signers?: Parameters<typeof signDecision>[6] } = {},
+  o: { signedAs?: boolean; signers?: Parameters<typeof fx.signDecision>[6] } = {},
 ) {
-  const signatures = await signDecision(w, jobId, epoch, step, hash, o.signedAs ?? accept, o.signers);
+  const signatures = await fx.signDecision(w, jobId, epoch, step, hash, o.signedAs ?? accept, o.signers);
   return accept
     ? w.escrow.acceptCheckpoint(jobId, epoch, step, hash, signatures)
     : w.escrow.refuseCheckpoint(jobId, epoch, step, hash, signatures);
@@ -147,18 +121,18 @@ async function signedDecision(
 
 /** The escrow of the same protocol, but on a token whose transfers return false. */
 async function falseTokenWorld() {
-  const p = await deployProtocol();
-  const token = await ethers.deployContract("FalseReturningToken");
-  const roles = escrowRoles(p);
-  const registry = await ethers.deployContract("ProviderRegistry", [await token.getAddress(), 1n, 7_200n]);
-  const escrow = await ethers.deployContract("JobEscrow", [
+  const p = await fx.deployProtocol();
+  const token = await fx.ethers.deployContract("FalseReturningToken");
+  const roles = fx.escrowRoles(p);
+  const registry = await fx.ethers.deployContract("ProviderRegistry", [await token.getAddress(), 1n, 7_200n]);
+  const escrow = await fx.ethers.deployContract("JobEscrow", [
     await token.getAddress(),
     await registry.getAddress(),
     roles,
-    LEASE,
-    BOND,
+    fx.LEASE,
+    fx.BOND,
   ]);
-  await escrow.connect(p.owner).setTemplateApproval(TEMPLATE, true);
+  await escrow.connect(p.owner).setTemplateApproval(fx.TEMPLATE, true);
   await token.mint(p.client.address, 1_000_000n);
   await token.connect(p.client).approve(await escrow.getAddress(), 1_000_000n);
   return { ...p, escrow, escrowAddress: await escrow.getAddress(), token };
@@ -176,12 +150,12 @@ interface Case {
   args?: (w: World) => unknown[] | Promise<unknown[]>;
 }
 
-const req = (o: Partial<typeof DEFAULT_REQUEST>) => ({ ...DEFAULT_REQUEST, ...o });
+const req = (o: Partial<typeof fx.DEFAULT_REQUEST>) => ({ ...fx.DEFAULT_REQUEST, ...o });
 const E = (name: string): Case["error"] => ["escrow", `JobEscrow${name}`];
 const R = (name: string): Case["error"] => ["registry", `ProviderRegistry${name}`];
 const MAXW = 30n * DAY;
-const other = ethers.id("not the checkpoint");
-const SETTLEABLE = bits(Status.Settleable, Status.ArbiterTimedOut);
+const other = fx.ethers.id("not the checkpoint");
+const SETTLEABLE = fx.bits(fx.Status.Settleable, fx.Status.ArbiterTimedOut);
 
 type JobName = keyof World["jobs"];
 
@@ -194,7 +168,7 @@ function wrongStatus(
   action: string,
   act: (w: World, jobId: bigint) => Promise<ContractTransactionResponse>,
   allowed: bigint,
-  rows: [when: string, job: JobName | bigint, status: Status, prepare?: Case["prepare"]][],
+  rows: [when: string, job: JobName | bigint, status: fx.Status, prepare?: Case["prepare"]][],
 ): Case[] {
   return rows.map(([when, job, status, prepare]) => {
     const id = (w: World) => (typeof job === "bigint" ? job : w.jobs[job]);
@@ -215,7 +189,7 @@ function calls(action: string, rows: [when: string, act: Case["act"], error: Cas
 
 /** provider1 reports `step` on a job at epoch 1, with that step's checkpoint hash. */
 const reportStep = (job: JobName, step: number) => (w: World) =>
-  w.escrow.connect(w.provider1).reportCheckpoint(w.jobs[job], 1n, step, ckpt(w.jobs[job], step));
+  w.escrow.connect(w.provider1).reportCheckpoint(w.jobs[job], 1n, step, fx.ckpt(w.jobs[job], step));
 
 /** A call made twice: the first succeeds (before the "before" state is read), the second must revert. */
 const twice = (c: Omit<Case, "prepare">): Case => ({ ...c, prepare: c.act });
@@ -251,15 +225,15 @@ const cases: Case[] = [
   },
   {
     name: "createJob with an unapproved template",
-    act: (w) => w.escrow.connect(w.client).createJob(req({ templateId: ethers.id("unapproved") })),
+    act: (w) => w.escrow.connect(w.client).createJob(req({ templateId: fx.ethers.id("unapproved") })),
     error: E("TemplateNotApproved"),
-    args: () => [ethers.id("unapproved")],
+    args: () => [fx.ethers.id("unapproved")],
   },
   {
     name: "createJob with the zero template id",
-    act: (w) => w.escrow.connect(w.client).createJob(req({ templateId: ethers.ZeroHash })),
+    act: (w) => w.escrow.connect(w.client).createJob(req({ templateId: fx.ethers.ZeroHash })),
     error: E("TemplateNotApproved"),
-    args: () => [ethers.ZeroHash],
+    args: () => [fx.ethers.ZeroHash],
   },
   {
     name: "createJob with zero total steps",
@@ -294,30 +268,30 @@ const cases: Case[] = [
   {
     name: "createJob without allowance",
     prepare: (w) => w.usdc.connect(w.client).approve(w.escrowAddress, 0n),
-    act: (w) => w.escrow.connect(w.client).createJob(DEFAULT_REQUEST),
+    act: (w) => w.escrow.connect(w.client).createJob(fx.DEFAULT_REQUEST),
     error: ["usdc", "ERC20InsufficientAllowance"],
-    args: (w) => [w.escrowAddress, 0n, DEFAULT_REQUEST.budget],
+    args: (w) => [w.escrowAddress, 0n, fx.DEFAULT_REQUEST.budget],
   },
   {
     name: "createJob with an allowance but no balance",
-    prepare: (w) => w.usdc.connect(w.stranger).approve(w.escrowAddress, ethers.MaxUint256),
-    act: (w) => w.escrow.connect(w.stranger).createJob(DEFAULT_REQUEST),
+    prepare: (w) => w.usdc.connect(w.stranger).approve(w.escrowAddress, fx.ethers.MaxUint256),
+    act: (w) => w.escrow.connect(w.stranger).createJob(fx.DEFAULT_REQUEST),
     error: ["usdc", "ERC20InsufficientBalance"],
-    args: (w) => [w.stranger.address, 0n, DEFAULT_REQUEST.budget],
+    args: (w) => [w.stranger.address, 0n, fx.DEFAULT_REQUEST.budget],
   },
   {
     name: "createJob on a token whose transferFrom returns false",
     world: "false-token",
-    act: (w) => w.escrow.connect(w.client).createJob(DEFAULT_REQUEST),
+    act: (w) => w.escrow.connect(w.client).createJob(fx.DEFAULT_REQUEST),
     error: ["escrow", "SafeERC20FailedOperation"],
     args: (w) => [w.token.target],
   },
   // ---- cancel
-  ...wrongStatus("cancel", (w, id) => w.escrow.connect(w.client).cancel(id), bits(Status.Open), [
-    ["while Running", "running", Status.Running],
-    ["twice", "cancelled", Status.Cancelled],
-    ["a job that does not exist", 999n, Status.None],
-    ["after the verdict", "verdict", Status.DisputeWindow],
+  ...wrongStatus("cancel", (w, id) => w.escrow.connect(w.client).cancel(id), fx.bits(fx.Status.Open), [
+    ["while Running", "running", fx.Status.Running],
+    ["twice", "cancelled", fx.Status.Cancelled],
+    ["a job that does not exist", 999n, fx.Status.None],
+    ["after the verdict", "verdict", fx.Status.DisputeWindow],
   ]),
   {
     name: "cancel by someone other than the client",
@@ -337,9 +311,9 @@ const cases: Case[] = [
   ]),
   {
     name: "assign the zero address",
-    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, ethers.ZeroAddress),
+    act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, fx.ethers.ZeroAddress),
     error: E("ProviderInactive"),
-    args: () => [ethers.ZeroAddress],
+    args: () => [fx.ethers.ZeroAddress],
   },
   {
     name: "assign a deactivated provider",
@@ -359,22 +333,22 @@ const cases: Case[] = [
       "a provider priced above the job's maximum",
       assignTo("open", "provider3"),
       E("PriceAboveMax"),
-      (w) => [w.jobs.open, PRICE.provider3, 1_000n],
+      (w) => [w.jobs.open, fx.PRICE.provider3, 1_000n],
     ],
   ]),
   {
     name: "assign when the budget is short for the remaining steps",
     act: assignTo("short", "provider1"),
     error: E("BudgetShort"),
-    args: (w) => [w.jobs.short, 100n * PRICE.provider1, 50_000n],
+    args: (w) => [w.jobs.short, 100n * fx.PRICE.provider1, 50_000n],
   },
   ...wrongStatus(
     "assign",
     (w, id) => w.escrow.connect(w.coordinator).assign(id, w.provider2.address),
-    bits(Status.Open),
+    fx.bits(fx.Status.Open),
     [
-      ["a Running job", "running", Status.Running],
-      ["a Settled job", "settled", Status.Settled],
+      ["a Running job", "running", fx.Status.Running],
+      ["a Settled job", "settled", fx.Status.Settled],
     ],
   ),
   // ---- unassign
@@ -385,8 +359,8 @@ const cases: Case[] = [
     error: E("LeaseActive"),
     args: (w) => [w.jobs.running, w.lease, w.lease],
   },
-  ...wrongStatus("unassign", (w, id) => w.escrow.connect(w.coordinator).unassign(id), bits(Status.Running), [
-    ["an Open job", "open", Status.Open],
+  ...wrongStatus("unassign", (w, id) => w.escrow.connect(w.coordinator).unassign(id), fx.bits(fx.Status.Running), [
+    ["an Open job", "open", fx.Status.Open],
   ]),
   // ---- heartbeat / reportCheckpoint
   {
@@ -411,32 +385,32 @@ const cases: Case[] = [
   {
     name: "reportCheckpoint after the lease lapsed",
     at: (w) => w.lease + 1n,
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10)),
+    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 10, fx.ckpt(w.jobs.running, 10)),
     error: E("LeaseLapsed"),
     args: (w) => [w.jobs.running, w.lease, w.lease + 1n],
   },
   {
     name: "reportCheckpoint with a future epoch",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 2n, 10, ckpt(w.jobs.running, 10)),
+    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 2n, 10, fx.ckpt(w.jobs.running, 10)),
     error: E("StaleEpoch"),
     args: (w) => [w.jobs.running, 2n, 1n],
   },
   {
     name: "reportCheckpoint by someone other than the assignee",
-    act: (w) => w.escrow.connect(w.stranger).reportCheckpoint(w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10)),
+    act: (w) => w.escrow.connect(w.stranger).reportCheckpoint(w.jobs.running, 1n, 10, fx.ckpt(w.jobs.running, 10)),
     error: E("NotAssignee"),
     args: (w) => [w.jobs.running, w.stranger.address, w.provider1.address],
   },
   {
     name: "reportCheckpoint while a checkpoint is pending",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.pending, 1n, 20, ckpt(w.jobs.pending, 20)),
+    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.pending, 1n, 20, fx.ckpt(w.jobs.pending, 20)),
     error: E("CheckpointPending"),
     args: (w) => [w.jobs.pending, 10],
   },
   {
     name: "reportCheckpoint at the accepted step (non-increasing)",
     act: (w) =>
-      w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.progress, 1n, 10, ckpt(w.jobs.progress, 10, "again")),
+      w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.progress, 1n, 10, fx.ckpt(w.jobs.progress, 10, "again")),
     error: E("InvalidStep"),
     args: (w) => [w.jobs.progress, 10, 10, 20],
   },
@@ -447,15 +421,15 @@ const cases: Case[] = [
   ]),
   {
     name: "reportCheckpoint with a zero hash",
-    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 10, ethers.ZeroHash),
+    act: (w) => w.escrow.connect(w.provider1).reportCheckpoint(w.jobs.running, 1n, 10, fx.ethers.ZeroHash),
     error: E("ZeroHash"),
     args: (w) => [w.jobs.running],
   },
   ...wrongStatus(
     "reportCheckpoint",
-    (w, id) => w.escrow.connect(w.provider1).reportCheckpoint(id, 0n, 10, ckpt(id, 10)),
-    bits(Status.Running),
-    [["on an Open job", "open", Status.Open]],
+    (w, id) => w.escrow.connect(w.provider1).reportCheckpoint(id, 0n, 10, fx.ckpt(id, 10)),
+    fx.bits(fx.Status.Running),
+    [["on an Open job", "open", fx.Status.Open]],
   ),
   // ---- acceptCheckpoint / refuseCheckpoint
   {
@@ -465,11 +439,11 @@ const cases: Case[] = [
         w.jobs.running,
         1n,
         10,
-        ckpt(w.jobs.running, 10),
-        await signDecision(w, w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10), true),
+        fx.ckpt(w.jobs.running, 10),
+        await fx.signDecision(w, w.jobs.running, 1n, 10, fx.ckpt(w.jobs.running, 10), true),
       ),
     error: E("NoSuchPendingCheckpoint"),
-    args: (w) => [w.jobs.running, 1n, 10, ckpt(w.jobs.running, 10)],
+    args: (w) => [w.jobs.running, 1n, 10, fx.ckpt(w.jobs.running, 10)],
   },
   {
     name: "acceptCheckpoint for another step than the pending one",
@@ -498,8 +472,8 @@ const cases: Case[] = [
   ...wrongStatus(
     "acceptCheckpoint",
     (w, id) => w.escrow.acceptCheckpoint(id, 0n, 10, other, "0x"),
-    bits(Status.Open, Status.Running),
-    [["on a Cancelled job", "cancelled", Status.Cancelled]],
+    fx.bits(fx.Status.Open, fx.Status.Running),
+    [["on a Cancelled job", "cancelled", fx.Status.Cancelled]],
   ),
   {
     name: "acceptCheckpoint on an Open job with nothing pending",
@@ -528,7 +502,7 @@ const cases: Case[] = [
   // ---- submitVerdict
   {
     name: "submitVerdict before training is complete",
-    act: async (w) => w.escrow.submitVerdict(w.jobs.progress, ckpt(w.jobs.progress, 10), METRIC, true, "0x"),
+    act: async (w) => w.escrow.submitVerdict(w.jobs.progress, fx.ckpt(w.jobs.progress, 10), fx.METRIC, true, "0x"),
     error: E("TrainingIncomplete"),
     args: (w) => [w.jobs.progress, 10, 100],
   },
@@ -538,9 +512,9 @@ const cases: Case[] = [
       w.escrow.submitVerdict(
         w.jobs.complete,
         other,
-        METRIC,
+        fx.METRIC,
         true,
-        await signVerdict(w, w.jobs.complete, other, METRIC, true),
+        await fx.signVerdict(w, w.jobs.complete, other, fx.METRIC, true),
       ),
     error: E("VerdictHashMismatch"),
     args: (w) => [w.jobs.complete, other, w.completeHash],
@@ -551,31 +525,31 @@ const cases: Case[] = [
       w.escrow.submitVerdict(
         w.jobs.complete,
         w.completeHash,
-        METRIC,
+        fx.METRIC,
         true,
-        await signVerdict(w, w.jobs.complete, w.completeHash, 1n, true),
+        await fx.signVerdict(w, w.jobs.complete, w.completeHash, 1n, true),
       ),
     error: E("InvalidVerifierSignatures"),
     args: (w) => [w.digests.verdict],
   },
   ...wrongStatus(
     "submitVerdict",
-    (w, id) => w.escrow.submitVerdict(id, other, METRIC, true, "0x"),
-    bits(Status.Open, Status.Running),
-    [["twice", "verdict", Status.DisputeWindow]],
+    (w, id) => w.escrow.submitVerdict(id, other, fx.METRIC, true, "0x"),
+    fx.bits(fx.Status.Open, fx.Status.Running),
+    [["twice", "verdict", fx.Status.DisputeWindow]],
   ),
   // ---- dispute
-  ...wrongStatus("dispute", (w, id) => w.escrow.connect(w.client).dispute(id), bits(Status.DisputeWindow), [
-    ["after the window", "verdict", Status.Settleable, () => time.increase(3_601)],
-    ["twice", "disputed", Status.Disputed],
-    ["while Running", "running", Status.Running],
+  ...wrongStatus("dispute", (w, id) => w.escrow.connect(w.client).dispute(id), fx.bits(fx.Status.DisputeWindow), [
+    ["after the window", "verdict", fx.Status.Settleable, () => time.increase(3_601)],
+    ["twice", "disputed", fx.Status.Disputed],
+    ["while Running", "running", fx.Status.Running],
   ]),
   {
     name: "dispute without a bond allowance",
     prepare: (w) => w.usdc.connect(w.client).approve(w.escrowAddress, 0n),
     act: (w) => w.escrow.connect(w.client).dispute(w.jobs.verdict),
     error: E("BondNotApproved"),
-    args: (w) => [w.jobs.verdict, 0n, BOND],
+    args: (w) => [w.jobs.verdict, 0n, fx.BOND],
   },
   {
     name: "dispute by someone other than the client",
@@ -593,18 +567,18 @@ const cases: Case[] = [
   ...wrongStatus(
     "resolveDispute",
     (w, id) => w.escrow.connect(w.arbiter).resolveDispute(id, false),
-    bits(Status.Disputed),
+    fx.bits(fx.Status.Disputed),
     [
-      ["after the 3-day deadline", "disputed", Status.ArbiterTimedOut, () => time.increase(3n * DAY + 1n)],
-      ["on an undisputed job", "verdict", Status.DisputeWindow],
+      ["after the 3-day deadline", "disputed", fx.Status.ArbiterTimedOut, () => time.increase(3n * DAY + 1n)],
+      ["on an undisputed job", "verdict", fx.Status.DisputeWindow],
     ],
   ),
   // ---- settle
   ...wrongStatus("settle", (w, id) => w.escrow.settle(id), SETTLEABLE, [
-    ["before the dispute window passed", "verdict", Status.DisputeWindow],
-    ["twice", "settled", Status.Settled],
-    ["a dispute before the arbiter's deadline", "disputed", Status.Disputed],
-    ["an Open job", "open", Status.Open],
+    ["before the dispute window passed", "verdict", fx.Status.DisputeWindow],
+    ["twice", "settled", fx.Status.Settled],
+    ["a dispute before the arbiter's deadline", "disputed", fx.Status.Disputed],
+    ["an Open job", "open", fx.Status.Open],
   ]),
   // ---- claimEarnings / withdraw
   {
@@ -616,8 +590,8 @@ const cases: Case[] = [
   ...wrongStatus(
     "claimEarnings",
     (w, id) => w.escrow.claimEarnings(id, w.provider1.address),
-    bits(Status.Settled, Status.Cancelled),
-    [["before settlement", "verdict", Status.DisputeWindow]],
+    fx.bits(fx.Status.Settled, fx.Status.Cancelled),
+    [["before settlement", "verdict", fx.Status.DisputeWindow]],
   ),
   twice({
     name: "claimEarnings twice",
@@ -648,22 +622,22 @@ const cases: Case[] = [
   // ---- admin
   {
     name: "setCoordinator to the zero address",
-    act: (w) => w.escrow.connect(w.owner).setCoordinator(ethers.ZeroAddress),
+    act: (w) => w.escrow.connect(w.owner).setCoordinator(fx.ethers.ZeroAddress),
     error: E("ZeroAddress"),
   },
   {
     name: "setArbiter to the zero address",
-    act: (w) => w.escrow.connect(w.owner).setArbiter(ethers.ZeroAddress),
+    act: (w) => w.escrow.connect(w.owner).setArbiter(fx.ethers.ZeroAddress),
     error: E("ZeroAddress"),
   },
   {
     name: "setFeeRecipient to the zero address",
-    act: (w) => w.escrow.connect(w.owner).setFeeRecipient(ethers.ZeroAddress),
+    act: (w) => w.escrow.connect(w.owner).setFeeRecipient(fx.ethers.ZeroAddress),
     error: E("ZeroAddress"),
   },
   {
     name: "setTemplateApproval for the zero template id",
-    act: (w) => w.escrow.connect(w.owner).setTemplateApproval(ethers.ZeroHash, true),
+    act: (w) => w.escrow.connect(w.owner).setTemplateApproval(fx.ethers.ZeroHash, true),
     error: E("ZeroTemplate"),
     args: () => [],
   },
@@ -732,9 +706,9 @@ const cases: Case[] = [
   },
   {
     name: "requestUnbond of more than the free stake (one lock held)",
-    act: (w) => w.registry.connect(w.provider1).requestUnbond(STAKE),
+    act: (w) => w.registry.connect(w.provider1).requestUnbond(fx.STAKE),
     error: R("StakeShort"),
-    args: async (w) => [w.provider1.address, await freeStake(w, w.provider1.address), STAKE],
+    args: async (w) => [w.provider1.address, await freeStake(w, w.provider1.address), fx.STAKE],
   },
   {
     name: "requestUnbond without any stake",
@@ -790,13 +764,13 @@ const cases: Case[] = [
     name: "assign a provider without stake",
     act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.provider4.address),
     error: E("StakeShort"),
-    args: (w) => [w.jobs.open, w.provider4.address, 0n, MIN_STAKE],
+    args: (w) => [w.jobs.open, w.provider4.address, 0n, fx.MIN_STAKE],
   },
   {
     name: "assign a provider whose stake is all asked back",
     act: (w) => w.escrow.connect(w.coordinator).assign(w.jobs.open, w.provider2.address),
     error: E("StakeShort"),
-    args: (w) => [w.jobs.open, w.provider2.address, 0n, MIN_STAKE],
+    args: (w) => [w.jobs.open, w.provider2.address, 0n, fx.MIN_STAKE],
   },
   {
     name: "refuseWithFault whose replayed hash equals the committed one",
@@ -818,12 +792,12 @@ const cases: Case[] = [
   },
   {
     name: "refuseWithFault naming no finder",
-    act: (w) => refusePending(w, { ...w.fault, finder: ethers.ZeroAddress }),
+    act: (w) => refusePending(w, { ...w.fault, finder: fx.ethers.ZeroAddress }),
     error: E("ZeroAddress"),
   },
   {
     name: "refuseWithFault carrying plain refusal signatures",
-    act: async (w) => refusePending(w, w.fault, await signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, false)),
+    act: async (w) => refusePending(w, w.fault, await fx.signDecision(w, w.jobs.pending, 1n, 10, w.pendingHash, false)),
     error: E("InvalidVerifierSignatures"),
     args: async (w) => [await w.escrow.faultRefusalDigest(w.jobs.pending, 1n, 10, w.pendingHash, w.fault)],
   },
@@ -835,27 +809,28 @@ const cases: Case[] = [
   },
   {
     name: "refuseWithFault one second after the decision window closed",
-    at: (w) => w.reportedAt + DECISION_TIMEOUT + 1n,
-    act: async (w) => refusePending(w, w.fault, await signFault(w, w.jobs.pending, 1n, 10, w.pendingHash, w.fault)),
+    at: (w) => w.reportedAt + fx.DECISION_TIMEOUT + 1n,
+    act: async (w) => refusePending(w, w.fault, await fx.signFault(w, w.jobs.pending, 1n, 10, w.pendingHash, w.fault)),
     error: E("DecisionWindowClosed"),
-    args: (w) => [w.jobs.pending, w.reportedAt + DECISION_TIMEOUT, w.reportedAt + DECISION_TIMEOUT + 1n],
+    args: (w) => [w.jobs.pending, w.reportedAt + fx.DECISION_TIMEOUT, w.reportedAt + fx.DECISION_TIMEOUT + 1n],
   },
   {
     name: "acceptCheckpoint one second after the decision window closed",
-    at: (w) => w.reportedAt + DECISION_TIMEOUT + 1n,
+    at: (w) => w.reportedAt + fx.DECISION_TIMEOUT + 1n,
     act: async (w) => signedDecision(w, true, w.jobs.pending, 1n, 10, w.pendingHash),
     error: E("DecisionWindowClosed"),
-    args: (w) => [w.jobs.pending, w.reportedAt + DECISION_TIMEOUT, w.reportedAt + DECISION_TIMEOUT + 1n],
+    args: (w) => [w.jobs.pending, w.reportedAt + fx.DECISION_TIMEOUT, w.reportedAt + fx.DECISION_TIMEOUT + 1n],
   },
   {
     name: "acceptCheckpoint of an unassigned reporter's checkpoint at the job's new epoch",
-    act: async (w) => w.escrow.acceptCheckpoint(w.jobs.orphan, 2n, 10, ckpt(w.jobs.orphan, 10), "0x"),
+    act: async (w) => w.escrow.acceptCheckpoint(w.jobs.orphan, 2n, 10, fx.ckpt(w.jobs.orphan, 10), "0x"),
     error: E("NoSuchPendingCheckpoint"),
-    args: (w) => [w.jobs.orphan, 2n, 10, ckpt(w.jobs.orphan, 10)],
+    args: (w) => [w.jobs.orphan, 2n, 10, fx.ckpt(w.jobs.orphan, 10)],
   },
   {
     name: "reportCheckpoint by the newcomer while its predecessor's checkpoint is decidable",
-    act: (w) => w.escrow.connect(w.provider3).reportCheckpoint(w.jobs.handedOver, 3n, 10, ckpt(w.jobs.handedOver, 10)),
+    act: (w) =>
+      w.escrow.connect(w.provider3).reportCheckpoint(w.jobs.handedOver, 3n, 10, fx.ckpt(w.jobs.handedOver, 10)),
     error: E("CheckpointPending"),
     args: (w) => [w.jobs.handedOver, 10],
   },
@@ -872,8 +847,8 @@ const cases: Case[] = [
     error: E("NotExpired"),
     args: (w) => [w.jobs.open, w.openSince + 7n * DAY, w.openSince + 7n * DAY],
   },
-  ...wrongStatus("expire", (w, id) => w.escrow.connect(w.stranger).expire(id), bits(Status.Open), [
-    ["a Running job", "running", Status.Running],
+  ...wrongStatus("expire", (w, id) => w.escrow.connect(w.stranger).expire(id), fx.bits(fx.Status.Open), [
+    ["a Running job", "running", fx.Status.Running],
   ]),
 ];
 
@@ -911,8 +886,8 @@ describe("bad input (table-driven): reverts with the expected custom error and m
   for (const c of cases) {
     it(`${c.name}: reverts with ${c.error[1]}`, async function () {
       const w = (c.world === "false-token"
-        ? await networkHelpers.loadFixture(falseTokenWorld)
-        : await networkHelpers.loadFixture(badInputWorld)) as unknown as World;
+        ? await fx.networkHelpers.loadFixture(falseTokenWorld)
+        : await fx.networkHelpers.loadFixture(badInputWorld)) as unknown as World;
       await c.prepare?.(w);
       const before = await balances(w);
       await time.setNextBlockTimestamp(c.at ? c.at(w) : BigInt(await time.latest()) + 1n);
@@ -920,7 +895,7 @@ describe("bad input (table-driven): reverts with the expected custom error and m
       const assertion = expect(c.act(w)).to.be.revertedWithCustomError(contract, c.error[1]);
       if (c.args) await assertion.withArgs(...(await c.args(w)));
       else await assertion;
-      await networkHelpers.mine(); // consume the pinned instant: the reverted call was never mined
+      await fx.networkHelpers.mine(); // consume the pinned instant: the reverted call was never mined
       expect(await balances(w)).to.deep.equal(before);
     });
   }

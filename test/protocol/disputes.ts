@@ -1,23 +1,12 @@
 import { expect } from "chai";
-import {
-  ARBITER_TIMEOUT,
-  BOND,
-  PRICE,
-  Status,
-  bits,
-  deployProtocol,
-  ethers,
-  networkHelpers,
-  now,
-  runToVerdict,
-} from "../helpers/fixture.ts";
+import * as fx from "../helpers/fixture.ts";
 
 const BUDGET = 100_000n;
-const PAID = 100n * PRICE.provider1; // the whole job, trained by provider1
+const PAID = 100n * fx.PRICE.provider1; // the whole job, trained by provider1
 
 async function verdictJob() {
-  const p = await networkHelpers.loadFixture(deployProtocol);
-  const { jobId } = await runToVerdict(p);
+  const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+  const { jobId } = await fx.runToVerdict(p);
   return { ...p, jobId };
 }
 
@@ -32,25 +21,25 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
     it("dispute: the client posts the bond during the window; the job is Disputed until openedAt + 3 days", async function () {
       const p = await verdictJob();
       const tx = p.escrow.connect(p.client).dispute(p.jobId);
-      await expect(tx).to.changeTokenBalances(ethers, p.usdc, [p.client, p.escrowAddress], [-BOND, BOND]);
-      const t = await now();
+      await expect(tx).to.changeTokenBalances(fx.ethers, p.usdc, [p.client, p.escrowAddress], [-fx.BOND, fx.BOND]);
+      const t = await fx.now();
       await expect(tx)
         .to.emit(p.escrow, "DisputeOpened")
-        .withArgs(p.jobId, p.client.address, BOND, t + ARBITER_TIMEOUT);
-      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(Status.Disputed));
+        .withArgs(p.jobId, p.client.address, fx.BOND, t + fx.ARBITER_TIMEOUT);
+      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(fx.Status.Disputed));
       const d = await p.escrow.disputeOf(p.jobId);
-      expect([d.bond, d.openedAt, d.resolved, d.upheld]).to.deep.equal([BOND, t, false, false]);
-      expect(await p.escrow.totalBonds()).to.equal(BOND);
+      expect([d.bond, d.openedAt, d.resolved, d.upheld]).to.deep.equal([fx.BOND, t, false, false]);
+      expect(await p.escrow.totalBonds()).to.equal(fx.BOND);
       const [held, owes] = await p.escrow.reserves();
       expect(held).to.equal(owes);
     });
 
     it("dispute: reverts with JobEscrowBondNotApproved when the allowance is below the bond", async function () {
       const p = await verdictJob();
-      await p.usdc.connect(p.client).approve(p.escrowAddress, BOND - 1n);
+      await p.usdc.connect(p.client).approve(p.escrowAddress, fx.BOND - 1n);
       await expect(p.escrow.connect(p.client).dispute(p.jobId))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowBondNotApproved")
-        .withArgs(p.jobId, BOND - 1n, BOND);
+        .withArgs(p.jobId, fx.BOND - 1n, fx.BOND);
     });
 
     it("dispute: reverts with JobEscrowNotClient for anyone else, and JobEscrowUnexpectedStatus once the window passed", async function () {
@@ -58,10 +47,10 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
       await expect(p.escrow.connect(p.provider1).dispute(p.jobId))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowNotClient")
         .withArgs(p.jobId, p.provider1.address, p.client.address);
-      await networkHelpers.time.increase(3_601);
+      await fx.networkHelpers.time.increase(3_601);
       await expect(p.escrow.connect(p.client).dispute(p.jobId))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-        .withArgs(p.jobId, Status.Settleable, bits(Status.DisputeWindow));
+        .withArgs(p.jobId, fx.Status.Settleable, fx.bits(fx.Status.DisputeWindow));
     });
   });
 
@@ -70,9 +59,9 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
       const p = await disputedJob();
       const tx = await p.escrow.connect(p.arbiter).resolveDispute(p.jobId, true);
       await expect(tx).to.emit(p.escrow, "DisputeResolved").withArgs(p.jobId, p.arbiter.address, true);
-      await expect(tx).to.emit(p.escrow, "JobSettled").withArgs(p.jobId, BUDGET, 0n, BOND, 0n);
-      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(Status.Settled));
-      expect(await p.escrow.owed(p.client.address)).to.equal(BUDGET + BOND);
+      await expect(tx).to.emit(p.escrow, "JobSettled").withArgs(p.jobId, BUDGET, 0n, fx.BOND, 0n);
+      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(fx.Status.Settled));
+      expect(await p.escrow.owed(p.client.address)).to.equal(BUDGET + fx.BOND);
       expect(await p.escrow.earningsOf(p.jobId, p.provider1.address)).to.equal(0n);
       await expect(p.escrow.claimEarnings(p.jobId, p.provider1.address))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoEarnings")
@@ -88,8 +77,8 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
       await expect(tx).to.emit(p.escrow, "DisputeResolved").withArgs(p.jobId, p.arbiter.address, false);
       await expect(tx)
         .to.emit(p.escrow, "JobSettled")
-        .withArgs(p.jobId, BUDGET - PAID, PAID, 0n, BOND);
-      expect(await p.escrow.owed(p.feeRecipient.address)).to.equal(BOND);
+        .withArgs(p.jobId, BUDGET - PAID, PAID, 0n, fx.BOND);
+      expect(await p.escrow.owed(p.feeRecipient.address)).to.equal(fx.BOND);
       expect(await p.escrow.owed(p.client.address)).to.equal(BUDGET - PAID);
       await expect(p.escrow.claimEarnings(p.jobId, p.provider1.address))
         .to.emit(p.escrow, "EarningsReleased")
@@ -100,7 +89,7 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
       const p = await disputedJob();
       await p.escrow.connect(p.owner).setFeeRecipient(p.stranger.address);
       await p.escrow.connect(p.arbiter).resolveDispute(p.jobId, false);
-      expect(await p.escrow.owed(p.stranger.address)).to.equal(BOND);
+      expect(await p.escrow.owed(p.stranger.address)).to.equal(fx.BOND);
       expect(await p.escrow.owed(p.feeRecipient.address)).to.equal(0n);
     });
 
@@ -117,57 +106,57 @@ describe("JobEscrow: dispute, arbiter, settle", function () {
       const p = await verdictJob();
       await expect(p.escrow.connect(p.arbiter).resolveDispute(p.jobId, true))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-        .withArgs(p.jobId, Status.DisputeWindow, bits(Status.Disputed));
+        .withArgs(p.jobId, fx.Status.DisputeWindow, fx.bits(fx.Status.Disputed));
       await p.escrow.connect(p.client).dispute(p.jobId);
-      await networkHelpers.time.increase(ARBITER_TIMEOUT + 1n);
+      await fx.networkHelpers.time.increase(fx.ARBITER_TIMEOUT + 1n);
       await expect(p.escrow.connect(p.arbiter).resolveDispute(p.jobId, true))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-        .withArgs(p.jobId, Status.ArbiterTimedOut, bits(Status.Disputed));
+        .withArgs(p.jobId, fx.Status.ArbiterTimedOut, fx.bits(fx.Status.Disputed));
     });
   });
 
   describe("settle", function () {
     it("settle: once the window passed anyone settles; the unspent budget becomes the client's, earnings stay claimable", async function () {
       const p = await verdictJob();
-      await networkHelpers.time.increase(3_601);
-      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(Status.Settleable));
+      await fx.networkHelpers.time.increase(3_601);
+      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(fx.Status.Settleable));
       await expect(p.escrow.connect(p.stranger).settle(p.jobId))
         .to.emit(p.escrow, "JobSettled")
         .withArgs(p.jobId, BUDGET - PAID, PAID, 0n, 0n);
-      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(Status.Settled));
+      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(fx.Status.Settled));
       expect(await p.escrow.owed(p.client.address)).to.equal(BUDGET - PAID);
       expect(await p.escrow.totalLocked()).to.equal(PAID); // until provider1 claims
     });
 
     it("settle: after 3 days of arbiter silence anyone settles; the verdict stands and the bond is returned", async function () {
       const p = await disputedJob();
-      await networkHelpers.time.increase(ARBITER_TIMEOUT + 1n);
-      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(Status.ArbiterTimedOut));
+      await fx.networkHelpers.time.increase(fx.ARBITER_TIMEOUT + 1n);
+      expect(await p.escrow.statusOf(p.jobId)).to.equal(BigInt(fx.Status.ArbiterTimedOut));
       const tx = await p.escrow.connect(p.stranger).settle(p.jobId);
       await expect(tx).to.emit(p.escrow, "ArbiterTimedOut").withArgs(p.jobId, p.stranger.address);
       await expect(tx)
         .to.emit(p.escrow, "JobSettled")
-        .withArgs(p.jobId, BUDGET - PAID, PAID, BOND, 0n);
+        .withArgs(p.jobId, BUDGET - PAID, PAID, fx.BOND, 0n);
       const d = await p.escrow.disputeOf(p.jobId);
       expect([d.resolved, d.upheld]).to.deep.equal([true, false]);
-      expect(await p.escrow.owed(p.client.address)).to.equal(BUDGET - PAID + BOND);
+      expect(await p.escrow.owed(p.client.address)).to.equal(BUDGET - PAID + fx.BOND);
       expect(await p.escrow.totalBonds()).to.equal(0n);
     });
 
     it("settle: reverts with JobEscrowUnexpectedStatus during the window, during the arbiter's time, and when settled", async function () {
       const p = await verdictJob();
-      const allowed = bits(Status.Settleable, Status.ArbiterTimedOut);
+      const allowed = fx.bits(fx.Status.Settleable, fx.Status.ArbiterTimedOut);
       await expect(p.escrow.settle(p.jobId))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-        .withArgs(p.jobId, Status.DisputeWindow, allowed);
+        .withArgs(p.jobId, fx.Status.DisputeWindow, allowed);
       await p.escrow.connect(p.client).dispute(p.jobId);
       await expect(p.escrow.settle(p.jobId))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-        .withArgs(p.jobId, Status.Disputed, allowed);
+        .withArgs(p.jobId, fx.Status.Disputed, allowed);
       await p.escrow.connect(p.arbiter).resolveDispute(p.jobId, false);
       await expect(p.escrow.settle(p.jobId))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-        .withArgs(p.jobId, Status.Settled, allowed);
+        .withArgs(p.jobId, fx.Status.Settled, allowed);
     });
   });
 });

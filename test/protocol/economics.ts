@@ -18,7 +18,7 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { DEFAULT_CONFIG } from "../../verifier/verifier.ts";
 import { detectionProbability } from "../../workloads/replay.ts";
-import { MIN_STAKE, deployProtocol, networkHelpers } from "../helpers/fixture.ts";
+import * as fx from "../helpers/fixture.ts";
 
 const DEMO_MAX_PRICE = 1_500n; // demo/scenario.ts MAX_PRICE: 0.0015 USDC per step, in base units
 const DEMO_INTERVALS = [20, 100]; // scripts/start.ts: --quick and default
@@ -47,16 +47,16 @@ const lockFor = (minStake: bigint, price: bigint, interval: number) => {
 
 describe("economics: fabricating steps does not pay at the deployment defaults", function () {
   it("the deployed minimum stake is Ignition's default and the local parameter file's", async function () {
-    const p = await networkHelpers.loadFixture(deployProtocol);
-    expect(await p.registry.minStake()).to.equal(MIN_STAKE);
+    const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+    expect(await p.registry.minStake()).to.equal(fx.MIN_STAKE);
     const local = JSON.parse(readFileSync(new URL("../../ignition/parameters/local.json", import.meta.url), "utf8"));
-    expect(BigInt(String(local.GPUChainLocal.minStake).replace(/n$/, ""))).to.equal(MIN_STAKE);
+    expect(BigInt(String(local.GPUChainLocal.minStake).replace(/n$/, ""))).to.equal(fx.MIN_STAKE);
   });
 
   it(`today's 2-of-3 quorum: S = max(1 USDC, price × I) meets the inequality at the demo's prices and intervals (samples ${DEFAULT_CONFIG.samples})`, function () {
     for (const interval of DEMO_INTERVALS) {
       for (const price of [1n, 800n, 1_000n, DEMO_MAX_PRICE]) {
-        const ratio = Number(lockFor(MIN_STAKE, price, interval)) / Number(price);
+        const ratio = Number(lockFor(fx.MIN_STAKE, price, interval)) / Number(price);
         const needed = requiredStakeOverPrice(interval, DEFAULT_CONFIG.samples, "2-of-3");
         expect(ratio, `interval ${interval}, price ${price}: S/price ${ratio} < ${needed.toFixed(1)}`).to.be.at.least(
           needed,

@@ -16,26 +16,11 @@
  */
 import { expect } from "chai";
 import type { ContractTransactionResponse } from "ethers";
-import {
-  METRIC,
-  PRICE,
-  createJob,
-  deployProtocol,
-  ethers,
-  networkHelpers,
-  MIN_STAKE,
-  UNBONDING,
-  faultAt,
-  signDecision,
-  signFault,
-  signVerdict,
-  type Protocol,
-  depositStake,
-} from "../helpers/fixture.ts";
+import * as fx from "../helpers/fixture.ts";
 
 const EXTRA_PROVIDERS = 50;
 const EXTRA_JOBS = 49;
-const h = (step: number, tag = "") => ethers.id(`gas:${step}${tag}`);
+const h = (step: number, tag = "") => fx.ethers.id(`gas:${step}${tag}`);
 
 interface Gas {
   total: bigint;
@@ -45,23 +30,23 @@ interface Gas {
 async function measure(tx: Promise<ContractTransactionResponse>): Promise<Gas> {
   const sent = await tx;
   const receipt = (await sent.wait())!;
-  const data = ethers.getBytes(sent.data);
+  const data = fx.ethers.getBytes(sent.data);
   const calldata = data.reduce((sum, byte) => sum + (byte === 0 ? 4n : 16n), 0n);
   return { total: receipt.gasUsed, execution: receipt.gasUsed - 21_000n - calldata };
 }
 
 /** 50 more providers and 49 more jobs, each assigned and with one accepted checkpoint (nothing released). */
-async function crowd(p: Protocol) {
+async function crowd(p: fx.Protocol) {
   const wallets = [];
   for (let i = 0; i < EXTRA_PROVIDERS; i++) {
-    const w = new ethers.Wallet(ethers.id(`gas-provider-${i}`), ethers.provider);
-    await networkHelpers.setBalance(w.address, 10n ** 18n);
+    const w = new fx.ethers.Wallet(fx.ethers.id(`gas-provider-${i}`), fx.ethers.provider);
+    await fx.networkHelpers.setBalance(w.address, 10n ** 18n);
     await p.registry.connect(w).register(`extra-${i}`, 900n, 1, "GPU", 8_192);
-    await depositStake(p, w);
+    await fx.depositStake(p, w);
     wallets.push(w);
   }
   for (let i = 0; i < EXTRA_JOBS; i++) {
-    const jobId = await createJob(p, { totalSteps: 30 }, p.client2);
+    const jobId = await fx.createJob(p, { totalSteps: 30 }, p.client2);
     await p.escrow.connect(p.coordinator).assign(jobId, wallets[i].address);
     await p.escrow.connect(wallets[i]).reportCheckpoint(jobId, 1n, 10, h(10, `bg${i}`));
     await p.escrow.acceptCheckpoint(
@@ -69,68 +54,68 @@ async function crowd(p: Protocol) {
       1n,
       10,
       h(10, `bg${i}`),
-      await signDecision(p, jobId, 1n, 10, h(10, `bg${i}`), true),
+      await fx.signDecision(p, jobId, 1n, 10, h(10, `bg${i}`), true),
     );
   }
 }
 
 /** One job through every measured entry point: two providers (a refusal in between), verdict, settle, pay. */
-async function lifecycle(p: Protocol): Promise<Record<string, Gas>> {
+async function lifecycle(p: fx.Protocol): Promise<Record<string, Gas>> {
   const { escrow } = p;
   const g: Record<string, Gas> = {};
-  const jobId = await createJob(p, { totalSteps: 30 });
+  const jobId = await fx.createJob(p, { totalSteps: 30 });
   g.assign = await measure(escrow.connect(p.coordinator).assign(jobId, p.provider1.address));
   g.heartbeat = await measure(escrow.connect(p.provider1).heartbeat(jobId, 1n));
   g.reportCheckpoint = await measure(escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, h(10)));
   g.acceptCheckpoint = await measure(
-    escrow.acceptCheckpoint(jobId, 1n, 10, h(10), await signDecision(p, jobId, 1n, 10, h(10), true)),
+    escrow.acceptCheckpoint(jobId, 1n, 10, h(10), await fx.signDecision(p, jobId, 1n, 10, h(10), true)),
   );
   await escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 20, h(20, "bad"));
   g.refuseCheckpoint = await measure(
-    escrow.refuseCheckpoint(jobId, 1n, 20, h(20, "bad"), await signDecision(p, jobId, 1n, 20, h(20, "bad"), false)),
+    escrow.refuseCheckpoint(jobId, 1n, 20, h(20, "bad"), await fx.signDecision(p, jobId, 1n, 20, h(20, "bad"), false)),
   );
   await escrow.connect(p.coordinator).assign(jobId, p.provider2.address); // epoch 3
   for (const step of [20, 30]) {
     await escrow.connect(p.provider2).reportCheckpoint(jobId, 3n, step, h(step));
-    await escrow.acceptCheckpoint(jobId, 3n, step, h(step), await signDecision(p, jobId, 3n, step, h(step), true));
+    await escrow.acceptCheckpoint(jobId, 3n, step, h(step), await fx.signDecision(p, jobId, 3n, step, h(step), true));
   }
   g.submitVerdict = await measure(
-    escrow.submitVerdict(jobId, h(30), METRIC, true, await signVerdict(p, jobId, h(30), METRIC, true)),
+    escrow.submitVerdict(jobId, h(30), fx.METRIC, true, await fx.signVerdict(p, jobId, h(30), fx.METRIC, true)),
   );
-  await networkHelpers.time.increase(3_601);
+  await fx.networkHelpers.time.increase(3_601);
   g.settle = await measure(escrow.settle(jobId));
   g.claimEarnings = await measure(escrow.claimEarnings(jobId, p.provider1.address));
   g.withdraw = await measure(escrow.connect(p.provider1).withdraw());
   expect(await escrow.owed(p.provider1.address)).to.equal(0n);
-  expect(await escrow.earningsOf(jobId, p.provider2.address)).to.equal(20n * PRICE.provider2);
+  expect(await escrow.earningsOf(jobId, p.provider2.address)).to.equal(20n * fx.PRICE.provider2);
   await stakeCalls(p, g);
   return g;
 }
 
 /** The stake entry points: a slashing fault refusal, an expiry, deposit, unbond and withdraw of stake. */
-async function stakeCalls(p: Protocol, g: Record<string, Gas>) {
+async function stakeCalls(p: fx.Protocol, g: Record<string, Gas>) {
   const { escrow, registry } = p;
-  const faulty = await createJob(p, { totalSteps: 30, maxPricePerStep: 1_100n, budget: 33_000n });
+  const faulty = await fx.createJob(p, { totalSteps: 30, maxPricePerStep: 1_100n, budget: 33_000n });
   await escrow.connect(p.coordinator).assign(faulty, p.provider3.address);
   await escrow.connect(p.provider3).reportCheckpoint(faulty, 1n, 10, h(10, "fabricated"));
-  const fault = faultAt(p, 4);
-  const sigs = await signFault(p, faulty, 1n, 10, h(10, "fabricated"), fault);
+  const fault = fx.faultAt(p, 4);
+  const sigs = await fx.signFault(p, faulty, 1n, 10, h(10, "fabricated"), fault);
   g.refuseWithFault = await measure(escrow.refuseWithFault(faulty, 1n, 10, h(10, "fabricated"), fault, sigs));
-  const stalled = await createJob(p, { totalSteps: 30 });
-  await networkHelpers.time.increase(7 * 86_400 + 1);
+  const stalled = await fx.createJob(p, { totalSteps: 30 });
+  await fx.networkHelpers.time.increase(7 * 86_400 + 1);
   g.expire = await measure(escrow.connect(p.stranger).expire(stalled));
-  await p.usdc.mint(p.provider3.address, MIN_STAKE);
-  await p.usdc.connect(p.provider3).approve(await registry.getAddress(), MIN_STAKE);
-  g.depositStake = await measure(registry.connect(p.provider3).depositStake(MIN_STAKE));
-  g.requestUnbond = await measure(registry.connect(p.provider3).requestUnbond(MIN_STAKE));
-  await networkHelpers.time.increase(UNBONDING);
+  await p.usdc.mint(p.provider3.address, fx.MIN_STAKE);
+  await p.usdc.connect(p.provider3).approve(await registry.getAddress(), fx.MIN_STAKE);
+  g.depositStake = await measure(registry.connect(p.provider3).depositStake(fx.MIN_STAKE));
+  g.requestUnbond = await measure(registry.connect(p.provider3).requestUnbond(fx.MIN_STAKE));
+  await fx.networkHelpers.time.increase(fx.UNBONDING);
   g.withdrawStake = await measure(registry.connect(p.provider3).withdrawStake());
 }
 
 describe("gas: independent of the number of providers and jobs", function () {
   it(`assign/heartbeat/report/accept/refuse/refuseWithFault/verdict/settle/expire/claim/withdraw and stake calls cost the same with 1 job and 3 providers as with ${EXTRA_JOBS + 1} jobs and ${EXTRA_PROVIDERS + 3} providers`, async function () {
-    const quiet = await lifecycle(await networkHelpers.loadFixture(deployProtocol));
-    const p = await networkHelpers.loadFixture(deployProtocol);
+    const quiet = await lifecycle(await fx.networkHelpers.loadFixture(fx.deployProtocol));
+    const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
     await crowd(p);
     expect(await p.escrow.jobCount()).to.equal(BigInt(EXTRA_JOBS));
     const busy = await lifecycle(p);

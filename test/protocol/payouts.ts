@@ -1,33 +1,23 @@
 import { expect } from "chai";
-import {
-  BOND,
-  PRICE,
-  Status,
-  bits,
-  createJob,
-  deployProtocol,
-  ethers,
-  networkHelpers,
-  reportAndAccept,
-  runToVerdict,
-  signVerdict,
-  METRIC,
-  startJob,
-  trainToEnd,
-  STAKE,
-} from "../helpers/fixture.ts";
+import * as fx from "../helpers/fixture.ts";
 
 /** A job trained 0..40 by provider1, 40..100 by provider2 (after a fail-over), settled without dispute. */
 async function settledTwoProviderJob() {
-  const p = await networkHelpers.loadFixture(deployProtocol);
-  const jobId = await startJob(p);
-  for (const step of [10, 20, 30, 40]) await reportAndAccept(p, jobId, p.provider1, step);
+  const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+  const jobId = await fx.startJob(p);
+  for (const step of [10, 20, 30, 40]) await fx.reportAndAccept(p, jobId, p.provider1, step);
   await p.escrow.connect(p.coordinator).unassign(jobId);
-  const modelHash = await trainToEnd(p, jobId, p.provider2);
-  await p.escrow.submitVerdict(jobId, modelHash, METRIC, true, await signVerdict(p, jobId, modelHash, METRIC, true));
-  await networkHelpers.time.increase(3_601);
+  const modelHash = await fx.trainToEnd(p, jobId, p.provider2);
+  await p.escrow.submitVerdict(
+    jobId,
+    modelHash,
+    fx.METRIC,
+    true,
+    await fx.signVerdict(p, jobId, modelHash, fx.METRIC, true),
+  );
+  await fx.networkHelpers.time.increase(3_601);
   await p.escrow.settle(jobId);
-  return { ...p, jobId, earned1: 40n * PRICE.provider1, earned2: 60n * PRICE.provider2 };
+  return { ...p, jobId, earned1: 40n * fx.PRICE.provider1, earned2: 60n * fx.PRICE.provider2 };
 }
 
 describe("JobEscrow: claim and withdraw", function () {
@@ -60,12 +50,12 @@ describe("JobEscrow: claim and withdraw", function () {
     });
 
     it("claimEarnings: reverts with JobEscrowUnexpectedStatus before settlement and JobEscrowNoEarnings for a non-earner", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const { jobId } = await runToVerdict(p);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const { jobId } = await fx.runToVerdict(p);
       await expect(p.escrow.claimEarnings(jobId, p.provider1.address))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-        .withArgs(jobId, Status.DisputeWindow, bits(Status.Settled, Status.Cancelled));
-      await networkHelpers.time.increase(3_601);
+        .withArgs(jobId, fx.Status.DisputeWindow, fx.bits(fx.Status.Settled, fx.Status.Cancelled));
+      await fx.networkHelpers.time.increase(3_601);
       await p.escrow.settle(jobId);
       await expect(p.escrow.claimEarnings(jobId, p.provider2.address))
         .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoEarnings")
@@ -78,24 +68,29 @@ describe("JobEscrow: claim and withdraw", function () {
       const p = await settledTwoProviderJob();
       await p.escrow.claimEarnings(p.jobId, p.provider2.address);
       const tx = p.escrow.connect(p.provider2).withdraw();
-      await expect(tx).to.changeTokenBalances(ethers, p.usdc, [p.provider2, p.escrowAddress], [p.earned2, -p.earned2]);
+      await expect(tx).to.changeTokenBalances(
+        fx.ethers,
+        p.usdc,
+        [p.provider2, p.escrowAddress],
+        [p.earned2, -p.earned2],
+      );
       await expect(tx).to.emit(p.escrow, "Withdrawn").withArgs(p.provider2.address, p.earned2);
       expect(await p.escrow.owed(p.provider2.address)).to.equal(0n);
       const [held, owes] = await p.escrow.reserves();
       expect(held).to.equal(owes);
-      expect(owes).to.equal(100_000n - p.earned2 + 3n * STAKE); // the fixture providers' stakes
+      expect(owes).to.equal(100_000n - p.earned2 + 3n * fx.STAKE); // the fixture providers' stakes
     });
 
     it("withdraw: one call collects a client's refunds from several jobs plus a returned bond", async function () {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const cancelled = await createJob(p, { budget: 5_000n });
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const cancelled = await fx.createJob(p, { budget: 5_000n });
       await p.escrow.connect(p.client).cancel(cancelled);
-      const { jobId } = await runToVerdict(p);
+      const { jobId } = await fx.runToVerdict(p);
       await p.escrow.connect(p.client).dispute(jobId);
       await p.escrow.connect(p.arbiter).resolveDispute(jobId, true);
-      const expected = 5_000n + 100_000n + BOND;
+      const expected = 5_000n + 100_000n + fx.BOND;
       expect(await p.escrow.owed(p.client.address)).to.equal(expected);
-      await expect(p.escrow.connect(p.client).withdraw()).to.changeTokenBalance(ethers, p.usdc, p.client, expected);
+      await expect(p.escrow.connect(p.client).withdraw()).to.changeTokenBalance(fx.ethers, p.usdc, p.client, expected);
     });
 
     it("withdraw: reverts with JobEscrowNothingOwed when nothing is owed, including right after a withdrawal", async function () {

@@ -5,23 +5,9 @@
  */
 import { expect } from "chai";
 import type { ContractTransactionResponse } from "ethers";
-import {
-  ARBITER_TIMEOUT,
-  DECISION_TIMEOUT,
-  LEASE,
-  Reason,
-  Status,
-  bits,
-  ckpt,
-  deployProtocol,
-  networkHelpers,
-  now,
-  runToVerdict,
-  startJob,
-  type Protocol,
-} from "../helpers/fixture.ts";
+import * as fx from "../helpers/fixture.ts";
 
-const { time } = networkHelpers;
+const { time } = fx.networkHelpers;
 
 interface Contender {
   send: () => Promise<ContractTransactionResponse>;
@@ -37,7 +23,7 @@ interface Contender {
  */
 /** The revert a contender meets once the other has won: JobEscrowUnexpectedStatus(jobId, `actual`, `allowed`). */
 function wrongStatus(
-  p: Protocol,
+  p: fx.Protocol,
   jobId: bigint,
   tx: Promise<ContractTransactionResponse>,
   actual: number,
@@ -45,11 +31,11 @@ function wrongStatus(
 ): Promise<void> {
   return expect(tx)
     .to.be.revertedWithCustomError(p.escrow, "JobEscrowUnexpectedStatus")
-    .withArgs(jobId, actual, bits(...allowed));
+    .withArgs(jobId, actual, fx.bits(...allowed));
 }
 
 async function race(t: bigint, a: Contender, b: Contender, aWins: boolean) {
-  const snapshot = await networkHelpers.takeSnapshot();
+  const snapshot = await fx.networkHelpers.takeSnapshot();
   for (const [who, wins] of [
     [a, aWins],
     [b, !aWins],
@@ -57,10 +43,10 @@ async function race(t: bigint, a: Contender, b: Contender, aWins: boolean) {
     await time.setNextBlockTimestamp(t);
     if (wins) {
       await who.succeeded(who.send(), t);
-      expect(await now()).to.equal(t);
+      expect(await fx.now()).to.equal(t);
     } else {
       await who.failed(who.send(), t);
-      await networkHelpers.mine();
+      await fx.networkHelpers.mine();
     }
     await snapshot.restore();
   }
@@ -69,15 +55,15 @@ async function race(t: bigint, a: Contender, b: Contender, aWins: boolean) {
 describe("JobEscrow: time windows at t-1, t, t+1", function () {
   describe("lease (leaseExpiresAt is inclusive for the assignee)", function () {
     async function leased() {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const jobId = await startJob(p);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const jobId = await fx.startJob(p);
       const { leaseExpiresAt } = await p.escrow.jobOf(jobId);
       const unassign: Contender = {
         send: () => p.escrow.connect(p.stranger).unassign(jobId),
         succeeded: (tx) =>
           expect(tx)
             .to.emit(p.escrow, "ProviderUnassigned")
-            .withArgs(jobId, p.provider1.address, 2n, Reason.LeaseLapsed, p.stranger.address),
+            .withArgs(jobId, p.provider1.address, 2n, fx.Reason.LeaseLapsed, p.stranger.address),
         failed: (tx, t) =>
           expect(tx).to.be.revertedWithCustomError(p.escrow, "JobEscrowLeaseActive").withArgs(jobId, leaseExpiresAt, t),
       };
@@ -88,10 +74,10 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
         succeeded: (tx, t) =>
           expect(tx)
             .to.emit(p.escrow, "LeaseExtended")
-            .withArgs(jobId, p.provider1.address, 1n, t + LEASE),
+            .withArgs(jobId, p.provider1.address, 1n, t + fx.LEASE),
         failed: lapsed,
       };
-      const h = ckpt(jobId, 10);
+      const h = fx.ckpt(jobId, 10);
       const report: Contender = {
         send: () => p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, h),
         succeeded: (tx) =>
@@ -116,21 +102,21 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
 
   describe("progress timeout (lastProgressAt + the job's progressTimeout is inclusive for the assignee)", function () {
     /** Keeps the lease alive with heartbeats until just before `until`, making no progress. */
-    async function heartbeatUntil(p: Awaited<ReturnType<typeof deployProtocol>>, jobId: bigint, until: bigint) {
-      for (let t = (await now()) + 110n; t < until - 1n; t += 110n) {
+    async function heartbeatUntil(p: Awaited<ReturnType<typeof fx.deployProtocol>>, jobId: bigint, until: bigint) {
+      for (let t = (await fx.now()) + 110n; t < until - 1n; t += 110n) {
         await time.setNextBlockTimestamp(t);
         await p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
       }
     }
 
     /** A heartbeat at `t`: extends the lease to t + LEASE when `live`, else reverts with JobEscrowNoProgress. */
-    async function heartbeatAt(p: Protocol, jobId: bigint, t: bigint, live: boolean, lastProgressAt: bigint) {
+    async function heartbeatAt(p: fx.Protocol, jobId: bigint, t: bigint, live: boolean, lastProgressAt: bigint) {
       await time.setNextBlockTimestamp(t);
       const tx = p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
       if (live)
         await expect(tx)
           .to.emit(p.escrow, "LeaseExtended")
-          .withArgs(jobId, p.provider1.address, 1n, t + LEASE);
+          .withArgs(jobId, p.provider1.address, 1n, t + fx.LEASE);
       else
         await expect(tx)
           .to.be.revertedWithCustomError(p.escrow, "JobEscrowNoProgress")
@@ -138,8 +124,8 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
     }
 
     async function stalled() {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const jobId = await startJob(p);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const jobId = await fx.startJob(p);
       const { lastProgressAt, progressTimeout } = await p.escrow.jobOf(jobId);
       // interval 10 × MAX_SECONDS_PER_STEP (30 s): 300 s, above the 120 s lease and far below 6 h.
       expect(progressTimeout).to.equal(300n);
@@ -159,7 +145,7 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
     it("a report restarts the progress clock; a heartbeat then succeeds past the old deadline", async function () {
       const { p, jobId, deadline } = await stalled();
       await time.setNextBlockTimestamp(deadline);
-      await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, ckpt(jobId, 10));
+      await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, fx.ckpt(jobId, 10));
       await time.setNextBlockTimestamp(deadline + 60n);
       await expect(p.escrow.connect(p.provider1).heartbeat(jobId, 1n)).to.emit(p.escrow, "LeaseExtended");
     });
@@ -167,11 +153,11 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
     for (const offset of [-1n, 0n, 1n]) {
       const live = offset <= 0n;
       it(`while a checkpoint is pending the wait does not count, up to reportedAt + DECISION_TIMEOUT${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: heartbeat ${live ? "succeeds" : "reverts with JobEscrowNoProgress"}`, async function () {
-        const p = await networkHelpers.loadFixture(deployProtocol);
-        const jobId = await startJob(p);
-        await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, ckpt(jobId, 10));
+        const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+        const jobId = await fx.startJob(p);
+        await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, fx.ckpt(jobId, 10));
         const { reportedAt, lastProgressAt } = await p.escrow.jobOf(jobId);
-        const t = reportedAt + DECISION_TIMEOUT + offset;
+        const t = reportedAt + fx.DECISION_TIMEOUT + offset;
         await heartbeatUntil(p, jobId, t);
         await heartbeatAt(p, jobId, t, live, lastProgressAt);
       });
@@ -180,33 +166,34 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
     it("a provider that only heartbeats loses the job: its lease lapses, anyone unassigns, the client cancels and is refunded", async function () {
       const { p, jobId, deadline } = await stalled();
       const { leaseExpiresAt, budget } = await p.escrow.jobOf(jobId);
-      expect(leaseExpiresAt).to.be.at.most(deadline + LEASE);
+      expect(leaseExpiresAt).to.be.at.most(deadline + fx.LEASE);
       await time.setNextBlockTimestamp(leaseExpiresAt + 1n);
       await expect(p.escrow.connect(p.stranger).unassign(jobId))
         .to.emit(p.escrow, "ProviderUnassigned")
-        .withArgs(jobId, p.provider1.address, 2n, Reason.LeaseLapsed, p.stranger.address);
+        .withArgs(jobId, p.provider1.address, 2n, fx.Reason.LeaseLapsed, p.stranger.address);
       await expect(p.escrow.connect(p.client).cancel(jobId)).to.emit(p.escrow, "JobCancelled").withArgs(jobId, budget);
-      expect(await p.escrow.statusOf(jobId)).to.equal(Status.Cancelled);
+      expect(await p.escrow.statusOf(jobId)).to.equal(fx.Status.Cancelled);
     });
   });
 
   describe("dispute window (submittedAt + disputeWindow is inclusive for the client)", function () {
     async function inWindow() {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const { jobId } = await runToVerdict(p);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const { jobId } = await fx.runToVerdict(p);
       const deadline = (await p.escrow.verdictOf(jobId)).submittedAt + 3_600n;
       const dispute: Contender = {
         send: () => p.escrow.connect(p.client).dispute(jobId),
         succeeded: (tx, t) =>
           expect(tx)
             .to.emit(p.escrow, "DisputeOpened")
-            .withArgs(jobId, p.client.address, 50_000_000n, t + ARBITER_TIMEOUT),
-        failed: (tx) => wrongStatus(p, jobId, tx, Status.Settleable, Status.DisputeWindow),
+            .withArgs(jobId, p.client.address, 50_000_000n, t + fx.ARBITER_TIMEOUT),
+        failed: (tx) => wrongStatus(p, jobId, tx, fx.Status.Settleable, fx.Status.DisputeWindow),
       };
       const settle: Contender = {
         send: () => p.escrow.connect(p.stranger).settle(jobId),
         succeeded: (tx) => expect(tx).to.emit(p.escrow, "JobSettled"),
-        failed: (tx) => wrongStatus(p, jobId, tx, Status.DisputeWindow, Status.Settleable, Status.ArbiterTimedOut),
+        failed: (tx) =>
+          wrongStatus(p, jobId, tx, fx.Status.DisputeWindow, fx.Status.Settleable, fx.Status.ArbiterTimedOut),
       };
       return { deadline, dispute, settle };
     }
@@ -222,19 +209,19 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
 
   describe("arbiter deadline (openedAt + 3 days is inclusive for the arbiter)", function () {
     async function disputed() {
-      const p = await networkHelpers.loadFixture(deployProtocol);
-      const { jobId } = await runToVerdict(p);
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const { jobId } = await fx.runToVerdict(p);
       await p.escrow.connect(p.client).dispute(jobId);
-      const deadline = (await p.escrow.disputeOf(jobId)).openedAt + ARBITER_TIMEOUT;
+      const deadline = (await p.escrow.disputeOf(jobId)).openedAt + fx.ARBITER_TIMEOUT;
       const resolve: Contender = {
         send: () => p.escrow.connect(p.arbiter).resolveDispute(jobId, true),
         succeeded: (tx) => expect(tx).to.emit(p.escrow, "DisputeResolved").withArgs(jobId, p.arbiter.address, true),
-        failed: (tx) => wrongStatus(p, jobId, tx, Status.ArbiterTimedOut, Status.Disputed),
+        failed: (tx) => wrongStatus(p, jobId, tx, fx.Status.ArbiterTimedOut, fx.Status.Disputed),
       };
       const timeout: Contender = {
         send: () => p.escrow.connect(p.stranger).settle(jobId),
         succeeded: (tx) => expect(tx).to.emit(p.escrow, "ArbiterTimedOut").withArgs(jobId, p.stranger.address),
-        failed: (tx) => wrongStatus(p, jobId, tx, Status.Disputed, Status.Settleable, Status.ArbiterTimedOut),
+        failed: (tx) => wrongStatus(p, jobId, tx, fx.Status.Disputed, fx.Status.Settleable, fx.Status.ArbiterTimedOut),
       };
       return { deadline, resolve, timeout };
     }
