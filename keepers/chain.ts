@@ -3,7 +3,7 @@
  * reads with timeout + retry, event scans in chunks, and `execute`, which simulates, sends and waits for one call
  * and classifies what went wrong (retryable → backoff; expected race → warning; anything else → error).
  */
-import type { Contract, ContractEventName, EventLog, Interface, Log, Provider } from "ethers";
+import type { Contract, ContractEventName, EventLog, Interface, Log, Provider, Signer } from "ethers";
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
@@ -31,6 +31,17 @@ export interface Sender {
   simulate(method: string, args: unknown[]): Promise<void>;
   /** Broadcasts the call (with `gasLimit` when given, else the estimate plus headroom); resolves once accepted. */
   send(method: string, args: unknown[], gasLimit?: bigint): Promise<TxHandle>;
+  /**
+   * Broadcasts several calls back to back in one slot of the send queue: the nonce and fees read once, the nonces
+   * consecutive, no estimate (each names its gas limit). One entry per call: its handle, or the error that stopped
+   * the broadcasts there (that call and every later one were not sent).
+   */
+  sendMany?(method: string, calls: { args: unknown[]; gasLimit: bigint }[]): Promise<(TxHandle | SendError)[]>;
+}
+
+/** Why a call of `sendMany` was not broadcast. */
+export interface SendError {
+  error: unknown;
 }
 
 export interface RetryPolicy {
@@ -126,6 +137,29 @@ export function contractSender(contract: Contract, queue = new SendQueue()): Sen
         return { hash: tx.hash, wait: () => receiptOf(tx) } satisfies TxHandle;
       });
     },
+    sendMany(method, calls) {
+      return queue.run(async () => {
+        const fn = contract.getFunction(method);
+        const signer = contract.runner as Signer;
+        const out: (TxHandle | SendError)[] = [];
+        try {
+          let nonce = await signer.getNonce("pending");
+          const fee = await signer.provider!.getFeeData();
+          const fees =
+            fee.maxFeePerGas != null
+              ? { maxFeePerGas: fee.maxFeePerGas, maxPriorityFeePerGas: fee.maxPriorityFeePerGas }
+              : { gasPrice: fee.gasPrice };
+          for (const c of calls) {
+            const tx = await fn.send(...c.args, { gasLimit: c.gasLimit, nonce: nonce++, ...fees });
+            out.push({ hash: tx.hash, wait: () => receiptOf(tx) });
+          }
+        } catch (error) {
+          // A broadcast failed: its nonce may or may not be used, so nothing after it goes out on a guess.
+          while (out.length < calls.length) out.push({ error });
+        }
+        return out;
+      });
+    },
   };
 }
 
@@ -186,9 +220,20 @@ export async function executeForReceipt(
   const iface = escrowInterface(ctx);
   let receipt: ReceiptLike | undefined;
   const outcome = await executeInner(ctx, call, iface, (r) => (receipt = r));
-  const [level, message] = OUTCOME_LOG[outcome.kind];
-  log[level](message, { method: call.method, ...outcomeFields(outcome) });
+  logOutcome(log, call.method, outcome);
   return { outcome, receipt };
+}
+
+/** The line `execute` logs for an outcome (level and message by kind). */
+export function logOutcome(log: Logger, method: string, outcome: Outcome): void {
+  const [level, message] = OUTCOME_LOG[outcome.kind];
+  log[level](message, { method, ...outcomeFields(outcome) });
+}
+
+/** A send's or a receipt's error as `execute` classifies it (retryable → retry-later; race; anything else: failed). */
+export function outcomeOfError(ctx: KeeperContext, err: unknown): Outcome {
+  const iface = escrowInterface(ctx);
+  return failure(classifyError(err, iface), describeError(err, iface));
 }
 
 function outcomeFields(o: Outcome): Record<string, unknown> {

@@ -14,12 +14,17 @@ import type { Logger } from "../../sdk/log.ts";
 import { MULTICALL3_ABI } from "../../sdk/multicall.ts";
 import {
   executeForReceipt,
+  logOutcome,
   mapLimit,
+  outcomeOfError,
   read,
   withGasHeadroom,
+  withTimeout,
   type KeeperContext,
   type Outcome,
   type ReceiptLike,
+  type SendError,
+  type TxHandle,
 } from "../chain.ts";
 import type { FinalizerAction } from "./decide.ts";
 
@@ -51,8 +56,85 @@ export async function sendBatched(
   // (one send queue), without an EVM run each before its send; receipts are awaited side by side.
   const perCall = await gasPerCall(ctx, chunks[0]);
   const gasOf = (n: number) => (perCall === undefined ? undefined : withGasHeadroom(perCall * BigInt(n)));
+  if (perCall !== undefined && ctx.batchSender!.sendMany) return sendPipelined(ctx, chunks, log, gasOf);
   return (await mapLimit(chunks, 16, (chunk) => sendChunk(ctx, chunk, log, gasOf(chunk.length)))).flat();
 }
+
+/**
+ * Every batch broadcast back to back (`sendMany`: one slot of the send queue, consecutive nonces), so they reach
+ * the same block or the next instead of one block each; then every receipt awaited side by side.
+ */
+async function sendPipelined(
+  ctx: KeeperContext,
+  chunks: FinalizerAction[][],
+  log: Logger,
+  gasOf: (n: number) => bigint | undefined,
+): Promise<BatchSend[]> {
+  const calls = chunks.map((chunk) => batchCalls(ctx, chunk));
+  const sends = calls.map((c) => ({ args: [c], gasLimit: gasOf(c.length)! }));
+  let handles: (TxHandle | SendError)[];
+  try {
+    handles = await withTimeout(ctx.batchSender!.sendMany!("aggregate3", sends), ctx.rpcTimeoutMs, "send batches");
+  } catch (error) {
+    handles = sends.map(() => ({ error }));
+  }
+  const done = await Promise.all(
+    chunks.map((chunk, i) => landed(ctx, chunk, calls[i], handles[i], sends[i].gasLimit, log)),
+  );
+  return done.flat();
+}
+
+/** One broadcast batch's outcomes: from its receipt, or the send's error for every call in it. */
+async function landed(
+  ctx: KeeperContext,
+  actions: FinalizerAction[],
+  calls: ReturnType<typeof batchCalls>,
+  handle: TxHandle | SendError,
+  gasLimit: bigint,
+  log: Logger,
+): Promise<BatchSend[]> {
+  const l = batchLog(log, actions);
+  const { outcome, receipt } = "error" in handle ? sendFailed(ctx, handle) : await receiptOutcome(ctx, handle);
+  logOutcome(l, "aggregate3", outcome);
+  if (outcome.kind === "failed") return shortOfGas(actions, gasLimit, outcome.error, l);
+  if (outcome.kind !== "confirmed") return actions.map((action) => ({ action, outcome }));
+  return outcomesFromReceipt(ctx, actions, calls, outcome, receipt, log);
+}
+
+function sendFailed(ctx: KeeperContext, handle: SendError): { outcome: Outcome; receipt?: ReceiptLike } {
+  return { outcome: outcomeOfError(ctx, handle.error) };
+}
+
+/** A broadcast batch's receipt, as `execute` reads one (no receipt in time: unconfirmed, re-checked next run). */
+async function receiptOutcome(
+  ctx: KeeperContext,
+  handle: TxHandle,
+): Promise<{ outcome: Outcome; receipt?: ReceiptLike }> {
+  try {
+    const receipt = await withTimeout(handle.wait(), ctx.txTimeoutMs, "receipt");
+    if (!receipt)
+      return { outcome: { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" } };
+    if (receipt.status !== 1) return { outcome: { kind: "failed", error: `reverted in block ${receipt.blockNumber}` } };
+    return { outcome: { kind: "confirmed", hash: handle.hash, block: receipt.blockNumber }, receipt };
+  } catch (err) {
+    const outcome = outcomeOfError(ctx, err);
+    if (outcome.kind !== "retry-later") return { outcome };
+    return { outcome: { kind: "unconfirmed", hash: handle.hash, error: outcome.error } };
+  }
+}
+
+/**
+ * Every call may fail without reverting the batch, so a batch sized from another batch's estimate that failed
+ * whole ran out of its gas share: nothing in it happened; the next run estimates it afresh and redoes it.
+ */
+function shortOfGas(actions: FinalizerAction[], gasLimit: bigint, why: string, l: Logger): BatchSend[] {
+  const error = `batch failed with its gas share ${gasLimit} (${why}): redone next run`;
+  l.warn("batch ran short of gas", { error });
+  return actions.map((action) => ({ action, outcome: { kind: "retry-later", error } }));
+}
+
+const batchLog = (log: Logger, actions: FinalizerAction[]) =>
+  log.child({ method: actions[0].method, calls: actions.length, jobs: `${actions[0].jobId}…${actions.at(-1)!.jobId}` });
 
 /**
  * Gas per call of a batch, from one estimate of it; undefined (each batch estimated at its send) if the estimate
@@ -96,19 +178,9 @@ async function sendChunk(
 ): Promise<BatchSend[]> {
   const calls = batchCalls(ctx, actions);
   const batchCtx = { ...ctx, sender: { ...ctx.batchSender!, simulate: async () => {} } };
-  const l = log.child({
-    method: actions[0].method,
-    calls: calls.length,
-    jobs: `${actions[0].jobId}…${actions.at(-1)!.jobId}`,
-  });
+  const l = batchLog(log, actions);
   const { outcome, receipt } = await executeForReceipt(batchCtx, { method: "aggregate3", args: [calls], gasLimit }, l);
-  if (gasLimit !== undefined && outcome.kind === "failed") {
-    // Every call may fail without reverting the batch: a batch that failed whole ran out of the gas share it got
-    // from another batch's estimate. Nothing in it happened; the next run estimates it afresh and redoes it.
-    const error = `batch failed with its gas share ${gasLimit} (${outcome.error}): redone next run`;
-    l.warn("batch ran short of gas", { error });
-    return actions.map((action) => ({ action, outcome: { kind: "retry-later", error } }));
-  }
+  if (gasLimit !== undefined && outcome.kind === "failed") return shortOfGas(actions, gasLimit, outcome.error, l);
   if (outcome.kind !== "confirmed") return actions.map((action) => ({ action, outcome }));
   return outcomesFromReceipt(ctx, actions, calls, outcome, receipt, log);
 }
