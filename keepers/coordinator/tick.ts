@@ -44,8 +44,11 @@ function checkProfile(templateId: string, profile: string | undefined): boolean 
 export interface CoordinatorTickReport {
   decisions: Decision[];
   sent: { decision: Decision; outcome: Outcome }[];
-  /** Where the tick's time went (bench/keepers.ts): reading the chain, deciding, sending. */
-  timings: { readMs: number; decideMs: number; sendMs: number };
+  /**
+   * Where the tick's time went (bench/keepers.ts): reading the chain, deciding, sending (everything after the
+   * decision), and of that the same-tick reassignment of jobs it unassigned (re-read, decide, assign; 0 if none).
+   */
+  timings: { readMs: number; decideMs: number; sendMs: number; reassignMs: number };
 }
 
 /** The provider changed its offer (deactivated, repriced) or got fenced between our read and our send. */
@@ -91,13 +94,15 @@ export class Coordinator {
     const actions = decisions.filter((d) => d.action === "assign" || d.action === "unassign");
     const sent = await mapLimit(actions, 8, (decision) => this.send(decision, view.nowMs));
     const freed = new Set(sent.filter(unassignedNow).map((s) => s.decision.jobId));
+    const t3 = performance.now();
     if (freed.size > 0) {
       const again = await this.plan();
       const reassign = again.decisions.filter((d) => freed.has(d.jobId) && d.action === "assign");
       decisions.push(...reassign);
       sent.push(...(await mapLimit(reassign, 8, (decision) => this.send(decision, again.view.nowMs))));
     }
-    const timings = { readMs, decideMs, sendMs: performance.now() - t2 };
+    const end = performance.now();
+    const timings = { readMs, decideMs, sendMs: end - t2, reassignMs: freed.size > 0 ? end - t3 : 0 };
     return { decisions, sent, timings };
   }
 
