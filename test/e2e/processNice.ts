@@ -7,7 +7,8 @@ import { ProcessGroup } from "../../demo/processes.ts";
 const REPORT = [
   "-e",
   "const { Worker } = require('node:worker_threads');" +
-    "const w = new Worker(\"require('node:worker_threads').parentPort.postMessage(require('node:os').getPriority())\"," +
+    "const w = new Worker(\"require('node:worker_threads').parentPort" +
+    ".postMessage(require('node:os').getPriority())\"," +
     " { eval: true });" +
     "w.on('message', (t) => { console.log(JSON.stringify({ main: require('node:os').getPriority(), thread: t }));" +
     " w.terminate(); });",
@@ -22,7 +23,7 @@ async function niceness(group: ProcessGroup, lines: Map<string, string>, name: s
 describe("demo: ProcessGroup's niceness for background children", function () {
   this.timeout(30_000);
 
-  it("starts the children it names niced (every thread of theirs), the others at the group's priority", async function () {
+  it("starts the children it names niced (every thread of theirs), the others at its own priority", async function () {
     const lines = new Map<string, string>();
     const group = new ProcessGroup(
       (name, line) => void lines.set(name, line),
