@@ -153,3 +153,10 @@ export async function longestTask(
     await server.close();
   }
 }
+
+// `node bench/dashboard.ts`: these figures alone, as `name: value` lines (progress on stderr).
+if (import.meta.url === `file://${path.resolve(process.argv[1] ?? "")}`) {
+  for (const [k, v] of Object.entries(await benchDashboard((l) => process.stderr.write(`[bench] ${l}\n`))))
+    console.log(`${k}: ${v}`);
+  process.exit(0);
+}
