@@ -21,7 +21,7 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
         const p = String(e.args.provider ?? e.args.account ?? "").toLowerCase();
         if (!p || (p !== who.toLowerCase() && nameOf(state, p).toLowerCase() !== who.toLowerCase())) continue;
       }
-      out.push(e);
+      out.push({ e, at: i }); // its place in the run: a key that stays as newer events arrive above it
     }
     return out;
   }, [events.length, kind, job, who]);
@@ -63,8 +63,8 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
         </span>
       </div>
       <DataTable label="Events" columns={["Block", "Event", "What happened", "Transaction"]}>
-        {rows.map((e, i) => (
-          <tr key={`${e.blockNumber}-${e.logIndex ?? i}-${e.name}`} className={`ev-${eventKind(e.name)}`}>
+        {rows.map(({ e, at }) => (
+          <tr key={at} className={`ev-${eventKind(e.name)}`}>
             <td className="num">{e.blockNumber}</td>
             <td>
               <code>{e.name}</code>
