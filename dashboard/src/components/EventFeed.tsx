@@ -1,5 +1,6 @@
-import { useMemo, useState } from "react";
+import { memo, useMemo, useState } from "react";
 import { describeEvent, eventKind } from "../describe.ts";
+import type { ChainEvent } from "../model/entries.ts";
 import type { RunState } from "../model/state.ts";
 import { nameOf } from "../model/state.ts";
 import { short } from "../format.ts";
@@ -64,16 +65,23 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
       </div>
       <DataTable label="Events" columns={["Block", "Event", "What happened", "Transaction"]}>
         {rows.map(({ e, at }) => (
-          <tr key={at} className={`ev-${eventKind(e.name)}`}>
-            <td className="num">{e.blockNumber}</td>
-            <td>
-              <code>{e.name}</code>
-            </td>
-            <td>{describeEvent(e, (a) => nameOf(state, a))}</td>
-            <td className="mono">{e.transactionHash ? short(e.transactionHash) : "—"}</td>
-          </tr>
+          <EventRow key={at} e={e} text={describeEvent(e, (a) => nameOf(state, a))} />
         ))}
       </DataTable>
     </div>
   );
 }
+
+/** One row; the pages re-render several times a second in playback, a row only when its text changes. */
+const EventRow = memo(function EventRow({ e, text }: { e: ChainEvent; text: string }) {
+  return (
+    <tr className={`ev-${eventKind(e.name)}`}>
+      <td className="num">{e.blockNumber}</td>
+      <td>
+        <code>{e.name}</code>
+      </td>
+      <td>{text}</td>
+      <td className="mono">{e.transactionHash ? short(e.transactionHash) : "—"}</td>
+    </tr>
+  );
+});
