@@ -330,21 +330,42 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
   // 6. A dead provider: it stops beating; ticks every second; unassigned at the first tick past its timeout.
   progress(`keepers [${elapsed()}]: a dead provider among ${PROVIDERS}`);
   const dead = running[running.length - 1];
+  // One spare provider, registered and staked now and beating idle: the freed job's next holder.
+  const spare = ethers.getAddress(ethers.zeroPadValue(ethers.toBeHex(0x10000 + PROVIDERS), 20));
+  await networkHelpers.setBalance(spare, 10n ** 21n);
+  signers.set(spare, await ethers.getImpersonatedSigner(spare));
+  await usdc.mint(spare, 10n ** 8n);
+  await usdc.connect(signers.get(spare)!).approve(registryAddress, 10n ** 8n);
+  await registry.connect(signers.get(spare)!).register("spare", 900n, 1, "bench-gpu", 16_384);
+  await registry.connect(signers.get(spare)!).depositStake(10n ** 8n);
   const lastBeatAt = now;
   let unassignedAfter = NaN;
+  let reassignedInTick = 0;
+  let reassignedAfter = NaN;
   for (let t = 0; t < 10 && Number.isNaN(unassignedAfter); t++) {
     now += TICK_MS;
     beatJobs(keeper, new Set([dead.provider.toLowerCase()]));
+    beatIdle(keeper, [spare]);
     const tickStart = performance.now();
     r = await keeper.tick();
     const took = performance.now() - tickStart;
-    const gone = r.sent.some(
-      (s) => s.decision.jobId === dead.jobId && s.decision.action === "unassign" && s.outcome.kind === "confirmed",
-    );
+    const sent = (action: string) =>
+      r.sent.some(
+        (s) => s.decision.jobId === dead.jobId && s.decision.action === action && s.outcome.kind === "confirmed",
+      );
     // In real time the tick's own duration (read, decide, the unassign confirmed) comes on top of the clock.
-    if (gone) unassignedAfter = now - lastBeatAt + took;
+    if (sent("unassign")) {
+      unassignedAfter = now - lastBeatAt + took - r.timings.reassignMs;
+      reassignedAfter = now - lastBeatAt + took;
+      reassignedInTick = sent("assign") ? 1 : 0;
+    }
   }
   out.keeper_dead_unassigned_ms = round(unassignedAfter, 0);
+  // Failover in one tick: the same tick assigned the freed job to the spare once its unassign was mined.
+  out.keeper_dead_reassigned_in_same_tick = reassignedInTick;
+  out.keeper_dead_reassigned_ms = reassignedInTick ? round(reassignedAfter, 0) : NaN;
+  // What the keeper adds to the timeout: the wait for the next tick and that tick's own time (read, decide, send).
+  out.keeper_dead_unassigned_after_timeout_ms = round(unassignedAfter - TIMEOUT_MS, 0);
   out.keeper_heartbeat_timeout_ms = TIMEOUT_MS;
   // The whole process: the in-process chain (EDR) and Hardhat included; the keeper's own share is the heap growth.
   out.keeper_rss_mb_1000_jobs = round(rssMb());
@@ -401,7 +422,7 @@ async function benchSettle(a: SettleArgs): Promise<Record<string, number>> {
   const count = Number(await escrow.jobCount());
   const jobs: { jobId: bigint; epoch: bigint; provider: string }[] = [];
   for (let id = 1n; id <= BigInt(count); id++) {
-    const j = await escrow.jobOf(id); // the dead provider's job has no provider any more: left Open
+    const j = await escrow.jobOf(id); // a job without a provider (none took the dead one's) is left Open
     if (j.provider !== ethers.ZeroAddress) jobs.push({ jobId: id, epoch: j.epoch, provider: j.provider });
   }
   const settleJobs = jobs.slice(0, Number(process.env.BENCH_KEEPER_SETTLE_JOBS ?? jobs.length));

@@ -3,7 +3,7 @@
  * reads with timeout + retry, event scans in chunks, and `execute`, which simulates, sends and waits for one call
  * and classifies what went wrong (retryable → backoff; expected race → warning; anything else → error).
  */
-import type { Contract, ContractEventName, EventLog, Interface, Log, Provider } from "ethers";
+import type { Contract, ContractEventName, EventLog, Interface, Log, Provider, Signer } from "ethers";
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
@@ -15,6 +15,8 @@ export interface ReceiptLike {
   status: number | null;
   blockNumber: number;
   hash: string;
+  /** The receipt's logs (an ethers receipt has them; a test's sender may leave them out). */
+  logs?: readonly { address: string; topics: readonly string[] }[];
 }
 
 export interface TxHandle {
@@ -27,8 +29,19 @@ export interface TxHandle {
 export interface Sender {
   /** eth_call of the call from the keeper's address; throws the revert. */
   simulate(method: string, args: unknown[]): Promise<void>;
-  /** Broadcasts the call; resolves once the node accepted it. */
-  send(method: string, args: unknown[]): Promise<TxHandle>;
+  /** Broadcasts the call (with `gasLimit` when given, else the estimate plus headroom); resolves once accepted. */
+  send(method: string, args: unknown[], gasLimit?: bigint): Promise<TxHandle>;
+  /**
+   * Broadcasts several calls back to back in one slot of the send queue: the nonce and fees read once, the nonces
+   * consecutive, no estimate (each names its gas limit). One entry per call: its handle, or the error that stopped
+   * the broadcasts there (that call and every later one were not sent).
+   */
+  sendMany?(method: string, calls: { args: unknown[]; gasLimit: bigint }[]): Promise<(TxHandle | SendError)[]>;
+}
+
+/** Why a call of `sendMany` was not broadcast. */
+export interface SendError {
+  error: unknown;
 }
 
 export interface RetryPolicy {
@@ -117,11 +130,34 @@ export function contractSender(contract: Contract, queue = new SendQueue()): Sen
     async simulate(method, args) {
       await contract.getFunction(method).staticCall(...args);
     },
-    send(method, args) {
+    send(method, args, gasLimit) {
       return queue.run(async () => {
         const fn = contract.getFunction(method);
-        const tx = await fn.send(...args, { gasLimit: withGasHeadroom(await fn.estimateGas(...args)) });
+        const tx = await fn.send(...args, { gasLimit: gasLimit ?? withGasHeadroom(await fn.estimateGas(...args)) });
         return { hash: tx.hash, wait: () => receiptOf(tx) } satisfies TxHandle;
+      });
+    },
+    sendMany(method, calls) {
+      return queue.run(async () => {
+        const fn = contract.getFunction(method);
+        const signer = contract.runner as Signer;
+        const out: (TxHandle | SendError)[] = [];
+        try {
+          let nonce = await signer.getNonce("pending");
+          const fee = await signer.provider!.getFeeData();
+          const fees =
+            fee.maxFeePerGas != null
+              ? { maxFeePerGas: fee.maxFeePerGas, maxPriorityFeePerGas: fee.maxPriorityFeePerGas }
+              : { gasPrice: fee.gasPrice };
+          for (const c of calls) {
+            const tx = await fn.send(...c.args, { gasLimit: c.gasLimit, nonce: nonce++, ...fees });
+            out.push({ hash: tx.hash, wait: () => receiptOf(tx) });
+          }
+        } catch (error) {
+          // A broadcast failed: its nonce may or may not be used, so nothing after it goes out on a guess.
+          while (out.length < calls.length) out.push({ error });
+        }
+        return out;
       });
     },
   };
@@ -151,6 +187,8 @@ export interface Call {
   args: unknown[];
   /** Custom errors that mean "the state moved on" for this call, beyond sdk/errors.ts's list. */
   races?: readonly string[];
+  /** A gas limit known already (a batch sized from one estimate): no estimate before the send. */
+  gasLimit?: bigint;
 }
 
 /** How each outcome is logged: a race or a dropped transaction is expected (warn); only a real failure is an error. */
@@ -170,11 +208,32 @@ const OUTCOME_LOG: Record<Outcome["kind"], ["info" | "warn" | "error", string]> 
  * rebuilds from the chain and redoes the call if it is still needed.
  */
 export async function execute(ctx: KeeperContext, call: Call, log: Logger): Promise<Outcome> {
+  return (await executeForReceipt(ctx, call, log)).outcome;
+}
+
+/** `execute`, also giving the receipt when one came (a batch reads its calls' outcomes from its logs). */
+export async function executeForReceipt(
+  ctx: KeeperContext,
+  call: Call,
+  log: Logger,
+): Promise<{ outcome: Outcome; receipt?: ReceiptLike }> {
   const iface = escrowInterface(ctx);
-  const outcome = await executeInner(ctx, call, iface);
+  let receipt: ReceiptLike | undefined;
+  const outcome = await executeInner(ctx, call, iface, (r) => (receipt = r));
+  logOutcome(log, call.method, outcome);
+  return { outcome, receipt };
+}
+
+/** The line `execute` logs for an outcome (level and message by kind). */
+export function logOutcome(log: Logger, method: string, outcome: Outcome): void {
   const [level, message] = OUTCOME_LOG[outcome.kind];
-  log[level](message, { method: call.method, ...outcomeFields(outcome) });
-  return outcome;
+  log[level](message, { method, ...outcomeFields(outcome) });
+}
+
+/** A send's or a receipt's error as `execute` classifies it (retryable → retry-later; race; anything else: failed). */
+export function outcomeOfError(ctx: KeeperContext, err: unknown): Outcome {
+  const iface = escrowInterface(ctx);
+  return failure(classifyError(err, iface), describeError(err, iface));
 }
 
 function outcomeFields(o: Outcome): Record<string, unknown> {
@@ -182,7 +241,12 @@ function outcomeFields(o: Outcome): Record<string, unknown> {
   return { outcome: kind, ...rest };
 }
 
-async function executeInner(ctx: KeeperContext, call: Call, iface: Interface): Promise<Outcome> {
+async function executeInner(
+  ctx: KeeperContext,
+  call: Call,
+  iface: Interface,
+  onReceipt: (r: ReceiptLike) => void,
+): Promise<Outcome> {
   const classify = (err: unknown) => {
     const name = call.races?.length ? decodeCustomError(err, iface)?.name : undefined;
     return name && call.races!.includes(name) ? "race" : classifyError(err, iface);
@@ -201,7 +265,7 @@ async function executeInner(ctx: KeeperContext, call: Call, iface: Interface): P
     handle = await withRetry(
       async () => {
         await withTimeout(ctx.sender.simulate(call.method, call.args), ctx.rpcTimeoutMs, "simulate");
-        return withTimeout(ctx.sender.send(call.method, call.args), ctx.rpcTimeoutMs, "send");
+        return withTimeout(ctx.sender.send(call.method, call.args, call.gasLimit), ctx.rpcTimeoutMs, "send");
       },
       {
         ...ctx.retry,
@@ -222,6 +286,7 @@ async function executeInner(ctx: KeeperContext, call: Call, iface: Interface): P
     return failure(c, describe(err));
   }
   if (!receipt) return { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" };
+  onReceipt(receipt);
   if (receipt.status === 1) return { kind: "confirmed", hash: handle.hash, block: receipt.blockNumber };
   // Mined but reverted: a receipt carries no revert data, so ask the chain why (now).
   try {

@@ -339,18 +339,31 @@ export function providerExclusion(p: ProviderView, view: CoordinatorView, busy: 
 
 /** The rules about this job: not fenced on it, price, budget, memory, arithmetic profile. */
 function jobExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorView): Exclusion | undefined {
-  const addr = p.address.toLowerCase();
+  return ownExclusion(job, p.address.toLowerCase(), view) ?? termsExclusion(job, p, view);
+}
+
+/** The rules about this very job (its fences and idle holds), not about its terms. */
+function ownExclusion(job: CoordinatorJob, addr: string, view: CoordinatorView): Exclusion | undefined {
   if (view.fenced.get(job.jobId.toString())?.has(addr)) return "fenced";
   if (view.idleOn?.get(job.jobId.toString())?.has(addr)) return "unassigned idle from this job";
+  return undefined;
+}
+
+/** The rules about the job's terms alone (termsKey): jobs with the same terms exclude the same providers. */
+function termsExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorView): Exclusion | undefined {
   if (p.pricePerStep > job.maxPricePerStep) return "price above max";
   const needed = BigInt(job.totalSteps - job.acceptedStep) * p.pricePerStep;
   if (needed > job.budget - job.paid) return "budget short";
   if (p.memoryMiB < view.memoryNeedMiB(job.templateId)) return "memory too small";
   if (p.stakeFree !== undefined && stakeLock(job, p, view) > p.stakeFree) return "stake short";
-  const beat = view.lastBeat.get(addr);
+  const beat = view.lastBeat.get(p.address.toLowerCase());
   if (view.profileProven && !view.profileProven(job.templateId, beat?.profile)) return "arithmetic profile not proven";
   return undefined;
 }
+
+/** Everything termsExclusion (and whyNobodyFits) reads of a job. */
+const termsKey = (j: CoordinatorJob) =>
+  `${j.templateId}|${j.maxPricePerStep}|${j.totalSteps - j.acceptedStep}|${j.budget - j.paid}|${j.checkpointInterval}`;
 
 /**
  * The stake `assign` would lock (JobEscrow `_lockFor`, registry `_extraNeeded`): price × interval, at least the
@@ -477,13 +490,49 @@ export function needsProvider(job: CoordinatorJob): boolean {
 /**
  * One tick's decisions: first the Running jobs (unassign or keep), then the Open jobs in job-id order, each
  * taking the best eligible provider that no earlier job of this tick took. The provider-only rules are checked
- * once per tick; each job then scans only the providers that pass them.
+ * once per tick, the terms rules once per distinct terms (termsKey) and candidate, a job's own fences only for
+ * the providers fenced on it; so a tick of J jobs with K distinct terms among C candidates costs ~K × C, not J × C.
  */
 export function planCoordinator(view: CoordinatorView): Decision[] {
   const decisions: Decision[] = [];
   const jobs = [...view.jobs].sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
   for (const job of jobs) if (job.status === "Running") decisions.push(decideRunning(job, view));
-  const busy = busyProviders(jobs);
+  const tick = assignmentTick(view, busyProviders(jobs));
+  for (const job of jobs) if (job.status === "Open") decisions.push(decideOpen(job, view, tick));
+  return decisions;
+}
+
+/** What one tick's assignments share: the candidates (best first) and what earlier jobs of the tick took. */
+interface AssignmentTick {
+  /** Providers passing the provider-only rules, in compareProviders order. */
+  candidates: ProviderView[];
+  byAddress: Map<string, ProviderView>;
+  /** Providers excluded by the provider-only rules, per reason, in order of first appearance. */
+  general: Map<string, number>;
+  picked: Set<ProviderView>;
+  /** `picked` in the order taken (each terms class folds in the picks it has not seen). */
+  picks: ProviderView[];
+  classes: Map<string, TermsClass>;
+}
+
+/** The candidates' standing on one set of job terms. */
+interface TermsClass {
+  /** Each candidate's terms exclusion (undefined: eligible on these terms), aligned with `candidates`. */
+  reasons: (Exclusion | undefined)[];
+  /** The candidates eligible on these terms, best first; all before `next` are picked. */
+  eligible: ProviderView[];
+  eligibleSet: Set<ProviderView>;
+  next: number;
+  /** How many of the tick's picks were folded into pickedEligible. */
+  folded: number;
+  pickedEligible: number;
+  /** whyNobodyFits for these terms, once computed. */
+  fits?: string;
+  /** The wait reason of a job with no own exclusions, keyed by how many providers were picked when computed. */
+  wait?: { picks: number; reason: string };
+}
+
+function assignmentTick(view: CoordinatorView, busy: Set<string>): AssignmentTick {
   const general = new Map<string, number>();
   const candidates: ProviderView[] = [];
   for (const p of sortProviders(view.providers, view.records)) {
@@ -491,46 +540,89 @@ export function planCoordinator(view: CoordinatorView): Decision[] {
     if (reason) general.set(reason, (general.get(reason) ?? 0) + 1);
     else candidates.push(p);
   }
-  const picked = new Set<ProviderView>();
-  for (const job of jobs) {
-    if (job.status !== "Open") continue;
-    const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep };
-    if (!needsProvider(job)) {
-      decisions.push({
-        ...base,
-        action: "wait",
-        reason: "all steps accepted; awaiting verdict (no assignment needed)",
-      });
-      continue;
-    }
-    if (!view.isCoordinator) {
-      decisions.push({ ...base, action: "wait", reason: "not the coordinator; only it may assign" });
-      continue;
-    }
-    const counts = new Map(general);
-    const count = (r: Exclusion) => counts.set(r, (counts.get(r) ?? 0) + 1);
-    let best: ProviderView | undefined;
-    let eligible = 0;
-    for (const p of candidates) {
-      const reason = picked.has(p) ? "busy" : jobExclusion(job, p, view);
-      if (reason) count(reason);
-      else if (eligible++ === 0) best = p;
-    }
-    if (!best) {
-      const reason = `no eligible provider${summarize(counts, view.providers.length)}${whyNobodyFits(job, view)}`;
-      decisions.push({ ...base, action: "wait", reason });
-      continue;
-    }
-    picked.add(best);
-    decisions.push({
-      ...base,
-      action: "assign",
-      provider: best.address,
-      pricePerStep: best.pricePerStep,
-      reason: `cheapest eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${record(best, view)})`,
-    });
+  const byAddress = new Map(candidates.map((p) => [p.address.toLowerCase(), p]));
+  return { candidates, byAddress, general, picked: new Set(), picks: [], classes: new Map() };
+}
+
+function termsClass(job: CoordinatorJob, view: CoordinatorView, tick: AssignmentTick): TermsClass {
+  const key = termsKey(job);
+  let c = tick.classes.get(key);
+  if (!c) {
+    const reasons = tick.candidates.map((p) => termsExclusion(job, p, view));
+    const eligible = tick.candidates.filter((_, i) => reasons[i] === undefined);
+    c = { reasons, eligible, eligibleSet: new Set(eligible), next: 0, folded: 0, pickedEligible: 0 };
+    tick.classes.set(key, c);
   }
-  return decisions;
+  for (; c.folded < tick.picks.length; c.folded++) if (c.eligibleSet.has(tick.picks[c.folded])) c.pickedEligible++;
+  while (c.next < c.eligible.length && tick.picked.has(c.eligible[c.next])) c.next++;
+  return c;
+}
+
+/** The candidates this job's own rules exclude (fenced, idle holds), unless picked already (then: busy). */
+function ownExclusions(job: CoordinatorJob, view: CoordinatorView, tick: AssignmentTick): Map<ProviderView, Exclusion> {
+  const own = new Map<ProviderView, Exclusion>();
+  const id = job.jobId.toString();
+  for (const addrs of [view.fenced.get(id), view.idleOn?.get(id)]) {
+    for (const addr of addrs ?? []) {
+      const p = tick.byAddress.get(addr);
+      if (!p || tick.picked.has(p) || own.has(p)) continue;
+      const reason = ownExclusion(job, addr, view);
+      if (reason) own.set(p, reason);
+    }
+  }
+  return own;
+}
+
+/** One Open job's decision: the best candidate no earlier job took and its own rules allow, or why none. */
+function decideOpen(job: CoordinatorJob, view: CoordinatorView, tick: AssignmentTick): Decision {
+  const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep };
+  if (!needsProvider(job)) {
+    return { ...base, action: "wait", reason: "all steps accepted; awaiting verdict (no assignment needed)" };
+  }
+  if (!view.isCoordinator) return { ...base, action: "wait", reason: "not the coordinator; only it may assign" };
+  const c = termsClass(job, view, tick);
+  const own = ownExclusions(job, view, tick);
+  let best: ProviderView | undefined;
+  for (let i = c.next; i < c.eligible.length && !best; i++) {
+    const p = c.eligible[i];
+    if (!tick.picked.has(p) && !own.has(p)) best = p;
+  }
+  if (!best) return { ...base, action: "wait", reason: waitReason(job, view, tick, c, own) };
+  let eligible = c.eligible.length - c.pickedEligible;
+  for (const p of own.keys()) if (c.eligibleSet.has(p)) eligible--;
+  tick.picked.add(best);
+  tick.picks.push(best);
+  return {
+    ...base,
+    action: "assign",
+    provider: best.address,
+    pricePerStep: best.pricePerStep,
+    reason: `cheapest eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${record(best, view)})`,
+  };
+}
+
+/**
+ * Why no candidate can take the job: every provider's reason counted, in order of first appearance (the
+ * provider-only reasons first), then why no registered offer fits its terms. Jobs of the same terms and no own
+ * exclusions share it until the next pick.
+ */
+function waitReason(
+  job: CoordinatorJob,
+  view: CoordinatorView,
+  tick: AssignmentTick,
+  c: TermsClass,
+  own: Map<ProviderView, Exclusion>,
+): string {
+  if (own.size === 0 && c.wait?.picks === tick.picks.length) return c.wait.reason;
+  const counts = new Map(tick.general);
+  tick.candidates.forEach((p, i) => {
+    const reason = tick.picked.has(p) ? "busy" : (own.get(p) ?? c.reasons[i]);
+    if (reason) counts.set(reason, (counts.get(reason) ?? 0) + 1);
+  });
+  c.fits ??= whyNobodyFits(job, view);
+  const reason = `no eligible provider${summarize(counts, view.providers.length)}${c.fits}`;
+  if (own.size === 0) c.wait = { picks: tick.picks.length, reason };
+  return reason;
 }
 
 function record(p: ProviderView, view: CoordinatorView): string {

@@ -44,8 +44,11 @@ function checkProfile(templateId: string, profile: string | undefined): boolean 
 export interface CoordinatorTickReport {
   decisions: Decision[];
   sent: { decision: Decision; outcome: Outcome }[];
-  /** Where the tick's time went (bench/keepers.ts): reading the chain, deciding, sending. */
-  timings: { readMs: number; decideMs: number; sendMs: number };
+  /**
+   * Where the tick's time went (bench/keepers.ts): reading the chain, deciding, sending (everything after the
+   * decision), and of that the same-tick reassignment of jobs it unassigned (re-read, decide, assign; 0 if none).
+   */
+  timings: { readMs: number; decideMs: number; sendMs: number; reassignMs: number };
 }
 
 /** The provider changed its offer (deactivated, repriced) or got fenced between our read and our send. */
@@ -80,19 +83,36 @@ export class Coordinator {
     this.book = new HeartbeatBook(scope, config.maxClockSkewMs, registryCheck(ctx, this.chain.registered));
   }
 
-  /** One tick: read the chain, decide (pure), send each unassign / assign on its own. */
+  /**
+   * One tick: read the chain, decide (pure), send each unassign / assign on its own. A job this tick unassigned
+   * (its receipt in) is decided again at the new head and assigned in the same tick: failover does not wait a tick.
+   */
   async tick(): Promise<CoordinatorTickReport> {
     const { view, decisions, readMs, decideMs } = await this.plan();
     const t2 = performance.now();
+    this.logDecisions(decisions);
+    const actions = decisions.filter((d) => d.action === "assign" || d.action === "unassign");
+    const sent = await mapLimit(actions, 8, (decision) => this.send(decision, view.nowMs));
+    const freed = new Set(sent.filter(unassignedNow).map((s) => s.decision.jobId));
+    const t3 = performance.now();
+    if (freed.size > 0) {
+      const again = await this.plan();
+      const reassign = again.decisions.filter((d) => freed.has(d.jobId) && d.action === "assign");
+      decisions.push(...reassign);
+      sent.push(...(await mapLimit(reassign, 8, (decision) => this.send(decision, again.view.nowMs))));
+    }
+    const end = performance.now();
+    const timings = { readMs, decideMs, sendMs: end - t2, reassignMs: freed.size > 0 ? end - t3 : 0 };
+    return { decisions, sent, timings };
+  }
+
+  /** Logs each wait or keep once per change (an assign or unassign logs itself when sent). */
+  private logDecisions(decisions: Decision[]): void {
     for (const d of decisions) {
       if (d.action === "assign" || d.action === "unassign") this.quiet.forget(`job ${d.jobId}`);
       else if (this.quiet.changed(`job ${d.jobId}`, `${d.epoch} ${d.action} ${d.reason}`))
         this.ctx.logger.info("decision", fields(d));
     }
-    const actions = decisions.filter((d) => d.action === "assign" || d.action === "unassign");
-    const sent = await mapLimit(actions, 8, (decision) => this.send(decision, view.nowMs));
-    const timings = { readMs, decideMs, sendMs: performance.now() - t2 };
-    return { decisions, sent, timings };
   }
 
   /** The tick's read and decision without sending anything (what `tick` acts on; the bench times it alone). */
@@ -165,6 +185,10 @@ export class Coordinator {
     for (const key of this.watchStart.keys()) if (!running.has(key)) this.watchStart.delete(key);
   }
 }
+
+/** An unassign this tick mined: its job is Open again at the next read (the chain says so, not our guess). */
+const unassignedNow = (s: { decision: Decision; outcome: Outcome }) =>
+  s.decision.action === "unassign" && s.outcome.kind === "confirmed";
 
 export function createCoordinator(ctx: KeeperContext, config: CoordinatorConfig): Coordinator {
   return new Coordinator(ctx, config);

@@ -152,6 +152,28 @@ describe("keepers: coordinator on chain", function () {
     expect(String(line.reason)).to.contain(`${TIMEOUT + 1} ms`);
   });
 
+  it("fails over in one tick: unassigns the silent provider and, once that is mined, assigns the next one", async function () {
+    const p = await load();
+    const jobId = await createJob(p);
+    const clock = manualClock();
+    const { keeper, send } = await coordinatorFor(p, clock);
+    await send(P1);
+    await keeper.tick();
+    expect((await p.escrow.jobOf(jobId)).provider).to.equal(P1.address);
+    clock.advance(TIMEOUT + 1); // P1 falls silent; P2 beats idle
+    expect((await send(P2)).ok).to.equal(true);
+    const r = await keeper.tick();
+    expect(r.sent.map((s) => [s.decision.action, s.decision.provider, s.outcome.kind])).to.deep.equal([
+      ["unassign", P1.address, "confirmed"],
+      ["assign", P2.address, "confirmed"],
+    ]);
+    const job = await p.escrow.jobOf(jobId);
+    expect([await statusOf(p, jobId), job.provider, job.epoch]).to.deep.equal([RUNNING, P2.address, 3n]);
+    expect(await eventCount(p, "ProviderAssigned")).to.equal(2);
+    // The next tick has nothing to redo: the new assignee is within its timeout.
+    expect((await keeper.tick()).sent).to.deep.equal([]);
+  });
+
   for (const point of CRASH_POINTS) {
     it(`restarted after dying ${point}: a fresh coordinator rebuilds from chain, assigns once and unassigns once`, async function () {
       const p = await load();

@@ -108,18 +108,76 @@ describe("keepers: finalizer on chain", function () {
     // The one settled by someone else needs only its claim.
     expect(settles.map((s) => s.action.jobId)).to.deep.equal(ids.filter((id) => id !== ids[4]));
     expect(settles.every((s) => s.outcome.kind === "confirmed")).to.equal(true);
+    const claims = r.sent.filter((s) => s.action.method === "claimEarnings");
+    expect(claims.map((s) => [s.action.jobId, s.outcome.kind])).to.deep.equal(ids.map((id) => [id, "confirmed"]));
     for (const id of ids) expect(await eventCount(p, "JobSettled", id), `job ${id}`).to.equal(1);
     for (const id of ids) expect(await eventCount(p, "EarningsReleased", id), `job ${id}`).to.equal(1);
     // One transaction of 8 settles, one of 9 claims.
     expect((await ethers.provider.getBlockNumber()) - before).to.equal(2);
     expect(lines.some((l) => l.reason === "many jobs settleable: batched through Multicall3")).to.equal(true);
     expect((await finalizer.tick()).plan).to.deep.equal([]);
-    // Sent again: every call fails its simulation as a race, and no transaction goes out.
+    // Sent again (batches go unsimulated): one transaction in which every call fails as a race, and nothing changes.
     const again = ids.map((id) => ({ jobId: id, method: "settle" as const, args: [id] as [bigint], reason: "again" }));
     const block = await ethers.provider.getBlockNumber();
     const raced = await sendBatched(ctx, again, ctx.logger);
     expect(raced.map((s) => s.outcome.kind)).to.deep.equal(ids.map(() => "race"));
-    expect(await ethers.provider.getBlockNumber()).to.equal(block);
+    expect(await ethers.provider.getBlockNumber()).to.equal(block + 1);
+    for (const id of ids) expect(await eventCount(p, "JobSettled", id), `job ${id}`).to.equal(1);
+  });
+
+  it("a batch's outcomes come from its receipt: a job someone else settled first is a race, the others settle", async function () {
+    const p = await load();
+    const ids: bigint[] = [];
+    for (let i = 0; i < BATCH_MIN + 1; i++) {
+      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
+      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
+      ids.push(jobId);
+    }
+    await networkHelpers.time.increase(3_601);
+    const { ctx, lines } = await finalizerFor(p);
+    await p.escrow.connect(p.client).settle(ids[3]); // someone else, first
+    const settle = (id: bigint) => ({ jobId: id, method: "settle" as const, args: [id] as [bigint], reason: "test" });
+    const before = await ethers.provider.getBlockNumber();
+    const sent = await sendBatched(ctx, ids.map(settle), ctx.logger);
+    expect((await ethers.provider.getBlockNumber()) - before).to.equal(1); // one transaction, not simulated first
+    expect(sent.map((s) => [s.action.jobId, s.outcome.kind])).to.deep.equal(
+      ids.map((id) => [id, id === ids[3] ? "race" : "confirmed"]),
+    );
+    expect(warnings(lines).map((l) => [l.job, l.error])).to.deep.equal([
+      [ids[3], `JobEscrowUnexpectedStatus(${ids[3]}, 7, 80)`],
+    ]);
+    expect(errors(lines)).to.deep.equal([]);
+    for (const id of ids) expect(await eventCount(p, "JobSettled", id), `job ${id}`).to.equal(1);
+    // Nothing lost: every job's earnings are there to claim.
+    for (const id of ids) expect(await p.escrow.earningsOf(id, p.provider1.address), `job ${id}`).to.be.greaterThan(0n);
+  });
+
+  it("batches sized from one estimate: a later batch that runs short is redone, never lost or settled twice", async function () {
+    const p = await load();
+    const ids: bigint[] = [];
+    for (let i = 0; i < 6; i++) {
+      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
+      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
+      ids.push(jobId);
+    }
+    await networkHelpers.time.increase(3_601);
+    const { ctx } = await finalizerFor(p);
+    // The first batch (the one estimated) is cheap: two of its three calls fail at once, already settled.
+    for (const id of ids.slice(0, 2)) await p.escrow.connect(p.client).settle(id);
+    const settle = (id: bigint) => ({ jobId: id, method: "settle" as const, args: [id] as [bigint], reason: "test" });
+    const sent = await sendBatched(ctx, ids.map(settle), ctx.logger, 3);
+    const kind = new Map(sent.map((s) => [s.action.jobId, s.outcome.kind]));
+    expect([kind.get(ids[0]), kind.get(ids[1]), kind.get(ids[2])]).to.deep.equal(["race", "race", "confirmed"]);
+    const short = ids.slice(3).filter((id) => kind.get(id) !== "confirmed");
+    expect(short.length, "the second batch's gas share is short").to.be.greaterThan(0);
+    expect(
+      short.map((id) => kind.get(id)),
+      JSON.stringify(sent.map((s) => s.outcome)),
+    ).to.deep.equal(short.map(() => "retry-later"));
+    // The next run redoes exactly those.
+    const again = await sendBatched(ctx, short.map(settle), ctx.logger);
+    expect(again.map((s) => s.outcome.kind)).to.deep.equal(short.map(() => "confirmed"));
+    for (const id of ids) expect(await eventCount(p, "JobSettled", id), `job ${id}`).to.equal(1);
   });
 
   it("settles after the arbiter stayed silent past 3 days: verdict stands, bond returned", async function () {
