@@ -91,12 +91,6 @@ export function ledgerOf(events: readonly ChainEvent[]): Ledger | null {
   return shared.ledger;
 }
 
-/** Changes whenever `ledgerOf(events)` changed: a memo key for what pages derive from the ledger. */
-export function ledgerVersion(events: readonly ChainEvent[]): number {
-  foldNew(shared, events);
-  return shared.version;
-}
-
 export const STATUS_NAMES = [
   "None",
   "Open",
