@@ -110,7 +110,14 @@ export interface Ledger {
 
 /** Folds the escrow's events into its books. Pure: the same events give the same ledger. */
 export function foldEscrowEvents(events: readonly EscrowEvent[]): Ledger {
-  const ledger: Ledger = {
+  const ledger = emptyLedger();
+  appendEscrowEvents(ledger, [...events].sort(chainOrder));
+  return ledger;
+}
+
+/** The books before any event. */
+export function emptyLedger(): Ledger {
+  return {
     jobs: new Map(),
     withdrawable: new Map(),
     withdrawn: new Map(),
@@ -124,10 +131,21 @@ export function foldEscrowEvents(events: readonly EscrowEvent[]): Ledger {
     roles: { coordinator: null, arbiter: null, feeRecipient: null },
     templates: new Map(),
   };
-  const ordered = [...events].sort((a, b) => a.blockNumber - b.blockNumber || a.index - b.index);
+}
+
+/** Chain order: by block, then log index. */
+export function chainOrder(a: EscrowEvent, b: EscrowEvent): number {
+  return a.blockNumber - b.blockNumber || a.index - b.index;
+}
+
+/**
+ * Folds more events into `ledger` in place (an incremental fold). `ordered` must be in chain order and come after
+ * every event folded so far: then folding e1..ek and then ek+1..en gives the ledger of folding e1..en. An event out
+ * of order (a reorg, a restarted chain) needs a fold from scratch: the caller checks with `chainOrder`.
+ */
+export function appendEscrowEvents(ledger: Ledger, ordered: readonly EscrowEvent[]): void {
   for (const e of ordered) apply(ledger, e);
   ledger.owes = ledger.totalLocked + ledger.totalBonds + ledger.totalWithdrawable + ledger.totalStaked;
-  return ledger;
 }
 
 /** The job's status at `now` (seconds), derived from the stored phase and deadlines like `statusOf`. */

@@ -2,7 +2,15 @@
  * The escrow's books from the events on screen, through the same pure code `gpuchain wallet` and
  * `gpuchain explain` use (sdk/ledger.ts, sdk/narrative.ts).
  */
-import { foldEscrowEvents, statusAt, type Ledger, type LedgerJob } from "../../sdk/ledger.ts";
+import {
+  appendEscrowEvents,
+  chainOrder,
+  emptyLedger,
+  statusAt,
+  type EscrowEvent,
+  type Ledger,
+  type LedgerJob,
+} from "../../sdk/ledger.ts";
 import type { ChainEvent } from "./model/entries.ts";
 
 export { providerSummaries } from "../../sdk/narrative.ts";
@@ -16,22 +24,71 @@ const REGISTRY_EVENTS = new Set([
   "ProviderReactivated",
 ]);
 
-let memo: { events: readonly ChainEvent[]; length: number; ledger: Ledger | null } | null = null;
+/**
+ * The books of one growing list of events, folded incrementally: each call folds only the events pushed since the
+ * last one. A new list (playback seeking back, a live reset) or an event before the last folded one (a reorg, a
+ * restarted chain) folds from scratch, so the result always equals `foldEscrowEvents` of the whole list.
+ */
+export interface LedgerFold {
+  events: readonly ChainEvent[] | null;
+  /** How many of `events` are folded. */
+  seen: number;
+  /** How many of them were escrow events (the fallback log index, as in a fold of the whole list). */
+  escrow: number;
+  last: EscrowEvent | null;
+  /** null: a partial history (e.g. a recording started mid-run), and it stays partial as events are added. */
+  ledger: Ledger | null;
+  /** Bumped whenever `ledger` changed: memoize on it, the ledger itself is updated in place. */
+  version: number;
+}
 
-export function ledgerOf(events: readonly ChainEvent[]): Ledger | null {
-  if (memo && memo.events === events && memo.length === events.length) return memo.ledger;
-  let ledger: Ledger | null;
-  try {
-    ledger = foldEscrowEvents(
-      events
-        .filter((e) => e.contract !== "registry" && !REGISTRY_EVENTS.has(e.name))
-        .map((e, i) => ({ eventName: e.name, args: e.args, blockNumber: e.blockNumber, index: e.logIndex ?? i })),
-    );
-  } catch {
-    ledger = null; // a partial history (e.g. a recording started mid-run): the views say "unknown"
+export function newLedgerFold(): LedgerFold {
+  return { events: null, seen: 0, escrow: 0, last: null, ledger: emptyLedger(), version: 0 };
+}
+
+/** Brings `f` up to date with `events` (in place); true when the ledger changed. */
+export function foldNew(f: LedgerFold, events: readonly ChainEvent[]): boolean {
+  if (f.events === events && f.seen === events.length) return false;
+  const reset = f.events !== events || events.length < f.seen;
+  if (reset) Object.assign(f, newLedgerFold(), { events, version: f.version + 1 });
+  const fresh: EscrowEvent[] = [];
+  for (let i = f.seen; i < events.length; i++) {
+    const e = events[i];
+    if (e.contract === "registry" || REGISTRY_EVENTS.has(e.name)) continue;
+    fresh.push({ eventName: e.name, args: e.args, blockNumber: e.blockNumber, index: e.logIndex ?? f.escrow });
+    f.escrow += 1;
   }
-  memo = { events, length: events.length, ledger };
-  return ledger;
+  f.seen = events.length;
+  if (fresh.length === 0) return reset;
+  f.version += 1;
+  fresh.sort(chainOrder);
+  if (f.last !== null && chainOrder(fresh[0], f.last) < 0) return rebuild(f, events);
+  f.last = fresh[fresh.length - 1];
+  if (f.ledger === null) return true;
+  try {
+    appendEscrowEvents(f.ledger, fresh);
+  } catch {
+    f.ledger = null; // the views say "unknown"
+  }
+  return true;
+}
+
+/** An event before the last folded one: fold the whole list again, in chain order, as one batch. */
+function rebuild(f: LedgerFold, events: readonly ChainEvent[]): boolean {
+  const version = f.version;
+  Object.assign(f, newLedgerFold());
+  foldNew(f, events.slice()); // a new list: starts from scratch
+  f.events = events; // and keeps following the caller's list
+  f.version = version + 1;
+  return true;
+}
+
+const shared = newLedgerFold();
+
+/** The ledger of the events on screen; one fold shared by the pages, updated with what arrived since. */
+export function ledgerOf(events: readonly ChainEvent[]): Ledger | null {
+  foldNew(shared, events);
+  return shared.ledger;
 }
 
 export const STATUS_NAMES = [

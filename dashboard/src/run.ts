@@ -179,16 +179,17 @@ export function useRun(recording: string | null, initialT: number | null, onTime
     bump();
   };
 
-  // Keep the playback time in the URL (throttled by whole seconds).
-  const lastReported = useRef(-1);
+  // Keep the playback time in the URL (by whole seconds). Fast playback passes many seconds per real second, and
+  // each history.replaceState costs milliseconds: while playing, the URL follows at most once per real second.
+  const lastReported = useRef({ sec: -1, at: -Infinity });
   useEffect(() => {
     if (!playback) return;
     const sec = Math.floor(playback.t / 1000);
-    if (sec !== lastReported.current) {
-      lastReported.current = sec;
-      onTime(playback.t);
-    }
-  }, [playback?.t]);
+    const now = performance.now();
+    if (sec === lastReported.current.sec || (playback.playing && now - lastReported.current.at < 1000)) return;
+    lastReported.current = { sec, at: now };
+    onTime(playback.t);
+  }, [playback?.t, playback?.playing]);
 
   const restart = (t: number, playing: boolean) => {
     clock.current = { ...clock.current, t, startT: t, startedAt: performance.now(), playing };

@@ -1,5 +1,6 @@
-import { useMemo, useState } from "react";
+import { memo, useMemo, useState } from "react";
 import { describeEvent, eventKind } from "../describe.ts";
+import type { ChainEvent } from "../model/entries.ts";
 import type { RunState } from "../model/state.ts";
 import { nameOf } from "../model/state.ts";
 import { short } from "../format.ts";
@@ -21,7 +22,7 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
         const p = String(e.args.provider ?? e.args.account ?? "").toLowerCase();
         if (!p || (p !== who.toLowerCase() && nameOf(state, p).toLowerCase() !== who.toLowerCase())) continue;
       }
-      out.push(e);
+      out.push({ e, at: i }); // its place in the run: a key that stays as newer events arrive above it
     }
     return out;
   }, [events.length, kind, job, who]);
@@ -63,17 +64,24 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
         </span>
       </div>
       <DataTable label="Events" columns={["Block", "Event", "What happened", "Transaction"]}>
-        {rows.map((e, i) => (
-          <tr key={`${e.blockNumber}-${e.logIndex ?? i}-${e.name}`} className={`ev-${eventKind(e.name)}`}>
-            <td className="num">{e.blockNumber}</td>
-            <td>
-              <code>{e.name}</code>
-            </td>
-            <td>{describeEvent(e, (a) => nameOf(state, a))}</td>
-            <td className="mono">{e.transactionHash ? short(e.transactionHash) : "—"}</td>
-          </tr>
+        {rows.map(({ e, at }) => (
+          <EventRow key={at} e={e} text={describeEvent(e, (a) => nameOf(state, a))} />
         ))}
       </DataTable>
     </div>
   );
 }
+
+/** One row; the pages re-render several times a second in playback, a row only when its text changes. */
+const EventRow = memo(function EventRow({ e, text }: { e: ChainEvent; text: string }) {
+  return (
+    <tr className={`ev-${eventKind(e.name)}`}>
+      <td className="num">{e.blockNumber}</td>
+      <td>
+        <code>{e.name}</code>
+      </td>
+      <td>{text}</td>
+      <td className="mono">{e.transactionHash ? short(e.transactionHash) : "—"}</td>
+    </tr>
+  );
+});

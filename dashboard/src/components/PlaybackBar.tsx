@@ -1,3 +1,4 @@
+import { memo } from "react";
 import type { Playback, Run } from "../run.ts";
 import { SPEEDS } from "../run.ts";
 import { clock } from "../format.ts";
@@ -46,28 +47,42 @@ export function PlaybackBar({ playback: pb, control }: { playback: Playback; con
             aria-valuetext={`${clock(pb.t)} of ${clock(dur)}`}
             onChange={(e) => control.seek(Number(e.target.value))}
           />
-          <div className="marks" aria-hidden="true">
-            {pb.markers.map((m, i) => (
-              <span
-                key={i}
-                className="mark"
-                title={m.label}
-                style={{ left: `${(m.ms / dur) * 100}%`, background: MARK_COLOR[m.kind] ?? "#aaa" }}
-              />
-            ))}
-          </div>
+          <Marks markers={pb.markers} dur={dur} />
         </div>
         <span className="pb-time" aria-live="off">
           {clock(pb.t)} / {clock(dur)}
         </span>
       </div>
-      <ul className="sr-only" aria-label="Marked events">
-        {pb.markers.map((m, i) => (
-          <li key={i}>
-            {clock(m.ms)} {m.label}
-          </li>
-        ))}
-      </ul>
+      <MarkList markers={pb.markers} />
     </section>
   );
 }
+
+// The bar re-renders every animation frame while playing; the run's markers (hundreds in a long run) do not change
+// then, so they render once per recording.
+const Marks = memo(function Marks({ markers, dur }: { markers: Playback["markers"]; dur: number }) {
+  return (
+    <div className="marks" aria-hidden="true">
+      {markers.map((m, i) => (
+        <span
+          key={i}
+          className="mark"
+          title={m.label}
+          style={{ left: `${(m.ms / dur) * 100}%`, background: MARK_COLOR[m.kind] ?? "#aaa" }}
+        />
+      ))}
+    </div>
+  );
+});
+
+const MarkList = memo(function MarkList({ markers }: { markers: Playback["markers"] }) {
+  return (
+    <ul className="sr-only" aria-label="Marked events">
+      {markers.map((m, i) => (
+        <li key={i}>
+          {clock(m.ms)} {m.label}
+        </li>
+      ))}
+    </ul>
+  );
+});
