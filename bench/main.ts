@@ -22,9 +22,10 @@ const parts: [string, () => Promise<Record<string, number>>][] = [
   ["checkpoint store and segment commitments", benchStore],
   ["gas of a full job lifecycle", benchGas],
   ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
-  ["whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],
   ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
   ["no starving: 20 idle identities against one honest provider", () => benchSybil(progress)],
+  // Last: it ends with the 10-minute soak, which loads the machine on purpose.
+  ["whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],
 ];
 
 const USAGE = "usage: npm run bench [-- --debug]   (prints `name: value` lines; progress on stderr)";
