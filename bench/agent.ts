@@ -17,7 +17,7 @@ import { honestUpload } from "../agent/segment.ts";
 import { isAbandoned, trainSegment } from "../agent/train.ts";
 import { DEFAULT_TIMING } from "../agent/types.ts";
 import { createTrainer, listTemplates, ZERO_HASH, type Template, type Trainer } from "../workloads/index.ts";
-import { localProtocol, startAgent, tmpStore, until } from "../test/agent/helpers.ts";
+import { localProtocol, staked, startAgent, tmpStore, until } from "../test/agent/helpers.ts";
 
 const INTERVAL = 50;
 const CHECKPOINTS = 4;
@@ -76,7 +76,8 @@ async function agentRun(p: Bench, t: Template) {
     config: { ...DEFAULT_TIMING, idleMs: 50 },
   });
   try {
-    await until("registration", () => p.registry.isActive(wallet.address));
+    // The agent stakes right after registering; an unstaked provider cannot be assigned (issue 13).
+    await until("registration and stake", () => staked(p.registry, wallet.address));
     await runJob(p, wallet.address, t, 1);
     m.trainMs = 0;
     m.firstStepAt = 0;
