@@ -31,6 +31,11 @@ export class TrainerPool {
     return this.trainers.has(t.templateId);
   }
 
+  /** Throws RangeError when even one atom per micro-batch of `t` does not fit the offered memory. */
+  check(t: Template): void {
+    microBatchForMemory(t, this.device.memoryMiB);
+  }
+
   get(t: Template): Promise<Trainer> {
     let tr = this.trainers.get(t.templateId);
     if (!tr) {

