@@ -9,6 +9,7 @@ import { foldNew, newLedgerFold } from "../../dashboard/src/ledger.ts";
 import { parseRecording, type ChainEvent } from "../../dashboard/src/model/entries.ts";
 import { applyEntry, emptyState, foldAll } from "../../dashboard/src/model/state.ts";
 import { foldEscrowEvents, type Ledger } from "../../sdk/ledger.ts";
+import { mulberry32 as random } from "../helpers/random.ts";
 
 const REGISTRY = new Set(["ProviderRegistered", "ProviderUpdated", "ProviderDeactivated", "ProviderReactivated"]);
 
@@ -23,16 +24,6 @@ function fromScratch(events: readonly ChainEvent[]): Ledger | null {
   } catch {
     return null;
   }
-}
-
-/** A small seeded generator (mulberry32): the same splits every run, many of them. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe("dashboard: the incremental ledger", function () {

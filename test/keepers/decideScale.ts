@@ -22,6 +22,7 @@ import {
   type TrackRecord,
 } from "../../keepers/coordinator/decide.ts";
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
+import { mulberry32 as rng } from "../helpers/random.ts";
 
 /** The rule as stated (keepers/README.md), one job at a time over every candidate. */
 function referencePlan(view: CoordinatorView): Decision[] {
@@ -84,18 +85,6 @@ function referencePlan(view: CoordinatorView): Decision[] {
     });
   }
   return decisions;
-}
-
-/** A small deterministic PRNG (mulberry32), so a failing case can be re-run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 const NOW = 1_000_000;

@@ -17,22 +17,11 @@ import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { MAX_BODY_BYTES, startJsonServer, type JsonServer, type Route } from "../../keepers/http.ts";
 import { checkpointDecisionDigest, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
 import { beat, domainOf, load, manualClock, testContext, wallet } from "./fixture.ts";
+import { mulberry32 as prng } from "../helpers/random.ts";
 
 const P1 = wallet(8); // registered by the fixture
 const OUTSIDER = wallet(11); // never registered
 const V1 = wallet(3); // a verifier Safe owner
-
-/** Deterministic PRNG (mulberry32), so a failing fuzz case reproduces. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Values that are wrong for any field here: wrong types, out of range, malformed hex, huge. */
 const JUNK: unknown[] = [

@@ -34,6 +34,17 @@ async function finalizerFor(p: Protocol, o: TestContextOptions = {}) {
   return { ctx, lines, finalizer: createFinalizer(ctx, { fromBlock: 0 }) };
 }
 
+/** `n` one-checkpoint jobs trained by provider1, each with its verdict in (settleable once the window passes). */
+async function jobsWithVerdicts(p: Protocol, n: number): Promise<bigint[]> {
+  const ids: bigint[] = [];
+  for (let i = 0; i < n; i++) {
+    const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
+    await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
+    ids.push(jobId);
+  }
+  return ids;
+}
+
 /** provider1 trains 10 steps and is unassigned; provider2 finishes; the verdict is in. */
 async function jobWithVerdict(p: Protocol): Promise<bigint> {
   const jobId = await createJob(p);
@@ -92,12 +103,7 @@ describe("keepers: finalizer on chain", function () {
 
   it("many settleable jobs: settles and claims go as Multicall3 batches (2 transactions), each exactly once", async function () {
     const p = await load();
-    const ids: bigint[] = [];
-    for (let i = 0; i < 9; i++) {
-      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
-      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
-      ids.push(jobId);
-    }
+    const ids = await jobsWithVerdicts(p, 9);
     const { finalizer, lines, ctx } = await finalizerFor(p);
     await finalizer.tick();
     await networkHelpers.time.increase(3_601);
@@ -127,12 +133,7 @@ describe("keepers: finalizer on chain", function () {
 
   it("a batch's outcomes come from its receipt: a job someone else settled first is a race, the others settle", async function () {
     const p = await load();
-    const ids: bigint[] = [];
-    for (let i = 0; i < BATCH_MIN + 1; i++) {
-      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
-      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
-      ids.push(jobId);
-    }
+    const ids = await jobsWithVerdicts(p, BATCH_MIN + 1);
     await networkHelpers.time.increase(3_601);
     const { ctx, lines } = await finalizerFor(p);
     await p.escrow.connect(p.client).settle(ids[3]); // someone else, first
@@ -154,12 +155,7 @@ describe("keepers: finalizer on chain", function () {
 
   it("batches sized from one estimate: a later batch that runs short is redone, never lost or settled twice", async function () {
     const p = await load();
-    const ids: bigint[] = [];
-    for (let i = 0; i < 6; i++) {
-      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
-      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
-      ids.push(jobId);
-    }
+    const ids = await jobsWithVerdicts(p, 6);
     await networkHelpers.time.increase(3_601);
     const { ctx } = await finalizerFor(p);
     // The first batch (the one estimated) is cheap: two of its three calls fail at once, already settled.
@@ -327,12 +323,7 @@ describe("keepers: finalizer on chain", function () {
 
   it("batch boundaries: BATCH_MIN - 1 settles go one by one, BATCH_MIN in one batch, a batch size splits them", async function () {
     const p = await load();
-    const ids: bigint[] = [];
-    for (let i = 0; i < BATCH_MIN + BATCH_MIN - 1; i++) {
-      const jobId = await createJob(p, { totalSteps: 10, checkpointInterval: 10, budget: 10_000n });
-      await submitVerdict(p, jobId, await trainToEnd(p, jobId, p.provider1));
-      ids.push(jobId);
-    }
+    const ids = await jobsWithVerdicts(p, BATCH_MIN + BATCH_MIN - 1);
     await networkHelpers.time.increase(3_601);
     const few = ids.slice(0, BATCH_MIN - 1);
     const { ctx } = await finalizerFor(p);

@@ -10,20 +10,14 @@ import type { BaseContract, ContractTransactionResponse, EventLog } from "ethers
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
 import { foldEscrowEvents, statusAt, walletOf, type Ledger } from "../../sdk/ledger.ts";
 import * as fx from "../helpers/fixture.ts";
+import { mulberry32 } from "../helpers/random.ts";
 
 const SEED = 0x6a09e667;
 const STEPS = 500;
 
-/** mulberry32: a tiny seeded PRNG, so a failure replays exactly. */
+/** A seeded PRNG with helpers, so a failure replays exactly. */
 function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
+  const next = mulberry32(seed);
   return {
     next,
     int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
