@@ -96,6 +96,6 @@ export function runToEnd(args: string[], env: Record<string, string> = {}): Prom
     child.stdout.on("data", (d) => (output += d));
     child.stderr.on("data", (d) => (output += d));
     child.on("error", reject);
-    child.on("exit", (code) => resolve({ code: code ?? 1, output }));
+    child.on("close", (code) => resolve({ code: code ?? 1, output }));
   });
 }

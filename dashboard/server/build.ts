@@ -51,7 +51,7 @@ export async function ensureBuilt(note: (line: string) => void = () => {}): Prom
     child.stdout.on("data", (d) => (output += d));
     child.stderr.on("data", (d) => (output += d));
     child.on("error", reject);
-    child.on("exit", (c) => resolve({ code: c ?? 1, output }));
+    child.on("close", (c) => resolve({ code: c ?? 1, output }));
   });
   if (code !== 0) throw new Error(`the dashboard build failed:\n${output.trim()}`);
   note(`built the dashboard in ${((Date.now() - started) / 1000).toFixed(1)} s`);

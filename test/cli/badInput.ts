@@ -559,12 +559,13 @@ function runCli(args: string[], cwd: string, entry: keyof typeof ENTRIES = "gpuc
     const child = spawn(NODE, [ENTRIES[entry], ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
+    // "close", not "exit": exit can come before the pipes are drained, and a case would read an empty stderr.
     // A command that hangs fails its own case (exit -1) instead of the whole table.
     const timer = setTimeout(() => child.kill("SIGKILL"), CASE_LIMIT_MS);
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
     child.on("error", reject);
-    child.on("exit", (code) => {
+    child.on("close", (code) => {
       clearTimeout(timer);
       resolve({ code: code ?? -1, stdout, stderr });
     });
@@ -780,7 +781,7 @@ describe("gpuchain: every bad input is one clear line, the right exit code, and 
     });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
-    const exited = new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? -1)));
+    const exited = new Promise<number>((resolve) => child.on("close", (code) => resolve(code ?? -1)));
     const deadline = Date.now() + 30_000;
     while (!/^block \d+: held /m.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     child.kill("SIGINT");

@@ -193,7 +193,9 @@ async function chainUnreachable(page: Page, url: string, rpc: string) {
   const isRpc = (u: URL) => u.port === port;
   await page.goto(`${url}?page=onchain`);
   await page.getByTestId("reserves-held").waitFor({ timeout: 20_000 });
-  const held = await page.getByTestId("reserves-held").textContent();
+  // The network keeps moving, so the value to keep is whichever the page showed last before the banner went up:
+  // the page records every value it shows, and whether the banner was up at the time.
+  const shown = await recordShown(page, "reserves-held", "Chain unreachable");
   const banner = page.getByRole("alert").filter({ hasText: "Chain unreachable" });
   for (const fault of ["429", "down"] as const) {
     await page.route(isRpc, (r) =>
@@ -201,10 +203,43 @@ async function chainUnreachable(page: Page, url: string, rpc: string) {
     );
     await banner.waitFor({ timeout: 20_000 });
     if (fault === "429") expect(await banner.textContent()).to.contain("429");
-    expect(await page.getByTestId("reserves-held").textContent()).to.equal(held); // the last good value, not a zero
+    await sleep(3_000); // past the page's first retry, which fails too
+    expect(unkept(await shown()), fault).to.deep.equal([]); // the last good value, not a zero or a blank
     await page.unroute(isRpc);
     await banner.waitFor({ state: "detached", timeout: 45_000 });
   }
+  expect((await shown()).filter((s) => s.banner).length, "the banner went up").to.be.at.least(2);
+}
+
+type Shown = { text: string; banner: boolean };
+
+/** From now on, records in the page each text `testId` shows and whether an alert naming `alert` was up then. */
+async function recordShown(page: Page, testId: string, alert: string): Promise<() => Promise<Shown[]>> {
+  // A script, not a function: this project's Node types have no DOM.
+  await page.evaluate(`(() => {
+    const seen = (window.shown = []);
+    const note = () => {
+      const text = document.querySelector('[data-testid=${JSON.stringify(testId)}]')?.textContent ?? "";
+      const alerts = Array.from(document.querySelectorAll('[role="alert"]'));
+      const banner = alerts.some((a) => a.textContent.includes(${JSON.stringify(alert)}));
+      const last = seen.at(-1);
+      if (!last || last.text !== text || last.banner !== banner) seen.push({ text, banner });
+    };
+    note();
+    new MutationObserver(note).observe(document.body, { subtree: true, childList: true, characterData: true });
+  })()`);
+  return () => page.evaluate("window.shown") as Promise<Shown[]>;
+}
+
+/** Each value shown while the banner was up that is not the one shown just before it went up. */
+function unkept(shown: Shown[]): string[] {
+  const out: string[] = [];
+  let good: string | undefined;
+  for (const s of shown) {
+    if (!s.banner) good = s.text;
+    else if (s.text !== good) out.push(`${JSON.stringify(s.text)} while unreachable, after ${JSON.stringify(good)}`);
+  }
+  return out;
 }
 
 async function coordinatorKilled(context: BrowserContext, net: Net, common: string[]) {

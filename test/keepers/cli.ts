@@ -97,7 +97,7 @@ function keeper(args: string[]): Run {
       .split("\n")
       .filter((l) => l.startsWith("{"))
       .map((l) => JSON.parse(l));
-  const code = new Promise<number>((r) => child.on("exit", (c, s) => r(c ?? (s ? 128 : 1))));
+  const code = new Promise<number>((r) => child.on("close", (c, s) => r(c ?? (s ? 128 : 1))));
   return {
     code,
     lines,
