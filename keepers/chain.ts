@@ -189,6 +189,11 @@ export interface Call {
   races?: readonly string[];
   /** A gas limit known already (a batch sized from one estimate): no estimate before the send. */
   gasLimit?: bigint;
+  /**
+   * false: sent without an eth_call first, and a revert is not re-run to say why (a Multicall3 batch of calls that
+   * may each fail: simulating would run its ~14 M gas once more, and its receipt's events say what happened).
+   */
+  simulate?: false;
 }
 
 /** How each outcome is logged: a race or a dropped transaction is expected (warn); only a real failure is an error. */
@@ -212,16 +217,10 @@ export async function execute(ctx: KeeperContext, call: Call, log: Logger): Prom
 }
 
 /** `execute`, also giving the receipt when one came (a batch reads its calls' outcomes from its logs). */
-export async function executeForReceipt(
-  ctx: KeeperContext,
-  call: Call,
-  log: Logger,
-): Promise<{ outcome: Outcome; receipt?: ReceiptLike }> {
-  const iface = escrowInterface(ctx);
-  let receipt: ReceiptLike | undefined;
-  const outcome = await executeInner(ctx, call, iface, (r) => (receipt = r));
-  logOutcome(log, call.method, outcome);
-  return { outcome, receipt };
+export async function executeForReceipt(ctx: KeeperContext, call: Call, log: Logger): Promise<Landed> {
+  const landed = await executeInner(ctx, call);
+  logOutcome(log, call.method, landed.outcome);
+  return landed;
 }
 
 /** The line `execute` logs for an outcome (level and message by kind). */
@@ -241,30 +240,30 @@ function outcomeFields(o: Outcome): Record<string, unknown> {
   return { outcome: kind, ...rest };
 }
 
-async function executeInner(
-  ctx: KeeperContext,
-  call: Call,
-  iface: Interface,
-  onReceipt: (r: ReceiptLike) => void,
-): Promise<Outcome> {
-  const classify = (err: unknown) => {
-    const name = call.races?.length ? decodeCustomError(err, iface)?.name : undefined;
-    return name && call.races!.includes(name) ? "race" : classifyError(err, iface);
-  };
+/** An outcome, with the receipt when one came. */
+export interface Landed {
+  outcome: Outcome;
+  receipt?: ReceiptLike;
+}
+
+async function executeInner(ctx: KeeperContext, call: Call): Promise<Landed> {
+  const iface = escrowInterface(ctx);
+  const classify = (err: unknown) => classifyCall(err, iface, call.races);
   const describe = (err: unknown) => describeError(err, iface);
+  const simulate = () => withTimeout(ctx.sender.simulate(call.method, call.args), ctx.rpcTimeoutMs, "simulate");
   if (ctx.dryRun) {
     try {
-      await withTimeout(ctx.sender.simulate(call.method, call.args), ctx.rpcTimeoutMs, "simulate");
-      return { kind: "dry-run", simulation: "ok" };
+      await simulate();
+      return { outcome: { kind: "dry-run", simulation: "ok" } };
     } catch (err) {
-      return { kind: "dry-run", simulation: describe(err) };
+      return { outcome: { kind: "dry-run", simulation: describe(err) } };
     }
   }
   let handle: TxHandle;
   try {
     handle = await withRetry(
       async () => {
-        await withTimeout(ctx.sender.simulate(call.method, call.args), ctx.rpcTimeoutMs, "simulate");
+        if (call.simulate !== false) await simulate();
         return withTimeout(ctx.sender.send(call.method, call.args, call.gasLimit), ctx.rpcTimeoutMs, "send");
       },
       {
@@ -275,26 +274,47 @@ async function executeInner(
       },
     );
   } catch (err) {
-    return failure(classify(err), describe(err));
+    return { outcome: failure(classify(err), describe(err)) };
   }
+  const landed = await awaitReceipt(ctx, handle, call.races);
+  if (landed.receipt?.status === 1 || !landed.receipt || call.simulate === false) return landed;
+  // Mined but reverted: a receipt carries no revert data, so ask the chain why (now).
+  try {
+    await ctx.sender.simulate(call.method, call.args);
+    return {
+      ...landed,
+      outcome: { kind: "failed", error: `reverted in block ${landed.receipt.blockNumber} (succeeds now)` },
+    };
+  } catch (err) {
+    return { ...landed, outcome: failure(classify(err), describe(err)) };
+  }
+}
+
+/**
+ * Waits `txTimeoutMs` for a sent transaction's receipt: confirmed, or failed with the receipt when it reverted;
+ * unconfirmed when none came in time or the node forgot it (the next tick re-checks the chain and redoes it).
+ */
+export async function awaitReceipt(ctx: KeeperContext, handle: TxHandle, races?: readonly string[]): Promise<Landed> {
+  const iface = escrowInterface(ctx);
   let receipt: ReceiptLike | null;
   try {
     receipt = await withTimeout(handle.wait(), ctx.txTimeoutMs, "receipt");
   } catch (err) {
-    const c = classify(err);
-    if (c === "retryable") return { kind: "unconfirmed", hash: handle.hash, error: describe(err) };
-    return failure(c, describe(err));
+    const c = classifyCall(err, iface, races);
+    const error = describeError(err, iface);
+    return { outcome: c === "retryable" ? { kind: "unconfirmed", hash: handle.hash, error } : failure(c, error) };
   }
-  if (!receipt) return { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" };
-  onReceipt(receipt);
-  if (receipt.status === 1) return { kind: "confirmed", hash: handle.hash, block: receipt.blockNumber };
-  // Mined but reverted: a receipt carries no revert data, so ask the chain why (now).
-  try {
-    await ctx.sender.simulate(call.method, call.args);
-    return { kind: "failed", error: `reverted in block ${receipt.blockNumber} (succeeds now)` };
-  } catch (err) {
-    return failure(classify(err), describe(err));
-  }
+  if (!receipt)
+    return { outcome: { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" } };
+  if (receipt.status === 1)
+    return { outcome: { kind: "confirmed", hash: handle.hash, block: receipt.blockNumber }, receipt };
+  return { outcome: { kind: "failed", error: `reverted in block ${receipt.blockNumber}` }, receipt };
+}
+
+/** sdk/errors.ts's classification, with the call's own custom errors that mean "the state moved on" as races. */
+function classifyCall(err: unknown, iface: Interface, races?: readonly string[]): "retryable" | "race" | "fatal" {
+  const name = races?.length ? decodeCustomError(err, iface)?.name : undefined;
+  return name && races!.includes(name) ? "race" : classifyError(err, iface);
 }
 
 function failure(c: "retryable" | "race" | "fatal", error: string): Outcome {

@@ -13,6 +13,7 @@ import { classifyError, describeError } from "../../sdk/errors.ts";
 import type { Logger } from "../../sdk/log.ts";
 import { MULTICALL3_ABI } from "../../sdk/multicall.ts";
 import {
+  awaitReceipt,
   executeForReceipt,
   logOutcome,
   mapLimit,
@@ -20,7 +21,9 @@ import {
   read,
   withGasHeadroom,
   withTimeout,
+  type Call,
   type KeeperContext,
+  type Landed,
   type Outcome,
   type ReceiptLike,
   type SendError,
@@ -94,33 +97,12 @@ async function landed(
   log: Logger,
 ): Promise<BatchSend[]> {
   const l = batchLog(log, actions);
-  const { outcome, receipt } = "error" in handle ? sendFailed(ctx, handle) : await receiptOutcome(ctx, handle);
+  const { outcome, receipt }: Landed =
+    "error" in handle ? { outcome: outcomeOfError(ctx, handle.error) } : await awaitReceipt(ctx, handle);
   logOutcome(l, "aggregate3", outcome);
   if (outcome.kind === "failed") return shortOfGas(actions, gasLimit, outcome.error, l);
   if (outcome.kind !== "confirmed") return actions.map((action) => ({ action, outcome }));
   return outcomesFromReceipt(ctx, actions, calls, outcome, receipt, log);
-}
-
-function sendFailed(ctx: KeeperContext, handle: SendError): { outcome: Outcome; receipt?: ReceiptLike } {
-  return { outcome: outcomeOfError(ctx, handle.error) };
-}
-
-/** A broadcast batch's receipt, as `execute` reads one (no receipt in time: unconfirmed, re-checked next run). */
-async function receiptOutcome(
-  ctx: KeeperContext,
-  handle: TxHandle,
-): Promise<{ outcome: Outcome; receipt?: ReceiptLike }> {
-  try {
-    const receipt = await withTimeout(handle.wait(), ctx.txTimeoutMs, "receipt");
-    if (!receipt)
-      return { outcome: { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" } };
-    if (receipt.status !== 1) return { outcome: { kind: "failed", error: `reverted in block ${receipt.blockNumber}` } };
-    return { outcome: { kind: "confirmed", hash: handle.hash, block: receipt.blockNumber }, receipt };
-  } catch (err) {
-    const outcome = outcomeOfError(ctx, err);
-    if (outcome.kind !== "retry-later") return { outcome };
-    return { outcome: { kind: "unconfirmed", hash: handle.hash, error: outcome.error } };
-  }
 }
 
 /**
@@ -177,9 +159,9 @@ async function sendChunk(
   gasLimit?: bigint,
 ): Promise<BatchSend[]> {
   const calls = batchCalls(ctx, actions);
-  const batchCtx = { ...ctx, sender: { ...ctx.batchSender!, simulate: async () => {} } };
   const l = batchLog(log, actions);
-  const { outcome, receipt } = await executeForReceipt(batchCtx, { method: "aggregate3", args: [calls], gasLimit }, l);
+  const call: Call = { method: "aggregate3", args: [calls], gasLimit, simulate: false };
+  const { outcome, receipt } = await executeForReceipt({ ...ctx, sender: ctx.batchSender! }, call, l);
   if (gasLimit !== undefined && outcome.kind === "failed") return shortOfGas(actions, gasLimit, outcome.error, l);
   if (outcome.kind !== "confirmed") return actions.map((action) => ({ action, outcome }));
   return outcomesFromReceipt(ctx, actions, calls, outcome, receipt, log);
