@@ -6,10 +6,16 @@ import { u32Stream, uniformSymmetric } from "./prng.ts";
 import type { DataSpec, Dataset } from "./types.ts";
 
 const cache = new Map<string, Dataset>();
+/** Async loads in progress, so two callers of one spec share one parse. */
+const loading = new Map<string, Promise<Dataset>>();
 const ZERO_SEED = "0x" + "00".repeat(32);
 
 export function loadDataset(spec: DataSpec): Dataset {
-  return cached(spec, () => (spec.kind === "mnist" ? loadMnist(spec.heldoutPerClass) : makeBlobs(spec)));
+  const key = JSON.stringify(spec);
+  return (
+    cache.get(key) ??
+    remember(key, checkCount(spec, spec.kind === "mnist" ? loadMnist(spec.heldoutPerClass) : makeBlobs(spec)))
+  );
 }
 
 /**
@@ -17,28 +23,37 @@ export function loadDataset(spec: DataSpec): Dataset {
  * provider agent loads it while it heartbeats for its new job, and one blocking parse of all ten files (seconds
  * on a busy machine) would starve the beats past the coordinator's timeout (issue 14's soak).
  */
-export async function loadDatasetAsync(spec: DataSpec, useCache = true): Promise<Dataset> {
-  const build = async () => {
-    if (spec.kind !== "mnist") return makeBlobs(spec);
-    const parts: Split[] = [];
-    for (let digit = 0; digit < 10; digit++) {
-      await new Promise((resolve) => setImmediate(resolve));
-      parts.push(readDigit(digit));
-    }
-    return mnistDataset(parts, spec.heldoutPerClass);
-  };
-  if (!useCache) return checkCount(spec, await build());
-  return cache.get(JSON.stringify(spec)) ?? cached(spec, await build());
+export function loadDatasetAsync(spec: DataSpec, useCache = true): Promise<Dataset> {
+  if (!useCache) return parseYielding(spec).then((ds) => checkCount(spec, ds));
+  const key = JSON.stringify(spec);
+  const hit = cache.get(key);
+  if (hit) return Promise.resolve(hit);
+  let load = loading.get(key);
+  if (!load) {
+    load = parseYielding(spec)
+      .then((ds) => remember(key, checkCount(spec, ds)))
+      .finally(() => loading.delete(key));
+    loading.set(key, load);
+  }
+  return load;
 }
 
-function cached(spec: DataSpec, ds: Dataset | (() => Dataset)): Dataset {
-  const key = JSON.stringify(spec);
-  let hit = cache.get(key);
-  if (!hit) {
-    hit = checkCount(spec, typeof ds === "function" ? ds() : ds);
-    cache.set(key, hit);
+async function parseYielding(spec: DataSpec): Promise<Dataset> {
+  if (spec.kind !== "mnist") return makeBlobs(spec);
+  const parts: Split[] = [];
+  for (let digit = 0; digit < 10; digit++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    parts.push(readDigit(digit));
   }
-  return hit;
+  return mnistDataset(parts, spec.heldoutPerClass);
+}
+
+/** The cached data set for `key`: the one already there (a load that finished first), else `ds`. */
+function remember(key: string, ds: Dataset): Dataset {
+  const hit = cache.get(key);
+  if (hit) return hit;
+  cache.set(key, ds);
+  return ds;
 }
 
 function checkCount(spec: DataSpec, ds: Dataset): Dataset {
