@@ -24,9 +24,9 @@ export interface ProviderSummary {
 const arg = (e: LedgerEntry, k: string) => e.args[k];
 const addr = (e: LedgerEntry, k: string) => String(arg(e, k)).toLowerCase();
 
-/** Names for the verifier Safe's owners, in the Safe's order: "verifier 1", "verifier 2", … (keys lowercase). */
+/** Names for the verifier Safe's owners, in the Safe's order: "verifier1", "verifier2", … as `npm start` and the dashboard name them (keys lowercase). */
 export function verifierNames(owners: string[]): Record<string, string> {
-  return Object.fromEntries(owners.map((o, i) => [o.toLowerCase(), `verifier ${i + 1}`]));
+  return Object.fromEntries(owners.map((o, i) => [o.toLowerCase(), `verifier${i + 1}`]));
 }
 
 /** "name (address)" when the address has a name in `names`, else the address. */

@@ -92,7 +92,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
     };
     await send(c.escrow.createJob(request));
     await send(as(TEST_KEYS.coordinator).escrow.assign(1n, mallory.address));
-    // Step 10 accepted (10 steps credited), step 20 refused with a fault at step 17 found by verifier 3.
+    // Step 10 accepted (10 steps credited), step 20 refused with a fault at step 17 found by verifier3.
     const domain = escrowDomain(chainId, d.escrow);
     const verifiers = [new Wallet(TEST_KEYS.verifier1), new Wallet(TEST_KEYS.verifier2)];
     const keeper = as(TEST_KEYS.keeper).escrow;
@@ -123,10 +123,10 @@ describe("gpuchain explain / wallet after a real slash", function () {
     rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
   });
 
-  it("explain says the provider was slashed: fault at step 17, found by verifier 3 (its address)", async function () {
+  it("explain says the provider was slashed: fault at step 17, found by verifier3 (its address)", async function () {
     const r = await runCli(["explain", "1", "--rpc", rpc, "--deployment", file]);
     expect(r.code, r.stderr + r.stdout).to.equal(0);
-    const by = `found by verifier 3 \\(${finder.address}\\)`;
+    const by = `found by verifier3 \\(${finder.address}\\)`;
     expect(r.stdout).to.match(
       new RegExp(
         `^  ${mallory.address.toLowerCase()}: 10 steps accepted, 1 refused, earned 0\\.000000 USDC ` +
@@ -135,7 +135,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
         "mi",
       ),
     );
-    expect(r.stdout).to.match(/slashed: fault at step 17, found by verifier 3; 1\.000000 USDC of stake to the client/);
+    expect(r.stdout).to.match(/slashed: fault at step 17, found by verifier3; 1\.000000 USDC of stake to the client/);
     expect(r.stdout).to.match(/rebuilt from events agrees with the contract's state/);
   });
 
@@ -152,7 +152,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
     );
     expect(r.stdout).to.match(
       new RegExp(
-        `^  job 1 as provider: 10 steps accepted, 1 refused — slashed: fault at step 17, found by verifier 3 `,
+        `^  job 1 as provider: 10 steps accepted, 1 refused — slashed: fault at step 17, found by verifier3 `,
         "m",
       ),
     );

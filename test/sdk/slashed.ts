@@ -46,7 +46,7 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
     const owners = (await safe.getOwners()) as string[];
     expect(owners.map((o) => o.toLowerCase())).to.have.members(p.verifiers.map((v) => v.address.toLowerCase()));
     expect(names).to.deep.equal(verifierNames(owners));
-    expect(names[owners[2].toLowerCase()]).to.equal("verifier 3");
+    expect(names[owners[2].toLowerCase()]).to.equal("verifier3");
     expect(labelOf(p.stranger.address, names)).to.equal(p.stranger.address);
   });
 
@@ -54,7 +54,7 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
     const { p, jobId, ledger } = await slashedJob();
     const names = await verifierNamesOn(p.escrow.runner!, p.safeAddress);
     const finder = labelOf(p.verifier3.address.toLowerCase(), names);
-    expect(finder).to.match(/^verifier [123] \(0x[0-9a-f]{40}\)$/);
+    expect(finder).to.match(/^verifier[123] \(0x[0-9a-f]{40}\)$/);
     const [s] = providerSummaries(ledger.jobs.get(jobId)!, names);
     expect(s.provider).to.equal(p.provider1.address.toLowerCase());
     expect(s.slashed).to.equal(MIN_STAKE);
@@ -78,7 +78,7 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
     };
     const lines = jobNarrative(ledger.jobs.get(jobId)!, names);
     const slashLine = lines.find((l) => l.includes("slashed"));
-    expect(slashLine).to.match(/provider1 slashed: fault at step 17, found by verifier [123];/);
+    expect(slashLine).to.match(/provider1 slashed: fault at step 17, found by verifier[123];/);
     expect(slashLine).to.contain(`${formatUsdc(10n * PRICE.provider1)} of unclaimed earnings voided`);
     const book = stakeBookOf(ledger, p.provider1.address);
     expect(book).to.deep.equal({ deposited: STAKE - MIN_STAKE, locked: 0n, unbonding: 0n, slashed: MIN_STAKE });
