@@ -34,25 +34,43 @@ if (wantsHelp(argv)) {
   console.log(USAGE);
   process.exit(0);
 }
+const debug = argv.includes("--debug");
 try {
   parseFlags(argv, { debug: { type: "boolean", default: false }, help: { type: "boolean", short: "h" } });
   const stray = argv.find((a) => !a.startsWith("-"));
   if (stray !== undefined)
     throw new UsageError(`unexpected argument "${stray}": npm run bench takes no arguments`, true);
-  const benchStarted = performance.now();
-  for (const [name, run] of parts) {
-    progress(`${name} …`);
-    const started = performance.now();
-    for (const [key, value] of Object.entries(await run())) console.log(`${key}: ${value}`);
-    progress(`${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  }
-  console.log(`bench_total_seconds: ${Math.round((performance.now() - benchStarted) / 100) / 10}`);
 } catch (err) {
-  // One line, like every command: usage errors exit 2, failures 1; the stack only with --debug.
+  // One line, like every command: usage errors exit 2; the stack only with --debug.
   const usage = err instanceof UsageError;
-  const line = String((err as Error)?.message ?? err).split("\n")[0];
-  console.error(`npm run bench: ${line}${usage && err.showUsage ? `\n\n${USAGE}` : ""}`);
-  if (argv.includes("--debug")) console.error((err as Error)?.stack);
+  console.error(`npm run bench: ${firstLine(err)}${usage && err.showUsage ? `\n\n${USAGE}` : ""}`);
+  if (debug) console.error((err as Error)?.stack);
   process.exit(usage ? 2 : 1);
 }
+
+// Every part runs, also after one fails: a broken part must not hide the others' figures.
+const failed: string[] = [];
+const benchStarted = performance.now();
+for (const [name, run] of parts) {
+  progress(`${name} …`);
+  const started = performance.now();
+  try {
+    for (const [key, value] of Object.entries(await run())) console.log(`${key}: ${value}`);
+    progress(`${name} done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  } catch (err) {
+    failed.push(name);
+    console.error(`npm run bench: ${name} failed: ${firstLine(err)}`);
+    if (debug) console.error((err as Error)?.stack);
+  }
+}
+console.log(`bench_total_seconds: ${Math.round((performance.now() - benchStarted) / 100) / 10}`);
+console.log(`bench_failed_parts: ${failed.length}`);
+if (failed.length) {
+  console.error(`npm run bench: ${failed.length} of ${parts.length} parts failed: ${failed.join("; ")}`);
+  process.exit(1);
+}
 process.exit(0);
+
+function firstLine(err: unknown): string {
+  return String((err as Error)?.message ?? err).split("\n")[0];
+}
