@@ -7,7 +7,7 @@
  * The parts: network.ts (where it runs), actors.ts (who takes part), watch.ts (following the job on chain),
  * settlement.ts (the books and the promises), report.ts (the closing lines), status.ts (the live line).
  */
-import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { JsonRpcProvider } from "ethers";
 import { connectChecked, connectProtocol } from "../sdk/contracts.ts";
@@ -20,6 +20,7 @@ import { budgetOf, createJob, PROVIDER_NAMES, prepareActors, providersRegistered
 import { externalNetwork, localNetwork, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
+import { markLive, pruneEndedStores } from "./runDirs.ts";
 import { renderChildLine } from "./render.ts";
 import { runStore, type RunStore } from "./s3.ts";
 import { scenarioHosts, type HostNet } from "./hosts.ts";
@@ -32,9 +33,10 @@ import { startDashboardServer, type DashboardServer } from "../dashboard/server/
 export type { ScenarioOptions, ScenarioResult } from "./types.ts";
 
 export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
-  pruneOldStores(path.dirname(o.runDir), o.runDir);
+  pruneEndedStores(path.dirname(o.runDir), o.runDir);
   rmSync(o.runDir, { recursive: true, force: true });
   mkdirSync(o.runDir, { recursive: true });
+  const unmark = markLive(o.runDir);
   const recorder = new Recorder(path.join(o.runDir, "recording.jsonl"));
   const status = new StatusLine(o.print, o.liveStatus === true, o.totalSteps);
   let quiet = false; // once stopping: the children's shutdown chatter is recorded, not shown
@@ -107,6 +109,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     hostNet?.destroy();
     provider?.destroy();
     await recorder.close();
+    unmark();
     // A local chain is gone with this run; its deployment journal would only mislead the next one.
     if (!o.external) rmSync(path.join("ignition", "deployments", o.deploymentId), { recursive: true, force: true });
     if (count > 0) o.print(`stopped the ${count} processes this run started`);
@@ -202,19 +205,6 @@ function followChild(status: StatusLine, name: string, line: string): void {
     if (Number(r.step) === status.current.pendingStep) {
       status.update({ signed: Number(r.signatures), threshold: Number(r.threshold) });
     }
-  }
-}
-
-/**
- * Earlier runs beside this one keep their recordings; their checkpoint stores (hundreds of MB for MNIST) are
- * removed. Only folders that are runs (they hold a recording.jsonl) are touched.
- */
-function pruneOldStores(runsDir: string, current: string) {
-  if (!existsSync(runsDir)) return;
-  for (const entry of readdirSync(runsDir, { withFileTypes: true })) {
-    const dir = path.join(runsDir, entry.name);
-    if (!entry.isDirectory() || dir === current || !existsSync(path.join(dir, "recording.jsonl"))) continue;
-    rmSync(path.join(dir, "store"), { recursive: true, force: true });
   }
 }
 
