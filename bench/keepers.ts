@@ -324,6 +324,10 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
   out.keeper_first_tick_ms_1000_running_jobs_1000_providers = round(cold.readMs + cold.decideMs);
   out.keeper_first_tick_cpu_ms_1000_running_jobs_1000_providers = round(coldCpu);
   out.keeper_first_tick_read_ms_jobs_1000_running = round(restarted.chain.last.ms!.jobs);
+  out.keeper_first_tick_read_ms_logs_1000_running = round(restarted.chain.last.ms!.logs);
+  out.keeper_first_tick_read_ms_providers_1000_running = round(restarted.chain.last.ms!.providers);
+  out.keeper_first_tick_decide_ms_1000_running = round(cold.decideMs);
+  out.keeper_first_tick_logs_1000_running = restarted.chain.last.logs;
   out.keeper_first_tick_running_jobs_read = restarted.chain.last.jobsRead;
   out.keeper_rpc_calls_first_tick_1000_running = proxy.total();
 

@@ -1,8 +1,9 @@
 /**
  * The coordinator's picture of the chain, kept up to date from events instead of re-read every tick: each tick
  * fetches the escrow's and the registry's logs since the last tick (one getLogs per 10 000 blocks), re-reads only
- * the jobs and providers those logs name (and jobs created since), batched through Multicall3, and learns fencing
- * from CheckpointRefused. A tick with nothing new costs a handful of requests whatever the number of jobs.
+ * the jobs those logs name (and jobs created since), batched through Multicall3, folds each provider's offer and
+ * stake from its registry events (stakeBook.ts), and learns fencing from CheckpointRefused. A tick with nothing new
+ * costs a handful of requests whatever the number of jobs.
  *
  * Why it is enough: every escrow function that changes a job emits an event naming the job, and a job's Open or
  * Running status is never derived from the clock (only Settleable and ArbiterTimedOut are, which the coordinator
@@ -27,6 +28,7 @@ import { readRawLogs, type RawLog } from "../../sdk/logRange.ts";
 import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
+import { isStakeEvent, STAKE_EVENTS, StakeBook } from "./stakeBook.ts";
 import { TrackRecords } from "./trackRecord.ts";
 
 const LOG_CHUNK = 10_000;
@@ -58,7 +60,7 @@ export interface ChainViewStats {
   jobsFromEvents?: number;
   /** Providers whose view was refreshed (named by a registry event). */
   providersRead: number;
-  /** Of those, the ones whose stake had to be read (stakeOf): a lock, release, slash or unbonding moved it. */
+  /** Of those, the ones read with quote and stakeOf: only those whose ProviderRegistered could not be decoded. */
   stakesRead?: number;
   logs: number;
   /** Where the refresh's time went, ms: the log scan, the job reads, the provider reads. */
@@ -95,10 +97,8 @@ export class CoordinatorChainView {
   private readonly registryData = new Map<string, (data: string) => Record<string, unknown>>();
   /** Each registered provider's offer, from its events (lower-case address). */
   private readonly offers = new Map<string, { pricePerStep: bigint; memoryMiB: number; active: boolean }>();
-  /** Stake deposited per provider, from StakeDeposited (its running total): its free stake while nothing else moved. */
-  private readonly deposited = new Map<string, bigint>();
-  /** Providers whose stake a lock, release, slash, unbonding or withdrawal moved: read with stakeOf. */
-  private readonly stakeMoved = new Set<string>();
+  /** Each registered provider's stake as the registry's stake events state it (stakeBook.ts). */
+  private readonly stakes = new StakeBook();
   private stakesRead = 0;
   private readonly escrowLower: string;
   last: ChainViewStats = { jobsRead: 0, providersRead: 0, logs: 0 };
@@ -117,7 +117,7 @@ export class CoordinatorChainView {
     this.decodeQuote = staticDecoder(this.registryIface, "quote");
     this.decodeStake = staticDecoder(this.registryIface, "stakeOf");
     this.decodeCreated = wordDecoder(this.escrowIface.getEvent("JobCreated")!.inputs.filter((i) => !i.indexed));
-    for (const name of ["ProviderRegistered", "ProviderUpdated", "StakeDeposited"]) {
+    for (const name of ["ProviderRegistered", "ProviderUpdated", ...STAKE_EVENTS]) {
       const decode = wordDecoder(
         this.registryIface.getEvent(name)!.inputs.filter((i) => !i.indexed),
         true,
@@ -228,21 +228,25 @@ export class CoordinatorChainView {
   }
 
   /**
-   * A provider's offer and deposits as its events state them: registered (active, price, memory), updated (price,
-   * memory), deactivated, reactivated, deposited (the new total). Any other stake event: its stake is read instead.
+   * A provider's offer and stake as its events state them: registered (active, price, memory), updated (price,
+   * memory), deactivated, reactivated, and every stake event (stakeBook.ts). A provider registered before the scan
+   * began has no offer here: it is read with quote and stakeOf instead.
    */
   private applyRegistry(name: string, key: string, log: RawLog): void {
     const data = this.registryData.get(name)?.(log.data) as Record<string, bigint> | undefined;
     const offer = this.offers.get(key);
     if (name === "ProviderRegistered" && data) {
       this.offers.set(key, { pricePerStep: data.pricePerStep, memoryMiB: Number(data.memoryMiB), active: true });
+      this.stakes.registered(key);
     } else if (name === "ProviderUpdated" && data && offer) {
       offer.pricePerStep = data.pricePerStep;
       offer.memoryMiB = Number(data.memoryMiB);
     } else if (name === "ProviderDeactivated" && offer) offer.active = false;
     else if (name === "ProviderReactivated" && offer) offer.active = true;
-    else if (name === "StakeDeposited" && data) this.deposited.set(key, data.deposited);
-    else this.stakeMoved.add(key);
+    else if (data && isStakeEvent(name)) {
+      const jobId = log.topics[2] === undefined ? undefined : BigInt(log.topics[2]);
+      this.stakes.apply(key, { name, jobId, ...data });
+    }
   }
 
   /** The job as `createJob` stored it, from its JobCreated log (undefined: not decodable here, read it instead). */
@@ -287,17 +291,17 @@ export class CoordinatorChainView {
     }
   }
 
-  /** Refreshes each named provider: its offer from its events, its stake from deposits or, once moved, stakeOf. */
+  /** Refreshes each named provider from its events; one whose registration was not seen is read (quote, stakeOf). */
   private async readProviders(addresses: string[], block: number): Promise<void> {
     const known = addresses.filter((a) => this.registered.has(a));
-    const toRead = known.filter((a) => this.stakeMoved.has(a.toLowerCase()) || !this.offers.has(a.toLowerCase()));
+    const toRead = known.filter((a) => !this.offers.has(a.toLowerCase()));
     const stakes = await this.readStakes(toRead, block);
     this.stakesRead = toRead.length;
     for (const address of known) {
       const key = address.toLowerCase();
       const read = stakes.get(key);
       const offer = read?.offer ?? this.offers.get(key)!;
-      const stakeFree = read ? read.stakeFree : (this.deposited.get(key) ?? 0n);
+      const stakeFree = read ? read.stakeFree : this.stakes.free(key);
       this.providers.set(key, { address, ...offer, registered: true, stakeFree });
     }
   }

@@ -12,7 +12,7 @@ import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { batchReader } from "../../sdk/multicall.ts";
 import type { CoordinatorJob } from "../../keepers/coordinator/decide.ts";
 import { readJob } from "../../sdk/job.ts";
-import { signDecision } from "../helpers/fixture.ts";
+import { depositStake, faultAt, MIN_STAKE, signDecision, signFault } from "../helpers/fixture.ts";
 import {
   beat,
   ckpt,
@@ -20,6 +20,7 @@ import {
   ethers,
   load,
   manualClock,
+  networkHelpers,
   reportAndAccept,
   submitVerdict,
   testContext,
@@ -165,11 +166,11 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     expect(keeper.chain.last).to.deep.include({ jobsFromEvents: 3, stakesRead: 0 });
     expect(counts.get("call")).to.be.greaterThanOrEqual(3);
     const before = counts.get("call")!;
-    // The two assignments' events: those two jobs re-read (jobOf), and their assignees' locked stakes (quote +
-    // stakeOf), plus coordinator and jobCount, each its own eth_call.
+    // The two assignments' events: those two jobs re-read (jobOf), plus coordinator and jobCount, each its own
+    // eth_call; the assignees' locked stakes come from StakeLocked.
     await keeper.tick();
-    expect(keeper.chain.last).to.deep.include({ jobsRead: 2, stakesRead: 2 });
-    expect(counts.get("call")! - before).to.be.greaterThanOrEqual(2 + 2 * 2 + 2);
+    expect(keeper.chain.last).to.deep.include({ jobsRead: 2, stakesRead: 0 });
+    expect(counts.get("call")! - before).to.be.greaterThanOrEqual(2 + 2);
     for (const id of [1n, 2n]) {
       expect(decided(keeper.chain.jobs.get(id)!)).to.deep.equal(decided(await readJob(p.escrow, id)));
     }
@@ -184,31 +185,119 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     expect(decided(keeper.chain.jobs.get(1n)!)).to.deep.equal(decided(await readJob(p.escrow, 1n)));
   });
 
-  it("providers from their events, field for field as quote and stakeOf read them; a moved stake is read", async function () {
+  it("providers' offers and stakes from their events alone, as quote and stakeOf read them, through every stake event", async function () {
     const p = await load();
-    await createJob(p);
-    await p.registry.connect(p.provider2).update(777n, 0, "bench-gpu", 8_192);
-    await p.registry.connect(p.provider3).deactivate();
-    await p.registry.connect(p.provider3).reactivate();
-    await p.registry.connect(p.provider3).deactivate();
-    await p.registry.connect(p.provider2).requestUnbond(1n);
-    await p.escrow.connect(p.coordinator).assign(1n, p.provider1.address); // locks provider1's stake
-    const { keeper } = await coordinatorOn(p);
-    await keeper.tick();
-    // provider1 (locked) and provider2 (unbonding) read; provider3 from its events alone.
-    expect(keeper.chain.last.stakesRead).to.equal(2);
-    for (const w of [p.provider1, p.provider2, p.provider3]) {
-      const [pricePerStep, memoryMiB, active] = await p.registry.quote(w.address);
-      const st = await p.registry.stakeOf(w.address);
-      expect(keeper.chain.providers.get(w.address.toLowerCase()), w.address).to.deep.equal({
-        address: w.address,
-        pricePerStep,
-        memoryMiB: Number(memoryMiB),
-        active,
-        registered: true,
-        stakeFree: st.deposited - st.locked - st.unbonding,
-      });
+    const follower = await coordinatorOn(p);
+    const providers = [p.provider1, p.provider2, p.provider3];
+    /** Each provider's view in `keeper` equals quote and stakeOf now. */
+    const expectChain = async (keeper: typeof follower.keeper, when: string) => {
+      for (const w of providers) {
+        const [pricePerStep, memoryMiB, active] = await p.registry.quote(w.address);
+        const st = await p.registry.stakeOf(w.address);
+        expect(keeper.chain.providers.get(w.address.toLowerCase()), `${when}: ${w.address}`).to.deep.equal({
+          address: w.address,
+          pricePerStep,
+          memoryMiB: Number(memoryMiB),
+          active,
+          registered: true,
+          stakeFree: st.deposited - st.locked - st.unbonding,
+        });
+      }
+    };
+    const hash = ckpt(1n, 20, "fabricated");
+    const steps: [string, () => Promise<unknown>][] = [
+      [
+        "two jobs",
+        async () => {
+          await createJob(p, { totalSteps: 40, checkpointInterval: 10 });
+          await createJob(p, {
+            totalSteps: 40,
+            checkpointInterval: 10,
+            maxPricePerStep: 300_000n,
+            budget: 12_000_000n,
+          });
+        },
+      ],
+      [
+        "repriced, toggled",
+        async () => {
+          await p.registry.connect(p.provider2).update(777n, 0, "bench-gpu", 8_192);
+          await p.registry.connect(p.provider3).deactivate();
+          await p.registry.connect(p.provider3).reactivate();
+          await p.registry.connect(p.provider3).deactivate();
+        },
+      ],
+      ["locked", () => p.escrow.connect(p.coordinator).assign(1n, p.provider1.address)],
+      ["lock grown by an accepted checkpoint", () => reportAndAccept(p, 1n, p.provider1, 10)],
+      [
+        "slashed",
+        async () => {
+          await p.escrow.connect(p.provider1).reportCheckpoint(1n, 1n, 20, hash);
+          const fault = faultAt(p, 17, p.verifier3.address);
+          const sigs = await signFault(p, 1n, 1n, 20, hash, fault);
+          await p.escrow.connect(p.stranger).refuseWithFault(1n, 1n, 20, hash, fault, sigs);
+        },
+      ],
+      [
+        "locked, a checkpoint pending, unassigned (the lock stays)",
+        async () => {
+          await p.escrow.connect(p.coordinator).assign(2n, p.provider2.address);
+          await p.escrow.connect(p.provider2).reportCheckpoint(2n, 1n, 10, ckpt(2n, 10));
+          await p.escrow.connect(p.coordinator).unassign(2n);
+        },
+      ],
+      [
+        "re-assigned at a higher price: the job's lock topped up",
+        async () => {
+          await p.registry.connect(p.provider2).update(250_000n, 0, "bench-gpu", 8_192);
+          await p.escrow.connect(p.coordinator).assign(2n, p.provider2.address);
+        },
+      ],
+      [
+        "unassigned, its checkpoint accepted: released",
+        async () => {
+          await p.escrow.connect(p.coordinator).unassign(2n);
+          const sigs = await signDecision(p, 2n, 1n, 10, ckpt(2n, 10), true);
+          await p.escrow.connect(p.stranger).acceptCheckpoint(2n, 1n, 10, ckpt(2n, 10), sigs);
+        },
+      ],
+      [
+        "re-assigned after the release: a fresh lock",
+        () => p.escrow.connect(p.coordinator).assign(2n, p.provider2.address),
+      ],
+      ["deposited", () => depositStake(p, p.provider2, 3n)],
+      ["unbonding", () => p.registry.connect(p.provider2).requestUnbond(2n)],
+      [
+        "withdrawn",
+        async () => {
+          await networkHelpers.time.increase(await p.registry.unbondingDelay());
+          await p.registry.connect(p.provider2).withdrawStake();
+        },
+      ],
+    ];
+    for (const [when, step] of steps) {
+      await step();
+      await follower.keeper.tick();
+      expect(follower.keeper.chain.last.stakesRead, when).to.equal(0);
+      await expectChain(follower.keeper, when);
     }
+    const locks = await p.registry.queryFilter(p.registry.filters.StakeLocked(p.provider2.address, 2n));
+    expect(locks.map((l) => l.args.amount)).to.deep.equal([MIN_STAKE, 2_500_000n, 2_500_000n]); // grown; fresh
+    // Every kind of stake event happened; a restarted coordinator folds them all at once, reading no stake.
+    for (const e of [
+      "StakeDeposited",
+      "StakeLocked",
+      "StakeReleased",
+      "StakeSlashed",
+      "UnbondingStarted",
+      "StakeWithdrawn",
+    ]) {
+      expect(await p.registry.queryFilter(p.registry.filters[e as "StakeLocked"]()), e).to.not.be.empty;
+    }
+    const restarted = await coordinatorOn(p);
+    await restarted.keeper.tick();
+    expect(restarted.keeper.chain.last).to.deep.include({ providersRead: 3, stakesRead: 0 });
+    await expectChain(restarted.keeper, "restarted");
   });
 
   it("restarted, it rebuilds from events the view a coordinator that followed along holds", async function () {
