@@ -328,6 +328,9 @@ export async function benchKeepers(progress: Progress = () => {}): Promise<Recor
   out.keeper_first_tick_read_ms_providers_1000_running = round(restarted.chain.last.ms!.providers);
   out.keeper_first_tick_decide_ms_1000_running = round(cold.decideMs);
   out.keeper_first_tick_logs_1000_running = restarted.chain.last.logs;
+  // Of the read time, what the chain itself took to answer (summed over requests, which may overlap).
+  out.keeper_first_tick_node_ms_eth_call_1000_running = round(proxy.millis.get("eth_call") ?? 0);
+  out.keeper_first_tick_node_ms_eth_getLogs_1000_running = round(proxy.millis.get("eth_getLogs") ?? 0);
   out.keeper_first_tick_running_jobs_read = restarted.chain.last.jobsRead;
   out.keeper_rpc_calls_first_tick_1000_running = proxy.total();
 
