@@ -7,6 +7,7 @@
  */
 import path from "node:path";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
+import { JsonRpcClient } from "../sdk/jsonRpc.ts";
 import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../sdk/args.ts";
 import { connectProtocol, protocolInterfaces } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
@@ -140,7 +141,7 @@ export async function connectRpc(url: string, logger: Logger, signal: AbortSigna
   );
   // A static network: an RPC outage later fails calls (and they are retried) instead of hanging the provider.
   const network = Network.from(chainId);
-  const provider = new JsonRpcProvider(url, network, {
+  const provider = new JsonRpcClient(url, network, {
     staticNetwork: network,
     pollingInterval: 500,
     cacheTimeout: -1,

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Contract, FetchRequest, Interface, JsonRpcProvider, Network, type ContractRunner } from "ethers";
+import { JsonRpcClient } from "./jsonRpc.ts";
 import type { JobEscrow, ProviderRegistry, TestUSDC } from "../types/ethers-contracts/index.ts";
 import { DeploymentError, type Deployment } from "./deployment.ts";
 import { UsageError } from "./args.ts";
@@ -53,7 +54,7 @@ export function connectProtocol(deployment: Deployment, runner: ContractRunner):
  * request count of every keeper tick).
  */
 export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
-  const provider = new JsonRpcProvider(url, undefined, { polling: true, cacheTimeout: -1, staticNetwork: true });
+  const provider = new JsonRpcClient(url, undefined, { polling: true, cacheTimeout: -1, staticNetwork: true });
   provider.pollingInterval = pollingMs;
   return provider;
 }
@@ -143,7 +144,7 @@ export function staticProvider(url: string, chainId: bigint, timeoutMs: number, 
   const request = new FetchRequest(url);
   request.timeout = timeoutMs;
   const network = Network.from(chainId);
-  const provider = new JsonRpcProvider(request, network, { staticNetwork: network, polling: true, cacheTimeout: -1 });
+  const provider = new JsonRpcClient(request, network, { staticNetwork: network, polling: true, cacheTimeout: -1 });
   provider.pollingInterval = pollingMs;
   return provider;
 }

@@ -5,6 +5,7 @@
  * The history is kept, so every new viewer starts from the whole run — the same way a recording plays.
  */
 import { Contract, JsonRpcProvider, Network, type Interface, type Log } from "ethers";
+import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
 import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
@@ -122,7 +123,7 @@ export class LiveFeed {
       // Ask the chain id first, plainly: an ethers provider on a chain that is down retries and logs forever.
       const chainId = await rpcChainId(this.o.rpc, 5000);
       const network = Network.from(chainId);
-      this.provider = new JsonRpcProvider(this.o.rpc, network, {
+      this.provider = new JsonRpcClient(this.o.rpc, network, {
         staticNetwork: network,
         polling: false,
         cacheTimeout: -1,
