@@ -13,6 +13,7 @@ import {
   defaultSegmentSteps,
   encodeCheckpoint,
   encodeState,
+  stateHash,
   storedSteps,
   type Checkpoint,
   type TrainingState,
@@ -62,11 +63,28 @@ export interface Upload {
  */
 const encoded = new WeakMap<TrainingState, { hash: string; bytes?: Uint8Array }>();
 
-/** Remembers `state`'s encoding (`keep`: its bytes too); returns its hash. */
-export function noteState(state: TrainingState, bytes: Uint8Array, keep: boolean): string {
-  const hash = blobHash(bytes);
-  encoded.set(state, { hash, bytes: keep ? bytes : undefined });
-  return hash;
+/** Remembers `state`'s hash, and with `keep` its bytes too (returned: a boundary state's upload). */
+export function noteState(state: TrainingState, keep: boolean): Uint8Array | undefined {
+  if (!keep) {
+    encoded.set(state, { hash: stateHash(state) });
+    return undefined;
+  }
+  const bytes = encodeState(state);
+  encoded.set(state, { hash: blobHash(bytes), bytes });
+  return bytes;
+}
+
+/**
+ * A noted state without its tensors, for a segment to keep in its place: its hash is all a checkpoint needs of a
+ * state it will not upload. Keeping 500 states of 400 kB each for an interval made the garbage collector cost the
+ * trainer a quarter of its speed (MNIST, 2-core machine: 101 → 76 steps/s with hashing). Unnoted: kept whole.
+ */
+export function hashedOnly(state: TrainingState): TrainingState {
+  const noted = encoded.get(state);
+  if (!noted || noted.bytes) return state;
+  const slim: TrainingState = { step: state.step, weights: [], momentum: [] };
+  encoded.set(slim, { hash: noted.hash });
+  return slim;
 }
 
 const hashOf = (s: TrainingState) => encoded.get(s)?.hash ?? blobHash(encodeState(s));

@@ -14,6 +14,11 @@ export interface TrainHooks {
   afterStep?: (step: number, loss: number, state: TrainingState) => void | Promise<void>;
   /** die-at:N: called right after step N (the default throws; the agent kills its process). */
   die?: (step: number) => void;
+  /**
+   * Called on each state once the next one is trained (it is no longer an input): what the segment keeps of it.
+   * The agent keeps only a hash of states it will never upload (segment.ts `hashedOnly`); default: all of it.
+   */
+  retire?: (state: TrainingState) => TrainingState;
 }
 
 /** Returned when a hook abandoned the segment before its end. */
@@ -34,13 +39,14 @@ export async function trainSegment(
   const claimed = toStep - from;
   const toTrain = behaviour.stepsToTrain(claimed);
   const opts = behaviour.stepOptions(start.seed);
-  const states = [];
+  const states: TrainingState[] = [];
   let state = start.start;
   let loss = Number.NaN;
   for (let i = 0; i < toTrain; i++) {
     const step = from + i + 1;
     if (hooks.beforeStep && !(await hooks.beforeStep(step))) return { abandoned: true, atStep: state.step };
     ({ state, loss } = await trainer.trainStep(state, start.seed, step, opts));
+    if (hooks.retire && states.length) states[states.length - 1] = hooks.retire(states[states.length - 1]);
     states.push(state);
     await hooks.afterStep?.(step, loss, state);
     if (behaviour.diesAfter(step)) {

@@ -17,7 +17,6 @@ import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
 import {
   defaultSegmentSteps,
-  encodeState,
   initialState,
   loadTemplate,
   storedSteps,
@@ -46,7 +45,7 @@ import {
 import type { OldCheckpoint, ProviderBehaviour } from "./behaviour.ts";
 import type { Liveness } from "./liveness.ts";
 import type { Progress } from "./progress.ts";
-import { noteState } from "./segment.ts";
+import { hashedOnly, noteState } from "./segment.ts";
 import { isAbandoned, trainSegment } from "./train.ts";
 import type { TrainerPool } from "./trainers.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
@@ -388,11 +387,12 @@ class JobRun {
       ctx.behaviour,
       {
         beforeStep: () => !this.ended && !ctx.deps.signal.aborted && generation === this.generation,
+        retire: hashedOnly, // boundary states keep their bytes (noteState), the others only their hash
         afterStep: async (step, loss, state) => {
-          // Hashed now, step by step (the checkpoint's build at the end then only looks the hashes up).
-          const bytes = encodeState(state);
-          noteState(state, bytes, boundaries.has(step));
-          if (boundaries.has(step)) await uploads.offer(bytes);
+          // Hashed now, step by step (the checkpoint's build at the end then only looks the hashes up); only a
+          // boundary state is encoded, for its upload.
+          const bytes = noteState(state, boundaries.has(step));
+          if (bytes) await uploads.offer(bytes);
           trained++;
           this.record.trainedSteps++;
           // --step-log: the agent's own record of every trained step (debug; the exact lost-work figure).

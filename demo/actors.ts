@@ -87,7 +87,10 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
       p.name,
       [
         ...[cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
-        ...["--store", store, "--coordinator", coordinatorUrl, "--step-log"],
+        ...["--store", store, "--coordinator", coordinatorUrl],
+        // Every trained step logged (the exact work-lost figure) only by the provider this run kills or cuts off:
+        // a line per step costs the trainer and this process time (issue 14's long job).
+        ...(p.name === "alice" && (o.kill || o.hosts) ? ["--step-log"] : []),
         ...(d ? ["--heartbeat-ms", String(d.beatMs)] : []),
         ...extra,
       ],

@@ -1,4 +1,5 @@
 // Bounds-checked little-endian byte writer/reader for the blob formats.
+import { createHash } from "node:crypto";
 import { endianness } from "node:os";
 import { CheckpointFormatError } from "./errors.ts";
 
@@ -42,6 +43,13 @@ export class ByteWriter {
 
   finish(): Uint8Array {
     return new Uint8Array(Buffer.concat(this.parts));
+  }
+
+  /** sha256 of what `finish` would return, 0x-hex, without joining the parts into one buffer first. */
+  sha256(): string {
+    const h = createHash("sha256");
+    for (const p of this.parts) h.update(p);
+    return "0x" + h.digest("hex");
   }
 }
 

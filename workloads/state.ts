@@ -2,7 +2,6 @@
 // State blob layout (little-endian), also the preimage of stateHash:
 //   "GPCSTATE" | u16 version=1 | u64 step | u16 nWeights | tensor* | u16 nMomentum | tensor*
 //   tensor = u8 nameLen | name (utf8) | u8 rank | u32 dims[rank] | f32 data[prod(dims)]
-import { createHash } from "node:crypto";
 import { ByteReader, ByteWriter } from "./bytes.ts";
 import { CheckpointFormatError, NonFiniteError } from "./errors.ts";
 import { u32Stream, uniformSymmetric } from "./prng.ts";
@@ -85,9 +84,14 @@ export function decodeState(bytes: Uint8Array): TrainingState {
   return s;
 }
 
-/** sha256 of the state's canonical encoding, 0x-hex. Equals blobHash(encodeState(s)). */
+/**
+ * sha256 of the state's canonical encoding, 0x-hex. Equals blobHash(encodeState(s)), without building the blob
+ * (the tensors are hashed in place: an agent hashes every state it trains).
+ */
 export function stateHash(s: TrainingState): string {
-  return "0x" + createHash("sha256").update(encodeState(s)).digest("hex");
+  const w = new ByteWriter();
+  writeState(w, s);
+  return w.sha256();
 }
 
 /** Throws NonFiniteError on the first NaN or ±Infinity in weights or momentum. */
