@@ -24,7 +24,10 @@ export interface ProviderSummary {
 const arg = (e: LedgerEntry, k: string) => e.args[k];
 const addr = (e: LedgerEntry, k: string) => String(arg(e, k)).toLowerCase();
 
-/** Names for the verifier Safe's owners, in the Safe's order: "verifier1", "verifier2", … as `npm start` and the dashboard name them (keys lowercase). */
+/**
+ * Names for the verifier Safe's owners, in the Safe's order: "verifier1", "verifier2", … as `npm start` names them
+ * (keys lowercase). The dashboard names them the same way (dashboard/src/model/state.ts).
+ */
 export function verifierNames(owners: string[]): Record<string, string> {
   return Object.fromEntries(owners.map((o, i) => [o.toLowerCase(), `verifier${i + 1}`]));
 }

@@ -29,7 +29,7 @@ export interface StakeEvent {
   unbonding?: bigint;
 }
 
-export interface Stake {
+interface Stake {
   deposited: bigint;
   locked: bigint;
   unbonding: bigint;
@@ -50,12 +50,6 @@ export class StakeBook {
   free(provider: string): bigint {
     const st = this.stakes.get(provider);
     return st ? st.deposited - st.locked - st.unbonding : 0n;
-  }
-
-  /** The stake of `provider` as the registry holds it (undefined when not known). */
-  of(provider: string): Stake | undefined {
-    const st = this.stakes.get(provider);
-    return st && { ...st };
   }
 
   /** One stake event of `provider`, in chain order. A provider not registered in the scan is left to be read. */

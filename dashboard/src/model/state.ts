@@ -2,6 +2,7 @@
  * What the dashboard knows, folded entry by entry from a live stream or a recording (the same code for both).
  * Pure and synchronous: `applyEntry` mutates one `RunState`; playback rebuilds from scratch to seek backwards.
  */
+import { verifierNames } from "../../../sdk/narrative.ts";
 import type { ChainEvent, Entry } from "./entries.ts";
 
 export interface ProviderView {
@@ -399,10 +400,10 @@ function applyMetric(s: RunState, ms: number, source: string, raw: unknown) {
   const d = (raw ?? {}) as Log;
   if (source === "safe" && Array.isArray(d.owners)) {
     s.safe = { threshold: Number(d.threshold), owners: d.owners.length };
-    // The verifier Safe's owners, in the Safe's order: named verifier1, verifier2, … unless a log named them.
-    d.owners.forEach((o, i) => {
-      if (!s.verifiers.has(lower(o))) s.verifiers.set(lower(o), `verifier${i + 1}`);
-    });
+    // The verifier Safe's owners, named as the CLI names them (verifier1, …) unless a log named them.
+    for (const [owner, name] of Object.entries(verifierNames(d.owners.map(String)))) {
+      if (!s.verifiers.has(owner)) s.verifiers.set(owner, name);
+    }
     return;
   }
   if (source === "reserves" && d.held !== undefined) {
