@@ -2,22 +2,29 @@
  * The dashboard's own HTTP server (node:http, loopback by default): the built app, GET /api/config, a status
  * snapshot (GET /api/status), the live run as server-sent events in the recordings' shape (GET /api/stream),
  * and the recordings (GET /api/recordings/NAME). Only GET and HEAD: nothing it serves can change chain state.
- * A bad request gets a 400 with the reason.
+ * A bad request gets a 400 with the reason; a request naming another Host than this server (DNS rebinding) a 403.
  */
 import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { networkInterfaces } from "node:os";
 import path from "node:path";
 import { loadDeployment } from "../../sdk/deployment.ts";
 import { DIST_DIR, ensureBuilt } from "./build.ts";
 import { LiveFeed, type FeedSources } from "./feed.ts";
-import { decideRequest, type Decision } from "./routes.ts";
+import { allowedHosts, checkHost, decideRequest, WILDCARDS, type Decision } from "./routes.ts";
 
 export interface DashboardOptions extends FeedSources {
   deploymentFile: string;
   store?: string;
   host?: string;
   port?: number;
+  /**
+   * Host header values answered besides the loopback names (127.0.0.1, localhost, [::1]) and the listen address,
+   * each `name:port` or a bare name (the server's own port): e.g. a name that reaches it through a proxy.
+   * Any other Host gets a 403 (DNS rebinding). Listening on 0.0.0.0 or :: also answers the interfaces' addresses.
+   */
+  allowedHosts?: string[];
   recordingsDir?: string;
   /** Extra recordings by name (e.g. the current run's own file). */
   extraRecordings?: Record<string, string>;
@@ -59,8 +66,11 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
   const recordings = () => listRecordings(recordingsDir, o.extraRecordings ?? {});
   const streams = new Set<ServerResponse>();
 
+  let hosts: string[] = [];
   const server = createServer((req, res) => {
-    const d = decideRequest(req.method ?? "GET", req.url ?? "/", (name) => recordings().some((r) => r.name === name));
+    const d =
+      checkHost(req.headers.host, hosts) ??
+      decideRequest(req.method ?? "GET", req.url ?? "/", (name) => recordings().some((r) => r.name === name));
     void answer(d, req, res).catch(() => res.destroy());
   });
 
@@ -128,6 +138,7 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
     server.listen(o.port ?? 0, o.host ?? "127.0.0.1", () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  hosts = allowedHosts(port, o.host, [...(o.allowedHosts ?? []), ...interfaceAddresses(o.host)]);
   return {
     url: `http://${o.host ?? "127.0.0.1"}:${port}/`,
     port,
@@ -141,6 +152,12 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
       await feed.stop();
     },
   };
+}
+
+/** The machine's own addresses when listening on every interface (an address is no name DNS can rebind). */
+function interfaceAddresses(host: string | undefined): string[] {
+  if (host === undefined || !WILDCARDS.has(host)) return [];
+  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
 }
 
 /** Right after start the first chain read may still be on its way; later, a chain that is down is not waited for. */
