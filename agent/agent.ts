@@ -64,6 +64,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     }
     if (config.dryRun) return { exitCode: 0, address: me, outcomes };
     const lease = await chain.read("leaseDuration", () => deps.protocol.escrow.leaseDuration());
+    const profile = localProfile(config.device.executionProvider);
     const liveness = new Liveness({
       wallet: deps.signer,
       chainId: network.chainId,
@@ -76,13 +77,14 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       leaseEveryMs: leaseHeartbeatMs(lease),
       now: deps.clock.now,
       ignoreFence: behaviour.ignoresFence,
-      profile: localProfile(config.device.executionProvider),
+      profile,
     });
     const ctx: WorkContext = {
       config,
       deps,
       chain,
       me,
+      profile,
       logger,
       liveness,
       behaviour,

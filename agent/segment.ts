@@ -10,6 +10,7 @@
  */
 import {
   blobHash,
+  committedHashOf,
   defaultSegmentSteps,
   encodeCheckpoint,
   encodeState,
@@ -26,6 +27,9 @@ export interface SegmentStart {
   prevCheckpointHash: string;
   /** The committed state the segment starts from (its step is the accepted step). */
   start: TrainingState;
+  /** The provider training it (its address) and its arithmetic profile: committed in the checkpoint. */
+  maker: string;
+  profile: string;
 }
 
 export interface Segment extends SegmentStart {
@@ -95,8 +99,9 @@ export function segmentEnd(seg: Segment): number {
 }
 
 /**
- * The checkpoint a segment commits to (every state's hash, in order). `hashes` (start state first, then each
- * step) may be passed when already computed; stateHash(s) = blobHash(encodeState(s)).
+ * The checkpoint a segment commits to (every state's hash, in order; hidden steps bound to the maker, see
+ * workloads/checkpoint.ts). `hashes` (plain state hashes, start state first, then each step) may be passed when
+ * already computed; stateHash(s) = blobHash(encodeState(s)).
  */
 export function buildCheckpoint(
   seg: Segment,
@@ -106,7 +111,7 @@ export function buildCheckpoint(
   const end = segmentEnd(seg);
   const last = seg.states.length ? seg.states[seg.states.length - 1] : seg.start;
   const h = hashes ?? [seg.start, ...seg.states].map((s) => blobHash(encodeState(s)));
-  return {
+  const c: Checkpoint = {
     templateId: seg.templateId,
     seed: seg.seed,
     step: end,
@@ -114,9 +119,13 @@ export function buildCheckpoint(
     startStep: seg.start.step,
     startStateHash: h[0],
     segmentSteps: m,
-    stepHashes: h.slice(1),
+    maker: seg.maker.toLowerCase(),
+    profile: seg.profile,
+    stepHashes: [],
     state: last,
   };
+  c.stepHashes = h.slice(1).map((hash, i) => committedHashOf(c, c.startStep + i + 1, hash));
+  return c;
 }
 
 /** The honest upload for a segment (each state encoded once, or already while training: noteState). */

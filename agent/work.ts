@@ -56,6 +56,8 @@ export interface WorkContext {
   deps: AgentDeps;
   chain: Chain;
   me: string;
+  /** This machine's arithmetic profile (workloads/profile.ts), committed in every checkpoint it makes. */
+  profile: string;
   logger: Logger;
   liveness: Liveness;
   progress: Progress;
@@ -382,7 +384,14 @@ class JobRun {
     const boundaries = new Set(storedSteps(base.step, end, defaultSegmentSteps(end - base.step)));
     const seg = await trainSegment(
       await ctx.trainers.get(this.template),
-      { templateId: job.templateId, seed: job.seed, prevCheckpointHash: base.hash, start: base.state },
+      {
+        templateId: job.templateId,
+        seed: job.seed,
+        prevCheckpointHash: base.hash,
+        start: base.state,
+        maker: ctx.me,
+        profile: ctx.profile,
+      },
       end,
       ctx.behaviour,
       {

@@ -18,6 +18,7 @@ import { isAbandoned, trainSegment } from "../agent/train.ts";
 import { DEFAULT_TIMING } from "../agent/types.ts";
 import { createTrainer, listTemplates, ZERO_HASH, type Template, type Trainer } from "../workloads/index.ts";
 import { localProtocol, staked, startAgent, tmpStore, until } from "../test/agent/helpers.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../test/verifier/helpers.ts";
 
 const INTERVAL = 50;
 const CHECKPOINTS = 4;
@@ -96,7 +97,14 @@ async function uploadMs(t: Template): Promise<{ build: number; put: number }> {
   try {
     const seg = await trainSegment(
       tr,
-      { templateId: t.templateId, seed: SEED, prevCheckpointHash: ZERO_HASH, start: tr.initialState(SEED) },
+      {
+        templateId: t.templateId,
+        seed: SEED,
+        prevCheckpointHash: ZERO_HASH,
+        start: tr.initialState(SEED),
+        maker: TEST_MAKER,
+        profile: TEST_PROFILE,
+      },
       INTERVAL,
     );
     if (isAbandoned(seg)) throw new Error("abandoned");

@@ -5,6 +5,7 @@
 import { benchWorkloads } from "./workloads.ts";
 import { benchAgent } from "./agent.ts";
 import { benchVerifier } from "./verifier.ts";
+import { benchCheat } from "./cheat.ts";
 import { benchStore } from "./store.ts";
 import { benchGas } from "./gas.ts";
 import { benchSystem } from "./system.ts";
@@ -15,10 +16,11 @@ import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
-const parts: [string, () => Promise<Record<string, number>>][] = [
+const parts: [string, () => Promise<Record<string, number | string>>][] = [
   ["training throughput per template", benchWorkloads],
   ["agent time outside training", benchAgent],
   ["verifier compute and detection", benchVerifier],
+  ["cheating against the deployed verifiers (issue 19)", benchCheat],
   ["checkpoint store and segment commitments", benchStore],
   ["gas of a full job lifecycle", benchGas],
   ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],

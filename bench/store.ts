@@ -31,6 +31,7 @@ import {
   type TrainingState,
 } from "../workloads/index.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3 } from "../workloads/store/embedded.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../test/verifier/helpers.ts";
 
 const INTERVAL = 100;
 const INTERVALS = 7;
@@ -68,7 +69,17 @@ async function interval(tr: Trainer, templateId: string, store: BlobStore, start
     states.push(s);
     if (boundaries.has(step)) await uploads.offer(encodeState(s));
   }
-  const seg = { templateId, seed: SEED, prevCheckpointHash: prev, start, states, trainedSteps: INTERVAL, loss: 0 };
+  const seg = {
+    templateId,
+    seed: SEED,
+    prevCheckpointHash: prev,
+    start,
+    maker: TEST_MAKER,
+    profile: TEST_PROFILE,
+    states,
+    trainedSteps: INTERVAL,
+    loss: 0,
+  };
   const upload = honestUpload(seg);
   const t1 = performance.now();
   await Promise.all([uploads.drain(), putUpload(store, upload, uploads.put)]);

@@ -30,6 +30,7 @@ import { cpuMsSince, newVerifyCache, verifyCheckpoint } from "../verifier/checks
 import { DEFAULT_CONFIG } from "../verifier/verifier.ts";
 import { Provider, seedOf } from "../test/verifier/helpers.ts";
 import { CERTAIN_CASES, runMatrix, SAMPLING_CASES } from "../test/verifier/matrix.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../test/verifier/helpers.ts";
 
 /** The demo's jobs: `npm start` (600 MNIST steps, a checkpoint every 100) and `npm start -- --quick` (120, 20). */
 const RATIO_RUNS = [
@@ -59,6 +60,8 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
       templateId: template.templateId,
       seed,
       prevCheckpointHash: ZERO_HASH,
+      maker: TEST_MAKER,
+      profile: TEST_PROFILE,
       start: initialState(template, seed),
     };
     for (let c = 0; c < checkpoints; c++) {

@@ -74,7 +74,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
       `verifier${i}`,
       [
         ...[cli, "verify", ...common, "--key", key, "--store", store],
-        ...["--collector", collectorUrl, "--coordinator", coordinatorUrl, "--decisions", decisions],
+        ...["--collector", collectorUrl, "--decisions", decisions],
       ],
       env,
       on(`verifier${i}`),

@@ -20,7 +20,11 @@
 import {
   blobHash,
   CheckpointFormatError,
+  committedAt,
+  commitsTo,
   decodeCheckpoint,
+  isProvenProfile,
+  replayUnprovenReason,
   getState,
   HashMismatchError,
   initialState,
@@ -58,6 +62,8 @@ export type ReasonCode =
   | "wrong-start" // segment does not start at the job's accepted step (skipped steps)
   | "chain-start" // first committed hash is not the accepted state's hash
   | "bad-segments" // segments longer than the template default: checking them would cost more than allowed
+  | "wrong-maker" // the checkpoint names another maker than its reporter (a copied checkpoint pays nobody)
+  | "unproven-profile" // committed with an arithmetic profile not proven for the template: its replay proves nothing
   | "chain-gap" // a committed segment-boundary state blob is missing from the store
   | "replay-mismatch" // a replayed step does not reproduce the committed state hash
   | "regression" // held-out accuracy dropped more than the template allows, or the loss is not finite
@@ -84,6 +90,8 @@ export type CheckpointVerdict = {
   reasons: string[];
   codes: ReasonCode[];
   metrics: CheckpointMetrics;
+  /** The arithmetic profile the checkpoint committed (undefined when it could not be read): a fault claim's basis. */
+  profile?: string;
 };
 
 export type CheckpointMetrics = {
@@ -121,7 +129,8 @@ export type JobFacts = {
   acceptedHash: string;
 };
 
-export type Report = { step: number; hash: string };
+/** A report as the escrow holds it: its step, its hash and its reporter (`pendingProvider`). */
+export type Report = { step: number; hash: string; provider: string };
 
 /** A small least-recently-used map, so a long-running verifier's memory stays bounded. */
 export class Lru<K, V> {
@@ -283,8 +292,20 @@ async function evaluate(
 }
 
 /** Cheap header checks against the job; every problem is listed. */
-function headerProblems(c: Checkpoint, job: JobFacts, report: Report, startHash: string): Refusal[] {
+function headerProblems(
+  template: Template,
+  c: Checkpoint,
+  job: JobFacts,
+  report: Report,
+  startHash: string,
+): Refusal[] {
   const out: Refusal[] = [];
+  if (!sameHex(c.maker, report.provider))
+    out.push(new Refusal("wrong-maker", `checkpoint made by ${c.maker}, reported by ${report.provider}`));
+  if (!isProvenProfile(template, c.profile))
+    out.push(
+      new Refusal("unproven-profile", `${replayUnprovenReason(template, c.profile)}: its replay is no evidence`),
+    );
   if (!sameHex(c.templateId, job.templateId))
     out.push(new Refusal("wrong-template", `checkpoint template ${c.templateId}, job ${job.templateId}`));
   if (!sameHex(c.seed, job.seed)) out.push(new Refusal("wrong-seed", `checkpoint seed ${c.seed}, job ${job.seed}`));
@@ -401,9 +422,10 @@ async function replayChecked(
   }
   const actual = stateHash(next);
   costs.push(cpuMsSince(t0));
-  const committed = c.stepHashes[step - c.startStep - 1];
-  if (!sameHex(actual, committed)) {
-    const inputHash = step === c.startStep + 1 ? c.startStateHash : c.stepHashes[step - c.startStep - 2];
+  const committed = committedAt(c, step);
+  if (!commitsTo(c, step, actual)) {
+    // The input matched its commitment (or is a published state): its plain hash names it in the store.
+    const inputHash = stateHash(state);
     const fault = { step, inputHash, committedHash: committed, replayedHash: actual, input: state, replayed: next };
     throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`, fault);
   }
@@ -433,6 +455,7 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
     evalCpuMs: 0,
     notes: [],
   };
+  const committed: { profile?: string } = {};
   const done = (problems: Refusal[]): CheckpointVerdict => {
     metrics.cpuMs = cpuMsSince(t0);
     return {
@@ -441,6 +464,7 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
       reasons: problems.map((p) => `${p.code}: ${p.message}`),
       codes: problems.map((p) => p.code),
       metrics,
+      profile: committed.profile,
     };
   };
   if (!sameHex(template.templateId, job.templateId)) {
@@ -455,7 +479,8 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
     if (!(err instanceof Refusal)) throw err;
     return done([err]);
   }
-  const header = headerProblems(c, job, report, start.hash);
+  committed.profile = c.profile;
+  const header = headerProblems(template, c, job, report, start.hash);
   if (header.length) return done(header);
   const gaps = await gapProblems(store, c);
   if (gaps.length) return done(gaps);

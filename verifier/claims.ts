@@ -9,6 +9,8 @@
  * store, a blob that hashes wrong or an accuracy dip never do (they refuse, or abstain, as before).
  */
 import {
+  commitsTo,
+  committedAt,
   getState,
   mismatchIsEvidence,
   NotFoundError,
@@ -22,11 +24,6 @@ import {
 } from "../workloads/index.ts";
 import { acceptedState, loadReported, StoreOutageError, type ReplayContext, type ReplayFault } from "./checks.ts";
 import type { CheckpointItem, FaultRefusalJson } from "./work.ts";
-
-/** The arithmetic profile of a provider, as its latest signed heartbeat reported it (undefined: not known). */
-export interface ProfileSource {
-  profileOf(provider: string): Promise<string | undefined>;
-}
 
 /** Why a replay mismatch against this provider is no evidence (undefined when it is). Pure. */
 export function claimUnprovenReason(
@@ -61,7 +58,12 @@ export async function publishEvidence(store: CheckpointStore, fault: ReplayFault
   }
 }
 
-export type RecheckInput = ReplayContext & { item: CheckpointItem; claim: FaultRefusalJson };
+export type RecheckInput = ReplayContext & {
+  item: CheckpointItem;
+  claim: FaultRefusalJson;
+  /** The re-checking verifier's own arithmetic profile (a mismatch is evidence only against a compatible one). */
+  verifierProfile: string;
+};
 
 export type RecheckResult = { reproduced: boolean; why: string };
 
@@ -88,17 +90,21 @@ export async function recheckClaim(input: RecheckInput): Promise<RecheckResult> 
     if (err instanceof StoreOutageError) throw err;
     return no(`the checkpoint cannot be read: ${(err as Error).message}`);
   }
+  const unproven = claimUnprovenReason(input.template, c.profile, input.verifierProfile);
+  if (unproven) return no(unproven);
+  if (!same(c.maker, item.provider)) return no(`the checkpoint is made by ${c.maker}, reported by ${item.provider}`);
   const i = f.step - c.startStep - 1;
   if (c.startStep !== item.acceptedStep || i < 0 || i >= c.stepHashes.length)
     return no(`the checkpoint does not cover step ${f.step}`);
-  const committedInput = i === 0 ? c.startStateHash : c.stepHashes[i - 1];
-  if (!same(committedInput, f.inputHash)) return no(`input hash ${f.inputHash} is not the committed ${committedInput}`);
-  if (!same(c.stepHashes[i], f.committedHash))
-    return no(`committed hash ${f.committedHash} is not the checkpoint's ${c.stepHashes[i]}`);
+  // The input's plain hash names it in the store; the checkpoint may commit it bound to its maker.
+  if (!commitsTo(c, f.step - 1, f.inputHash))
+    return no(`input hash ${f.inputHash} is not what the checkpoint commits at step ${f.step - 1}`);
+  if (!same(committedAt(c, f.step), f.committedHash))
+    return no(`committed hash ${f.committedHash} is not the checkpoint's ${committedAt(c, f.step)}`);
   const state = await inputState(input, i === 0, f.inputHash);
   if (typeof state === "string") return no(state);
   const replayed = stateHash(await replayStep(trainer, state, c.seed, f.step));
-  if (same(replayed, f.committedHash)) return no(`step ${f.step} replays to the committed hash ${replayed}`);
+  if (commitsTo(c, f.step, replayed)) return no(`step ${f.step} replays to the committed state ${replayed}`);
   if (!same(replayed, f.replayedHash))
     return no(`step ${f.step} replays to ${replayed}, neither the committed nor the claimed ${f.replayedHash}`);
   return { reproduced: true, why: `step ${f.step} replays to ${replayed}, committed ${f.committedHash}` };

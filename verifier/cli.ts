@@ -18,7 +18,6 @@ import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignature
 import { openStore, StoreUrlError } from "../workloads/index.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
-import { coordinatorProfiles, DEFAULT_COORDINATOR_URL } from "./profiles.ts";
 import {
   BEHAVIOURS,
   DEFAULT_CONFIG,
@@ -30,7 +29,6 @@ import {
 
 const OPTIONS = {
   collector: { type: "string", default: DEFAULT_COLLECTOR_URL },
-  coordinator: { type: "string", default: DEFAULT_COORDINATOR_URL },
   samples: { type: "string" },
   behaviour: { type: "string", default: "honest" },
   decisions: { type: "string" },
@@ -46,8 +44,6 @@ export const HELP = `usage: gpuchain verify --key FILE [options]
   --store URL         checkpoint store shared with providers: s3://BUCKET/PREFIX, file://DIR or a folder
                       (default .gpuchain/store; S3 settings from AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...)
   --collector URL     verdict collector (default ${DEFAULT_COLLECTOR_URL})
-  --coordinator URL   where providers' arithmetic profiles are read (GET /heartbeats; default
-                      ${DEFAULT_COORDINATOR_URL}): a replay mismatch makes a fault claim only on a proven profile
   --samples K         sampled steps replayed per checkpoint, besides the last (default ${DEFAULT_CONFIG.samples})
   --behaviour MODE    honest | always-accept | always-refuse | false-claim (malicious modes: tests and demos only)
   --decisions FILE    where signed decisions are remembered (default .gpuchain/verifier/<address>.json)
@@ -110,7 +106,6 @@ export async function main(argv: string[]): Promise<number> {
       signer: wallet, // signs offline: the Safe message needs no provider
       store,
       collector: httpCollector(values.collector),
-      profiles: coordinatorProfiles(values.coordinator),
       decisions,
       log,
     },

@@ -41,14 +41,7 @@ import {
 } from "./checks.ts";
 import type { SignaturePoster } from "./collector.ts";
 import type { DecisionStore } from "./decisions.ts";
-import {
-  claimIsFor,
-  claimUnprovenReason,
-  publishEvidence,
-  recheckClaim,
-  type ProfileSource,
-  type RecheckResult,
-} from "./claims.ts";
+import { claimIsFor, claimUnprovenReason, publishEvidence, recheckClaim, type RecheckResult } from "./claims.ts";
 import {
   checkMessage,
   checkpointMessage,
@@ -114,8 +107,6 @@ export type VerifierDeps = {
   collector: SignaturePoster;
   decisions: DecisionStore;
   log: Logger;
-  /** Providers' arithmetic profiles (absent: no replay mismatch is evidence, so no claim is made or confirmed). */
-  profiles?: ProfileSource;
   now?: () => number;
 };
 
@@ -270,7 +261,7 @@ export class Verifier {
     return this.behaviour.checkpoint(async () => {
       return verifyCheckpoint({
         ...(await this.checkInputs(item)),
-        report: { step: item.step, hash: item.hash },
+        report: { step: item.step, hash: item.hash, provider: item.provider },
         sampleSalt: sampleSalt(this.deps.signer.privateKey, this.config.chainId, this.config.escrow, item),
         samples: this.config.samples,
       });
@@ -310,7 +301,7 @@ export class Verifier {
     }
     this.logCheckpoint(item, v);
     if (!v.accept && v.fault && this.behaviour.honest) {
-      const unproven = await this.claimUnproven(item);
+      const unproven = await this.claimUnproven(item, v.profile);
       if (!unproven) return this.claim(item, v.fault);
       this.deps.log.warn("replay mismatch is no evidence here: refusing without a fault claim", {
         job: item.jobId,
@@ -346,11 +337,14 @@ export class Verifier {
     });
   }
 
-  /** Why a replay mismatch on this report would not be evidence (the provider's profile), or undefined. */
-  private async claimUnproven(item: CheckpointItem): Promise<string | undefined> {
+  /**
+   * Why a replay mismatch on this report would not be evidence, or undefined: judged against the profile the
+   * checkpoint itself commits (inside the reported hash), never against what the provider or the coordinator
+   * says afterwards (issue 19: a later heartbeat with an unproven profile used to dodge the slash).
+   */
+  private async claimUnproven(item: CheckpointItem, committedProfile: string | undefined): Promise<string | undefined> {
     const { template } = await this.trainerFor(item.templateId);
-    const profile = await this.deps.profiles?.profileOf(item.provider);
-    return claimUnprovenReason(template, profile, localProfile());
+    return claimUnprovenReason(template, committedProfile, localProfile());
   }
 
   /** Publishes a fault claim: the evidence states into the store, then the signed FaultRefusal. */
@@ -418,10 +412,12 @@ export class Verifier {
 
   private async answerClaim(item: CheckpointItem, claim: FaultBody) {
     const m = claim.message;
-    const unproven = await this.claimUnproven(item);
-    const r: RecheckResult = unproven
-      ? { reproduced: false, why: unproven }
-      : await recheckClaim({ ...(await this.checkInputs(item)), item, claim: m });
+    const r: RecheckResult = await recheckClaim({
+      ...(await this.checkInputs(item)),
+      item,
+      claim: m,
+      verifierProfile: localProfile(),
+    });
     const fields = { job: item.jobId, step: item.step, faultStep: m.fault.step, finder: m.fault.finder, why: r.why };
     if (r.reproduced) {
       this.deps.log.warn("fault claim reproduced: signing its fault refusal", fields);

@@ -11,7 +11,19 @@ export { createTrainer, replayStep, microBatchForMemory, stepMemoryBytes } from 
 export type { Trainer, TrainerOptions, StepOptions, StepResult, EvalResult } from "./trainer.ts";
 export { batchIndices } from "./order.ts";
 export { initialState, encodeState, decodeState, stateHash, checkNumbers } from "./state.ts";
-export { encodeCheckpoint, decodeCheckpoint, blobHash, ZERO_HASH, CHECKPOINT_VERSION } from "./checkpoint.ts";
+export {
+  encodeCheckpoint,
+  decodeCheckpoint,
+  blobHash,
+  ZERO_HASH,
+  CHECKPOINT_VERSION,
+  MAX_PROFILE_LENGTH,
+  workHash,
+  isPublishedStep,
+  committedHashOf,
+  committedAt,
+  commitsTo,
+} from "./checkpoint.ts";
 export type { Checkpoint } from "./checkpoint.ts";
 export {
   FsCheckpointStore,

@@ -1,6 +1,6 @@
 // Verifier helpers: which steps to replay, how likely sampling is to catch bad steps, replaying
 // one committed step, and checking that a checkpoint continues the previous accepted one.
-import { decodeCheckpoint, ZERO_HASH, type Checkpoint } from "./checkpoint.ts";
+import { committedHashOf, decodeCheckpoint, ZERO_HASH, type Checkpoint } from "./checkpoint.ts";
 import { segmentSpans } from "./segments.ts";
 import { uniformInt, u32Stream } from "./prng.ts";
 import { stateHash } from "./state.ts";
@@ -67,7 +67,7 @@ export async function replayCommittedStep(
   }
   for (let s = span.from + 1; s <= step; s++) {
     state = await replayStep(tr, state, c.seed, s);
-    const actual = stateHash(state);
+    const actual = committedHashOf(c, s, stateHash(state));
     const expected = c.stepHashes[s - c.startStep - 1];
     if (actual !== expected || s === step) return { step: s, ok: actual === expected, expected, actual };
   }

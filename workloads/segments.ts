@@ -14,9 +14,13 @@ import { uniformInt, u32Stream } from "./prng.ts";
 
 export type Span = { from: number; to: number };
 
-/** The template default: about a tenth of the interval, so storage falls from n states to about n/m + 1. */
+/**
+ * The template default: about a twentieth of the interval, so storage falls from n states to about n/m + 1.
+ * Every verifier replays at least one whole segment besides the last step (segmentsForBudget), so m is also its
+ * least replay cost: n/20 keeps that near 5 % of training (issue 19; n/10 would make it 10 %).
+ */
 export function defaultSegmentSteps(n: number): number {
-  return Math.max(1, Math.ceil(n / 10));
+  return Math.max(1, Math.ceil(n / 20));
 }
 
 /** The longest segment a verifier accepts for an n-step checkpoint (longer would make checks cost more). */
@@ -38,14 +42,17 @@ export function segmentSpans(start: number, end: number, m: number): Span[] {
 }
 
 /**
- * Whole segments a verifier replays for a budget of k steps besides the last: k/m on average, so the expected
- * compute equals k single-step replays whatever m is: floor(k/m), plus one more with probability frac(k/m)
- * (`u` uniform in [0, 1), drawn from the verifier's secret salt).
+ * Whole segments a verifier replays for a budget of k steps besides the last: k/m on average (floor(k/m), plus one
+ * more with probability frac(k/m), `u` uniform in [0, 1) drawn from the verifier's secret salt), and never fewer
+ * than one (issue 19). With zero, a provider that fabricated every step but the last was caught only with
+ * probability k/m (4 % per verifier at interval 1,000); with one, every fabricated segment is found by each
+ * verifier with probability at least 1/(pool size), so the share of tainted segments bounds the chance of being
+ * caught from below and fabricating never pays (docs/THREATS.md, test/adversary/cheatEconomics.ts).
  */
 export function segmentsForBudget(k: number, m: number, u: number): number {
-  if (k <= 0) return 0;
-  const whole = Math.floor(k / m);
-  return whole + (u < k / m - whole ? 1 : 0);
+  const budget = Math.max(0, k);
+  const whole = Math.floor(budget / m);
+  return Math.max(1, whole + (u < budget / m - whole ? 1 : 0));
 }
 
 /**
@@ -72,9 +79,11 @@ export function spanDetectionProbability(start: number, end: number, m: number, 
   const last = spans[spans.length - 1];
   if (badStep > last.from) return 1;
   const others = spans.length - 1;
-  if (others === 0 || k <= 0) return 0;
-  const whole = Math.floor(k / m);
-  const frac = k / m - whole;
-  const expected = (1 - frac) * Math.min(whole, others) + frac * Math.min(whole + 1, others);
+  if (others === 0) return 0;
+  const budget = Math.max(0, k);
+  const whole = Math.floor(budget / m);
+  const frac = budget / m - whole;
+  const taken = (n: number) => Math.min(Math.max(1, n), others);
+  const expected = (1 - frac) * taken(whole) + frac * taken(whole + 1);
   return expected / others;
 }

@@ -26,6 +26,7 @@ import {
   type Trainer,
 } from "../../workloads/index.ts";
 import { BLOBS, tmpStore } from "./helpers.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../verifier/helpers.ts";
 
 const SEED = "0x" + "a1".repeat(32);
 
@@ -36,6 +37,8 @@ describe("agent: injected faults produce what they claim", function () {
     templateId: BLOBS.templateId,
     seed: SEED,
     prevCheckpointHash: ZERO_HASH,
+    maker: TEST_MAKER,
+    profile: TEST_PROFILE,
     start: tr.initialState(SEED),
   });
   async function segment(fault?: Fault, toStep = 6): Promise<Segment> {
@@ -130,6 +133,8 @@ describe("agent: injected faults produce what they claim", function () {
         templateId: BLOBS.templateId,
         seed: SEED,
         prevCheckpointHash: old.reportedHash,
+        maker: TEST_MAKER,
+        profile: TEST_PROFILE,
         start: honest.states[5],
       },
       10,

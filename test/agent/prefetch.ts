@@ -5,6 +5,7 @@ import { expect } from "chai";
 import { CheckpointPrefetch } from "../../agent/prefetch.ts";
 import { encodeCheckpoint, initialState, stateHash, ZERO_HASH } from "../../workloads/index.ts";
 import { BLOBS, tmpStore } from "./helpers.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../verifier/helpers.ts";
 
 const SEED = "0x" + "11".repeat(32);
 
@@ -16,6 +17,8 @@ async function storedCheckpoint(store: Awaited<ReturnType<typeof tmpStore>>, ste
     seed: SEED,
     step,
     prevCheckpointHash: ZERO_HASH,
+    maker: TEST_MAKER,
+    profile: TEST_PROFILE,
     startStep: step,
     startStateHash: stateHash(state),
     segmentSteps: 1,

@@ -15,6 +15,7 @@ import {
   ZERO_HASH,
   type Trainer,
 } from "../../workloads/index.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../verifier/helpers.ts";
 
 const SEED = "0x" + "b2".repeat(32);
 const STEPS = 40;
@@ -29,6 +30,8 @@ describe("agent: a segment keeps only the states it uploads", function () {
       templateId: tr.template.templateId,
       seed: SEED,
       prevCheckpointHash: ZERO_HASH,
+      maker: TEST_MAKER,
+      profile: TEST_PROFILE,
       start: tr.initialState(SEED),
     };
     const seg = await trainSegment(tr, start, STEPS, undefined, hooks);

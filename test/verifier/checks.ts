@@ -18,7 +18,7 @@ import {
   type ReasonCode,
   type Report,
 } from "../../verifier/checks.ts";
-import { afterAccept, firstJob, Provider, seedOf, type Case } from "./helpers.ts";
+import { afterAccept, firstJob, Provider, seedOf, TEST_MAKER, type Case } from "./helpers.ts";
 import { useScratch } from "../helpers/scratch.ts";
 
 const SALT = seedOf(1);
@@ -110,7 +110,7 @@ describe("verifier checks: one checkpoint, one verifier", function () {
   });
 
   it("refuses a reported hash with no blob in the store as blob-missing", async function () {
-    const v = await verify(job, { step: 20, hash: seedOf(31337) });
+    const v = await verify(job, { step: 20, hash: seedOf(31337), provider: TEST_MAKER });
     expect(v.codes).to.deep.equal(["blob-missing"]);
   });
 
@@ -118,7 +118,7 @@ describe("verifier checks: one checkpoint, one verifier", function () {
     const lost = { ...job, acceptedHash: seedOf(404) };
     let err: unknown;
     try {
-      await verify(lost, { step: 20, hash: seedOf(405) });
+      await verify(lost, { step: 20, hash: seedOf(405), provider: TEST_MAKER });
     } catch (e) {
       err = e;
     }

@@ -1,22 +1,19 @@
 /**
  * Fault claims end to end on the simulated chain (Ignition deploy, a real 2-of-3 Safe), with three real verifiers
- * (onnxruntime replays), the real verdict collector over HTTP and a real coordinator heartbeat view for the
- * providers' arithmetic profiles: one verifier that catches a fabricated step is enough for a slash; a false claim
- * holds nothing for long and slashes no one; an unproven profile never slashes; the hold survives a restart.
+ * (onnxruntime replays) and the real verdict collector over HTTP; the provider's arithmetic profile is the one its
+ * checkpoint commits: one verifier that catches a fabricated step is enough for a slash; a false claim holds
+ * nothing for long and slashes no one; an unproven profile never slashes (nor is paid); the hold survives a restart.
  */
 import { expect } from "chai";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { createCollector, type Collector } from "../../keepers/collector/tick.ts";
-import { HeartbeatView } from "../../keepers/coordinator/heartbeatView.ts";
 import { startJsonServer, type JsonServer } from "../../keepers/http.ts";
-import { createLogger } from "../../sdk/log.ts";
 import { honestUpload } from "../../agent/segment.ts";
 import { newVerifyCache, verifyCheckpoint } from "../../verifier/checks.ts";
 import { httpCollector, type SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
-import { coordinatorProfiles } from "../../verifier/profiles.ts";
 import { Verifier, type BehaviourName, type EscrowReader } from "../../verifier/verifier.ts";
 import {
   checkMessage,
@@ -146,27 +143,15 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
 
   type World = Awaited<ReturnType<typeof world>>;
 
-  /** The chain, a store, the collector on HTTP and a coordinator heartbeat view listing provider1's `profile`. */
-  async function world(name: string, profile: string | undefined = localProfile(), quorumWaitMs = 0) {
+  /** The chain, a store, the collector on HTTP and provider1 committing `profile` in its checkpoints. */
+  async function world(name: string, profile: string = localProfile(), quorumWaitMs = 0) {
     const p = await networkHelpers.loadFixture(deployClaims);
     const store = new FsCheckpointStore(join(dir, name));
     const clock = manualClock();
     const host = new CollectorHost(p, mkdtempSync(join(tmpdir(), "gpuchain-claims-collector-")), clock, quorumWaitMs);
     await host.start();
-    const beats = new HeartbeatView();
-    if (profile !== undefined)
-      beats.record({ provider: p.provider1.address, jobId: "1", epoch: "1", step: 0, profile }, 0);
-    const coordinator = await startJsonServer({
-      host: "127.0.0.1",
-      port: 0,
-      logger: createLogger({ component: "coordinator", write: () => {} }),
-      routes: { "GET /heartbeats": beats.route(() => 0) },
-    });
-    cleanups.push(
-      () => host.stop(),
-      () => coordinator.close(),
-    );
-    return { p, store, clock, host, coordinatorUrl: coordinator.url, provider: new Provider(trainer, store) };
+    cleanups.push(() => host.stop());
+    return { p, store, clock, host, provider: new Provider(trainer, store, p.provider1.address, profile) };
   }
 
   function verifiers(w: World, behaviours: BehaviourName[], withClaims = [true, true, true]) {
@@ -191,7 +176,6 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
           store: w.store,
           collector: w.host.poster(withClaims[i]),
           decisions: new DecisionStore(wallet.address),
-          profiles: coordinatorProfiles(w.coordinatorUrl),
           log: logger,
         },
       );
@@ -250,6 +234,8 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
         seed: j.seed,
         prevCheckpointHash: j.acceptedHash,
         start,
+        maker: w.provider.maker,
+        profile: w.provider.profile,
         states,
         trainedSteps: states.length,
         loss: 0,
@@ -287,7 +273,7 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
         store: w.store,
         cache: newVerifyCache(),
         job: item,
-        report: { step: item.step, hash: item.hash },
+        report: { step: item.step, hash: item.hash, provider: item.provider },
         sampleSalt: sampleSalt(wallet.privateKey, w.p.chainId, w.p.deployment.escrow, item),
         samples: SAMPLES,
       });
@@ -397,12 +383,12 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
     expect(await w.p.escrow.earningsOf(w.p.jobId, w.p.provider1.address)).to.be.greaterThan(0n);
     for (const lines of logs.slice(1)) {
       const line = lines.find((l) => l.msg === "fault claim not reproduced; ignored");
-      expect(line?.why).to.match(/replays to the committed hash/);
+      expect(line?.why).to.match(/replays to the committed state/);
     }
     expect(msgs(w.host.lines)).to.include("fault claim not reproduced");
   });
 
-  it("a replay mismatch on a provider whose profile is unproven never slashes: a plain refusal, stake intact", async function () {
+  it("a checkpoint committing an unproven profile never slashes: a plain refusal, stake intact", async function () {
     const w = await world("unproven", UNPROVEN);
     const j = await w.p.escrow.jobOf(w.p.jobId);
     const facts = { seed: j.seed, templateId: j.templateId, acceptedStep: 0, acceptedHash: j.acceptedHash };
@@ -416,19 +402,21 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
     expect(await w.p.escrow.isFenced(w.p.jobId, w.p.provider1.address)).to.equal(true); // refused all the same
     expect((await w.p.registry.stakeOf(w.p.provider1.address)).deposited).to.equal(stake.deposited);
     for (const lines of logs) {
-      const line = lines.find((l) => l.msg === "replay mismatch is no evidence here: refusing without a fault claim");
-      expect(line?.why).to.include(UNPROVEN);
+      const line = lines.find((l) => l.msg === "checkpoint decided");
+      expect(line?.action).to.equal("refuse");
+      expect(String(line?.reasons)).to.include(`unproven-profile: arithmetic profile ${UNPROVEN}`);
     }
   });
 
-  it("a claim on an unproven profile is not confirmed by the others: no slash, the checkpoint decided as usual", async function () {
+  it("a claim on an unproven profile is not confirmed by the others: no slash, and the checkpoint is not paid", async function () {
     const w = await world("unproven-claim", UNPROVEN);
     const item = await honestReport(w);
     const { vs, logs } = verifiers(w, ["false-claim", "honest", "honest"]);
     for (const v of vs) await v.tick();
     await w.host.tick();
     expect(await slashes(w)).to.have.length(0);
-    expect((await w.p.escrow.jobOf(w.p.jobId)).acceptedHash).to.equal(item.hash);
+    expect((await w.p.escrow.jobOf(w.p.jobId)).acceptedHash).to.not.equal(item.hash);
+    expect(await w.p.escrow.isFenced(w.p.jobId, w.p.provider1.address)).to.equal(true);
     expect(logs[1].find((l) => l.msg === "fault claim not reproduced; ignored")?.why).to.include(UNPROVEN);
   });
 

@@ -21,6 +21,7 @@ import {
   type TrainingState,
 } from "../../workloads/index.ts";
 import type { JobFacts, Report } from "../../verifier/checks.ts";
+import { localProfile } from "../../workloads/profile.ts";
 
 export const MNEMONIC = "test test test test test test test test test test test junk";
 
@@ -63,14 +64,23 @@ export const AGENT_FAULT_CASES = FAULT_KINDS.filter(
 
 export type Produced = { report: Report; upload?: Upload; middleStep?: number };
 
+/** The maker the test providers commit and report as: provider1 of the fixtures (Hardhat account 8), lower case. */
+export const TEST_MAKER = "0x23618e81e3f5cdf7f54c3d65f7fbc0abf5b21e8f";
+/** This machine's arithmetic profile: proven for every template (workloads/profile.ts), as a provider's would be. */
+export const TEST_PROFILE = localProfile();
+
 /** Trains and uploads segments for one template, into one store. */
 export class Provider {
   trainer: Trainer;
   store: BlobStore;
+  maker: string;
+  profile: string;
 
-  constructor(trainer: Trainer, store: BlobStore) {
+  constructor(trainer: Trainer, store: BlobStore, maker = TEST_MAKER, profile = TEST_PROFILE) {
     this.trainer = trainer;
     this.store = store;
+    this.maker = maker.toLowerCase();
+    this.profile = profile;
   }
 
   get template(): Template {
@@ -88,6 +98,8 @@ export class Provider {
       seed: job.seed,
       prevCheckpointHash: job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash,
       start,
+      maker: this.maker,
+      profile: this.profile,
     };
   }
 
@@ -102,7 +114,7 @@ export class Provider {
     for (const blob of upload.stateBlobs) await this.store.put(blob);
     if (upload.placeUnderReportedHash) await this.placeUnder(upload.reportedHash, upload.checkpointBytes);
     else await this.store.put(upload.checkpointBytes);
-    return { step: upload.step, hash: upload.reportedHash };
+    return { step: upload.step, hash: upload.reportedHash, provider: this.maker };
   }
 
   /** Like agent/blobs.ts placeUnder: never replaces a stored blob, so produce hash-mismatch on a fresh job. */
@@ -175,7 +187,7 @@ export class Provider {
       }
       case "not-a-checkpoint": {
         const bytes = new Uint8Array(4096).map((_, i) => (i * 2654435761) >>> 24);
-        return { report: { step: toStep, hash: await this.store.put(bytes) } };
+        return { report: { step: toStep, hash: await this.store.put(bytes), provider: this.maker } };
       }
       case "fabricated-step":
       case "wrong-data-step":

@@ -14,7 +14,7 @@ import { FsCheckpointStore, loadTemplate, type Trainer } from "../../workloads/i
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
 import { Verifier, type BehaviourName as Behaviour, type EscrowReader } from "../../verifier/verifier.ts";
-import type { SignatureBody } from "../../verifier/work.ts";
+import type { FaultBody, SignatureBody } from "../../verifier/work.ts";
 import { Provider, verifierWallets, type Case } from "./helpers.ts";
 import { closeScratch, openScratch } from "../helpers/scratch.ts";
 
@@ -41,6 +41,14 @@ class Relay implements SignaturePoster {
   }
   signers(digest: string): number {
     return this.pool.get(digest)?.size ?? 0;
+  }
+  /** Fault claims, as the collector lists them: FaultRefusals signed by their own finder. */
+  async claims(): Promise<FaultBody[]> {
+    return [...this.pool.values()]
+      .flatMap((e) => [...e.values()])
+      .filter(
+        (b): b is FaultBody => b.kind === "fault" && b.signer.toLowerCase() === b.message.fault.finder.toLowerCase(),
+      );
   }
   /** The decisions with at least two signers: [body, packed signatures]. */
   ready(): [SignatureBody, string][] {
@@ -126,6 +134,7 @@ describe("verifier quorum on the local chain: 2 of 3 decide", function () {
       acceptedStep: Number(j.acceptedStep),
       acceptedHash: j.acceptedHash,
     };
+    w.provider.maker = as.address.toLowerCase(); // the checkpoint commits its reporter
     const { report: r } = await w.provider.produce(facts, facts.acceptedStep + REQUEST.checkpointInterval, kind);
     await w.escrow.connect(as).reportCheckpoint(1n, j.epoch, r.step, r.hash);
     return r;
@@ -139,6 +148,8 @@ describe("verifier quorum on the local chain: 2 of 3 decide", function () {
       const e = w.escrow.connect(w.stranger);
       if (body.kind === "verdict" && "metric" in m)
         await e.submitVerdict(m.jobId, m.modelHash, m.metric, m.passed, packed);
+      else if (body.kind === "fault" && "fault" in m)
+        await e.refuseWithFault(m.jobId, m.epoch, m.step, m.checkpointHash, m.fault, packed);
       else if ("accept" in m)
         await (m.accept ? e.acceptCheckpoint : e.refuseCheckpoint)(m.jobId, m.epoch, m.step, m.checkpointHash, packed);
     }

@@ -10,7 +10,7 @@ import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/job.ts"
 import { runVerifier, Verifier, type BehaviourName as Behaviour, type EscrowReader } from "../../verifier/verifier.ts";
 import type { SignatureBody } from "../../verifier/work.ts";
 import { rawJob } from "../helpers/jobs.ts";
-import { hardhatWallet, Provider, seedOf } from "./helpers.ts";
+import { hardhatWallet, Provider, seedOf, TEST_MAKER } from "./helpers.ts";
 import { useScratch } from "../helpers/scratch.ts";
 
 const CHAIN_ID = 31337n;
@@ -63,6 +63,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
       acceptedHash: facts.acceptedHash,
       pendingStep: 0n,
       pendingHash: ZERO,
+      provider: TEST_MAKER,
       ...over,
     });
   }

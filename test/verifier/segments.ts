@@ -16,7 +16,7 @@ describe("verifier: segment commitments", function () {
 
   async function withSegments(seed: number, m: number) {
     const job = firstJob(template, seedOf(seed));
-    const seg = await provider.train(await provider.startOf(job), 30);
+    const seg = await provider.train(await provider.startOf(job), 60);
     const report = await provider.put(honestUpload(seg, m));
     return verifyCheckpoint({
       template,
@@ -31,7 +31,7 @@ describe("verifier: segment commitments", function () {
   }
 
   it("accepts segments up to the template default (t−1, t) and refuses longer ones (t+1) as bad-segments", async function () {
-    const max = maxSegmentSteps(30);
+    const max = maxSegmentSteps(60);
     expect(max).to.equal(3);
     for (const m of [max - 1, max]) {
       const v = await withSegments(40 + m, m);

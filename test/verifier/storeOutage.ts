@@ -23,7 +23,7 @@ import type { SignatureBody } from "../../verifier/work.ts";
 import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/job.ts";
 import { FaultyBackend, startFaultProxy, type FaultProxy, type HttpFault } from "../workloads/storeFaults.ts";
 import { rawJob } from "../helpers/jobs.ts";
-import { hardhatWallet, Provider, seedOf } from "./helpers.ts";
+import { hardhatWallet, Provider, seedOf, TEST_MAKER } from "./helpers.ts";
 import { closeScratch, openScratch } from "../helpers/scratch.ts";
 
 const RETRY = { attempts: 3, baseDelayMs: 5, maxDelayMs: 20, opTimeoutMs: 1_000 };
@@ -153,6 +153,7 @@ describe("verifier: store outages are never refusals", function () {
         acceptedHash: job.acceptedHash,
         pendingStep: BigInt(report.step),
         pendingHash: report.hash,
+        provider: TEST_MAKER,
       }),
     );
     let now = 1_000_000;
@@ -200,7 +201,7 @@ describe("verifier: store outages are never refusals", function () {
 
   it("a missing reported blob is still blob-missing (an answer from the store, not an outage)", async function () {
     const { job } = await honestPending(123);
-    const v = await verify(job, { step: 20, hash: ZERO.replace(/0$/, "1") });
+    const v = await verify(job, { step: 20, hash: ZERO.replace(/0$/, "1"), provider: TEST_MAKER });
     expect(v.codes).to.deep.equal(["blob-missing"]);
   });
 });

@@ -23,6 +23,7 @@ import {
   type Checkpoint,
 } from "../../workloads/index.ts";
 import { SEED_A } from "./helpers.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../verifier/helpers.ts";
 
 const tiny = loadTemplate("blobs-tiny");
 
@@ -35,6 +36,8 @@ function sampleCheckpoint(): Checkpoint {
     seed: SEED_A,
     step: 2,
     prevCheckpointHash: ZERO_HASH,
+    maker: TEST_MAKER,
+    profile: TEST_PROFILE,
     startStep: 0,
     startStateHash: stateHash(s0),
     segmentSteps: 1,

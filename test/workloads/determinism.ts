@@ -12,6 +12,7 @@ import {
   type Trainer,
 } from "../../workloads/index.ts";
 import { SEED_A, SEED_B, trainTo } from "./helpers.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../verifier/helpers.ts";
 
 describe("workloads: deterministic training", function () {
   const mnist = loadTemplate("mnist-mlp");
@@ -63,6 +64,8 @@ describe("workloads: deterministic training", function () {
       seed: SEED_A,
       step: 10,
       prevCheckpointHash: ZERO_HASH,
+      maker: TEST_MAKER,
+      profile: TEST_PROFILE,
       startStep: 0,
       startStateHash: stateHash(s0),
       segmentSteps: 1,

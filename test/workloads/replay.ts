@@ -18,6 +18,7 @@ import {
 } from "../../workloads/index.ts";
 import { SEED_A, SEED_B, trainTo } from "./helpers.ts";
 import { useScratch } from "../helpers/scratch.ts";
+import { TEST_MAKER, TEST_PROFILE } from "../verifier/helpers.ts";
 
 describe("workloads: sampled replay by verifiers", function () {
   const t = loadTemplate("blobs-tiny");
@@ -45,6 +46,8 @@ describe("workloads: sampled replay by verifiers", function () {
       seed: SEED_A,
       step: 12,
       prevCheckpointHash: ZERO_HASH,
+      maker: TEST_MAKER,
+      profile: TEST_PROFILE,
       startStep: 0,
       startStateHash: start,
       segmentSteps: 1,

@@ -13,9 +13,11 @@ import {
 const salt = (i: number) => "0x" + i.toString(16).padStart(64, "0");
 
 describe("workloads: segment commitments", function () {
-  it("the default segment is about a tenth of the interval, never below one step", function () {
-    expect([1, 9, 10, 11, 20, 100, 101].map(defaultSegmentSteps)).to.deep.equal([1, 1, 1, 2, 2, 10, 11]);
-    expect(maxSegmentSteps(100)).to.equal(10);
+  it("the default segment is about a twentieth of the interval, never below one step", function () {
+    expect([1, 19, 20, 21, 40, 41, 100, 101, 1000].map(defaultSegmentSteps)).to.deep.equal([
+      1, 1, 1, 2, 2, 3, 5, 6, 50,
+    ]);
+    expect(maxSegmentSteps(100)).to.equal(5);
   });
 
   it("stores the boundaries every m steps and the state before the last: n/m + 1 states with the embedded one", function () {
@@ -40,13 +42,22 @@ describe("workloads: segment commitments", function () {
   });
 
   it("a budget of k steps buys k/m segments on average: floor, plus one with probability frac (t−1, t, t+1)", function () {
-    expect(segmentsForBudget(0, 10, 0)).to.equal(0);
-    expect(segmentsForBudget(4, 10, 0.399)).to.equal(1);
-    expect(segmentsForBudget(4, 10, 0.4)).to.equal(0);
-    expect(segmentsForBudget(4, 10, 0.401)).to.equal(0);
-    expect(segmentsForBudget(10, 10, 0.99)).to.equal(1);
     expect(segmentsForBudget(3, 2, 0.49)).to.equal(2);
     expect(segmentsForBudget(3, 2, 0.5)).to.equal(1);
+    expect(segmentsForBudget(3, 2, 0.51)).to.equal(1);
+    expect(segmentsForBudget(25, 10, 0.49)).to.equal(3);
+    expect(segmentsForBudget(25, 10, 0.5)).to.equal(2);
+    expect(segmentsForBudget(10, 10, 0.99)).to.equal(1);
+  });
+
+  it("never fewer than one pool segment, whatever the budget or the salt (issue 19: lazy providers)", function () {
+    // Before, a budget below m replayed no pool segment with probability 1 − k/m (96 % at interval 1,000).
+    for (const u of [0, 0.399, 0.4, 0.401, 0.999]) expect(segmentsForBudget(4, 10, u)).to.equal(1);
+    expect(segmentsForBudget(0, 10, 0)).to.equal(1);
+    expect(segmentsForBudget(4, 50, 0.99)).to.equal(1);
+    for (let i = 0; i < 500; i++) expect(sampleSpans(salt(i), 0, 1000, 50, 4)).to.have.length(2);
+    expect(spanDetectionProbability(0, 1000, 50, 4, 10)).to.equal(1 / 20);
+    expect(spanDetectionProbability(0, 1000, 50, 0, 10)).to.equal(1 / 20);
   });
 
   it("samples by salt, deterministically, always with the last step, at the predicted rate", function () {
@@ -60,10 +71,11 @@ describe("workloads: segment commitments", function () {
       replayed += spans.reduce((a, s) => a + s.to - s.from, 0);
       if (spans.some((s) => s.from < 50 && 50 <= s.to)) caught++;
     }
-    // Expected: 4 + 1 replayed steps and p = 0.4 / 10 for a step in the middle (binomial ±4 sd).
-    expect(replayed / trials).to.be.within(4.6, 5.4);
+    // Expected: one pool segment (the floor of one; nine of 10 steps and (90, 99] of 9) + the last step, and p = 1/10
+    // for a step in the middle (binomial ±4 sd).
+    expect(replayed / trials).to.be.within(10.8, 11);
     const p = spanDetectionProbability(0, 100, 10, 4, 50);
-    expect(p).to.equal(0.04);
+    expect(p).to.equal(1 / 10);
     const sd = Math.sqrt(trials * p * (1 - p));
     expect(caught).to.be.within(trials * p - 4 * sd, trials * p + 4 * sd);
     expect(spanDetectionProbability(0, 100, 10, 4, 100)).to.equal(1);
