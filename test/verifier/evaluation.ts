@@ -137,7 +137,7 @@ describe("verifier evaluation rule: a false-alarm rate from the held-out sample 
 
     /*
      * Step 19 of 10 → 20 replaced by a fresh random initialisation (the work of 19 steps thrown away), step 20
-     * trained honestly from it. With a budget of 0 one pool segment (step 17 for this salt) and the last (step 20, from
+     * trained honestly from it. With a budget of 0 one pool segment (steps 13–14 for this salt) and the last (step 20, from
      * the stored state 19) are replayed, and both reproduce; the held-out accuracy falls far beyond the tolerance, so the rule escalates
      * and the full replay finds step 19.
      */
@@ -154,15 +154,15 @@ describe("verifier evaluation rule: a false-alarm rate from the held-out sample 
         states.push(s);
       }
       const report = await provider.put(honestUpload({ ...start, states, trainedSteps: states.length, loss: 0 }));
-      // The floor of one pool segment replays step 17 for this salt, not the fabricated 19.
-      expect(stepsToReplay(seedOf(1), 10, 20, 0)).to.deep.equal([17, 20]);
+      // The floor of one pool segment replays steps 13–14 for this salt, not the fabricated 19.
+      expect(stepsToReplay(seedOf(2), 10, 20, 0)).to.deep.equal([13, 14, 20]);
       const v = await verifyCheckpoint({
         template: blobs,
         trainer: scratch.trainer,
         store,
         job,
         report,
-        sampleSalt: seedOf(1),
+        sampleSalt: seedOf(2),
         samples: 0,
         cache: newVerifyCache(),
       });

@@ -13,9 +13,9 @@ import {
 const salt = (i: number) => "0x" + i.toString(16).padStart(64, "0");
 
 describe("workloads: segment commitments", function () {
-  it("the default segment is about a twentieth of the interval, never below one step", function () {
-    expect([1, 19, 20, 21, 40, 41, 100, 101, 1000].map(defaultSegmentSteps)).to.deep.equal([
-      1, 1, 1, 2, 2, 3, 5, 6, 50,
+  it("the default segment is about a twentieth of the interval, at least 2 steps from 3 steps on", function () {
+    expect([1, 2, 3, 19, 20, 21, 40, 41, 100, 101, 1000].map(defaultSegmentSteps)).to.deep.equal([
+      1, 1, 2, 2, 2, 2, 2, 3, 5, 6, 50,
     ]);
     expect(maxSegmentSteps(100)).to.equal(5);
   });
