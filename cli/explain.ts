@@ -2,7 +2,8 @@
  * `gpuchain explain JOB [--json]`: the job's history rebuilt from contract events alone (assignments, epochs,
  * checkpoints accepted and refused, failovers, verdict, dispute, settlement) and why each provider earned what it
  * did — then compared with the contract's own state, so an auditor sees both agree. An Open job also says why it
- * waits when no active provider fits it.
+ * waits when no active provider fits it, and names each provider that fits but waits for a re-stake after a slash
+ * (the coordinator assigns it nothing until then: sdk/restake.ts).
  */
 import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
 import { openContext, type CommandContext } from "./context.ts";
@@ -14,6 +15,8 @@ import { statusAt, type LedgerJob } from "../sdk/ledger.ts";
 import { jobNarrative, providerSummaries } from "../sdk/narrative.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { describeWait, jobFit } from "../sdk/jobFit.ts";
+import { restakeLine } from "../sdk/restake.ts";
+import { readRestake } from "./restake.ts";
 
 export const USAGE = `usage: gpuchain explain JOB [--json] [--from-block N]
 
@@ -50,7 +53,7 @@ export async function main(argv: string[]): Promise<number> {
       job.paid === onChain.paid &&
       job.epoch === onChain.epoch &&
       job.acceptedStep === Number(onChain.acceptedStep);
-    const waits = status === "Open" ? await whyItWaits(ctx, job) : [];
+    const waits = status === "Open" ? await whyItWaits(ctx, job, fromBlock) : [];
     if (values.json) {
       const report = { jobId, status, epoch: job.epoch, paid: job.paid, waits, providers: summaries };
       console.log(JSON.stringify({ ...report, history: job.history, agreesWithContract: agrees }, jsonSafe, 2));
@@ -81,8 +84,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** Why no provider takes the job, as the escrow's assign rules and the registry's offers tell. */
-async function whyItWaits(ctx: CommandContext, job: LedgerJob): Promise<string[]> {
+/**
+ * Why no provider takes the job, as the escrow's assign rules, the registry's offers and the coordinator's re-stake
+ * rule tell: a provider that fits the terms but was slashed and has not re-staked since is named with its slash.
+ */
+async function whyItWaits(ctx: CommandContext, job: LedgerJob, fromBlock: number): Promise<string[]> {
   const terms = {
     totalSteps: job.totalSteps,
     acceptedStep: job.acceptedStep,
@@ -90,8 +96,15 @@ async function whyItWaits(ctx: CommandContext, job: LedgerJob): Promise<string[]
     budget: job.budget,
     paid: job.paid,
   };
-  const fit = jobFit(terms, await currentOffers(ctx));
+  const [offers, restake] = await Promise.all([currentOffers(ctx), readRestake(ctx, fromBlock)]);
+  const fit = jobFit(
+    terms,
+    offers.map((o) => ({ ...o, slashed: restake.awaiting(o.address) })),
+  );
+  const slashed = fit.awaitingRestake.map((o) => restakeLine(o.address, o.slashed!));
   if (fit.reasons.length === 0)
-    return [`for the coordinator to assign it (${fit.fitting.length} active provider(s) fit)`];
+    return [`for the coordinator to assign it (${fit.fitting.length} active provider(s) fit)`, ...slashed];
+  if (fit.reasons.every((r) => r.kind === "awaiting re-stake"))
+    return [`no eligible provider: every active provider that fits was slashed and has not re-staked`, ...slashed];
   return fit.reasons.map((r) => `no active provider fits: ${describeWait(r)}`);
 }

@@ -6,12 +6,15 @@ import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
 import { walletOf } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { formatUsdc } from "../sdk/format.ts";
+import { restakeLine } from "../sdk/restake.ts";
+import { readRestake } from "./restake.ts";
 
 export const USAGE = `usage: gpuchain wallet ADDRESS [--from-block N]
 
   what ADDRESS may withdraw now, has withdrawn, and earned per job (as provider or client), from the escrow's
   events, checked against the contract's own \`owed\` (exit 1 if they disagree); a provider's stake (deposited,
-  locked, unbonding, from the registry) and what was slashed, where and who found the fault
+  locked, unbonding, from the registry) and what was slashed, where and who found the fault, and whether it waits
+  for a re-stake (slashed with no deposit since: the coordinator assigns it nothing until then)
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
 
 export async function main(argv: string[]): Promise<number> {
@@ -23,10 +26,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const ledger = await loadLedger(ctx, fromBlock, { account: who });
     const wallet = walletOf(ledger, who);
-    const [onChain, stake, names] = await Promise.all([
+    const [onChain, stake, names, restake] = await Promise.all([
       ctx.protocol.escrow.owed(who),
       ctx.protocol.registry.stakeOf(who),
       verifierNamesOn(ctx.provider, ctx.deployment.verifierSafe),
+      readRestake(ctx, fromBlock, who),
     ]);
     const disagree =
       onChain === wallet.withdrawable ? "" : ` (contract says ${formatUsdc(onChain)}: events and state DISAGREE)`;
@@ -47,6 +51,8 @@ export async function main(argv: string[]): Promise<number> {
       if (stake.unbonding > 0n) parts.push(`unbonding ${formatUsdc(stake.unbonding)}`);
       console.log(`  stake in the registry: ${parts.join(", ")}; slashed so far: ${formatUsdc(slashed)}`);
     }
+    const waiting = restake.awaiting(who);
+    if (waiting) console.log(`  ${restakeLine(who, waiting)} (a stake deposit after the slash lifts it)`);
     for (const [job, mine] of mineByJob) {
       if (mine) {
         const counts = `${mine.stepsAccepted} steps accepted, ${mine.checkpointsRefused} refused`;

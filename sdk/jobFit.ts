@@ -1,15 +1,19 @@
 /**
  * Why a job waits: which active providers could take it on its price and budget, and if none, what stops each
- * kind of offer (price above every offer, budget short at the cheapest price, memory). Pure: `job create` warns
- * with it, `explain` and the coordinator's status say it.
+ * kind of offer (price above every offer, budget short at the cheapest price, memory, or every fitting provider
+ * waits for a re-stake after a slash: sdk/restake.ts). Pure: `job create` warns with it, `explain` and the
+ * coordinator's status say it.
  */
 import { formatPrice, formatUsdc } from "./format.ts";
+import { restakeLine, type SlashMark } from "./restake.ts";
 
 export interface Offer {
   address: string;
   pricePerStep: bigint;
   memoryMiB: number;
   active: boolean;
+  /** Its latest slash when it has not re-staked since (sdk/restake.ts): the coordinator does not assign it. */
+  slashed?: SlashMark;
 }
 
 export interface JobTerms {
@@ -26,26 +30,42 @@ export type WaitReason =
   | { kind: "no active provider" }
   | { kind: "price above every offer"; cheapest: bigint; maxPricePerStep: bigint }
   | { kind: "budget short"; cheapest: bigint; needed: bigint; available: bigint; stepsAffordable: bigint }
-  | { kind: "memory"; needMiB: number; largestMiB: number };
+  | { kind: "memory"; needMiB: number; largestMiB: number }
+  | { kind: "awaiting re-stake"; provider: string; slash: SlashMark };
 
 export interface Fit {
-  /** Active offers that fit price, budget and memory. */
+  /** Active offers that fit price, budget and memory, and do not wait for a re-stake. */
   fitting: Offer[];
   /** Empty when something fits. */
   reasons: WaitReason[];
+  /** Active offers that fit price, budget and memory but wait for a re-stake after a slash (never in `fitting`). */
+  awaitingRestake: Offer[];
 }
 
-/** The escrow's `assign` rules (price ≤ max, remaining steps × price ≤ budget − paid), plus memory. */
+/**
+ * The escrow's `assign` rules (price ≤ max, remaining steps × price ≤ budget − paid), plus memory, plus the
+ * coordinator's re-stake rule: when the only offers that fit wait for a re-stake, one reason per such provider.
+ */
 export function jobFit(job: JobTerms, offers: readonly Offer[]): Fit {
   const active = offers.filter((o) => o.active);
-  if (active.length === 0) return { fitting: [], reasons: [{ kind: "no active provider" }] };
+  if (active.length === 0) return { fitting: [], reasons: [{ kind: "no active provider" }], awaitingRestake: [] };
   const remaining = BigInt(job.totalSteps - job.acceptedStep);
   const available = job.budget - job.paid;
   const priced = active.filter((o) => o.pricePerStep <= job.maxPricePerStep);
   const affordable = priced.filter((o) => remaining * o.pricePerStep <= available);
   const need = job.memoryNeedMiB ?? 0;
-  const fitting = affordable.filter((o) => o.memoryMiB >= need);
-  if (fitting.length) return { fitting, reasons: [] };
+  const onTerms = affordable.filter((o) => o.memoryMiB >= need);
+  const fitting = onTerms.filter((o) => !o.slashed);
+  const awaitingRestake = onTerms.filter((o) => o.slashed);
+  if (fitting.length) return { fitting, reasons: [], awaitingRestake };
+  if (awaitingRestake.length) {
+    const reasons = awaitingRestake.map((o): WaitReason => ({
+      kind: "awaiting re-stake",
+      provider: o.address,
+      slash: o.slashed!,
+    }));
+    return { fitting, reasons, awaitingRestake };
+  }
   const cheapestOf = (list: Offer[]) =>
     list.reduce((m, o) => (o.pricePerStep < m ? o.pricePerStep : m), list[0].pricePerStep);
   const reasons: WaitReason[] = [];
@@ -67,7 +87,7 @@ export function jobFit(job: JobTerms, offers: readonly Offer[]): Fit {
   } else {
     reasons.push({ kind: "memory", needMiB: need, largestMiB: Math.max(...affordable.map((o) => o.memoryMiB)) });
   }
-  return { fitting, reasons };
+  return { fitting, reasons, awaitingRestake };
 }
 
 /** One sentence per reason, saying what would fit. */
@@ -87,5 +107,7 @@ export function describeWait(r: WaitReason): string {
       );
     case "memory":
       return `it needs ${r.needMiB} MiB of device memory; the largest fitting offer has ${r.largestMiB} MiB`;
+    case "awaiting re-stake":
+      return restakeLine(r.provider, r.slash);
   }
 }

@@ -2,7 +2,8 @@
  * The coordinator's picture of the chain, kept up to date from events instead of re-read every tick: each tick
  * fetches the escrow's and the registry's logs since the last tick (one getLogs per 10 000 blocks), re-reads only
  * the jobs those logs name (and jobs created since), batched through Multicall3, folds each provider's offer and
- * stake from its registry events (stakeBook.ts), and learns fencing from CheckpointRefused. A tick with nothing new
+ * stake from its registry events (stakeBook.ts), learns fencing from CheckpointRefused and which providers wait
+ * for a re-stake after a slash from StakeSlashed and StakeDeposited (sdk/restake.ts). A tick with nothing new
  * costs a handful of requests whatever the number of jobs.
  *
  * Why it is enough: every escrow function that changes a job emits an event naming the job, and a job's Open or
@@ -25,6 +26,7 @@ import {
   wordDecoder,
 } from "../../sdk/job.ts";
 import { readRawLogs, type RawLog } from "../../sdk/logRange.ts";
+import { RestakeBook, type SlashMark } from "../../sdk/restake.ts";
 import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
@@ -78,6 +80,12 @@ export class CoordinatorChainView {
   readonly fenced = new Map<string, Set<string>>();
   /** Accepted steps and idle unassignments per provider, from escrow events (trackRecord.ts). */
   readonly history = new TrackRecords();
+  /**
+   * Each provider's latest slash and deposit, from the registry's StakeSlashed and StakeDeposited: `waiting` are
+   * those slashed for a proven fault with no deposit since, never assigned (issue 19, decide.ts). Folded from
+   * `fromBlock` like the stakes, so a restarted coordinator rebuilds it; a slash before `fromBlock` is not seen.
+   */
+  readonly restake = new RestakeBook();
   /** Jobs past training: never read again. */
   private readonly done = new Set<bigint>();
   private readonly ctx: KeeperContext;
@@ -148,6 +156,7 @@ export class CoordinatorChainView {
     const logs = block > this.scannedTo ? await this.logsSince(block) : [];
     for (const log of logs) this.apply(log, dirty);
     await this.history.resolve((n) => this.blockTime(n));
+    await this.resolveSlashTimes();
     this.scannedTo = Math.max(this.scannedTo, block);
     const ids = new Set(dirty.jobs);
     for (let id = this.knownJobCount + 1n; id <= jobCount; id++) ids.add(id);
@@ -224,7 +233,26 @@ export class CoordinatorChainView {
     const provider = topicAddress(log.topics[1]);
     if (kind.name === "ProviderRegistered") this.registered.add(provider);
     this.applyRegistry(kind.name, provider.toLowerCase(), log);
+    this.applyRestake(kind.name, provider, log);
     dirty.providers.add(provider);
+  }
+
+  /** A slash or a deposit, placed by its log's position (sdk/restake.ts); the slashed lock's job is its 2nd topic. */
+  private applyRestake(name: string, provider: string, log: RawLog): void {
+    if (name !== "StakeSlashed" && name !== "StakeDeposited") return;
+    const mark: SlashMark = { blockNumber: log.blockNumber, logIndex: log.index };
+    if (name === "StakeSlashed" && log.topics[2] !== undefined) mark.jobId = BigInt(log.topics[2]);
+    this.restake.apply(name, provider, mark);
+  }
+
+  /** The block time of each slash still waiting for a re-stake whose time is not read yet (one read per block). */
+  private async resolveSlashTimes(): Promise<void> {
+    const times = new Map<number, bigint>();
+    for (const mark of this.restake.waiting.values()) {
+      if (mark.at !== undefined) continue;
+      if (!times.has(mark.blockNumber)) times.set(mark.blockNumber, await this.blockTime(mark.blockNumber));
+      mark.at = times.get(mark.blockNumber);
+    }
   }
 
   /**

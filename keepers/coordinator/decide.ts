@@ -3,8 +3,9 @@
  * Running job to unassign and which provider gets which Open job. No I/O here; the tick gathers the inputs.
  *
  * Assignment rule (also in keepers/README.md): a provider is eligible for an Open job when it is registered and
- * active, not busy on a Running job (nor picked for another job in this tick), not fenced on this job, asks at
- * most the job's maxPricePerStep, the job's remaining budget covers (totalSteps − acceptedStep) × its price, its
+ * active, not waiting for a re-stake after a slash (issue 19: slashed for a proven fault, no stake deposited since;
+ * sdk/restake.ts), not busy on a Running job (nor picked for another job in this tick), not fenced on this job, asks
+ * at most the job's maxPricePerStep, the job's remaining budget covers (totalSteps − acceptedStep) × its price, its
  * device memory is at least the template's need, its free stake covers the lock `assign` takes (price ×
  * interval, at least the registry's minStake), it sent a heartbeat within the timeout, and that latest beat is
  * idle or for a job it still holds, it was never unassigned idle from this job, and it is not backing off.
@@ -17,6 +18,7 @@
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
 import type { JobView } from "../../sdk/job.ts";
+import { restakeLine, type SlashMark } from "../../sdk/restake.ts";
 
 /**
  * The parts of a job (sdk/job.ts) the coordinator decides on. `provider` is the zero address when Open; the lease
@@ -106,6 +108,12 @@ export interface CoordinatorView {
   idleOn?: Map<string, Set<string>>;
   /** The idle back-off's base and cap, chain seconds (BACKOFF_DEFAULTS). */
   backoff?: { baseS: number; capS: number };
+  /**
+   * Providers slashed for a proven fault with no stake deposited since (lower-case → their latest slash), from the
+   * registry's StakeSlashed and StakeDeposited events (chainView.ts, sdk/restake.ts). None of them is assigned.
+   * Absent: no re-stake rule (pure tests may leave it out).
+   */
+  restake?: Map<string, SlashMark>;
 }
 
 /** The highest step a provider's beats showed for one (job, epoch), and when it first showed it (ms). */
@@ -190,6 +198,7 @@ export interface Decision {
 export type Exclusion =
   | "not registered"
   | "inactive"
+  | "awaiting re-stake after a slash"
   | "busy"
   | "fenced"
   | "price above max"
@@ -324,11 +333,12 @@ export function exclusionOf(
   return providerExclusion(p, view, busy) ?? jobExclusion(job, p, view);
 }
 
-/** The rules about the provider alone: registered, active, not busy, alive, not stale. */
+/** The rules about the provider alone: registered, active, not waiting for a re-stake, not busy, alive, not stale. */
 export function providerExclusion(p: ProviderView, view: CoordinatorView, busy: Set<string>): Exclusion | undefined {
   const addr = p.address.toLowerCase();
   if (!p.registered) return "not registered";
   if (!p.active) return "inactive";
+  if (view.restake?.has(addr)) return "awaiting re-stake after a slash";
   if (busy.has(addr)) return "busy";
   const beat = view.lastBeat.get(addr);
   if (!beat || !isLive(beat.receivedAt, view.nowMs, view.timeoutMs)) return "no recent heartbeat";
@@ -509,6 +519,8 @@ interface AssignmentTick {
   byAddress: Map<string, ProviderView>;
   /** Providers excluded by the provider-only rules, per reason, in order of first appearance. */
   general: Map<string, number>;
+  /** Why each provider waiting for a re-stake is not assigned (restakeLine), for every wait reason of the tick. */
+  restake: string[];
   picked: Set<ProviderView>;
   /** `picked` in the order taken (each terms class folds in the picks it has not seen). */
   picks: ProviderView[];
@@ -527,7 +539,7 @@ interface TermsClass {
   folded: number;
   pickedEligible: number;
   /** whyNobodyFits for these terms, once computed. */
-  fits?: string;
+  fits?: string[];
   /** The wait reason of a job with no own exclusions, keyed by how many providers were picked when computed. */
   wait?: { picks: number; reason: string };
 }
@@ -535,13 +547,29 @@ interface TermsClass {
 function assignmentTick(view: CoordinatorView, busy: Set<string>): AssignmentTick {
   const general = new Map<string, number>();
   const candidates: ProviderView[] = [];
+  const slashed: ProviderView[] = [];
   for (const p of sortProviders(view.providers, view.records)) {
     const reason = providerExclusion(p, view, busy);
     if (reason) general.set(reason, (general.get(reason) ?? 0) + 1);
     else candidates.push(p);
+    if (reason === "awaiting re-stake after a slash") slashed.push(p);
   }
   const byAddress = new Map(candidates.map((p) => [p.address.toLowerCase(), p]));
-  return { candidates, byAddress, general, picked: new Set(), picks: [], classes: new Map() };
+  const restake = restakeLines(slashed, view);
+  return { candidates, byAddress, general, restake, picked: new Set(), picks: [], classes: new Map() };
+}
+
+/** At most this many providers waiting for a re-stake are named in a wait reason (the rest are counted). */
+export const RESTAKE_NAMED = 3;
+
+/** "provider X: slashed at block N (time) on job J, not assigned until it re-stakes", for the first few. */
+function restakeLines(slashed: ProviderView[], view: CoordinatorView): string[] {
+  const lines = slashed
+    .slice(0, RESTAKE_NAMED)
+    .map((p) => restakeLine(p.address, view.restake!.get(p.address.toLowerCase())!));
+  const more = slashed.length - lines.length;
+  if (more > 0) lines.push(`${more} more provider(s) slashed and not assigned until they re-stake`);
+  return lines;
 }
 
 function termsClass(job: CoordinatorJob, view: CoordinatorView, tick: AssignmentTick): TermsClass {
@@ -603,8 +631,9 @@ function decideOpen(job: CoordinatorJob, view: CoordinatorView, tick: Assignment
 
 /**
  * Why no candidate can take the job: every provider's reason counted, in order of first appearance (the
- * provider-only reasons first), then why no registered offer fits its terms. Jobs of the same terms and no own
- * exclusions share it until the next pick.
+ * provider-only reasons first), then each provider waiting for a re-stake after a slash (when and where it was
+ * slashed), then why no registered offer fits its terms. Jobs of the same terms and no own exclusions share it
+ * until the next pick.
  */
 function waitReason(
   job: CoordinatorJob,
@@ -620,7 +649,9 @@ function waitReason(
     if (reason) counts.set(reason, (counts.get(reason) ?? 0) + 1);
   });
   c.fits ??= whyNobodyFits(job, view);
-  const reason = `no eligible provider${summarize(counts, view.providers.length)}${c.fits}`;
+  const why = [...tick.restake, ...c.fits];
+  const detail = why.length ? `: ${why.join("; ")}` : "";
+  const reason = `no eligible provider${summarize(counts, view.providers.length)}${detail}`;
   if (own.size === 0) c.wait = { picks: tick.picks.length, reason };
   return reason;
 }
@@ -630,11 +661,14 @@ function record(p: ProviderView, view: CoordinatorView): string {
   return steps > 0 ? `, track record ${steps} accepted steps` : "";
 }
 
-/** When no registered offer fits the job's own terms, why (sdk/jobFit.ts, shared with `explain`). */
-function whyNobodyFits(job: CoordinatorJob, view: CoordinatorView): string {
+/**
+ * When no registered offer fits the job's own terms, why (sdk/jobFit.ts, shared with `explain`). The offers carry
+ * no slash here: the providers waiting for a re-stake are named once, by the tick (restakeLines).
+ */
+function whyNobodyFits(job: CoordinatorJob, view: CoordinatorView): string[] {
   const offers = view.providers.filter((p) => p.registered);
   const fit = jobFit({ ...job, memoryNeedMiB: view.memoryNeedMiB(job.templateId) }, offers);
-  return fit.reasons.length ? `: ${fit.reasons.map(describeWait).join("; ")}` : "";
+  return fit.reasons.map(describeWait);
 }
 
 function summarize(counts: Map<string, number>, providers: number): string {

@@ -175,6 +175,8 @@ export class Coordinator {
       records: chain.history.records,
       idleOn: chain.history.idleOn,
       backoff: { baseS: config.idleBackoffS, capS: config.idleBackoffCapS },
+      // Issue 19: slashed for a proven fault, no deposit since: not assigned until it re-stakes (sdk/restake.ts).
+      restake: chain.restake.waiting,
     };
   }
 

@@ -1,7 +1,8 @@
 /**
  * `gpuchain explain` and `gpuchain wallet` after a real slash: the protocol deployed through Ignition on anvil, a
  * provider staked, assigned, one checkpoint accepted, the next refused with a fault signed 2 of 3 through the
- * real Safe (refuseWithFault), then the real CLI (child processes) reads it back from the chain.
+ * real Safe (refuseWithFault), then the real CLI (child processes) reads it back from the chain — including that
+ * the slashed provider is not assigned again until it re-stakes (issue 19), until it deposits again.
  */
 import { expect } from "chai";
 import { spawn } from "node:child_process";
@@ -60,6 +61,10 @@ describe("gpuchain explain / wallet after a real slash", function () {
     "m/44'/60'/0'/0/9",
   );
   const finder = new Wallet(TEST_KEYS.verifier3);
+  /** The slash's block and its time, as `restakeLine` prints them. */
+  let slashBlock = 0;
+  let slashTime = "";
+  let deposit: (amount: bigint) => Promise<unknown>;
 
   before(async function () {
     rpc = await startAnvil(group, await freePort(0), {}, "slashed-chain");
@@ -114,7 +119,20 @@ describe("gpuchain explain / wallet after a real slash", function () {
     const faultSigs = await sign2(chainId, d, faultRefusalDigest(domain, refusal), verifiers);
     // Relayed as the collector relays it (keepers/chain.ts): headroom over the estimate.
     const gas = withGasHeadroom(await keeper.refuseWithFault.estimateGas(1n, 1n, 20, h20, fault, faultSigs));
-    await send(keeper.refuseWithFault(1n, 1n, 20, h20, fault, faultSigs, { gasLimit: gas }));
+    const receipt = (await send(keeper.refuseWithFault(1n, 1n, 20, h20, fault, faultSigs, { gasLimit: gas }))) as {
+      blockNumber: number;
+    };
+    slashBlock = receipt.blockNumber;
+    slashTime = new Date((await chain.getBlock(slashBlock))!.timestamp * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    // A second job mallory alone fits (nobody else is registered): job 1 fences it, this one does not.
+    await send(c.usdc.mint(client.address, request.budget));
+    await send(c.usdc.approve(d.escrow, request.budget));
+    await send(c.escrow.createJob(request));
+    deposit = async (amount) => {
+      await send(m.usdc.mint(mallory.address, amount));
+      await send(m.usdc.approve(d.registry, amount));
+      await send(m.registry.depositStake(amount));
+    };
   });
 
   after(async function () {
@@ -156,6 +174,29 @@ describe("gpuchain explain / wallet after a real slash", function () {
         "m",
       ),
     );
+  });
+
+  it("explain (an Open job) and wallet say the slashed provider is not assigned until it re-stakes; a deposit lifts it", async function () {
+    const line =
+      `provider ${mallory.address}: slashed at block ${slashBlock} (${slashTime}) on job 1, ` +
+      `not assigned until it re-stakes`;
+    const explain = await runCli(["explain", "2", "--rpc", rpc, "--deployment", file]);
+    expect(explain.code, explain.stderr + explain.stdout).to.equal(0);
+    expect(explain.stdout).to.contain(
+      "waiting: no eligible provider: every active provider that fits was slashed and has not re-staked\n",
+    );
+    expect(explain.stdout).to.contain(`waiting: ${line}\n`);
+    const wallet = await runCli(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
+    expect(wallet.code, wallet.stderr + wallet.stdout).to.equal(0);
+    expect(wallet.stdout).to.contain(`  ${line} (a stake deposit after the slash lifts it)\n`);
+    // mallory deposits again: eligible again, and neither command says it waits any more.
+    await deposit(MIN_STAKE);
+    const after = await runCli(["explain", "2", "--rpc", rpc, "--deployment", file]);
+    expect(after.code, after.stderr + after.stdout).to.equal(0);
+    expect(after.stdout).to.contain("waiting: for the coordinator to assign it (1 active provider(s) fit)\n");
+    expect(after.stdout).to.not.contain("re-stake");
+    const walletAfter = await runCli(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
+    expect(walletAfter.stdout).to.not.contain("re-stake");
   });
 
   it("wallet shows the finder its bounty and the client its compensation, agreeing with the contract", async function () {

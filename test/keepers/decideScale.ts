@@ -22,6 +22,7 @@ import {
   type TrackRecord,
 } from "../../keepers/coordinator/decide.ts";
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
+import { restakeLine, type SlashMark } from "../../sdk/restake.ts";
 import { mulberry32 as rng } from "../helpers/random.ts";
 
 /** The rule as stated (keepers/README.md), one job at a time over every candidate. */
@@ -37,6 +38,11 @@ function referencePlan(view: CoordinatorView): Decision[] {
     if (r) general.set(r, (general.get(r) ?? 0) + 1);
   }
   const candidates = sorted.filter((p) => !providerExclusion(p, view, busy));
+  // Issue 19: every provider waiting for a re-stake, named (the first three) in every wait reason.
+  const slashed = sorted.filter((p) => providerExclusion(p, view, busy) === "awaiting re-stake after a slash");
+  const restake = slashed.slice(0, 3).map((p) => restakeLine(p.address, view.restake!.get(p.address.toLowerCase())!));
+  if (slashed.length > 3)
+    restake.push(`${slashed.length - 3} more provider(s) slashed and not assigned until they re-stake`);
   const picked = new Set<ProviderView>();
   for (const job of jobs) {
     if (job.status !== "Open") continue;
@@ -69,7 +75,8 @@ function referencePlan(view: CoordinatorView): Decision[] {
         { ...job, memoryNeedMiB: view.memoryNeedMiB(job.templateId) },
         view.providers.filter((p) => p.registered),
       );
-      const fits = fit.reasons.length ? `: ${fit.reasons.map(describeWait).join("; ")}` : "";
+      const why = [...restake, ...fit.reasons.map(describeWait)];
+      const fits = why.length ? `: ${why.join("; ")}` : "";
       decisions.push({ ...base, action: "wait", reason: `no eligible provider${summary}${fits}` });
       continue;
     }
@@ -156,6 +163,12 @@ function randomView(seed: number, nJobs: number, nProviders: number): Coordinato
     if (r() < 0.1) idleOn.set(id, new Set([pick(providers).address.toLowerCase()]));
   }
   const memory: Record<string, number> = { [TEMPLATES[0]]: 512, [TEMPLATES[1]]: 1024, [TEMPLATES[2]]: 4096 };
+  // Issue 19: a few providers slashed and not re-staked (their own generator: the cases above stay as they were).
+  const s = rng(seed + 1_000);
+  const restake = new Map<string, SlashMark>();
+  for (const p of providers) {
+    if (s() < 0.02) restake.set(p.address.toLowerCase(), { blockNumber: 100, logIndex: 1, jobId: 7n, at: 1_000n });
+  }
   return {
     nowMs: NOW,
     chainTime: 1_000n,
@@ -172,6 +185,7 @@ function randomView(seed: number, nJobs: number, nProviders: number): Coordinato
     minStake: 2_000n,
     memoryNeedMiB: (t) => memory[t] ?? 0,
     profileProven: (t, profile) => t !== TEMPLATES[2] || profile === "x",
+    restake,
   };
 }
 
@@ -190,6 +204,8 @@ describe("keepers: coordinator assignment at scale (pure, against the straightfo
       const actions = new Set(got.map((d) => d.action));
       // The case exercises both outcomes (a case where everything waits would prove little).
       expect(actions.has("assign") && actions.has("wait"), [...actions].join()).to.equal(true);
+      // Some waits name providers slashed and not re-staked (issue 19), as the reference does.
+      expect(got.some((d) => d.reason.includes("not assigned until it re-stakes"))).to.equal(true);
     });
   }
 

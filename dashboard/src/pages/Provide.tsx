@@ -8,6 +8,7 @@ import { ago, price, usdc } from "../format.ts";
 import { ledgerOf, providerSummaries, walletOf } from "../ledger.ts";
 import type { ProviderView, RunState } from "../model/state.ts";
 import { DataTable } from "../components/DataTable.tsx";
+import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/restake.ts";
 
 const NAME_OK = /^[A-Za-z0-9._-]{1,64}$/;
 const PRICE_OK = /^\d+(\.\d{1,6})?$/;
@@ -183,6 +184,8 @@ function Follow({ state, name, recorded }: { state: RunState; name: string; reco
 function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
   const ledger = ledgerOf(p.run.state.events);
   const heartbeats = new Map((p.run.snapshot?.heartbeats ?? []).map((h) => [h.provider.toLowerCase(), h]));
+  // Slashed for a proven fault and no stake deposited since: the coordinator assigns it nothing (sdk/restake.ts).
+  const restake = restakeBookOf(p.run.state.events);
   if (!p.providers.length) return <p className="muted">No provider registered yet.</p>;
   return (
     <DataTable
@@ -210,12 +213,23 @@ function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
               .join("; ")
           : "";
         const registered = x.registeredBlock !== undefined;
+        const slash = restake.awaiting(x.key);
         return (
           <tr key={x.key} data-testid={`provider-${x.name}`}>
             <th scope="row">
               {x.name}
               <div className="muted mono">{x.address}</div>
               {registered && <div className="muted">registered at block {x.registeredBlock}</div>}
+              {slash && (
+                <div
+                  className="error"
+                  data-testid={`restake-${x.name}`}
+                  title={`${describeSlash(slash)}: the coordinator assigns it no job until it deposits stake again`}
+                >
+                  {RESTAKE_STATUS}
+                  <div className="muted">{describeSlash(slash)}</div>
+                </div>
+              )}
             </th>
             <td>
               <Badges names={[...x.badges]} />
