@@ -311,6 +311,8 @@ function headerProblems(
   if (!sameHex(c.seed, job.seed)) out.push(new Refusal("wrong-seed", `checkpoint seed ${c.seed}, job ${job.seed}`));
   if (c.step !== report.step)
     out.push(new Refusal("wrong-step", `checkpoint ends at step ${c.step}, reported ${report.step}`));
+  if (c.step <= c.startStep)
+    out.push(new Refusal("wrong-step", `checkpoint covers no step: it ends at ${c.step}, starts at ${c.startStep}`));
   const link = job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash;
   if (!sameHex(c.prevCheckpointHash, link)) {
     out.push(new Refusal("wrong-link", `links to ${c.prevCheckpointHash}, accepted checkpoint is ${link}`));
