@@ -9,6 +9,7 @@ import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
 import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
+import { capDeviceModel } from "../../sdk/machine.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
 
 export interface Entry {
@@ -191,6 +192,8 @@ export class LiveFeed {
     if (!parsed) return;
     const args: Record<string, unknown> = {};
     parsed.fragment.inputs.forEach((input, i) => (args[input.name] = plain(parsed.args[i])));
+    // The registry stores a device model of any length: every viewer gets at most MAX_DEVICE_MODEL_BYTES of it.
+    if (typeof args.deviceModel === "string") args.deviceModel = capDeviceModel(args.deviceModel);
     if (parsed.name === "ProviderRegistered") this.names.set(String(args.provider).toLowerCase(), String(args.name));
     this.push("event", "chain", {
       name: parsed.name,
