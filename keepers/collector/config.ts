@@ -1,6 +1,7 @@
 /** The verdict collector's configuration, built and validated once from the CLI flags. */
 import { UsageError, parsePositiveInt } from "../../sdk/args.ts";
 import { parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
+import { SILENCE_DEFAULTS } from "./decide.ts";
 
 export const COLLECTOR_OPTIONS = {
   host: { type: "string" },
@@ -10,6 +11,8 @@ export const COLLECTOR_OPTIONS = {
   "owner-key": { type: "string", multiple: true },
   "claim-hold-ms": { type: "string" },
   "quorum-wait-ms": { type: "string" },
+  "silent-after-decided": { type: "string" },
+  "silent-after-ms": { type: "string" },
 } as const;
 
 export const COLLECTOR_DEFAULT_PORT = 8601;
@@ -25,10 +28,12 @@ export interface CollectorConfig extends SharedConfig {
   viaSafeTx: boolean;
   /** Key files of Safe owners (only with --via-safe-tx). */
   ownerKeys: string[];
-  /** The longest one fault claim holds plain decisions on its checkpoint while unanswered. */
+  /** The longest fault claims hold plain decisions on their checkpoint while unanswered (per checkpoint). */
   claimHoldMs: number;
   /** How long a plain checkpoint decision with its threshold waits for the owners that have not spoken yet. */
   quorumWaitMs: number;
+  /** An owner silent for this many decided checkpoints and `silence.afterMs` is not waited for (decide.ts isSilent). */
+  silence: { afterDecided: number; afterMs: number };
 }
 
 export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConfig {
@@ -50,5 +55,13 @@ export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConf
     ownerKeys,
     claimHoldMs: parsePositiveInt(str(v["claim-hold-ms"]), "claim-hold-ms", 120_000),
     quorumWaitMs: parsePositiveInt(str(v["quorum-wait-ms"]), "quorum-wait-ms", 15_000),
+    silence: {
+      afterDecided: parsePositiveInt(
+        str(v["silent-after-decided"]),
+        "silent-after-decided",
+        SILENCE_DEFAULTS.afterDecided,
+      ),
+      afterMs: parsePositiveInt(str(v["silent-after-ms"]), "silent-after-ms", SILENCE_DEFAULTS.afterMs),
+    },
   };
 }

@@ -1,10 +1,14 @@
 /**
  * The verdict collector's decisions, pure: parse a verifier's submission, group signatures by digest (a signer
  * counts once), tell when `threshold` current owners signed, whether a decision still applies to the job as
- * it is on chain now (so a decision already on chain is never sent twice), and whether a plain checkpoint
- * decision must wait for a fault claim on that checkpoint to be checked (`holdReason`).
+ * it is on chain now (so a decision already on chain is never sent twice), whether an entry may stay in the pool
+ * (`poolAction`), which submissions an owner may not add (`conflictReason`: one claim per owner per checkpoint,
+ * one verdict per owner per job), whether a plain checkpoint decision must wait for a fault claim on that
+ * checkpoint to be checked (`holdReason`, bounded per checkpoint), and for which owners' word it waits
+ * (`silenceReason`, `silentOwners`).
  */
 import { getAddress, isHexString } from "ethers";
+import { DECISION_TIMEOUT_S } from "../coordinator/decide.ts";
 import { isTraining, type JobView } from "../../sdk/job.ts";
 import type { CheckpointDecision, ClaimCheck, FaultRefusal, VerdictMessage } from "../../sdk/verifierSignatures.ts";
 
@@ -189,21 +193,28 @@ export function readySignatures(
   return threshold > 0 && valid.length >= threshold ? valid.slice(0, threshold) : undefined;
 }
 
-/** The parts of a job (sdk/job.ts) the collector compares a decision with. */
+/** The parts of a job (sdk/job.ts) the collector compares a decision with (`reportedAt`: for the window). */
 export type JobState = Pick<
   JobView,
   "status" | "epoch" | "totalSteps" | "acceptedStep" | "acceptedHash" | "pendingStep" | "pendingHash" | "pendingEpoch"
->;
+> &
+  Partial<Pick<JobView, "reportedAt">>;
 
 export type Applicability = { action: "send" | "wait" | "stale"; reason: string };
 
-/** Whether the decision can land now (send), may later (wait), or never again (stale: drop it). */
-export function applicability(d: VerifierDecision, job: JobState): Applicability {
+/**
+ * Whether the decision can land now (send), may later (wait), or not as things stand (stale: drop it; `poolAction`
+ * tells whether for good). With the chain's time (seconds) and the job's `reportedAt`, a pending checkpoint whose
+ * decision window closed (`reportedAt + DECISION_TIMEOUT`) is stale too: it lapsed, nothing can decide it now.
+ */
+export function applicability(d: VerifierDecision, job: JobState, chainTimeS?: bigint): Applicability {
   if (d.kind === "checkpoint" || d.kind === "fault") {
     const m = d.message;
     // A checkpoint stays decidable, on the epoch it was reported at, after its reporter is unassigned.
     if (!isTraining(job.status)) return { action: "stale", reason: `job is ${job.status}` };
     if (job.pendingStep === m.step && eqHash(job.pendingHash, m.checkpointHash) && job.pendingEpoch === m.epoch) {
+      if (chainTimeS !== undefined && job.reportedAt !== undefined && chainTimeS > job.reportedAt + DECISION_TIMEOUT_S)
+        return { action: "stale", reason: "the checkpoint's decision window closed (lapsed)" };
       return { action: "send", reason: "pending checkpoint matches" };
     }
     if (job.epoch !== m.epoch) return { action: "stale", reason: `epoch moved on to ${job.epoch}` };
@@ -222,6 +233,25 @@ export function applicability(d: VerifierDecision, job: JobState): Applicability
   if (!eqHash(job.acceptedHash, m.modelHash))
     return { action: "stale", reason: "model hash is not the final checkpoint" };
   return { action: "send", reason: "final checkpoint accepted; no verdict yet" };
+}
+
+/**
+ * Whether a pooled entry may stay in the pool (and the state file, and `GET /claims`) given the job as it is on
+ * chain now: `keep` while it can land now (its checkpoint pending and decidable) or, for a verdict, while it may
+ * still apply; otherwise it goes. `done` (dropped and answered "done" when re-sent) only when it can never apply
+ * again: a job past training, a checkpoint of an older epoch or at or below the accepted step, a verdict on
+ * another model than the final one. `forget` (dropped, pooled again if re-sent) when it is not pending now but a
+ * later chain state could make it so: a checkpoint not reported (yet), another hash than the pending one, one
+ * whose decision window closed (lapsed: the same report may come again), a job that does not exist (yet).
+ */
+export function poolAction(d: VerifierDecision, job: JobState, chainTimeS?: bigint): "keep" | "forget" | "done" {
+  const a = applicability(d, job, chainTimeS);
+  if (a.action === "send") return "keep";
+  if (d.kind === "verdict") return a.action === "wait" ? "keep" : job.status === "None" ? "forget" : "done";
+  if (job.status === "None") return "forget";
+  const m = d.message;
+  const final = !isTraining(job.status) || m.epoch < job.epoch || (m.epoch === job.epoch && m.step <= job.acceptedStep);
+  return final ? "done" : "forget";
 }
 
 function eqHash(a: string, b: string): boolean {
@@ -273,14 +303,63 @@ export function checkpointOf(d: VerifierDecision): string | undefined {
   return `${m.jobId}:${m.epoch}:${m.step}:${m.checkpointHash.toLowerCase()}`;
 }
 
-/** What the hold rule knows about one claim: its entry, when the collector first saw it, who answered "no". */
+/**
+ * Whether a fault refusal entry is a claim: its finder signed it (the finder's own word). Only a claim holds
+ * plain decisions and is listed by `GET /claims`; a fault refusal its finder did not sign (a confirmation of a
+ * claim, or a refusal naming another address as finder) only counts toward its own threshold.
+ */
+export function isClaim(entry: Pending): boolean {
+  return entry.decision.kind === "fault" && entry.signatures.has(entry.decision.message.fault.finder.toLowerCase());
+}
+
+/**
+ * Why `s` may not be pooled (a 409), or undefined. One claim per owner per checkpoint, whatever its finder field
+ * says: a fault refusal is the signer's claim unless it confirms another owner's claim (the same digest, already
+ * signed by its finder), and a signer whose claim on the checkpoint is pooled gets no second one (another digest:
+ * another fault, another finder). One verdict per owner per job: an owner signs one verdict on a job's final model.
+ * A re-sent signature (same digest, same signer) is never a conflict.
+ */
+export function conflictReason(pool: Pool, s: Submission): string | undefined {
+  const d = s.decision;
+  if (d.kind === "checkpoint") return undefined;
+  const signer = s.signer.toLowerCase();
+  const same = pool.get(s.digest);
+  if (same?.signatures.has(signer)) return undefined; // a re-send
+  if (d.kind === "verdict") {
+    for (const p of pool.values())
+      if (p.digest !== s.digest && p.decision.kind === "verdict" && p.decision.message.jobId === d.message.jobId)
+        if (p.signatures.has(signer))
+          return `${s.signer} already signed a verdict on job ${d.message.jobId} (${p.digest}): one per owner per job`;
+    return undefined;
+  }
+  const finder = d.message.fault.finder.toLowerCase();
+  if (same && finder !== signer && isClaim(same)) return undefined; // a confirmation of another owner's claim
+  const at = checkpointOf(d);
+  for (const p of pool.values()) {
+    if (p.digest === s.digest || p.decision.kind !== "fault" || checkpointOf(p.decision) !== at) continue;
+    if (claimantOf(p) === signer || (p.signatures.has(signer) && !isClaim(p)))
+      return `${s.signer} already has a fault claim on this checkpoint (${p.digest}): one per owner per checkpoint, whatever its finder`;
+  }
+  return undefined;
+}
+
+/** The owner whose claim an entry is (its finder, when it signed), or undefined. */
+function claimantOf(p: Pending): string | undefined {
+  return isClaim(p) && p.decision.kind === "fault" ? p.decision.message.fault.finder.toLowerCase() : undefined;
+}
+
+/** What the hold rule knows about one fault refusal: its entry, when it became a claim, who answered "no". */
 export type ClaimState = { entry: Pending; firstSeenMs: number; notReproduced: Set<string> };
 
 /**
  * Why a plain checkpoint decision (accept or refuse) must not be sent yet, or undefined. It waits while a fault
- * refusal of the same checkpoint has its threshold (that one goes first: the slash), and while a claim on it is
- * unchecked: some current owner other than the finder has neither signed the claim's fault refusal nor answered
- * "not reproduced", and the claim is younger than `holdMs` (the bound: a claim holds nothing longer).
+ * refusal of the same checkpoint has its threshold (that one goes first: the slash), and while a claim on it (a
+ * fault refusal signed by its finder: `isClaim`; other fault refusals hold nothing) is unchecked: some current
+ * owner other than the finder has neither signed the claim's fault refusal nor answered "not reproduced".
+ *
+ * The bound is per checkpoint, not per claim: nothing holds once `holdMs` passed since the checkpoint's hold
+ * clock started, the earliest of when the first claim on it was seen (`firstSeenMs`) and `sinceMs` (when a plain
+ * decision on it first had its threshold), whatever is posted later.
  */
 export function holdReason(
   d: VerifierDecision,
@@ -289,26 +368,65 @@ export function holdReason(
   threshold: number,
   nowMs: number,
   holdMs: number,
+  sinceMs = Infinity,
 ): string | undefined {
   if (d.kind !== "checkpoint") return undefined;
   const at = checkpointOf(d);
-  for (const c of claims) {
-    if (c.entry.decision.kind !== "fault" || checkpointOf(c.entry.decision) !== at) continue;
-    if (readySignatures(c.entry, owners, threshold)) return `a fault refusal of this checkpoint goes first`;
+  const onIt = claims.filter((c) => c.entry.decision.kind === "fault" && checkpointOf(c.entry.decision) === at);
+  const start = Math.min(sinceMs, ...onIt.filter((c) => isClaim(c.entry)).map((c) => c.firstSeenMs));
+  if (nowMs - start >= holdMs) return undefined;
+  if (onIt.some((c) => readySignatures(c.entry, owners, threshold)))
+    return "a fault refusal of this checkpoint goes first";
+  for (const c of onIt) {
+    if (!isClaim(c.entry) || c.entry.decision.kind !== "fault") continue;
     const finder = c.entry.decision.message.fault.finder.toLowerCase();
     const waiting = [...owners].filter((o) => o !== finder && !c.entry.signatures.has(o) && !c.notReproduced.has(o));
-    if (waiting.length && nowMs - c.firstSeenMs < holdMs) {
+    if (waiting.length)
       return `fault claim by ${c.entry.decision.message.fault.finder} unchecked by ${waiting.join(", ")}`;
-    }
   }
   return undefined;
+}
+
+/**
+ * What the collector knows of an owner's liveness: when it last posted a valid signed body (any kind, even one
+ * about a decision already on chain), and how many checkpoints the collector had seen decided by then.
+ */
+export type Word = { atMs: number; decided: number };
+
+/** An owner is silent once both have passed since its last word: `afterDecided` decided checkpoints, `afterMs`. */
+export type SilenceRule = { afterDecided: number; afterMs: number };
+
+export const SILENCE_DEFAULTS: SilenceRule = { afterDecided: 3, afterMs: 60_000 };
+
+/**
+ * Whether an owner whose last word is `last` is silent `now`: the collector saw at least `afterDecided`
+ * checkpoints decided (ones it saw pending) since that word, AND at least `afterMs` passed. Both: an idle network
+ * (no checkpoint) makes no one silent, and a verifier that is alive but ticks slowly while many jobs' checkpoints
+ * are decided is not silent either. The next word ends it at once.
+ */
+export function isSilent(last: Word, now: Word, rule: SilenceRule): boolean {
+  return now.decided - last.decided >= rule.afterDecided && now.atMs - last.atMs >= rule.afterMs;
+}
+
+/** The current owners that are silent now; an owner never heard from counts as having spoken at `start`. */
+export function silentOwners(
+  owners: Iterable<string>,
+  words: ReadonlyMap<string, Word>,
+  start: Word,
+  now: Word,
+  rule: SilenceRule,
+): Set<string> {
+  const out = new Set<string>();
+  for (const o of owners) if (isSilent(words.get(o) ?? start, now, rule)) out.add(o);
+  return out;
 }
 
 /**
  * Why a plain checkpoint decision that has its threshold waits for the owners that have not spoken on the
  * checkpoint yet (signed nothing about it: no decision, no claim), or undefined. One of them may be the only
  * verifier whose sample caught a fabricated step, about to claim it; so the decision waits for every current
- * owner's word, at most `waitMs` after it first had its threshold (`readySinceMs`).
+ * owner's word, at most `waitMs` after it first had its threshold (`readySinceMs`) — except the owners in
+ * `silent` (`silentOwners`: down, by the rule), which it does not wait for.
  */
 export function silenceReason(
   d: VerifierDecision,
@@ -317,11 +435,12 @@ export function silenceReason(
   readySinceMs: number,
   nowMs: number,
   waitMs: number,
+  silent: ReadonlySet<string> = new Set(),
 ): string | undefined {
   if (d.kind !== "checkpoint" || nowMs - readySinceMs >= waitMs) return undefined;
   const at = checkpointOf(d);
-  const spoke = new Set<string>();
+  const spoke = new Set<string>(silent);
   for (const p of pool.values()) if (checkpointOf(p.decision) === at) for (const s of p.signatures.keys()) spoke.add(s);
-  const silent = [...owners].filter((o) => !spoke.has(o));
-  return silent.length ? `waiting up to ${waitMs} ms for ${silent.join(", ")} (a claim may come)` : undefined;
+  const waiting = [...owners].filter((o) => !spoke.has(o));
+  return waiting.length ? `waiting up to ${waitMs} ms for ${waiting.join(", ")} (a claim may come)` : undefined;
 }

@@ -10,8 +10,10 @@ export const collector = defineKeeper({
   summary: "POST /signatures, /claims (default :8601); relays 2-of-3 verifier decisions to the escrow",
   help: [
     "--port N  --host H  --state-file FILE (default .gpuchain/collector-state.json)",
-    "--claim-hold-ms MS (default 120000: the longest a fault claim holds a checkpoint's plain decision)",
+    "--claim-hold-ms MS (default 120000: the longest fault claims hold a checkpoint's plain decision, per checkpoint)",
     "--quorum-wait-ms MS (default 15000: how long a 2-of-3 accept waits for the third verifier's word)",
+    "--silent-after-decided N --silent-after-ms MS (default 3, 60000: an owner that posted nothing while N",
+    "  checkpoints were decided and MS passed is silent: not waited for, until its next post)",
     "--via-safe-tx --owner-key FILE (repeatable: execute as a Safe transaction signed by those owners)",
   ],
   options: COLLECTOR_OPTIONS,

@@ -11,11 +11,17 @@
  * Fault claims (`POST /claims`, `GET /claims`): a claim is a FaultRefusal signed by its finder; it pools like any
  * decision (and is saved with them), and `refuseWithFault` is sent once `threshold` owners signed it. While a claim
  * on a checkpoint is unchecked, plain decisions on that checkpoint wait (decide.ts holdReason, at most
- * `claimHoldMs` per claim); the other verifiers' signed "not reproduced" checks are kept in memory only: they
- * re-post them every tick, and until they do the hold simply holds again.
+ * `claimHoldMs` per checkpoint, from the first claim on it or the plain decision's threshold, whichever came
+ * first); a FaultRefusal its finder did not sign holds nothing, and an owner gets one claim per checkpoint
+ * (decide.ts conflictReason: 409). The other verifiers' signed "not reproduced" checks are kept in memory only:
+ * they re-post them every tick, and until they do the hold simply holds again.
+ *
+ * Each tick first prunes the pool: entries whose checkpoint is no longer pending on chain (decided, overtaken,
+ * lapsed, never reported, or a job that does not exist) leave the pool, the state file and `GET /claims`
+ * (decide.ts poolAction). The quorum wait does not wait for owners that are silent by decide.ts `isSilent`.
  */
-import { Contract } from "ethers";
-import { readJob } from "../../sdk/job.ts";
+import { Contract, Signature } from "ethers";
+import { readJob, type JobView } from "../../sdk/job.ts";
 import { SAFE_ABI } from "../../sdk/safeOwners.ts";
 import {
   checkpointDecisionDigest,
@@ -35,15 +41,22 @@ import {
   addSignature,
   applicability,
   checkpointOf,
+  conflictReason,
   decisionCall,
   describeDecision,
   holdReason,
+  isClaim,
   parseCheck,
+  poolAction,
   silenceReason,
+  silentOwners,
   parseSubmission,
   readySignatures,
+  SILENCE_DEFAULTS,
   type CheckSubmission,
   type ClaimState,
+  type SilenceRule,
+  type Word,
   type VerifierDecision,
   type JobState,
   type Pending,
@@ -66,10 +79,24 @@ export interface CollectorDeps {
 
 export type ProcessResult = "waiting" | "sent" | "dropped" | "kept" | "busy";
 
-type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun"> & { claimHoldMs?: number; quorumWaitMs?: number };
+type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun"> & {
+  claimHoldMs?: number;
+  quorumWaitMs?: number;
+  /** When an owner counts as silent (decide.ts isSilent); default SILENCE_DEFAULTS. */
+  silence?: Partial<SilenceRule>;
+};
 
-/** The longest a claim holds a plain decision on its checkpoint when the other verifiers do not answer it. */
+/** The longest claims hold a plain decision on their checkpoint when the other verifiers do not answer them. */
 export const DEFAULT_CLAIM_HOLD_MS = 120_000;
+
+/** How many decided digests are remembered (answered "done" when re-sent); the oldest are forgotten first. */
+const DONE_LIMIT = 10_000;
+
+/**
+ * Per checkpoint with entries in the pool: how many, when its hold clock started (the first plain decision on it
+ * with its threshold; claims carry their own time), whether the collector saw it pending on chain.
+ */
+type CheckpointClock = { entries: number; sinceMs?: number; pendingSeen?: boolean };
 
 export class Collector {
   /** Pending decisions by digest. */
@@ -89,11 +116,18 @@ export class Collector {
   private owners = new Set<string>();
   private threshold = 0;
   private ownersReadAt = -Infinity;
-  /** Per fault digest: when first seen (since this start), and the owners' "not reproduced" checks. */
+  /** Per fault digest: when it became a claim (its finder's signature; since this start). */
   private readonly claimSeen = new Map<string, number>();
   /** When each digest was first seen with its threshold (since this start). */
   private readonly readySince = new Map<string, number>();
+  /** Per claim digest, the owners' "not reproduced" checks. */
   private readonly notReproduced = new Map<string, Map<string, CheckSubmission>>();
+  /** Per checkpoint (decide.ts checkpointOf) with pooled entries: its hold clock and whether it was seen pending. */
+  private readonly checkpoints = new Map<string, CheckpointClock>();
+  /** Each owner's last word (decide.ts Word), for the silence rule; `decided` counts checkpoints seen decided. */
+  private readonly words = new Map<string, Word>();
+  private decided = 0;
+  private readonly startedMs: number;
 
   constructor(ctx: KeeperContext, config: CollectorOptions, deps: CollectorDeps) {
     this.ctx = ctx;
@@ -102,6 +136,7 @@ export class Collector {
     this.safe = new Contract(deps.safeAddress, SAFE_ABI, ctx.provider);
     this.domain = escrowDomain(ctx.chainId, deps.escrowAddress);
     this.identity = { chainId: ctx.chainId.toString(), escrow: deps.escrowAddress, safe: deps.safeAddress };
+    this.startedMs = ctx.nowMs();
   }
 
   /** The HTTP handler for `POST /signatures`. */
@@ -119,9 +154,8 @@ export class Collector {
   readonly listClaims = (): JsonResponse => {
     const claims = [];
     for (const p of this.pool.values()) {
-      if (p.decision.kind !== "fault") continue;
-      const finder = p.signatures.get(p.decision.message.fault.finder.toLowerCase());
-      if (!finder) continue; // a confirmation that arrived before its claim (e.g. after a restart)
+      if (p.decision.kind !== "fault" || !isClaim(p)) continue; // only claims: signed by their finder
+      const finder = p.signatures.get(p.decision.message.fault.finder.toLowerCase())!;
       const m = p.decision.message;
       const message = { ...m, jobId: m.jobId.toString(), epoch: m.epoch.toString(), fault: { ...m.fault } };
       claims.push({ kind: "fault", message, digest: p.digest, signer: finder.signer, signature: finder.signature });
@@ -129,11 +163,83 @@ export class Collector {
     return { status: 200, body: { claims } };
   };
 
-  /** Re-reads the Safe's owners and threshold, then processes every pending digest (checkpoints before verdicts). */
+  /**
+   * Re-reads the Safe's owners and threshold, prunes what is no longer pending on chain, then processes every
+   * pending digest (checkpoints before verdicts).
+   */
   async tick(): Promise<ProcessResult[]> {
     await this.refreshOwners();
+    try {
+      await this.prune();
+    } catch (err) {
+      this.ctx.logger.warn("could not prune the pool; the next tick retries", { error: (err as Error)?.message });
+    }
     const order = [...this.pool.values()].sort(byJobThenStep);
     return Promise.all(order.map((p) => this.schedule(p.digest)));
+  }
+
+  /** The owners silent now (decide.ts isSilent), lower-case. */
+  silentOwners(): Set<string> {
+    const now = { atMs: this.ctx.nowMs(), decided: this.decided };
+    return silentOwners(this.owners, this.words, { atMs: this.startedMs, decided: 0 }, now, this.silenceRule());
+  }
+
+  private silenceRule(): SilenceRule {
+    return { ...SILENCE_DEFAULTS, ...this.config.silence };
+  }
+
+  /**
+   * Drops every entry whose checkpoint is not pending on chain any more, or never was (decide.ts poolAction): at
+   * one block, the job count, then one read per existing job in the pool; an entry about a job above the count
+   * is forgotten without a read (not remembered as done: a job created since may make it valid, and verifiers
+   * re-post). Entries being sent are left to their send.
+   */
+  private async prune(): Promise<void> {
+    const byJob = new Map<bigint, Pending[]>();
+    for (const p of this.pool.values()) {
+      if (this.inFlight.has(p.digest)) continue;
+      const jobId = p.decision.message.jobId;
+      byJob.set(jobId, [...(byJob.get(jobId) ?? []), p]);
+    }
+    if (byJob.size === 0) return;
+    const { escrow, provider } = this.ctx;
+    const block = await read(this.ctx, "head", () => provider.getBlock("latest"));
+    if (!block) return;
+    const chainTimeS = BigInt(block.timestamp);
+    const jobCount = await read(this.ctx, "job count", () => escrow.jobCount({ blockTag: block.number }));
+    let changed = false;
+    for (const [jobId, entries] of byJob) {
+      if (jobId <= jobCount) continue;
+      for (const p of entries) this.remove(p.digest, false);
+      this.ctx.logger.info("no such job; dropped", { job: jobId, entries: entries.length });
+      byJob.delete(jobId);
+      changed = true;
+    }
+    await Promise.all(
+      [...byJob].map(async ([jobId, entries]) => {
+        let job: JobView;
+        try {
+          job = await read(this.ctx, `job ${jobId}`, () => readJob(escrow, jobId, block.number));
+        } catch {
+          return; // unreadable now: kept, the next tick tries again
+        }
+        for (const p of entries) {
+          const action = poolAction(p.decision, job, chainTimeS);
+          if (action === "keep") {
+            if (applicability(p.decision, job, chainTimeS).action === "send") this.sawPending(p.decision);
+            continue;
+          }
+          this.ctx.logger.info(action === "done" ? "no longer pending on chain; dropped" : "not pending now; dropped", {
+            ...describeDecision(p.decision),
+            digest: p.digest,
+            signers: p.signatures.size,
+          });
+          this.remove(p.digest, action === "done");
+          changed = true;
+        }
+      }),
+    );
+    if (changed) this.persist();
   }
 
   /** Loads the saved signatures (re-checked like fresh ones); returns how many were restored. */
@@ -167,6 +273,18 @@ export class Collector {
 
   private persist(): void {
     savePool(this.config.stateFile, this.identity, this.pool);
+  }
+
+  /** `owner` posted a valid signed body: it is not silent (decide.ts isSilent) from now on. */
+  private heard(owner: string): void {
+    this.words.set(owner.toLowerCase(), { atMs: this.ctx.nowMs(), decided: this.decided });
+  }
+
+  /** The collector saw this checkpoint pending on chain (so its decision counts for the silence rule). */
+  private sawPending(d: VerifierDecision): void {
+    const at = checkpointOf(d);
+    const c = at === undefined ? undefined : this.checkpoints.get(at);
+    if (c) c.pendingSeen = true;
   }
 
   private async refreshOwners(): Promise<void> {
@@ -206,17 +324,32 @@ export class Collector {
 
   /** Checks one submission and adds it; `restoring` skips saving and sending (restore does both at the end). */
   private async accept(body: unknown, restoring: boolean): Promise<JsonResponse> {
-    const s = parseSubmission(body);
+    const parsed = parseSubmission(body);
+    if (typeof parsed === "string") return bad(parsed);
+    const s = canonical(parsed);
     if (typeof s === "string") return bad(s);
-    if (this.done.has(s.digest)) return { status: 200, body: { ok: true, digest: s.digest, state: "done" } };
+    if (this.done.has(s.digest)) {
+      // A late word is still a word: a valid signature by a current owner ends its silence.
+      if (!restoring && this.owners.has(s.signer.toLowerCase()) && !this.verify(s)) this.heard(s.signer);
+      return { status: 200, body: { ok: true, digest: s.digest, state: "done" } };
+    }
     const wrong = this.verify(s);
     if (wrong) return bad(wrong);
     const notOwner = await this.ownerProblem(s.signer);
     if (notOwner) return notOwner;
-    const second = this.secondClaim(s);
-    if (second) return { status: 409, body: { ok: false, reason: second } };
+    if (!restoring) this.heard(s.signer);
+    const conflict = conflictReason(this.pool, s);
+    if (conflict) return { status: 409, body: { ok: false, reason: conflict } };
+    const fresh = !this.pool.has(s.digest);
     const { added, count } = addSignature(this.pool, s);
-    if (s.decision.kind === "fault" && !this.claimSeen.has(s.digest)) this.claimSeen.set(s.digest, this.ctx.nowMs());
+    const entry = this.pool.get(s.digest)!;
+    if (isClaim(entry) && !this.claimSeen.has(s.digest)) this.claimSeen.set(s.digest, this.ctx.nowMs());
+    const at = checkpointOf(s.decision);
+    if (fresh && at !== undefined) {
+      const clock = this.checkpoints.get(at) ?? { entries: 0 };
+      clock.entries++;
+      this.checkpoints.set(at, clock);
+    }
     const threshold = this.threshold;
     if (added && !restoring) {
       this.persist();
@@ -246,20 +379,6 @@ export class Collector {
     return this.owners.has(key) ? undefined : bad(`${signer} is not an owner of the verifier Safe`);
   }
 
-  /** One claim per finder per checkpoint, so a malicious verifier cannot hold a checkpoint with many claims. */
-  private secondClaim(s: Submission): string | undefined {
-    const d = s.decision;
-    if (d.kind !== "fault" || d.message.fault.finder.toLowerCase() !== s.signer.toLowerCase()) return undefined;
-    const at = checkpointOf(d);
-    for (const p of this.pool.values()) {
-      const o = p.decision;
-      if (p.digest === s.digest || o.kind !== "fault" || checkpointOf(o) !== at) continue;
-      if (o.message.fault.finder.toLowerCase() === s.signer.toLowerCase())
-        return `${s.signer} already claimed a fault on this checkpoint (${p.digest})`;
-    }
-    return undefined;
-  }
-
   /** A verifier's signed "checked: not reproduced" answer to a pending claim (kept in memory; re-posted). */
   private async acceptCheck(body: unknown): Promise<JsonResponse> {
     const c = parseCheck(body);
@@ -280,6 +399,7 @@ export class Collector {
     if (wrong) return bad(wrong);
     const notOwner = await this.ownerProblem(c.signer);
     if (notOwner) return notOwner;
+    this.heard(c.signer);
     const checks = this.notReproduced.get(claimDigest) ?? new Map<string, CheckSubmission>();
     const added = !checks.has(c.signer.toLowerCase());
     checks.set(c.signer.toLowerCase(), c);
@@ -311,20 +431,49 @@ export class Collector {
       if (other.decision.message.jobId === jobId) void this.schedule(other.digest);
   }
 
-  private async readJob(jobId: bigint): Promise<JobState> {
+  /** The job at the head, and the head's time (seconds): a checkpoint past its decision window is stale. */
+  private async readJob(jobId: bigint): Promise<{ job: JobState; chainTimeS?: bigint }> {
     const { escrow, provider } = this.ctx;
-    return read(this.ctx, `job ${jobId}`, async () => readJob(escrow, jobId, await provider.getBlockNumber()));
+    return read(this.ctx, `job ${jobId}`, async () => {
+      const block = await provider.getBlock("latest");
+      if (!block) return { job: await readJob(escrow, jobId, await provider.getBlockNumber()) };
+      return { job: await readJob(escrow, jobId, block.number), chainTimeS: BigInt(block.timestamp) };
+    });
   }
 
   private drop(digest: string): void {
+    this.remove(digest, true);
+    this.persist();
+  }
+
+  private forget(digest: string): void {
+    this.remove(digest, false);
+    this.persist();
+  }
+
+  /**
+   * Takes `digest` out of the pool and forgets what was known about it (`remember`: answer "done" when it is
+   * re-sent). When the last entry of a checkpoint goes, so does its clock, and a checkpoint the collector saw
+   * pending counts as decided (for the silence rule).
+   */
+  private remove(digest: string, remember: boolean): void {
+    const entry = this.pool.get(digest);
     this.pool.delete(digest);
-    this.done.add(digest);
+    if (remember) {
+      this.done.add(digest);
+      if (this.done.size > DONE_LIMIT) this.done.delete(this.done.values().next().value!);
+    }
     this.retryAfter.delete(digest);
     this.claimSeen.delete(digest);
     this.readySince.delete(digest);
     this.notReproduced.delete(digest);
     this.quiet.forget(digest);
-    this.persist();
+    if (!entry) return;
+    const at = checkpointOf(entry.decision);
+    const clock = at === undefined ? undefined : this.checkpoints.get(at);
+    if (!clock || --clock.entries > 0) return;
+    if (remember && clock.pendingSeen) this.decided++;
+    this.checkpoints.delete(at!);
   }
 
   /** Queues `digest` behind its job's other decisions (one queue per job; jobs run concurrently). */
@@ -367,26 +516,35 @@ export class Collector {
   private async decideAndSend(entry: Pending, sigs: { signer: string; signature: string }[]): Promise<ProcessResult> {
     const { digest, decision } = entry;
     const l = this.ctx.logger.child({ ...describeDecision(decision), digest });
-    const a = applicability(decision, await this.readJob(decision.message.jobId));
+    const { job, chainTimeS } = await this.readJob(decision.message.jobId);
+    const a = applicability(decision, job, chainTimeS);
     if (a.action === "stale") {
       l.info("already on chain or overtaken; dropped", { reason: a.reason });
-      this.drop(digest);
+      if (poolAction(decision, job, chainTimeS) === "done") this.drop(digest);
+      else this.forget(digest); // e.g. lapsed: the same report may come again, and its signatures with it
       return "dropped";
     }
     if (a.action === "wait") {
       if (this.quiet.changed(digest, a.reason)) l.info("signed, waiting for the chain", { reason: a.reason });
       return "waiting";
     }
+    this.sawPending(decision);
+    const now = this.ctx.nowMs();
+    if (!this.readySince.has(digest)) this.readySince.set(digest, now);
+    // The checkpoint's hold clock: from the first plain decision on it with its threshold (or its first claim).
+    const at = checkpointOf(decision);
+    const clock = at === undefined ? undefined : this.checkpoints.get(at);
+    if (clock && decision.kind === "checkpoint") clock.sinceMs ??= now;
     const holdMs = this.config.claimHoldMs ?? DEFAULT_CLAIM_HOLD_MS;
-    const hold = holdReason(decision, this.claimStates(), this.owners, this.threshold, this.ctx.nowMs(), holdMs);
+    const claims = this.claimStates();
+    const hold = holdReason(decision, claims, this.owners, this.threshold, now, holdMs, clock?.sinceMs);
     if (hold) {
       if (this.quiet.changed(digest, hold)) l.info("held: a fault claim on this checkpoint", { reason: hold });
       return "waiting";
     }
-    const now = this.ctx.nowMs();
-    if (!this.readySince.has(digest)) this.readySince.set(digest, now);
     const waitMs = this.config.quorumWaitMs ?? 0;
-    const silent = silenceReason(decision, this.pool, this.owners, this.readySince.get(digest)!, now, waitMs);
+    const readySince = this.readySince.get(digest)!;
+    const silent = silenceReason(decision, this.pool, this.owners, readySince, now, waitMs, this.silentOwners());
     if (silent) {
       if (this.quiet.changed(digest, "silent")) l.info("held: an owner has not spoken yet", { reason: silent });
       return "waiting";
@@ -408,6 +566,20 @@ export class Collector {
 
 export function createCollector(ctx: KeeperContext, config: CollectorOptions, deps: CollectorDeps): Collector {
   return new Collector(ctx, config, deps);
+}
+
+/**
+ * The submission with its signature in the one form the escrow takes (r, low s, v = 27 or 28): ethers also
+ * recovers v = 0/1 or EIP-155 style v, which the escrow's ECDSA check refuses and the Safe reads as another
+ * signature type, so a malicious owner's co-signature in that form would make every decision it is packed into
+ * revert. Re-encoding it keeps its signer and makes it valid on chain.
+ */
+function canonical(s: Submission): Submission | string {
+  try {
+    return { ...s, signature: Signature.from(s.signature).serialized };
+  } catch {
+    return "malformed signature";
+  }
 }
 
 function bad(reason: string): JsonResponse {
