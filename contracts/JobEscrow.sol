@@ -70,7 +70,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     /// rewrite costs 2 900 gas against 20 000 for zero to nonzero). `seed`, `progressTimeout` and
     /// `leaseExpiresAt` are derived, and the verdict's model hash is the accepted hash; `jobOf` and `verdictOf`
     /// rebuild the interface's structs. The pending fields are left in place after a decision and mean
-    /// nothing while `pendingStep` is 0.
+    /// nothing while `pendingStep` is 0. The stall clock sits in slot 1 with the accepted step it follows, so an
+    /// acceptance restarts it without touching another slot; the report's time sits with its reporter in slot 2.
     struct JobRecord {
         // slot 0: who holds the job, and what it trains
         address provider;
@@ -85,21 +86,21 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         uint32 checkpointInterval;
         uint40 liveAt; // last assignment, heartbeat, report or acceptance (0 when Open); the lease runs from it
         uint40 lastProgressAt;
-        uint40 reportedAt;
-        // slot 2: the pending checkpoint's reporter, and when the verdict came
+        uint40 stallSince; // creation or the last acceptance: `expire` runs from here (STALL_EXPIRY)
+        // slot 2: the pending checkpoint's reporter and when it reported
         address pendingProvider;
         uint48 pendingEpoch;
-        uint40 verdictAt;
+        uint40 reportedAt;
         // slot 3: the holder's price and the pending checkpoint's price (equal while its reporter holds the job)
         uint128 pricePerStep;
         uint128 pendingPrice;
         // slot 4
         uint128 budget;
         uint128 paid;
-        // slot 5
+        // slot 5: the client, and the verdict's time with the dispute window that runs from it
         address client;
-        uint40 openSince;
         uint32 disputeWindow; // at most MAX_DISPUTE_WINDOW
+        uint40 verdictAt;
         // slot 6..8
         uint128 maxPricePerStep;
         bytes32 pendingHash; // after the verdict (no checkpoint can be pending any more): the verdict's metric
@@ -348,12 +349,12 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.acceptedStep = step;
         job.acceptedHash = checkpointHash;
         _clearPending(job);
-        // Whoever holds the job now was waiting for this decision: its progress clock restarts.
+        // Real progress: the job's stall clock restarts (Open or Running), and whoever holds the job now was
+        // waiting for this decision, so its progress clock restarts too.
+        job.stallSince = uint40(block.timestamp);
         if (job.phase == JobStatus.Running) {
             job.lastProgressAt = uint40(block.timestamp);
             _extendLease(job);
-        } else {
-            job.openSince = uint40(block.timestamp);
         }
         emit CheckpointAccepted(jobId, provider, epoch, step, checkpointHash, steps, amount);
         // Interactions: a reporter that no longer holds the job gets its stake lock back.
@@ -471,8 +472,10 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     /// @inheritdoc IJobEscrow
     function expire(uint256 jobId) external {
         JobRecord storage job = _jobs[jobId];
+        // Open only: a holder is unassigned first (lease lapsed, refused, or by the coordinator), and since
+        // reopening leaves the stall clock alone, the job is expirable the moment it is Open again.
         _expectStatus(jobId, _bit(JobStatus.Open));
-        uint64 expiresAt = job.openSince + STALL_EXPIRY;
+        uint64 expiresAt = job.stallSince + STALL_EXPIRY;
         if (block.timestamp <= expiresAt) revert JobEscrowNotExpired(jobId, expiresAt, block.timestamp);
         emit JobExpired(jobId, job.budget - job.paid, msg.sender);
         _cancel(jobId, job);
@@ -541,7 +544,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         j.provider = job.provider;
         j.lastProgressAt = job.lastProgressAt;
         j.progressTimeout = _progressTimeout(job.checkpointInterval);
-        j.openSince = job.openSince;
+        j.stallSince = job.stallSince;
         j.pricePerStep = job.pricePerStep;
         j.maxPricePerStep = job.maxPricePerStep;
         j.budget = job.budget;
@@ -672,7 +675,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.disputeWindow = uint32(request.disputeWindow); // at most MAX_DISPUTE_WINDOW (checked above)
         job.maxPricePerStep = request.maxPricePerStep;
         job.budget = request.budget;
-        job.openSince = uint40(block.timestamp);
+        job.stallSince = uint40(block.timestamp);
         totalLocked += request.budget;
         emit JobCreated(
             jobId,
@@ -705,7 +708,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         job.pricePerStep = 0;
         job.liveAt = 0;
         job.lastProgressAt = 0;
-        job.openSince = uint40(block.timestamp);
+        // The stall clock is left alone: reopening is no progress (a job bouncing Running ↔ Open still expires).
         emit ProviderUnassigned(jobId, provider, epoch, reason, msg.sender);
     }
 

@@ -76,7 +76,7 @@ interface IJobEscrow {
         address provider; // current assignee (0 when Open)
         uint64 lastProgressAt; // the assignee's last assignment, report or accepted checkpoint (0 when Open)
         uint64 progressTimeout; // this job's bound on an assignee's time without progress (fixed at creation)
-        uint64 openSince; // when the job last became Open or saw an acceptance while Open (for `expire`)
+        uint64 stallSince; // the job's last real progress, its creation or last acceptance (for `expire`)
         address pendingProvider; // who reported the pending checkpoint: it is credited or slashed for it
         uint64 pendingEpoch; // the epoch it was reported at; decisions name this epoch
         uint128 pendingPrice; // the reporter's price for it
@@ -261,7 +261,7 @@ interface IJobEscrow {
         uint128 toFeeRecipient,
         uint128 earningsVoided
     );
-    /// @notice Emitted when anyone expired a job that stayed Open without progress for STALL_EXPIRY.
+    /// @notice Emitted when anyone expired an Open job that saw no acceptance for more than STALL_EXPIRY.
     /// @param jobId The job.
     /// @param refund The unspent budget, moved to the client's withdrawable balance.
     /// @param by Who expired it.
@@ -479,9 +479,9 @@ interface IJobEscrow {
     /// @param acceptedStep The job's accepted step.
     /// @param pendingStep The pending checkpoint's step.
     error JobEscrowInvalidFaultStep(uint256 jobId, uint32 faultStep, uint32 acceptedStep, uint32 pendingStep);
-    /// @notice The job has not been Open without progress for STALL_EXPIRY yet.
+    /// @notice The job saw its creation or an acceptance within STALL_EXPIRY: it is not stalled yet.
     /// @param jobId The job.
-    /// @param expiresAt openSince + STALL_EXPIRY (exclusive: expirable after it).
+    /// @param expiresAt stallSince + STALL_EXPIRY (exclusive: expirable after it).
     /// @param now_ The block's timestamp.
     error JobEscrowNotExpired(uint256 jobId, uint64 expiresAt, uint256 now_);
     /// @notice The registry's stake token is not the escrow's token.
@@ -510,7 +510,8 @@ interface IJobEscrow {
     function MAX_SECONDS_PER_STEP() external view returns (uint64);
     /// @notice How long a reported checkpoint stays decidable (1 hour); also the window to prove a fault in it.
     function DECISION_TIMEOUT() external view returns (uint64);
-    /// @notice How long a job may stay Open without progress before anyone may expire it (7 days).
+    /// @notice How long a job may go without an acceptance (or, before the first, since its creation) before
+    /// anyone may expire it while it is Open (7 days). Assignment, unassignment and refusal do not restart it.
     function STALL_EXPIRY() external view returns (uint64);
     /// @notice Share of a slashed stake credited to the client, in basis points (50 %).
     function CLIENT_SHARE_BPS() external view returns (uint16);
@@ -726,8 +727,13 @@ interface IJobEscrow {
     /// @param jobId The job.
     function settle(uint256 jobId) external;
 
-    /// @notice Cancels a job that stayed Open without progress for more than STALL_EXPIRY, so that accepted
-    /// earnings become claimable and the rest of the budget goes back to the client, even if nobody acts.
+    /// @notice Cancels an Open job that saw no acceptance for more than STALL_EXPIRY (`Job.stallSince`: its
+    /// creation or its last accepted checkpoint), so that accepted earnings become claimable and the rest of the
+    /// budget goes back to the client, even if nobody acts. The clock restarts only on an acceptance: reopening
+    /// and assignment leave it, so a job bounced between Running and Open without accepted work still expires. A
+    /// Running job is not expired (its holder may be mid-checkpoint); it becomes Open when its lease lapses
+    /// (anyone may then `unassign`), when its checkpoint is refused or when the coordinator unassigns it, and is
+    /// expirable at once from then on. A checkpoint still decidable blocks it (JobEscrowCheckpointPending).
     /// @param jobId The job.
     function expire(uint256 jobId) external;
 

@@ -104,7 +104,8 @@ class Scenario {
       case fx.Status.Open: {
         if (job.acceptedStep === job.totalSteps) return this.verdict(jobId, job.acceptedHash);
         if (rng.chance(0.03)) {
-          await fx.networkHelpers.time.increaseTo(job.openSince + 7n * 86_400n + 1n);
+          const expirable = job.stallSince + 7n * 86_400n + 1n; // reopening does not restart the stall clock
+          if (expirable > t) await fx.networkHelpers.time.increaseTo(expirable);
           return this.send("expire", p.escrow.connect(p.stranger).expire(jobId));
         }
         if (rng.chance(0.08)) return this.send("cancel", p.escrow.connect(await this.signer(job.client)).cancel(jobId));

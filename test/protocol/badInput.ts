@@ -60,7 +60,7 @@ async function badInputWorld() {
   await p.registry.connect(p.provider2).requestUnbond(fx.STAKE);
   const unbondReadyAt = (await p.registry.stakeOf(p.provider2.address)).unbondingReadyAt;
   const { reportedAt } = await escrow.jobOf(pending);
-  const openSince = (await escrow.jobOf(open)).openSince;
+  const stallSince = (await escrow.jobOf(open)).stallSince;
   const fault = fx.faultAt(p, 7);
   const digests = {
     accept: await escrow.checkpointDecisionDigest(pending, 1n, 10, pendingHash, true),
@@ -94,7 +94,7 @@ async function badInputWorld() {
     digests,
     unbondReadyAt,
     reportedAt,
-    openSince,
+    stallSince,
     fault,
   };
 }
@@ -841,11 +841,11 @@ const cases: Case[] = [
     args: (w) => [w.jobs.orphan, 10],
   },
   {
-    name: "expire at openSince + STALL_EXPIRY (not yet)",
-    at: (w) => w.openSince + 7n * DAY,
+    name: "expire at stallSince + STALL_EXPIRY (not yet)",
+    at: (w) => w.stallSince + 7n * DAY,
     act: (w) => w.escrow.connect(w.stranger).expire(w.jobs.open),
     error: E("NotExpired"),
-    args: (w) => [w.jobs.open, w.openSince + 7n * DAY, w.openSince + 7n * DAY],
+    args: (w) => [w.jobs.open, w.stallSince + 7n * DAY, w.stallSince + 7n * DAY],
   },
   ...wrongStatus("expire", (w, id) => w.escrow.connect(w.stranger).expire(id), fx.bits(fx.Status.Open), [
     ["a Running job", "running", fx.Status.Running],

@@ -322,8 +322,8 @@ describe("accepted earnings are never locked forever: anyone expires a stalled j
     const jobId = await fx.startJob(p);
     await fx.reportAndAccept(p, jobId, p.provider1, 10);
     await p.escrow.connect(p.coordinator).unassign(jobId);
-    const { openSince } = await p.escrow.jobOf(jobId);
-    return { ...p, jobId, openSince };
+    const { stallSince } = await p.escrow.jobOf(jobId);
+    return { ...p, jobId, stallSince };
   }
 
   it("a job left Open for a year: anyone expires it, the provider claims its earnings, the client gets the rest", async function () {
@@ -348,9 +348,9 @@ describe("accepted earnings are never locked forever: anyone expires a stalled j
 
   for (const offset of [-1n, 0n, 1n]) {
     const expirable = offset > 0n;
-    it(`expire at openSince + STALL_EXPIRY${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: ${expirable ? "succeeds" : "reverts with JobEscrowNotExpired"}`, async function () {
+    it(`expire at stallSince + STALL_EXPIRY${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: ${expirable ? "succeeds" : "reverts with JobEscrowNotExpired"}`, async function () {
       const p = await stalledJob();
-      const expiresAt = p.openSince + STALL_EXPIRY;
+      const expiresAt = p.stallSince + STALL_EXPIRY;
       await time.setNextBlockTimestamp(expiresAt + offset);
       const tx = p.escrow.connect(p.stranger).expire(p.jobId);
       if (expirable) await expect(tx).to.emit(p.escrow, "JobExpired");
@@ -367,7 +367,7 @@ describe("accepted earnings are never locked forever: anyone expires a stalled j
     await p.escrow.connect(p.coordinator).unassign(p.jobId);
     await time.increase(1_800);
     await p.escrow.acceptCheckpoint(p.jobId, 1n, 10, p.hash, await fx.signDecision(p, p.jobId, 1n, 10, p.hash, true));
-    expect((await p.escrow.jobOf(p.jobId)).openSince).to.equal(await fx.now());
+    expect((await p.escrow.jobOf(p.jobId)).stallSince).to.equal(await fx.now());
   });
 });
 

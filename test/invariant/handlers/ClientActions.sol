@@ -84,7 +84,7 @@ abstract contract ClientActions is HandlerBase {
         g.disputeWindow = request.disputeWindow;
         g.phase = OPEN;
         g.progressTimeout = _progressTimeout(request.checkpointInterval);
-        g.openSince = uint64(currentTime);
+        g.stallSince = uint64(currentTime);
         _record(jobId);
     }
 }

@@ -31,7 +31,7 @@ abstract contract EscrowStore {
         uint64 disputedAt;
         bool upheld;
         uint64 progressTimeout; // the job's bound on time without progress
-        uint64 openSince; // when it last became Open (or saw an acceptance while Open): `expire` runs from here
+        uint64 stallSince; // creation or the last acceptance (reopening leaves it): `expire` runs from here
         address pendingProvider; // the pending checkpoint's reporter: credited or slashed for it
         uint64 pendingEpoch;
         uint128 pendingPrice;

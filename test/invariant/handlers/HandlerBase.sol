@@ -36,7 +36,7 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
         Reportable, // Live, nothing decidable, steps left
         Pending, // Open or Running with a checkpoint still decidable
         Fabricated, // Pending, and its reporter made it up
-        Expirable, // Open without progress for longer than STALL_EXPIRY
+        Expirable, // Open, and no acceptance (nor creation) for longer than STALL_EXPIRY
         Trained, // Open or Running with every step accepted
         InDisputeWindow,
         Disputed,
@@ -139,7 +139,7 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
             _unexpected("model: pending reporter or epoch");
         }
         if (job.pendingPrice != g.pendingPrice || job.reportedAt != g.reportedAt) _unexpected("model: pending price");
-        if (job.progressTimeout != g.progressTimeout || job.openSince != g.openSince) {
+        if (job.progressTimeout != g.progressTimeout || job.stallSince != g.stallSince) {
             _unexpected("model: progress timeout or open since");
         }
         for (uint256 i = 0; i < N_PROVIDERS; ++i) {
@@ -178,7 +178,6 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
         g.price = 0;
         g.lease = 0;
         g.progress = 0;
-        g.openSince = uint64(currentTime);
     }
 
     function _clearPending(GhostJob storage g) internal {
@@ -301,7 +300,7 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
         }
         if (fit == Fit.Pending) return _decidable(g);
         if (fit == Fit.Fabricated) return _fits(jobId, Fit.Pending) && g.pendingFabricated;
-        if (fit == Fit.Expirable) return status == OPEN && currentTime > uint256(g.openSince) + STALL_EXPIRY;
+        if (fit == Fit.Expirable) return status == OPEN && currentTime > uint256(g.stallSince) + STALL_EXPIRY;
         if (fit == Fit.Trained) return (status == OPEN || status == RUNNING) && g.accepted == g.totalSteps;
         if (fit == Fit.InDisputeWindow) return status == DISPUTE_WINDOW;
         if (fit == Fit.Disputed) return status == DISPUTED;

@@ -61,12 +61,12 @@ abstract contract SettlementActions is HandlerBase {
         _record(jobId);
     }
 
-    /// @dev Anyone expires a job Open without progress for longer than STALL_EXPIRY: refund to the client, and
-    /// accepted earnings become claimable.
+    /// @dev Anyone expires an Open job with no acceptance (nor creation) for longer than STALL_EXPIRY: refund to
+    /// the client, and accepted earnings become claimable.
     function expire(uint256 jobSeed, uint256 callerSeed) external action("expire") {
         (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Expirable);
         if (jobId == 0) return;
-        bool expected = _status(g) == OPEN && currentTime > uint256(g.openSince) + STALL_EXPIRY && !_pendingLive(g);
+        bool expected = _status(g) == OPEN && currentTime > uint256(g.stallSince) + STALL_EXPIRY && !_pendingLive(g);
         uint256 owedBefore = escrow.owed(g.client);
         if (_call(_actor(callerSeed), address(escrow), abi.encodeCall(escrow.expire, (jobId)), expected, "expire")) {
             _dropLapsed(jobId, g);
@@ -164,7 +164,7 @@ abstract contract SettlementActions is HandlerBase {
                 uint256 stall = uint256(g.progress) + g.progressTimeout;
                 if (stall < deadline) deadline = stall;
             } else if (g.phase == OPEN) {
-                deadline = uint256(g.openSince) + STALL_EXPIRY;
+                deadline = uint256(g.stallSince) + STALL_EXPIRY;
             } else if (g.phase == DISPUTE_WINDOW) {
                 deadline = uint256(g.verdictAt) + g.disputeWindow;
             } else if (g.phase == DISPUTED) {

@@ -28,11 +28,10 @@ abstract contract VerifierActions is HandlerBase {
             g.accepted = step;
             g.acceptedHash = checkpointHash;
             _clearPending(g);
+            g.stallSince = uint64(currentTime);
             if (g.phase == RUNNING) {
                 g.lease = uint64(currentTime) + LEASE;
                 g.progress = uint64(currentTime);
-            } else {
-                g.openSince = uint64(currentTime);
             }
             _releaseIfIdle(jobId, g, reporter);
             _succeeded(g.assignee == reporter ? bytes32("acceptCheckpoint") : bytes32("acceptCheckpoint:orphan"));
