@@ -71,8 +71,8 @@ describe("agent: injected faults produce what they claim", function () {
     const up = faultyUpload(honest, undefined);
     expect(up.reportedHash).to.equal(blobHash(up.checkpointBytes));
     expect(up.faults).to.deep.equal([]);
-    // Segment boundaries only (m = 1 at 6 steps: steps 1..5; the start is the accepted state, step 6 is embedded).
-    expect(up.stateBlobs).to.have.length(5);
+    // Segment boundaries only (m = 2 at 6 steps: steps 2, 4 and 5; the start is the accepted state, 6 is embedded).
+    expect(up.stateBlobs).to.have.length(3);
     expect(await replayAll(honest)).to.deep.equal([true, true, true, true, true, true]);
   });
 
