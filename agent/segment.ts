@@ -10,7 +10,6 @@
  */
 import {
   blobHash,
-  committedHashOf,
   defaultSegmentSteps,
   encodeCheckpoint,
   encodeState,
@@ -99,9 +98,8 @@ export function segmentEnd(seg: Segment): number {
 }
 
 /**
- * The checkpoint a segment commits to (every state's hash, in order; hidden steps bound to the maker, see
- * workloads/checkpoint.ts). `hashes` (plain state hashes, start state first, then each step) may be passed when
- * already computed; stateHash(s) = blobHash(encodeState(s)).
+ * The checkpoint a segment commits to (every state's hash, in order). `hashes` (start state first, then each
+ * step) may be passed when already computed; stateHash(s) = blobHash(encodeState(s)).
  */
 export function buildCheckpoint(
   seg: Segment,
@@ -111,7 +109,7 @@ export function buildCheckpoint(
   const end = segmentEnd(seg);
   const last = seg.states.length ? seg.states[seg.states.length - 1] : seg.start;
   const h = hashes ?? [seg.start, ...seg.states].map((s) => blobHash(encodeState(s)));
-  const c: Checkpoint = {
+  return {
     templateId: seg.templateId,
     seed: seg.seed,
     step: end,
@@ -121,11 +119,9 @@ export function buildCheckpoint(
     segmentSteps: m,
     maker: seg.maker.toLowerCase(),
     profile: seg.profile,
-    stepHashes: [],
+    stepHashes: h.slice(1),
     state: last,
   };
-  c.stepHashes = h.slice(1).map((hash, i) => committedHashOf(c, c.startStep + i + 1, hash));
-  return c;
 }
 
 /** The honest upload for a segment (each state encoded once, or already while training: noteState). */

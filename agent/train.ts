@@ -3,7 +3,7 @@
  * agent/behaviour.ts). The hooks let the
  * agent check fencing and the stop signal between steps and show progress; verifier tests call it without hooks.
  */
-import type { Trainer, TrainingState } from "../workloads/index.ts";
+import { workSeed, type Trainer, type TrainingState } from "../workloads/index.ts";
 import { HONEST, type ProviderBehaviour } from "./behaviour.ts";
 import type { Segment, SegmentStart } from "./segment.ts";
 
@@ -38,14 +38,16 @@ export async function trainSegment(
   if (toStep <= from) throw new RangeError(`segment must end after step ${from}, got ${toStep}`);
   const claimed = toStep - from;
   const toTrain = behaviour.stepsToTrain(claimed);
-  const opts = behaviour.stepOptions(start.seed);
+  // The data order is the job's and the maker's (workloads/checkpoint.ts workSeed): work bound to who did it.
+  const seed = workSeed(start.seed, start.maker);
+  const opts = behaviour.stepOptions(seed);
   const states: TrainingState[] = [];
   let state = start.start;
   let loss = Number.NaN;
   for (let i = 0; i < toTrain; i++) {
     const step = from + i + 1;
     if (hooks.beforeStep && !(await hooks.beforeStep(step))) return { abandoned: true, atStep: state.step };
-    ({ state, loss } = await trainer.trainStep(state, start.seed, step, opts));
+    ({ state, loss } = await trainer.trainStep(state, seed, step, opts));
     if (hooks.retire && states.length) states[states.length - 1] = hooks.retire(states[states.length - 1]);
     states.push(state);
     await hooks.afterStep?.(step, loss, state);

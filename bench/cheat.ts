@@ -8,7 +8,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { honestUpload, type Upload } from "../agent/segment.ts";
-import { newVerifyCache, verifyCheckpoint, type JobFacts } from "../verifier/checks.ts";
+import { putUpload } from "../agent/blobs.ts";
+import type { JobFacts } from "../verifier/checks.ts";
 import { DEPLOYMENT, randomSalt, simulateCheats } from "../verifier/economics.ts";
 import {
   createTrainer,
@@ -20,16 +21,20 @@ import {
   type Template,
   type Trainer,
   type TrainingState,
+  workSeed,
 } from "../workloads/index.ts";
 import { localProfile } from "../workloads/profile.ts";
 import { mulberry32 } from "../test/helpers/random.ts";
+import { checkerFor } from "../test/verifier/helpers.ts";
 
 /** The lazy provider's upload for steps 0..n of a fresh job: one trained step, n − 1 relabelled copies. */
 export async function lazyUpload(trainer: Trainer, seed: string, n: number, maker: string): Promise<Upload> {
   const start = initialState(trainer.template, seed);
   const states: TrainingState[] = [];
   for (let step = 1; step < n; step++) states.push({ ...start, step });
-  states.push((await trainer.trainStep(states[states.length - 1] ?? start, seed, n)).state);
+  // The one trained step, on the maker's own data order: the always-replayed last step reproduces.
+  const last = await trainer.trainStep(states[states.length - 1] ?? start, workSeed(seed, maker), n);
+  states.push(last.state);
   return honestUpload({
     templateId: trainer.template.templateId,
     seed,
@@ -41,12 +46,6 @@ export async function lazyUpload(trainer: Trainer, seed: string, n: number, make
     trainedSteps: 1,
     loss: 0,
   });
-}
-
-/** Stores an upload as the agent does: state blobs first, the checkpoint last. */
-export async function putUpload(store: CheckpointStore, u: Upload): Promise<void> {
-  for (const blob of u.stateBlobs) await store.put(blob);
-  await store.put(u.checkpointBytes);
 }
 
 /**
@@ -70,17 +69,9 @@ export async function lazyPaidPct(
     await putUpload(store, u);
     const job: JobFacts = { seed, templateId: template.templateId, acceptedStep: 0, acceptedHash: ZERO_HASH };
     let accepts = 0;
+    const check = checkerFor(trainer, store, DEPLOYMENT.samples);
     for (let v = 0; v < DEPLOYMENT.verifiers; v++) {
-      const verdict = await verifyCheckpoint({
-        template,
-        trainer,
-        store,
-        job,
-        report: { step: n, hash: u.reportedHash, provider: maker },
-        sampleSalt: randomSalt(rand),
-        samples: DEPLOYMENT.samples,
-        cache: newVerifyCache(),
-      });
+      const verdict = await check(job, { step: n, hash: u.reportedHash, provider: maker }, randomSalt(rand));
       if (verdict.accept) accepts++;
       else verdict.codes.forEach((c) => refusedCodes.add(c));
     }

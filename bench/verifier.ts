@@ -25,6 +25,7 @@ import {
   loadTemplate,
   ZERO_HASH,
   type TrainingState,
+  workSeed,
 } from "../workloads/index.ts";
 import { cpuMsSince, newVerifyCache, verifyCheckpoint } from "../verifier/checks.ts";
 import { DEFAULT_CONFIG } from "../verifier/verifier.ts";
@@ -69,7 +70,7 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
       let s = start.start;
       const t0 = process.cpuUsage();
       for (let i = 0; i < interval; i++) {
-        s = (await trainer.trainStep(s, seed, s.step + 1)).state;
+        s = (await trainer.trainStep(s, workSeed(seed, TEST_MAKER), s.step + 1)).state;
         states.push(s);
       }
       const segmentCpuMs = cpuMsSince(t0);

@@ -21,7 +21,6 @@ import {
   blobHash,
   CheckpointFormatError,
   committedAt,
-  commitsTo,
   decodeCheckpoint,
   isProvenProfile,
   replayUnprovenReason,
@@ -45,6 +44,7 @@ import {
   type Template,
   type Trainer,
   type TrainingState,
+  workSeedOf,
 } from "../workloads/index.ts";
 import { ruleEvaluator } from "./ruleEval.ts";
 
@@ -169,7 +169,7 @@ export type VerifyCache = {
 export const newVerifyCache = (maxStates = 32): VerifyCache => ({ evals: new Lru(1024), states: new Lru(maxStates) });
 
 /** The committed hash of a decoded checkpoint's state (decoding checked that the state matches it). */
-const finalHashOf = (c: Checkpoint) => (c.stepHashes.length ? c.stepHashes[c.stepHashes.length - 1] : c.startStateHash);
+const finalHashOf = (c: Checkpoint) => committedAt(c, c.step);
 
 /** What a replay needs, for a checkpoint, a final model or a claim: the template, its trainer, the store, a cache. */
 export type ReplayContext = {
@@ -339,7 +339,7 @@ async function gapProblems(store: CheckpointStore, c: Checkpoint): Promise<Refus
   for (const step of storedSteps(c.startStep, c.step, c.segmentSteps)) {
     let stored: boolean;
     try {
-      stored = await store.has(c.stepHashes[step - c.startStep - 1]);
+      stored = await store.has(committedAt(c, step));
     } catch (err) {
       // "cannot tell" is not "missing": an existence check that failed is the verifier's problem, not a gap.
       if (err instanceof StoreUnavailableError) throw outage(err, `state after step ${step}`);
@@ -388,7 +388,7 @@ async function replay(
   for (const span of spans) {
     let state: TrainingState;
     try {
-      state = span.from === c.startStep ? start : await getState(store, c.stepHashes[span.from - c.startStep - 1]);
+      state = span.from === c.startStep ? start : await getState(store, committedAt(c, span.from));
     } catch (err) {
       throw refusalOf(err, `state after step ${span.from}`);
     }
@@ -418,16 +418,15 @@ async function replayChecked(
   const t0 = process.cpuUsage();
   let next: TrainingState;
   try {
-    next = await replayStep(trainer, state, c.seed, step);
+    next = await replayStep(trainer, state, workSeedOf(c), step);
   } catch (err) {
     throw refusalOf(err, `replay of step ${step}`);
   }
   const actual = stateHash(next);
   costs.push(cpuMsSince(t0));
   const committed = committedAt(c, step);
-  if (!commitsTo(c, step, actual)) {
-    // The input matched its commitment (or is a published state): its plain hash names it in the store.
-    const inputHash = stateHash(state);
+  if (!sameHex(actual, committed)) {
+    const inputHash = committedAt(c, step - 1);
     const fault = { step, inputHash, committedHash: committed, replayedHash: actual, input: state, replayed: next };
     throw new Refusal("replay-mismatch", `step ${step} replays to ${actual}, committed ${committed}`, fault);
   }

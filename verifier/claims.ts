@@ -9,7 +9,6 @@
  * store, a blob that hashes wrong or an accuracy dip never do (they refuse, or abstain, as before).
  */
 import {
-  commitsTo,
   committedAt,
   getState,
   mismatchIsEvidence,
@@ -21,6 +20,7 @@ import {
   type CheckpointStore,
   type Template,
   type TrainingState,
+  workSeedOf,
 } from "../workloads/index.ts";
 import { acceptedState, loadReported, StoreOutageError, type ReplayContext, type ReplayFault } from "./checks.ts";
 import type { CheckpointItem, FaultRefusalJson } from "./work.ts";
@@ -96,15 +96,14 @@ export async function recheckClaim(input: RecheckInput): Promise<RecheckResult> 
   const i = f.step - c.startStep - 1;
   if (c.startStep !== item.acceptedStep || i < 0 || i >= c.stepHashes.length)
     return no(`the checkpoint does not cover step ${f.step}`);
-  // The input's plain hash names it in the store; the checkpoint may commit it bound to its maker.
-  if (!commitsTo(c, f.step - 1, f.inputHash))
-    return no(`input hash ${f.inputHash} is not what the checkpoint commits at step ${f.step - 1}`);
+  const committedInput = committedAt(c, f.step - 1);
+  if (!same(committedInput, f.inputHash)) return no(`input hash ${f.inputHash} is not the committed ${committedInput}`);
   if (!same(committedAt(c, f.step), f.committedHash))
     return no(`committed hash ${f.committedHash} is not the checkpoint's ${committedAt(c, f.step)}`);
   const state = await inputState(input, i === 0, f.inputHash);
   if (typeof state === "string") return no(state);
-  const replayed = stateHash(await replayStep(trainer, state, c.seed, f.step));
-  if (commitsTo(c, f.step, replayed)) return no(`step ${f.step} replays to the committed state ${replayed}`);
+  const replayed = stateHash(await replayStep(trainer, state, workSeedOf(c), f.step));
+  if (same(replayed, f.committedHash)) return no(`step ${f.step} replays to the committed hash ${replayed}`);
   if (!same(replayed, f.replayedHash))
     return no(`step ${f.step} replays to ${replayed}, neither the committed nor the claimed ${f.replayedHash}`);
   return { reproduced: true, why: `step ${f.step} replays to ${replayed}, committed ${f.committedHash}` };

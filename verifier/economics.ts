@@ -88,9 +88,17 @@ export function randomSalt(rand: () => number): string {
   return hex;
 }
 
-/** One row per strategy at interval `n`, over `trials` checkpoints each. */
-export function simulateInterval(n: number, trials: number, rand: () => number, d = DEPLOYMENT): CheatRow[] {
-  const m = defaultSegmentSteps(n);
+/**
+ * One row per strategy at interval `n`, over `trials` checkpoints each, for segments of `m` steps (the default, or
+ * any shorter length a provider may choose: the verifiers only bound it from above).
+ */
+export function simulateInterval(
+  n: number,
+  trials: number,
+  rand: () => number,
+  d = DEPLOYMENT,
+  m = defaultSegmentSteps(n),
+): CheatRow[] {
   const lock = Math.max(d.minStakeUsdc, d.priceUsdc * n);
   const loss = n * d.priceUsdc + lock;
   return strategies(n, m).map((s) => {

@@ -2,20 +2,20 @@
 //   "GPUCKPT\0" | u16 version | templateId[32] | seed[32] | u64 step
 //   | prevCheckpointHash[32] (zero if none) | u64 startStep | startStateHash[32]
 //   | u32 segmentSteps (m) | maker[20] | u8 profileLength | profile (ASCII)
-//   | u32 n | stepHashes[n][32]   (committed hashes of steps startStep+1 .. step, n = step - startStep)
+//   | u32 n | stepHashes[n][32]   (h_{startStep+1} .. h_{step}, n = step - startStep)
 //   | state blob (see state.ts) of the state at `step`
 // The hash reported on chain is blobHash(checkpoint bytes), so it commits to every step's state hash. Only the
 // states at segment boundaries (segments.ts storedSteps) are stored as blobs: a verifier fetches a boundary
 // state, replays the whole segment after it and compares every step with its committed hash.
 //
-// Work is bound to its maker (issue 19). A step whose state is published (a stored boundary, the step before the
-// last, the final embedded state) is committed by its plain state hash, which names its blob; every other step by
-// workHash(maker, stateHash), a hash of a state nobody else has seen. So a copy of another provider's checkpoint
-// cannot be re-signed as one's own: re-binding its hidden steps needs their states, which only replaying (the work
-// itself) gives. The maker and its arithmetic profile are inside the reported hash, so the verifiers judge a replay
-// mismatch against the profile the provider committed, not against what it says later.
+// Work is bound to its maker (issue 19). The checkpoint commits its maker and arithmetic profile (inside the
+// reported hash), and its steps are trained on a data order drawn from the job's seed *and* the maker
+// (workSeed): another identity that copies the checkpoint, or re-signs it with its own address, commits states
+// that its own data order does not produce, so the always-replayed last step (and every sampled segment) refutes
+// it. Taking over someone else's trained-ahead work costs the work itself. The verifiers judge a replay mismatch
+// against the committed profile, not against what the provider says later.
 import { createHash } from "node:crypto";
-import { ByteReader, ByteWriter } from "./bytes.ts";
+import { ByteReader, ByteWriter, hexToBytes32 } from "./bytes.ts";
 import { CheckpointFormatError } from "./errors.ts";
 import { checkNumbers, readState, stateHash, writeState } from "./state.ts";
 import type { TrainingState } from "./types.ts";
@@ -25,7 +25,7 @@ export const CHECKPOINT_VERSION = 3;
 export const ZERO_HASH = "0x" + "00".repeat(32);
 /** Longest arithmetic profile a checkpoint carries (workloads/profile.ts names are about 40 characters). */
 export const MAX_PROFILE_LENGTH = 128;
-const WORK_TAG = Buffer.from("GPUWORK\0", "ascii");
+const WORK_ORDER_TAG = Buffer.from("gpuchain/work-order\0", "ascii");
 
 export type Checkpoint = {
   templateId: string;
@@ -42,7 +42,7 @@ export type Checkpoint = {
   maker: string;
   /** The arithmetic profile it was trained with (workloads/profile.ts): what a replay mismatch is judged against. */
   profile: string;
-  /** committedHash after each step startStep+1 .. step, in order: plain for published steps, else bound to maker. */
+  /** stateHash after each step startStep+1 .. step, in order. */
   stepHashes: string[];
   state: TrainingState;
 };
@@ -51,46 +51,29 @@ export function blobHash(bytes: Uint8Array): string {
   return "0x" + createHash("sha256").update(bytes).digest("hex");
 }
 
-/** The hash a hidden (unpublished) step's state is committed by: sha256("GPUWORK\0" ‖ maker ‖ stateHash). */
-export function workHash(maker: string, stateHashHex: string): string {
-  const h = createHash("sha256").update(WORK_TAG).update(addressBytes(maker)).update(hexToBytes(stateHashHex, 32));
-  return "0x" + h.digest("hex");
-}
-
 /**
- * Whether the state after `step` is published (its blob stored, or embedded): the start, the segment boundaries
- * start + j·m, the step before the last and the last. Arithmetic form of segments.ts storedSteps.
+ * The data-order seed of the steps a maker trains for a job: sha256("gpuchain/work-order\0" ‖ job seed ‖ maker).
+ * Within one maker's tenure every epoch is still a permutation; across a failover the next maker draws its own.
  */
-export function isPublishedStep(c: Pick<Checkpoint, "startStep" | "step" | "segmentSteps">, step: number): boolean {
-  return step <= c.startStep || step >= c.step - 1 || (step - c.startStep) % c.segmentSteps === 0;
+export function workSeed(jobSeed: string, maker: string): string {
+  return (
+    "0x" +
+    createHash("sha256").update(WORK_ORDER_TAG).update(hexToBytes32(jobSeed)).update(addressBytes(maker)).digest("hex")
+  );
 }
 
-/** The hash the checkpoint must commit for `step` if that step's state hashes to `stateHashHex`. */
-export function committedHashOf(c: Checkpoint, step: number, stateHashHex: string): string {
-  return isPublishedStep(c, step) ? stateHashHex : workHash(c.maker, stateHashHex);
-}
+/** The data-order seed this checkpoint's steps replay with. */
+export const workSeedOf = (c: Pick<Checkpoint, "seed" | "maker">): string => workSeed(c.seed, c.maker);
 
 /** What the checkpoint committed for `step` (the start state's hash for its start step). */
 export function committedAt(c: Checkpoint, step: number): string {
   return step === c.startStep ? c.startStateHash : c.stepHashes[step - c.startStep - 1];
 }
 
-/** Whether a state hashing to `stateHashHex` is the one the checkpoint committed for `step`. */
-export function commitsTo(c: Checkpoint, step: number, stateHashHex: string): boolean {
-  const committed = committedAt(c, step);
-  return committed !== undefined && committed.toLowerCase() === committedHashOf(c, step, stateHashHex).toLowerCase();
-}
-
 function addressBytes(address: string): Buffer {
   if (!/^0x[0-9a-fA-F]{40}$/.test(address))
     throw new CheckpointFormatError("INCONSISTENT", `maker ${address} is not an address`);
   return Buffer.from(address.slice(2), "hex");
-}
-
-function hexToBytes(hex: string, n: number): Buffer {
-  const b = Buffer.from(hex.replace(/^0x/, ""), "hex");
-  if (b.length !== n) throw new CheckpointFormatError("INCONSISTENT", `${hex} is not ${n} bytes`);
-  return b;
 }
 
 function profileBytes(profile: string): Buffer {

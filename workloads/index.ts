@@ -18,11 +18,9 @@ export {
   ZERO_HASH,
   CHECKPOINT_VERSION,
   MAX_PROFILE_LENGTH,
-  workHash,
-  isPublishedStep,
-  committedHashOf,
+  workSeed,
+  workSeedOf,
   committedAt,
-  commitsTo,
 } from "./checkpoint.ts";
 export type { Checkpoint } from "./checkpoint.ts";
 export {

@@ -1,6 +1,6 @@
 // Verifier helpers: which steps to replay, how likely sampling is to catch bad steps, replaying
 // one committed step, and checking that a checkpoint continues the previous accepted one.
-import { committedHashOf, decodeCheckpoint, ZERO_HASH, type Checkpoint } from "./checkpoint.ts";
+import { committedAt, decodeCheckpoint, workSeedOf, ZERO_HASH, type Checkpoint } from "./checkpoint.ts";
 import { segmentSpans } from "./segments.ts";
 import { uniformInt, u32Stream } from "./prng.ts";
 import { stateHash } from "./state.ts";
@@ -43,7 +43,7 @@ export async function committedState(
   c: Checkpoint,
   step: number,
 ): Promise<TrainingState> {
-  if (step > c.startStep) return getState(store, c.stepHashes[step - c.startStep - 1]);
+  if (step > c.startStep) return getState(store, committedAt(c, step));
   if (c.prevCheckpointHash === ZERO_HASH) return tr.initialState(c.seed);
   return decodeCheckpoint(await store.get(c.prevCheckpointHash)).state;
 }
@@ -61,14 +61,14 @@ export async function replayCommittedStep(
   if (step <= c.startStep || step > c.step) throw new RangeError(`step ${step} outside (${c.startStep}, ${c.step}]`);
   const span = segmentSpans(c.startStep, c.step, c.segmentSteps).find((s) => step <= s.to)!;
   let state = await committedState(tr, store, c, span.from);
-  const startHash = span.from === c.startStep ? c.startStateHash : c.stepHashes[span.from - c.startStep - 1];
+  const startHash = committedAt(c, span.from);
   if (state.step !== span.from || stateHash(state) !== startHash) {
     return { step, ok: false, expected: startHash, actual: `state ${stateHash(state)} at step ${state.step}` };
   }
   for (let s = span.from + 1; s <= step; s++) {
-    state = await replayStep(tr, state, c.seed, s);
-    const actual = committedHashOf(c, s, stateHash(state));
-    const expected = c.stepHashes[s - c.startStep - 1];
+    state = await replayStep(tr, state, workSeedOf(c), s);
+    const actual = stateHash(state);
+    const expected = committedAt(c, s);
     if (actual !== expected || s === step) return { step: s, ok: actual === expected, expected, actual };
   }
   throw new Error("unreachable");

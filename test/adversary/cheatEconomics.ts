@@ -6,14 +6,12 @@
  * checkpoints were accepted there, and the simulation's worst expected value was +0.77 USDC per checkpoint.
  */
 import { expect } from "chai";
-import { honestUpload } from "../../agent/segment.ts";
-import { lazyPaidPct, putUpload } from "../../bench/cheat.ts";
-import { newVerifyCache, verifyCheckpoint } from "../../verifier/checks.ts";
+import { lazyPaidPct } from "../../bench/cheat.ts";
 import { DEPLOYMENT, simulateCheats, randomSalt } from "../../verifier/economics.ts";
-import { initialState, loadTemplate, ZERO_HASH, type TrainingState } from "../../workloads/index.ts";
-import { localProfile } from "../../workloads/profile.ts";
+import { loadTemplate } from "../../workloads/index.ts";
 import { mulberry32 } from "../helpers/random.ts";
 import { useScratch } from "../helpers/scratch.ts";
+import { checkerFor, firstJob, Provider } from "../verifier/helpers.ts";
 
 describe("adversary: fabricating steps never pays against the deployed verifiers", function () {
   const template = loadTemplate("blobs-tiny");
@@ -47,36 +45,13 @@ describe("adversary: fabricating steps never pays against the deployed verifiers
   }
 
   it("control: honest work at interval 500 is accepted by every verifier", async function () {
-    const seed = randomSalt(mulberry32(5));
-    const maker = "0x" + "5a".repeat(20);
-    const start = initialState(template, seed);
-    const states: TrainingState[] = [];
-    let s = start;
-    for (let step = 1; step <= 500; step++) states.push((s = (await scratch.trainer.trainStep(s, seed, step)).state));
-    const u = honestUpload({
-      templateId: template.templateId,
-      seed,
-      prevCheckpointHash: ZERO_HASH,
-      start,
-      maker,
-      profile: localProfile(),
-      states,
-      trainedSteps: 500,
-      loss: 0,
-    });
-    await putUpload(scratch.store, u);
+    const provider = new Provider(scratch.trainer, scratch.store, "0x" + "5a".repeat(20));
+    const job = firstJob(template, randomSalt(mulberry32(5)));
+    const { report } = await provider.produce(job, 500, "honest");
+    const check = checkerFor(scratch.trainer, scratch.store, DEPLOYMENT.samples);
     const rand = mulberry32(6);
     for (let v = 0; v < DEPLOYMENT.verifiers; v++) {
-      const verdict = await verifyCheckpoint({
-        template,
-        trainer: scratch.trainer,
-        store: scratch.store,
-        job: { seed, templateId: template.templateId, acceptedStep: 0, acceptedHash: ZERO_HASH },
-        report: { step: 500, hash: u.reportedHash, provider: maker },
-        sampleSalt: randomSalt(rand),
-        samples: DEPLOYMENT.samples,
-        cache: newVerifyCache(),
-      });
+      const verdict = await check(job, report, randomSalt(rand));
       expect(verdict.accept, verdict.reasons.join("; ")).to.equal(true);
       expect(verdict.metrics.replayedSteps).to.equal(25 + 1); // one pool segment of 500/20 and the last step
     }

@@ -1,37 +1,36 @@
 /**
- * Security review of the issue-19 defences (a710eb8, b3e01c0): segments, checkpoint v3 (maker + profile, hidden
- * steps bound to the maker), verifier checks and claims, the economics model. One test per attack: a FAILING test
- * demonstrates a hole that is open now; a passing one is an attack that is correctly defeated (or a control).
+ * Security review of the issue-19 defences: segments, checkpoint v3 (maker + profile committed, the data order
+ * drawn from the job's seed and the maker), verifier checks and claims, the economics model. One test per attack,
+ * each asserting the attack fails (findings 1–3 were open holes of the first design, a maker-bound hash of the
+ * unpublished states, and failed before the data order was bound to the maker), plus honest controls.
  * Real parts throughout: the real trainer (blobs-tiny), the real store, verifyCheckpoint, recheckClaim.
  */
 import { expect } from "chai";
 import {
   blobHash,
   committedAt,
-  committedHashOf,
   decodeCheckpoint,
   defaultSegmentSteps,
   encodeCheckpoint,
   getState,
   initialState,
-  isPublishedStep,
   loadTemplate,
   putState,
   replayStep,
-  sampleSpans,
   stateHash,
-  workHash,
+  storedSteps,
+  workSeed,
   type Checkpoint,
   type TrainingState,
 } from "../../workloads/index.ts";
-import { newVerifyCache, verifyCheckpoint, type JobFacts, type Report } from "../../verifier/checks.ts";
+import type { JobFacts, Report } from "../../verifier/checks.ts";
 import { recheckClaim } from "../../verifier/claims.ts";
-import { catches, DEPLOYMENT, randomSalt, strategies } from "../../verifier/economics.ts";
+import { DEPLOYMENT, randomSalt, simulateInterval } from "../../verifier/economics.ts";
 import type { CheckpointItem, FaultRefusalJson } from "../../verifier/work.ts";
 import { segmentTarget } from "../../agent/decide.ts";
 import { mulberry32 } from "../helpers/random.ts";
 import { useScratch } from "../helpers/scratch.ts";
-import { afterAccept, firstJob, Provider, seedOf, TEST_PROFILE } from "../verifier/helpers.ts";
+import { afterAccept, checkerFor, firstJob, Provider, seedOf, TEST_PROFILE } from "../verifier/helpers.ts";
 
 const ALICE = "0x" + "a1".repeat(20); // the honest maker
 const BOB = "0x" + "b0".repeat(20); // honest, takes the job over after alice
@@ -43,16 +42,7 @@ describe("adversary: review of the issue-19 defences", function () {
   const scratch = useScratch("gpuchain-adversary-review-", template);
 
   const verify = (job: JobFacts, report: Report, salt: string) =>
-    verifyCheckpoint({
-      template,
-      trainer: scratch.trainer,
-      store: scratch.store,
-      job,
-      report,
-      sampleSalt: salt,
-      samples: DEPLOYMENT.samples,
-      cache: newVerifyCache(),
-    });
+    checkerFor(scratch.trainer, scratch.store)(job, report, salt);
 
   /** Every verdict of `salts` random verifiers on `report`: how many accepted, and the codes of the others. */
   async function verdicts(job: JobFacts, report: Report, salts: number, seed: number) {
@@ -69,15 +59,17 @@ describe("adversary: review of the issue-19 defences", function () {
 
   /**
    * The cheapest re-signing of another maker's checkpoint: every published state is free (its blob is in the store,
-   * or it is the previous accepted state); only hidden states are computed, each from the nearest published (or
-   * just-computed) state before it. Returns the re-signed checkpoint, stored, and the steps actually trained.
+   * or it is embedded); only the unpublished states are computed, each from the nearest published (or
+   * just-computed) state before it, on the thief's own data order. Returns the re-signed checkpoint, stored, and
+   * the steps actually trained.
    */
   async function resign(job: JobFacts, c: Checkpoint, thief: string) {
     let trained = 0;
     const plain: string[] = [];
+    const published = new Set([...storedSteps(c.startStep, c.step, c.segmentSteps), c.step]);
     let carried: TrainingState | undefined; // the state after step − 1, if the thief computed it
     for (let step = c.startStep + 1; step <= c.step; step++) {
-      if (isPublishedStep(c, step)) {
+      if (published.has(step)) {
         plain.push(committedAt(c, step)); // published: the committed hash is the plain one
         carried = undefined;
         continue;
@@ -91,48 +83,39 @@ describe("adversary: review of the issue-19 defences", function () {
               : decodeCheckpoint(await scratch.store.get(job.acceptedHash)).state
             : await getState(scratch.store, committedAt(c, step - 1));
       }
-      carried = await replayStep(scratch.trainer, prev, c.seed, step);
+      carried = await replayStep(scratch.trainer, prev, workSeed(c.seed, thief), step);
       trained++;
       plain.push(stateHash(carried));
     }
-    const mine: Checkpoint = { ...c, maker: thief, stepHashes: [] };
-    mine.stepHashes = plain.map((h, i) => committedHashOf(mine, c.startStep + 1 + i, h));
-    const bytes = encodeCheckpoint(mine);
+    const bytes = encodeCheckpoint({ ...c, maker: thief, stepHashes: plain });
     const hash = await scratch.store.put(bytes);
     expect(hash).to.equal(blobHash(bytes));
     return { report: { step: c.step, hash, provider: thief } as Report, trained };
   }
 
   // ------------------------------------------------------------------------------------------------- findings
-  // OPEN holes (docs/THREATS.md, "A provider"): each test asserts the promise and fails on today's code, so it is
-  // pending (`open`) until the fix lands; run it by changing `open` to `it`. Fix: make the data order of a
-  // checkpoint's steps depend on its maker, so a thief's replay from another maker's published states no longer
-  // reproduces them (or keep trained-ahead blobs unreadable until their report).
-  const open = it.skip;
 
-  describe("FINDING 1 (medium, P2): re-signing a stolen checkpoint costs only its hidden steps, 1/m of the work is free", function () {
+  describe("FINDING 1 (medium, P2, fixed): re-signing a stolen checkpoint from its published states is refused", function () {
     for (const n of [20, 100]) {
-      open(
-        `OPEN interval ${n} (m = ${defaultSegmentSteps(n)}): mallory re-signs alice's trained-ahead checkpoint, training fewer than n − 1 steps, and every verifier accepts`,
-        async function () {
-          const job = firstJob(template, seedOf(19_000 + n));
-          const alice = new Provider(scratch.trainer, scratch.store, ALICE);
-          const { report: alices } = await alice.produce(job, n, "honest");
-          const c = decodeCheckpoint(await scratch.store.get(alices.hash));
-          const { report: stolen, trained } = await resign(job, c, MALLORY);
-          const v = await verdicts(job, stolen, 6, n);
-          // The defence's promise: "re-binding its hidden steps needs their states, which only replaying (the work
-          // itself) gives". Mallory trained `trained` of n steps and is paid for all n; alice, who trained them, nothing.
-          expect(
-            { accepted: v.accepted, trainedOfN: `${trained}/${n}` },
-            `mallory trained ${trained} of ${n} steps; ${v.accepted}/6 verifiers accepted her report`,
-          ).to.deep.equal({ accepted: 0, trainedOfN: `${trained}/${n}` });
-        },
-      );
+      it(`interval ${n} (m = ${defaultSegmentSteps(n)}): mallory re-signs alice's trained-ahead checkpoint after training only its unpublished steps, and every verifier refuses it`, async function () {
+        const job = firstJob(template, seedOf(19_000 + n));
+        const alice = new Provider(scratch.trainer, scratch.store, ALICE);
+        const { report: alices } = await alice.produce(job, n, "honest");
+        const c = decodeCheckpoint(await scratch.store.get(alices.hash));
+        const { report: stolen, trained } = await resign(job, c, MALLORY);
+        const v = await verdicts(job, stolen, 6, n);
+        // With a maker-bound hash of the unpublished states (the first design) this was accepted: mallory trained
+        // 9 of 20 (79 of 100) steps and was paid for all. On her own data order alice's published states do not
+        // follow from hers: the always-replayed last step refutes it.
+        expect(
+          { accepted: v.accepted, trainedOfN: `${trained}/${n}` },
+          `mallory trained ${trained} of ${n} steps; ${v.accepted}/6 verifiers accepted her report`,
+        ).to.deep.equal({ accepted: 0, trainedOfN: `${trained}/${n}` });
+      });
     }
   });
 
-  describe("FINDING 2 (medium, P2): checkpoints of ≤ 2 steps hide nothing, and the agent makes them; stolen at zero cost, never slashed", function () {
+  describe("FINDING 2 (medium, P2, fixed): checkpoints of ≤ 2 steps hide nothing, and the agent makes them; a copy is refused", function () {
     it("the agent's own segment sizes: the takeover segment at interval 20 and a 2-step remainder are m = 1", function () {
       // Evidence only (passes): the agent's first segment after a takeover at interval 20 is 2 steps, and a job
       // whose totalSteps leaves a remainder of 1–2 ends with such a checkpoint; defaultSegmentSteps(≤ 2) = 1.
@@ -141,26 +124,24 @@ describe("adversary: review of the issue-19 defences", function () {
       expect(defaultSegmentSteps(2)).to.equal(1);
     });
 
-    open(
-      "OPEN alice's 2-step final checkpoint, copied with only the maker field changed (no training), is accepted by every verifier",
-      async function () {
-        const alice = new Provider(scratch.trainer, scratch.store, ALICE);
-        const job = afterAccept(
-          firstJob(template, seedOf(19_002)),
-          (await alice.produce(firstJob(template, seedOf(19_002)), 20, "honest")).report,
-        );
-        const { report: alices } = await alice.produce(job, 22, "honest");
-        const c = decodeCheckpoint(await scratch.store.get(alices.hash));
-        expect(c.segmentSteps).to.equal(1);
-        const { report: stolen, trained } = await resign(job, c, MALLORY);
-        expect(trained).to.equal(0);
-        expect(decodeCheckpoint(await scratch.store.get(stolen.hash)).stepHashes).to.deep.equal(c.stepHashes);
-        const v = await verdicts(job, stolen, 6, 22);
-        // THREATS.md's residual says such a thief "is missed with probability ≤ P⁻³ and otherwise slashed": here there
-        // is nothing to slash it for: it is accepted with probability 1.
-        expect(v.accepted, `${v.accepted}/6 verifiers accepted mallory's zero-work copy`).to.equal(0);
-      },
-    );
+    it("alice's 2-step checkpoint, copied with only the maker field changed (no training), is refused by every verifier", async function () {
+      const alice = new Provider(scratch.trainer, scratch.store, ALICE);
+      const job = afterAccept(
+        firstJob(template, seedOf(19_002)),
+        (await alice.produce(firstJob(template, seedOf(19_002)), 20, "honest")).report,
+      );
+      const { report: alices } = await alice.produce(job, 22, "honest");
+      const c = decodeCheckpoint(await scratch.store.get(alices.hash));
+      expect(c.segmentSteps).to.equal(1);
+      const { report: stolen, trained } = await resign(job, c, MALLORY);
+      expect(trained).to.equal(0);
+      expect(decodeCheckpoint(await scratch.store.get(stolen.hash)).stepHashes).to.deep.equal(c.stepHashes);
+      const v = await verdicts(job, stolen, 6, 22);
+      // Under the first design it was accepted with probability 1 (nothing was hidden); now its steps replay on
+      // mallory's own data order.
+      expect(v.codes).to.deep.equal(["replay-mismatch"]);
+      expect(v.accepted, `${v.accepted}/6 verifiers accepted mallory's zero-work copy`).to.equal(0);
+    });
   });
 
   describe("FINDING 3 (low, defence in depth, fixed): a zero-step checkpoint is refused by the verifier", function () {
@@ -225,31 +206,18 @@ describe("adversary: review of the issue-19 defences", function () {
     });
 
     it("m = 1 on an interval where the default is larger is accepted (only an upper bound), but its economics still lose", async function () {
-      // A cheater may pick any m ≤ default; the Monte Carlo only covers the default. Re-run it at m = 1 and 2 with
-      // the real sampler (interval 100, deployed samples and prices): every strategy still has EV < 0.
-      const n = 100;
+      // A cheater may pick any m ≤ default; the Monte Carlo's headline covers the default. Run it at m = 1 and 2
+      // with the real sampler (interval 100, deployed samples and prices): every strategy still has EV < 0.
       const rand = mulberry32(77);
-      const d = DEPLOYMENT;
-      const loss = n * d.priceUsdc + Math.max(d.minStakeUsdc, d.priceUsdc * n);
       for (const m of [1, 2]) {
-        for (const s of strategies(n, m)) {
-          let any = 0;
-          let two = 0;
-          const trials = 300;
-          for (let t = 0; t < trials; t++) {
-            const faked = s.steps(rand);
-            const hits = [0, 1, 2].map(() => catches(sampleSpans(randomSalt(rand), 0, n, m, d.samples), faked));
-            if (hits.some(Boolean)) any++;
-            if (hits.slice(1).some(Boolean)) two++;
-          }
-          const gain = s.fabricated * d.priceUsdc;
-          expect(gain - (two / trials) * loss, `${s.name} f=${s.fabricated} m=${m}`).to.be.below(0);
-          expect(gain - (any / trials) * loss).to.be.below(0);
+        for (const r of simulateInterval(100, 300, rand, DEPLOYMENT, m)) {
+          expect(r.evOneColluding, `${r.strategy} f=${r.fabricated} m=${m}`).to.be.below(0);
+          expect(r.ev).to.be.below(0);
         }
       }
     });
 
-    it("re-signing without the hidden states (fabricated bound hashes) at interval 20 is a replay-mismatch fault", async function () {
+    it("a copy re-signed with another maker, its step hashes unchanged, at interval 20 is a replay-mismatch fault", async function () {
       const job = firstJob(template, seedOf(19_007));
       const alice = new Provider(scratch.trainer, scratch.store, ALICE);
       const { report } = await alice.produce(job, 20, "honest");
@@ -261,16 +229,16 @@ describe("adversary: review of the issue-19 defences", function () {
       expect(v.codes).to.deep.equal(["replay-mismatch"]);
     });
 
-    it("a false claim on an honest checkpoint, input given as the bound hash or as the honest plain hash, is not reproduced", async function () {
+    it("a false claim on an honest checkpoint, with the committed input or a made-up one, is not reproduced", async function () {
       const job = firstJob(template, seedOf(19_008));
       const alice = new Provider(scratch.trainer, scratch.store, ALICE);
       const { report } = await alice.produce(job, 20, "honest");
       const c = decodeCheckpoint(await scratch.store.get(report.hash));
-      // Step 4's input is the state after step 3: hidden (m = 2), committed as workHash(alice, ·).
+      // Step 4's input is the state after step 3: not stored (m = 2).
       const step = 4;
-      expect(isPublishedStep(c, step - 1)).to.equal(false);
+      expect(storedSteps(0, 20, c.segmentSteps)).to.not.include(step - 1);
       let s: TrainingState = initialState(template, job.seed);
-      for (let i = 1; i < step; i++) s = await replayStep(scratch.trainer, s, job.seed, i);
+      for (let i = 1; i < step; i++) s = await replayStep(scratch.trainer, s, workSeed(job.seed, ALICE), i);
       await putState(scratch.store, s); // a malicious finder publishes the true input state
       const item: CheckpointItem = {
         kind: "checkpoint",
@@ -298,7 +266,8 @@ describe("adversary: review of the issue-19 defences", function () {
           finder: MALLORY,
         },
       });
-      for (const input of [committedAt(c, step - 1), stateHash(s), workHash(ALICE, committedAt(c, step - 1))]) {
+      expect(stateHash(s)).to.equal(committedAt(c, step - 1));
+      for (const input of [committedAt(c, step - 1), blobHash(new TextEncoder().encode("another input"))]) {
         const r = await recheckClaim({
           template,
           trainer: scratch.trainer,

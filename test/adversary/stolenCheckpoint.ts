@@ -6,11 +6,11 @@
  */
 import { expect } from "chai";
 import { decodeCheckpoint, encodeCheckpoint, blobHash, loadTemplate } from "../../workloads/index.ts";
-import { newVerifyCache, verifyCheckpoint, type Report } from "../../verifier/checks.ts";
+import type { Report } from "../../verifier/checks.ts";
 import { randomSalt } from "../../verifier/economics.ts";
 import { mulberry32 } from "../helpers/random.ts";
 import { useScratch } from "../helpers/scratch.ts";
-import { firstJob, Provider, seedOf } from "../verifier/helpers.ts";
+import { checkerFor, firstJob, Provider, seedOf } from "../verifier/helpers.ts";
 
 const ALICE = "0x" + "a1".repeat(20); // trained it
 const MALLORY = "0x" + "3e".repeat(20); // took the job over and found it in the store
@@ -26,17 +26,7 @@ describe("adversary: a checkpoint trained ahead by another provider pays nobody 
     ({ report: alices } = await alice.produce(job, 100, "honest"));
   });
 
-  const verify = (report: Report, salt: string) =>
-    verifyCheckpoint({
-      template,
-      trainer: scratch.trainer,
-      store: scratch.store,
-      job,
-      report,
-      sampleSalt: salt,
-      samples: 4,
-      cache: newVerifyCache(),
-    });
+  const verify = (report: Report, salt: string) => checkerFor(scratch.trainer, scratch.store)(job, report, salt);
 
   it("control: alice's own report is accepted", async function () {
     const v = await verify(alices, seedOf(1));

@@ -33,6 +33,7 @@ import {
   sampleSpans,
   type Trainer,
   type TrainingState,
+  workSeed,
 } from "../../workloads/index.ts";
 import { deployProtocol, networkHelpers, type Protocol } from "../helpers/fixture.ts";
 import { captureLogger, manualClock, testContext } from "../keepers/fixture.ts";
@@ -224,7 +225,7 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
       const states: TrainingState[] = [];
       let s = start;
       for (let step = 1; step <= INTERVAL; step++) {
-        s = (await trainer.trainStep(s, j.seed, step)).state;
+        s = (await trainer.trainStep(s, workSeed(j.seed, w.provider.maker), step)).state;
         if (step === bad)
           s = { ...s, weights: s.weights.map((t) => ({ ...t, data: t.data.map((v, i) => v + ((i % 7) - 3) * 1e-3) })) };
         states.push(s);
@@ -383,7 +384,7 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
     expect(await w.p.escrow.earningsOf(w.p.jobId, w.p.provider1.address)).to.be.greaterThan(0n);
     for (const lines of logs.slice(1)) {
       const line = lines.find((l) => l.msg === "fault claim not reproduced; ignored");
-      expect(line?.why).to.match(/replays to the committed state/);
+      expect(line?.why).to.match(/replays to the committed hash/);
     }
     expect(msgs(w.host.lines)).to.include("fault claim not reproduced");
   });

@@ -14,6 +14,7 @@ import {
   type EvalResult,
   type Trainer,
   type TrainingState,
+  workSeed,
 } from "../../workloads/index.ts";
 import {
   EVAL_FALSE_ALARM_RATE,
@@ -150,7 +151,7 @@ describe("verifier evaluation rule: a false-alarm rate from the held-out sample 
       let s = start.start;
       for (let step = 11; step <= 20; step++) {
         if (step === 19) s = { ...initialState(blobs, seedOf(13_101)), step: 18 };
-        s = (await scratch.trainer.trainStep(s, job.seed, step)).state;
+        s = (await scratch.trainer.trainStep(s, workSeed(job.seed, start.maker), step)).state;
         states.push(s);
       }
       const report = await provider.put(honestUpload({ ...start, states, trainedSteps: states.length, loss: 0 }));

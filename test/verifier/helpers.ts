@@ -16,11 +16,14 @@ import {
   listTemplates,
   storedSteps,
   ZERO_HASH,
+  type CheckpointStore,
   type Template,
   type Trainer,
   type TrainingState,
+  workSeed,
 } from "../../workloads/index.ts";
-import type { JobFacts, Report } from "../../verifier/checks.ts";
+import { newVerifyCache, verifyCheckpoint, type JobFacts, type Report } from "../../verifier/checks.ts";
+import { DEFAULT_CONFIG } from "../../verifier/verifier.ts";
 import { localProfile } from "../../workloads/profile.ts";
 
 export const MNEMONIC = "test test test test test test test test test test test junk";
@@ -68,6 +71,24 @@ export type Produced = { report: Report; upload?: Upload; middleStep?: number };
 export const TEST_MAKER = "0x23618e81e3f5cdf7f54c3d65f7fbc0abf5b21e8f";
 /** This machine's arithmetic profile: proven for every template (workloads/profile.ts), as a provider's would be. */
 export const TEST_PROFILE = localProfile();
+
+/**
+ * One verifier's check of a report against `trainer`'s template and `store`, with a fresh cache: the salt is the
+ * verifier's secret, the budget the deployed `--samples` unless given.
+ */
+export function checkerFor(trainer: Trainer, store: CheckpointStore, samples: number = DEFAULT_CONFIG.samples) {
+  return (job: JobFacts, report: Report, sampleSalt: string) =>
+    verifyCheckpoint({
+      template: trainer.template,
+      trainer,
+      store,
+      job,
+      report,
+      sampleSalt,
+      samples,
+      cache: newVerifyCache(),
+    });
+}
 
 /** Trains and uploads segments for one template, into one store. */
 export class Provider {
@@ -206,7 +227,7 @@ export class Provider {
     let s = start.start;
     for (let step = s.step + 1; step <= toStep; step++) {
       const opts = kind === "wrong-data-step" && step === bad ? { dataSeedOverride: seedOf(777) } : {};
-      s = (await this.trainer.trainStep(s, start.seed, step, opts)).state;
+      s = (await this.trainer.trainStep(s, workSeed(start.seed, start.maker), step, opts)).state;
       if (kind === "fabricated-step" && step === bad) {
         s = { ...s, weights: s.weights.map((w) => ({ ...w, data: w.data.map((v, i) => v + ((i % 7) - 3) * 1e-3) })) };
       }

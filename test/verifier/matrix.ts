@@ -22,6 +22,7 @@ import {
   stateHash,
   type BlobStore,
   type Trainer,
+  workSeedOf,
 } from "../../workloads/index.ts";
 import {
   loadReported,
@@ -123,7 +124,7 @@ async function reproduces(trainer: Trainer, store: BlobStore, hash: string, f: R
     return false;
   const input = await getState(store, f.inputHash);
   if (!same(stateHash(input), f.inputHash)) return false;
-  const replayed = stateHash(await replayStep(trainer, input, c.seed, f.step));
+  const replayed = stateHash(await replayStep(trainer, input, workSeedOf(c), f.step));
   return !same(replayed, f.committedHash) && same(replayed, f.replayedHash);
 }
 
@@ -205,7 +206,7 @@ export async function runMatrix(o: MatrixOptions, trainer?: Trainer): Promise<Ma
           seed: job.seed,
           acceptedStep: job.acceptedStep,
           acceptedHash: job.acceptedHash,
-          provider: "0x" + "00".repeat(20),
+          provider: provider.maker,
         };
         const verdicts: CheckpointVerdict[] = [];
         for (const [i, w] of wallets.entries()) {

@@ -19,6 +19,10 @@ import {
 import { SEED_A, SEED_B, trainTo } from "./helpers.ts";
 import { useScratch } from "../helpers/scratch.ts";
 import { TEST_MAKER, TEST_PROFILE } from "../verifier/helpers.ts";
+import { workSeed } from "../../workloads/index.ts";
+
+/** The data order TEST_MAKER trains job SEED_A with (workloads/checkpoint.ts workSeed). */
+const WORK_A = workSeed(SEED_A, TEST_MAKER);
 
 describe("workloads: sampled replay by verifiers", function () {
   const t = loadTemplate("blobs-tiny");
@@ -37,7 +41,7 @@ describe("workloads: sampled replay by verifiers", function () {
     const start = stateHash(s);
     const hashes: string[] = [];
     for (let step = 1; step <= 12; step++) {
-      s = (await tr.trainStep(s, SEED_A, step)).state;
+      s = (await tr.trainStep(s, WORK_A, step)).state;
       if (step === 7 && cheat) s = await cheat(s);
       hashes.push(await putState(store, s));
     }
@@ -66,8 +70,8 @@ describe("workloads: sampled replay by verifiers", function () {
 
   it("a step trained on the wrong data is refused when sampled", async function () {
     const c = await segment(async () => {
-      const prev = await trainTo(tr, tr.initialState(SEED_A), SEED_A, 6);
-      return (await tr.trainStep(prev.state, SEED_A, 7, { dataSeedOverride: SEED_B })).state;
+      const prev = await trainTo(tr, tr.initialState(SEED_A), WORK_A, 6);
+      return (await tr.trainStep(prev.state, WORK_A, 7, { dataSeedOverride: SEED_B })).state;
     });
     expect((await replayCommittedStep(tr, store, c, 7)).ok).to.equal(false);
     expect((await replayCommittedStep(tr, store, c, 3)).ok).to.equal(true);
