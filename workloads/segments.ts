@@ -18,8 +18,7 @@ export type Span = { from: number; to: number };
  * The template default: about a twentieth of the interval, so storage falls from n states to about n/m + 1.
  * Every verifier replays at least one whole segment besides the last step (segmentsForBudget), so m is also its
  * least replay cost: n/20 keeps that near 5 % of training (issue 19; n/10 would make it 10 %). At least 2 (from
- * n = 3 on), so every segment but possibly the one before the last hides a state: its commitment is bound to the
- * maker (checkpoint.ts), and a copy of the checkpoint cannot be re-signed by another identity without the work.
+ * n = 3 on), so short intervals still store about half their states (the n/10 default stored 10 of 20).
  */
 export function defaultSegmentSteps(n: number): number {
   return n <= 2 ? 1 : Math.max(2, Math.ceil(n / 20));
