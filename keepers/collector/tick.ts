@@ -597,18 +597,12 @@ function byJobThenStep(a: { decision: VerifierDecision }, b: { decision: Verifie
 }
 
 /** Restores saved signatures, serves `POST /signatures` and ticks until `signal` fires (or once). */
-export async function runCollector(
-  ctx: KeeperContext,
-  config: CollectorConfig,
-  deps: CollectorDeps,
-  signal: AbortSignal,
-): Promise<number> {
-  const collector = createCollector(ctx, config, deps);
-  await collector.restore();
-  const server = await startJsonServer({
-    host: config.host,
-    port: config.port,
-    logger: ctx.logger,
+/** The collector's HTTP endpoints (verifiers post and read claims; dashboards read /pending), on host:port. */
+export function serveCollector(collector: Collector, host: string, port: number, logger: KeeperContext["logger"]) {
+  return startJsonServer({
+    host,
+    port,
+    logger,
     routes: {
       "POST /signatures": collector.submit,
       "POST /claims": collector.submitClaim,
@@ -617,6 +611,17 @@ export async function runCollector(
       "GET /pending": () => pendingView(collector.pool), // read-only, for dashboards
     },
   });
+}
+
+export async function runCollector(
+  ctx: KeeperContext,
+  config: CollectorConfig,
+  deps: CollectorDeps,
+  signal: AbortSignal,
+): Promise<number> {
+  const collector = createCollector(ctx, config, deps);
+  await collector.restore();
+  const server = await serveCollector(collector, config.host, config.port, ctx.logger);
   try {
     return await runTicks("collector", ctx, config, async () => void (await collector.tick()), signal);
   } finally {

@@ -24,8 +24,8 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Wallet, hexlify, randomBytes, type HDNodeWallet } from "ethers";
-import { createCollector, type Collector } from "../../keepers/collector/tick.ts";
-import { startJsonServer, type JsonServer } from "../../keepers/http.ts";
+import { createCollector, serveCollector, type Collector } from "../../keepers/collector/tick.ts";
+import type { JsonServer } from "../../keepers/http.ts";
 import {
   checkpointDecisionDigest,
   claimCheckDigest,
@@ -75,16 +75,7 @@ class Host {
       { safeAddress: p.deployment.verifierSafe, escrowAddress: p.deployment.escrow },
     );
     await h.collector.restore();
-    h.server = await startJsonServer({
-      host: "127.0.0.1",
-      port: 0,
-      logger: ctx.logger,
-      routes: {
-        "POST /signatures": h.collector.submit,
-        "POST /claims": h.collector.submitClaim,
-        "GET /claims": h.collector.listClaims,
-      },
-    });
+    h.server = await serveCollector(h.collector, "127.0.0.1", 0, ctx.logger);
     return h;
   }
 
@@ -190,6 +181,12 @@ describe("issue 19 (high): one malicious verifier cannot hold a checkpoint beyon
   afterEach(async () => {
     while (hosts.length) await hosts.pop()!.stop();
   });
+  /** A collector host for this test, stopped after it. */
+  const started = async (...args: Parameters<typeof Host.start>): Promise<Host> => {
+    const host = await Host.start(...args);
+    hosts.push(host);
+    return host;
+  };
 
   it("(a) finder-spoofed refusals with a fresh finder every claimHoldMs/4 hold an honest accept claimHoldMs at most (real time); controls: no attack, and its own claim answered", async function () {
     const HOLD = 2_000;
@@ -200,8 +197,7 @@ describe("issue 19 (high): one malicious verifier cannot hold a checkpoint beyon
     for (const mode of ["none", "answered", "unanswered"] as const) {
       const p = await load();
       const c = await reported(p);
-      const host = await Host.start(p, { claimHoldMs: HOLD, quorumWaitMs: WAIT });
-      hosts.push(host);
+      const host = await started(p, { claimHoldMs: HOLD, quorumWaitMs: WAIT });
       host.tickEvery(50);
       const spoofs: { digest: string; status: number; reason?: unknown }[] = [];
       let attacking = mode !== "none";
@@ -271,8 +267,7 @@ describe("issue 19 (high): one malicious verifier cannot hold a checkpoint beyon
     const p = await load();
     const c = await reported(p);
     const clock = manualClock();
-    const host = await Host.start(p, { clock, claimHoldMs: 120_000, quorumWaitMs: 15_000 });
-    hosts.push(host);
+    const host = await started(p, { clock, claimHoldMs: 120_000, quorumWaitMs: 15_000 });
     const t0 = clock.now();
     for (const w of [V2, V3]) await host.post("/signatures", await acceptBody(p, w, c)); // the honest threshold
     await host.tick();
@@ -298,8 +293,7 @@ describe("issue 19 (high): one malicious verifier cannot hold a checkpoint beyon
   it("(b) a second claim by the same owner with another finder (or another fault) is a 409, not pooled nor listed; an honest confirmation of another owner's claim still counts", async function () {
     const p = await load();
     const c = await reported(p);
-    const host = await Host.start(p, { claimHoldMs: 120_000 });
-    hosts.push(host);
+    const host = await started(p, { claimHoldMs: 120_000 });
     const own = await faultBody(p, V1, c, faultOf(c, V1.address));
     expect((await host.post("/claims", own)).status).to.equal(200);
     const seconds = [
@@ -338,8 +332,7 @@ describe("issue 19 (high): one malicious verifier cannot hold a checkpoint beyon
     const p = await load();
     const c = await reported(p);
     const clock = manualClock();
-    const host = await Host.start(p, { clock, claimHoldMs: 120_000 });
-    hosts.push(host);
+    const host = await started(p, { clock, claimHoldMs: 120_000 });
     // The malicious owner's junk around one honest checkpoint: a spoofed refusal and a refusal on it, claims on
     // checkpoints that never existed (other hashes at the pending step, jobs that do not exist), a signature for a
     // step not reported, and a claim on a second checkpoint that lapses.
@@ -394,8 +387,7 @@ describe("issue 19 (high): one malicious verifier cannot hold a checkpoint beyon
     const p = await load();
     const jobId = await createJobAssigned(p);
     const clock = manualClock();
-    const host = await Host.start(p, { clock, quorumWaitMs: 15_000 });
-    hosts.push(host);
+    const host = await started(p, { clock, quorumWaitMs: 15_000 });
     const waits: number[] = [];
     /** Reports the next checkpoint, the two live owners accept it; returns how long the accept waited (ms). */
     const nextCheckpoint = async () => {
@@ -433,8 +425,7 @@ describe("issue 19 (high): one malicious verifier cannot hold a checkpoint beyon
       // 27/28 → 0/1, or → 35/36 (EIP-155 style: odd reads as 27, even as 28)
       const p = await load();
       const c = await reported(p);
-      const host = await Host.start(p, {});
-      hosts.push(host);
+      const host = await started(p, {});
       // V1's address sorts between V2's and V3's, so its signature is packed with V2's: the first two by address.
       expect(BigInt(V2.address) < BigInt(V1.address) && BigInt(V1.address) < BigInt(V3.address)).to.equal(true);
       const honest = await acceptBody(p, V1, c);

@@ -6,46 +6,13 @@
  * one, served over HTTP by a small JSON-RPC bridge), the real feed reading it.
  */
 import { expect } from "chai";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Wallet } from "ethers";
 import { LiveFeed } from "../../dashboard/server/feed.ts";
 import { capDeviceModel, deviceModelProblem, MAX_DEVICE_MODEL_BYTES } from "../../sdk/machine.ts";
 import * as fx from "../helpers/fixture.ts";
+import { rpcBridge } from "../helpers/rpcBridge.ts";
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
-
-/** Serves the in-process simulated chain as JSON-RPC over HTTP (as test/keepers/cli.ts does). */
-async function rpcBridge(): Promise<{ url: string; close: () => Promise<void> }> {
-  const handle = async (req: { id?: unknown; method: string; params?: unknown[] }) => {
-    try {
-      const result = await fx.connection.provider.request({ method: req.method, params: req.params ?? [] });
-      return { jsonrpc: "2.0", id: req.id, result };
-    } catch (err) {
-      const e = err as { code?: number; message?: string; data?: unknown };
-      return { jsonrpc: "2.0", id: req.id, error: { code: e.code ?? -32603, message: e.message ?? String(err) } };
-    }
-  };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", async () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      const out = Array.isArray(body) ? await Promise.all(body.map(handle)) : await handle(body);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(out, (_k, v) => (typeof v === "bigint" ? "0x" + v.toString(16) : v)));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
-}
 
 describe("issue 19 (low): a device model is capped at 64 bytes", function () {
   describe("the rule (sdk/machine.ts)", function () {
@@ -84,7 +51,7 @@ describe("issue 19 (low): a device model is capped at 64 bytes", function () {
   describe("the dashboard's live feed on a real chain", function () {
     this.timeout(120_000);
     let bridge: Awaited<ReturnType<typeof rpcBridge>>;
-    before(async () => (bridge = await rpcBridge()));
+    before(async () => (bridge = await rpcBridge(fx.connection.provider)));
     after(async () => bridge?.close());
 
     it("a provider registered and updated with 10 000- and 5 000-byte models: viewers get at most 64 bytes", async function () {

@@ -69,14 +69,7 @@ describe("issue 19 (low): a job bounced Running ↔ Open without an acceptance s
       const expiresAt = p.acceptedAt + STALL_EXPIRY;
       // Reopened 10 s before the boundary being probed: the last reopening must not restart anything.
       await bounceUntil(p, expiresAt + offset - 10n, DAY / 3n);
-      await time.setNextBlockTimestamp(expiresAt + offset);
-      const tx = p.escrow.connect(p.stranger).expire(p.jobId);
-      if (expirable) await expect(tx).to.emit(p.escrow, "JobExpired");
-      else {
-        await expect(tx)
-          .to.be.revertedWithCustomError(p.escrow, "JobEscrowNotExpired")
-          .withArgs(p.jobId, expiresAt, expiresAt + offset);
-      }
+      await fx.expectExpireAt(p, expiresAt, offset);
     });
   }
 
@@ -87,10 +80,7 @@ describe("issue 19 (low): a job bounced Running ↔ Open without an acceptance s
     await p.escrow.connect(p.coordinator).assign(jobId, p.provider1.address);
     const q = { ...p, jobId, acceptedAt: createdAt };
     await bounceUntil(q, createdAt + STALL_EXPIRY - 5n, DAY);
-    await time.setNextBlockTimestamp(createdAt + STALL_EXPIRY);
-    await expect(p.escrow.connect(p.stranger).expire(jobId))
-      .to.be.revertedWithCustomError(p.escrow, "JobEscrowNotExpired")
-      .withArgs(jobId, createdAt + STALL_EXPIRY, createdAt + STALL_EXPIRY);
+    await fx.expectExpireAt(q, createdAt + STALL_EXPIRY, 0n);
     await time.setNextBlockTimestamp(createdAt + STALL_EXPIRY + 1n);
     await expect(p.escrow.connect(p.stranger).expire(jobId))
       .to.emit(p.escrow, "JobExpired")
@@ -105,12 +95,7 @@ describe("issue 19 (low): a job bounced Running ↔ Open without an acceptance s
     const acceptedAt = await fx.now();
     expect((await p.escrow.jobOf(p.jobId)).stallSince).to.equal(acceptedAt);
     await bounceUntil({ ...p, acceptedAt }, acceptedAt + STALL_EXPIRY - 3n, DAY);
-    for (const offset of [-1n, 0n]) {
-      await time.setNextBlockTimestamp(acceptedAt + STALL_EXPIRY + offset);
-      await expect(p.escrow.connect(p.stranger).expire(p.jobId))
-        .to.be.revertedWithCustomError(p.escrow, "JobEscrowNotExpired")
-        .withArgs(p.jobId, acceptedAt + STALL_EXPIRY, acceptedAt + STALL_EXPIRY + offset);
-    }
+    for (const offset of [-1n, 0n]) await fx.expectExpireAt(p, acceptedAt + STALL_EXPIRY, offset);
     await time.setNextBlockTimestamp(acceptedAt + STALL_EXPIRY + 1n);
     await expect(p.escrow.connect(p.stranger).expire(p.jobId))
       .to.emit(p.escrow, "JobExpired")

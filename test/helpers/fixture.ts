@@ -287,3 +287,23 @@ export async function runToVerdict(
 export async function now(): Promise<bigint> {
   return BigInt(await networkHelpers.time.latest());
 }
+
+/**
+ * `expire(job)` by a stranger in the block at `expiresAt + offset`: emits JobExpired when offset > 0, else reverts
+ * JobEscrowNotExpired with the job, the deadline and the block's time (the window's t−1, t, t+1).
+ */
+export async function expectExpireAt(
+  p: Pick<Protocol, "escrow" | "stranger"> & { jobId: bigint },
+  expiresAt: bigint,
+  offset: bigint,
+): Promise<void> {
+  const { expect } = await import("chai");
+  await networkHelpers.time.setNextBlockTimestamp(expiresAt + offset);
+  const tx = p.escrow.connect(p.stranger).expire(p.jobId);
+  if (offset > 0n) await expect(tx).to.emit(p.escrow, "JobExpired");
+  else {
+    await expect(tx)
+      .to.be.revertedWithCustomError(p.escrow, "JobEscrowNotExpired")
+      .withArgs(p.jobId, expiresAt, expiresAt + offset);
+  }
+}

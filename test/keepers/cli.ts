@@ -4,54 +4,19 @@
  */
 import { expect } from "chai";
 import { spawn } from "node:child_process";
-import { createServer, type Server } from "node:http";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { writeKey } from "../../sdk/keys.ts";
 import { UsageError } from "../../sdk/args.ts";
 import { main } from "../../keepers/cli.ts";
 import { beat, connection, createJob, ethers, load, wallet, type Protocol } from "./fixture.ts";
+import { rpcBridge } from "../helpers/rpcBridge.ts";
 
 const NODE = path.resolve("node_modules/.bin/node");
 const CLI = path.resolve("cli/gpuchain.ts");
-
-/** Serves the in-process simulated chain as JSON-RPC over HTTP. */
-async function rpcBridge(): Promise<{ url: string; close: () => Promise<void> }> {
-  const handle = async (req: { id?: unknown; method: string; params?: unknown[] }) => {
-    try {
-      const result = await connection.provider.request({ method: req.method, params: req.params ?? [] });
-      return { jsonrpc: "2.0", id: req.id, result };
-    } catch (err) {
-      const e = err as { code?: number; message?: string; data?: unknown };
-      return {
-        jsonrpc: "2.0",
-        id: req.id,
-        error: { code: e.code ?? -32603, message: e.message ?? String(err), data: e.data },
-      };
-    }
-  };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", async () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      const out = Array.isArray(body) ? await Promise.all(body.map(handle)) : await handle(body);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(out, (_k, v) => (typeof v === "bigint" ? "0x" + v.toString(16) : v)));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  };
-}
 
 /** Ignition's deployed_addresses.json for the fixture's deployment. */
 function deploymentFile(dir: string, p: Protocol): string {
@@ -121,7 +86,7 @@ describe("keepers: gpuchain keeper CLI (child processes)", function () {
   before(async function () {
     p = await load();
     await createJob(p);
-    bridge = await rpcBridge();
+    bridge = await rpcBridge(connection.provider);
     dir = mkdtempSync(path.join(tmpdir(), "gpuchain-keeper-cli-"));
     writeKey(path.join(dir, "coordinator.key"), wallet(1).privateKey);
     writeKey(path.join(dir, "stranger.key"), wallet(11).privateKey);

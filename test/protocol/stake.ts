@@ -351,14 +351,7 @@ describe("accepted earnings are never locked forever: anyone expires a stalled j
     it(`expire at stallSince + STALL_EXPIRY${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: ${expirable ? "succeeds" : "reverts with JobEscrowNotExpired"}`, async function () {
       const p = await stalledJob();
       const expiresAt = p.stallSince + STALL_EXPIRY;
-      await time.setNextBlockTimestamp(expiresAt + offset);
-      const tx = p.escrow.connect(p.stranger).expire(p.jobId);
-      if (expirable) await expect(tx).to.emit(p.escrow, "JobExpired");
-      else {
-        await expect(tx)
-          .to.be.revertedWithCustomError(p.escrow, "JobEscrowNotExpired")
-          .withArgs(p.jobId, expiresAt, expiresAt + offset);
-      }
+      await fx.expectExpireAt(p, expiresAt, offset);
     });
   }
 

@@ -8,8 +8,8 @@ import { expect } from "chai";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { createCollector, type Collector } from "../../keepers/collector/tick.ts";
-import { startJsonServer, type JsonServer } from "../../keepers/http.ts";
+import { createCollector, serveCollector, type Collector } from "../../keepers/collector/tick.ts";
+import type { JsonServer } from "../../keepers/http.ts";
 import { honestUpload } from "../../agent/segment.ts";
 import { newVerifyCache, verifyCheckpoint } from "../../verifier/checks.ts";
 import { httpCollector, type SignaturePoster } from "../../verifier/collector.ts";
@@ -94,16 +94,7 @@ class CollectorHost {
       { safeAddress: this.p.deployment.verifierSafe, escrowAddress: this.p.deployment.escrow },
     );
     await this.collector.restore();
-    this.server = await startJsonServer({
-      host: "127.0.0.1",
-      port: 0,
-      logger: ctx.logger,
-      routes: {
-        "POST /signatures": this.collector.submit,
-        "POST /claims": this.collector.submitClaim,
-        "GET /claims": this.collector.listClaims,
-      },
-    });
+    this.server = await serveCollector(this.collector, "127.0.0.1", 0, ctx.logger);
   }
 
   async stop(): Promise<void> {
