@@ -21,6 +21,9 @@ import {
   blobHash,
   CheckpointFormatError,
   committedAt,
+  encodeState,
+  MAX_PROFILE_LENGTH,
+  UnreadableBlobError,
   decodeCheckpoint,
   isProvenProfile,
   replayUnprovenReason,
@@ -51,6 +54,7 @@ import { ruleEvaluator } from "./ruleEval.ts";
 /** Why a checkpoint was refused. Tests and logs branch on these codes, never on the detail text. */
 export type ReasonCode =
   | "blob-missing" // the reported blob is not in the store (the runner waits a grace period before refusing)
+  | "blob-unreadable" // something the reporter controls is under a blob's name: no plain blob, or oversized (same grace)
   | "hash-mismatch" // a blob's bytes do not hash to the hash that names it
   | "undecodable" // not a checkpoint / state blob of a known format
   | "inconsistent" // structure inconsistent, e.g. the embedded state does not match the last committed hash
@@ -219,6 +223,7 @@ function refusalOf(err: unknown, context: string): Refusal {
   if (err instanceof StoreUnavailableError) throw outage(err, context);
   if (err instanceof NotFoundError)
     return new Refusal(context === "checkpoint" ? "blob-missing" : "chain-gap", `${context}: ${err.message}`);
+  if (err instanceof UnreadableBlobError) return new Refusal("blob-unreadable", `${context}: ${err.message}`);
   if (err instanceof HashMismatchError) return new Refusal("hash-mismatch", `${context}: ${err.message}`);
   if (err instanceof NonFiniteError) return new Refusal("non-finite", `${context}: ${err.message}`);
   if (err instanceof CheckpointFormatError) {
@@ -228,10 +233,25 @@ function refusalOf(err: unknown, context: string): Refusal {
   throw err;
 }
 
+/** Bytes of an encoded state of `t` (the same for every state of a template), computed once per template. */
+const stateBytes = new WeakMap<Template, number>();
+export function stateBytesOf(t: Template): number {
+  let n = stateBytes.get(t);
+  if (n === undefined) stateBytes.set(t, (n = encodeState(initialState(t, ZERO_HASH)).byteLength));
+  return n;
+}
+
+/**
+ * The most bytes an honest checkpoint of `steps` steps of `t` holds: its header (a profile of at most
+ * MAX_PROFILE_LENGTH), one hash per step and one state. Reads stop there (issue 19: reads had no size bound).
+ */
+export const checkpointBytesBound = (t: Template, steps: number): number =>
+  512 + MAX_PROFILE_LENGTH + 32 * Math.max(0, steps) + stateBytesOf(t);
+
 /** Fetches and decodes the reported blob, checking its hash ourselves (a store need not verify). */
-export async function loadReported(store: CheckpointStore, hash: string): Promise<Checkpoint> {
+export async function loadReported(store: CheckpointStore, hash: string, maxBytes?: number): Promise<Checkpoint> {
   try {
-    const bytes = await store.get(hash);
+    const bytes = await store.get(hash, maxBytes);
     const actual = blobHash(bytes);
     if (!sameHex(actual, hash))
       throw new Refusal("hash-mismatch", `checkpoint: blob hashes to ${actual}, reported ${hash}`);
@@ -388,7 +408,10 @@ async function replay(
   for (const span of spans) {
     let state: TrainingState;
     try {
-      state = span.from === c.startStep ? start : await getState(store, committedAt(c, span.from));
+      state =
+        span.from === c.startStep
+          ? start
+          : await getState(store, committedAt(c, span.from), stateBytesOf(trainer.template));
     } catch (err) {
       throw refusalOf(err, `state after step ${span.from}`);
     }
@@ -475,7 +498,7 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
 
   let c: Checkpoint;
   try {
-    c = await loadReported(store, report.hash);
+    c = await loadReported(store, report.hash, checkpointBytesBound(template, report.step - job.acceptedStep));
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
     return done([err]);

@@ -22,7 +22,14 @@ import {
   type TrainingState,
   workSeedOf,
 } from "../workloads/index.ts";
-import { acceptedState, loadReported, StoreOutageError, type ReplayContext, type ReplayFault } from "./checks.ts";
+import {
+  acceptedState,
+  loadReported,
+  stateBytesOf,
+  StoreOutageError,
+  type ReplayContext,
+  type ReplayFault,
+} from "./checks.ts";
 import type { CheckpointItem, FaultRefusalJson } from "./work.ts";
 
 /** Why a replay mismatch against this provider is no evidence (undefined when it is). Pure. */
@@ -113,7 +120,9 @@ export async function recheckClaim(input: RecheckInput): Promise<RecheckResult> 
 async function inputState(input: RecheckInput, isStart: boolean, hash: string): Promise<TrainingState | string> {
   const { template, store, item, cache } = input;
   try {
-    const s = isStart ? (await acceptedState(template, store, item, cache)).state : await getState(store, hash);
+    const s = isStart
+      ? (await acceptedState(template, store, item, cache)).state
+      : await getState(store, hash, stateBytesOf(template));
     const actual = stateHash(s);
     return same(actual, hash) ? s : `the stored input state hashes to ${actual}, not ${hash}`;
   } catch (err) {

@@ -286,11 +286,11 @@ export class Verifier {
   private async decideCheckpoint(item: CheckpointItem): Promise<SignedDecision | undefined> {
     if (this.behaviour.forgeFault) return this.forgedClaim(item);
     const v = await this.checkpointVerdict(item);
-    if (!v.accept && v.codes.every((c) => c === "blob-missing")) {
+    if (!v.accept && v.codes.every((c) => c === "blob-missing" || c === "blob-unreadable")) {
       const first = this.firstMissing.get(item.key) ?? this.now();
       this.firstMissing.set(item.key, first);
       if (this.now() - first < this.config.missingBlobGraceMs) {
-        this.deps.log.warn("checkpoint blob not in the store yet; waiting", {
+        this.deps.log.warn("checkpoint blob not readable in the store yet (missing, or no plain blob); waiting", {
           job: item.jobId,
           epoch: item.epoch,
           step: item.step,

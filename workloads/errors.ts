@@ -43,6 +43,17 @@ export class HashMismatchError extends WorkloadError {
   }
 }
 
+/**
+ * Something is stored under the name, but not a blob anyone can read: a directory, a FIFO or another non-file, or
+ * more bytes than the reader's bound (issue 19: the reporter controls its own blob, so this is an answer about the
+ * content, never a store outage; the verifier refuses it after the same grace as a missing blob).
+ */
+export class UnreadableBlobError extends WorkloadError {
+  constructor(name: string, why: string) {
+    super("UNREADABLE_BLOB", `the object under ${name} cannot be read as a blob: ${why}`);
+  }
+}
+
 export class NotFoundError extends WorkloadError {
   constructor(hash: string) {
     super("NOT_FOUND", `no blob stored under ${hash}`);

@@ -29,7 +29,7 @@ export function putState(store: CheckpointStore, s: TrainingState): Promise<stri
   return store.put(encodeState(s));
 }
 
-/** Fetches and decodes the state blob with hash `hash` (verified by the store). */
-export async function getState(store: CheckpointStore, hash: string): Promise<TrainingState> {
-  return decodeState(await store.get(hash));
+/** Fetches and decodes the state blob with hash `hash` (verified by the store; at most `maxBytes` read). */
+export async function getState(store: CheckpointStore, hash: string, maxBytes?: number): Promise<TrainingState> {
+  return decodeState(await store.get(hash, maxBytes));
 }

@@ -1,8 +1,9 @@
 import { expect } from "chai";
+import { mkdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { recoverSafeSigner } from "../../sdk/verifierSignatures.ts";
 import { createLogger } from "../../sdk/log.ts";
-import { loadTemplate } from "../../workloads/index.ts";
+import { FsBackend, loadTemplate } from "../../workloads/index.ts";
 import type { JobFacts } from "../../verifier/checks.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
@@ -234,6 +235,28 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     let now = 0;
     const { v, collector } = verifier(chain, { now: () => now });
     expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
+    now = 999;
+    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
+    now = 1_000;
+    expect(await v.tick()).to.include({ decided: 1, posted: 1 });
+    expect(collector.bodies[0].message).to.include({ accept: false });
+    await v.close();
+  });
+
+  it("a reported name holding no plain blob (a directory) waits the same grace, then is refused (issue 19)", async function () {
+    const facts = await provider.acceptedJob(seedOf(1912), 10);
+    const { report } = await provider.produce(facts, 20, "honest");
+    const path = (provider.store.backend as FsBackend).path(report.hash.slice(2));
+    await unlink(path);
+    await mkdir(path);
+    const chain = new FakeChain();
+    chain.jobs.push({
+      status: STATUS.Running,
+      job: record(facts, { pendingStep: 20n, pendingHash: report.hash }),
+    });
+    let now = 0;
+    const { v, collector } = verifier(chain, { now: () => now });
+    expect(await v.tick()).to.include({ waiting: 1, posted: 0, abstaining: 0 });
     now = 999;
     expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
     now = 1_000;

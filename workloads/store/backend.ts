@@ -4,8 +4,11 @@
 export interface BlobBackend {
   /** Where the blobs live, for messages (file:///dir or s3://bucket/prefix). */
   readonly url: string;
-  /** The bytes under `name`, or null when nothing is stored there. */
-  read(name: string): Promise<Uint8Array | null>;
+  /**
+   * The bytes under `name`, or null when nothing is stored there. UnreadableBlobError (an answer, not a failure)
+   * when the object is no plain blob or holds more than `maxBytes`, found without reading its body.
+   */
+  read(name: string, maxBytes?: number): Promise<Uint8Array | null>;
   /** Stores `bytes` under `name`, replacing what was there; readers never see a partial object. */
   write(name: string, bytes: Uint8Array): Promise<void>;
   exists(name: string): Promise<boolean>;

@@ -1,9 +1,11 @@
 // File-system backend: one file per blob (<dir>/<hex>.blob), written to a unique temp name and renamed into place,
 // so a reader sees the old bytes or the new ones, never a mix. Rename replaces, which is how a put repairs a name.
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { mkdir, open, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { UnreadableBlobError } from "../errors.ts";
 import type { BlobBackend } from "./backend.ts";
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException).code === "ENOENT";
@@ -21,13 +23,24 @@ export class FsBackend implements BlobBackend {
     return join(this.dir, `${name}.blob`);
   }
 
-  async read(name: string): Promise<Uint8Array | null> {
+  async read(name: string, maxBytes = Infinity): Promise<Uint8Array | null> {
+    let fh;
     try {
-      const b = await readFile(this.path(name));
-      return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+      // O_NONBLOCK: opening a FIFO planted under the name returns at once instead of pinning a threadpool thread.
+      fh = await open(this.path(name), constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (e) {
       if (isMissing(e)) return null;
+      if ((e as NodeJS.ErrnoException).code === "EISDIR") throw new UnreadableBlobError(name, "a directory");
       throw e;
+    }
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) throw new UnreadableBlobError(name, "not a regular file");
+      if (st.size > maxBytes) throw new UnreadableBlobError(name, `${st.size} bytes, more than ${maxBytes}`);
+      const b = await fh.readFile();
+      return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+    } finally {
+      await fh.close();
     }
   }
 

@@ -12,6 +12,7 @@ import {
 import { Upload } from "@aws-sdk/lib-storage";
 import { ShortReadError, type BlobBackend } from "./backend.ts";
 import { StoreConfigError } from "./errors.ts";
+import { UnreadableBlobError } from "../errors.ts";
 
 export const PART_BYTES = 8 * 1024 * 1024;
 
@@ -74,7 +75,7 @@ export class S3Backend implements BlobBackend {
     return this.loc.prefix ? `${this.loc.prefix}/${name}.blob` : `${name}.blob`;
   }
 
-  async read(name: string): Promise<Uint8Array | null> {
+  async read(name: string, maxBytes = Infinity): Promise<Uint8Array | null> {
     let out;
     try {
       out = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(name) }));
@@ -83,11 +84,19 @@ export class S3Backend implements BlobBackend {
       throw asConfigError(e, this.url);
     }
     const announced = out.ContentLength ?? -1;
+    if (announced > maxBytes) {
+      (out.Body as { destroy?: () => void } | undefined)?.destroy?.(); // never download a body past the bound
+      throw new UnreadableBlobError(name, `${announced} bytes, more than ${maxBytes}`);
+    }
     const chunks: Uint8Array[] = [];
     let got = 0;
     for await (const chunk of out.Body as AsyncIterable<Uint8Array>) {
       chunks.push(chunk);
       got += chunk.byteLength;
+      if (got > maxBytes) {
+        (out.Body as { destroy?: () => void }).destroy?.();
+        throw new UnreadableBlobError(name, `more than ${maxBytes} bytes`);
+      }
     }
     if (announced >= 0 && got !== announced) throw new ShortReadError(name, got, announced);
     return new Uint8Array(Buffer.concat(chunks, got));

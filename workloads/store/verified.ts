@@ -3,15 +3,18 @@
 // the name. Other bytes there (a squatter who computed an honest provider's next name) are replaced by the right
 // ones and reported; a put never skips its write because the name is taken, and never blames its writer.
 import { blobHash } from "../checkpoint.ts";
-import { HashMismatchError, NotFoundError } from "../errors.ts";
+import { HashMismatchError, NotFoundError, UnreadableBlobError } from "../errors.ts";
 import type { BlobBackend } from "./backend.ts";
 import { StoreConfigError, StoreCorruptionError, StoreUnavailableError, describe } from "./errors.ts";
 
 export interface CheckpointStore {
   /** Stores bytes; returns their blobHash (0x sha256). Idempotent; repairs a name holding other bytes. */
   put(bytes: Uint8Array): Promise<string>;
-  /** The bytes whose blobHash is `hash`; NotFoundError, HashMismatchError or StoreUnavailableError otherwise. */
-  get(hash: string): Promise<Uint8Array>;
+  /**
+   * The bytes whose blobHash is `hash`; NotFoundError, HashMismatchError, UnreadableBlobError (no plain blob there,
+   * or more than `maxBytes`) or StoreUnavailableError otherwise.
+   */
+  get(hash: string, maxBytes?: number): Promise<Uint8Array>;
   /** Whether `hash` names a stored blob; StoreUnavailableError when the store cannot tell. */
   has(hash: string): Promise<boolean>;
 }
@@ -78,6 +81,7 @@ export class BlobStore implements CheckpointStore {
       try {
         return await withTimeout(fn(), this.policy.opTimeoutMs, `${op} ${name}`);
       } catch (err) {
+        if (err instanceof UnreadableBlobError) throw err; // an answer about the content: retrying changes nothing
         if (err instanceof StoreConfigError || attempt >= this.policy.attempts) {
           throw new StoreUnavailableError(this.url, `${op} ${name}`, err);
         }
@@ -106,14 +110,14 @@ export class BlobStore implements CheckpointStore {
     return hash;
   }
 
-  async get(hash: string): Promise<Uint8Array> {
+  async get(hash: string, maxBytes?: number): Promise<Uint8Array> {
     const name = nameOf(hash);
     const want = hash.toLowerCase();
     // A mismatch may be a torn or cut-off answer: read again; only a mismatch on every attempt is the content.
     let actual = "";
     const reads = Math.min(VERIFY_READS, this.policy.attempts);
     for (let attempt = 1; attempt <= reads; attempt++) {
-      const bytes = await this.retry("read", name, () => this.backend.read(name));
+      const bytes = await this.retry("read", name, () => this.backend.read(name, maxBytes));
       if (!bytes) throw new NotFoundError(hash);
       actual = blobHash(bytes);
       if (actual === want) return bytes;
