@@ -16,7 +16,6 @@ import { jobNarrative, providerSummaries } from "../sdk/narrative.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { describeWait, jobFit } from "../sdk/jobFit.ts";
 import { restakeLine } from "../sdk/restake.ts";
-import { readRestake } from "./restake.ts";
 
 export const USAGE = `usage: gpuchain explain JOB [--json] [--from-block N]
 
@@ -96,11 +95,7 @@ async function whyItWaits(ctx: CommandContext, job: LedgerJob, fromBlock: number
     budget: job.budget,
     paid: job.paid,
   };
-  const [offers, restake] = await Promise.all([currentOffers(ctx), readRestake(ctx, fromBlock)]);
-  const fit = jobFit(
-    terms,
-    offers.map((o) => ({ ...o, slashed: restake.awaiting(o.address) })),
-  );
+  const fit = jobFit(terms, await currentOffers(ctx, fromBlock));
   const slashed = fit.awaitingRestake.map((o) => restakeLine(o.address, o.slashed!));
   if (fit.reasons.length === 0)
     return [`for the coordinator to assign it (${fit.fitting.length} active provider(s) fit)`, ...slashed];

@@ -4,17 +4,24 @@ import { readLogsToHead } from "../sdk/logRange.ts";
 import { describeWait, jobFit, type JobTerms, type Offer } from "../sdk/jobFit.ts";
 import { usdcAmount } from "../sdk/format.ts";
 import type { CommandContext } from "./context.ts";
+import { readRestake } from "./restake.ts";
 
-/** Every registered provider's offer as the registry quotes it now. */
-export async function currentOffers(ctx: CommandContext): Promise<Offer[]> {
+/**
+ * Every registered provider's offer as the registry quotes it now, with the slash it must re-stake after, if any
+ * (the coordinator's rule, sdk/restake.ts; slashes from `fromBlock` on).
+ */
+export async function currentOffers(ctx: CommandContext, fromBlock = 0): Promise<Offer[]> {
   const registry = ctx.protocol.registry as unknown as Contract;
   const topic = registry.interface.getEvent("ProviderRegistered")!.topicHash;
-  const { logs } = await readLogsToHead(ctx.provider, { address: ctx.deployment.registry, topics: [topic] });
+  const [{ logs }, restake] = await Promise.all([
+    readLogsToHead(ctx.provider, { address: ctx.deployment.registry, topics: [topic] }),
+    readRestake(ctx, fromBlock),
+  ]);
   const addresses = [...new Set(logs.map((l) => registry.interface.parseLog(l)!.args.provider as string))];
   return Promise.all(
     addresses.map(async (address) => {
       const [pricePerStep, memoryMiB, active] = await ctx.protocol.registry.quote(address);
-      return { address, pricePerStep, memoryMiB: Number(memoryMiB), active };
+      return { address, pricePerStep, memoryMiB: Number(memoryMiB), active, slashed: restake.awaiting(address) };
     }),
   );
 }
@@ -28,11 +35,16 @@ export async function warnIfNobodyFits(
   const offers = await currentOffers(ctx);
   const fit = jobFit(terms, offers);
   if (fit.reasons.length === 0) {
-    console.log(`${fit.fitting.length} active provider(s) fit this price and budget`);
+    const waiting = fit.awaitingRestake.length;
+    console.log(
+      `${fit.fitting.length} active provider(s) fit this price and budget` +
+        (waiting ? ` (and ${waiting} more that wait to re-stake after a slash)` : ""),
+    );
     return;
   }
   for (const reason of fit.reasons)
     console.warn(`warning: no active provider can take this job: ${describeWait(reason)}`);
+  if (fit.reasons.every((r) => r.kind === "awaiting re-stake")) return; // the terms are not what keeps it waiting
   const active = offers.filter((o) => o.active).sort((a, b) => (a.pricePerStep < b.pricePerStep ? -1 : 1));
   if (active.length) {
     const cheapest = active[0].pricePerStep;

@@ -6,7 +6,8 @@
  */
 import { expect } from "chai";
 import { spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { HDNodeWallet, Mnemonic, Wallet, id, type JsonRpcProvider } from "ethers";
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
@@ -22,6 +23,7 @@ import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.t
 import { ProcessGroup } from "../../demo/processes.ts";
 import { withGasHeadroom } from "../../keepers/chain.ts";
 import { loadTemplate } from "../../workloads/index.ts";
+import { writeKey } from "../../sdk/keys.ts";
 
 const CLI = path.resolve("cli/gpuchain.ts");
 const USDC = 1_000_000n;
@@ -189,6 +191,16 @@ describe("gpuchain explain / wallet after a real slash", function () {
     const wallet = await runCli(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
     expect(wallet.code, wallet.stderr + wallet.stdout).to.equal(0);
     expect(wallet.stdout).to.contain(`  ${line} (a stake deposit after the slash lifts it)\n`);
+    // A client posting another job is told the same, not given price advice (the terms are not the problem).
+    const clientKey = path.join(mkdtempSync(path.join(tmpdir(), "gpuchain-slashed-client-")), "client.key");
+    writeKey(clientKey, TEST_KEYS.client);
+    const create = await runCli([
+      ...["job", "create", "--template", "blobs-tiny", "--steps", "20", "--interval", "10"],
+      ...["--max-price", "0.01", "--key", clientKey, "--dry-run", "--rpc", rpc, "--deployment", file],
+    ]);
+    expect(create.code, create.stderr + create.stdout).to.equal(0);
+    expect(create.stderr).to.contain(`warning: no active provider can take this job: ${line}\n`);
+    expect(create.stderr).to.not.contain("what would fit");
     // mallory deposits again: eligible again, and neither command says it waits any more.
     await deposit(MIN_STAKE);
     const after = await runCli(["explain", "2", "--rpc", rpc, "--deployment", file]);
