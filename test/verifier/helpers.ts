@@ -207,7 +207,8 @@ export class Provider {
         return this.done(honestUpload(await this.train({ ...start, start: fork }, toStep)));
       }
       case "not-a-checkpoint": {
-        const bytes = new Uint8Array(4096).map((_, i) => (i * 2654435761) >>> 24);
+        // Smaller than any checkpoint of the template (a larger body is refused unread, as blob-unreadable).
+        const bytes = new Uint8Array(1024).map((_, i) => (i * 2654435761) >>> 24);
         return { report: { step: toStep, hash: await this.store.put(bytes), provider: this.maker } };
       }
       case "fabricated-step":
