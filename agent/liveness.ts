@@ -8,6 +8,7 @@ import { machineId } from "../sdk/machine.ts";
 import { signHeartbeat, type Heartbeat, type SignedHeartbeat } from "../sdk/heartbeat.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
+import { sendHeartbeat } from "./sends.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
 
 /** Posts one signed heartbeat; throws when the coordinator cannot be reached. */
@@ -122,7 +123,7 @@ export class Liveness {
     if (!a || this.opts.now() - this.lastLeaseAt < this.opts.leaseEveryMs) return;
     this.lastLeaseAt = this.opts.now();
     const { escrow } = this.opts.chain.protocol;
-    const r = await this.opts.chain.write("heartbeat", () => escrow.heartbeat(a.jobId, a.epoch));
+    const r = await this.opts.chain.write("heartbeat", () => sendHeartbeat(escrow, a.jobId, a.epoch));
     if (r.ok) {
       this.opts.logger.info("lease extended", { job: a.jobId, epoch: a.epoch });
     } else if (isFenceRejection(r)) {

@@ -15,6 +15,7 @@ import type { JobView } from "../sdk/job.ts";
 import type { ChainWake } from "../sdk/chainWake.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
+import { sendReport } from "./sends.ts";
 import {
   defaultSegmentSteps,
   initialState,
@@ -309,7 +310,7 @@ class JobRun {
     }
     const { escrow } = this.ctx.chain.protocol;
     const r = await this.ctx.chain.write("reportCheckpoint", () =>
-      escrow.reportCheckpoint(this.id, this.epoch, head.step, head.hash),
+      sendReport(escrow, this.id, this.epoch, head.step, head.hash),
     );
     if (r.ok) {
       this.log.info("checkpoint reported", { step: head.step, hash: head.hash, tx: r.hash, queued: this.queue.length });

@@ -10,6 +10,7 @@ import type { Logger } from "../sdk/log.ts";
 import type { BatchReader } from "../sdk/multicall.ts";
 import { withRetry } from "../sdk/retry.ts";
 import { blockRanges } from "../sdk/logRange.ts";
+import { withGasHeadroom } from "../sdk/gas.ts";
 
 export interface ReceiptLike {
   status: number | null;
@@ -113,15 +114,6 @@ export class SendQueue {
     this.tail = next.catch(() => undefined);
     return next;
   }
-}
-
-/**
- * The gas limit sent for `estimate`: a quarter over it, because the escrow's signature check falls back to the
- * Safe's EIP-1271 check when a view of the Safe runs out of gas, so the cost is not monotonic in the limit and an
- * exact estimate can revert.
- */
-export function withGasHeadroom(estimate: bigint): bigint {
-  return estimate + estimate / 4n;
 }
 
 /** A sender over an ethers contract with a signer (simulate with eth_call, then broadcast through `queue`). */

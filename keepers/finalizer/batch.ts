@@ -12,6 +12,7 @@ import { Contract, toBeHex, zeroPadValue, type Interface } from "ethers";
 import { classifyError, describeError } from "../../sdk/errors.ts";
 import type { Logger } from "../../sdk/log.ts";
 import { MULTICALL3_ABI } from "../../sdk/multicall.ts";
+import { withGasHeadroom } from "../../sdk/gas.ts";
 import {
   awaitReceipt,
   executeForReceipt,
@@ -19,7 +20,6 @@ import {
   mapLimit,
   outcomeOfError,
   read,
-  withGasHeadroom,
   withTimeout,
   type Call,
   type KeeperContext,

@@ -21,7 +21,8 @@ import {
 } from "../../sdk/verifierSignatures.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { withGasHeadroom } from "../../keepers/chain.ts";
+import { withGasHeadroom } from "../../sdk/gas.ts";
+import { sendReport } from "../../agent/sends.ts";
 import { loadTemplate } from "../../workloads/index.ts";
 import { writeKey } from "../../sdk/keys.ts";
 
@@ -104,12 +105,12 @@ describe("gpuchain explain / wallet after a real slash", function () {
     const verifiers = [new Wallet(TEST_KEYS.verifier1), new Wallet(TEST_KEYS.verifier2)];
     const keeper = as(TEST_KEYS.keeper).escrow;
     const h10 = id("slashed:10");
-    await send(m.escrow.reportCheckpoint(1n, 1n, 10, h10));
+    await send(sendReport(m.escrow, 1n, 1n, 10, h10)); // as the agent sends it (test/agent/gasHeadroom.ts)
     const accept = { jobId: 1n, epoch: 1n, step: 10, checkpointHash: h10, accept: true };
     const acceptSigs = await sign2(chainId, d, checkpointDecisionDigest(domain, accept), verifiers);
     await send(keeper.acceptCheckpoint(1n, 1n, 10, h10, acceptSigs));
     const h20 = id("slashed:20:fabricated");
-    await send(m.escrow.reportCheckpoint(1n, 1n, 20, h20));
+    await send(sendReport(m.escrow, 1n, 1n, 20, h20));
     const fault = {
       step: 17,
       inputHash: id("state:16"),
