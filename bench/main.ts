@@ -12,6 +12,7 @@ import { benchSystem } from "./system.ts";
 import { benchKeepers } from "./keepers.ts";
 import { benchDashboard } from "./dashboard.ts";
 import { benchSybil } from "./sybil.ts";
+import { benchVerifierDelay } from "./verifierDelay.ts";
 import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -21,11 +22,12 @@ const parts: [string, () => Promise<Record<string, number | string>>][] = [
   ["agent time outside training", benchAgent],
   ["verifier compute and detection", benchVerifier],
   ["cheating against the deployed verifiers (issue 19)", benchCheat],
+  ["one malicious verifier's worst delay (issue 19)", benchVerifierDelay],
   ["checkpoint store and segment commitments", benchStore],
   ["gas of a full job lifecycle", benchGas],
   ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
-  ["no starving: 20 idle identities against one honest provider", () => benchSybil(progress)],
+  ["no starving: 5 and 20 idle identities against one honest provider", () => benchSybil(progress)],
   // Last: it ends with the 10-minute soak, which loads the machine on purpose.
   ["whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],
 ];

@@ -147,12 +147,12 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
 
 /**
  * Detection by a 2-of-3 quorum of independently sampling verifiers with fault claims, blobs-tiny, interval 20,
- * k = 3: every certain class, 100 honest checkpoints, and 200 checkpoints with one bad step among 20.
+ * k = 3: every certain class, 200 honest checkpoints (issue 19: ≥ 200), and 200 checkpoints with one bad step among 20.
  */
 async function detection(): Promise<Record<string, number>> {
   const base = { template: "blobs-tiny", interval: 20, samples: 3 };
   const certain = await runMatrix({ ...base, cases: CERTAIN_CASES, trials: 2, seedBase: 50_000 });
-  const honest = await runMatrix({ ...base, cases: ["honest"], trials: 100, seedBase: 60_000 });
+  const honest = await runMatrix({ ...base, cases: ["honest"], trials: 200, seedBase: 60_000 });
   const sampling = await runMatrix({ ...base, cases: SAMPLING_CASES, trials: 100, seedBase: 70_000 });
   const sum = (rows: typeof certain, f: (r: (typeof certain)[number]) => number) => rows.reduce((a, r) => a + f(r), 0);
   const pct = (x: number) => round(100 * x, 2);

@@ -37,6 +37,11 @@ export interface SybilOptions {
   note?: (line: string) => void;
   /** Pass every child's lines to `note`. */
   verbose?: boolean;
+  /**
+   * Give the honest provider a track record first: one job of one checkpoint, trained by it alone before the idle
+   * identities register (the network most jobs meet: a provider that has delivered before).
+   */
+  provenHonest?: boolean;
 }
 
 export interface SybilResult {
@@ -92,6 +97,15 @@ export async function runSybil(o: SybilOptions): Promise<SybilResult> {
     writeKey(honestKey, honest.privateKey);
     await net.fundGas(provider, honest.address, note);
     startHonest(o, net, storage, group, honestKey, coordinatorUrl);
+    const client = loadKey(net.keyFiles.client).connect(provider);
+    if (o.provenHonest) {
+      await waitFor(() => isStaked(protocol, honest.address), 120_000, "the honest provider to register and stake");
+      const warm = { ...o, totalSteps: o.checkpointInterval };
+      await net.fundClient(protocol, client, budgetOf(warm.totalSteps));
+      const first = await postScenarioJob(protocol, client, template.templateId, warm);
+      note(`job ${first.jobId} posted first: the honest provider alone earns a track record on it …`);
+      await waitForVerdict(protocol, first.jobId, first.block, o.timeoutMs, note);
+    }
     note(`starting ${o.idle} idle identities (plain ethers, price ${IDLE_PRICE}, staked, heartbeating) …`);
     const idle: IdleIdentity[] = [];
     for (let i = 0; i < o.idle; i++) {
@@ -103,7 +117,6 @@ export async function runSybil(o: SybilOptions): Promise<SybilResult> {
     await waitFor(() => isStaked(protocol, honest.address), 120_000, "the honest provider to register and stake");
     for (const id of idle) loops.push(id.run(stop.signal));
     await sleep(2_000); // every identity's first beats reach the coordinator
-    const client = loadKey(net.keyFiles.client).connect(provider);
     const { jobId, block } = await postJob(o, net, protocol, client, template.templateId);
     const t0 = performance.now();
     for (const id of idle) id.jobId = jobId;

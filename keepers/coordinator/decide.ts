@@ -10,7 +10,8 @@
  * interval, at least the registry's minStake), it sent a heartbeat within the timeout, and that latest beat is
  * idle or for a job it still holds, it was never unassigned idle from this job, and it is not backing off.
  * Among the eligible: cheapest price — a track record (accepted steps) beats a new identity within
- * TRACK_RECORD_MARGIN_PCT (see rankKey) —, then most memory, then lowest address.
+ * TRACK_RECORD_MARGIN_PCT (see rankKey) —, then most memory, then lowest address. A job that was already held idle
+ * goes to proven providers (accepted steps, no idle hold since) first (provenFirst: the Sybil bound).
  *
  * Liveness means progress (decideRunning): a holder that keeps beating but shows no step progress within the
  * template's step bound, or sends no report within its interval's bound, is unassigned (progressBounds).
@@ -478,7 +479,32 @@ export function rankProviders(
     if (reason) excluded.push({ address: p.address, reason });
     else ranked.push(p);
   }
-  return { ranked, excluded };
+  return { ranked: heldIdleBefore(job, view) ? provenFirst(ranked, view.records) : ranked, excluded };
+}
+
+/** Whether some provider already held `job` and was unassigned idle from it (TrackRecords.idleOn). */
+export function heldIdleBefore(job: CoordinatorJob, view: CoordinatorView): boolean {
+  return (view.idleOn?.get(job.jobId.toString())?.size ?? 0) > 0;
+}
+
+/**
+ * A provider the idle rule trusts: accepted steps on chain and no idle hold since its latest accepted checkpoint
+ * (an accepted checkpoint clears the strikes, TrackRecords).
+ */
+export function isProven(p: ProviderView, records?: Map<string, TrackRecord>): boolean {
+  const r = records?.get(p.address.toLowerCase());
+  return r !== undefined && r.acceptedSteps > 0 && r.idleStrikes === 0;
+}
+
+/**
+ * The Sybil bound (issue 19 item 7): once a job has been held idle, it goes to proven providers first, in their
+ * usual order, and only then to the others. So N idle identities delay a job by one idle hold, not N, whenever a
+ * proven provider fits; to hold it again an identity must first be proven again, which costs an accepted
+ * checkpoint of real work (its strike is cleared only by one). Stable: the usual order within each group.
+ */
+export function provenFirst(ranked: ProviderView[], records?: Map<string, TrackRecord>): ProviderView[] {
+  const proven = ranked.filter((p) => isProven(p, records));
+  return proven.length === 0 ? ranked : [...proven, ...ranked.filter((p) => !isProven(p, records))];
 }
 
 /** Providers in compareProviders order (keys and addresses computed once, not once per comparison). */
@@ -610,11 +636,10 @@ function decideOpen(job: CoordinatorJob, view: CoordinatorView, tick: Assignment
   if (!view.isCoordinator) return { ...base, action: "wait", reason: "not the coordinator; only it may assign" };
   const c = termsClass(job, view, tick);
   const own = ownExclusions(job, view, tick);
-  let best: ProviderView | undefined;
-  for (let i = c.next; i < c.eligible.length && !best; i++) {
-    const p = c.eligible[i];
-    if (!tick.picked.has(p) && !own.has(p)) best = p;
-  }
+  const usable = (p: ProviderView) => !tick.picked.has(p) && !own.has(p);
+  const rest = c.eligible.slice(c.next);
+  const provenOnly = heldIdleBefore(job, view);
+  const best = (provenOnly ? rest.find((p) => usable(p) && isProven(p, view.records)) : undefined) ?? rest.find(usable);
   if (!best) return { ...base, action: "wait", reason: waitReason(job, view, tick, c, own) };
   let eligible = c.eligible.length - c.pickedEligible;
   for (const p of own.keys()) if (c.eligibleSet.has(p)) eligible--;
@@ -625,7 +650,7 @@ function decideOpen(job: CoordinatorJob, view: CoordinatorView, tick: Assignment
     action: "assign",
     provider: best.address,
     pricePerStep: best.pricePerStep,
-    reason: `cheapest eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${record(best, view)})`,
+    reason: `${provenOnly && isProven(best, view.records) ? "held idle before: cheapest proven" : "cheapest"} eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${record(best, view)})`,
   };
 }
 

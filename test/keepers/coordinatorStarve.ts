@@ -286,6 +286,64 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
     });
   });
 
+  describe("the Sybil bound (issue 19 item 7): a job held idle goes to proven providers first", function () {
+    const rec = (acceptedSteps: number, idleStrikes = 0): TrackRecord => ({
+      acceptedSteps,
+      idleStrikes,
+      lastStrikeAt: 0n, // long ago: no back-off in these tables
+    });
+    const at = (n: number, price: bigint) => provider(n, { pricePerStep: price });
+    const pick = (providers: ProviderView[], records: [number, TrackRecord][], idleBy: number[] = []) =>
+      planCoordinator(
+        view(NOW, {
+          jobs: [openJob({ jobId: 1n })],
+          providers,
+          records: new Map(records.map(([n, r]) => [addr(n).toLowerCase(), r])),
+          idleOn: idleBy.length ? new Map([["1", new Set(idleBy.map((n) => addr(n).toLowerCase()))]]) : undefined,
+          lastBeat: new Map(
+            providers.map((p) => [p.address.toLowerCase(), { receivedAt: NOW, jobId: "0", epoch: "0" }]),
+          ),
+        }),
+      ).find((d) => d.jobId === 1n)!;
+
+    it("never held idle: price decides (a newcomer at 1 beats a proven provider at 100)", function () {
+      expect(pick([at(1, 1n), at(2, 100n)], [[2, rec(40)]]).provider).to.equal(addr(1));
+    });
+
+    it("held idle once: the proven provider takes it over every cheaper identity, and says why", function () {
+      const idle = [at(3, 1n), at(4, 1n), at(5, 1n)];
+      const d = pick([...idle, at(2, 100n)], [[2, rec(40)]], [9]);
+      expect(d.provider).to.equal(addr(2));
+      expect(d.reason).to.equal(
+        "held idle before: cheapest proven eligible of 4 (price 100, 1024 MiB, track record 40 accepted steps)",
+      );
+    });
+
+    it("among proven providers the usual order holds: the cheaper one first", function () {
+      expect(
+        pick(
+          [at(1, 1n), at(2, 100n), at(3, 90n)],
+          [
+            [2, rec(40)],
+            [3, rec(10)],
+          ],
+          [9],
+        ).provider,
+      ).to.equal(addr(3));
+    });
+
+    it("a record with an idle hold since its last accepted checkpoint is not proven", function () {
+      // addr(2) has accepted steps but idled since: it ranks by price like any newcomer.
+      expect(pick([at(1, 1n), at(2, 100n)], [[2, rec(40, 1)]], [9]).provider).to.equal(addr(1));
+    });
+
+    it("no proven provider fits: the job still goes to the cheapest eligible (no one starves it)", function () {
+      expect(pick([at(1, 1n), at(2, 100n)], [], [9]).provider).to.equal(addr(1));
+      const d = pick([at(1, 1n), at(2, 100n)], [], [9]);
+      expect(d.reason).to.equal("cheapest eligible of 2 (price 1, 1024 MiB)");
+    });
+  });
+
   describe("the chain facts, rebuilt from escrow events in log order", function () {
     const A = addr(1);
     const B = addr(2);

@@ -66,7 +66,12 @@ function referencePlan(view: CoordinatorView): Decision[] {
       if (r) counts.set(r, (counts.get(r) ?? 0) + 1);
       else eligible.push(p);
     }
-    const best = eligible[0];
+    const provenFirst = (view.idleOn?.get(job.jobId.toString())?.size ?? 0) > 0;
+    const isProven = (p: ProviderView) => {
+      const r = view.records?.get(p.address.toLowerCase());
+      return r !== undefined && r.acceptedSteps > 0 && r.idleStrikes === 0;
+    };
+    const best = (provenFirst ? eligible.find(isProven) : undefined) ?? eligible[0];
     if (!best) {
       const summary = view.providers.length
         ? ` (${[...counts].map(([r, n]) => `${r} ×${n}`).join(", ")})`
@@ -88,7 +93,7 @@ function referencePlan(view: CoordinatorView): Decision[] {
       action: "assign",
       provider: best.address,
       pricePerStep: best.pricePerStep,
-      reason: `cheapest eligible of ${eligible.length} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${rec})`,
+      reason: `${provenFirst && isProven(best) ? "held idle before: cheapest proven" : "cheapest"} eligible of ${eligible.length} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${rec})`,
     });
   }
   return decisions;
