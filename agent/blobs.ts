@@ -1,12 +1,16 @@
 /**
  * The agent's use of the checkpoint store: upload a segment (every blob before the report, so a reported hash
  * never names a blob whose states are missing) and load a committed checkpoint to resume from.
- * Blobs are never deleted or overwritten: accepted checkpoints are never lost.
+ * Blobs are never deleted or overwritten by the agent: accepted checkpoints are never lost. While a report waits for
+ * its decision, the agent keeps its blobs in the store (guardBlobs) against anyone else who may write there.
  */
 import {
   blobHash,
   BlobStore,
   decodeCheckpoint,
+  HashMismatchError,
+  NotFoundError,
+  UnreadableBlobError,
   WorkloadError,
   type Checkpoint,
   type CheckpointStore,
@@ -34,6 +38,36 @@ export async function putUpload(store: CheckpointStore, upload: Upload, alreadyP
     for (let job = queue.shift(); job; job = queue.shift()) await job();
   };
   await Promise.all(Array.from({ length: Math.min(PUT_CONCURRENCY, queue.length) }, worker));
+}
+
+/**
+ * What a reported checkpoint needs in the store: its state blobs and, unless a fault placed other bytes under the
+ * reported hash on purpose, its checkpoint blob.
+ */
+export function blobsOf(upload: Upload): Uint8Array[] {
+  return upload.placeUnderReportedHash ? upload.stateBlobs : [...upload.stateBlobs, upload.checkpointBytes];
+}
+
+/**
+ * Checks that each blob is in the store under its hash, and puts it again where it is missing or holds other bytes
+ * (issue 19: anyone who may write the store could overwrite a put after it landed; the verifiers wait out such a
+ * blob for a grace period before it is the reporter's problem). Returns how many it put again. A blob the store
+ * cannot give back at all (no plain blob under the name) is put again too; the store's own errors propagate.
+ */
+export async function guardBlobs(store: CheckpointStore, blobs: readonly Uint8Array[]): Promise<number> {
+  let repaired = 0;
+  for (const bytes of blobs) {
+    try {
+      await store.get(blobHash(bytes), bytes.byteLength);
+      continue;
+    } catch (err) {
+      if (!(err instanceof NotFoundError || err instanceof HashMismatchError || err instanceof UnreadableBlobError))
+        throw err;
+    }
+    await store.put(bytes);
+    repaired++;
+  }
+  return repaired;
 }
 
 /**

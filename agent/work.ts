@@ -27,7 +27,7 @@ import {
   type TrainingState,
 } from "../workloads/index.ts";
 import type { CheckpointPrefetch } from "./prefetch.ts";
-import { loadCheckpoint, putUpload } from "./blobs.ts";
+import { blobsOf, guardBlobs, loadCheckpoint, putUpload } from "./blobs.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
 import {
   aheadKept,
@@ -87,7 +87,12 @@ interface Finished extends AheadLink {
   old: OldCheckpoint;
   /** Resolves once every blob is stored; rejects when the store gave up. */
   stored: Promise<void>;
+  /** The blobs the report needs in the store, kept until its decision (guardBlobs). */
+  blobs: Uint8Array[];
 }
+
+/** A reported checkpoint awaiting its decision: its blobs are checked in the store this often (issue 19). */
+export const GUARD_EVERY_MS = 5_000;
 
 type BaseResult = { kind: "base"; base: Base } | { kind: "wait" } | { kind: "decline"; reason: string };
 
@@ -163,7 +168,13 @@ class JobRun {
   private template: Template;
   private queue: Finished[] = [];
   /** Checkpoints we reported and have not seen decided (kept with their state to build on without a store read). */
-  private reported: (Link & { state: TrainingState; old: OldCheckpoint; accepted?: boolean })[] = [];
+  private reported: (Link & {
+    state: TrainingState;
+    old: OldCheckpoint;
+    accepted?: boolean;
+    blobs: Uint8Array[];
+    guardedAt?: number;
+  })[] = [];
   private lastReported?: Link;
   /** The latest job view the reporter read. */
   private view: JobView;
@@ -246,6 +257,7 @@ class JobRun {
       if (fenced) return this.finish({ outcome: "fenced", reason: fenced, job });
       this.noticeDecisions(job);
       this.reconcile(job);
+      await this.guardReported();
       if (await this.reportHead(job)) continue;
       await this.nap(Math.min(config.pollMs, config.fenceCheckMs), true);
     }
@@ -256,13 +268,41 @@ class JobRun {
     this.reported = this.reported.filter((r) => {
       const outcome = reportedOutcome(job, r);
       if (outcome === "accepted" && !r.accepted) this.log.info("checkpoint accepted", { step: r.step, hash: r.hash });
-      if (outcome === "accepted") r.accepted = true;
+      if (outcome === "accepted") {
+        r.accepted = true;
+        r.blobs = []; // decided: nothing left to guard
+      }
       if (outcome === "dropped") {
         this.log.warn("checkpoint not accepted (refused, lapsed or dropped)", { step: r.step, hash: r.hash });
       }
       // The accepted one stays while it is the tip: the next segment may build on it without a store read.
       return outcome === undefined || (outcome === "accepted" && job.acceptedStep === r.step);
     });
+  }
+
+  /**
+   * Keeps the blobs of each undecided report in the store: checked right after the report and every
+   * GUARD_EVERY_MS, put again where missing or overwritten. A store error is logged and tried at the next round.
+   */
+  private async guardReported(): Promise<void> {
+    for (const r of this.reported) {
+      if (r.accepted || (r.guardedAt !== undefined && this.now - r.guardedAt < GUARD_EVERY_MS)) continue;
+      r.guardedAt = this.now;
+      try {
+        const repaired = await guardBlobs(this.ctx.deps.store, r.blobs);
+        if (repaired > 0)
+          this.log.warn("reported checkpoint's blobs were gone or overwritten; put again", {
+            step: r.step,
+            hash: r.hash,
+            repaired,
+          });
+      } catch (err) {
+        this.log.warn("could not check a reported checkpoint's blobs; trying again", {
+          step: r.step,
+          error: (err as Error)?.message,
+        });
+      }
+    }
   }
 
   /** Drops queued segments the chain's tip no longer leads to; a segment in training on a dropped base stops. */
@@ -316,7 +356,7 @@ class JobRun {
       this.log.info("checkpoint reported", { step: head.step, hash: head.hash, tx: r.hash, queued: this.queue.length });
       this.queue.shift();
       this.lastReported = { step: head.step, hash: head.hash };
-      this.reported.push({ step: head.step, hash: head.hash, state: head.state, old: head.old });
+      this.reported.push({ step: head.step, hash: head.hash, state: head.state, old: head.old, blobs: head.blobs });
       this.kick();
       return true;
     }
@@ -467,6 +507,7 @@ class JobRun {
       state: seg.states.at(-1) ?? base.state,
       old: { hash, bytes: upload.checkpointBytes },
       stored,
+      blobs: blobsOf(upload),
     });
     this.kick();
   }

@@ -36,6 +36,7 @@ import {
   verifyFinal,
   type CheckpointVerdict,
   type JobFacts,
+  type ReasonCode,
   type ReplayFault,
   type VerifyCache,
 } from "./checks.ts";
@@ -85,6 +86,19 @@ export const DEFAULT_CONFIG = {
   pollMs: 2_000,
   missingBlobGraceMs: 30_000,
 } as const;
+
+/**
+ * Refusals that may be someone else's doing rather than the reporter's, so they are waited out for
+ * missingBlobGraceMs first: a blob not there yet, no plain blob under its name, or other bytes under it — anyone who
+ * may write the store could have overwritten or removed a put (issue 19), and the reporter's agent puts its blobs
+ * again while its report is undecided (agent/blobs.ts guardBlobs). Still so after the grace: the reporter's problem.
+ */
+export const GRACE_CODES: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
+  "blob-missing",
+  "blob-unreadable",
+  "hash-mismatch",
+  "chain-gap",
+]);
 
 export function validateConfig(c: VerifierConfig): VerifierConfig {
   if (!Number.isSafeInteger(c.samples) || c.samples < 0)
@@ -286,16 +300,19 @@ export class Verifier {
   private async decideCheckpoint(item: CheckpointItem): Promise<SignedDecision | undefined> {
     if (this.behaviour.forgeFault) return this.forgedClaim(item);
     const v = await this.checkpointVerdict(item);
-    if (!v.accept && v.codes.every((c) => c === "blob-missing" || c === "blob-unreadable")) {
+    if (!v.accept && v.codes.every((c) => GRACE_CODES.has(c))) {
       const first = this.firstMissing.get(item.key) ?? this.now();
       this.firstMissing.set(item.key, first);
       if (this.now() - first < this.config.missingBlobGraceMs) {
-        this.deps.log.warn("checkpoint blob not readable in the store yet (missing, or no plain blob); waiting", {
-          job: item.jobId,
-          epoch: item.epoch,
-          step: item.step,
-          hash: item.hash,
-        });
+        this.deps.log.warn(
+          "checkpoint blobs not readable in the store yet (missing, no plain blob, or other bytes); waiting",
+          {
+            job: item.jobId,
+            epoch: item.epoch,
+            step: item.step,
+            hash: item.hash,
+          },
+        );
         return undefined;
       }
     }

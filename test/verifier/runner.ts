@@ -3,7 +3,8 @@ import { mkdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { recoverSafeSigner } from "../../sdk/verifierSignatures.ts";
 import { createLogger } from "../../sdk/log.ts";
-import { FsBackend, loadTemplate } from "../../workloads/index.ts";
+import { blobHash, FsBackend, loadTemplate } from "../../workloads/index.ts";
+import { blobsOf, guardBlobs } from "../../agent/blobs.ts";
 import type { JobFacts } from "../../verifier/checks.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
@@ -257,6 +258,52 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     let now = 0;
     const { v, collector } = verifier(chain, { now: () => now });
     expect(await v.tick()).to.include({ waiting: 1, posted: 0, abstaining: 0 });
+    now = 999;
+    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
+    now = 1_000;
+    expect(await v.tick()).to.include({ decided: 1, posted: 1 });
+    expect(collector.bodies[0].message).to.include({ accept: false });
+    await v.close();
+  });
+
+  it("a store writer who overwrites or removes an honest put after it landed makes no refusal: the verifier waits the grace while the maker puts it again (issue 19)", async function () {
+    // Before: the overwritten checkpoint blob was refused at once (hash-mismatch) and a removed state blob too
+    // (chain-gap) — an honest provider refused and fenced by anyone with write access to the store.
+    for (const target of ["checkpoint blob", "state blob"] as const) {
+      const facts = await provider.acceptedJob(seedOf(target === "checkpoint blob" ? 1913 : 1914), 10);
+      const produced = await provider.produce(facts, 20, "honest");
+      const { report } = produced;
+      const upload = produced.upload!;
+      const backend = provider.store.backend as FsBackend;
+      if (target === "checkpoint blob") {
+        await backend.write(report.hash.slice(2), new TextEncoder().encode("someone else's bytes"));
+      } else {
+        await unlink(backend.path(blobHash(upload.stateBlobs[0]).slice(2)));
+      }
+      const chain = new FakeChain();
+      chain.jobs.push({ status: STATUS.Running, job: record(facts, { pendingStep: 20n, pendingHash: report.hash }) });
+      let now = 0;
+      const { v, collector } = verifier(chain, { now: () => now });
+      expect(await v.tick(), target).to.include({ waiting: 1, posted: 0 });
+      // The maker's agent checks its undecided report's blobs and puts the damaged one again.
+      expect(await guardBlobs(provider.store, blobsOf(upload)), target).to.equal(1);
+      expect(await guardBlobs(provider.store, blobsOf(upload)), "nothing left to repair").to.equal(0);
+      now = 999;
+      expect(await v.tick(), target).to.include({ decided: 1, posted: 1 });
+      expect(collector.bodies[0].message, target).to.include({ accept: true });
+      await v.close();
+    }
+  });
+
+  it("an overwrite nobody repairs is the reporter's problem after the grace: refused at the grace, not before", async function () {
+    const facts = await provider.acceptedJob(seedOf(1915), 10);
+    const { report } = await provider.produce(facts, 20, "honest");
+    await (provider.store.backend as FsBackend).write(report.hash.slice(2), new TextEncoder().encode("other bytes"));
+    const chain = new FakeChain();
+    chain.jobs.push({ status: STATUS.Running, job: record(facts, { pendingStep: 20n, pendingHash: report.hash }) });
+    let now = 0;
+    const { v, collector } = verifier(chain, { now: () => now });
+    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
     now = 999;
     expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
     now = 1_000;
