@@ -8,6 +8,7 @@ import { confirm, openContext, requireJob, runOnChain, type CommandContext } fro
 import { isFinished, statusName } from "../sdk/job.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
+import { describeWait, readSettleTiming } from "./settle.ts";
 
 export const USAGE = `usage: gpuchain withdraw --key FILE [--jobs 1,2,…]
 
@@ -42,7 +43,12 @@ export async function main(argv: string[]): Promise<number> {
       const status = statusName(await escrow.statusOf(jobId));
       if (earnings === 0n) continue;
       if (!isFinished(status)) {
-        console.log(`job ${jobId}: ${formatUsdc(earnings)} earned, claimable once the job settles (${status} now)`);
+        const when = await describeWait(ctx, await readSettleTiming(ctx, jobId));
+        const hint =
+          status === "Settleable" || status === "ArbiterTimedOut" ? `; settle it: gpuchain settle ${jobId}` : "";
+        console.log(
+          `job ${jobId}: ${formatUsdc(earnings)} earned, claimable once the job settles (${status} now; ${when}${hint})`,
+        );
         continue;
       }
       if (values["dry-run"]) {

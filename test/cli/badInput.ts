@@ -381,6 +381,25 @@ const CASES: Case[] = [
     message: /key file .*keys is not a file/,
   },
   {
+    name: "settle a job still training",
+    args: "settle 1 --rpc {rpc} --deployment {dep} --key {dir}/client.key",
+    code: 1,
+    message: /^gpuchain: job 1 cannot be settled now: it is Open: a job settles after its verdict and dispute window$/m,
+  },
+  {
+    name: "settle a job that does not exist",
+    args: "settle 7 --rpc {rpc} --deployment {dep} --key {dir}/client.key",
+    code: 1,
+    message: /job 7/,
+  },
+  {
+    name: "settle without a job",
+    args: "settle --key {dir}/client.key",
+    code: 2,
+    message: /JOB is required/,
+    usage: true,
+  },
+  {
     name: "provider key readable by others",
     args: "provide --name a --price 0.001 --key {dir}/open.key",
     code: 1,

@@ -1,0 +1,163 @@
+/**
+ * `gpuchain settle` and what `gpuchain withdraw` says before a job settles (issue 21 item 4), the real CLI (child
+ * processes) against anvil with the protocol deployed through Ignition: a job of one checkpoint accepted and its
+ * verdict signed 2 of 3 through the real Safe. Boundaries as the escrow's statusOf has them: at verdict + window the
+ * window is still open (settle refuses, says from when); one second later anyone settles it.
+ */
+import { expect } from "chai";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { HDNodeWallet, Mnemonic, Wallet, id, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
+import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
+import { loadDeployment } from "../../sdk/deployment.ts";
+import {
+  checkpointDecisionDigest,
+  escrowDomain,
+  packSafeSignatures,
+  signAsSafeOwner,
+  verdictDigest,
+} from "../../sdk/verifierSignatures.ts";
+import { formatTime } from "../../sdk/format.ts";
+import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
+import { ProcessGroup } from "../../demo/processes.ts";
+import { loadTemplate } from "../../workloads/index.ts";
+import { writeKey } from "../../sdk/keys.ts";
+import { sendReport } from "../../agent/sends.ts";
+
+const CLI = path.resolve("cli/gpuchain.ts");
+const PRICE = 1_000n;
+const WINDOW = 3_600n;
+
+function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let [stdout, stderr] = ["", ""];
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+describe("gpuchain settle, and withdraw before a job settles (anvil)", function () {
+  this.timeout(300_000);
+  const group = new ProcessGroup(() => {});
+  const deploymentId = `settle-${process.pid}`;
+  const dir = mkdtempSync(path.join(tmpdir(), "gpuchain-settle-"));
+  let chain: JsonRpcProvider;
+  let common: string[];
+  let windowEnd = 0n;
+  const provider = HDNodeWallet.fromMnemonic(
+    Mnemonic.fromPhrase("test test test test test test test test test test test junk"),
+    "m/44'/60'/0'/0/9",
+  );
+  const providerKey = path.join(dir, "provider.key");
+  const strangerKey = path.join(dir, "stranger.key");
+
+  before(async function () {
+    const rpc = await startAnvil(group, await freePort(0), {}, "settle-chain");
+    const file = await deployLocal(rpc, deploymentId);
+    common = ["--rpc", rpc, "--deployment", file];
+    chain = rpcProvider(rpc, 50);
+    const d = loadDeployment(file);
+    const { chainId } = await chain.getNetwork();
+    const as = (key: string | HDNodeWallet) =>
+      connectProtocol(d, typeof key === "string" ? new Wallet(key, chain) : key.connect(chain));
+    const send = async (tx: Promise<ContractTransactionResponse>) => (await tx).wait();
+    const templateId = loadTemplate("blobs-tiny").templateId;
+    await send(as(TEST_KEYS.owner).escrow.setTemplateApproval(templateId, true));
+    const p = as(provider);
+    await send(p.registry.register("prov", PRICE, 0, "x86_64 CPU", 4096));
+    await send(p.usdc.mint(provider.address, 10_000_000n));
+    await send(p.usdc.approve(d.registry, 10_000_000n));
+    await send(p.registry.depositStake(10_000_000n));
+    const c = as(TEST_KEYS.client);
+    await send(c.usdc.mint(new Wallet(TEST_KEYS.client).address, 100_000n));
+    await send(c.usdc.approve(d.escrow, 100_000n));
+    const request = {
+      templateId,
+      totalSteps: 10,
+      checkpointInterval: 10,
+      maxPricePerStep: PRICE,
+      budget: 100_000n,
+      disputeWindow: WINDOW,
+    };
+    await send(c.escrow.createJob(request));
+    await send(as(TEST_KEYS.coordinator).escrow.assign(1n, provider.address));
+    const domain = escrowDomain(chainId, d.escrow);
+    const sign2 = async (digest: string) => {
+      const parts = [];
+      for (const k of [TEST_KEYS.verifier1, TEST_KEYS.verifier2]) {
+        const w = new Wallet(k);
+        parts.push({ signer: w.address, signature: await signAsSafeOwner(w, chainId, d.verifierSafe, digest) });
+      }
+      return packSafeSignatures(parts);
+    };
+    const hash = id("settle:10");
+    await send(sendReport(p.escrow, 1n, 1n, 10, hash));
+    const keeper = as(TEST_KEYS.keeper).escrow;
+    const accept = { jobId: 1n, epoch: 1n, step: 10, checkpointHash: hash, accept: true };
+    await send(keeper.acceptCheckpoint(1n, 1n, 10, hash, await sign2(checkpointDecisionDigest(domain, accept))));
+    const verdict = { jobId: 1n, modelHash: hash, metric: 9_000n, passed: true };
+    await send(keeper.submitVerdict(1n, hash, 9_000n, true, await sign2(verdictDigest(domain, verdict))));
+    windowEnd = (await p.escrow.verdictOf(1n)).submittedAt + WINDOW;
+    writeKey(providerKey, provider.privateKey);
+    writeKey(strangerKey, TEST_KEYS.keeper); // any funded key: settling needs no role
+  });
+
+  after(async function () {
+    chain?.destroy();
+    await group.stopAll(3_000);
+    rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Mines one block at chain time `at`. */
+  const mineAt = async (at: bigint) => {
+    await chain.send("evm_setNextBlockTimestamp", [Number(at)]);
+    await chain.send("evm_mine", []);
+  };
+
+  it("in the dispute window: withdraw says the earnings are claimable from the window's end, settle refuses and says when", async function () {
+    const from = formatTime(windowEnd + 1n);
+    const w = await runCli(["withdraw", ...common, "--key", providerKey]);
+    expect(w.code, w.stderr).to.equal(0);
+    expect(w.stdout).to.contain(
+      `job 1: 0.010000 USDC earned, claimable once the job settles (DisputeWindow now; when its dispute window ends: from ${from}`,
+    );
+    const s = await runCli(["settle", "1", ...common, "--key", strangerKey]);
+    expect(s.code, s.stdout).to.equal(1);
+    expect(s.stderr).to.match(
+      new RegExp(`^gpuchain: job 1 cannot be settled now: when its dispute window ends: from ${from} \\(in `, "m"),
+    );
+  });
+
+  it("at verdict + window exactly: still the window, nothing sent", async function () {
+    await mineAt(windowEnd);
+    const before = await chain.getBlockNumber();
+    const s = await runCli(["settle", "1", ...common, "--key", strangerKey]);
+    expect(s.code, s.stdout).to.equal(1);
+    expect(s.stderr).to.contain("cannot be settled now: when its dispute window ends");
+    expect(await chain.getBlockNumber()).to.equal(before);
+  });
+
+  it("one second later: --dry-run sends nothing; a stranger settles it; the provider then claims", async function () {
+    await mineAt(windowEnd + 1n);
+    const dry = await runCli(["settle", "1", ...common, "--key", strangerKey, "--dry-run"]);
+    expect(dry.code, dry.stderr).to.equal(0);
+    expect(dry.stdout).to.contain("would settle job 1 (its dispute window has ended)");
+    const w = await runCli(["withdraw", ...common, "--key", providerKey, "--dry-run"]);
+    expect(w.stdout).to.contain("(Settleable now; its dispute window has ended; settle it: gpuchain settle 1)");
+    const s = await runCli(["settle", "1", ...common, "--key", strangerKey]);
+    expect(s.code, s.stderr).to.equal(0);
+    expect(s.stdout).to.match(/^job 1 settled \(tx 0x[0-9a-f]{64}\): its dispute window has ended$/m);
+    const again = await runCli(["settle", "1", ...common, "--key", strangerKey]);
+    expect(again.code).to.equal(1);
+    expect(again.stderr).to.contain("job 1 cannot be settled now: it is settled already");
+    const claimed = await runCli(["withdraw", ...common, "--key", providerKey]);
+    expect(claimed.code, claimed.stderr).to.equal(0);
+    expect(claimed.stdout).to.contain("job 1: claimed 0.010000 USDC");
+  });
+});
