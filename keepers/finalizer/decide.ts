@@ -81,3 +81,23 @@ export function derivedStatus(
 export function earningsMatter(status: JobStatusName): boolean {
   return isSettleable(status) || isFinished(status);
 }
+
+/**
+ * How far the wall clock may run past a deadline the chain's head has not reached before the finalizer asks the
+ * node for a block (issue 22): more than a public chain's block time (Base 2 s, Ethereum 12 s), so a chain that
+ * mines on its own is never asked; a node that mines only on a transaction (stock anvil, a Hardhat node) is.
+ */
+export const STALE_HEAD_SLACK_S = 15n;
+
+/**
+ * The earliest deadline that the wall clock (`nowS`) passed more than STALE_HEAD_SLACK_S ago while the head (at
+ * `headTime`) has not: the settlement waits on a block that may never come. Undefined when none. Pure.
+ */
+export function staleDeadline(deadlines: Iterable<bigint>, headTime: bigint, nowS: bigint): bigint | undefined {
+  let earliest: bigint | undefined;
+  for (const d of deadlines) {
+    if (d === 0n || headTime > d || nowS <= d + STALE_HEAD_SLACK_S) continue;
+    if (earliest === undefined || d < earliest) earliest = d;
+  }
+  return earliest;
+}

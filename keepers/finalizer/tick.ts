@@ -24,6 +24,8 @@ import {
   earningsMatter,
   nothingLeftToDo,
   planFinalizer,
+  STALE_HEAD_SLACK_S,
+  staleDeadline,
   type FinalizerAction,
   type FinalizerJob,
 } from "./decide.ts";
@@ -228,7 +230,12 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
     return false;
   }
 
-  return { tick, watching, due };
+  /** A deadline the wall clock passed long ago but the head at `headTime` has not (decide.ts staleDeadline). */
+  function stale(headTime: bigint): bigint | undefined {
+    return staleDeadline(deadlines.values(), headTime, BigInt(Math.floor(ctx.nowMs() / 1000)));
+  }
+
+  return { tick, watching, due, stale };
 }
 
 export type Finalizer = ReturnType<typeof createFinalizer>;
@@ -271,6 +278,7 @@ async function watchDeadlines(
   signal: AbortSignal,
 ): Promise<void> {
   let seen = -1;
+  const asked: AskState = { unsupported: false, lastBlock: -1, head: -1, headSinceMs: 0 };
   while (!signal.aborted) {
     await sleep(watchMs, signal);
     if (signal.aborted || !finalizer.watching()) continue;
@@ -282,7 +290,11 @@ async function watchDeadlines(
       ctx.logger.warn("deadline watch: chain head unreadable", { error: (err as Error)?.message ?? String(err) });
       continue;
     }
-    if (!head || head.number === seen || !finalizer.due(BigInt(head.timestamp))) continue;
+    if (head && !finalizer.due(BigInt(head.timestamp))) {
+      await askForBlock(ctx, finalizer.stale(BigInt(head.timestamp)), head, asked);
+      continue;
+    }
+    if (!head || head.number === seen) continue;
     try {
       // Skipped while a cron run is going: that block is looked at again next time.
       if ((await run(head)) !== undefined) seen = head.number;
@@ -290,6 +302,46 @@ async function watchDeadlines(
       ctx.logger.error("tick failed", { keeper: "finalizer", error: (err as Error)?.message ?? String(err) });
       seen = head.number;
     }
+  }
+}
+
+/**
+ * A deadline passed on the wall clock, but no block came since (a node that mines only on a transaction): ask it
+ * for one with `evm_mine` (anvil, Hardhat), once per head. A node that does not know the method mines on its own
+ * (a public chain): said once, never asked again. Either way the next block past the deadline starts a run.
+ */
+interface AskState {
+  /** The node answered that it has no evm_mine: never asked again. */
+  unsupported: boolean;
+  /** The head we last asked a block after (one ask per head). */
+  lastBlock: number;
+  /** The head last seen, and since when (keeper clock): the head must stand still the slack too. */
+  head: number;
+  headSinceMs: number;
+}
+
+async function askForBlock(
+  ctx: KeeperContext,
+  deadline: bigint | undefined,
+  head: Block,
+  asked: AskState,
+): Promise<void> {
+  if (asked.head !== head.number) [asked.head, asked.headSinceMs] = [head.number, ctx.nowMs()];
+  // Both clocks must say so: the wall clock past the deadline (staleDeadline) and this head unchanged for the slack,
+  // so a chain whose time merely lags the wall clock (a test chain, a rewound one) but still mines is not asked.
+  const still = ctx.nowMs() - asked.headSinceMs >= Number(STALE_HEAD_SLACK_S) * 1000;
+  if (deadline === undefined || !still || asked.unsupported || asked.lastBlock === head.number) return;
+  asked.lastBlock = head.number;
+  const fields = { deadline: Number(deadline), headBlock: head.number, headTime: head.timestamp };
+  try {
+    await (ctx.provider as unknown as { send: (m: string, p: unknown[]) => Promise<unknown> }).send("evm_mine", []);
+    ctx.logger.info("no block since a deadline passed: asked the node to mine one", fields);
+  } catch (err) {
+    asked.unsupported = true;
+    ctx.logger.warn("no block since a deadline passed, and the node cannot be asked for one: waiting for its next", {
+      ...fields,
+      error: (err as Error)?.message ?? String(err),
+    });
   }
 }
 

@@ -8,7 +8,7 @@ import { expect } from "chai";
 import type { Sender } from "../../keepers/chain.ts";
 import { finalizerConfig } from "../../keepers/finalizer/config.ts";
 import { BATCH_MIN, sendBatched } from "../../keepers/finalizer/batch.ts";
-import { derivedStatus } from "../../keepers/finalizer/decide.ts";
+import { derivedStatus, STALE_HEAD_SLACK_S, staleDeadline } from "../../keepers/finalizer/decide.ts";
 import { createFinalizer, runFinalizer } from "../../keepers/finalizer/tick.ts";
 import {
   ARBITER_TIMEOUT,
@@ -319,6 +319,50 @@ describe("keepers: finalizer on chain", function () {
     expect(settled, "settled in the very next block").to.equal(settleable + 1);
     expect(await eventCount(p, "EarningsReleased", jobId)).to.equal(2);
     expect(errors(lines)).to.deep.equal([]);
+  });
+
+  it("a node that mines only on a transaction (issue 22): past the deadline with no block since, it asks for one and settles", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    const [, , , , deadline] = (await p.escrow.queryFilter(p.escrow.filters.VerdictSubmitted(jobId)))[0].args;
+    const head = (await ethers.provider.getBlock("latest"))!;
+    // Time passes on the node and on the keeper's clock, but no block comes (stock anvil, a Hardhat node).
+    const lateS = Number(deadline) - head.timestamp + 20;
+    await ethers.provider.send("evm_increaseTime", [lateS]);
+    let clockMs = (head.timestamp + lateS) * 1000;
+    const { ctx, finalizer, lines } = await finalizerFor(p, { nowMs: () => clockMs });
+    await finalizer.tick(); // learns the deadline; the head is before it: nothing to settle
+    expect(await eventCount(p, "JobSettled", jobId)).to.equal(0);
+    const controller = new AbortController();
+    const done = runFinalizer(
+      ctx,
+      finalizerConfig({ cron: "0 0 0 1 1 *", "watch-ms": "20" }),
+      controller.signal,
+      finalizer,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await eventCount(p, "JobSettled", jobId), "the head has not stood still for the slack yet").to.equal(0);
+    clockMs += 16_000; // the same head for more than STALE_HEAD_SLACK_S on the keeper's clock
+    let settled = 0;
+    for (let i = 0; i < 200 && settled === 0; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      settled = await eventCount(p, "JobSettled", jobId);
+    }
+    controller.abort();
+    expect(await done).to.equal(0);
+    expect(settled, "settled after the block it asked for").to.equal(1);
+    expect(lines.map((l) => l.msg)).to.include("no block since a deadline passed: asked the node to mine one");
+    expect(errors(lines)).to.deep.equal([]);
+  });
+
+  it("stale deadlines: the wall clock past deadline + slack while the head is not (t − 1, t, t + 1)", function () {
+    const d = 1_000n;
+    const at = d + STALE_HEAD_SLACK_S;
+    expect(staleDeadline([d], d, at - 1n)).to.equal(undefined);
+    expect(staleDeadline([d], d, at)).to.equal(undefined);
+    expect(staleDeadline([d], d, at + 1n)).to.equal(d);
+    expect(staleDeadline([d], d + 1n, at + 1n), "the head is past it: a normal run settles").to.equal(undefined);
+    expect(staleDeadline([0n, 2_000n, d], 0n, 10_000n), "the earliest; an unknown deadline (0) never").to.equal(d);
   });
 
   it("batch boundaries: BATCH_MIN - 1 settles go one by one, BATCH_MIN in one batch, a batch size splits them", async function () {
