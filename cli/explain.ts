@@ -9,10 +9,10 @@ import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sd
 import { openContext, type CommandContext } from "./context.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
 import { currentOffers } from "./fit.ts";
-import { verifierNamesOn } from "../sdk/safeOwners.ts";
+import { namesFor } from "./names.ts";
 import { statusName } from "../sdk/job.ts";
 import { statusAt, type LedgerJob } from "../sdk/ledger.ts";
-import { jobNarrative, providerSummaries } from "../sdk/narrative.ts";
+import { jobNarrative, labelOf, providerSummaries } from "../sdk/narrative.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { describeWait, jobFit } from "../sdk/jobFit.ts";
 import { restakeLine } from "../sdk/restake.ts";
@@ -43,7 +43,10 @@ export async function main(argv: string[]): Promise<number> {
       escrow.jobOf(jobId),
       escrow.statusOf(jobId),
       ctx.provider.getBlock("latest"),
-      verifierNamesOn(ctx.provider, ctx.deployment.verifierSafe),
+      namesFor(
+        ctx,
+        providerSummaries(job).map((s) => s.provider),
+      ),
     ]);
     const summaries = providerSummaries(job, names);
     const status = statusName(statusAt(job, BigInt(block!.timestamp)));
@@ -71,7 +74,8 @@ export async function main(argv: string[]): Promise<number> {
     for (const s of summaries) {
       const counts = `${s.stepsAccepted} steps accepted, ${s.checkpointsRefused} refused`;
       console.log(
-        `  ${s.provider}: ${counts}, earned ${formatUsdc(s.earned)} (released ${formatUsdc(s.released)}) — ${s.why}`,
+        `  ${labelOf(s.provider, names)}: ${counts}, earned ${formatUsdc(s.earned)} ` +
+          `(released ${formatUsdc(s.released)}) — ${s.why}`,
       );
     }
     console.log("");

@@ -1,10 +1,10 @@
 /** `gpuchain wallet ADDRESS`: what an address is owed now and per job, and why — from the escrow's events. */
 import { expectPositionals, parseAddress, parseCommand } from "../sdk/args.ts";
 import { openContext } from "./context.ts";
-import { verifierNamesOn } from "../sdk/safeOwners.ts";
+import { namesFor } from "./names.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
 import { walletOf } from "../sdk/ledger.ts";
-import { providerSummaries } from "../sdk/narrative.ts";
+import { labelOf, providerSummaries } from "../sdk/narrative.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { restakeLine } from "../sdk/restake.ts";
 import { readRestake } from "./restake.ts";
@@ -29,12 +29,12 @@ export async function main(argv: string[]): Promise<number> {
     const [onChain, stake, names, restake] = await Promise.all([
       ctx.protocol.escrow.owed(who),
       ctx.protocol.registry.stakeOf(who),
-      verifierNamesOn(ctx.provider, ctx.deployment.verifierSafe),
+      namesFor(ctx, [who]),
       readRestake(ctx, fromBlock, who),
     ]);
     const disagree =
       onChain === wallet.withdrawable ? "" : ` (contract says ${formatUsdc(onChain)}: events and state DISAGREE)`;
-    console.log(`${who}`);
+    console.log(labelOf(who, names));
     console.log(`  withdrawable now: ${formatUsdc(wallet.withdrawable)}${disagree}`);
     console.log(`  withdrawn so far: ${formatUsdc(wallet.withdrawn)}`);
     for (const c of wallet.claimable) {

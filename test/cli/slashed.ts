@@ -150,7 +150,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
     const by = `found by verifier3 \\(${finder.address}\\)`;
     expect(r.stdout).to.match(
       new RegExp(
-        `^  ${mallory.address.toLowerCase()}: 10 steps accepted, 1 refused, earned 0\\.000000 USDC ` +
+        `^  mallory \\(${mallory.address.toLowerCase()}\\): 10 steps accepted, 1 refused, earned 0\\.000000 USDC ` +
           `\\(released 0\\.000000 USDC\\) — slashed: fault at step 17, ${by}; 1\\.000000 USDC of stake lost, ` +
           `unclaimed earnings voided$`,
         "mi",
@@ -163,6 +163,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
   it("wallet shows the provider's stake after the slash and why it lost it", async function () {
     const r = await runCli(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
     expect(r.code, r.stderr + r.stdout).to.equal(0);
+    expect(r.stdout.split("\n")[0], "named by its registered name").to.equal(`mallory (${mallory.address})`);
     const left = (STAKE - MIN_STAKE) / USDC;
     expect(r.stdout).to.match(
       new RegExp(
