@@ -44,6 +44,24 @@ export function describeEvent(e: LiveEvent, names: Record<string, string>): stri
     }
     case "JobSettled":
       return `[chain] job ${a.jobId} settled: refund ${usdc("refund")}, providers ${usdc("providersPaid")}`;
+    case "CheckpointLapsed":
+      return `[chain] ${who(a.provider)}'s step ${a.step} on job ${a.jobId} lapsed undecided: nothing paid for it`;
+    case "JobExpired":
+      return `[chain] job ${a.jobId} expired without progress: ${usdc("refund")} back to the client`;
+    case "DisputeOpened":
+      return `[chain] the client disputed job ${a.jobId} with a ${usdc("bond")} bond`;
+    case "DisputeResolved":
+      return `[chain] the arbiter ${a.upheld ? "upheld" : "rejected"} the dispute on job ${a.jobId}`;
+    case "ArbiterTimedOut":
+      return `[chain] the arbiter stayed silent on job ${a.jobId}: the verdict stands, the bond goes back`;
+    case "JobCancelled":
+      return `[chain] job ${a.jobId} cancelled: ${usdc("refund")} back to the client`;
+    case "EarningsReleased":
+      return `[chain] ${who(a.provider)}'s ${usdc("amount")} from job ${a.jobId} became withdrawable`;
+    case "Withdrawn":
+      return `[chain] ${who(a.account)} withdrew ${usdc("amount")}`;
+    case "LeaseExtended":
+      return `[chain] ${who(a.provider)} extended its lease on job ${a.jobId}`;
     default:
       return `[chain] ${e.name}`;
   }

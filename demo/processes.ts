@@ -10,10 +10,15 @@ export type LineHandler = (name: string, line: string, stream: "stdout" | "stder
 /** The niceness a child starts with (`nice -n`), by its name; undefined: the group's own. */
 export type NiceOf = (name: string) => number | undefined;
 
+/** Told when a child exits: its name, and its exit code or the signal that ended it. */
+export type ExitHandler = (name: string, code: number | null, signal: NodeJS.Signals | null) => void;
+
 export class ProcessGroup {
   private readonly children = new Map<string, ChildProcess>();
   private readonly onLine: LineHandler;
   private readonly niceOf: NiceOf;
+  /** Set by the owner (npm start --keep tells the user when a part of the network dies). */
+  onExit?: ExitHandler;
 
   constructor(onLine: LineHandler, niceOf: NiceOf = () => undefined) {
     this.onLine = onLine;
@@ -43,7 +48,10 @@ export class ProcessGroup {
     for (const stream of ["stdout", "stderr"] as const) {
       createInterface({ input: child[stream]! }).on("line", (line) => this.onLine(name, line, stream));
     }
-    child.on("exit", () => this.children.delete(name));
+    child.on("exit", (code, signal) => {
+      this.children.delete(name);
+      this.onExit?.(name, code, signal);
+    });
     return child;
   }
 

@@ -16,7 +16,15 @@ import { formatUsdc } from "../sdk/format.ts";
 import { sleep } from "../sdk/retry.ts";
 import { loadTemplate } from "../workloads/index.ts";
 import { freePort } from "./chain.ts"; // dashboard hook
-import { budgetOf, createJob, PROVIDER_NAMES, prepareActors, providersRegistered, startOffChain } from "./actors.ts";
+import {
+  budgetOf,
+  createJob,
+  nameBook,
+  PROVIDER_NAMES,
+  prepareActors,
+  providersRegistered,
+  startOffChain,
+} from "./actors.ts";
 import { externalNetwork, localNetwork, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
@@ -27,7 +35,10 @@ import { scenarioHosts, type HostNet } from "./hosts.ts";
 import { settle } from "./settlement.ts";
 import { StatusLine } from "./status.ts";
 import type { Run, ScenarioOptions, ScenarioResult } from "./types.ts";
-import { watchJob } from "./watch.ts";
+import { plain, watchJob } from "./watch.ts";
+import { describeEvent } from "./narrate.ts";
+import { LogCursor } from "../sdk/logRange.ts";
+import { decodeLogs } from "../sdk/events.ts";
 import { startDashboardServer, type DashboardServer } from "../dashboard/server/server.ts"; // dashboard hook
 
 export type { ScenarioOptions, ScenarioResult } from "./types.ts";
@@ -146,6 +157,7 @@ async function playJob(run: Run): Promise<ScenarioResult> {
   const { o, note } = run;
   const template = loadTemplate(o.template);
   const actors = await prepareActors(run);
+  run.names = nameBook(actors);
   await startOffChain(run, actors);
   note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
   await waitFor(() => providersRegistered(run.protocol, actors.providers), 120_000, "providers to register", o.signal);
@@ -183,7 +195,41 @@ async function keepUp(run: Run, result: ScenarioResult): Promise<void> {
   o.print(
     `  keys of this run: ${path.join(o.runDir, "keys")} (client.key posts jobs: npx gpuchain job create … --key …)`,
   );
-  while (!o.signal?.aborted) await sleep(1_000, o.signal);
+  o.print("what happens from here on (new jobs, failovers, slashes, a part of the network that stops) shows below");
+  o.print("");
+  await narrateKept(run);
+}
+
+/**
+ * --keep: every escrow event from here on as one line (any job, not only the scenario's), and every child that
+ * exits, until Ctrl-C. Printed directly: the run's own narration went quiet with the summary.
+ */
+async function narrateKept(run: Run): Promise<void> {
+  const { o } = run;
+  const stopping = () => o.signal?.aborted === true;
+  run.group.onExit = (name, code, signal) => {
+    if (stopping()) return;
+    const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
+    o.print(`[${name}] ${how}: it is no longer part of the network (npm start does not restart it)`);
+  };
+  const cursor = new LogCursor(
+    run.provider,
+    { address: run.deployment.escrow },
+    (await run.provider.getBlockNumber()) + 1,
+  );
+  while (!stopping()) {
+    try {
+      const { logs } = await cursor.poll();
+      for (const e of decodeLogs(run.protocol.escrow.interface, logs)) {
+        const event = { name: e.eventName, args: plain(e.args), blockNumber: e.blockNumber };
+        run.recorder.add("event", "chain", event);
+        if (event.name !== "LeaseExtended") o.print(describeEvent(event, run.names ?? {})); // a beat, not news
+      }
+    } catch (err) {
+      if (!stopping()) o.print(`[chain] unreadable just now (${(err as Error)?.message ?? err}); trying again`);
+    }
+    await sleep(1_000, o.signal).catch(() => undefined);
+  }
 }
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string, signal?: AbortSignal) {

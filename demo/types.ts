@@ -138,6 +138,8 @@ export interface Run {
   note: (line: string) => void;
   /** The keepers' HTTP servers, once started (the dashboard reads them). */
   keeperUrls?: { coordinator: string; collector: string };
+  /** Lower-case address → the run's name for it (providers, verifiers), once the actors exist. */
+  names?: Record<string, string>;
 }
 
 /** What following the job told: the kill, the failover, lost work, reserves at every block. */

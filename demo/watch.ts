@@ -182,7 +182,8 @@ async function afterVerdict(run: Run, actors: Actors, jobId: bigint): Promise<vo
   }
 }
 
-function plain(args: unknown): Record<string, unknown> {
+/** An event's arguments as a plain object (ethers' Result → its named fields). */
+export function plain(args: unknown): Record<string, unknown> {
   const r = args as { toObject?: () => Record<string, unknown> };
   return typeof r.toObject === "function" ? r.toObject() : (args as Record<string, unknown>);
 }

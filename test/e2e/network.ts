@@ -28,18 +28,29 @@ function describeScenario(node: ChainNode) {
     const stop = new AbortController();
     let live: { rpc: string; deploymentFile: string } | undefined;
     let keptUp: Promise<{ code: number; output: string }> | undefined;
+    let posted: { code: number; output: string } | undefined;
+    const runDir = path.join(".gpuchain", `e2e-${node}-${process.pid}`);
     const print = (line: string) => {
       lines.push(line);
       if (keep && line.startsWith("the network stays up") && live && !keptUp) {
         const common = ["--rpc", live.rpc, "--deployment", live.deploymentFile];
-        keptUp = runToEnd(["cli/gpuchain.ts", "reserves", ...common]).finally(() => stop.abort());
+        keptUp = (async () => {
+          const reserves = await runToEnd(["cli/gpuchain.ts", "reserves", ...common]);
+          // Issue 21: a job posted while kept is narrated like the first (and the run goes on until stopped).
+          const key = path.join(runDir, "keys", "client.key");
+          const create = ["job", "create", "--template", "blobs-tiny", "--steps", "10", "--max-price", "0.0015"];
+          posted = await runToEnd(["cli/gpuchain.ts", ...create, ...common, "--key", key]);
+          for (let i = 0; i < 240 && !lines.some((l) => /^\[chain\] job 2 assigned to /.test(l)); i++)
+            await new Promise((r) => setTimeout(r, 250));
+          return reserves;
+        })().finally(() => stop.abort());
       }
     };
 
     before(async function () {
       result = await runScenario({
         ...SHORT_RUN,
-        runDir: path.join(".gpuchain", `e2e-${node}-${process.pid}`),
+        runDir,
         deploymentId,
         node,
         port: undefined,
@@ -133,6 +144,13 @@ function describeScenario(node: ChainNode) {
           true,
         );
         expect(howTo.some((l) => l.includes("npx gpuchain wallet ADDRESS"))).to.equal(true);
+      });
+
+      it("--keep narrates what happens after the summary: a second job posted, assigned (issue 21)", function () {
+        expect(posted?.code, posted?.output).to.equal(0);
+        const kept = lines.slice(lines.findIndex((l) => l.startsWith("what happens from here on")));
+        expect(kept.some((l) => /^\[chain\] job 2 created: 10 steps, budget .* locked$/.test(l))).to.equal(true);
+        expect(kept.some((l) => /^\[chain\] job 2 assigned to (alice|bob|mallory) \(epoch 1/.test(l))).to.equal(true);
       });
     }
 

@@ -38,3 +38,22 @@ describe("demo: ProcessGroup's niceness for background children", function () {
     await group.stopAll(1_000);
   });
 });
+
+describe("demo: ProcessGroup tells its owner when a child exits (npm start --keep, issue 21)", function () {
+  this.timeout(30_000);
+
+  it("passes the exit code of a child that ends, and the signal of one that is killed", async function () {
+    const group = new ProcessGroup(() => {});
+    const exits: [string, number | null, string | null][] = [];
+    group.onExit = (name, code, signal) => void exits.push([name, code, signal]);
+    const ends = group.start("ends", ["-e", "process.exit(3)"]);
+    await new Promise((r) => ends.once("exit", r));
+    group.start("hangs", ["-e", "setInterval(() => {}, 1000)"]);
+    await group.kill("hangs", "SIGKILL");
+    expect(exits).to.deep.equal([
+      ["ends", 3, null],
+      ["hangs", null, "SIGKILL"],
+    ]);
+    expect(group.size).to.equal(0);
+  });
+});
