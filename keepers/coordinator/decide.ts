@@ -636,10 +636,10 @@ function decideOpen(job: CoordinatorJob, view: CoordinatorView, tick: Assignment
   if (!view.isCoordinator) return { ...base, action: "wait", reason: "not the coordinator; only it may assign" };
   const c = termsClass(job, view, tick);
   const own = ownExclusions(job, view, tick);
-  const usable = (p: ProviderView) => !tick.picked.has(p) && !own.has(p);
-  const rest = c.eligible.slice(c.next);
   const provenOnly = heldIdleBefore(job, view);
-  const best = (provenOnly ? rest.find((p) => usable(p) && isProven(p, view.records)) : undefined) ?? rest.find(usable);
+  const best =
+    (provenOnly ? firstUsable(c, tick, own, (p) => isProven(p, view.records)) : undefined) ??
+    firstUsable(c, tick, own, () => true);
   if (!best) return { ...base, action: "wait", reason: waitReason(job, view, tick, c, own) };
   let eligible = c.eligible.length - c.pickedEligible;
   for (const p of own.keys()) if (c.eligibleSet.has(p)) eligible--;
@@ -652,6 +652,20 @@ function decideOpen(job: CoordinatorJob, view: CoordinatorView, tick: Assignment
     pricePerStep: best.pricePerStep,
     reason: `${provenOnly && isProven(best, view.records) ? "held idle before: cheapest proven" : "cheapest"} eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${record(best, view)})`,
   };
+}
+
+/** The best eligible candidate no earlier job took, this job's own rules allow, and `also` accepts. */
+function firstUsable(
+  c: TermsClass,
+  tick: AssignmentTick,
+  own: Map<ProviderView, Exclusion>,
+  also: (p: ProviderView) => boolean,
+): ProviderView | undefined {
+  for (let i = c.next; i < c.eligible.length; i++) {
+    const p = c.eligible[i];
+    if (!tick.picked.has(p) && !own.has(p) && also(p)) return p;
+  }
+  return undefined;
 }
 
 /**
