@@ -396,7 +396,7 @@ const CASES: Case[] = [
     name: "settle without a job",
     args: "settle --key {dir}/client.key",
     code: 2,
-    message: /JOB is required/,
+    message: /^gpuchain: a job id is required/m,
     usage: true,
   },
   {
