@@ -57,9 +57,10 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       ...(behaviour.fault ? { fault: behaviour.fault } : {}),
       badges: tags,
     });
-    if (!(await waitForGas(config, deps, chain))) return { exitCode: 0, address: me, outcomes };
+    const local = network.chainId === LOCAL_CHAIN_ID;
+    if (!(await waitForGas(config, deps, chain, local))) return { exitCode: 0, address: me, outcomes };
     if (!(await register(config, deps, chain))) return { exitCode: 1, address: me, outcomes };
-    if (!(await depositStake(config, deps, chain, network.chainId === LOCAL_CHAIN_ID))) {
+    if (!(await depositStake(config, deps, chain, local))) {
       return { exitCode: 1, address: me, outcomes };
     }
     if (config.dryRun) return { exitCode: 0, address: me, outcomes };
@@ -232,7 +233,7 @@ function decisionWake(deps: AgentDeps): ChainWake | undefined {
 }
 
 /** Waits until the key holds ETH for gas ("fund <address> with ETH for gas"). False when stopped first. */
-async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain): Promise<boolean> {
+async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain, local: boolean): Promise<boolean> {
   const me = deps.signer.address;
   let asked = 0;
   while (!deps.signal.aborted) {
@@ -241,7 +242,10 @@ async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain): P
       deps.logger.info("gas balance", { address: me, eth: formatEther(balance) });
       return true;
     }
-    if (asked++ % 10 === 0) deps.logger.warn(`fund ${me} with ETH for gas`, { address: me, waiting: !config.dryRun });
+    // On a development chain the way to do it is one command (cli/faucet.ts); elsewhere: send ETH from a funded key.
+    const how = local ? { faucet: `npx gpuchain faucet ${me} --rpc <this chain's URL>` } : {};
+    if (asked++ % 10 === 0)
+      deps.logger.warn(`fund ${me} with ETH for gas`, { address: me, waiting: !config.dryRun, ...how });
     if (config.dryRun) return true;
     await sleep(config.fundingPollMs, deps.signal);
   }

@@ -31,6 +31,7 @@ const COMMANDS: Record<string, { load: () => Promise<CommandModule>; help: strin
   wallet: { load: () => import("./wallet.ts"), help: "what ADDRESS is owed, per job, and why" },
   reserves: { load: () => import("./reserves.ts"), help: "proof of reserves: held vs owed (--watch: every block)" },
   explain: { load: () => import("./explain.ts"), help: "a job's history rebuilt from contract events" },
+  faucet: { load: () => import("./faucet.ts"), help: "local chain: test ETH (and --usdc) for ADDRESS" },
   settle: { load: () => import("./settle.ts"), help: "anyone: settle JOB once its dispute window has ended" },
   withdraw: { load: () => import("./withdraw.ts"), help: "claim earnings and withdraw what the key is owed" },
   dashboard: { load: () => import("./dashboard.ts"), help: "serve the web dashboard for a deployment (read-only)" },

@@ -149,7 +149,10 @@ export async function externalNetwork(rpc: string, deploymentFile: string, keysD
 /** Asks once, then checks the balance at every new block until the address can pay for gas. */
 async function waitForGas(provider: JsonRpcProvider, address: string, note: (l: string) => void): Promise<void> {
   if ((await provider.getBalance(address)) > 0n) return;
-  note(`fund ${address} with test ETH for gas; watching its balance at every block …`);
+  note(
+    `fund ${address} with test ETH for gas (a development node: npx gpuchain faucet ${address} --rpc URL); ` +
+      "watching its balance at every block …",
+  );
   let seen = await provider.getBlockNumber();
   for (;;) {
     await sleep(1_000);

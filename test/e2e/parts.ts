@@ -100,7 +100,10 @@ describe("npm start parts: an existing deployment on another network", function 
     for (let i = 0; i < 2; i++) await (await other.sendTransaction({ to: other.address, value: 0n })).wait();
     await new Promise((r) => setTimeout(r, 2_500));
     expect(done).to.equal(false);
-    expect(notes).to.deep.equal([`fund ${fresh} with test ETH for gas; watching its balance at every block …`]);
+    expect(notes).to.deep.equal([
+      `fund ${fresh} with test ETH for gas (a development node: npx gpuchain faucet ${fresh} --rpc URL); ` +
+        "watching its balance at every block …",
+    ]);
     const funder = new Wallet(TEST_KEYS.owner, provider);
     const receipt = await (await funder.sendTransaction({ to: fresh, value: 10n ** 15n })).wait();
     await waiting;

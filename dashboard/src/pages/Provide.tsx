@@ -105,7 +105,8 @@ export function ProvidePage(p: PageProps) {
           0600), detects the device (the first NVIDIA GPU <code>nvidia-smi</code> reports, else the CPU), registers the
           offer on chain and starts taking work. It needs this repository installed (Node.js and <code>npm ci</code>;
           onnxruntime comes with it) and a little test ETH for gas: a new key prints its address and waits until it is
-          funded.
+          funded. On a local development chain one command funds it: <code>npx gpuchain faucet ADDRESS --rpc URL</code>{" "}
+          (add <code>--usdc N</code> for test USDC); on a public test network, send test ETH from a funded key.
         </p>
         <div className="command">
           <pre data-testid="provide-command" aria-label="The command for this network">
