@@ -5,6 +5,7 @@
  * Builds the agent's config once (validated, with clear errors), wires the real I/O (key file, RPC, checkpoint
  * store, coordinator HTTP, terminal, signals) and runs agent/agent.ts `runAgent`.
  */
+import { isProviderName, PROVIDER_NAME_RULE } from "../sdk/providerName.ts";
 import path from "node:path";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { JsonRpcClient } from "../sdk/jsonRpc.ts";
@@ -69,7 +70,7 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
   const { values } = parseCommand(argv, PROVIDE_OPTIONS);
   if (values.help) return { help: true } as ProvideArgs;
   const name = requireString(values.name, "name");
-  if (Buffer.byteLength(name) > 64) throw new UsageError("--name must be at most 64 bytes");
+  if (!isProviderName(name)) throw new UsageError(`--name must be ${PROVIDER_NAME_RULE}, got "${name}"`);
   const pricePerStep = parseUsdc(requireString(values.price, "price"), "price");
   const cap = values["memory-cap"] === undefined ? undefined : parsePositiveInt(values["memory-cap"], "memory-cap");
   let fault;

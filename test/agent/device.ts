@@ -129,6 +129,17 @@ describe("agent: key file and flags", function () {
     expect(parse(["--name", "a", "--price", "1", "--memory-cap", "-3"])).to.throw(UsageError);
     expect(parse(["--name", "a", "--price", "1", "--bogus"])).to.throw(UsageError);
   });
+
+  it("takes the same provider names as the dashboard's form (sdk/providerName.ts): never one that leaves its folder", function () {
+    const parse = (name: string) => () => parseProvideArgs(["--name", name, "--price", "1"], () => CPU_DEVICE);
+    for (const ok of ["a", "my-gpu_2.0", "x".repeat(64), "...", ".a"]) expect(parse(ok), ok).not.to.throw();
+    // Before: any name up to 64 bytes, so "../../elsewhere" put the key outside .gpuchain/providers.
+    for (const bad of ["", ".", "..", "../../elsewhere", "a/b", "a b", "x".repeat(65), "gpü"])
+      expect(parse(bad), JSON.stringify(bad)).to.throw(
+        UsageError,
+        bad === "" ? /--name/ : /--name must be 1–64 letters/,
+      );
+  });
 });
 
 describe("agent: output", function () {

@@ -9,8 +9,8 @@ import { ledgerOf, providerSummaries, walletOf } from "../ledger.ts";
 import type { ProviderView, RunState } from "../model/state.ts";
 import { DataTable } from "../components/DataTable.tsx";
 import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/restake.ts";
+import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/providerName.ts";
 
-const NAME_OK = /^[A-Za-z0-9._-]{1,64}$/;
 const PRICE_OK = /^\d+(\.\d{1,6})?$/;
 
 export function provideCommand(c: PageProps["config"], name: string, priceText: string, cap: string): string {
@@ -33,7 +33,7 @@ export function ProvidePage(p: PageProps) {
   const [cap, setCap] = useState("");
   const [copied, setCopied] = useState<string | null>(null);
   const errors = [
-    !NAME_OK.test(name) ? "Name: 1–64 letters, digits, dot, dash or underscore." : "",
+    !isProviderName(name) ? `Name: ${PROVIDER_NAME_RULE}.` : "",
     !PRICE_OK.test(priceText) || Number(priceText) <= 0
       ? "Price: a positive USDC amount with at most 6 decimals, e.g. 0.0010."
       : "",
@@ -70,7 +70,7 @@ export function ProvidePage(p: PageProps) {
               id="provide-name"
               value={name}
               onChange={(e) => setName(e.target.value)}
-              aria-invalid={!NAME_OK.test(name)}
+              aria-invalid={!isProviderName(name)}
             />
           </label>
           <label>
