@@ -90,6 +90,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       note,
       port: await freePort(8700),
       store: storage.url,
+      storeEnv: storage.env,
       coordinatorUrl: () => run.keeperUrls?.coordinator,
       collectorUrl: () => run.keeperUrls?.collector,
       extraRecordings: { "this-run.jsonl": recorder.file },

@@ -17,6 +17,12 @@ import { allowedHosts, checkHost, decideRequest, WILDCARDS, type Decision } from
 export interface DashboardOptions extends FeedSources {
   deploymentFile: string;
   store?: string;
+  /**
+   * What a provider needs in its environment to reach `store` (the embedded S3 server's endpoint and its fixed
+   * test key pair, from `npm start`); shown in front of the Provide compute command. Never a real credential: a
+   * store the operator gave keeps its variables to itself (empty).
+   */
+  storeEnv?: Record<string, string>;
   host?: string;
   port?: number;
   /**
@@ -93,6 +99,7 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
         coordinator: feed.url("coordinatorUrl") ?? "http://127.0.0.1:8600",
         collector: feed.url("collectorUrl") ?? "http://127.0.0.1:8601",
         store: o.store ?? ".gpuchain/store",
+        storeEnv: o.storeEnv ?? {},
         recordings: recordings().map(({ name, entries, date }) => ({ name, entries, date })),
         serverStartedAt: feed.startedAt,
       });

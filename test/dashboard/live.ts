@@ -168,10 +168,24 @@ async function provideCommand(page: Page, url: string, net: Net, name: string) {
   await page.getByText("Waiting for your device…").waitFor();
   const command = (await page.getByTestId("provide-command").textContent())!;
   expect(command).to.contain(`--rpc ${net.rpc}`);
-  // Run it exactly as shown: `npx gpuchain` is this repository's cli/gpuchain.ts.
+  // Run it exactly as shown: the VAR=value words in front are its environment (the run's store), and `npx gpuchain`
+  // is this repository's cli/gpuchain.ts.
   const words = command.split(" ");
+  const env: Record<string, string> = {};
+  while (/^[A-Z_]+=/.test(words[0])) {
+    const [k, ...v] = words.shift()!.split("=");
+    env[k] = v.join("=");
+  }
+  expect(Object.keys(env), "the embedded store's endpoint and key pair").to.include.members([
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+  ]);
   expect(words.slice(0, 2)).to.deep.equal(["npx", "gpuchain"]);
-  const child: ChildProcess = spawn(process.execPath, ["cli/gpuchain.ts", ...words.slice(2)], { stdio: "ignore" });
+  const child: ChildProcess = spawn(process.execPath, ["cli/gpuchain.ts", ...words.slice(2)], {
+    stdio: "ignore",
+    env: { ...process.env, ...env },
+  });
   try {
     // A new key has no gas: on the local chain the operator funds it, as the page says.
     const keyFile = path.join(".gpuchain", "providers", name, "key");

@@ -14,7 +14,9 @@ import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/providerName.ts
 const PRICE_OK = /^\d+(\.\d{1,6})?$/;
 
 export function provideCommand(c: PageProps["config"], name: string, priceText: string, cap: string): string {
-  const parts = ["npx gpuchain provide", `--name ${name}`, `--price ${priceText}`];
+  // The store's endpoint and test key pair first (issue 21: without them every upload failed).
+  const env = Object.entries(c?.storeEnv ?? {}).map(([k, v]) => `${k}=${v}`);
+  const parts = [...env, "npx gpuchain provide", `--name ${name}`, `--price ${priceText}`];
   if (cap) parts.push(`--memory-cap ${cap}`);
   if (c) {
     parts.push(
@@ -105,8 +107,10 @@ export function ProvidePage(p: PageProps) {
           0600), detects the device (the first NVIDIA GPU <code>nvidia-smi</code> reports, else the CPU), registers the
           offer on chain and starts taking work. It needs this repository installed (Node.js and <code>npm ci</code>;
           onnxruntime comes with it) and a little test ETH for gas: a new key prints its address and waits until it is
-          funded. On a local development chain one command funds it: <code>npx gpuchain faucet ADDRESS --rpc URL</code>{" "}
-          (add <code>--usdc N</code> for test USDC); on a public test network, send test ETH from a funded key.
+          funded. The variables in front, when there are any, reach this run's checkpoint store (an embedded S3 server
+          with a fixed test key pair). On a local development chain one command funds the key:{" "}
+          <code>npx gpuchain faucet ADDRESS --rpc URL</code> (add <code>--usdc N</code> for test USDC); on a public test
+          network, send test ETH from a funded key.
         </p>
         <div className="command">
           <pre data-testid="provide-command" aria-label="The command for this network">

@@ -8,6 +8,8 @@ export interface DashboardConfig {
   coordinator: string;
   collector: string;
   store: string;
+  /** The environment the store needs (VAR → value), written in front of the Provide compute command. */
+  storeEnv?: Record<string, string>;
   explorer?: string;
   recordings: { name: string; entries: number; date: string }[];
   serverStartedAt: number;
