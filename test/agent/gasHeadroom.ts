@@ -6,18 +6,14 @@
  * are mined at a chosen second T, the agent estimates and broadcasts at T, and the block that includes it is at T+2
  * (a 2-second chain such as Base).
  */
+import { safeSignatures } from "../helpers/cli.ts";
 import { expect } from "chai";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { HDNodeWallet, Mnemonic, Wallet, id, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
 import { loadDeployment } from "../../sdk/deployment.ts";
-import {
-  checkpointDecisionDigest,
-  escrowDomain,
-  packSafeSignatures,
-  signAsSafeOwner,
-} from "../../sdk/verifierSignatures.ts";
+import { checkpointDecisionDigest, escrowDomain } from "../../sdk/verifierSignatures.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { loadTemplate } from "../../workloads/index.ts";
@@ -68,11 +64,7 @@ describe("agent: report and heartbeat land when estimated in the second of the l
         checkpointHash: hash,
         accept: true,
       });
-      const parts = [];
-      for (const v of verifiers) {
-        parts.push({ signer: v.address, signature: await signAsSafeOwner(v, chainId, d.verifierSafe, digest) });
-      }
-      return packSafeSignatures(parts);
+      return safeSignatures(chainId, d.verifierSafe, digest, verifiers);
     };
     const request = {
       templateId,

@@ -3,8 +3,8 @@
  * it): the real CLI against anvil with the protocol deployed through Ignition, and against a JSON-RPC bridge that
  * answers like a public node (no balance-setting method): refused, nothing sent.
  */
+import { runGpuchain } from "../helpers/cli.ts";
 import { expect } from "chai";
-import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { Wallet, parseEther, type JsonRpcProvider } from "ethers";
@@ -13,19 +13,6 @@ import { loadDeployment } from "../../sdk/deployment.ts";
 import { deployLocal, freePort, startAnvil } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { rpcBridge } from "../helpers/rpcBridge.ts";
-
-const CLI = path.resolve("cli/gpuchain.ts");
-
-function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let [stdout, stderr] = ["", ""];
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
 
 describe("gpuchain faucet: test ETH (and USDC) for a key on a development chain", function () {
   this.timeout(300_000);
@@ -49,10 +36,21 @@ describe("gpuchain faucet: test ETH (and USDC) for a key on a development chain"
   });
 
   it("adds 1 ETH by default, then more with --eth, and mints --usdc: a fresh key can pay for gas", async function () {
-    const first = await runCli(["faucet", fresh, "--rpc", rpc, "--deployment", file]);
+    const first = await runGpuchain(["faucet", fresh, "--rpc", rpc, "--deployment", file]);
     expect(first.code, first.stderr).to.equal(0);
     expect(first.stdout).to.equal(`gave ${fresh} 1.0 test ETH (now 1.0) on chain 31337\n`);
-    const more = await runCli(["faucet", fresh, "--eth", "0.5", "--usdc", "25", "--rpc", rpc, "--deployment", file]);
+    const more = await runGpuchain([
+      "faucet",
+      fresh,
+      "--eth",
+      "0.5",
+      "--usdc",
+      "25",
+      "--rpc",
+      rpc,
+      "--deployment",
+      file,
+    ]);
     expect(more.code, more.stderr).to.equal(0);
     expect(more.stdout).to.contain("0.5 test ETH (now 1.5) and 25.000000 USDC (now 25.000000 USDC)");
     expect(await chain.getBalance(fresh)).to.equal(parseEther("1.5"));
@@ -67,7 +65,7 @@ describe("gpuchain faucet: test ETH (and USDC) for a key on a development chain"
       [["--eth", "1000"], /at most 100/],
       [["--usdc", "-3"], /--usdc/],
     ] as const) {
-      const r = await runCli(["faucet", fresh, ...args, "--rpc", rpc, "--deployment", file]);
+      const r = await runGpuchain(["faucet", fresh, ...args, "--rpc", rpc, "--deployment", file]);
       expect(r.code, r.stderr).to.equal(2);
       expect(r.stderr).to.match(message);
     }
@@ -84,7 +82,7 @@ describe("gpuchain faucet: test ETH (and USDC) for a key on a development chain"
     });
     try {
       const before = await chain.getBalance(fresh);
-      const r = await runCli(["faucet", fresh, "--rpc", bridge.url, "--deployment", file]);
+      const r = await runGpuchain(["faucet", fresh, "--rpc", bridge.url, "--deployment", file]);
       expect(r.code).to.equal(1);
       expect(r.stderr).to.match(/this node is not a development node .*send test ETH to the address from a funded key/);
       expect(await chain.getBalance(fresh)).to.equal(before);

@@ -4,21 +4,15 @@
  * verdict signed 2 of 3 through the real Safe. Boundaries as the escrow's statusOf has them: at verdict + window the
  * window is still open (settle refuses, says from when); one second later anyone settles it.
  */
+import { runGpuchain, safeSignatures } from "../helpers/cli.ts";
 import { expect } from "chai";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { HDNodeWallet, Mnemonic, Wallet, id, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
 import { loadDeployment } from "../../sdk/deployment.ts";
-import {
-  checkpointDecisionDigest,
-  escrowDomain,
-  packSafeSignatures,
-  signAsSafeOwner,
-  verdictDigest,
-} from "../../sdk/verifierSignatures.ts";
+import { checkpointDecisionDigest, escrowDomain, verdictDigest } from "../../sdk/verifierSignatures.ts";
 import { formatTime } from "../../sdk/format.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
@@ -26,20 +20,8 @@ import { loadTemplate } from "../../workloads/index.ts";
 import { writeKey } from "../../sdk/keys.ts";
 import { sendReport } from "../../agent/sends.ts";
 
-const CLI = path.resolve("cli/gpuchain.ts");
 const PRICE = 1_000n;
 const WINDOW = 3_600n;
-
-function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let [stdout, stderr] = ["", ""];
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
 
 describe("gpuchain settle, and withdraw before a job settles (anvil)", function () {
   this.timeout(300_000);
@@ -87,14 +69,8 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
     await send(c.escrow.createJob(request));
     await send(as(TEST_KEYS.coordinator).escrow.assign(1n, provider.address));
     const domain = escrowDomain(chainId, d.escrow);
-    const sign2 = async (digest: string) => {
-      const parts = [];
-      for (const k of [TEST_KEYS.verifier1, TEST_KEYS.verifier2]) {
-        const w = new Wallet(k);
-        parts.push({ signer: w.address, signature: await signAsSafeOwner(w, chainId, d.verifierSafe, digest) });
-      }
-      return packSafeSignatures(parts);
-    };
+    const sign2 = (digest: string) =>
+      safeSignatures(chainId, d.verifierSafe, digest, [TEST_KEYS.verifier1, TEST_KEYS.verifier2]);
     const hash = id("settle:10");
     await send(sendReport(p.escrow, 1n, 1n, 10, hash));
     const keeper = as(TEST_KEYS.keeper).escrow;
@@ -122,12 +98,12 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
 
   it("in the dispute window: withdraw says the earnings are claimable from the window's end, settle refuses and says when", async function () {
     const from = formatTime(windowEnd + 1n);
-    const w = await runCli(["withdraw", ...common, "--key", providerKey]);
+    const w = await runGpuchain(["withdraw", ...common, "--key", providerKey]);
     expect(w.code, w.stderr).to.equal(0);
     expect(w.stdout).to.contain(
       `job 1: 0.010000 USDC earned, claimable once the job settles (DisputeWindow now; when its dispute window ends: from ${from}`,
     );
-    const s = await runCli(["settle", "1", ...common, "--key", strangerKey]);
+    const s = await runGpuchain(["settle", "1", ...common, "--key", strangerKey]);
     expect(s.code, s.stdout).to.equal(1);
     expect(s.stderr).to.match(
       new RegExp(`^gpuchain: job 1 cannot be settled now: when its dispute window ends: from ${from} \\(in `, "m"),
@@ -137,7 +113,7 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
   it("at verdict + window exactly: still the window, nothing sent", async function () {
     await mineAt(windowEnd);
     const before = await chain.getBlockNumber();
-    const s = await runCli(["settle", "1", ...common, "--key", strangerKey]);
+    const s = await runGpuchain(["settle", "1", ...common, "--key", strangerKey]);
     expect(s.code, s.stdout).to.equal(1);
     expect(s.stderr).to.contain("cannot be settled now: when its dispute window ends");
     expect(await chain.getBlockNumber()).to.equal(before);
@@ -145,18 +121,18 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
 
   it("one second later: --dry-run sends nothing; a stranger settles it; the provider then claims", async function () {
     await mineAt(windowEnd + 1n);
-    const dry = await runCli(["settle", "1", ...common, "--key", strangerKey, "--dry-run"]);
+    const dry = await runGpuchain(["settle", "1", ...common, "--key", strangerKey, "--dry-run"]);
     expect(dry.code, dry.stderr).to.equal(0);
     expect(dry.stdout).to.contain("would settle job 1 (its dispute window has ended)");
-    const w = await runCli(["withdraw", ...common, "--key", providerKey, "--dry-run"]);
+    const w = await runGpuchain(["withdraw", ...common, "--key", providerKey, "--dry-run"]);
     expect(w.stdout).to.contain("(Settleable now; its dispute window has ended; settle it: gpuchain settle 1)");
-    const s = await runCli(["settle", "1", ...common, "--key", strangerKey]);
+    const s = await runGpuchain(["settle", "1", ...common, "--key", strangerKey]);
     expect(s.code, s.stderr).to.equal(0);
     expect(s.stdout).to.match(/^job 1 settled \(tx 0x[0-9a-f]{64}\): its dispute window has ended$/m);
-    const again = await runCli(["settle", "1", ...common, "--key", strangerKey]);
+    const again = await runGpuchain(["settle", "1", ...common, "--key", strangerKey]);
     expect(again.code).to.equal(1);
     expect(again.stderr).to.contain("job 1 cannot be settled now: it is settled already");
-    const claimed = await runCli(["withdraw", ...common, "--key", providerKey]);
+    const claimed = await runGpuchain(["withdraw", ...common, "--key", providerKey]);
     expect(claimed.code, claimed.stderr).to.equal(0);
     expect(claimed.stdout).to.contain("job 1: claimed 0.010000 USDC");
   });

@@ -4,21 +4,15 @@
  * real Safe (refuseWithFault), then the real CLI (child processes) reads it back from the chain — including that
  * the slashed provider is not assigned again until it re-stakes (issue 19), until it deposits again.
  */
+import { runGpuchain, safeSignatures } from "../helpers/cli.ts";
 import { expect } from "chai";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { HDNodeWallet, Mnemonic, Wallet, id, type JsonRpcProvider } from "ethers";
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
-import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
-import {
-  checkpointDecisionDigest,
-  escrowDomain,
-  faultRefusalDigest,
-  packSafeSignatures,
-  signAsSafeOwner,
-} from "../../sdk/verifierSignatures.ts";
+import { loadDeployment } from "../../sdk/deployment.ts";
+import { checkpointDecisionDigest, escrowDomain, faultRefusalDigest } from "../../sdk/verifierSignatures.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { withGasHeadroom } from "../../sdk/gas.ts";
@@ -26,31 +20,10 @@ import { sendReport } from "../../agent/sends.ts";
 import { loadTemplate } from "../../workloads/index.ts";
 import { writeKey } from "../../sdk/keys.ts";
 
-const CLI = path.resolve("cli/gpuchain.ts");
 const USDC = 1_000_000n;
 const PRICE = 1_000n; // per step
 const STAKE = 10n * USDC;
 const MIN_STAKE = USDC; // Ignition's local default: the lock is max(price × interval, minStake)
-
-function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let [stdout, stderr] = ["", ""];
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
-
-/** Two verifiers' Safe-owner signatures over `digest`, packed for the escrow. */
-async function sign2(chainId: bigint, d: Deployment, digest: string, signers: Wallet[]): Promise<string> {
-  const parts = [];
-  for (const s of signers) {
-    parts.push({ signer: s.address, signature: await signAsSafeOwner(s, chainId, d.verifierSafe, digest) });
-  }
-  return packSafeSignatures(parts);
-}
 
 describe("gpuchain explain / wallet after a real slash", function () {
   this.timeout(300_000); // an Ignition deployment and four CLI processes on a loaded 2-core machine
@@ -107,7 +80,12 @@ describe("gpuchain explain / wallet after a real slash", function () {
     const h10 = id("slashed:10");
     await send(sendReport(m.escrow, 1n, 1n, 10, h10)); // as the agent sends it (test/agent/gasHeadroom.ts)
     const accept = { jobId: 1n, epoch: 1n, step: 10, checkpointHash: h10, accept: true };
-    const acceptSigs = await sign2(chainId, d, checkpointDecisionDigest(domain, accept), verifiers);
+    const acceptSigs = await safeSignatures(
+      chainId,
+      d.verifierSafe,
+      checkpointDecisionDigest(domain, accept),
+      verifiers,
+    );
     await send(keeper.acceptCheckpoint(1n, 1n, 10, h10, acceptSigs));
     const h20 = id("slashed:20:fabricated");
     await send(sendReport(m.escrow, 1n, 1n, 20, h20));
@@ -119,7 +97,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
       finder: finder.address,
     };
     const refusal = { jobId: 1n, epoch: 1n, step: 20, checkpointHash: h20, fault };
-    const faultSigs = await sign2(chainId, d, faultRefusalDigest(domain, refusal), verifiers);
+    const faultSigs = await safeSignatures(chainId, d.verifierSafe, faultRefusalDigest(domain, refusal), verifiers);
     // Relayed as the collector relays it (keepers/chain.ts): headroom over the estimate.
     const gas = withGasHeadroom(await keeper.refuseWithFault.estimateGas(1n, 1n, 20, h20, fault, faultSigs));
     const receipt = (await send(keeper.refuseWithFault(1n, 1n, 20, h20, fault, faultSigs, { gasLimit: gas }))) as {
@@ -145,7 +123,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
   });
 
   it("explain says the provider was slashed: fault at step 17, found by verifier3 (its address)", async function () {
-    const r = await runCli(["explain", "1", "--rpc", rpc, "--deployment", file]);
+    const r = await runGpuchain(["explain", "1", "--rpc", rpc, "--deployment", file]);
     expect(r.code, r.stderr + r.stdout).to.equal(0);
     const by = `found by verifier3 \\(${finder.address}\\)`;
     expect(r.stdout).to.match(
@@ -161,7 +139,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
   });
 
   it("wallet shows the provider's stake after the slash and why it lost it", async function () {
-    const r = await runCli(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
+    const r = await runGpuchain(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
     expect(r.code, r.stderr + r.stdout).to.equal(0);
     expect(r.stdout.split("\n")[0], "named by its registered name").to.equal(`mallory (${mallory.address})`);
     const left = (STAKE - MIN_STAKE) / USDC;
@@ -184,19 +162,19 @@ describe("gpuchain explain / wallet after a real slash", function () {
     const line =
       `provider ${mallory.address}: slashed at block ${slashBlock} (${slashTime}) on job 1, ` +
       `not assigned until it re-stakes`;
-    const explain = await runCli(["explain", "2", "--rpc", rpc, "--deployment", file]);
+    const explain = await runGpuchain(["explain", "2", "--rpc", rpc, "--deployment", file]);
     expect(explain.code, explain.stderr + explain.stdout).to.equal(0);
     expect(explain.stdout).to.contain(
       "waiting: no eligible provider: every active provider that fits was slashed and has not re-staked\n",
     );
     expect(explain.stdout).to.contain(`waiting: ${line}\n`);
-    const wallet = await runCli(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
+    const wallet = await runGpuchain(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
     expect(wallet.code, wallet.stderr + wallet.stdout).to.equal(0);
     expect(wallet.stdout).to.contain(`  ${line} (a stake deposit after the slash lifts it)\n`);
     // A client posting another job is told the same, not given price advice (the terms are not the problem).
     const clientKey = path.join(mkdtempSync(path.join(tmpdir(), "gpuchain-slashed-client-")), "client.key");
     writeKey(clientKey, TEST_KEYS.client);
-    const create = await runCli([
+    const create = await runGpuchain([
       ...["job", "create", "--template", "blobs-tiny", "--steps", "20", "--interval", "10"],
       ...["--max-price", "0.01", "--key", clientKey, "--dry-run", "--rpc", rpc, "--deployment", file],
     ]);
@@ -205,19 +183,19 @@ describe("gpuchain explain / wallet after a real slash", function () {
     expect(create.stderr).to.not.contain("what would fit");
     // mallory deposits again: eligible again, and neither command says it waits any more.
     await deposit(MIN_STAKE);
-    const after = await runCli(["explain", "2", "--rpc", rpc, "--deployment", file]);
+    const after = await runGpuchain(["explain", "2", "--rpc", rpc, "--deployment", file]);
     expect(after.code, after.stderr + after.stdout).to.equal(0);
     expect(after.stdout).to.contain("waiting: for the coordinator to assign it (1 active provider(s) fit)\n");
     expect(after.stdout).to.not.contain("re-stake");
-    const walletAfter = await runCli(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
+    const walletAfter = await runGpuchain(["wallet", mallory.address, "--rpc", rpc, "--deployment", file]);
     expect(walletAfter.stdout).to.not.contain("re-stake");
   });
 
   it("wallet shows the finder its bounty and the client its compensation, agreeing with the contract", async function () {
-    const f = await runCli(["wallet", finder.address, "--rpc", rpc, "--deployment", file]);
+    const f = await runGpuchain(["wallet", finder.address, "--rpc", rpc, "--deployment", file]);
     expect(f.code, f.stderr + f.stdout).to.equal(0);
     expect(f.stdout).to.match(/^ {2}withdrawable now: 0\.200000 USDC$/m); // 20 % of the 1 USDC lock
-    const c = await runCli(["wallet", new Wallet(TEST_KEYS.client).address, "--rpc", rpc, "--deployment", file]);
+    const c = await runGpuchain(["wallet", new Wallet(TEST_KEYS.client).address, "--rpc", rpc, "--deployment", file]);
     expect(c.code, c.stderr + c.stdout).to.equal(0);
     expect(c.stdout).to.match(/^ {2}withdrawable now: 0\.500000 USDC$/m); // 50 %
   });

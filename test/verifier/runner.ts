@@ -121,6 +121,22 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     return { v, collector, lines, wallet };
   }
 
+  /**
+   * The grace boundary (missingBlobGraceMs = 1,000 here): waiting (not abstaining) at 0 and 999 ms, a refusal
+   * signed and posted at 1,000 ms.
+   */
+  async function expectRefusedAtGrace(chain: FakeChain) {
+    let now = 0;
+    const { v, collector } = verifier(chain, { now: () => now });
+    expect(await v.tick()).to.include({ waiting: 1, posted: 0, abstaining: 0 });
+    now = 999;
+    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
+    now = 1_000;
+    expect(await v.tick()).to.include({ decided: 1, posted: 1 });
+    expect(collector.bodies[0].message).to.include({ accept: false });
+    await v.close();
+  }
+
   it("decides a pending checkpoint once, signs it as a Safe owner, and logs one line with the decision's figures", async function () {
     const { chain, report } = await pendingJob(1);
     const { v, collector, lines, wallet } = verifier(chain);
@@ -233,15 +249,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     const facts = await provider.acceptedJob(seedOf(8), 10);
     const chain = new FakeChain();
     chain.jobs.push({ status: STATUS.Running, job: record(facts, { pendingStep: 20n, pendingHash: seedOf(808) }) });
-    let now = 0;
-    const { v, collector } = verifier(chain, { now: () => now });
-    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
-    now = 999;
-    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
-    now = 1_000;
-    expect(await v.tick()).to.include({ decided: 1, posted: 1 });
-    expect(collector.bodies[0].message).to.include({ accept: false });
-    await v.close();
+    await expectRefusedAtGrace(chain);
   });
 
   it("a reported name holding no plain blob (a directory) waits the same grace, then is refused (issue 19)", async function () {
@@ -255,15 +263,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
       status: STATUS.Running,
       job: record(facts, { pendingStep: 20n, pendingHash: report.hash }),
     });
-    let now = 0;
-    const { v, collector } = verifier(chain, { now: () => now });
-    expect(await v.tick()).to.include({ waiting: 1, posted: 0, abstaining: 0 });
-    now = 999;
-    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
-    now = 1_000;
-    expect(await v.tick()).to.include({ decided: 1, posted: 1 });
-    expect(collector.bodies[0].message).to.include({ accept: false });
-    await v.close();
+    await expectRefusedAtGrace(chain);
   });
 
   it("a store writer who overwrites or removes an honest put after it landed makes no refusal: the verifier waits the grace while the maker puts it again (issue 19)", async function () {
@@ -301,15 +301,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     await (provider.store.backend as FsBackend).write(report.hash.slice(2), new TextEncoder().encode("other bytes"));
     const chain = new FakeChain();
     chain.jobs.push({ status: STATUS.Running, job: record(facts, { pendingStep: 20n, pendingHash: report.hash }) });
-    let now = 0;
-    const { v, collector } = verifier(chain, { now: () => now });
-    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
-    now = 999;
-    expect(await v.tick()).to.include({ waiting: 1, posted: 0 });
-    now = 1_000;
-    expect(await v.tick()).to.include({ decided: 1, posted: 1 });
-    expect(collector.bodies[0].message).to.include({ accept: false });
-    await v.close();
+    await expectRefusedAtGrace(chain);
   });
 
   it("an always-accept verifier signs accept for a faulty checkpoint, an always-refuse one refuse for an honest one", async function () {

@@ -1,0 +1,43 @@
+/**
+ * What the CLI tests against a real node share: the real `gpuchain` as a child process (stdout and stderr apart,
+ * read to the end), and verifier Safe owners' signatures packed as the escrow takes them.
+ */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { Wallet } from "ethers";
+import { packSafeSignatures, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
+
+const CLI = path.resolve("cli/gpuchain.ts");
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `gpuchain ARGS` on this Node; resolves on "close", when both pipes are drained. */
+export function runGpuchain(args: string[]): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let [stdout, stderr] = ["", ""];
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** The Safe owners' (`keys`, in order) signatures over `digest`, packed for the escrow. */
+export async function safeSignatures(
+  chainId: bigint,
+  safe: string,
+  digest: string,
+  keys: (string | Wallet)[],
+): Promise<string> {
+  const parts = [];
+  for (const k of keys) {
+    const w = typeof k === "string" ? new Wallet(k) : k;
+    parts.push({ signer: w.address, signature: await signAsSafeOwner(w, chainId, safe, digest) });
+  }
+  return packSafeSignatures(parts);
+}
