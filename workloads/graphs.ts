@@ -17,6 +17,7 @@ import {
   transpose,
   unsqueeze,
 } from "./onnx/exact.ts";
+import { intMatmul2d, intWeightGrad } from "./onnx/integer.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "./types.ts";
 
 export function paramSpecs(layers: number[]): ParamSpec[] {
@@ -55,15 +56,34 @@ export function mlpForward(
 /** h [...rows, features] → logits [...rows, classes], in portable ops. */
 function forward(
   g: GraphBuilder,
+  d: TemplateDescriptor,
   params: string[],
   x: string,
   rank: number,
-  layers: number[],
   maxRows: number,
 ): Forward {
+  const layers = d.layers;
   const affine = (h: string, l: number) =>
-    g.op("Add", [matmulRows(g, h, rank, params[2 * l], layers[l], layers[l + 1], maxRows), params[2 * l + 1]]);
+    g.op("Add", [product(g, d, h, rank, params[2 * l], layers[l], layers[l + 1], maxRows), params[2 * l + 1]]);
   return mlpForward(params.length / 2, x, affine, (p) => relu(g, p));
+}
+
+/** h [...rows, K] · w [K, J] → [...rows, J]: exact integer products, or the float tree when the descriptor has no limbs. */
+function product(
+  g: GraphBuilder,
+  d: TemplateDescriptor,
+  h: string,
+  rank: number,
+  w: string,
+  K: number,
+  J: number,
+  maxRows: number,
+): string {
+  const limbs = d.arithmetic?.limbs;
+  if (!limbs) return matmulRows(g, h, rank, w, K, J, maxRows);
+  if (rank === 2) return intMatmul2d(g, h, w, K, limbs);
+  const rows = g.op("Reshape", [h, g.constInt64([-1, K])]);
+  return g.op("Reshape", [intMatmul2d(g, rows, w, K, limbs), g.constInt64([-1, d.atomSize, J])]);
 }
 
 type Loss = { nll: string; softmax: string };
@@ -91,7 +111,18 @@ function paramInputs(g: GraphBuilder, specs: ParamSpec[], prefix = ""): string[]
  * Σ_s h[a, s, i]·dp[a, s, o] per atom → [atoms, in, out]: a fixed tree over the atom's S rows.
  * Computed in blocks of `in` (a free axis: the blocks change memory, not arithmetic).
  */
-function weightGrad(g: GraphBuilder, h: string, dp: string, S: number, nIn: number, nOut: number, maxRows: number) {
+function weightGrad(
+  g: GraphBuilder,
+  d: TemplateDescriptor,
+  h: string,
+  dp: string,
+  nIn: number,
+  nOut: number,
+  maxRows: number,
+) {
+  const S = d.atomSize;
+  const limbs = d.arithmetic?.limbs;
+  if (limbs) return intWeightGrad(g, h, dp, S, limbs);
   const hs = unsqueeze(g, transpose(g, h, [1, 0, 2]), [3]); // [S, atoms, in, 1]
   const ds = unsqueeze(g, transpose(g, dp, [1, 0, 2]), [2]); // [S, atoms, 1, out]
   const block = groupRows((maxRows / S) * nOut);
@@ -115,7 +146,7 @@ export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
   const S = d.atomSize;
   const x = g.input("x", ["atoms", S, F]);
   const y = g.input("y", ["atoms", S, C]);
-  const fw = forward(g, params, x, 3, d.layers, d.globalBatch);
+  const fw = forward(g, d, params, x, 3, d.globalBatch);
   const loss = softmaxLoss(g, fw.logits, y, 3, C);
   const atomSum = squeeze(g, sumAxis(g, transpose(g, loss.nll, [1, 0]), S, 0), [0]);
   const atomLoss = g.op("Div", [atomSum, scalar(g, S)]);
@@ -124,10 +155,10 @@ export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
   const grads: string[] = new Array(params.length);
   for (let l = params.length / 2 - 1; l >= 0; l--) {
     const [nIn, nOut] = [d.layers[l], d.layers[l + 1]];
-    grads[2 * l] = weightGrad(g, fw.inputs[l], dp, S, nIn, nOut, d.globalBatch);
+    grads[2 * l] = weightGrad(g, d, fw.inputs[l], dp, nIn, nOut, d.globalBatch);
     grads[2 * l + 1] = squeeze(g, sumAxis(g, transpose(g, dp, [1, 0, 2]), S, 0), [0]);
     if (l > 0) {
-      const dh = matmulRows(g, dp, 3, transpose(g, params[2 * l], [1, 0]), nOut, nIn, d.globalBatch);
+      const dh = product(g, d, dp, 3, transpose(g, params[2 * l], [1, 0]), nOut, nIn, d.globalBatch);
       dp = g.op("Where", [g.op("Greater", [fw.pre[l - 1], scalar(g, 0)]), dh, scalar(g, 0)]);
     }
   }
@@ -185,7 +216,7 @@ export function buildEvalGraph(d: TemplateDescriptor): Uint8Array {
   const n = d.data.heldoutPerClass * C;
   const x = g.input("x", [n, F]);
   const y = g.input("y", [n, C]);
-  const fw = forward(g, params, x, 2, d.layers, n);
+  const fw = forward(g, d, params, x, 2, n);
   const mean = (t: string) => g.op("Div", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, n)]);
   const labelLogit = sumAxis(g, g.op("Mul", [y, fw.logits]), C, 1);
   const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, fw.logits, C, 1)]);

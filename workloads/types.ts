@@ -13,6 +13,11 @@ export type TemplateDescriptor = {
   /** Verifier rules: held-out accuracy may drop at most maxRegression between accepted checkpoints. */
   evalRules: { maxRegression: number; targetAccuracy: number };
   data: DataSpec;
+  /**
+   * How the large products are computed: `limbs` 1 or 2 = exact integer products on block floating point
+   * operands (onnx/integer.ts); absent = the elementwise float tree (onnx/exact.ts contract).
+   */
+  arithmetic?: { limbs: 1 | 2 };
 };
 
 export type DataSpec =

@@ -65,6 +65,13 @@ export class GraphBuilder {
     return name;
   }
 
+  /** uint8 (or other ≤ 32-bit integer) constants travel in int32_data (onnx.proto). */
+  constInt(values: number[], dims: number[], dataType: number): string {
+    const name = `c${this.counter++}`;
+    this.inits.push({ name, dims, dataType, int32Data: values });
+    return name;
+  }
+
   constInt64(values: number[], dims: number[] = [values.length]): string {
     const name = `c${this.counter++}`;
     this.inits.push({ name, dims, dataType: DT.INT64, int64Data: values });

@@ -1,5 +1,6 @@
 // The portable-op rule: which ONNX ops a template graph may use (reasons in workloads/README.md).
 import { decodeModel, type GraphProtoObj } from "./builder.ts";
+import { DT } from "./schema.ts";
 
 /** Correctly rounded per element by IEEE 754 (one rounding, no order, no kernel choice). */
 const ARITHMETIC = ["Add", "Sub", "Mul", "Div", "Sqrt", "Neg", "Abs", "Floor", "Ceil"];
@@ -20,10 +21,25 @@ const MOVEMENT = [
 ];
 /** Control flow whose body graphs are checked with the same rule. */
 const CONTROL = ["Scan"];
+/**
+ * Exact integer products (onnx/integer.ts), under the conditions `integerProblems` checks: uint8 × uint8
+ * MatMulInteger on QuantizeLinear limbs with zero points 128 (u8 × s8 saturates before VNNI), Cast only to
+ * float, ReduceMax only of magnitudes (max is exact; |x| has no −0), ReduceSum only of x·0 (0 or NaN in any
+ * order), Shape (metadata).
+ */
+const INTEGER = ["MatMulInteger", "Cast", "QuantizeLinear", "DequantizeLinear", "ReduceMax", "ReduceSum", "Shape"];
 
-export const PORTABLE_OPS: ReadonlySet<string> = new Set([...ARITHMETIC, ...SELECTION, ...MOVEMENT, ...CONTROL]);
+export const PORTABLE_OPS: ReadonlySet<string> = new Set([
+  ...ARITHMETIC,
+  ...SELECTION,
+  ...MOVEMENT,
+  ...CONTROL,
+  ...INTEGER,
+]);
 
-type Node = { opType?: string; domain?: string; attribute?: { g?: GraphProtoObj }[] };
+type Attribute = { name?: string; i?: number | { toNumber(): number }; g?: GraphProtoObj };
+type Node = { opType?: string; domain?: string; input?: string[]; output?: string[]; attribute?: Attribute[] };
+type Initializer = { name?: string; dataType?: number; dims?: unknown[]; int32Data?: number[]; floatData?: number[] };
 
 /** Every op type a graph uses, body graphs (Scan) included, as `domain:op` when not the default domain. */
 export function graphOpTypes(graph: GraphProtoObj, into = new Set<string>()): Set<string> {
@@ -34,9 +50,66 @@ export function graphOpTypes(graph: GraphProtoObj, into = new Set<string>()): Se
   return into;
 }
 
-/** Ops of a model outside PORTABLE_OPS, sorted ([] when the graph is portable). */
+const intAttr = (n: Node, name: string): number | undefined => {
+  const v = n.attribute?.find((a) => a.name === name)?.i;
+  return v === undefined ? undefined : Number(v);
+};
+
+/**
+ * Where a graph (and its bodies) uses an integer-rule op outside its conditions (see INTEGER): each breach
+ * named. Limbs may pass through data movement (Concat, Transpose, Reshape) on their way to MatMulInteger.
+ */
+export function integerProblems(graph: GraphProtoObj, out: string[] = []): string[] {
+  const nodes = (graph.node ?? []) as Node[];
+  const producer = new Map<string, Node>();
+  for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
+  const inits = new Map(((graph.initializer ?? []) as Initializer[]).map((t) => [t.name, t]));
+  const isConst128 = (name: string | undefined): boolean => {
+    const t = name === undefined ? undefined : inits.get(name);
+    return (
+      t?.dataType === DT.UINT8 && (t.dims ?? []).length === 0 && t.int32Data?.length === 1 && t.int32Data[0] === 128
+    );
+  };
+  const isZeroPoint = (name: string | undefined): boolean => {
+    const n = name === undefined ? undefined : producer.get(name);
+    return isConst128(name) || (n?.opType === "Expand" && isConst128(n.input?.[0]));
+  };
+  const isLimb = (name: string): boolean => {
+    const n = producer.get(name);
+    if (n?.opType === "Concat") return (n.input ?? []).every(isLimb);
+    if (n?.opType === "Transpose" || n?.opType === "Reshape") return isLimb(n.input![0]);
+    return n?.opType === "QuantizeLinear";
+  };
+  const madeBy = (name: string | undefined, op: string) => name !== undefined && producer.get(name)?.opType === op;
+  const timesZero = (name: string | undefined): boolean => {
+    const n = name === undefined ? undefined : producer.get(name);
+    const c = n?.opType === "Mul" ? inits.get(n.input?.[1]) : undefined;
+    return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && c.floatData[0] === 0;
+  };
+  for (const n of nodes) {
+    const [a, b, za, zb] = n.input ?? [];
+    // QuantizeLinear/DequantizeLinear: (x, scale, zero point); MatMulInteger: (a, b, a's, b's zero point)
+    if (n.opType === "Cast" && intAttr(n, "to") !== DT.FLOAT) out.push(`Cast to type ${intAttr(n, "to")} (only float)`);
+    if (n.opType === "MatMulInteger") {
+      if (!isLimb(a) || !isLimb(b)) out.push("MatMulInteger on an operand that is not QuantizeLinear limbs");
+      if (!isConst128(za) || !isConst128(zb)) out.push("MatMulInteger without uint8 zero points 128");
+    }
+    const int32Sum = n.opType === "DequantizeLinear" && za === undefined && madeBy(a, "MatMulInteger");
+    if ((n.opType === "QuantizeLinear" || n.opType === "DequantizeLinear") && !isZeroPoint(za) && !int32Sum) {
+      out.push(`${n.opType} without uint8 zero point 128 (or of an int32 sum)`);
+    }
+    if (n.opType === "ReduceMax" && !madeBy(a, "Abs")) out.push("ReduceMax of something other than Abs");
+    if (n.opType === "ReduceSum" && !timesZero(a)) out.push("ReduceSum of something other than x·0");
+    for (const at of n.attribute ?? []) if (at.g) integerProblems(at.g, out);
+  }
+  return out;
+}
+
+/** Ops of a model outside PORTABLE_OPS, and integer-rule breaches, sorted ([] when the graph is portable). */
 export function nonPortableOps(model: Uint8Array): string[] {
-  return [...graphOpTypes(decodeModel(model).graph)].filter((op) => !PORTABLE_OPS.has(op)).sort();
+  const { graph } = decodeModel(model);
+  const ops = [...graphOpTypes(graph)].filter((op) => !PORTABLE_OPS.has(op));
+  return [...new Set([...ops, ...integerProblems(graph)])].sort();
 }
 
 /** Throws when a template graph uses an op whose result may depend on the kernel, SIMD width or device. */

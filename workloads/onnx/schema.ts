@@ -53,6 +53,7 @@ export const ONNX_SUBSET = {
             dims: { rule: "repeated", type: "int64", id: 1 },
             dataType: { type: "int32", id: 2 },
             floatData: { rule: "repeated", type: "float", id: 4, options: { packed: true } },
+            int32Data: { rule: "repeated", type: "int32", id: 5, options: { packed: true } },
             int64Data: { rule: "repeated", type: "int64", id: 7, options: { packed: true } },
             name: { type: "string", id: 8 },
           },
@@ -83,5 +84,5 @@ export const ONNX_SUBSET = {
 } as const;
 
 // TensorProto.DataType and AttributeProto.AttributeType values used here.
-export const DT = { FLOAT: 1, INT64: 7, BOOL: 9 } as const;
+export const DT = { FLOAT: 1, UINT8: 2, INT32: 6, INT64: 7, BOOL: 9 } as const;
 export const AT = { FLOAT: 1, INT: 2, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7 } as const;

@@ -1,0 +1,253 @@
+// Exact integer products (workloads/onnx/integer.ts) against an independent reference written here with
+// Math.fround: the same bits, the stated error bound, non-finite blocks, and the rule that keeps
+// MatMulInteger to u8 × u8 with zero points 128.
+import { expect } from "chai";
+import { GraphBuilder, attrInt } from "../../workloads/onnx/builder.ts";
+import { intMatmul2d, intWeightGrad, type Limbs } from "../../workloads/onnx/integer.ts";
+import { nonPortableOps } from "../../workloads/onnx/portableOps.ts";
+import { DT } from "../../workloads/onnx/schema.ts";
+import { createSession, f32 } from "../../workloads/runtime.ts";
+
+const f = Math.fround;
+
+/** Round half to even (QuantizeLinear's rounding). */
+function roundEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x - Math.trunc(x)) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+const saturate = (q: number) => Math.max(-128, Math.min(127, q));
+
+/** The block scale as docs/WORKLOADS.md states it: a = clamp(amax), R = a to one bit, P = R/128 or R/64. */
+function blockScale(amax: number): number {
+  const a = Math.min(2 ** 60, Math.max(2 ** -93, amax));
+  const gamma = f(a * (2 ** 23 + 1));
+  const R = f(gamma + f(a - gamma));
+  return a > f(R * f(127 / 128)) ? f(R / 64) : f(R / 128);
+}
+
+/** One block (a row of length K) as signed limbs and its scale. */
+function limbsOf(row: Float32Array, limbs: Limbs): { hi: number[]; lo: number[]; P: number } {
+  const P = blockScale(row.reduce((m, v) => Math.max(m, Math.abs(v)), 0));
+  const hi = Array.from(row, (v) => saturate(roundEven(v / P)));
+  const rest = Array.from(row, (v, k) => f(v - f(hi[k] * P)));
+  const lo = limbs === 2 ? rest.map((r) => saturate(roundEven(r / f(P / 128)))) : [];
+  return { hi, lo, P };
+}
+
+/** a [R, K] · b [K, N] as the graph computes it: exact integer sums, one cast, power-of-two scales. */
+function referenceProduct(a: Float32Array, b: Float32Array, R: number, K: number, N: number, limbs: Limbs) {
+  const rows = Array.from({ length: R }, (_, i) => limbsOf(a.subarray(i * K, (i + 1) * K), limbs));
+  const cols = Array.from({ length: N }, (_, j) =>
+    limbsOf(
+      Float32Array.from({ length: K }, (_, k) => b[k * N + j]),
+      limbs,
+    ),
+  );
+  const out = new Float32Array(R * N);
+  for (let i = 0; i < R; i++) {
+    for (let j = 0; j < N; j++) {
+      const [x, y] = [rows[i], cols[j]];
+      let hh = 0;
+      let cross = 0;
+      for (let k = 0; k < K; k++) {
+        hh += x.hi[k] * y.hi[k];
+        if (limbs === 2) cross += x.hi[k] * y.lo[k] + x.lo[k] * y.hi[k];
+      }
+      let v = f(f(hh) * x.P);
+      if (limbs === 2) v = f(v + f(f(cross) * f(x.P / 128)));
+      out[i * N + j] = f(v * y.P);
+    }
+  }
+  return { out, rowScale: rows.map((r) => r.P), colScale: cols.map((c) => c.P) };
+}
+
+async function runProduct(a: Float32Array, b: Float32Array, R: number, K: number, N: number, limbs: Limbs) {
+  const g = new GraphBuilder("product");
+  g.output("y", intMatmul2d(g, g.input("a", [R, K]), g.input("b", [K, N]), K, limbs), [R, N]);
+  const model = g.encode();
+  expect(nonPortableOps(model)).to.deep.equal([]);
+  const s = await createSession(model, "cpu");
+  try {
+    return (await s.run({ a: f32(a, [R, K]), b: f32(b, [K, N]) })).y.data as Float32Array;
+  } finally {
+    await s.release();
+  }
+}
+
+/** Deterministic test data: rows of very different magnitudes (each block gets its own scale). */
+function matrix(rows: number, cols: number, seed: number, spread = 1): Float32Array {
+  let x = seed;
+  const next = () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+  return Float32Array.from({ length: rows * cols }, (_, i) => f(next() * 2 ** (Math.floor(i / cols) % 7) * spread));
+}
+
+const bits = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+describe("workloads: exact integer products", function () {
+  for (const limbs of [1, 2] as const) {
+    it(`${limbs} limb(s): the graph's product equals the written-down arithmetic bit for bit`, async function () {
+      const [R, K, N] = [13, 97, 11];
+      const a = matrix(R, K, 7);
+      const b = matrix(K, N, 9, 1e-3);
+      const got = await runProduct(a, b, R, K, N, limbs);
+      expect(bits(got)).to.deep.equal(bits(referenceProduct(a, b, R, K, N, limbs).out));
+    });
+
+    it(`${limbs} limb(s): the error stays within the stated bound`, async function () {
+      const [R, K, N] = [8, 784, 16];
+      const a = matrix(R, K, 3);
+      const b = matrix(K, N, 5, 0.05);
+      const got = await runProduct(a, b, R, K, N, limbs);
+      const { rowScale, colScale } = referenceProduct(a, b, R, K, N, limbs);
+      // each operand is off by at most half a unit of its last limb: P/2 (one limb) or P/256 (two);
+      // two limbs also drop lo·lo (≤ 64·64 units of P·Q/128²) and round the cast (2^−24 relative)
+      const unit = limbs === 1 ? 0.5 : 1 / 256;
+      for (let i = 0; i < R; i++) {
+        for (let j = 0; j < N; j++) {
+          let exact = 0;
+          let absA = 0;
+          let absB = 0;
+          for (let k = 0; k < K; k++) {
+            exact += a[i * K + k] * b[k * N + j];
+            absA += Math.abs(a[i * K + k]);
+            absB += Math.abs(b[k * N + j]);
+          }
+          const [P, Q] = [rowScale[i], colScale[j]];
+          const maxB = 127 * Q;
+          const maxA = 127 * P;
+          let bound = unit * (P * Math.min(K * maxB, absB + K * unit * Q) + Q * absA);
+          if (limbs === 2) bound += (K * 64 * 64 * P * Q) / 128 ** 2;
+          bound += 2 ** -23 * (K * maxA * maxB);
+          expect(Math.abs(got[i * N + j] - exact), `[${i},${j}]`).to.be.at.most(bound);
+        }
+      }
+    });
+  }
+
+  it("two limbs are about 2^8 times closer to the float64 product than one", async function () {
+    const [R, K, N] = [16, 256, 16];
+    const a = matrix(R, K, 11);
+    const b = matrix(K, N, 13, 0.1);
+    const err = async (limbs: Limbs) => {
+      const got = await runProduct(a, b, R, K, N, limbs);
+      let worst = 0;
+      for (let i = 0; i < R; i++) {
+        for (let j = 0; j < N; j++) {
+          let exact = 0;
+          let scale = 0;
+          for (let k = 0; k < K; k++) {
+            exact += a[i * K + k] * b[k * N + j];
+            scale += Math.abs(a[i * K + k] * b[k * N + j]);
+          }
+          worst = Math.max(worst, Math.abs(got[i * N + j] - exact) / scale);
+        }
+      }
+      return worst;
+    };
+    const [one, two] = [await err(1), await err(2)];
+    expect(one).to.be.below(2 ** -6);
+    expect(two).to.be.below(one / 2 ** 6);
+  });
+
+  it("a block holding ∞ or NaN makes exactly its own outputs NaN; the rest are unchanged", async function () {
+    const [R, K, N] = [4, 32, 3];
+    const a = matrix(R, K, 17);
+    const b = matrix(K, N, 19);
+    const clean = await runProduct(a, b, R, K, N, 1);
+    const poisoned = a.slice();
+    poisoned[1 * K + 5] = Infinity;
+    poisoned[3 * K + 0] = NaN;
+    const got = await runProduct(poisoned, b, R, K, N, 1);
+    for (let i = 0; i < R; i++) {
+      for (let j = 0; j < N; j++) {
+        const v = got[i * N + j];
+        if (i === 1 || i === 3) expect(v, `[${i},${j}]`).to.be.NaN;
+        else expect(v, `[${i},${j}]`).to.equal(clean[i * N + j]);
+      }
+    }
+  });
+
+  it("a block beyond 127·2^53 saturates (QuantizeLinear's clamp) instead of wrapping: finite, as written down", async function () {
+    const [R, K, N] = [2, 8, 2];
+    const a = matrix(R, K, 23);
+    a[3] = 1e30;
+    const b = matrix(K, N, 29);
+    const got = await runProduct(a, b, R, K, N, 1);
+    expect(bits(got)).to.deep.equal(bits(referenceProduct(a, b, R, K, N, 1).out));
+    expect(Array.from(got).every(Number.isFinite)).to.equal(true);
+  });
+
+  it("per-atom weight gradients: one integer product per atom, each atom's result independent of the others", async function () {
+    const [A, S, I, O] = [3, 8, 20, 6];
+    const h = matrix(A * S, I, 31);
+    const d = matrix(A * S, O, 37, 1e-2);
+    const run = async (atoms: number, hs: Float32Array, ds: Float32Array) => {
+      const g = new GraphBuilder("wgrad");
+      const out = intWeightGrad(g, g.input("h", ["atoms", S, I]), g.input("d", ["atoms", S, O]), S, 1);
+      g.output("y", out, ["atoms", I, O]);
+      const model = g.encode();
+      expect(nonPortableOps(model)).to.deep.equal([]);
+      const s = await createSession(model, "cpu");
+      const y = (await s.run({ h: f32(hs, [atoms, S, I]), d: f32(ds, [atoms, S, O]) })).y.data as Float32Array;
+      await s.release();
+      return y;
+    };
+    const all = await run(A, h, d);
+    const second = await run(1, h.slice(S * I, 2 * S * I), d.slice(S * O, 2 * S * O));
+    expect(bits(all.slice(I * O, 2 * I * O))).to.deep.equal(bits(second));
+    // and it is the atom's hᵀ·d with one block per atom: compare with the reference on that layout
+    const hT = Float32Array.from({ length: I * S }, (_, n) => h[S * I + (n % S) * I + Math.floor(n / S)]);
+    const ref = referenceWeightGrad(hT, d.slice(S * O, 2 * S * O), I, S, O);
+    expect(bits(second)).to.deep.equal(bits(ref));
+  });
+
+  describe("the integer rule", function () {
+    const u8Input = (g: GraphBuilder, name: string, dims: number[]) => g.input(name, dims, DT.UINT8);
+    const zp = (g: GraphBuilder, v: number) => g.constInt([v], [], DT.UINT8);
+
+    it("refuses MatMulInteger on operands that are not QuantizeLinear limbs (e.g. an int8 input: u8 × s8)", function () {
+      const g = new GraphBuilder("s8");
+      const a = u8Input(g, "a", [2, 2]);
+      const b = g.input("b", [2, 2], 3); // INT8
+      g.output("y", g.op("MatMulInteger", [a, b, zp(g, 128), g.constInt([0], [], 3)]), [2, 2], DT.INT32);
+      expect(nonPortableOps(g.encode())).to.include.members([
+        "MatMulInteger on an operand that is not QuantizeLinear limbs",
+        "MatMulInteger without uint8 zero points 128",
+      ]);
+    });
+
+    it("refuses zero points other than 128, Cast to integer types, ReduceMax and ReduceSum outside their patterns", function () {
+      const g = new GraphBuilder("bad");
+      const x = g.input("x", [2, 2]);
+      const s = g.input("s", [2]);
+      const q = g.op("QuantizeLinear", [x, s, g.op("Expand", [zp(g, 0), g.op("Shape", [s])])], [attrInt("axis", 0)]);
+      g.output("q", q, [2, 2], DT.UINT8);
+      g.output("c", g.op("Cast", [x], [attrInt("to", DT.INT32)]), [2, 2], DT.INT32);
+      g.output("m", g.op("ReduceMax", [x], [attrInt("keepdims", 0)]), []);
+      g.output("r", g.op("ReduceSum", [x], [attrInt("keepdims", 0)]), []);
+      expect(nonPortableOps(g.encode())).to.deep.equal([
+        "Cast to type 6 (only float)",
+        "QuantizeLinear without uint8 zero point 128 (or of an int32 sum)",
+        "ReduceMax of something other than Abs",
+        "ReduceSum of something other than x·0",
+      ]);
+    });
+  });
+});
+
+/** hT [I, S] · d [S, O] with one block for all of hT and one for all of d (a weight gradient's atom). */
+function referenceWeightGrad(hT: Float32Array, d: Float32Array, I: number, S: number, O: number): Float32Array {
+  const whole = (t: Float32Array) => limbsOf(t, 1);
+  // the blocks are the atom's whole h and d: quantize the flat tensors, keep the layout
+  const [qh, qd] = [whole(hT), whole(d)];
+  const out = new Float32Array(I * O);
+  const scale = f(qh.P * qd.P);
+  for (let i = 0; i < I; i++) {
+    for (let o = 0; o < O; o++) {
+      let sum = 0;
+      for (let s = 0; s < S; s++) sum += qh.hi[i * S + s] * qd.hi[s * O + o];
+      out[i * O + o] = f(f(sum) * scale);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,138 @@
+// Exact integer products. A template's large contractions run on MatMulInteger with uint8 operands
+// and zero points 128 (signed values in [−128, 127]): the int32 sums are exact, so the kernel's order,
+// blocking and SIMD width cannot change a bit, and u8 × u8 cannot saturate (u8 × s8 can before VNNI).
+// Float operands become block floating point: every block (one row's or column's slice along the
+// contraction axis) shares a power-of-two scale P with max|x| ≤ 127·P, and each element is stored as
+// limbs: hi = round(x/P) in [−127, 127] and, with two limbs, lo = round((x − hi·P)·128/P) in [−64, 64].
+// Because P is a power of two, x/P is exact and QuantizeLinear's round-half-to-even is fixed by IEEE 754
+// alone. Format, error analysis and measurements: docs/WORKLOADS.md.
+import { GraphBuilder, attrInt, attrInts } from "./builder.ts";
+import { DT } from "./schema.ts";
+import { scalar } from "./exact.ts";
+
+/** Limbs per operand: 1 (8-bit block floating point) or 2 (about 15 bits, three integer products' work). */
+export type Limbs = 1 | 2;
+
+/** A 2-D operand as uint8 limbs (value + 128) and its power-of-two block scales (1-D). */
+export type Quantized = { hi: string; lo?: string; scale: string };
+
+/** Zero point of every integer operand: uint8 v stands for v − 128. */
+export const ZERO_POINT = 128;
+/** Block maxima are taken in [2^−93, 2^60]: scales (and scales over 128) stay normal floats, and a block
+ * beyond 127·2^53 saturates (QuantizeLinear clamps to [0, 255], the same on every device). */
+const AMAX_MIN = 2 ** -93;
+const AMAX_MAX = 2 ** 60;
+/** Veltkamp's splitter for one significant bit of a float32 (2^(24−1) + 1). */
+const ONE_BIT_SPLITTER = 2 ** 23 + 1;
+/** Every int32 sum stays exact: Σ hi·hi while K·128² < 2^31, the cross sum Σ (hi·lo + lo·hi) while 2·K·128² < 2^31. */
+export const MAX_K_ONE_LIMB = Math.floor((2 ** 31 - 1) / 128 ** 2);
+export const MAX_K_TWO_LIMBS = Math.floor(MAX_K_ONE_LIMB / 2);
+
+function shared(g: GraphBuilder, key: string, make: () => string): string {
+  let name = g.shared.get(key);
+  if (!name) g.shared.set(key, (name = make()));
+  return name;
+}
+
+const zeroPoint = (g: GraphBuilder) => shared(g, "u8:zp", () => g.constInt([ZERO_POINT], [], DT.UINT8));
+const i64 = (g: GraphBuilder, v: number[]) => shared(g, `i64:${v.join(",")}`, () => g.constInt64(v));
+
+/** Per-axis zero points: onnxruntime wants one per scale, so the scalar 128 is expanded to the scale's shape. */
+const zeroPoints = (g: GraphBuilder, scale: string) => g.op("Expand", [zeroPoint(g), g.op("Shape", [scale])]);
+
+/**
+ * The smallest power of two P with a ≤ 127·P for a = amax clamped to [AMAX_MIN, AMAX_MAX], per element:
+ * R = a rounded to one significant bit (Veltkamp: γ = a·(2^23+1), R = γ + (a − γ), a power of two within
+ * a factor 4/3 of a), then P = R/128, or R/64 when a > 127·R/128. Six IEEE operations, no search.
+ */
+function blockScale(g: GraphBuilder, amax: string): string {
+  const clampLow = g.op("Where", [g.op("Less", [amax, scalar(g, AMAX_MIN)]), scalar(g, AMAX_MIN), amax]);
+  const a = g.op("Where", [g.op("Greater", [clampLow, scalar(g, AMAX_MAX)]), scalar(g, AMAX_MAX), clampLow]);
+  const gamma = g.op("Mul", [a, scalar(g, ONE_BIT_SPLITTER)]);
+  const R = g.op("Add", [gamma, g.op("Sub", [a, gamma])]);
+  const over = g.op("Greater", [a, g.op("Mul", [R, scalar(g, 127 / 128)])]);
+  return g.op("Mul", [R, g.op("Where", [over, scalar(g, 1 / 64), scalar(g, 1 / 128)])]);
+}
+
+/**
+ * A 2-D tensor t [R, K] quantized in blocks, one per row (the contraction axis K is the last), so the scale
+ * is 1-D [R] (onnxruntime's per-axis kernels are fast along the outer axis only: per column, transpose first).
+ * A block holding ±∞ or NaN gets the scale NaN (its Σ t·0 is NaN whatever the order; a finite block's is 0):
+ * its limbs are whatever the device makes of NaN, but every product with them is NaN on every device, so
+ * such a step's state is refused everywhere.
+ */
+export function quantizeRows(g: GraphBuilder, t: string, limbs: Limbs): Quantized {
+  const amax = g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [1]), attrInt("keepdims", 0)]);
+  const poison = g.op("ReduceSum", [g.op("Mul", [t, scalar(g, 0)]), i64(g, [1])], [attrInt("keepdims", 0)]);
+  const scale = g.op("Add", [blockScale(g, amax), poison]);
+  const zp = zeroPoints(g, scale);
+  const hi = g.op("QuantizeLinear", [t, scale, zp], [attrInt("axis", 0)]);
+  if (limbs === 1) return { hi, scale };
+  const back = g.op("DequantizeLinear", [hi, scale, zp], [attrInt("axis", 0)]);
+  const rest = g.op("Sub", [t, back]); // exact, |rest| ≤ P/2
+  const lo = g.op("QuantizeLinear", [rest, g.op("Mul", [scale, scalar(g, 1 / 128)]), zp], [attrInt("axis", 0)]);
+  return { hi, lo, scale };
+}
+
+/** Limbs of a quantized operand moved by the same data movement (they are uint8: cheap to move). */
+const mapLimbs = (q: Quantized, f: (u8: string) => string): Quantized => ({
+  hi: f(q.hi),
+  lo: q.lo && f(q.lo),
+  scale: q.scale,
+});
+
+const mmi = (g: GraphBuilder, a: string, b: string) => g.op("MatMulInteger", [a, b, zeroPoint(g), zeroPoint(g)]);
+
+/**
+ * Σ_k a_k·b_k of limbs a [..., M, K] and b [..., K, N] (MatMul broadcasting) in int32, returned as the terms
+ * to scale: one limb [Σ hi·hi]; two limbs [Σ hi·hi, Σ (hi·lo + lo·hi)] with the second worth 1/128 of the
+ * first (the lo·lo term, below 2^−14 of the largest product, is left out; the cross terms are one product
+ * over the concatenated axis). Every sum is exact.
+ */
+function integerSums(g: GraphBuilder, a: Quantized, b: Quantized, K: number, aRank: number, bRank: number): string[] {
+  if (Boolean(a.lo) !== Boolean(b.lo)) throw new Error("both operands need the same number of limbs");
+  const maxK = a.lo ? MAX_K_TWO_LIMBS : MAX_K_ONE_LIMB;
+  if (K > maxK) throw new Error(`contraction length ${K} exceeds ${maxK}: the int32 sum could overflow`);
+  const hh = mmi(g, a.hi, b.hi);
+  if (!a.lo) return [hh];
+  const cat = (x: string, y: string, axis: number) => g.op("Concat", [x, y], [attrInt("axis", axis)]);
+  return [hh, mmi(g, cat(a.hi, a.lo, aRank - 1), cat(b.lo!, b.hi, bRank - 2))];
+}
+
+/**
+ * Σ of int32 terms times a scale along axis 0 (1-D, powers of two), the k-th term worth 128^−k: each
+ * term dequantized in one pass (a correctly rounded cast times a power of two), then added in order.
+ */
+function scaleSums(g: GraphBuilder, sums: string[], scale: string): string {
+  const deq = (t: string, s: string) => g.op("DequantizeLinear", [t, s], [attrInt("axis", 0)]);
+  let out = deq(sums[0], scale);
+  if (sums[1]) out = g.op("Add", [out, deq(sums[1], g.op("Mul", [scale, scalar(g, 1 / 128)]))]);
+  return out;
+}
+
+const transpose2d = (g: GraphBuilder, t: string) => g.op("Transpose", [t], [attrInts("perm", [1, 0])]);
+
+/**
+ * a [R, K] · b [K, N] → float [R, N]: a quantized per row, b per column (as rows of bᵀ), the exact integer
+ * sums scaled by a's row scale in one pass, then by b's column scale (both powers of two: exact).
+ */
+export function intMatmul2d(g: GraphBuilder, a: string, b: string, K: number, limbs: Limbs): string {
+  const qa = quantizeRows(g, a, limbs);
+  const qb = mapLimbs(quantizeRows(g, transpose2d(g, b), limbs), (u8) => transpose2d(g, u8));
+  return g.op("Mul", [scaleSums(g, integerSums(g, qa, qb, K, 2, 2), qa.scale), qb.scale]);
+}
+
+/**
+ * Per-atom Σ_s h[a, s, i]·d[a, s, o] → float [A, I, O] (a weight gradient): h and d each quantized with one
+ * block per atom (the atom's rows), so the product's scale is one per atom and the A integer products
+ * (one batched call) are dequantized in one pass.
+ */
+export function intWeightGrad(g: GraphBuilder, h: string, d: string, S: number, limbs: Limbs): string {
+  const flat = (t: string) => g.op("Reshape", [t, i64(g, [0, -1])]); // [A, S·n]: one block per atom
+  const qh = quantizeRows(g, flat(h), limbs);
+  const qd = quantizeRows(g, flat(d), limbs);
+  const unflat = (u8: string, like: string) => g.op("Reshape", [u8, g.op("Shape", [like])]);
+  const hT = mapLimbs(qh, (u8) => g.op("Transpose", [unflat(u8, h)], [attrInts("perm", [0, 2, 1])])); // [A, I, S]
+  const dS = mapLimbs(qd, (u8) => unflat(u8, d)); // [A, S, O]
+  return scaleSums(g, integerSums(g, hT, dS, S, 3, 3), g.op("Mul", [qh.scale, qd.scale]));
+}
