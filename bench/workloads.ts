@@ -1,9 +1,17 @@
 // Training throughput of every workload template on this machine's CPU (1 onnxruntime thread), and
-// what the portable arithmetic (issue 12) costs against the former MatMul/Softmax graphs.
+// what the portable arithmetic costs against ordinary float graphs (MatMul/Softmax kernels, kept in
+// bench/legacyGraphs.ts for comparison only): per template, side by side in one run (issue 20).
 // `node bench/workloads.ts` prints `name: value` lines.
 import { execFileSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
-import { createTrainer, listTemplates, loadTemplate, stateHash, type Template } from "../workloads/index.ts";
+import {
+  buildTemplate,
+  createTrainer,
+  listTemplates,
+  loadTemplate,
+  stateHash,
+  type Template,
+} from "../workloads/index.ts";
 import { buildGraphs as legacyGraphs } from "./legacyGraphs.ts";
 
 const SEED = "0x" + "5e".repeat(32);
@@ -44,12 +52,21 @@ const round = (x: number) => Math.round(x * 100) / 100;
 /** The same template with the former (kernel-dependent) graphs, for comparison only. */
 const legacy = (t: Template): Template => ({ ...t, graphs: legacyGraphs(t.descriptor) });
 
-/** Median ms per logical step over `rounds` alternating rounds of portable vs legacy (same load for both). */
-async function portableVsLegacy(t: Template, rounds = 5): Promise<{ portable: number; legacy: number }> {
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+/** Median ms per logical step over `rounds` alternating rounds of portable vs float (same load for both). */
+const portableVsLegacy = (t: Template, rounds = 5) => alternating(t, legacy(t), rounds);
+const integerVsTree = (t: Template, tree: Template) => alternating(t, tree, 5);
+
+async function alternating(
+  t: Template,
+  other: Template,
+  rounds: number,
+): Promise<{ portable: number; legacy: number }> {
   const ms = { portable: [] as number[], legacy: [] as number[] };
   for (let r = 0; r < rounds; r++) {
     ms.portable.push(1000 / (await stepsPerSecond(t)));
-    ms.legacy.push(1000 / (await stepsPerSecond(legacy(t))));
+    ms.legacy.push(1000 / (await stepsPerSecond(other)));
   }
   const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   return { portable: median(ms.portable), legacy: median(ms.legacy) };
@@ -70,13 +87,13 @@ async function stepMemoryMiB(name: string): Promise<number> {
   return grown / 2 ** 20;
 }
 
-/** Held-out accuracy after the usual 600-step job (what `npm start` trains). */
-async function accuracyAfter(t: Template, steps: number): Promise<number> {
+/** Held-out metric after the usual 600-step job (what `npm start` trains). */
+async function heldoutAfter(t: Template, steps: number): Promise<{ loss: number; accuracy: number }> {
   const tr = await createTrainer(t);
   try {
     let s = tr.initialState(SEED);
     while (s.step < steps) s = (await tr.trainStep(s, SEED, s.step + 1)).state;
-    return (await tr.evaluate(s)).accuracy;
+    return await tr.evaluate(s);
   } finally {
     await tr.close();
   }
@@ -95,13 +112,26 @@ export async function benchWorkloads(): Promise<Record<string, number>> {
     out[`agent_steps_per_second_${name}_capped_1_atom`] = round(await stepsPerSecond(t, 1));
     out[`state_hash_ms_${name}`] = round(await stateHashMs(t));
   }
+  for (const t of listTemplates()) {
+    const name = t.descriptor.name;
+    const { portable, legacy: float } = await portableVsLegacy(t);
+    out[`portable_step_ms_${name}`] = round(portable);
+    out[`float_step_ms_${name}`] = round(float);
+    out[`portable_step_overhead_${name}`] = round(portable / float); // target ≤ 1.5
+    out[`train_steps_per_second_${name}`] = round(1000 / portable);
+    const [mine, theirs] = [await heldoutAfter(t, 600), await heldoutAfter(legacy(t), 600)];
+    out[`heldout_accuracy_600_steps_${name}`] = round3(mine.accuracy);
+    out[`float_heldout_accuracy_600_steps_${name}`] = round3(theirs.accuracy);
+    out[`heldout_loss_600_steps_${name}`] = round3(mine.loss);
+    out[`float_heldout_loss_600_steps_${name}`] = round3(theirs.loss);
+  }
+  // what the integer products replaced: the elementwise float tree (issue 12's portable products)
   const mnist = loadTemplate("mnist-mlp");
-  const { portable, legacy: before } = await portableVsLegacy(mnist);
-  out["portable_step_ms_mnist-mlp"] = round(portable);
-  out["legacy_step_ms_mnist-mlp"] = round(before);
-  out["portable_step_overhead_mnist-mlp"] = round(portable / before); // target ≤ 2.0
+  const tree = buildTemplate({ ...mnist.descriptor, arithmetic: undefined });
+  const { portable: integer, legacy: treeMs } = await integerVsTree(mnist, tree);
+  out["tree_step_ms_mnist-mlp"] = round(treeMs);
+  out["integer_speedup_over_tree_mnist-mlp"] = round(treeMs / integer);
   out["step_peak_memory_mib_mnist-mlp"] = round(stepMemoryInChild("mnist-mlp"));
-  out["heldout_accuracy_600_steps_mnist-mlp"] = round((await accuracyAfter(mnist, 600)) * 1000) / 1000;
   return out;
 }
 

@@ -41,6 +41,7 @@ export class GraphBuilder {
   private outputs: object[] = [];
   private inits: object[] = [];
   private counter = 0;
+  private aliases = new Map<string, string>();
   /** Constants shared by value within this graph (see onnx/exact.ts). */
   readonly shared = new Map<string, string>();
 
@@ -53,10 +54,27 @@ export class GraphBuilder {
     return name;
   }
 
-  /** Marks `value` as a graph output called `name` (adds an Identity when the names differ). */
+  /**
+   * Marks `value` as a graph output called `name`. A value a node of this graph made is renamed in place (an
+   * Identity would copy the whole tensor); a graph input, constant or already-output value gets an Identity.
+   */
   output(name: string, value: string, dims?: Dim[], elemType: number = DT.FLOAT): void {
-    if (value !== name) this.op("Identity", [value], [], name);
+    value = this.aliases.get(value) ?? value;
+    if (value !== name && !this.rename(value, name)) this.op("Identity", [value], [], name);
     this.outputs.push(valueInfo(name, elemType, dims));
+  }
+
+  private rename(value: string, name: string): boolean {
+    type N = { input: string[]; output: string[]; name: string };
+    const nodes = this.nodes as N[];
+    const maker = nodes.find((n) => n.output.includes(value));
+    const isOutput = this.outputs.some((o) => (o as { name: string }).name === value);
+    if (!maker || isOutput) return false;
+    maker.output = maker.output.map((o) => (o === value ? name : o));
+    if (maker.name === value) maker.name = name;
+    for (const n of nodes) n.input = n.input.map((i) => (i === value ? name : i));
+    this.aliases.set(value, name); // later references to the old name follow it
+    return true;
   }
 
   constFloat(values: number[], dims: number[]): string {
@@ -92,6 +110,7 @@ export class GraphBuilder {
 
   /** Adds one node with several named outputs (e.g. Scan). */
   opMulti(opType: string, inputs: string[], attrs: Attr[], outputs: string[]): void {
+    inputs = inputs.map((i) => this.aliases.get(i) ?? i);
     this.nodes.push({ opType, input: inputs, output: outputs, attribute: attrs, name: outputs[0] });
   }
 

@@ -3,6 +3,7 @@
 // over an axis is a fixed tree of elementwise Adds, so no kernel, SIMD width, FMA or device can
 // change a bit (the rule and its reasons are in workloads/README.md).
 import { GraphBuilder, attrInt, attrInts } from "./builder.ts";
+import { DT } from "./schema.ts";
 
 /**
  * Elements one product tensor of a contraction should hold (at the largest micro-batch): small enough
@@ -147,16 +148,23 @@ function horner(g: GraphBuilder, x: string, coeffs: number[]): string {
   return p;
 }
 
-/** 2^−n for integer-valued n in [0, 127], as a product of exact powers of two picked by n's bits. */
+/**
+ * 2^−n for integer-valued n in [0, −EXP_MIN·log₂e + 1]: n cast to an index (exact: n is a whole number)
+ * and looked up in a table of exact powers of two.
+ */
 function pow2Neg(g: GraphBuilder, n: string): string {
-  let scale = "";
-  for (let bit = 64; bit >= 1; bit /= 2) {
-    const set = g.op("GreaterOrEqual", [n, f32(g, bit)]);
-    const factor = g.op("Where", [set, f32(g, 2 ** -bit), f32(g, 1)]);
-    scale = scale ? g.op("Mul", [scale, factor]) : factor;
-    if (bit > 1) n = g.op("Sub", [n, g.op("Where", [set, f32(g, bit), f32(g, 0)])]);
-  }
-  return scale;
+  const size = Math.ceil(-EXP_MIN * LOG2E) + 2;
+  const key = `pow2neg:${size}`;
+  let table = g.shared.get(key);
+  if (!table)
+    g.shared.set(
+      key,
+      (table = g.constFloat(
+        Array.from({ length: size }, (_, i) => 2 ** -i),
+        [size],
+      )),
+    );
+  return g.op("Gather", [table, g.op("Cast", [n], [attrInt("to", DT.INT64)])]);
 }
 
 /** e^x for x ≤ 0 (inputs below −80 are taken as −80; e^−80 ≈ 2e−35 is still a normal float). */

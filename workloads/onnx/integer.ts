@@ -18,10 +18,12 @@ export type Quantized = { hi: string; lo?: string; scale: string };
 
 /** Zero point of every integer operand: uint8 v stands for v − 128. */
 export const ZERO_POINT = 128;
-/** Block maxima are taken in [2^−93, 2^60]: scales (and scales over 128) stay normal floats, and a block
- * beyond 127·2^53 saturates (QuantizeLinear clamps to [0, 255], the same on every device). */
+/**
+ * Block maxima below 2^−93 are taken as 2^−93, so scales (and scales over 128) stay normal floats: devices
+ * that flush subnormals agree. Above about 2^104 the one-bit split overflows: the scale is ∞ and the block's
+ * products NaN on every device (a value that large means the run has diverged; its state is refused).
+ */
 const AMAX_MIN = 2 ** -93;
-const AMAX_MAX = 2 ** 60;
 /** Veltkamp's splitter for one significant bit of a float32 (2^(24−1) + 1). */
 const ONE_BIT_SPLITTER = 2 ** 23 + 1;
 /** Every int32 sum stays exact: Σ hi·hi while K·128² < 2^31, the cross sum Σ (hi·lo + lo·hi) while 2·K·128² < 2^31. */
@@ -41,13 +43,12 @@ const i64 = (g: GraphBuilder, v: number[]) => shared(g, `i64:${v.join(",")}`, ()
 const zeroPoints = (g: GraphBuilder, scale: string) => g.op("Expand", [zeroPoint(g), g.op("Shape", [scale])]);
 
 /**
- * The smallest power of two P with a ≤ 127·P for a = amax clamped to [AMAX_MIN, AMAX_MAX], per element:
- * R = a rounded to one significant bit (Veltkamp: γ = a·(2^23+1), R = γ + (a − γ), a power of two within
- * a factor 4/3 of a), then P = R/128, or R/64 when a > 127·R/128. Six IEEE operations, no search.
+ * The smallest power of two P with a ≤ 127·P for a = max(amax, AMAX_MIN), per element: R = a rounded to one
+ * significant bit (Veltkamp: γ = a·(2^23+1), R = γ + (a − γ), a power of two within a factor 4/3 of a),
+ * then P = R/128, or R/64 when a > 127·R/128. A handful of IEEE operations, no search.
  */
 function blockScale(g: GraphBuilder, amax: string): string {
-  const clampLow = g.op("Where", [g.op("Less", [amax, scalar(g, AMAX_MIN)]), scalar(g, AMAX_MIN), amax]);
-  const a = g.op("Where", [g.op("Greater", [clampLow, scalar(g, AMAX_MAX)]), scalar(g, AMAX_MAX), clampLow]);
+  const a = g.op("Where", [g.op("Less", [amax, scalar(g, AMAX_MIN)]), scalar(g, AMAX_MIN), amax]);
   const gamma = g.op("Mul", [a, scalar(g, ONE_BIT_SPLITTER)]);
   const R = g.op("Add", [gamma, g.op("Sub", [a, gamma])]);
   const over = g.op("Greater", [a, g.op("Mul", [R, scalar(g, 127 / 128)])]);

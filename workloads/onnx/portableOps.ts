@@ -24,7 +24,7 @@ const CONTROL = ["Scan"];
 /**
  * Exact integer products (onnx/integer.ts), under the conditions `integerProblems` checks: uint8 × uint8
  * MatMulInteger on QuantizeLinear limbs with zero points 128 (u8 × s8 saturates before VNNI), Cast only to
- * float, ReduceMax only of magnitudes (max is exact; |x| has no −0), ReduceSum only of x·0 (0 or NaN in any
+ * float (or to int64 of a Floor: a table index), ReduceMax only of magnitudes (max is exact; |x| has no −0), ReduceSum only of x·0 (0 or NaN in any
  * order), Shape (metadata).
  */
 const INTEGER = ["MatMulInteger", "Cast", "QuantizeLinear", "DequantizeLinear", "ReduceMax", "ReduceSum", "Shape"];
@@ -86,10 +86,15 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     const c = n?.opType === "Mul" ? inits.get(n.input?.[1]) : undefined;
     return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && c.floatData[0] === 0;
   };
+  const isNegFloor = (name: string | undefined) =>
+    madeBy(name, "Neg") && madeBy(producer.get(name!)!.input?.[0], "Floor");
   for (const n of nodes) {
     const [a, b, za, zb] = n.input ?? [];
     // QuantizeLinear/DequantizeLinear: (x, scale, zero point); MatMulInteger: (a, b, a's, b's zero point)
-    if (n.opType === "Cast" && intAttr(n, "to") !== DT.FLOAT) out.push(`Cast to type ${intAttr(n, "to")} (only float)`);
+    const wholeIndex = intAttr(n, "to") === DT.INT64 && (madeBy(a, "Floor") || isNegFloor(a));
+    if (n.opType === "Cast" && intAttr(n, "to") !== DT.FLOAT && !wholeIndex) {
+      out.push(`Cast to type ${intAttr(n, "to")} (only float, or int64 of a Floor)`);
+    }
     if (n.opType === "MatMulInteger") {
       if (!isLimb(a) || !isLimb(b)) out.push("MatMulInteger on an operand that is not QuantizeLinear limbs");
       if (!isConst128(za) || !isConst128(zb)) out.push("MatMulInteger without uint8 zero points 128");
