@@ -5,7 +5,7 @@ import { GraphBuilder, attrInt, attrInts } from "../workloads/onnx/builder.ts";
 import { DT } from "../workloads/onnx/schema.ts";
 import type { TemplateDescriptor, TemplateGraphs } from "../workloads/types.ts";
 // What the two formulations share to the letter: the parameters and the reduce and update graphs.
-import { graphsWith, mlpForward, mlpGraph, type Forward } from "../workloads/graphs.ts";
+import { graphsWith, mlpForward, mlpGraph, type Forward } from "../workloads/families/mlp/graphs.ts";
 
 /** x: [..., features] → logits [..., classes] with MatMul and Relu kernels. */
 function forward(g: GraphBuilder, params: string[], x: string): Forward {

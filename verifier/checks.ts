@@ -556,8 +556,7 @@ export const EVAL_FALSE_ALARM_RATE = 1e-4;
 const EVAL_Z = 3.719;
 
 /** Held-out examples the template's evaluation scores (data.ts holds out heldoutPerClass of every class). */
-export const heldoutCount = (t: Template): number =>
-  t.descriptor.data.heldoutPerClass * t.descriptor.layers[t.descriptor.layers.length - 1];
+export const heldoutCount = (t: Template): number => t.descriptor.data.heldoutPerClass * t.family.classes(t.descriptor);
 
 /**
  * The largest accuracy drop the rule lets pass: the template's maxRegression (how much honest SGD may truly lose

@@ -9,31 +9,12 @@
  */
 import { createSession, f32, type Feeds } from "../workloads/runtime.ts";
 import { gather, loadDataset } from "../workloads/data.ts";
-import { mlpForward, mlpGraph } from "../workloads/graphs.ts";
-import { attrInt, attrInts } from "../workloads/onnx/builder.ts";
-import { DT } from "../workloads/onnx/schema.ts";
 import type { EvalResult, Template, TrainingState } from "../workloads/index.ts";
 
 export type RuleEvaluator = (state: TrainingState) => Promise<EvalResult>;
 
-/** params, x [n, F], y [n, C] (one-hot) → loss (mean NLL) and accuracy (fraction whose label logit is the max). */
-export function buildRuleEvalGraph(t: Template): Uint8Array {
-  const d = t.descriptor;
-  const { g, params, F, C } = mlpGraph(d, "rule-evaluate");
-  const x = g.input("x", ["n", F]);
-  const y = g.input("y", ["n", C]);
-  const affine = (h: string, l: number) => g.op("Add", [g.op("MatMul", [h, params[2 * l]]), params[2 * l + 1]]);
-  const fw = mlpForward(params.length / 2, x, affine, (p) => g.op("Relu", [p]));
-  const logp = g.op("LogSoftmax", [fw.logits], [attrInt("axis", -1)]);
-  const sumLast = (v: string) => g.op("ReduceSum", [v, g.constInt64([-1])], [attrInt("keepdims", 0)]);
-  const nll = g.op("Neg", [sumLast(g.op("Mul", [y, logp]))]);
-  const labelLogit = sumLast(g.op("Mul", [y, fw.logits]));
-  const top = g.op("ReduceMax", [fw.logits], [attrInts("axes", [-1]), attrInt("keepdims", 0)]);
-  const correct = g.op("Cast", [g.op("GreaterOrEqual", [labelLogit, top])], [attrInt("to", DT.FLOAT)]);
-  g.output("loss", g.op("ReduceMean", [nll], [attrInt("keepdims", 0)]), []);
-  g.output("accuracy", g.op("ReduceMean", [correct], [attrInt("keepdims", 0)]), []);
-  return g.encode();
-}
+/** The template's held-out evaluation on float kernels, as its model family builds it. */
+export const buildRuleEvalGraph = (t: Template): Uint8Array => t.family.floatEvalGraph(t.descriptor);
 
 /** One evaluator per template and process: the session and the held-out feeds are built once. */
 const evaluators = new Map<string, Promise<RuleEvaluator>>();

@@ -1,7 +1,7 @@
 // The approved workload templates and their content-hash identity (templateId).
 import { createHash } from "node:crypto";
 import { UnknownTemplateError } from "./errors.ts";
-import { buildGraphs, paramSpecs } from "./graphs.ts";
+import { familyOf } from "./families/registry.ts";
 import { assertPortable } from "./onnx/portableOps.ts";
 import type { Template, TemplateDescriptor } from "./types.ts";
 
@@ -9,6 +9,7 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
   {
     name: "mnist-mlp",
     version: 2,
+    family: "mlp",
     layers: [784, 64, 10],
     globalBatch: 64,
     atomSize: 8,
@@ -23,6 +24,7 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
   {
     name: "blobs-tiny",
     version: 1,
+    family: "mlp",
     layers: [8, 16, 4],
     globalBatch: 16,
     atomSize: 4,
@@ -69,7 +71,7 @@ export function computeTemplateId(d: TemplateDescriptor, g: Template["graphs"]):
 }
 
 export function validateDescriptor(d: TemplateDescriptor): void {
-  if (d.layers.length < 2 || d.layers.some((n) => !Number.isInteger(n) || n < 1)) throw new Error("bad layers");
+  familyOf(d).validate(d);
   if (d.globalBatch % d.atomSize !== 0) throw new Error("globalBatch must be a multiple of atomSize");
   if (d.data.trainCount < d.globalBatch) throw new Error("training split smaller than one batch");
   const limbs = d.arithmetic?.limbs;
@@ -80,12 +82,14 @@ export function validateDescriptor(d: TemplateDescriptor): void {
 /** Builds the graphs and the id of a descriptor (pure; also used for custom descriptors in tests). */
 export function buildTemplate(d: TemplateDescriptor): Template {
   validateDescriptor(d);
-  const graphs = buildGraphs(d);
+  const family = familyOf(d);
+  const graphs = family.graphs(d);
   for (const [kind, bytes] of Object.entries(graphs)) assertPortable(`${d.name} ${kind} graph`, bytes);
   return {
     descriptor: d,
+    family,
     templateId: computeTemplateId(d, graphs),
-    params: paramSpecs(d.layers),
+    params: family.params(d),
     atomsPerStep: d.globalBatch / d.atomSize,
     graphs,
   };

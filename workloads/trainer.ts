@@ -32,13 +32,11 @@ const count = (dims: number[]) => dims.reduce((a, b) => a * b, 1);
 export function stepMemoryBytes(t: Template, m: number): number {
   const params = t.params.reduce((s, p) => s + count(p.dims), 0);
   const d = t.descriptor;
-  const widths = d.layers.reduce((a, b) => a + b, 0);
   const fixed = 5 * params * BYTES; // weights, momentum, accumulator, new weights, new momentum
-  // per atom: two copies of its gradients (graph output + Scan input), inputs and ~4 activation buffers per layer,
-  // and its share of the product groups alive in a contraction (sized for a full batch: onnx/exact.ts)
+  // per atom: two copies of its gradients (graph output + Scan input), its samples' activations (the family's
+  // estimate), and its share of the product groups alive in a contraction (sized for a full batch: onnx/exact.ts)
   const products = (PRODUCTS_ALIVE * GROUP_ELEMENTS) / t.atomsPerStep;
-  const perAtom =
-    (2 * params + d.atomSize * (d.layers[0] + d.layers[d.layers.length - 1] + 4 * widths) + products) * BYTES;
+  const perAtom = (2 * params + d.atomSize * t.family.activationFloatsPerSample(d) + products) * BYTES;
   return fixed + m * perAtom;
 }
 

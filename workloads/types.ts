@@ -4,6 +4,8 @@
 export type TemplateDescriptor = {
   name: string;
   version: number;
+  /** The model family that builds the graphs (workloads/families/registry.ts). */
+  family: "mlp";
   /** Layer widths: [features, ...hidden, classes]; ReLU between layers, softmax cross-entropy at the end. */
   layers: number[];
   globalBatch: number;
@@ -38,6 +40,8 @@ export type TemplateGraphs = { gradient: Uint8Array; reduce: Uint8Array; update:
 
 export type Template = {
   descriptor: TemplateDescriptor;
+  /** What the rest of the system asks about the model (workloads/families/types.ts). */
+  family: ModelFamily;
   templateId: string;
   params: ParamSpec[];
   atomsPerStep: number;
@@ -59,3 +63,31 @@ export type Dataset = {
   trainCount: number;
   heldoutCount: number;
 };
+
+/**
+ * What a model family answers for the rest of the system (one folder per family under workloads/families/).
+ * The coordinator, the verifier, the agent and the dashboard ask a template's family; none reads a family's
+ * internals (layer lists, shapes).
+ */
+export interface ModelFamily {
+  /** The descriptor's `family` value. */
+  readonly kind: string;
+  /** Throws a plain Error naming what is wrong with a descriptor of this family. */
+  validate(d: TemplateDescriptor): void;
+  /** Parameter tensors in state order; 2-D tensors are initialised He-uniform with fan-in dims[0]. */
+  params(d: TemplateDescriptor): ParamSpec[];
+  /** The four portable graphs (gradient, reduce, update, evaluate); only portable ops (onnx/portableOps.ts). */
+  graphs(d: TemplateDescriptor): TemplateGraphs;
+  /**
+   * The same model's held-out evaluation on ordinary float kernels (MatMul, LogSoftmax, …): several times cheaper,
+   * not bitwise portable. The verifiers' per-checkpoint escalation rule uses it (verifier/ruleEval.ts); verdicts use
+   * the portable evaluate graph.
+   */
+  floatEvalGraph(d: TemplateDescriptor): Uint8Array;
+  /** Multiply-adds of one logical step, forward and backward (the coordinator's step-time estimate). */
+  macsPerStep(d: TemplateDescriptor): number;
+  /** Floats one sample keeps alive during a gradient call (inputs, activations, their gradients): memory estimate. */
+  activationFloatsPerSample(d: TemplateDescriptor): number;
+  /** Output classes (the held-out split holds data.heldoutPerClass of each). */
+  classes(d: TemplateDescriptor): number;
+}

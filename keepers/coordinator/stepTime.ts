@@ -6,13 +6,8 @@
 import { expectedStepMs } from "./decide.ts";
 import { loadTemplate, microBatchForMemory, UnknownTemplateError, type Template } from "../../workloads/index.ts";
 
-/** Multiply-adds of one step: forward and backward (×3) over the global batch. */
-export function macsPerStep(t: Template): number {
-  const l = t.descriptor.layers;
-  let perSample = 0;
-  for (let i = 0; i + 1 < l.length; i++) perSample += l[i] * l[i + 1];
-  return 3 * t.descriptor.globalBatch * perSample;
-}
+/** Multiply-adds of one step, forward and backward, as the template's model family counts them. */
+export const macsPerStep = (t: Template): number => t.family.macsPerStep(t.descriptor);
 
 /** Micro-batches per step on `memoryMiB` (every atom on its own when even one does not fit: the slowest case). */
 export function microBatches(t: Template, memoryMiB: number): number {

@@ -75,6 +75,19 @@ export function quantizeRows(g: GraphBuilder, t: string, limbs: Limbs): Quantize
   return { hi, lo, scale };
 }
 
+/**
+ * t [R, K] rounded to its block floating point value, as a float tensor (hi·P, plus lo·P/128 with two limbs):
+ * what the integer product multiplies, for float-kernel formulations of the same model (the verifiers'
+ * escalation rule, the bench). Not portable by itself when it feeds a float MatMul.
+ */
+export function blockRoundRows(g: GraphBuilder, t: string, limbs: Limbs): string {
+  const q = quantizeRows(g, t, limbs);
+  const back = (u8: string, scale: string) =>
+    g.op("DequantizeLinear", [u8, scale, zeroPoints(g, scale)], [attrInt("axis", 0)]);
+  const hi = back(q.hi, q.scale);
+  return q.lo ? g.op("Add", [hi, back(q.lo, g.op("Mul", [q.scale, scalar(g, 1 / 128)]))]) : hi;
+}
+
 /** Limbs of a quantized operand moved by the same data movement (they are uint8: cheap to move). */
 const mapLimbs = (q: Quantized, f: (u8: string) => string): Quantized => ({
   hi: f(q.hi),

@@ -1,7 +1,7 @@
 // The four ONNX graphs of an MLP template. All training arithmetic (forward, loss, backward,
 // gradient reduction, optimizer) happens inside these graphs, run by onnxruntime, and uses only
 // portable ops (onnx/portableOps.ts): the same bits on every CPU family and device.
-import { GraphBuilder, attrGraph, attrInt } from "./onnx/builder.ts";
+import { GraphBuilder, attrGraph, attrInt } from "../../onnx/builder.ts";
 import {
   concat,
   contract,
@@ -16,9 +16,9 @@ import {
   sumAxis,
   transpose,
   unsqueeze,
-} from "./onnx/exact.ts";
-import { intMatmul2d, intWeightGrad } from "./onnx/integer.ts";
-import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "./types.ts";
+} from "../../onnx/exact.ts";
+import { intMatmul2d, intWeightGrad } from "../../onnx/integer.ts";
+import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
 
 export function paramSpecs(layers: number[]): ParamSpec[] {
   const out: ParamSpec[] = [];
