@@ -4,6 +4,8 @@
 import { GraphBuilder, attrInt, attrInts } from "../workloads/onnx/builder.ts";
 import { DT } from "../workloads/onnx/schema.ts";
 import type { TemplateDescriptor, TemplateGraphs } from "../workloads/types.ts";
+import { buildCnnGraphs } from "../workloads/families/cnn/graphs.ts";
+import { floatKernelProducts } from "../workloads/families/cnn/products.ts";
 // What the two formulations share to the letter: the parameters and the reduce and update graphs.
 import { graphsWith, mlpForward, mlpGraph, type Forward } from "../workloads/families/mlp/graphs.ts";
 
@@ -79,6 +81,17 @@ export function buildEvalGraph(d: TemplateDescriptor): Uint8Array {
   return g.encode();
 }
 
-export function buildGraphs(d: TemplateDescriptor): TemplateGraphs {
+export function buildMlpGraphs(d: TemplateDescriptor): TemplateGraphs {
   return graphsWith(d, buildGradientGraph, buildEvalGraph);
+}
+
+/**
+ * The ordinary float graphs of any template, for `portable_step_overhead_<template>`: the MLP's above; a CNN's
+ * on onnxruntime's Conv, ConvTranspose and MatMul kernels (its pooling and loss stay the family's own: onnxruntime
+ * has no MaxPool gradient outside its training build). Runs whole steps only (the kernel gradient's grouped Conv
+ * fixes the atom count).
+ */
+export function buildGraphs(d: TemplateDescriptor): TemplateGraphs {
+  if (d.family === "cnn") return buildCnnGraphs(d, floatKernelProducts(d.globalBatch / d.atomSize));
+  return buildMlpGraphs(d);
 }

@@ -49,6 +49,7 @@ const PROVEN_PORTABLE: readonly ArithmeticProfile[] = [
 export const PROVEN_PROFILES: Readonly<Record<string, readonly ArithmeticProfile[]>> = {
   "mnist-mlp": PROVEN_PORTABLE,
   "blobs-tiny": PROVEN_PORTABLE,
+  "mnist-cnn": PROVEN_PORTABLE,
 };
 
 /** Whether the verifiers can replay a provider of this profile exactly (so it may be assigned the template). */

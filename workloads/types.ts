@@ -5,9 +5,14 @@ export type TemplateDescriptor = {
   name: string;
   version: number;
   /** The model family that builds the graphs (workloads/families/registry.ts). */
-  family: "mlp";
-  /** Layer widths: [features, ...hidden, classes]; ReLU between layers, softmax cross-entropy at the end. */
+  family: "mlp" | "cnn";
+  /**
+   * Dense layer widths: [inputs, ...hidden, classes]; ReLU between layers, softmax cross-entropy at the end. For a CNN
+   * the dense head after the convolutions (inputs = the flattened last pooled map).
+   */
   layers: number[];
+  /** CNN only: the input image (height, width, channels) and each 3×3 convolution's output channels (each pooled 2×2). */
+  conv?: { image: [number, number, number]; channels: number[] };
   globalBatch: number;
   atomSize: number;
   lr: number;

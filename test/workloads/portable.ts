@@ -61,7 +61,7 @@ async function runArm(): Promise<string> {
       `mount --bind "$1" /proc/cpuinfo && exec qemu-aarch64 -cpu neoverse-n1 -L /usr/aarch64-linux-gnu ` +
       `"$2" workloads/referenceHashes.ts ${STEPS} ${EVERY}`;
     const args = ["-m", "sh", "-c", cmd, "sh", cpuinfo, process.env.GPUCHAIN_ARM_NODE!];
-    return (await run("unshare", args, { timeout: 300_000 })).stdout;
+    return (await run("unshare", args, { timeout: 900_000 })).stdout;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -115,7 +115,7 @@ describe("workloads: portable arithmetic", function () {
       // Both families at once: emulation is 5–10× slower than native and each run uses one core.
       for (const cpu of CPUS) {
         const args = ["-cpu", cpu, NODE, "workloads/referenceHashes.ts", String(STEPS), String(EVERY)];
-        const p = run("qemu-x86_64", args, { timeout: 240_000 }).then((r) => r.stdout);
+        const p = run("qemu-x86_64", args, { timeout: 600_000 }).then((r) => r.stdout);
         p.catch(() => {}); // awaited (and reported) by its test
         runs.set(cpu, p);
       }

@@ -1,9 +1,10 @@
 // Every model family a template may name. Adding a family: one folder beside mlp/ and one line here
 // (steps in workloads/README.md, "Adding a model family").
 import type { ModelFamily, TemplateDescriptor } from "../types.ts";
+import { cnn } from "./cnn/index.ts";
 import { mlp } from "./mlp/index.ts";
 
-const FAMILIES: Readonly<Record<string, ModelFamily>> = { mlp };
+const FAMILIES: Readonly<Record<string, ModelFamily>> = { mlp, cnn };
 
 /** The family a descriptor names; throws naming the known ones. */
 export function familyOf(d: TemplateDescriptor): ModelFamily {

@@ -11,11 +11,12 @@ export const IR_VERSION = 8; // pairs with opset 17
 export const OPSET = 17;
 
 export type Dim = number | string; // string = symbolic dimension
-export type Attr = { name: string; type: number; i?: number; f?: number; ints?: number[]; g?: object };
+export type Attr = { name: string; type: number; i?: number; f?: number; s?: Uint8Array; ints?: number[]; g?: object };
 export type GraphProtoObj = Record<string, unknown>;
 
 export const attrInt = (name: string, i: number): Attr => ({ name, type: AT.INT, i });
 export const attrFloat = (name: string, f: number): Attr => ({ name, type: AT.FLOAT, f });
+export const attrString = (name: string, s: string): Attr => ({ name, type: AT.STRING, s: Buffer.from(s, "utf8") });
 export const attrInts = (name: string, ints: number[]): Attr => ({ name, type: AT.INTS, ints });
 export const attrGraph = (name: string, g: GraphProtoObj): Attr => ({ name, type: AT.GRAPH, g });
 

@@ -89,7 +89,7 @@ export function blockRoundRows(g: GraphBuilder, t: string, limbs: Limbs): string
 }
 
 /** Limbs of a quantized operand moved by the same data movement (they are uint8: cheap to move). */
-const mapLimbs = (q: Quantized, f: (u8: string) => string): Quantized => ({
+export const mapLimbs = (q: Quantized, f: (u8: string) => string): Quantized => ({
   hi: f(q.hi),
   lo: q.lo && f(q.lo),
   scale: q.scale,
@@ -103,7 +103,14 @@ const mmi = (g: GraphBuilder, a: string, b: string) => g.op("MatMulInteger", [a,
  * first (the lo·lo term, below 2^−14 of the largest product, is left out; the cross terms are one product
  * over the concatenated axis). Every sum is exact.
  */
-function integerSums(g: GraphBuilder, a: Quantized, b: Quantized, K: number, aRank: number, bRank: number): string[] {
+export function integerSums(
+  g: GraphBuilder,
+  a: Quantized,
+  b: Quantized,
+  K: number,
+  aRank: number,
+  bRank: number,
+): string[] {
   if (Boolean(a.lo) !== Boolean(b.lo)) throw new Error("both operands need the same number of limbs");
   const maxK = a.lo ? MAX_K_TWO_LIMBS : MAX_K_ONE_LIMB;
   if (K > maxK) throw new Error(`contraction length ${K} exceeds ${maxK}: the int32 sum could overflow`);
@@ -117,10 +124,18 @@ function integerSums(g: GraphBuilder, a: Quantized, b: Quantized, K: number, aRa
  * Σ of int32 terms times a scale along axis 0 (1-D, powers of two), the k-th term worth 128^−k: each
  * term dequantized in one pass (a correctly rounded cast times a power of two), then added in order.
  */
-function scaleSums(g: GraphBuilder, sums: string[], scale: string): string {
+export function scaleSums(g: GraphBuilder, sums: string[], scale: string): string {
   const deq = (t: string, s: string) => g.op("DequantizeLinear", [t, s], [attrInt("axis", 0)]);
   let out = deq(sums[0], scale);
   if (sums[1]) out = g.op("Add", [out, deq(sums[1], g.op("Mul", [scale, scalar(g, 1 / 128)]))]);
+  return out;
+}
+
+/** As scaleSums, with a scale tensor that broadcasts against the sums (a cast, then exact power-of-two products). */
+export function scaleSumsBy(g: GraphBuilder, sums: string[], scale: string): string {
+  const float = (t: string) => g.op("Cast", [t], [attrInt("to", DT.FLOAT)]);
+  let out = g.op("Mul", [float(sums[0]), scale]);
+  if (sums[1]) out = g.op("Add", [out, g.op("Mul", [float(sums[1]), g.op("Mul", [scale, scalar(g, 1 / 128)])])]);
   return out;
 }
 

@@ -18,6 +18,8 @@ const MOVEMENT = [
   "Squeeze",
   "Unsqueeze",
   "Expand",
+  "Pad",
+  "DepthToSpace",
 ];
 /** Control flow whose body graphs are checked with the same rule. */
 const CONTROL = ["Scan"];

@@ -85,4 +85,4 @@ export const ONNX_SUBSET = {
 
 // TensorProto.DataType and AttributeProto.AttributeType values used here.
 export const DT = { FLOAT: 1, UINT8: 2, INT32: 6, INT64: 7, BOOL: 9 } as const;
-export const AT = { FLOAT: 1, INT: 2, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7 } as const;
+export const AT = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7 } as const;

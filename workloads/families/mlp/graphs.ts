@@ -89,7 +89,7 @@ function product(
 type Loss = { nll: string; softmax: string };
 
 /** Per-row negative log-likelihood of one-hot labels y, and the softmax, along the last axis (C classes). */
-function softmaxLoss(g: GraphBuilder, logits: string, y: string, rank: number, C: number): Loss {
+export function softmaxLoss(g: GraphBuilder, logits: string, y: string, rank: number, C: number): Loss {
   const { shifted, exps, sum, lse } = logSumExp(g, logits, rank, C);
   const logp = g.op("Sub", [shifted, lse]);
   const picked = squeeze(g, sumAxis(g, g.op("Mul", [y, logp]), C, rank - 1), [rank - 1]);
@@ -103,7 +103,7 @@ export function mlpGraph(d: TemplateDescriptor, what: string) {
   return { specs, g, params: paramInputs(g, specs), F: d.layers[0], C: d.layers[d.layers.length - 1] };
 }
 
-function paramInputs(g: GraphBuilder, specs: ParamSpec[], prefix = ""): string[] {
+export function paramInputs(g: GraphBuilder, specs: ParamSpec[], prefix = ""): string[] {
   return specs.map((p) => g.input(prefix + p.name, p.dims));
 }
 
@@ -147,11 +147,8 @@ export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
   const x = g.input("x", ["atoms", S, F]);
   const y = g.input("y", ["atoms", S, C]);
   const fw = forward(g, d, params, x, 3, d.globalBatch);
-  const loss = softmaxLoss(g, fw.logits, y, 3, C);
-  const atomSum = squeeze(g, sumAxis(g, transpose(g, loss.nll, [1, 0]), S, 0), [0]);
-  const atomLoss = g.op("Div", [atomSum, scalar(g, S)]);
-  // d(mean batch loss)/d logits = (softmax - y) / globalBatch
-  let dp = g.op("Mul", [g.op("Sub", [loss.softmax, y]), scalar(g, 1 / d.globalBatch)]);
+  const head = lossHead(g, d, fw.logits, y, C);
+  let dp = head.dLogits;
   const grads: string[] = new Array(params.length);
   for (let l = params.length / 2 - 1; l >= 0; l--) {
     const [nIn, nOut] = [d.layers[l], d.layers[l + 1]];
@@ -163,8 +160,21 @@ export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
     }
   }
   specs.forEach((p, i) => g.output(`g_${p.name}`, grads[i], ["atoms", ...p.dims]));
-  g.output("atom_loss", atomLoss, ["atoms"]);
+  g.output("atom_loss", head.atomLoss, ["atoms"]);
   return g.encode();
+}
+
+/**
+ * Softmax cross-entropy over logits [atoms, S, C]: each atom's mean loss [atoms] and the gradient of the
+ * global-batch mean loss with respect to the logits, (softmax − y)/globalBatch.
+ */
+export function lossHead(g: GraphBuilder, d: TemplateDescriptor, logits: string, y: string, C: number) {
+  const S = d.atomSize;
+  const loss = softmaxLoss(g, logits, y, 3, C);
+  const atomSum = squeeze(g, sumAxis(g, transpose(g, loss.nll, [1, 0]), S, 0), [0]);
+  const atomLoss = g.op("Div", [atomSum, scalar(g, S)]);
+  const dLogits = g.op("Mul", [g.op("Sub", [loss.softmax, y]), scalar(g, 1 / d.globalBatch)]);
+  return { atomLoss, dLogits };
 }
 
 /**
@@ -172,8 +182,7 @@ export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
  * runs its body once per atom, sequentially). Chaining calls over micro-batches therefore yields
  * the same float sums whatever the micro-batch size.
  */
-export function buildReduceGraph(d: TemplateDescriptor): Uint8Array {
-  const specs = paramSpecs(d.layers);
+export function buildReduceGraph(d: TemplateDescriptor, specs = paramSpecs(d.layers)): Uint8Array {
   const body = new GraphBuilder("reduce-body");
   const state = specs.map((p) => body.input(`s_${p.name}`, p.dims));
   const elems = specs.map((p) => body.input(`e_${p.name}`, p.dims));
@@ -190,8 +199,7 @@ export function buildReduceGraph(d: TemplateDescriptor): Uint8Array {
 }
 
 /** Update graph: SGD with momentum. m' = momentum*m + g ; w' = w - lr*m'. */
-export function buildUpdateGraph(d: TemplateDescriptor): Uint8Array {
-  const specs = paramSpecs(d.layers);
+export function buildUpdateGraph(d: TemplateDescriptor, specs = paramSpecs(d.layers)): Uint8Array {
   const g = new GraphBuilder(`${d.name}-update`);
   const w = paramInputs(g, specs, "w_");
   const m = paramInputs(g, specs, "m_");
@@ -216,14 +224,21 @@ export function buildEvalGraph(d: TemplateDescriptor): Uint8Array {
   const n = d.data.heldoutPerClass * C;
   const x = g.input("x", [n, F]);
   const y = g.input("y", [n, C]);
-  const fw = forward(g, d, params, x, 2, n);
-  const mean = (t: string) => g.op("Div", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, n)]);
-  const labelLogit = sumAxis(g, g.op("Mul", [y, fw.logits]), C, 1);
-  const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, fw.logits, C, 1)]);
-  const correct = squeeze(g, g.op("Where", [top, scalar(g, 1), scalar(g, 0)]), [1]);
-  g.output("loss", mean(softmaxLoss(g, fw.logits, y, 2, C).nll), []);
-  g.output("accuracy", mean(correct), []);
+  evalOutputs(g, forward(g, d, params, x, 2, n).logits, y, n, C);
   return g.encode();
+}
+
+/**
+ * The evaluation outputs over logits [n, C]: loss (mean NLL) and accuracy (fraction of rows whose label logit
+ * is the largest; exact ties count as correct), as fixed trees.
+ */
+export function evalOutputs(g: GraphBuilder, logits: string, y: string, n: number, C: number): void {
+  const mean = (t: string) => g.op("Div", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, n)]);
+  const labelLogit = sumAxis(g, g.op("Mul", [y, logits]), C, 1);
+  const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, logits, C, 1)]);
+  const correct = squeeze(g, g.op("Where", [top, scalar(g, 1), scalar(g, 0)]), [1]);
+  g.output("loss", mean(softmaxLoss(g, logits, y, 2, C).nll), []);
+  g.output("accuracy", mean(correct), []);
 }
 
 export function buildGraphs(d: TemplateDescriptor): TemplateGraphs {
