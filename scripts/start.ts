@@ -11,12 +11,14 @@ import { parseFault, FaultSpecError } from "../agent/faults.ts";
 import { replay } from "../demo/recording.ts";
 import { runScenario } from "../demo/scenario.ts";
 import type { ChainNode, ScenarioOptions } from "../demo/types.ts";
+import { listTemplates } from "../workloads/index.ts";
 
 export const USAGE = `usage: npm start [-- options]
 
   (no options)           the real MNIST job on an embedded chain: failover, refusal, settlement
   --dispute              … and the client disputes; the arbiter stays silent 3 days; the verdict stands
   --quick                the small synthetic template (seconds instead of minutes)
+  --template NAME        another approved template: mnist-mlp (default), mnist-cnn, blobs-tiny (= --quick)
   --keep                 leave the network up after the settlement (try explain, wallet, the CLI) until Ctrl-C
   --port N               the embedded chain's port (default 8545, or a free one if 8545 is taken)
   --node hardhat|anvil   which embedded node to run (default hardhat)
@@ -33,6 +35,7 @@ export const USAGE = `usage: npm start [-- options]
 const OPTIONS = {
   dispute: { type: "boolean", default: false },
   quick: { type: "boolean", default: false },
+  template: { type: "string" },
   keep: { type: "boolean", default: false },
   port: { type: "string" },
   node: { type: "string", default: "hardhat" },
@@ -59,8 +62,10 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
     if (!existsSync(v.replay)) throw new UsageError(`--replay ${v.replay}: no such recording`);
     return { replay: v.replay };
   }
-  const totalSteps = parsePositiveInt(v.steps, "steps", v.quick ? 120 : 600);
-  const checkpointInterval = parsePositiveInt(v.interval, "interval", v.quick ? 20 : 100);
+  const template = templateOf(v);
+  const [defaultSteps, defaultInterval] = JOB_SIZE[template] ?? [600, 100];
+  const totalSteps = parsePositiveInt(v.steps, "steps", defaultSteps);
+  const checkpointInterval = parsePositiveInt(v.interval, "interval", defaultInterval);
   if (checkpointInterval > totalSteps)
     throw new UsageError(`--interval (${checkpointInterval}) cannot exceed --steps (${totalSteps})`);
   if (!["hardhat", "anvil"].includes(v.node)) throw new UsageError(`--node must be hardhat or anvil, got "${v.node}"`);
@@ -74,7 +79,7 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
     throw err;
   }
   return {
-    template: v.quick ? "blobs-tiny" : "mnist-mlp",
+    template,
     totalSteps,
     checkpointInterval,
     dispute: v.dispute,
@@ -94,6 +99,23 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
     store: v.store,
     hosts: v.hosts,
   };
+}
+
+/** Steps and checkpoint interval of each template's demonstration job (what its job needs to show learning). */
+const JOB_SIZE: Readonly<Record<string, [number, number]>> = {
+  "mnist-mlp": [600, 100],
+  "mnist-cnn": [1200, 100],
+  "blobs-tiny": [120, 20],
+};
+
+function templateOf(v: Values): string {
+  if (v.template === undefined) return v.quick ? "blobs-tiny" : "mnist-mlp";
+  if (v.quick && v.template !== "blobs-tiny")
+    throw new UsageError(`--quick is the blobs-tiny template; drop it or --template`);
+  const names = listTemplates().map((t) => t.descriptor.name);
+  if (!names.includes(v.template))
+    throw new UsageError(`--template ${v.template}: not an approved template (${names.join(", ")})`);
+  return v.template;
 }
 
 function externalTarget(v: Values) {

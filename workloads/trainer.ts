@@ -118,6 +118,7 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
     const { x, y } = gather(ds, ds.trainX, ds.trainY, idx);
     const { acc, losses } = await gradientSum(toFeeds(state.weights), x, y);
     const feeds: Feeds = { ...toFeeds(state.weights, "w_"), ...toFeeds(state.momentum, "m_") };
+    if (d.lrHalvingSteps) feeds.lr = f32(Float32Array.of(learningRate(t, step)), []);
     for (const p of t.params) feeds[`g_${p.name}`] = acc[`acc_${p.name}`];
     const out = await update.run(feeds);
     const pick = (prefix: string): NamedTensor[] =>
@@ -144,6 +145,13 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
       await Promise.all([grad, reduce, update, evaluate].map((s) => s.release()));
     },
   };
+}
+
+/** The rate of a logical step: lr·2^−⌊(step−1)/lrHalvingSteps⌋ — float32(lr) times a power of two, exact everywhere. */
+export function learningRate(t: Template, step: number): number {
+  const d = t.descriptor;
+  const halvings = d.lrHalvingSteps ? Math.floor((step - 1) / d.lrHalvingSteps) : 0;
+  return Math.fround(d.lr) * 2 ** -Math.min(halvings, 100);
 }
 
 /** Verifier entry point: recompute step `step` from the committed state before it. */

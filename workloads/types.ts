@@ -17,6 +17,10 @@ export type TemplateDescriptor = {
   atomSize: number;
   lr: number;
   momentum: number;
+  /** The rate halves every this many steps: step s uses lr·2^−⌊(s−1)/lrHalvingSteps⌋ (exact); absent = constant. */
+  lrHalvingSteps?: number;
+  /** L2 weight decay added to the gradient of 2-D weights (biases exempt); absent = none. */
+  weightDecay?: number;
   /** Verifier rules: held-out accuracy may drop at most maxRegression between accepted checkpoints. */
   evalRules: { maxRegression: number; targetAccuracy: number };
   data: DataSpec;

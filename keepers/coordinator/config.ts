@@ -71,6 +71,14 @@ export function coordinatorConfig(v: FlagValues, portFlag = "port"): Coordinator
   };
 }
 
-export function memoryNeed(config: Pick<CoordinatorConfig, "minMemoryMiB" | "templateMemoryMiB">) {
-  return (templateId: string) => config.templateMemoryMiB[templateId.toLowerCase()] ?? config.minMemoryMiB;
+/**
+ * Device memory a job needs, MiB: the operator's entry for its template (or --min-memory), and never less than
+ * the template's own one-atom step (`ownNeed`: a provider with less would only decline the job).
+ */
+export function memoryNeed(
+  config: Pick<CoordinatorConfig, "minMemoryMiB" | "templateMemoryMiB">,
+  ownNeed: (templateId: string) => number = () => 0,
+) {
+  return (templateId: string) =>
+    Math.max(config.templateMemoryMiB[templateId.toLowerCase()] ?? config.minMemoryMiB, ownNeed(templateId));
 }

@@ -4,7 +4,13 @@
  * never change at run time, so answers are remembered (bounded).
  */
 import { expectedStepMs } from "./decide.ts";
-import { loadTemplate, microBatchForMemory, UnknownTemplateError, type Template } from "../../workloads/index.ts";
+import {
+  loadTemplate,
+  microBatchForMemory,
+  stepMemoryBytes,
+  UnknownTemplateError,
+  type Template,
+} from "../../workloads/index.ts";
 
 /** Multiply-adds of one step, forward and backward, as the template's model family counts them. */
 export const macsPerStep = (t: Template): number => t.family.macsPerStep(t.descriptor);
@@ -35,4 +41,17 @@ export function templateStepMs(templateId: string, memoryMiB: number): number | 
   if (known.size >= 1_024) known.clear(); // memory sizes come from registrations: keep the cache bounded
   known.set(key, ms);
   return ms;
+}
+
+/**
+ * The least device memory a known template can train in, MiB (one atom per micro-batch: workloads/trainer.ts);
+ * 0 for a template this node does not know (the operator's --min-memory then decides alone).
+ */
+export function templateMemoryMiB(templateId: string): number {
+  try {
+    return Math.ceil(stepMemoryBytes(loadTemplate(templateId), 1) / 2 ** 20);
+  } catch (e) {
+    if (e instanceof UnknownTemplateError) return 0;
+    throw e;
+  }
 }

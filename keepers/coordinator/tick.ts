@@ -13,7 +13,7 @@ import { CoordinatorChainView } from "./chainView.ts";
 import { jobEpochKey, planCoordinator, type CoordinatorJob, type CoordinatorView, type Decision } from "./decide.ts";
 import { HeartbeatBook } from "./heartbeats.ts";
 import { registryCheck } from "./registered.ts";
-import { templateStepMs } from "./stepTime.ts";
+import { templateMemoryMiB, templateStepMs } from "./stepTime.ts";
 import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
 
 /**
@@ -165,7 +165,7 @@ export class Coordinator {
       lastJobBeat: this.book.lastJobBeat,
       watchStart: this.watchStart,
       fenced: chain.fenced,
-      memoryNeedMiB: memoryNeed(config),
+      memoryNeedMiB: memoryNeed(config, templateMemoryMiB),
       profileProven,
       minStake: chain.minStake,
       // No starving (decide.ts): progress, not beats alone; idle holds from chain events; track records.

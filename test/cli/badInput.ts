@@ -125,9 +125,9 @@ const CASES: Case[] = [
   },
   {
     name: "unknown template name",
-    args: `${CREATE} --template mnist-cnn`,
+    args: `${CREATE} --template mnist-rnn`,
     code: 2,
-    message: /unknown template "mnist-cnn": known templates are mnist-mlp, blobs-tiny/,
+    message: /unknown template "mnist-rnn": known templates are mnist-mlp, mnist-cnn, blobs-tiny/,
   },
   {
     name: "malformed template id",
@@ -163,7 +163,7 @@ const CASES: Case[] = [
     name: "missing template",
     args: "job create --steps 10 --max-price 0.001",
     code: 2,
-    message: /^gpuchain: --template is required: one of mnist-mlp, blobs-tiny/m,
+    message: /^gpuchain: --template is required: one of mnist-mlp, mnist-cnn, blobs-tiny/m,
     usage: true,
   },
   {
@@ -510,6 +510,20 @@ const CASES: Case[] = [
     args: "--node geth",
     code: 2,
     message: /^npm start: --node must be hardhat or anvil, got "geth"$/m,
+  },
+  {
+    name: "npm start: unknown template",
+    entry: "start",
+    args: "--template mnist-rnn",
+    code: 2,
+    message: /^npm start: --template mnist-rnn: not an approved template \(mnist-mlp, mnist-cnn, blobs-tiny\)$/m,
+  },
+  {
+    name: "npm start: --quick with another template",
+    entry: "start",
+    args: "--quick --template mnist-cnn",
+    code: 2,
+    message: /^npm start: --quick is the blobs-tiny template; drop it or --template$/m,
   },
   {
     name: "npm start: unknown fault",

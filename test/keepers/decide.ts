@@ -4,6 +4,9 @@
  * selection, proof of reserves.
  */
 import { expect } from "chai";
+import { memoryNeed } from "../../keepers/coordinator/config.ts";
+import { templateMemoryMiB } from "../../keepers/coordinator/stepTime.ts";
+import { loadTemplate, stepMemoryBytes } from "../../workloads/index.ts";
 import { getAddress } from "ethers";
 import {
   compareProviders,
@@ -124,6 +127,26 @@ describe("keepers: coordinator assignment rule (pure)", function () {
       expect(d.reason).to.contain(reason);
     });
   }
+
+  it("a known template's own one-atom memory is the floor of its need: a provider below it is not assigned", function () {
+    this.timeout(120_000); // the first loadTemplate builds every template's graphs
+    const cnn = loadTemplate("mnist-cnn");
+    const ownNeed = templateMemoryMiB(cnn.templateId);
+    expect(ownNeed)
+      .to.equal(Math.ceil(stepMemoryBytes(cnn, 1) / 2 ** 20))
+      .and.to.be.above(2);
+    const need = memoryNeed({ minMemoryMiB: 0, templateMemoryMiB: {} }, templateMemoryMiB);
+    const job = openJob({ templateId: cnn.templateId });
+    const small = view({ jobs: [job], providers: [provider(1, { memoryMiB: ownNeed - 1 })], memoryNeedMiB: need });
+    expect(only(small).reason).to.contain("memory too small");
+    const enough = view({ jobs: [job], providers: [provider(1, { memoryMiB: ownNeed })], memoryNeedMiB: need });
+    expect(only(enough).action).to.equal("assign");
+    // the operator's larger need still counts; an unknown template falls back to the operator's minimum
+    expect(
+      memoryNeed({ minMemoryMiB: 0, templateMemoryMiB: { [cnn.templateId]: 64 } }, templateMemoryMiB)(cnn.templateId),
+    ).to.equal(64);
+    expect(need("0x" + "ab".repeat(32))).to.equal(0);
+  });
 
   it("excludes a provider busy on another Running job", function () {
     const p = provider(1);

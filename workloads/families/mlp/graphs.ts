@@ -198,16 +198,22 @@ export function buildReduceGraph(d: TemplateDescriptor, specs = paramSpecs(d.lay
   return g.encode();
 }
 
-/** Update graph: SGD with momentum. m' = momentum*m + g ; w' = w - lr*m'. */
+/**
+ * Update graph: SGD with momentum. m' = momentum·m + g (+ weightDecay·w for 2-D weights when the descriptor has
+ * weightDecay: L2 regularisation, biases exempt); w' = w − lr·m', lr halved every lrHalvingSteps when set.
+ */
 export function buildUpdateGraph(d: TemplateDescriptor, specs = paramSpecs(d.layers)): Uint8Array {
   const g = new GraphBuilder(`${d.name}-update`);
   const w = paramInputs(g, specs, "w_");
   const m = paramInputs(g, specs, "m_");
   const gr = paramInputs(g, specs, "g_");
-  const lr = g.constFloat([d.lr], []);
+  // a schedule makes the step's rate an input (workloads/trainer.ts learningRate); otherwise it is a constant
+  const lr = d.lrHalvingSteps ? g.input("lr", []) : g.constFloat([d.lr], []);
   const mu = g.constFloat([d.momentum], []);
+  const wd = d.weightDecay ? g.constFloat([d.weightDecay], []) : undefined;
   specs.forEach((p, i) => {
-    const m2 = g.op("Add", [g.op("Mul", [m[i], mu]), gr[i]]);
+    const grad = wd && p.dims.length === 2 ? g.op("Add", [gr[i], g.op("Mul", [w[i], wd])]) : gr[i];
+    const m2 = g.op("Add", [g.op("Mul", [m[i], mu]), grad]);
     const w2 = g.op("Sub", [w[i], g.op("Mul", [m2, lr])]);
     g.output(`new_w_${p.name}`, w2, p.dims);
     g.output(`new_m_${p.name}`, m2, p.dims);
