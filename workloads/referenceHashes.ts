@@ -35,6 +35,7 @@ export async function referenceHashes(
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [steps, every] = [Number(process.argv[2] ?? 20), Number(process.argv[3] ?? 5)];
-  const provider = process.env.GPUCHAIN_EP === "cuda" ? "cuda" : "cpu";
+  const ep = process.env.GPUCHAIN_EP;
+  const provider = ep === "cuda" || ep === "webgpu" ? ep : "cpu";
   console.log(JSON.stringify(await referenceHashes(steps, every, { executionProvider: provider })));
 }

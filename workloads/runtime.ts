@@ -2,7 +2,7 @@
 import ort from "onnxruntime-node";
 import { ExecutionProviderError } from "./errors.ts";
 
-export type ExecutionProvider = "cpu" | "cuda";
+export type ExecutionProvider = "cpu" | "cuda" | "webgpu";
 
 /**
  * One intra-op and one inter-op thread and sequential execution: thread count changes how
@@ -20,7 +20,8 @@ export function sessionOptions(provider: ExecutionProvider): ort.InferenceSessio
 }
 
 export async function createSession(model: Uint8Array, provider: ExecutionProvider): Promise<ort.InferenceSession> {
-  if (provider !== "cpu" && provider !== "cuda") throw new ExecutionProviderError(provider, "unknown provider name");
+  if (!["cpu", "cuda", "webgpu"].includes(provider))
+    throw new ExecutionProviderError(provider, "unknown provider name");
   try {
     return await ort.InferenceSession.create(model, sessionOptions(provider));
   } catch (e) {

@@ -67,6 +67,30 @@ async function runArm(): Promise<string> {
   }
 }
 
+/**
+ * A GPU's execution provider without a GPU: onnxruntime's WebGPU provider (Dawn over Vulkan) on SwiftShader, the
+ * software Vulkan driver Debian's chromium package ships, through the Vulkan loader (libvulkan1).
+ */
+const SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json";
+
+function webgpuSetupMissing(): string | undefined {
+  if (!existsSync(SWIFTSHADER_ICD)) return `${SWIFTSHADER_ICD} not found: install Debian's chromium`;
+  if (!existsSync("/usr/lib/x86_64-linux-gnu/libvulkan.so.1"))
+    return "the Vulkan loader is missing: install libvulkan1";
+  return undefined;
+}
+
+async function runWebgpu(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "gpuchain-webgpu-"));
+  try {
+    const env = { ...process.env, GPUCHAIN_EP: "webgpu", VK_ICD_FILENAMES: SWIFTSHADER_ICD, XDG_RUNTIME_DIR: dir };
+    const args = ["workloads/referenceHashes.ts", String(STEPS), String(EVERY)];
+    return (await run(NODE, args, { env, timeout: 900_000 })).stdout;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe("workloads: portable arithmetic", function () {
   it("every template graph uses only portable ops (Scan bodies included)", function () {
     for (const t of listTemplates()) {
@@ -129,6 +153,17 @@ describe("workloads: portable arithmetic", function () {
       }
       await Promise.allSettled(runs.values()); // after the x86 runs: two cores
       expect(JSON.parse(await runArm()), "arm64 hashes").to.deep.equal(committedHashes());
+    });
+
+    it("onnxruntime's WebGPU provider on SwiftShader (software Vulkan): the same committed hashes", async function () {
+      const missing = webgpuSetupMissing();
+      if (missing) {
+        if (process.env.CI === "true") throw new Error(missing);
+        console.log(`      skipped: ${missing}`);
+        this.skip();
+      }
+      await Promise.allSettled(runs.values()); // after the x86 runs: two cores
+      expect(JSON.parse(await runWebgpu()), "webgpu hashes").to.deep.equal(committedHashes());
     });
 
     for (const cpu of CPUS) {

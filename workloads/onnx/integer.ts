@@ -39,8 +39,13 @@ function shared(g: GraphBuilder, key: string, make: () => string): string {
 const zeroPoint = (g: GraphBuilder) => shared(g, "u8:zp", () => g.constInt([ZERO_POINT], [], DT.UINT8));
 const i64 = (g: GraphBuilder, v: number[]) => shared(g, `i64:${v.join(",")}`, () => g.constInt64(v));
 
-/** Per-axis zero points: onnxruntime wants one per scale, so the scalar 128 is expanded to the scale's shape. */
-const zeroPoints = (g: GraphBuilder, scale: string) => g.op("Expand", [zeroPoint(g), g.op("Shape", [scale])]);
+/**
+ * Per-axis zero points: onnxruntime wants one per scale, so the scale's shape is filled with 128 by quantizing
+ * scale·0 (a per-tensor QuantizeLinear: round(0) + 128). Not an Expand of the uint8 scalar: the WebGPU provider's
+ * Expand fails on uint8. A poisoned (NaN) scale gets a meaningless zero point: its products are NaN anyway.
+ */
+const zeroPoints = (g: GraphBuilder, scale: string) =>
+  g.op("QuantizeLinear", [g.op("Mul", [scale, scalar(g, 0)]), scalar(g, 1), zeroPoint(g)]);
 
 /**
  * The smallest power of two P with a ≤ 127·P for a = max(amax, AMAX_MIN), per element: R = a rounded to one

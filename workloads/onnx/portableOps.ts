@@ -74,7 +74,8 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
   };
   const isZeroPoint = (name: string | undefined): boolean => {
     const n = name === undefined ? undefined : producer.get(name);
-    return isConst128(name) || (n?.opType === "Expand" && isConst128(n.input?.[0]));
+    // the constant, or 128s shaped like a scale: QuantizeLinear(scale·0, 1, 128) (onnx/integer.ts zeroPoints)
+    return isConst128(name) || (n?.opType === "QuantizeLinear" && timesZero(n.input?.[0]) && isConst128(n.input?.[2]));
   };
   const isLimb = (name: string): boolean => {
     const n = producer.get(name);
