@@ -9,14 +9,14 @@ import { loadKey, loadOrCreateKey } from "../sdk/keys.ts";
 import { freePort } from "./chain.ts";
 import type { Role } from "./network.ts";
 import type { Actors, Provider, Run } from "./types.ts";
-import { loadTemplate, stepMemoryBytes } from "../workloads/index.ts";
+import { loadTemplate, oneAtomMemoryMiB } from "../workloads/index.ts";
 
 /**
  * bob's memory cap: room for one atom of the template's step but not its whole batch, so he trains in
  * micro-batches (the capped profile the run shows); 2 MiB for the MNIST MLP, as before.
  */
 export function cappedMemoryMiB(template: string): number {
-  return Math.max(2, Math.ceil(stepMemoryBytes(loadTemplate(template), 1) / 2 ** 20));
+  return Math.max(2, oneAtomMemoryMiB(loadTemplate(template)));
 }
 
 export const PRICE = { mallory: "0.0008", alice: "0.0010", bob: "0.0012" } as const; // USDC per step

@@ -40,6 +40,9 @@ export function stepMemoryBytes(t: Template, m: number): number {
   return fixed + m * perAtom;
 }
 
+/** The least device memory the template trains in, MiB: a step of one-atom micro-batches. */
+export const oneAtomMemoryMiB = (t: Template): number => Math.ceil(stepMemoryBytes(t, 1) / 2 ** 20);
+
 /** Largest micro-batch (in atoms, a divisor of atomsPerStep) whose step fits in memoryMiB. */
 export function microBatchForMemory(t: Template, memoryMiB: number): number {
   const cap = memoryMiB * 1024 * 1024;

@@ -7,7 +7,7 @@ import { expectedStepMs } from "./decide.ts";
 import {
   loadTemplate,
   microBatchForMemory,
-  stepMemoryBytes,
+  oneAtomMemoryMiB,
   UnknownTemplateError,
   type Template,
 } from "../../workloads/index.ts";
@@ -49,7 +49,7 @@ export function templateStepMs(templateId: string, memoryMiB: number): number | 
  */
 export function templateMemoryMiB(templateId: string): number {
   try {
-    return Math.ceil(stepMemoryBytes(loadTemplate(templateId), 1) / 2 ** 20);
+    return oneAtomMemoryMiB(loadTemplate(templateId));
   } catch (e) {
     if (e instanceof UnknownTemplateError) return 0;
     throw e;

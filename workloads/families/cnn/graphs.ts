@@ -15,6 +15,7 @@ import {
   paramSpecs as denseSpecs,
 } from "../mlp/graphs.ts";
 import type { Products } from "./products.ts";
+import { i64, reshape, transpose, window } from "./ops.ts";
 import { convStages, type ConvStage } from "./stages.ts";
 
 export { convStages, type ConvStage };
@@ -28,11 +29,7 @@ export function cnnParamSpecs(d: TemplateDescriptor): ParamSpec[] {
   return [...convs, ...denseSpecs(d.layers)];
 }
 
-const i64 = (g: GraphBuilder, v: number[]) => g.constInt64(v);
-const reshape = (g: GraphBuilder, t: string, dims: number[]) => g.op("Reshape", [t, i64(g, dims)]);
-const T2 = (g: GraphBuilder, t: string) => g.op("Transpose", [t], [attrInts("perm", [1, 0])]);
-const window = (g: GraphBuilder, t: string, starts: number[], ends: number[], axes: number[], steps?: number[]) =>
-  g.op("Slice", [t, i64(g, starts), i64(g, ends), i64(g, axes), ...(steps ? [i64(g, steps)] : [])]);
+const T2 = (g: GraphBuilder, t: string) => transpose(g, t, [1, 0]);
 
 type Pool = { corners: string[]; max: string };
 

@@ -19,6 +19,7 @@ import {
   scaleSumsBy,
   type Limbs,
 } from "../../onnx/integer.ts";
+import { i64, like, pad, reshape, transpose, window } from "./ops.ts";
 import type { ConvStage } from "./stages.ts";
 
 export type Products = {
@@ -34,14 +35,8 @@ export type Products = {
   kernelGrad(g: GraphBuilder, a: string, dPre: string, s: ConvStage, S: number): string;
 };
 
-const i64 = (g: GraphBuilder, v: number[]) => g.constInt64(v);
-const reshape = (g: GraphBuilder, t: string, dims: number[]) => g.op("Reshape", [t, i64(g, dims)]);
-const like = (g: GraphBuilder, t: string, shapeOf: string) => g.op("Reshape", [t, g.op("Shape", [shapeOf])]);
-const T = (g: GraphBuilder, t: string, perm: number[]) => g.op("Transpose", [t], [attrInts("perm", perm)]);
+const T = transpose;
 const perChannel = (g: GraphBuilder, scale: string) => g.op("Unsqueeze", [scale, i64(g, [1])]); // [C] → [C, 1]
-const pad = (g: GraphBuilder, t: string, pads: number[]) => g.op("Pad", [t, i64(g, pads)]);
-const window = (g: GraphBuilder, t: string, starts: number[], ends: number[], axes: number[]) =>
-  g.op("Slice", [t, i64(g, starts), i64(g, ends), i64(g, axes)]);
 
 /** [N, Cin, H, W] → [N, 9·Cin, H·W], once per map and graph (the forward and the kernel gradient share it). */
 function im2col(g: GraphBuilder, a: string, s: ConvStage): string {
