@@ -33,7 +33,8 @@ export function formatTable(rows: ProviderRow[]): string[] {
 }
 
 export interface Summary {
-  accuracy: number;
+  /** The verdict's metric in words (workloads/metric.ts). */
+  metric: string;
   passed: boolean;
   rows: ProviderRow[];
   refund: bigint;
@@ -49,7 +50,7 @@ export function summaryLines(s: Summary): string[] {
   const verdict = s.passed ? "passed" : "failed";
   return [
     "",
-    `final model: held-out accuracy ${s.accuracy.toFixed(2)} % (${verdict} the template's rules)`,
+    `final model: ${s.metric}, ${verdict} the template's rules`,
     "",
     ...formatTable(s.rows),
     "",

@@ -11,6 +11,7 @@ import { stakeBookOf, walletOf, type Ledger } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { verifierNamesOn } from "../sdk/safeOwners.ts";
 import { loadTemplate } from "../workloads/index.ts";
+import { meetsTarget, metricText } from "../workloads/metric.ts";
 import { PRICE, priceUnits } from "./actors.ts";
 import { summaryLines, type PromiseCheck, type ProviderRow } from "./report.ts";
 import type { Actors, Run, ScenarioResult, WatchResult } from "./types.ts";
@@ -39,8 +40,8 @@ export async function settle(
   const bondBack = ledgerJob.settlement?.bondReturned ?? 0n;
   const accounts = [...actors.providers.map((p) => p.wallet.address), actors.client.address];
   const booksAgree = await ledgerMatchesState(protocol, ledger, accounts);
-  const accuracy = Number(verdict.metric) / 100;
-  const target = loadTemplate(o.template).descriptor.evalRules.targetAccuracy;
+  const descriptor = loadTemplate(o.template).descriptor;
+  const metric = metricText(descriptor, verdict.metric);
   const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
   const status = statusName(statusCode);
   const minMargin = watch.minReserveMargin ?? held - owes;
@@ -104,8 +105,8 @@ export async function settle(
     },
     {
       promise: "the final model beats the job's target",
-      held: verdict.passed && accuracy / 100 >= target,
-      detail: `${accuracy.toFixed(2)} % held-out accuracy (target ${(target * 100).toFixed(0)} %)`,
+      held: verdict.passed && meetsTarget(descriptor, verdict.metric),
+      detail: metric,
     },
   );
   if (o.dispute)
@@ -116,7 +117,7 @@ export async function settle(
     });
   const ok = checks.every((c) => c.held);
   const summary = summaryLines({
-    accuracy,
+    metric,
     passed: verdict.passed,
     rows,
     refund,
@@ -132,7 +133,7 @@ export async function settle(
     ok,
     checks,
     summary,
-    accuracy,
+    metric: verdict.metric,
     jobId,
     deployment: run.deployment,
     recording: run.recorder.file,

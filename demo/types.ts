@@ -96,7 +96,8 @@ export interface ScenarioResult {
   /** When the killed provider was killed (ms since the epoch), and the work it lost (issue 14's bench). */
   killedAt?: number;
   lostWork?: LostWork;
-  accuracy?: number;
+  /** The verdict's metric as on chain (workloads/metric.ts says what it means for the template). */
+  metric?: bigint;
   /** Wall time from job creation to the verdict: what N steps cost through the whole network. */
   jobWallSeconds?: number;
   /** The smallest held − owed seen at any block during the run, in USDC base units. */

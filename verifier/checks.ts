@@ -50,6 +50,7 @@ import {
   workSeedOf,
 } from "../workloads/index.ts";
 import { ruleEvaluator } from "./ruleEval.ts";
+import { heldoutPerClass } from "../workloads/metric.ts";
 
 /** Why a checkpoint was refused. Tests and logs branch on these codes, never on the detail text. */
 export type ReasonCode =
@@ -555,8 +556,14 @@ export const EVAL_FALSE_ALARM_RATE = 1e-4;
 /** The one-sided standard normal quantile of EVAL_FALSE_ALARM_RATE: P(Z > 3.719) = 10⁻⁴. */
 const EVAL_Z = 3.719;
 
-/** Held-out examples the template's evaluation scores (data.ts holds out heldoutPerClass of every class). */
-export const heldoutCount = (t: Template): number => t.descriptor.data.heldoutPerClass * t.family.classes(t.descriptor);
+/**
+ * Held-out examples the template's evaluation scores: heldoutPerClass of every class (data.ts), or for a text the
+ * held-out windows (each scored on all its positions).
+ */
+export function heldoutCount(t: Template): number {
+  const data = t.descriptor.data;
+  return data.kind === "text" ? data.heldoutWindows : heldoutPerClass(data) * t.family.classes(t.descriptor);
+}
 
 /**
  * The largest accuracy drop the rule lets pass: the template's maxRegression (how much honest SGD may truly lose
@@ -567,9 +574,29 @@ export const heldoutCount = (t: Template): number => t.descriptor.data.heldoutPe
  * allowed is 0.02 + 0.050 at accuracies near 0.9 (0.02 + 0.083 near 0.5); for blobs-tiny (n = 128) 0.05 + 0.14.
  */
 export function regressionTolerance(t: Template, baselineAccuracy: number, accuracy: number): number {
+  const rules = t.descriptor.evalRules;
+  if ("metric" in rules) throw new Error(`${t.descriptor.name} is held to its loss, not its accuracy`);
   const variance = (a: number) => Math.max(0, a * (1 - a));
   const se = Math.sqrt((variance(baselineAccuracy) + variance(accuracy)) / heldoutCount(t));
-  return t.descriptor.evalRules.maxRegression + EVAL_Z * se;
+  return rules.maxRegression + EVAL_Z * se;
+}
+
+/**
+ * The loss rule's largest allowed rise of the mean held-out loss: maxLossIncrease (how much honest training may
+ * truly lose between checkpoints) plus z·s/√W, where s is the standard deviation over the W held-out windows of
+ * each window's change of loss. The two models are scored on the same windows, so the change is a paired mean,
+ * and by the central limit theorem (W = 256 windows of 64 symbols) the chance that work which did not raise the
+ * expected loss by more than maxLossIncrease breaks the rule is at most EVAL_FALSE_ALARM_RATE.
+ */
+export function lossTolerance(maxLossIncrease: number, baseline: Float32Array, now: Float32Array): number {
+  const W = baseline.length;
+  if (now.length !== W || W < 2) throw new Error(`window losses of ${W} and ${now.length} windows`);
+  let mean = 0;
+  for (let i = 0; i < W; i++) mean += now[i] - baseline[i];
+  mean /= W;
+  let ss = 0;
+  for (let i = 0; i < W; i++) ss += (now[i] - baseline[i] - mean) ** 2;
+  return maxLossIncrease + EVAL_Z * Math.sqrt(ss / (W - 1) / W);
 }
 
 /** The evaluation rule, pure: why `now` breaks it against the accepted state's `baseline`, or undefined. */
@@ -577,11 +604,21 @@ export function evaluationProblem(t: Template, baseline: EvalResult, now: EvalRe
   if (!Number.isFinite(now.loss) || !Number.isFinite(now.accuracy)) {
     return `held-out loss ${now.loss}, accuracy ${now.accuracy}`;
   }
+  const rules = t.descriptor.evalRules;
+  if ("metric" in rules) {
+    if (!baseline.windowLoss || !now.windowLoss) throw new Error("a loss rule needs each held-out window's loss");
+    const tolerance = lossTolerance(rules.maxLossIncrease, baseline.windowLoss, now.windowLoss);
+    if (now.loss <= baseline.loss + tolerance + FLOAT_SLACK) return undefined;
+    return (
+      `held-out loss ${now.loss.toFixed(4)} is above ${baseline.loss.toFixed(4)} + ${tolerance.toFixed(4)} ` +
+      `(maxLossIncrease ${rules.maxLossIncrease} + chance at α ${EVAL_FALSE_ALARM_RATE} over ${heldoutCount(t)} windows)`
+    );
+  }
   const tolerance = regressionTolerance(t, baseline.accuracy, now.accuracy);
   if (now.accuracy < baseline.accuracy - tolerance - FLOAT_SLACK) {
     return (
       `held-out accuracy ${now.accuracy.toFixed(4)} is below ${baseline.accuracy.toFixed(4)} − ${tolerance.toFixed(4)} ` +
-      `(maxRegression ${t.descriptor.evalRules.maxRegression} + chance at α ${EVAL_FALSE_ALARM_RATE} on ` +
+      `(maxRegression ${rules.maxRegression} + chance at α ${EVAL_FALSE_ALARM_RATE} on ` +
       `${heldoutCount(t)} examples)`
     );
   }
@@ -621,8 +658,8 @@ export type FinalVerdict = {
 
 export type VerifyFinalInput = ReplayContext & { job: JobFacts & { totalSteps: number } };
 
-/** Accuracy in basis points; every verifier must compute the same integer or their verdict digests differ. */
-export const toBasisPoints = (accuracy: number): bigint => BigInt(Math.round(accuracy * 10_000));
+/** A metric in units of 10⁻⁴; every verifier must compute the same integer or their verdict digests differ. */
+export const toBasisPoints = (value: number): bigint => BigInt(Math.round(value * 10_000));
 
 /**
  * The verdict on a job whose every step was accepted: the final accepted checkpoint evaluated on the held-out
@@ -657,18 +694,37 @@ export async function verifyFinal(input: VerifyFinalInput): Promise<FinalVerdict
     return fail("wrong-template: final checkpoint does not belong to this job");
   }
   const r = await evaluate(trainer, c.state, finalHashOf(c), input.cache);
-  const target = template.descriptor.evalRules.targetAccuracy;
-  const finite = Number.isFinite(r.accuracy) && Number.isFinite(r.loss);
-  const accuracy = finite ? r.accuracy : 0;
-  const metric = toBasisPoints(accuracy);
-  const passed = finite && metric >= toBasisPoints(target);
+  const { metric, passed, shortfall } = finalMetric(template, r);
   return {
     modelHash,
     metric,
     passed,
     accuracy: r.accuracy,
     loss: r.loss,
-    reasons: passed ? [] : [`target: held-out accuracy ${accuracy.toFixed(4)} below target ${target}`],
+    reasons: passed ? [] : [`target: ${shortfall}`],
     cpuMs: cpuMsSince(t0),
+  };
+}
+
+/**
+ * The verdict's metric, pure: held-out accuracy in basis points (passed at or above targetAccuracy), or for a loss
+ * rule the held-out loss in units of 10⁻⁴ nats per symbol (passed at or below targetLoss). A non-finite evaluation
+ * fails: accuracy 0, or the loss metric 2^64 − 1.
+ */
+export function finalMetric(t: Template, r: EvalResult): { metric: bigint; passed: boolean; shortfall: string } {
+  const finite = Number.isFinite(r.accuracy) && Number.isFinite(r.loss);
+  const rules = t.descriptor.evalRules;
+  if ("metric" in rules) {
+    const metric = finite ? toBasisPoints(r.loss) : 2n ** 64n - 1n;
+    const passed = finite && metric <= toBasisPoints(rules.targetLoss);
+    return { metric, passed, shortfall: `held-out loss ${r.loss.toFixed(4)} above target ${rules.targetLoss}` };
+  }
+  const accuracy = finite ? r.accuracy : 0;
+  const metric = toBasisPoints(accuracy);
+  const passed = finite && metric >= toBasisPoints(rules.targetAccuracy);
+  return {
+    metric,
+    passed,
+    shortfall: `held-out accuracy ${accuracy.toFixed(4)} below target ${rules.targetAccuracy}`,
   };
 }

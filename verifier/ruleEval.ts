@@ -8,8 +8,8 @@
  * verifier must compute identically, stays on the template's own evaluation graph (verifyFinal).
  */
 import { createSession, f32, type Feeds } from "../workloads/runtime.ts";
-import { gather, loadDataset } from "../workloads/data.ts";
-import type { EvalResult, Template, TrainingState } from "../workloads/index.ts";
+import { gather, labelDims, loadDataset } from "../workloads/data.ts";
+import { evalResultOf, type EvalResult, type Template, type TrainingState } from "../workloads/index.ts";
 
 export type RuleEvaluator = (state: TrainingState) => Promise<EvalResult>;
 
@@ -35,13 +35,12 @@ async function open(t: Template): Promise<RuleEvaluator> {
   const h = gather(ds, ds.heldoutX, ds.heldoutY, rows);
   const heldout: Feeds = {
     x: f32(h.x, [ds.heldoutCount, ds.features]),
-    y: f32(h.y, [ds.heldoutCount, ds.classes]),
+    y: f32(h.y, labelDims(ds, [ds.heldoutCount])),
   };
   const session = await createSession(buildRuleEvalGraph(t), "cpu");
   return async (state) => {
     const feeds: Feeds = { ...heldout };
     for (const w of state.weights) feeds[w.name] = f32(w.data, w.dims);
-    const out = await session.run(feeds);
-    return { loss: (out.loss.data as Float32Array)[0], accuracy: (out.accuracy.data as Float32Array)[0] };
+    return evalResultOf(await session.run(feeds));
   };
 }

@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { u32Stream, uniformSymmetric } from "./prng.ts";
+import { VOCAB_SIZE, mobyDick, textSplit } from "./text.ts";
 import type { DataSpec, Dataset } from "./types.ts";
 
 const cache = new Map<string, Dataset>();
@@ -14,8 +15,12 @@ export function loadDataset(spec: DataSpec): Dataset {
   const key = JSON.stringify(spec);
   return (
     cache.get(key) ??
-    remember(key, checkCount(spec, spec.kind === "mnist" ? loadMnist(spec.heldoutPerClass) : makeBlobs(spec)))
+    remember(key, checkCount(spec, spec.kind === "mnist" ? loadMnist(spec.heldoutPerClass) : makeSync(spec)))
   );
+}
+
+function makeSync(spec: Exclude<DataSpec, { kind: "mnist" }>): Dataset {
+  return spec.kind === "text" ? loadText(spec) : makeBlobs(spec);
 }
 
 /**
@@ -39,7 +44,7 @@ export function loadDatasetAsync(spec: DataSpec, useCache = true): Promise<Datas
 }
 
 async function parseYielding(spec: DataSpec): Promise<Dataset> {
-  if (spec.kind !== "mnist") return makeBlobs(spec);
+  if (spec.kind !== "mnist") return makeSync(spec);
   const parts: Split[] = [];
   for (let digit = 0; digit < 10; digit++) {
     await new Promise((resolve) => setImmediate(resolve));
@@ -83,6 +88,23 @@ function toDataset(train: Split, heldout: Split, features: number, classes: numb
     heldoutY: h.y,
     trainCount: t.y.length,
     heldoutCount: h.y.length,
+    targetsPerSample: 1,
+  };
+}
+
+/** A text's windows (workloads/text.ts): `context` symbols as features, one next-symbol label per position. */
+function loadText(spec: Extract<DataSpec, { kind: "text" }>): Dataset {
+  const { train, heldout } = textSplit(mobyDick(), spec.context, spec.stride, spec.heldoutWindows);
+  return {
+    features: spec.context,
+    classes: VOCAB_SIZE,
+    trainX: train.x,
+    trainY: train.y,
+    heldoutX: heldout.x,
+    heldoutY: heldout.y,
+    trainCount: train.count,
+    heldoutCount: heldout.count,
+    targetsPerSample: spec.context,
   };
 }
 
@@ -145,7 +167,7 @@ function makeBlobs(spec: Extract<DataSpec, { kind: "blobs" }>): Dataset {
   return toDataset(train, heldout, features, classes);
 }
 
-/** Copies rows `indices` into x [n*F] and one-hot y [n*C]. */
+/** Copies rows `indices` into x [n*F] and one-hot y [n*L*C] (L = targetsPerSample labels per row). */
 export function gather(
   ds: Dataset,
   X: Float32Array,
@@ -154,12 +176,17 @@ export function gather(
 ): { x: Float32Array; y: Float32Array } {
   const F = ds.features;
   const C = ds.classes;
+  const L = ds.targetsPerSample;
   const x = new Float32Array(indices.length * F);
-  const y = new Float32Array(indices.length * C);
+  const y = new Float32Array(indices.length * L * C);
   for (let i = 0; i < indices.length; i++) {
     const r = indices[i];
     x.set(X.subarray(r * F, (r + 1) * F), i * F);
-    y[i * C + Y[r]] = 1;
+    for (let j = 0; j < L; j++) y[(i * L + j) * C + Y[r * L + j]] = 1;
   }
   return { x, y };
 }
+
+/** The shape of one-hot labels for `lead` leading dims: [...lead, C], or [...lead, L, C] with L labels per sample. */
+export const labelDims = (ds: Dataset, lead: number[]): number[] =>
+  ds.targetsPerSample === 1 ? [...lead, ds.classes] : [...lead, ds.targetsPerSample, ds.classes];

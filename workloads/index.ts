@@ -7,7 +7,14 @@ export {
   canonicalJson,
   DESCRIPTORS,
 } from "./templates.ts";
-export { createTrainer, replayStep, microBatchForMemory, oneAtomMemoryMiB, stepMemoryBytes } from "./trainer.ts";
+export {
+  createTrainer,
+  evalResultOf,
+  replayStep,
+  microBatchForMemory,
+  oneAtomMemoryMiB,
+  stepMemoryBytes,
+} from "./trainer.ts";
 export type { Trainer, TrainerOptions, StepOptions, StepResult, EvalResult } from "./trainer.ts";
 export { batchIndices } from "./order.ts";
 export { initialState, encodeState, decodeState, stateHash, checkNumbers } from "./state.ts";

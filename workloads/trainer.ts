@@ -1,5 +1,5 @@
 // The trainer: runs logical steps as micro-batches of atoms through the template's ONNX graphs.
-import { gather, loadDatasetAsync } from "./data.ts";
+import { gather, labelDims, loadDatasetAsync } from "./data.ts";
 import { StepOrderError } from "./errors.ts";
 import { GROUP_ELEMENTS } from "./onnx/exact.ts";
 import { batchIndices } from "./order.ts";
@@ -11,7 +11,15 @@ export type TrainerOptions = { executionProvider?: ExecutionProvider; microBatch
 /** Fault hooks for tests and demos. dataSeedOverride: draw the batch from another seed (wrong data). */
 export type StepOptions = { dataSeedOverride?: string };
 export type StepResult = { state: TrainingState; loss: number };
-export type EvalResult = { loss: number; accuracy: number };
+/** Held-out loss and accuracy; a text template also gives each held-out window's mean loss. */
+export type EvalResult = { loss: number; accuracy: number; windowLoss?: Float32Array };
+
+/** An evaluation graph's outputs as an EvalResult. */
+export function evalResultOf(out: Record<string, { data: unknown }>): EvalResult {
+  const r: EvalResult = { loss: (out.loss.data as Float32Array)[0], accuracy: (out.accuracy.data as Float32Array)[0] };
+  if (out.window_loss) r.windowLoss = out.window_loss.data as Float32Array;
+  return r;
+}
 
 export type Trainer = {
   template: Template;
@@ -73,7 +81,7 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
   const d = t.descriptor;
   const ds = await loadDatasetAsync(d.data);
   const F = ds.features;
-  const C = ds.classes;
+  const Y = ds.classes * ds.targetsPerSample; // label floats per sample
   // One at a time: an unavailable provider then fails once, on the first session.
   const grad = await createSession(t.graphs.gradient, provider);
   const reduce = await createSession(t.graphs.reduce, provider);
@@ -85,7 +93,7 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
     ds.heldoutY,
     Array.from({ length: ds.heldoutCount }, (_, i) => i),
   );
-  const heldoutFeeds = { x: f32(heldout.x, [ds.heldoutCount, F]), y: f32(heldout.y, [ds.heldoutCount, C]) };
+  const heldoutFeeds = { x: f32(heldout.x, [ds.heldoutCount, F]), y: f32(heldout.y, labelDims(ds, [ds.heldoutCount])) };
 
   /** Sums every atom's gradient into one accumulator, atom 0 first, and collects atom losses. */
   async function gradientSum(w: Feeds, x: Float32Array, y: Float32Array): Promise<{ acc: Feeds; losses: number[] }> {
@@ -97,7 +105,7 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
       const out = await grad.run({
         ...w,
         x: f32(x.slice(a0 * S * F, (a0 + A) * S * F), [A, S, F]),
-        y: f32(y.slice(a0 * S * C, (a0 + A) * S * C), [A, S, C]),
+        y: f32(y.slice(a0 * S * Y, (a0 + A) * S * Y), labelDims(ds, [A, S])),
       });
       losses.push(...(out.atom_loss.data as Float32Array));
       const feeds: Feeds = { ...acc };
@@ -133,8 +141,7 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
 
   async function evaluateState(state: TrainingState): Promise<EvalResult> {
     checkStateShape(t, state);
-    const out = await evaluate.run({ ...toFeeds(state.weights), ...heldoutFeeds });
-    return { loss: (out.loss.data as Float32Array)[0], accuracy: (out.accuracy.data as Float32Array)[0] };
+    return evalResultOf(await evaluate.run({ ...toFeeds(state.weights), ...heldoutFeeds }));
   }
 
   return {

@@ -1,3 +1,4 @@
+import type { AccuracyRules } from "../../workloads/types.ts";
 import { expect } from "chai";
 import {
   buildTemplate,
@@ -180,7 +181,7 @@ describe("verifier checks: one checkpoint, one verifier", function () {
       const final = { ...afterAccept(job, report), totalSteps: 20 };
       const v = await verifyFinal({ template, trainer: scratch.trainer, store, job: final });
       expect(v.modelHash).to.equal(report.hash);
-      expect(v.accuracy).to.be.at.least(template.descriptor.evalRules.targetAccuracy);
+      expect(v.accuracy).to.be.at.least((template.descriptor.evalRules as AccuracyRules).targetAccuracy);
       expect(v.metric).to.equal(toBasisPoints(v.accuracy!));
       expect(v.passed).to.equal(true);
     });

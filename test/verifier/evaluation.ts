@@ -4,6 +4,7 @@
  * rate of 10⁻⁴. Honest MNIST training (real onnxruntime) never breaks it at intervals 5, 10 and 20; a real
  * regression that sampling misses still escalates and is refused by the full replay.
  */
+import type { AccuracyRules } from "../../workloads/types.ts";
 import { expect } from "chai";
 import { honestUpload } from "../../agent/segment.ts";
 import {
@@ -117,7 +118,7 @@ describe("verifier evaluation rule: a false-alarm rate from the held-out sample 
           const problem = evaluationProblem(mnist, base, now);
           if (problem) breaks.push(`step ${s}: ${problem}`);
           const drop = base.accuracy - now.accuracy;
-          if (drop > mnist.descriptor.evalRules.maxRegression) oldRuleBreaks++;
+          if (drop > (mnist.descriptor.evalRules as AccuracyRules).maxRegression) oldRuleBreaks++;
           if (drop > worst.drop)
             worst = { drop, step: s, tolerance: regressionTolerance(mnist, base.accuracy, now.accuracy) };
         }

@@ -1,3 +1,4 @@
+import type { AccuracyRules } from "../../workloads/types.ts";
 import { expect } from "chai";
 import { createTrainer, loadTemplate } from "../../workloads/index.ts";
 import { SEED_A, trainTo } from "./helpers.ts";
@@ -24,7 +25,9 @@ describe("workloads: training learns", function () {
     const tr = await createTrainer(t);
     try {
       const { state } = await trainTo(tr, tr.initialState(SEED_A), SEED_A, 300);
-      expect((await tr.evaluate(state)).accuracy).to.be.at.least(t.descriptor.evalRules.targetAccuracy);
+      expect((await tr.evaluate(state)).accuracy).to.be.at.least(
+        (t.descriptor.evalRules as AccuracyRules).targetAccuracy,
+      );
     } finally {
       await tr.close();
     }

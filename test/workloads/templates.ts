@@ -1,3 +1,4 @@
+import type { AccuracyRules } from "../../workloads/types.ts";
 import { expect } from "chai";
 import {
   batchIndices,
@@ -26,7 +27,7 @@ describe("workloads: templates", function () {
     const d = DESCRIPTORS[0];
     expect(buildTemplate(structuredClone(d)).templateId).to.equal(loadTemplate(d.name).templateId);
     const changed = structuredClone(d);
-    changed.evalRules.targetAccuracy = 0.5;
+    (changed.evalRules as AccuracyRules).targetAccuracy = 0.5;
     expect(buildTemplate(changed).templateId).to.not.equal(loadTemplate(d.name).templateId);
   });
 

@@ -3,8 +3,9 @@
 import type { ModelFamily, TemplateDescriptor } from "../types.ts";
 import { cnn } from "./cnn/index.ts";
 import { mlp } from "./mlp/index.ts";
+import { transformer } from "./transformer/index.ts";
 
-const FAMILIES: Readonly<Record<string, ModelFamily>> = { mlp, cnn };
+const FAMILIES: Readonly<Record<string, ModelFamily>> = { mlp, cnn, transformer };
 
 /** The family a descriptor names; throws naming the known ones. */
 export function familyOf(d: TemplateDescriptor): ModelFamily {

@@ -170,3 +170,45 @@ export function intWeightGrad(g: GraphBuilder, h: string, d: string, S: number, 
   const dS = mapLimbs(qd, (u8) => unflat(u8, d)); // [A, S, O]
   return scaleSums(g, integerSums(g, hT, dS, S, 3, 3), g.op("Mul", [qh.scale, qd.scale]));
 }
+
+/**
+ * t with known dims (the first may be −1) quantized in blocks along its last axis (one block per row of K):
+ * limbs of t's shape, scales of t's shape without the last axis.
+ */
+function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
+  const K = dims[dims.length - 1];
+  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs);
+  const back = (u8: string) => g.op("Reshape", [u8, i64(g, dims)]);
+  return { ...mapLimbs(q, back), scale: g.op("Reshape", [q.scale, i64(g, dims.slice(0, -1))]) };
+}
+
+/**
+ * a [..., M, K] · b [..., N, K] → float [..., M, N], contracting the last axis of both (MatMul broadcasting over
+ * the leading axes; b may be a 2-D weight taken as its transpose). Each operand is quantized per row along K,
+ * so every output is an exact int32 sum times the two rows' power-of-two scales. dims: known shapes, the first
+ * may be −1.
+ */
+export function intProductRows(
+  g: GraphBuilder,
+  a: string,
+  aDims: number[],
+  b: string,
+  bDims: number[],
+  limbs: Limbs,
+): string {
+  const K = aDims[aDims.length - 1];
+  if (bDims[bDims.length - 1] !== K) throw new Error(`contraction lengths differ: ${K} and ${bDims.at(-1)}`);
+  const qa = quantizeLast(g, a, aDims, limbs);
+  const qb = quantizeLast(g, b, bDims, limbs);
+  const r = bDims.length;
+  const perm = [...Array.from({ length: r - 2 }, (_, i) => i), r - 1, r - 2];
+  const qbT = mapLimbs(qb, (u8) => g.op("Transpose", [u8], [attrInts("perm", perm)]));
+  const sums = integerSums(g, qa, qbT, K, aDims.length, r);
+  // a's row scales along the flattened rows in one DequantizeLinear pass, then b's by broadcasting
+  const N = bDims[r - 2];
+  const flatRows = (t: string) => g.op("Reshape", [t, i64(g, [-1, N])]);
+  const byRow = scaleSums(g, sums.map(flatRows), g.op("Reshape", [qa.scale, i64(g, [-1])]));
+  const outDims = [...aDims.slice(0, -1), N];
+  const sb = g.op("Unsqueeze", [qb.scale, i64(g, [-2])]);
+  return g.op("Mul", [g.op("Reshape", [byRow, i64(g, outDims)]), sb]);
+}

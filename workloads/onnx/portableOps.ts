@@ -89,6 +89,11 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     const c = n?.opType === "Mul" ? inits.get(n.input?.[1]) : undefined;
     return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && c.floatData[0] === 0;
   };
+  // an exact int32 sum: MatMulInteger's output, or the same reshaped (data movement)
+  const isInt32Sum = (name: string | undefined): boolean => {
+    const n = name === undefined ? undefined : producer.get(name);
+    return n?.opType === "MatMulInteger" || (n?.opType === "Reshape" && isInt32Sum(n.input?.[0]));
+  };
   const isNegFloor = (name: string | undefined) =>
     madeBy(name, "Neg") && madeBy(producer.get(name!)!.input?.[0], "Floor");
   for (const n of nodes) {
@@ -102,7 +107,7 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
       if (!isLimb(a) || !isLimb(b)) out.push("MatMulInteger on an operand that is not QuantizeLinear limbs");
       if (!isConst128(za) || !isConst128(zb)) out.push("MatMulInteger without uint8 zero points 128");
     }
-    const int32Sum = n.opType === "DequantizeLinear" && za === undefined && madeBy(a, "MatMulInteger");
+    const int32Sum = n.opType === "DequantizeLinear" && za === undefined && isInt32Sum(a);
     if ((n.opType === "QuantizeLinear" || n.opType === "DequantizeLinear") && !isZeroPoint(za) && !int32Sum) {
       out.push(`${n.opType} without uint8 zero point 128 (or of an int32 sum)`);
     }

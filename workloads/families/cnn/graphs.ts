@@ -5,6 +5,7 @@
 // (0,0), (0,1), (1,0), (1,1) of each 2×2 window and is put back in place by DepthToSpace (data movement).
 import { GraphBuilder, attrInt, attrInts, attrString } from "../../onnx/builder.ts";
 import { concat, relu, scalar, sumAxis } from "../../onnx/exact.ts";
+import { heldoutPerClass } from "../../metric.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
 import {
   buildReduceGraph,
@@ -134,7 +135,7 @@ export function buildCnnEvalGraph(d: TemplateDescriptor, p: Products): Uint8Arra
   const g = new GraphBuilder(`${d.name}-evaluate`);
   const params = paramInputs(g, specs);
   const C = d.layers[d.layers.length - 1];
-  const rows = d.data.heldoutPerClass * C;
+  const rows = heldoutPerClass(d.data) * C;
   const x = g.input("x", [rows, pixels(d)]);
   const y = g.input("y", [rows, C]);
   evalOutputs(g, forward(g, d, params, x, p).logits, y, rows, C);

@@ -18,6 +18,7 @@ import {
   unsqueeze,
 } from "../../onnx/exact.ts";
 import { intMatmul2d, intWeightGrad } from "../../onnx/integer.ts";
+import { heldoutPerClass } from "../../metric.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
 
 export function paramSpecs(layers: number[]): ParamSpec[] {
@@ -199,8 +200,9 @@ export function buildReduceGraph(d: TemplateDescriptor, specs = paramSpecs(d.lay
 }
 
 /**
- * Update graph: SGD with momentum. m' = momentum·m + g (+ weightDecay·w for 2-D weights when the descriptor has
- * weightDecay: L2 regularisation, biases exempt); w' = w − lr·m', lr halved every lrHalvingSteps when set.
+ * Update graph: SGD with momentum, m' = momentum·m + g (+ weightDecay·w for 2-D weights when the descriptor has
+ * weightDecay: L2 regularisation, biases exempt), w' = w − lr·m'; or Lion when the descriptor names it (its weight
+ * decay decoupled, 2-D weights only). lr is halved every lrHalvingSteps when set.
  */
 export function buildUpdateGraph(d: TemplateDescriptor, specs = paramSpecs(d.layers)): Uint8Array {
   const g = new GraphBuilder(`${d.name}-update`);
@@ -209,16 +211,47 @@ export function buildUpdateGraph(d: TemplateDescriptor, specs = paramSpecs(d.lay
   const gr = paramInputs(g, specs, "g_");
   // a schedule makes the step's rate an input (workloads/trainer.ts learningRate); otherwise it is a constant
   const lr = d.lrHalvingSteps ? g.input("lr", []) : g.constFloat([d.lr], []);
-  const mu = g.constFloat([d.momentum], []);
+  const lion = d.optimizer?.kind === "lion" ? d.optimizer : undefined;
+  const mu = lion ? "" : g.constFloat([d.momentum], []);
   const wd = d.weightDecay ? g.constFloat([d.weightDecay], []) : undefined;
   specs.forEach((p, i) => {
-    const grad = wd && p.dims.length === 2 ? g.op("Add", [gr[i], g.op("Mul", [w[i], wd])]) : gr[i];
-    const m2 = g.op("Add", [g.op("Mul", [m[i], mu]), grad]);
-    const w2 = g.op("Sub", [w[i], g.op("Mul", [m2, lr])]);
+    const decay = wd && p.dims.length === 2 ? wd : undefined;
+    const { w2, m2 } = lion
+      ? lionStep(g, lion, w[i], m[i], gr[i], lr, decay)
+      : sgdStep(g, w[i], m[i], gr[i], lr, mu, decay);
     g.output(`new_w_${p.name}`, w2, p.dims);
     g.output(`new_m_${p.name}`, m2, p.dims);
   });
   return g.encode();
+}
+
+/** m' = μ·m + g (+ decay·w); w' = w − lr·m'. */
+function sgdStep(g: GraphBuilder, w: string, m: string, grad: string, lr: string, mu: string, decay?: string) {
+  const gr = decay ? g.op("Add", [grad, g.op("Mul", [w, decay])]) : grad;
+  const m2 = g.op("Add", [g.op("Mul", [m, mu]), gr]);
+  return { w2: g.op("Sub", [w, g.op("Mul", [m2, lr])]), m2 };
+}
+
+/** Lion: w' = w − lr·(sign(β1·m + (1−β1)·g) + decay·w); m' = β2·m + (1−β2)·g. sign(0) = 0, by comparison. */
+function lionStep(
+  g: GraphBuilder,
+  o: { beta1: number; beta2: number },
+  w: string,
+  m: string,
+  grad: string,
+  lr: string,
+  decay?: string,
+) {
+  const mix = (beta: number) =>
+    g.op("Add", [g.op("Mul", [m, scalar(g, beta)]), g.op("Mul", [grad, scalar(g, 1 - beta)])]);
+  const c = mix(o.beta1);
+  const sign = g.op("Where", [
+    g.op("Greater", [c, scalar(g, 0)]),
+    scalar(g, 1),
+    g.op("Where", [g.op("Less", [c, scalar(g, 0)]), scalar(g, -1), scalar(g, 0)]),
+  ]);
+  const step = decay ? g.op("Add", [sign, g.op("Mul", [w, decay])]) : sign;
+  return { w2: g.op("Sub", [w, g.op("Mul", [step, lr])]), m2: mix(o.beta2) };
 }
 
 /**
@@ -227,7 +260,7 @@ export function buildUpdateGraph(d: TemplateDescriptor, specs = paramSpecs(d.lay
  */
 export function buildEvalGraph(d: TemplateDescriptor): Uint8Array {
   const { g, params, F, C } = mlpGraph(d, "evaluate");
-  const n = d.data.heldoutPerClass * C;
+  const n = heldoutPerClass(d.data) * C;
   const x = g.input("x", [n, F]);
   const y = g.input("y", [n, C]);
   evalOutputs(g, forward(g, d, params, x, 2, n).logits, y, n, C);

@@ -1,0 +1,282 @@
+// The graphs of a decoder-only character transformer: learned token and position embeddings, pre-norm blocks of
+// causal multi-head self-attention and a ReLU MLP, a final layer norm and a linear head. Layer norm has no gain
+// or bias. Forward and backward are written out by hand in portable ops; every product goes through `Products`
+// (exact integer products in the template, float MatMul for the verifiers' rule and for gradient checks).
+import { GraphBuilder, attrInt } from "../../onnx/builder.ts";
+import { concat, expNonPositive, maxAxis, relu, scalar, split, squeeze, sumAxis, transpose } from "../../onnx/exact.ts";
+import { DT } from "../../onnx/schema.ts";
+import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
+import { buildReduceGraph, buildUpdateGraph, paramInputs, softmaxLoss } from "../mlp/graphs.ts";
+
+export type Shape = { T: number; D: number; H: number; blocks: number; F: number; V: number };
+
+export function shapeOf(d: TemplateDescriptor): Shape {
+  const t = d.transformer!;
+  return { T: t.context, D: t.width, H: t.heads, blocks: t.blocks, F: t.hidden, V: d.layers[1] };
+}
+
+/**
+ * Residual branches start near zero (their output projections at 0.05 of the He scale), the query/key/value
+ * projection at 0.3 (attention starts near uniform) and the head at 0.1 (the first loss is near ln V): measured on
+ * Moby-Dick, held-out loss 2.11 after 300 steps against 2.29 with He-scale projections (docs/WORKLOADS.md).
+ */
+export function transformerParams(d: TemplateDescriptor): ParamSpec[] {
+  const { T, D, F, V, blocks } = shapeOf(d);
+  const out: ParamSpec[] = [
+    { name: "wte", dims: [V, D] },
+    { name: "wpe", dims: [T, D] },
+  ];
+  for (let i = 0; i < blocks; i++) {
+    out.push(
+      { name: `b${i}_qkv`, dims: [D, 3 * D], initScale: 0.3 },
+      { name: `b${i}_proj`, dims: [D, D], initScale: 0.05 },
+      { name: `b${i}_fc`, dims: [D, F] },
+      { name: `b${i}_fc_b`, dims: [F] },
+      { name: `b${i}_out`, dims: [F, D], initScale: 0.05 },
+      { name: `b${i}_out_b`, dims: [D] },
+    );
+  }
+  out.push({ name: "head", dims: [D, V], initScale: 0.1 }, { name: "head_b", dims: [V] });
+  return out;
+}
+
+/** How a graph multiplies: a [..., M, K] · b [..., N, K] → [..., M, N] (dims known, the first may be −1). */
+export type Products = {
+  rows(g: GraphBuilder, a: string, aDims: number[], b: string, bDims: number[]): string;
+};
+
+const LN_EPS = 1e-5;
+/** A score that no softmax weight can come from (its exp is then replaced by an exact 0). */
+const MASKED = -1e30;
+
+type Ctx = { g: GraphBuilder; d: TemplateDescriptor; s: Shape; p: Record<string, string>; prod: Products };
+
+type Norm = { y: string; sigma: string };
+
+/** Layer norm over the last axis (length D) of [R, D], no gain or bias: (x − mean)/√(var + ε). */
+function layerNorm(c: Ctx, x: string): Norm {
+  const { g } = c;
+  const D = c.s.D;
+  const mean = (t: string) => g.op("Div", [sumAxis(g, t, D, 1), scalar(g, D)]);
+  const xc = g.op("Sub", [x, mean(x)]);
+  const sigma = g.op("Sqrt", [g.op("Add", [mean(g.op("Mul", [xc, xc])), scalar(g, LN_EPS)])]);
+  return { y: g.op("Div", [xc, sigma]), sigma };
+}
+
+/** dx of layer norm from dy: (dy − mean(dy) − ŷ·mean(dy·ŷ))/σ. */
+function layerNormBack(c: Ctx, n: Norm, dy: string): string {
+  const { g } = c;
+  const D = c.s.D;
+  const mean = (t: string) => g.op("Div", [sumAxis(g, t, D, 1), scalar(g, D)]);
+  const centred = g.op("Sub", [dy, mean(dy)]);
+  const along = g.op("Mul", [n.y, mean(g.op("Mul", [dy, n.y]))]);
+  return g.op("Div", [g.op("Sub", [centred, along]), n.sigma]);
+}
+
+/** x [R, K] · w [K, J] → [R, J]. */
+function dense(c: Ctx, x: string, w: string, K: number, J: number): string {
+  return c.prod.rows(c.g, x, [-1, K], transpose(c.g, w, [1, 0]), [J, K]);
+}
+
+/** dy [R, J] · wᵀ → [R, K] for w [K, J]. */
+function denseBack(c: Ctx, dy: string, w: string, K: number, J: number): string {
+  return c.prod.rows(c.g, dy, [-1, J], w, [K, J]);
+}
+
+/** [R, D] → [B, H, T, dh] and back. */
+const toHeads = (c: Ctx, t: string) => {
+  const { T, H, D } = c.s;
+  return transpose(c.g, c.g.op("Reshape", [t, c.g.constInt64([-1, T, H, D / H])]), [0, 2, 1, 3]);
+};
+const fromHeads = (c: Ctx, t: string) =>
+  c.g.op("Reshape", [transpose(c.g, t, [0, 2, 1, 3]), c.g.constInt64([-1, c.s.D])]);
+const swapLast = (c: Ctx, t: string) => transpose(c.g, t, [0, 1, 3, 2]);
+
+type Attention = { q: string; k: string; v: string; probs: string; out: string };
+
+/** Causal self-attention of a [R, D] given qkv weights: heads' outputs merged back to [R, D]. */
+function attention(c: Ctx, a: string, wqkv: string): Attention {
+  const { g } = c;
+  const { T, D, H } = c.s;
+  const dh = D / H;
+  const [q, k, v] = split(g, dense(c, a, wqkv, D, 3 * D), 1, [D, D, D]).map((t) => toHeads(c, t));
+  const scores = g.op("Mul", [c.prod.rows(g, q, [-1, H, T, dh], k, [-1, H, T, dh]), scalar(g, 1 / Math.sqrt(dh))]);
+  const causal = causalMask(g, T);
+  const masked = g.op("Where", [causal, scores, scalar(g, MASKED)]);
+  const shifted = g.op("Sub", [masked, maxAxis(g, masked, T, 3)]);
+  const exps = g.op("Where", [causal, expNonPositive(g, shifted), scalar(g, 0)]);
+  const probs = g.op("Div", [exps, sumAxis(g, exps, T, 3)]);
+  const out = c.prod.rows(g, probs, [-1, H, T, T], swapLast(c, v), [-1, H, dh, T]);
+  return { q, k, v, probs, out: fromHeads(c, out) };
+}
+
+/** [T, T] booleans: query i may attend to key j ≤ i. */
+function causalMask(g: GraphBuilder, T: number): string {
+  const key = `causal:${T}`;
+  let name = g.shared.get(key);
+  if (!name) {
+    const lower = Array.from({ length: T * T }, (_, n) => (n % T <= Math.floor(n / T) ? 1 : 0));
+    g.shared.set(key, (name = g.constInt(lower, [T, T], DT.BOOL)));
+  }
+  return name;
+}
+
+/** dqkv [R, 3D] from the gradient of the merged heads' output. */
+function attentionBack(c: Ctx, at: Attention, dOut: string): string {
+  const { g } = c;
+  const { T, D, H } = c.s;
+  const dh = D / H;
+  const heads = [-1, H, T, dh];
+  const square = [-1, H, T, T];
+  const dO = toHeads(c, dOut);
+  const dP = c.prod.rows(g, dO, heads, at.v, heads);
+  const dV = c.prod.rows(g, swapLast(c, at.probs), square, swapLast(c, dO), [-1, H, dh, T]);
+  const inner = sumAxis(g, g.op("Mul", [dP, at.probs]), T, 3);
+  const dS = g.op("Mul", [g.op("Mul", [at.probs, g.op("Sub", [dP, inner])]), scalar(g, 1 / Math.sqrt(dh))]);
+  const dQ = c.prod.rows(g, dS, square, swapLast(c, at.k), [-1, H, dh, T]);
+  const dK = c.prod.rows(g, swapLast(c, dS), square, swapLast(c, at.q), [-1, H, dh, T]);
+  return concat(
+    g,
+    [dQ, dK, dV].map((t) => fromHeads(c, t)),
+    1,
+  );
+}
+
+type Block = { ln1: Norm; att: Attention; ln2: Norm; pre: string; act: string };
+type Forward = { onehot?: string; blocks: Block[]; final: Norm; logits: string };
+
+/** ids [B, T] (symbol numbers as floats) → logits [B·T, V] and what backward needs. */
+function forward(c: Ctx, ids: string): Forward {
+  const { g, p } = c;
+  const { D, F, V } = c.s;
+  const index = g.op("Cast", [g.op("Floor", [ids])], [attrInt("to", DT.INT64)]);
+  const embedded = g.op("Add", [g.op("Gather", [p.wte, index]), p.wpe]); // [B, T, D]
+  let h = g.op("Reshape", [embedded, g.constInt64([-1, D])]);
+  const blocks: Block[] = [];
+  for (let i = 0; i < c.s.blocks; i++) {
+    const ln1 = layerNorm(c, h);
+    const att = attention(c, ln1.y, p[`b${i}_qkv`]);
+    h = g.op("Add", [h, dense(c, att.out, p[`b${i}_proj`], D, D)]);
+    const ln2 = layerNorm(c, h);
+    const pre = g.op("Add", [dense(c, ln2.y, p[`b${i}_fc`], D, F), p[`b${i}_fc_b`]]);
+    const act = relu(g, pre);
+    h = g.op("Add", [h, g.op("Add", [dense(c, act, p[`b${i}_out`], F, D), p[`b${i}_out_b`]])]);
+    blocks.push({ ln1, att, ln2, pre, act });
+  }
+  const final = layerNorm(c, h);
+  const logits = g.op("Add", [dense(c, final.y, p.head, D, V), p.head_b]);
+  return { blocks, final, logits };
+}
+
+/** A graph named for `d` and `what` whose first inputs are the parameters. */
+function transformerGraph(d: TemplateDescriptor, what: string, prod: Products): Ctx {
+  const g = new GraphBuilder(`${d.name}-${what}`);
+  const specs = transformerParams(d);
+  const names = paramInputs(g, specs);
+  const p = Object.fromEntries(specs.map((s, i) => [s.name, names[i]]));
+  return { g, d, s: shapeOf(d), p, prod };
+}
+
+/**
+ * Gradient graph. Inputs: params, x [atoms, S, T] (symbols), y [atoms, S, T, V] (one-hot next symbols).
+ * Outputs: g_<param> [atoms, ...dims], each atom's share of the gradient of the mean loss over the global batch's
+ * tokens, and atom_loss [atoms], the mean loss over the atom's tokens. Every product that sums over tokens sums
+ * only its own atom's rows, so outputs do not depend on how many atoms share a call.
+ */
+export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8Array {
+  const c = transformerGraph(d, "gradient", prod);
+  const { g, p } = c;
+  const { T, D, F, V } = c.s;
+  const S = d.atomSize;
+  const N = S * T; // an atom's rows
+  const x = g.input("x", ["atoms", S, T]);
+  const y = g.input("y", ["atoms", S, T, V]);
+  const fw = forward(c, g.op("Reshape", [x, g.constInt64([-1, T])]));
+  const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
+  const loss = softmaxLoss(g, fw.logits, labels, 2, V);
+  const perAtom = (t: string, n: number) => g.op("Reshape", [t, g.constInt64([-1, N, n])]);
+  const atomSum = squeeze(g, sumAxis(g, g.op("Reshape", [loss.nll, g.constInt64([-1, N])]), N, 1), [1]);
+  const dLogits = g.op("Mul", [g.op("Sub", [loss.softmax, labels]), scalar(g, 1 / (d.globalBatch * T))]);
+
+  const grads: Record<string, string> = {};
+  /** Σ over an atom's rows of h[r, i]·dy[r, o] → [atoms, I, O]. */
+  const weightGrad = (h: string, I: number, dy: string, O: number) =>
+    c.prod.rows(g, transpose(g, perAtom(h, I), [0, 2, 1]), [-1, I, N], transpose(g, perAtom(dy, O), [0, 2, 1]), [
+      -1,
+      O,
+      N,
+    ]);
+  const biasGrad = (dy: string, O: number) => squeeze(g, sumAxis(g, perAtom(dy, O), N, 1), [1]);
+
+  grads.head = weightGrad(fw.final.y, D, dLogits, V);
+  grads.head_b = biasGrad(dLogits, V);
+  let dh = layerNormBack(c, fw.final, denseBack(c, dLogits, p.head, D, V));
+  for (let i = c.s.blocks - 1; i >= 0; i--) {
+    const b = fw.blocks[i];
+    grads[`b${i}_out`] = weightGrad(b.act, F, dh, D);
+    grads[`b${i}_out_b`] = biasGrad(dh, D);
+    const dAct = denseBack(c, dh, p[`b${i}_out`], F, D);
+    const dPre = g.op("Where", [g.op("Greater", [b.pre, scalar(g, 0)]), dAct, scalar(g, 0)]);
+    grads[`b${i}_fc`] = weightGrad(b.ln2.y, D, dPre, F);
+    grads[`b${i}_fc_b`] = biasGrad(dPre, F);
+    dh = g.op("Add", [dh, layerNormBack(c, b.ln2, denseBack(c, dPre, p[`b${i}_fc`], D, F))]);
+    grads[`b${i}_proj`] = weightGrad(b.att.out, D, dh, D);
+    const dqkv = attentionBack(c, b.att, denseBack(c, dh, p[`b${i}_proj`], D, D));
+    grads[`b${i}_qkv`] = weightGrad(b.ln1.y, D, dqkv, 3 * D);
+    dh = g.op("Add", [dh, layerNormBack(c, b.ln1, denseBack(c, dqkv, p[`b${i}_qkv`], D, 3 * D))]);
+  }
+  // positions: Σ over the atom's samples; tokens: Σ over the atom's rows of onehot(symbol)ᵀ·dh
+  const bySample = g.op("Reshape", [dh, g.constInt64([-1, S, T * D])]);
+  grads.wpe = g.op("Reshape", [squeeze(g, sumAxis(g, bySample, S, 1), [1]), g.constInt64([-1, T, D])]);
+  grads.wte = weightGrad(oneHot(g, g.op("Reshape", [x, g.constInt64([-1])]), V), V, dh, D);
+
+  for (const s of transformerParams(d)) g.output(`g_${s.name}`, grads[s.name], ["atoms", ...s.dims]);
+  g.output("atom_loss", g.op("Div", [atomSum, scalar(g, N)]), ["atoms"]);
+  return g.encode();
+}
+
+/** ids [R] (whole numbers as floats) → one-hot [R, V] (exact 0 and 1). */
+function oneHot(g: GraphBuilder, ids: string, V: number): string {
+  const symbols = g.constFloat(
+    Array.from({ length: V }, (_, i) => i),
+    [V],
+  );
+  const hit = g.op("Equal", [g.op("Unsqueeze", [ids, g.constInt64([1])]), symbols]);
+  return g.op("Where", [hit, scalar(g, 1), scalar(g, 0)]);
+}
+
+/**
+ * Evaluation graph: params, x [n, T], y [n, T, V] → loss (mean nats per symbol over all n·T predictions),
+ * accuracy (fraction whose next symbol has the largest logit; exact ties count as correct) and window_loss [n]
+ * (each window's mean loss: the verifiers' rule compares checkpoints window by window).
+ */
+export function buildEvalGraph(d: TemplateDescriptor, prod: Products, what = "evaluate"): Uint8Array {
+  const c = transformerGraph(d, what, prod);
+  const { g } = c;
+  const { T, V } = c.s;
+  const n = d.data.kind === "text" ? d.data.heldoutWindows : 0;
+  const x = g.input("x", [n, T]);
+  const y = g.input("y", [n, T, V]);
+  const logits = forward(c, x).logits;
+  const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
+  const nll = g.op("Reshape", [softmaxLoss(g, logits, labels, 2, V).nll, g.constInt64([n, T])]);
+  const windowLoss = g.op("Div", [squeeze(g, sumAxis(g, nll, T, 1), [1]), scalar(g, T)]);
+  const labelLogit = sumAxis(g, g.op("Mul", [labels, logits]), V, 1);
+  const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, logits, V, 1)]);
+  const correct = g.op("Reshape", [g.op("Where", [top, scalar(g, 1), scalar(g, 0)]), g.constInt64([n, T])]);
+  const mean = (t: string) => g.op("Div", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, n)]);
+  g.output("loss", mean(windowLoss), []);
+  g.output("accuracy", mean(g.op("Div", [squeeze(g, sumAxis(g, correct, T, 1), [1]), scalar(g, T)])), []);
+  g.output("window_loss", windowLoss, [n]);
+  return g.encode();
+}
+
+export function buildTransformerGraphs(d: TemplateDescriptor, prod: Products): TemplateGraphs {
+  const specs = transformerParams(d);
+  return {
+    gradient: buildGradientGraph(d, prod),
+    reduce: buildReduceGraph(d, specs),
+    update: buildUpdateGraph(d, specs),
+    evaluate: buildEvalGraph(d, prod),
+  };
+}
