@@ -105,6 +105,7 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
 const JOB_SIZE: Readonly<Record<string, [number, number]>> = {
   "mnist-mlp": [600, 100],
   "mnist-cnn": [1200, 100],
+  "char-transformer": [600, 100],
   "blobs-tiny": [120, 20],
 };
 

@@ -16,6 +16,7 @@ import { isTrainingOver, jobIds, readJob, type JobReader, type JobView } from ".
 import type { Logger } from "../sdk/log.ts";
 import { runLoop } from "../sdk/runner.ts";
 import {
+  createSampler,
   createTrainer,
   loadTemplate,
   localProfile,
@@ -24,6 +25,7 @@ import {
   type CheckpointStore,
   type Template,
   type Trainer,
+  type Sampler,
 } from "../workloads/index.ts";
 import { DEFAULT_ABSTAIN_AFTER_MS, OutageTracker } from "./outage.ts";
 import { BEHAVIOURS, verifierBehaviour, type BehaviourName, type VerifierBehaviour } from "./behaviour.ts";
@@ -142,6 +144,7 @@ export class Verifier {
   private domain: TypedDataDomain;
   private trainers = new Map<string, Promise<{ template: Template; trainer: Trainer }>>();
   private cache: VerifyCache = newVerifyCache();
+  private readonly samplers = new Map<string, Promise<Sampler | undefined>>();
   private finished = new Set<bigint>();
   private firstMissing = new Map<string, number>();
   private outages: OutageTracker;
@@ -316,7 +319,7 @@ export class Verifier {
         return undefined;
       }
     }
-    this.logCheckpoint(item, v);
+    this.logCheckpoint(item, v, v.accept ? await this.sampleOf(item) : undefined);
     if (!v.accept && v.fault && this.behaviour.honest) {
       const unproven = await this.claimUnproven(item, v.profile);
       if (!unproven) return this.claim(item, v.fault);
@@ -331,7 +334,24 @@ export class Verifier {
     return this.decided(item, await this.sign("checkpoint", message, typed));
   }
 
-  private logCheckpoint(item: CheckpointItem, v: CheckpointVerdict): void {
+  /**
+   * A language template's greedy sample from the accepted state (workloads/sample.ts), for people watching the
+   * log and the dashboard; undefined for classifiers. Presentation only: a failure here never changes a decision.
+   */
+  private async sampleOf(item: CheckpointItem): Promise<string | undefined> {
+    const state = this.cache.states.get(item.hash.toLowerCase())?.state;
+    if (!state) return undefined;
+    try {
+      let sampler = this.samplers.get(item.templateId);
+      if (!sampler) this.samplers.set(item.templateId, (sampler = createSampler(loadTemplate(item.templateId))));
+      return await (await sampler)?.sample(state);
+    } catch (err) {
+      this.deps.log.warn("could not sample text from the accepted state", { job: item.jobId, error: String(err) });
+      return undefined;
+    }
+  }
+
+  private logCheckpoint(item: CheckpointItem, v: CheckpointVerdict, sample?: string): void {
     const m = v.metrics;
     this.deps.log.info("checkpoint decided", {
       job: item.jobId,
@@ -342,7 +362,9 @@ export class Verifier {
       reasons: v.reasons,
       notes: m.notes,
       accuracy: m.accuracy,
+      loss: m.loss,
       baselineAccuracy: m.baselineAccuracy,
+      ...(sample === undefined ? {} : { sample }),
       replayedSteps: m.replayedSteps,
       intervalSteps: m.intervalSteps,
       fullReplay: m.fullReplay,

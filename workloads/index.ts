@@ -71,3 +71,5 @@ export {
   replayUnprovenReason,
 } from "./profile.ts";
 export type { ArithmeticProfile } from "./profile.ts";
+export { createSampler, SAMPLE_PROMPT } from "./sample.ts";
+export type { Sampler } from "./sample.ts";

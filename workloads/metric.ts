@@ -1,4 +1,5 @@
-// What a template's verdict metric means: the one place that turns the on-chain integer into words.
+// What a template's verdict metric means: the one place that turns the on-chain integer into words (pure: the
+// dashboard's page uses it too).
 import type { AccuracyRules, DataSpec, EvalRules, LossRules, TemplateDescriptor } from "./types.ts";
 
 export const isLossRules = (r: EvalRules): r is LossRules => "metric" in r && r.metric === "loss";
@@ -20,7 +21,7 @@ export function heldoutPerClass(spec: DataSpec): number {
  * The verdict's metric in words: held-out accuracy (basis points on chain) or held-out loss (10⁻⁴ nats per
  * symbol on chain), with the template's target.
  */
-export function metricText(d: TemplateDescriptor, metric: bigint): string {
+export function metricText(d: Pick<TemplateDescriptor, "evalRules">, metric: bigint): string {
   const r = d.evalRules;
   if (isLossRules(r))
     return `${(Number(metric) / 10_000).toFixed(4)} nats per symbol held-out loss (target ≤ ${r.targetLoss})`;
@@ -28,7 +29,7 @@ export function metricText(d: TemplateDescriptor, metric: bigint): string {
 }
 
 /** Whether a verdict's metric meets the template's target (what the verifiers' `passed` asserts). */
-export function meetsTarget(d: TemplateDescriptor, metric: bigint): boolean {
+export function meetsTarget(d: Pick<TemplateDescriptor, "evalRules">, metric: bigint): boolean {
   const r = d.evalRules;
   const units = (v: number) => BigInt(Math.round(v * 10_000));
   return isLossRules(r) ? metric <= units(r.targetLoss) : metric >= units(r.targetAccuracy);

@@ -50,6 +50,7 @@ export const PROVEN_PROFILES: Readonly<Record<string, readonly ArithmeticProfile
   "mnist-mlp": PROVEN_PORTABLE,
   "blobs-tiny": PROVEN_PORTABLE,
   "mnist-cnn": PROVEN_PORTABLE,
+  "char-transformer": PROVEN_PORTABLE,
 };
 
 /** Whether the verifiers can replay a provider of this profile exactly (so it may be assigned the template). */

@@ -130,6 +130,8 @@ export interface ModelFamily {
   macsPerStep(d: TemplateDescriptor): number;
   /** Floats one sample keeps alive during a gradient call (inputs, activations, their gradients): memory estimate. */
   activationFloatsPerSample(d: TemplateDescriptor): number;
+  /** A language model's greedy next-symbol graph (workloads/sample.ts); absent for classifiers. */
+  sampleGraph?(d: TemplateDescriptor): Uint8Array;
   /** Output classes (the held-out split holds data.heldoutPerClass of each). */
   classes(d: TemplateDescriptor): number;
 }

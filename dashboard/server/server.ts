@@ -4,6 +4,7 @@
  * and the recordings (GET /api/recordings/NAME). Only GET and HEAD: nothing it serves can change chain state.
  * A bad request gets a 400 with the reason; a request naming another Host than this server (DNS rebinding) a 403.
  */
+import { listTemplates } from "../../workloads/templates.ts";
 import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -102,6 +103,11 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
         storeEnv: o.storeEnv ?? {},
         recordings: recordings().map(({ name, entries, date }) => ({ name, entries, date })),
         serverStartedAt: feed.startedAt,
+        templates: listTemplates().map((t) => ({
+          id: t.templateId,
+          name: t.descriptor.name,
+          evalRules: t.descriptor.evalRules,
+        })),
       });
     }
     if (d.kind === "status") return json(res, 200, feed.snapshot());

@@ -4,6 +4,7 @@
 import { expect } from "chai";
 import {
   buildTemplate,
+  createSampler,
   createTrainer,
   loadTemplate,
   type EvalResult,
@@ -180,6 +181,17 @@ describe("workloads: char-transformer on Moby-Dick", function () {
       expect(after.windowLoss).to.have.length(256);
       const mean = Array.from(after.windowLoss!).reduce((a, b) => a + b, 0) / 256;
       expect(Math.abs(mean - after.loss)).to.be.below(1e-4);
+      // a greedy sample: 64 symbols, the same on every call, not the untrained model's
+      const sampler = (await createSampler(t))!;
+      try {
+        const text = await sampler.sample(state);
+        expect(text).to.have.length(64);
+        expect(await sampler.sample(state)).to.equal(text);
+        expect(await sampler.sample(tr.initialState(SEED_A))).to.not.equal(text);
+      } finally {
+        await sampler.close();
+      }
+      expect(await createSampler(loadTemplate("mnist-mlp"))).to.equal(undefined);
     } finally {
       await tr.close();
     }

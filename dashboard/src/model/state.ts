@@ -81,6 +81,8 @@ export interface RunState {
   markers: Marker[];
   loss: Map<string, { ms: number; step: number; loss: number; provider: string }[]>;
   accuracy: Map<string, { step: number; accuracy: number }[]>;
+  /** A language template's greedy text from each accepted checkpoint (the verifiers' "checkpoint decided"). */
+  samples: Map<string, { step: number; text: string }[]>;
   reserves: { ms: number; block: number; held: bigint; owes: bigint }[];
   processes: Map<string, ProcessView>;
   notes: { ms: number; text: string }[];
@@ -104,6 +106,7 @@ export function emptyState(): RunState {
     markers: [],
     loss: new Map(),
     accuracy: new Map(),
+    samples: new Map(),
     reserves: [],
     processes: new Map(),
     notes: [],
@@ -354,6 +357,7 @@ function applyLog(s: RunState, ms: number, source: string, raw: unknown) {
     const accuracy = typeof d.accuracy === "number" ? d.accuracy : null;
     c.verifiers.set(lower(d.verifier), { action: String(d.action), reasons, accuracy });
     if (accuracy !== null && d.action === "accept") addAccuracy(s, String(d.job), Number(d.step), accuracy);
+    if (typeof d.sample === "string" && d.action === "accept") addSample(s, String(d.job), Number(d.step), d.sample);
   }
   if (component === "collector" && (msg === "signature" || msg === "decision")) {
     const c = checkpoint(s, String(d.job), String(d.epoch), Number(d.step), "");
@@ -387,6 +391,13 @@ function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: str
     list.push({ ms, step: Number(d.step), loss: d.loss, provider: key });
     s.loss.set(job, list);
   }
+}
+
+function addSample(s: RunState, job: string, step: number, text: string) {
+  const list = s.samples.get(job) ?? [];
+  if (!list.some((p) => p.step === step)) list.push({ step, text });
+  list.sort((a, b) => a.step - b.step);
+  s.samples.set(job, list);
 }
 
 function addAccuracy(s: RunState, job: string, step: number, accuracy: number) {

@@ -60,7 +60,7 @@ const QA: [string, string][] = [
   ],
   [
     "Can I run my own training code?",
-    "Not yet. Only approved workload templates run today (mnist-mlp, the convolutional mnist-cnn and the small blobs-tiny), to protect " +
+    "Not yet. Only approved workload templates run today (mnist-mlp, the convolutional mnist-cnn, the character-level char-transformer on Moby-Dick and the small blobs-tiny), to protect " +
       "providers' machines.",
   ],
 ];

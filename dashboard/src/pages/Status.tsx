@@ -9,6 +9,8 @@ import { ago, price, short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
 import { ledgerOf, providerSummaries, statusName, type LedgerJob } from "../ledger.ts";
 import { nameOf, type RunState } from "../model/state.ts";
+import { templateOf, type TemplateInfo } from "../sources/config.ts";
+import { isLossRules, metricText } from "../../../workloads/metric.ts";
 import { DataTable } from "../components/DataTable.tsx";
 
 const STRIP = ["Open", "Running", "Verdict", "Dispute window", "Settled"];
@@ -37,7 +39,7 @@ export function StatusPage(p: PageProps) {
         )}
       </section>
       {selected && <JobCard {...p} job={selected} />}
-      {selected && <Curves state={state} job={selected} />}
+      {selected && <Curves state={state} job={selected} template={templateOf(p.config, selected.templateId)} />}
       {selected && <Lanes state={state} job={selected} />}
       {selected && <Verification state={state} job={selected} />}
       <section className="card span-all" aria-labelledby="feed-h">
@@ -82,7 +84,8 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
   return (
     <section className="card span-all" aria-labelledby="job-h">
       <h2 id="job-h">
-        Job {id} <span className="muted">template {short(job.templateId)}</span>
+        Job {id}{" "}
+        <span className="muted">template {templateOf(p.config, job.templateId)?.name ?? short(job.templateId)}</span>
       </h2>
       <ol className="strip" aria-label={`State: ${status}`}>
         {(cancelled ? ["Open", "Cancelled"] : STRIP).map((s, i) => (
@@ -160,7 +163,7 @@ function stepRate(loss: { ms: number; step: number; provider: string }[]): numbe
   return ((last.step - first.step) * 1000) / (last.ms - first.ms);
 }
 
-function Curves({ state, job }: { state: RunState; job: LedgerJob }) {
+function Curves({ state, job, template }: { state: RunState; job: LedgerJob; template?: TemplateInfo }) {
   const id = String(job.jobId);
   const loss = state.loss.get(id) ?? [];
   const acc = state.accuracy.get(id) ?? [];
@@ -177,7 +180,9 @@ function Curves({ state, job }: { state: RunState; job: LedgerJob }) {
   const rules: Rule[] = state.markers
     .filter((m) => m.job === id && m.step !== undefined && (m.kind === "refusal" || m.kind === "failover"))
     .map((m) => ({ x: m.step!, label: m.label, color: m.kind === "refusal" ? "#f87171" : "#fbbf24" }));
-  const verdict = job.verdict ? Number(job.verdict.metric) / 100 : null;
+  // the verdict line is drawn on the accuracy axis only for templates judged by accuracy
+  const verdict = job.verdict && template && !isLossRules(template.evalRules) ? Number(job.verdict.metric) / 100 : null;
+  const samples = state.samples.get(id) ?? [];
   return (
     <section className="card span-all" aria-labelledby="curves-h">
       <h2 id="curves-h">Loss and held-out accuracy against step</h2>
@@ -213,7 +218,24 @@ function Curves({ state, job }: { state: RunState; job: LedgerJob }) {
           </li>
         ))}
         {!loss.length && <li className="muted">No loss reported yet (live: from the providers' heartbeats).</li>}
+        {job.verdict && template && <li>verdict: {metricText(template, BigInt(job.verdict.metric))}</li>}
       </ul>
+      {samples.length > 0 && (
+        <>
+          <h3 id="samples-h">Text from each accepted checkpoint</h3>
+          <p className="muted">
+            Greedy continuation of “Call me Ishmael. ” by the checkpoint&apos;s model, computed by the verifiers with
+            the template&apos;s portable graph: every verifier and viewer gets the same text.
+          </p>
+          <ol className="samples" aria-labelledby="samples-h" data-testid="samples">
+            {samples.map((x) => (
+              <li key={x.step}>
+                <span className="muted">step {x.step}</span> <q>{x.text}</q>
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
     </section>
   );
 }

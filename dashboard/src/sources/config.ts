@@ -1,3 +1,8 @@
+import type { EvalRules } from "../../../workloads/types.ts";
+
+/** An approved template as the page names it: its id, name and what its verdict metric means. */
+export type TemplateInfo = { id: string; name: string; evalRules: EvalRules };
+
 /** What the dashboard server says about the network it watches (GET /api/config). */
 export interface DashboardConfig {
   chainId: string;
@@ -13,7 +18,13 @@ export interface DashboardConfig {
   explorer?: string;
   recordings: { name: string; entries: number; date: string }[];
   serverStartedAt: number;
+  /** The approved templates this software knows (workloads/templates.ts). */
+  templates?: TemplateInfo[];
 }
+
+/** The template of a job by its id (any case), when the server named it. */
+export const templateOf = (c: DashboardConfig | null | undefined, id: string): TemplateInfo | undefined =>
+  c?.templates?.find((t) => t.id.toLowerCase() === id.toLowerCase());
 
 export async function loadConfig(): Promise<DashboardConfig | undefined> {
   try {

@@ -280,3 +280,26 @@ export function buildTransformerGraphs(d: TemplateDescriptor, prod: Products): T
     evaluate: buildEvalGraph(d, prod),
   };
 }
+
+/**
+ * Greedy next symbol: params, ids [1, T] (symbols; positions after `at` are ignored, attention being causal), at []
+ * (a position, as a float) → next [] (the symbol with the largest logit at `at`, the lowest on a tie): exact
+ * comparisons over the template's own portable forward, so every verifier and viewer gets the same text.
+ */
+export function buildSampleGraph(d: TemplateDescriptor, prod: Products): Uint8Array {
+  const c = transformerGraph(d, "sample", prod);
+  const { g } = c;
+  const { T, V } = c.s;
+  const ids = g.input("ids", [1, T]);
+  const at = g.input("at", []);
+  const logits = forward(c, ids).logits; // [T, V]
+  const row = g.op("Gather", [logits, g.op("Cast", [g.op("Floor", [at])], [attrInt("to", DT.INT64)])]); // [V]
+  const top = g.op("Equal", [row, maxAxis(g, row, V, 0)]);
+  const symbols = g.constFloat(
+    Array.from({ length: V }, (_, i) => i),
+    [V],
+  );
+  const candidates = g.op("Neg", [g.op("Where", [top, symbols, scalar(g, V)])]);
+  g.output("next", g.op("Neg", [squeeze(g, maxAxis(g, candidates, V, 0), [0])]), []);
+  return g.encode();
+}

@@ -1,8 +1,16 @@
 // The transformer family: a decoder-only character model (graphs.ts) trained on next-symbol prediction.
 import { attrInts } from "../../onnx/builder.ts";
 import { intProductRows } from "../../onnx/integer.ts";
+import { assertPortable } from "../../onnx/portableOps.ts";
 import type { ModelFamily, TemplateDescriptor } from "../../types.ts";
-import { buildEvalGraph, buildTransformerGraphs, shapeOf, transformerParams, type Products } from "./graphs.ts";
+import {
+  buildEvalGraph,
+  buildSampleGraph,
+  buildTransformerGraphs,
+  shapeOf,
+  transformerParams,
+  type Products,
+} from "./graphs.ts";
 
 /** Exact integer products on 8-bit (or two-limb) block floating point rows. */
 export const integerProducts = (limbs: 1 | 2): Products => ({
@@ -43,6 +51,11 @@ export const transformer: ModelFamily = {
   params: transformerParams,
   graphs: (d) => buildTransformerGraphs(d, integerProducts(d.arithmetic!.limbs)),
   floatEvalGraph: (d) => buildEvalGraph(d, floatProducts, "rule-evaluate"),
+  sampleGraph: (d) => {
+    const bytes = buildSampleGraph(d, integerProducts(d.arithmetic!.limbs));
+    assertPortable(`${d.name} sample graph`, bytes);
+    return bytes;
+  },
   macsPerStep: (d) => 3 * d.globalBatch * shapeOf(d).T * forwardMacsPerToken(d),
   // per token: the residual stream and its norms (≈ 8·D), q, k, v and their gradients (6·D), the MLP's hidden
   // activations (4·F), logits and softmax (3·V); per position pair the attention's scores, probabilities, grads
