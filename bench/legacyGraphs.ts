@@ -2,7 +2,7 @@
 // LogSoftmax, Softmax and ReduceSum kernels. Kept for `npm run bench` only, to measure the overhead
 // of the portable formulation; no template uses them (they fail the portable-op rule).
 import { buildTransformerGraphs } from "../workloads/families/transformer/graphs.ts";
-import { floatProducts } from "../workloads/families/transformer/index.ts";
+import { floatKernels } from "../workloads/families/transformer/index.ts";
 import { GraphBuilder, attrInt, attrInts } from "../workloads/onnx/builder.ts";
 import { DT } from "../workloads/onnx/schema.ts";
 import type { TemplateDescriptor, TemplateGraphs } from "../workloads/types.ts";
@@ -95,6 +95,6 @@ export function buildMlpGraphs(d: TemplateDescriptor): TemplateGraphs {
  */
 export function buildGraphs(d: TemplateDescriptor): TemplateGraphs {
   if (d.family === "cnn") return buildCnnGraphs(d, floatKernelProducts(d.globalBatch / d.atomSize));
-  if (d.family === "transformer") return buildTransformerGraphs(d, floatProducts);
+  if (d.family === "transformer") return buildTransformerGraphs(d, floatKernels);
   return buildMlpGraphs(d);
 }

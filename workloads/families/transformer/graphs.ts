@@ -43,7 +43,22 @@ export function transformerParams(d: TemplateDescriptor): ParamSpec[] {
 /** How a graph multiplies: a [..., M, K] · b [..., N, K] → [..., M, N] (dims known, the first may be −1). */
 export type Products = {
   rows(g: GraphBuilder, a: string, aDims: number[], b: string, bDims: number[]): string;
+  /**
+   * Kernels in place of the portable sums, maxima and exp over an axis (kept with length 1): only the bench's float
+   * formulation sets them (ReduceSum, ReduceMax, Exp), to price what the portable spelling costs.
+   */
+  kernels?: {
+    sum(g: GraphBuilder, t: string, axis: number): string;
+    max(g: GraphBuilder, t: string, axis: number): string;
+    exp(g: GraphBuilder, t: string): string;
+  };
 };
+
+const sumOver = (c: Ctx, t: string, n: number, axis: number) =>
+  c.prod.kernels ? c.prod.kernels.sum(c.g, t, axis) : sumAxis(c.g, t, n, axis);
+const maxOver = (c: Ctx, t: string, n: number, axis: number) =>
+  c.prod.kernels ? c.prod.kernels.max(c.g, t, axis) : maxAxis(c.g, t, n, axis);
+const expOf = (c: Ctx, t: string) => (c.prod.kernels ? c.prod.kernels.exp(c.g, t) : expNonPositive(c.g, t));
 
 const LN_EPS = 1e-5;
 /** A score that no softmax weight can come from (its exp is then replaced by an exact 0). */
@@ -57,7 +72,7 @@ type Norm = { y: string; sigma: string };
 function layerNorm(c: Ctx, x: string): Norm {
   const { g } = c;
   const D = c.s.D;
-  const mean = (t: string) => g.op("Div", [sumAxis(g, t, D, 1), scalar(g, D)]);
+  const mean = (t: string) => g.op("Div", [sumOver(c, t, D, 1), scalar(g, D)]);
   const xc = g.op("Sub", [x, mean(x)]);
   const sigma = g.op("Sqrt", [g.op("Add", [mean(g.op("Mul", [xc, xc])), scalar(g, LN_EPS)])]);
   return { y: g.op("Div", [xc, sigma]), sigma };
@@ -67,7 +82,7 @@ function layerNorm(c: Ctx, x: string): Norm {
 function layerNormBack(c: Ctx, n: Norm, dy: string): string {
   const { g } = c;
   const D = c.s.D;
-  const mean = (t: string) => g.op("Div", [sumAxis(g, t, D, 1), scalar(g, D)]);
+  const mean = (t: string) => g.op("Div", [sumOver(c, t, D, 1), scalar(g, D)]);
   const centred = g.op("Sub", [dy, mean(dy)]);
   const along = g.op("Mul", [n.y, mean(g.op("Mul", [dy, n.y]))]);
   return g.op("Div", [g.op("Sub", [centred, along]), n.sigma]);
@@ -103,9 +118,9 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   const scores = g.op("Mul", [c.prod.rows(g, q, [-1, H, T, dh], k, [-1, H, T, dh]), scalar(g, 1 / Math.sqrt(dh))]);
   const causal = causalMask(g, T);
   const masked = g.op("Where", [causal, scores, scalar(g, MASKED)]);
-  const shifted = g.op("Sub", [masked, maxAxis(g, masked, T, 3)]);
-  const exps = g.op("Where", [causal, expNonPositive(g, shifted), scalar(g, 0)]);
-  const probs = g.op("Div", [exps, sumAxis(g, exps, T, 3)]);
+  const shifted = g.op("Sub", [masked, maxOver(c, masked, T, 3)]);
+  const exps = g.op("Where", [causal, expOf(c, shifted), scalar(g, 0)]);
+  const probs = g.op("Div", [exps, sumOver(c, exps, T, 3)]);
   const out = c.prod.rows(g, probs, [-1, H, T, T], swapLast(c, v), [-1, H, dh, T]);
   return { q, k, v, probs, out: fromHeads(c, out) };
 }
@@ -131,7 +146,7 @@ function attentionBack(c: Ctx, at: Attention, dOut: string): string {
   const dO = toHeads(c, dOut);
   const dP = c.prod.rows(g, dO, heads, at.v, heads);
   const dV = c.prod.rows(g, swapLast(c, at.probs), square, swapLast(c, dO), [-1, H, dh, T]);
-  const inner = sumAxis(g, g.op("Mul", [dP, at.probs]), T, 3);
+  const inner = sumOver(c, g.op("Mul", [dP, at.probs]), T, 3);
   const dS = g.op("Mul", [g.op("Mul", [at.probs, g.op("Sub", [dP, inner])]), scalar(g, 1 / Math.sqrt(dh))]);
   const dQ = c.prod.rows(g, dS, square, swapLast(c, at.k), [-1, H, dh, T]);
   const dK = c.prod.rows(g, swapLast(c, dS), square, swapLast(c, at.q), [-1, H, dh, T]);
@@ -206,7 +221,7 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
       O,
       N,
     ]);
-  const biasGrad = (dy: string, O: number) => squeeze(g, sumAxis(g, perAtom(dy, O), N, 1), [1]);
+  const biasGrad = (dy: string, O: number) => squeeze(g, sumOver(c, perAtom(dy, O), N, 1), [1]);
 
   grads.head = weightGrad(fw.final.y, D, dLogits, V);
   grads.head_b = biasGrad(dLogits, V);

@@ -1,5 +1,5 @@
 // The transformer family: a decoder-only character model (graphs.ts) trained on next-symbol prediction.
-import { attrInts } from "../../onnx/builder.ts";
+import { attrInt, attrInts } from "../../onnx/builder.ts";
 import { intProductRows } from "../../onnx/integer.ts";
 import { assertPortable } from "../../onnx/portableOps.ts";
 import type { ModelFamily, TemplateDescriptor } from "../../types.ts";
@@ -23,6 +23,16 @@ export const floatProducts: Products = {
     const r = bDims.length;
     const perm = [...Array.from({ length: r - 2 }, (_, i) => i), r - 1, r - 2];
     return g.op("MatMul", [a, g.op("Transpose", [b], [attrInts("perm", perm)])]);
+  },
+};
+
+/** Ordinary float kernels throughout (MatMul, ReduceSum, ReduceMax, Exp): the bench's comparison formulation. */
+export const floatKernels: Products = {
+  ...floatProducts,
+  kernels: {
+    sum: (g, t, axis) => g.op("ReduceSum", [t, g.constInt64([axis])], [attrInt("keepdims", 1)]),
+    max: (g, t, axis) => g.op("ReduceMax", [t], [attrInts("axes", [axis]), attrInt("keepdims", 1)]),
+    exp: (g, t) => g.op("Exp", [t]),
   },
 };
 
