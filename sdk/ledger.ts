@@ -30,12 +30,12 @@
 import { getAddress } from "ethers";
 import { JobStatus as JOB_STATUS_VALUES, type JobStatusValue } from "./job.ts";
 
+/** UnassignReason, numbered as in IJobEscrow (mirrored once, in sdk/job.ts). */
+export { UnassignReason } from "./job.ts";
+
 /** JobStatus, numbered as in IJobEscrow (mirrored once, in sdk/job.ts). */
 export const JobStatus = JOB_STATUS_VALUES;
 export type JobStatus = JobStatusValue;
-
-/** UnassignReason, numbered as in IJobEscrow. */
-export const UnassignReason = { Coordinator: 0, LeaseLapsed: 1, Refused: 2 } as const;
 
 export interface EscrowEvent {
   eventName: string;

@@ -1,5 +1,5 @@
 import { memo, useMemo, useState } from "react";
-import { describeEvent, eventKind } from "../describe.ts";
+import { describeEvent, eventKind } from "../../../sdk/sentences.ts";
 import type { ChainEvent } from "../model/entries.ts";
 import type { RunState } from "../model/state.ts";
 import { nameOf } from "../model/state.ts";
