@@ -29,6 +29,7 @@
  */
 import { getAddress } from "ethers";
 import { JobStatus as JOB_STATUS_VALUES, type JobStatusValue } from "./job.ts";
+import { applyStakeEvent, emptyStakeBook, isStakeEvent, type StakeBook, type StakeEventName } from "./stake.ts";
 
 /** UnassignReason, numbered as in IJobEscrow (mirrored once, in sdk/job.ts). */
 export { UnassignReason } from "./job.ts";
@@ -82,15 +83,6 @@ export interface LedgerJob {
   dispute: { bond: bigint; arbiterDeadline: bigint; resolved: boolean; upheld: boolean; timedOut: boolean } | null;
   settlement: { refund: bigint; providersPaid: bigint; bondReturned: bigint; bondForfeited: bigint } | null;
   history: LedgerEntry[];
-}
-
-export interface StakeBook {
-  deposited: bigint;
-  locked: bigint;
-  unbonding: bigint;
-  slashed: bigint;
-  /** Current lock per job id. */
-  locks: Map<bigint, bigint>;
 }
 
 export interface Ledger {
@@ -161,10 +153,8 @@ export function statusAt(job: LedgerJob, now: bigint): JobStatus {
 
 /** An account's stake books in the registry (zeros when it never staked). */
 export function stakeBookOf(ledger: Ledger, account: string): Omit<StakeBook, "locks"> {
-  const st = ledger.stakes.get(getAddress(account));
-  return st
-    ? { deposited: st.deposited, locked: st.locked, unbonding: st.unbonding, slashed: st.slashed }
-    : { deposited: 0n, locked: 0n, unbonding: 0n, slashed: 0n };
+  const st = ledger.stakes.get(getAddress(account)) ?? emptyStakeBook();
+  return { deposited: st.deposited, locked: st.locked, unbonding: st.unbonding, slashed: st.slashed };
 }
 
 /** What an account is owed now, and what it may still claim per settled or cancelled job. */
@@ -195,6 +185,7 @@ function apply(l: Ledger, e: EscrowEvent): void {
   const addr = (k: string) => getAddress(a[k] as string);
   const str = (k: string) => a[k] as string;
   const job = () => jobOf(l, big("jobId"), e, a);
+  if (isStakeEvent(e.eventName)) return foldStake(l, e.eventName, a);
 
   switch (e.eventName) {
     case "JobCreated": {
@@ -274,44 +265,6 @@ function apply(l: Ledger, e: EscrowEvent): void {
     case "JobExpired":
       job().expired = true; // JobCancelled follows in the same transaction with the refund
       return;
-    case "StakeDeposited": {
-      const st = stakeOf(l, addr("provider"));
-      st.deposited += big("amount");
-      l.totalStaked += big("amount");
-      l.held += big("amount");
-      return;
-    }
-    case "UnbondingStarted":
-      stakeOf(l, addr("provider")).unbonding = big("unbonding");
-      return;
-    case "StakeWithdrawn": {
-      const st = stakeOf(l, addr("provider"));
-      st.deposited -= big("amount");
-      st.unbonding = 0n;
-      l.totalStaked -= big("amount");
-      l.held -= big("amount");
-      return;
-    }
-    case "StakeLocked": {
-      const st = stakeOf(l, addr("provider"));
-      const jobId = big("jobId");
-      st.locked += big("amount") - (st.locks.get(jobId) ?? 0n);
-      st.locks.set(jobId, big("amount"));
-      return;
-    }
-    case "StakeReleased":
-    case "StakeSlashed": {
-      const st = stakeOf(l, addr("provider"));
-      st.locked -= big("amount");
-      st.locks.delete(big("jobId"));
-      if (e.eventName === "StakeSlashed") {
-        // The tokens move from the registry to the escrow (held stays); ProviderSlashed credits the split.
-        st.deposited -= big("amount");
-        st.slashed += big("amount");
-        l.totalStaked -= big("amount");
-      }
-      return;
-    }
     case "VerdictSubmitted": {
       const j = job();
       j.phase = JobStatus.DisputeWindow;
@@ -409,6 +362,21 @@ function apply(l: Ledger, e: EscrowEvent): void {
   }
 }
 
+/** A registry stake event: the provider's books (sdk/stake.ts's one fold) and the registry's totals. */
+function foldStake(l: Ledger, name: StakeEventName, a: Record<string, unknown>): void {
+  const opt = (k: string) => (a[k] === undefined ? undefined : BigInt(a[k] as bigint));
+  const moved = applyStakeEvent(stakeOf(l, getAddress(a.provider as string)), {
+    name,
+    jobId: opt("jobId"),
+    amount: opt("amount"),
+    deposited: opt("deposited"),
+    unbonding: opt("unbonding"),
+  });
+  l.totalStaked += moved;
+  // A slash moves the tokens from the registry to the escrow (held stays); ProviderSlashed credits the split.
+  if (name !== "StakeSlashed") l.held += moved;
+}
+
 function clearPending(j: LedgerJob): void {
   j.pendingStep = 0;
   j.pendingHash = null;
@@ -419,7 +387,7 @@ function clearPending(j: LedgerJob): void {
 function stakeOf(l: Ledger, provider: string): StakeBook {
   let st = l.stakes.get(provider);
   if (st === undefined) {
-    st = { deposited: 0n, locked: 0n, unbonding: 0n, slashed: 0n, locks: new Map() };
+    st = emptyStakeBook();
     l.stakes.set(provider, st);
   }
   return st;

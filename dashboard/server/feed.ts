@@ -10,14 +10,10 @@ import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contr
 import type { Deployment } from "../../sdk/deployment.ts";
 import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
 import { capDeviceModel } from "../../sdk/machine.ts";
+import { verifierNames } from "../../sdk/narrative.ts";
+import type { Entry } from "../../sdk/recording.ts";
+import { SAFE_ABI } from "../../sdk/safeOwners.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
-
-export interface Entry {
-  ms: number;
-  kind: "badge" | "event" | "log" | "metric" | "summary" | "note";
-  source: string;
-  data: unknown;
-}
 
 /** Where the feed reads: the chain, and the keepers' base URLs. */
 export interface FeedSources {
@@ -41,8 +37,6 @@ export interface ProcessSeen {
   lastSeenAt: number | null;
   detail?: string;
 }
-
-const SAFE_ABI = ["function getOwners() view returns (address[])", "function getThreshold() view returns (uint256)"];
 
 export class LiveFeed {
   readonly startedAt = Date.now();
@@ -142,7 +136,7 @@ export class LiveFeed {
       const [owners, threshold] = await Promise.all([this.safe.getOwners(), this.safe.getThreshold()]);
       this.owners = [...owners].map(String);
       this.threshold = Number(threshold);
-      this.owners.forEach((o, i) => this.names.set(o.toLowerCase(), `verifier${i + 1}`));
+      for (const [address, name] of Object.entries(verifierNames(this.owners))) this.names.set(address, name);
       this.push("metric", "safe", { owners: this.owners, threshold: this.threshold });
     }
     while (this.indexedBlock < head) {

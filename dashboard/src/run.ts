@@ -3,7 +3,7 @@
  * entries to the same fold; the views re-render at most once per animation frame, so fast playback stays smooth.
  */
 import { useEffect, useRef, useState } from "react";
-import { parseRecording, type Entry } from "./model/entries.ts";
+import { parseRecording, type Entry } from "../../sdk/recording.ts";
 import { applyEntry, emptyState, foldAll, type RunState } from "./model/state.ts";
 import { connectLive, type Snapshot } from "./sources/live.ts";
 

@@ -30,7 +30,8 @@ import { RestakeBook, type SlashMark } from "../../sdk/restake.ts";
 import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
-import { isStakeEvent, STAKE_EVENTS, StakeBook } from "./stakeBook.ts";
+import { freeStake, isStakeEvent, STAKE_EVENTS, type Stake } from "../../sdk/stake.ts";
+import { StakeBooks } from "./stakeBook.ts";
 import { TrackRecords } from "./trackRecord.ts";
 
 const LOG_CHUNK = 10_000;
@@ -106,7 +107,7 @@ export class CoordinatorChainView {
   /** Each registered provider's offer, from its events (lower-case address). */
   private readonly offers = new Map<string, { pricePerStep: bigint; memoryMiB: number; active: boolean }>();
   /** Each registered provider's stake as the registry's stake events state it (stakeBook.ts). */
-  private readonly stakes = new StakeBook();
+  private readonly stakes = new StakeBooks();
   private stakesRead = 0;
   private readonly escrowLower: string;
   last: ChainViewStats = { jobsRead: 0, providersRead: 0, logs: 0 };
@@ -354,13 +355,13 @@ export class CoordinatorChainView {
     const results = await read(this.ctx, `${addresses.length} providers`, () => this.batch.readRaw(calls, block));
     addresses.forEach((address, i) => {
       const q = this.decodeQuote(answer(results[2 * i], "quote", address));
-      const stake = this.decodeStake(answer(results[2 * i + 1], "stakeOf", address)) as Record<string, bigint>;
+      const stake = this.decodeStake(answer(results[2 * i + 1], "stakeOf", address)) as unknown as Stake;
       const offer = {
         pricePerStep: q.pricePerStep as bigint,
         memoryMiB: Number(q.memoryMiB),
         active: q.active as boolean,
       };
-      out.set(address.toLowerCase(), { offer, stakeFree: stake.deposited - stake.locked - stake.unbonding });
+      out.set(address.toLowerCase(), { offer, stakeFree: freeStake(stake) });
     });
     return out;
   }

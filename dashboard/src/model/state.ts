@@ -5,7 +5,7 @@
 import { unassignReason, type UnassignReasonText } from "../../../sdk/job.ts";
 import { verifierNames } from "../../../sdk/narrative.ts";
 import { deviceKindName } from "../../../sdk/sentences.ts";
-import type { ChainEvent, Entry } from "./entries.ts";
+import type { ChainEvent, Entry } from "../../../sdk/recording.ts";
 
 export interface ProviderView {
   key: string; // lower-case address

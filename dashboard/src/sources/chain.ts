@@ -8,8 +8,7 @@ import { Contract, FetchRequest, JsonRpcProvider, Network, type Log } from "ethe
 import { abi as escrowAbi } from "../../../artifacts/contracts/JobEscrow.sol/JobEscrow.json";
 import type { DashboardConfig } from "./config.ts";
 import { nextDelay } from "./backoff.ts";
-
-const SAFE_ABI = ["function getOwners() view returns (address[])", "function getThreshold() view returns (uint256)"];
+import { SAFE_ABI } from "../../../sdk/safeOwners.ts";
 
 export interface ChainHealth {
   reachable: boolean | null; // null: not read yet
