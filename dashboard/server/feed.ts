@@ -4,11 +4,12 @@
  * verifiers' signatures before they land (the collector's GET /pending). Read-only: it sends no transaction.
  * The history is kept, so every new viewer starts from the whole run — the same way a recording plays.
  */
-import { Contract, JsonRpcProvider, Network, type Interface, type Log } from "ethers";
+import { Contract, JsonRpcProvider, Network, type Interface } from "ethers";
 import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
 import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
+import { readLogs, type RawLog } from "../../sdk/logRange.ts";
 import { capDeviceModel } from "../../sdk/machine.ts";
 import { verifierNames } from "../../sdk/narrative.ts";
 import type { Entry } from "../../sdk/recording.ts";
@@ -139,16 +140,11 @@ export class LiveFeed {
       for (const [address, name] of Object.entries(verifierNames(this.owners))) this.names.set(address, name);
       this.push("metric", "safe", { owners: this.owners, threshold: this.threshold });
     }
-    while (this.indexedBlock < head) {
-      const from = this.indexedBlock + 1;
-      const to = Math.min(head, from + this.o.maxBlocksPerQuery - 1);
-      const logs = await this.provider.getLogs({
-        address: [this.o.deployment.escrow, this.o.deployment.registry],
-        fromBlock: from,
-        toBlock: to,
-      });
+    if (this.indexedBlock < head) {
+      const filter = { address: [this.o.deployment.escrow, this.o.deployment.registry] };
+      const logs = await readLogs(this.provider, filter, this.indexedBlock + 1, head, this.o.maxBlocksPerQuery);
       for (const log of logs) this.onLog(log);
-      this.indexedBlock = to;
+      this.indexedBlock = head;
     }
     const [held, owes] = await this.escrow.reserves({ blockTag: head });
     const key = `${head}`;
@@ -174,7 +170,7 @@ export class LiveFeed {
     return Math.max(0, lo - 50);
   }
 
-  private onLog(log: Log) {
+  private onLog(log: RawLog) {
     const isEscrow = log.address.toLowerCase() === this.o.deployment.escrow.toLowerCase();
     const iface = isEscrow ? this.interfaces.escrow : this.interfaces.registry;
     let parsed;

@@ -25,7 +25,7 @@ import {
   staticDecoder,
   wordDecoder,
 } from "../../sdk/job.ts";
-import { readRawLogs, type RawLog } from "../../sdk/logRange.ts";
+import { readLogs, type RawLog } from "../../sdk/logRange.ts";
 import { RestakeBook, type SlashMark } from "../../sdk/restake.ts";
 import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
@@ -208,7 +208,7 @@ export class CoordinatorChainView {
   private async logsSince(block: number): Promise<RawLog[]> {
     const filter = { address: [this.escrowAddress(), this.registryAddress()], topics: [[...this.kinds.keys()]] };
     const from = this.scannedTo + 1;
-    return read(this.ctx, "getLogs", () => readRawLogs(this.ctx.provider, filter, from, block, LOG_CHUNK));
+    return read(this.ctx, "getLogs", () => readLogs(this.ctx.provider, filter, from, block, LOG_CHUNK));
   }
 
   /** One log, read by its topics: the job or provider it names is re-read; fencing and endings are noted. */

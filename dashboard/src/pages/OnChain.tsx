@@ -2,7 +2,7 @@
  * On-chain: Check any wallet (read by this browser from the RPC, with the call and the block), live proof of
  * reserves with a held-vs-owed plot, the contracts and the Safe's owners and threshold, every escrow event.
  */
-import { getAddress, isAddress, type EventLog } from "ethers";
+import { getAddress, isAddress } from "ethers";
 import { useMemo, useState } from "react";
 import type uPlot from "uplot";
 import { Chart } from "../components/Chart.tsx";
@@ -11,7 +11,9 @@ import type { PageProps } from "../context.ts";
 import { short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
 import { ledgerOf, providerSummaries, walletOf, type Ledger } from "../ledger.ts";
+import { decodeLogs } from "../../../sdk/events.ts";
 import { foldEscrowEvents } from "../../../sdk/ledger.ts";
+import { readLogs } from "../../../sdk/logRange.ts";
 
 export function OnChainPage(p: PageProps) {
   return (
@@ -60,9 +62,9 @@ function Wallet(p: PageProps) {
         const block = await p.chain.read(() => p.chain!.provider.getBlockNumber());
         const [owed, logs] = await Promise.all([
           p.chain.read(() => p.chain!.escrow.owed(who, { blockTag: block }) as Promise<bigint>),
-          p.chain.read(() => p.chain!.escrow.queryFilter("*", 0, block)),
+          p.chain.read(() => readLogs(p.chain!.provider, { address: String(p.chain!.escrow.target) }, 0, block)),
         ]);
-        const ledger = foldEscrowEvents(logs as EventLog[] as never);
+        const ledger = foldEscrowEvents(decodeLogs(p.chain.escrow.interface, logs));
         setRead({
           who,
           block,

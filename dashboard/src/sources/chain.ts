@@ -3,7 +3,7 @@
  * pages ask for. A failed read (429, connection refused, timeout) marks the chain unreachable and retries with
  * backoff; the last good values stay with their block.
  */
-import { Contract, FetchRequest, JsonRpcProvider, Network, type Log } from "ethers";
+import { Contract, FetchRequest, JsonRpcProvider, Network } from "ethers";
 // Only `abi` is taken from the build artifact (Vite's JSON named exports): bytecode stays out of the bundle.
 import { abi as escrowAbi } from "../../../artifacts/contracts/JobEscrow.sol/JobEscrow.json";
 import type { DashboardConfig } from "./config.ts";
@@ -66,10 +66,6 @@ export class ChainReader {
     this.stopped = true;
     clearTimeout(this.timer);
     this.provider.destroy();
-  }
-
-  async escrowLogs(toBlock: number): Promise<Log[]> {
-    return this.read(() => this.provider.getLogs({ address: this.escrow.target as string, fromBlock: 0, toBlock }));
   }
 
   private async tick() {
