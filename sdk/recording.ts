@@ -4,11 +4,22 @@
  * shape, so live and recorded runs go through the same fold and the same views. JSON lines, bigints as decimal
  * strings. Pure and browser-safe.
  */
+import { formatTime } from "./format.ts";
+
 export interface Entry {
   ms: number; // since the run (or the dashboard server) started
   kind: "badge" | "event" | "log" | "metric" | "summary" | "note";
   source: string;
   data: unknown;
+}
+
+/** When the recording started, from its first log line with a time ("t"), as an ISO time; none: "date not recorded". */
+export function recordingStart(entries: readonly Entry[]): string {
+  for (const e of entries) {
+    const t = (e.data as { t?: unknown } | null)?.t;
+    if (e.kind === "log" && typeof t === "string") return formatTime(new Date(Date.parse(t) - e.ms));
+  }
+  return "date not recorded";
 }
 
 /** One entry as its line of a recording (without the newline): JSON, bigints as decimal strings. */

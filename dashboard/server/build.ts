@@ -17,6 +17,7 @@ const SOURCES = [
   path.join(DASHBOARD_DIR, "vite.config.ts"),
   path.join(ROOT, "sdk"), // the page imports its shared facts from sdk/ (sentences, formats, ledger, …)
   path.join(ROOT, "artifacts", "contracts", "JobEscrow.sol", "JobEscrow.json"),
+  path.join(ROOT, "artifacts", "contracts", "ProviderRegistry.sol", "ProviderRegistry.json"),
 ];
 
 function newest(p: string): number {

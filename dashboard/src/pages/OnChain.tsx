@@ -14,6 +14,7 @@ import { ledgerOf, providerSummaries, walletOf, type Ledger } from "../ledger.ts
 import { decodeLogs } from "../../../sdk/events.ts";
 import { foldEscrowEvents } from "../../../sdk/ledger.ts";
 import { readLogs } from "../../../sdk/logRange.ts";
+import { owedParts, readReserves, type ReservesSource } from "../../../sdk/reserves.ts";
 
 export function OnChainPage(p: PageProps) {
   return (
@@ -228,22 +229,7 @@ function FragmentKV({ k, v }: { k: string; v: string }) {
 }
 
 function Reserves(p: PageProps) {
-  const live = useChainRead(p, "reserves", async ({ escrow: e }, block) => {
-    const at = { blockTag: block };
-    const [r, locked, bonds, withdrawable] = await Promise.all([
-      e.reserves(at),
-      e.totalLocked(at),
-      e.totalBonds(at),
-      e.totalWithdrawable(at),
-    ]);
-    return {
-      held: BigInt(r[0]),
-      owes: BigInt(r[1]),
-      locked: BigInt(locked),
-      bonds: BigInt(bonds),
-      withdrawable: BigInt(withdrawable),
-    };
-  });
+  const live = useChainRead(p, "reserves", (chain, block) => readReserves(chain as unknown as ReservesSource, block));
   const samples = p.run.state.reserves;
   const data = useMemo(() => {
     const byBlock = new Map<number, { held: number; owes: number }>();
@@ -287,9 +273,7 @@ function Reserves(p: PageProps) {
             {v && (
               <>
                 <dt>of which</dt>
-                <dd>
-                  locked budgets {usdc(v.locked)} + bonds {usdc(v.bonds)} + withdrawable {usdc(v.withdrawable)}
-                </dd>
+                <dd data-testid="reserves-parts">{owedParts(v, usdc)}</dd>
                 <dt>Surplus</dt>
                 <dd>{usdc(v.held - v.owes)} USDC</dd>
               </>
