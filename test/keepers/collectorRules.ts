@@ -61,6 +61,18 @@ function poolOf(...subs: Submission[]): Pool {
   return pool;
 }
 const accept = plain(1).decision;
+/** Job 1 as the chain shows it while AT's checkpoint is pending (reported at 1 000 s). */
+const RUNNING: JobState = {
+  status: "Running",
+  epoch: 2n,
+  totalSteps: 100,
+  acceptedStep: 0,
+  acceptedHash: hex("00"),
+  pendingStep: 10,
+  pendingHash: hex("22"),
+  pendingEpoch: 2n,
+  reportedAt: 1_000n,
+};
 
 describe("keepers: collector rules against one malicious verifier (pure)", function () {
   describe("isClaim: only a fault refusal its finder signed is a claim", function () {
@@ -163,18 +175,7 @@ describe("keepers: collector rules against one malicious verifier (pure)", funct
   });
 
   describe("poolAction: only what is pending on chain stays in the pool", function () {
-    const job = (over: Partial<JobState> = {}): JobState => ({
-      status: "Running",
-      epoch: 2n,
-      totalSteps: 100,
-      acceptedStep: 0,
-      acceptedHash: hex("00"),
-      pendingStep: 10,
-      pendingHash: hex("22"),
-      pendingEpoch: 2n,
-      reportedAt: 1_000n,
-      ...over,
-    });
+    const job = (over: Partial<JobState> = {}): JobState => ({ ...RUNNING, ...over });
     const refusal = fault(1, 99, hex("f1")).decision;
 
     it("keeps a pending checkpoint's entries while its decision window is open; a lapsed one is forgotten", function () {
@@ -238,17 +239,7 @@ describe("keepers: collector rules against one malicious verifier (pure)", funct
   });
 
   describe("nextStep: the collector's whole decision on a decision with its threshold, as one table", function () {
-    const running: JobState = {
-      status: "Running",
-      epoch: 2n,
-      totalSteps: 100,
-      acceptedStep: 0,
-      acceptedHash: hex("00"),
-      pendingStep: 10,
-      pendingHash: hex("22"),
-      pendingEpoch: 2n,
-      reportedAt: 1_000n,
-    };
+    const running = RUNNING;
     const claimBy2 = fault(2, 2, hex("f2")); // owner 2's claim; owner 3 has not checked it
     const base = (over: Partial<StepContext> = {}): StepContext => {
       const pool = over.pool ?? poolOf(plain(1), plain(2));
