@@ -180,187 +180,190 @@ export function walletOf(ledger: Ledger, account: string) {
 
 function apply(l: Ledger, e: EscrowEvent): void {
   const a = plainArgs(e.args);
-  const big = (k: string) => BigInt(a[k] as bigint | number);
-  const num = (k: string) => Number(a[k] as bigint | number);
-  const addr = (k: string) => getAddress(a[k] as string);
-  const str = (k: string) => a[k] as string;
-  const job = () => jobOf(l, big("jobId"), e, a);
   if (isStakeEvent(e.eventName)) return foldStake(l, e.eventName, a);
-
-  switch (e.eventName) {
-    case "JobCreated": {
-      const j = newJob(big("jobId"), addr("client"), a);
-      l.jobs.set(j.jobId, j);
-      record(j, e, a);
-      l.totalLocked += j.budget;
-      l.held += j.budget;
-      return;
-    }
-    case "ProviderAssigned": {
-      const j = job();
-      j.phase = JobStatus.Running;
-      j.provider = addr("provider");
-      j.epoch = big("epoch");
-      j.pricePerStep = big("pricePerStep");
-      return;
-    }
-    case "ProviderUnassigned": {
-      // A pending checkpoint stays its reporter's (decided later on its own epoch, or lapsed).
-      const j = job();
-      j.phase = JobStatus.Open;
-      j.epoch = big("newEpoch");
-      j.provider = null;
-      j.pricePerStep = 0n;
-      return;
-    }
-    case "LeaseExtended":
-      job();
-      return;
-    case "CheckpointReported": {
-      const j = job();
-      j.pendingStep = num("step");
-      j.pendingHash = str("checkpointHash");
-      j.pendingProvider = addr("provider");
-      j.pendingEpoch = big("epoch");
-      return;
-    }
-    case "CheckpointLapsed":
-      clearPending(job());
-      return;
-    case "CheckpointAccepted": {
-      const j = job();
-      const provider = addr("provider");
-      const amount = big("amount");
-      j.paid += amount;
-      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) + amount);
-      j.acceptedStep = num("step");
-      j.acceptedHash = str("checkpointHash");
-      clearPending(j);
-      return;
-    }
-    case "CheckpointRefused": {
-      const j = job();
-      j.fenced.add(addr("provider"));
-      clearPending(j);
-      return;
-    }
-    case "ProviderSlashed": {
-      const j = job();
-      const provider = addr("provider");
-      const voided = big("earningsVoided");
-      j.paid -= voided;
-      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - voided);
-      j.slashes.push({
-        provider,
-        faultStep: num("faultStep"),
-        finder: addr("finder"),
-        slashed: big("slashed"),
-        earningsVoided: voided,
-      });
-      credit(l, j.client, big("toClient"));
-      credit(l, addr("finder"), big("toFinder"));
-      credit(l, feeRecipientOf(l, e), big("toFeeRecipient"));
-      return;
-    }
-    case "JobExpired":
-      job().expired = true; // JobCancelled follows in the same transaction with the refund
-      return;
-    case "VerdictSubmitted": {
-      const j = job();
-      j.phase = JobStatus.DisputeWindow;
-      j.epoch = big("newEpoch"); // the bump that fences the last assignee
-      j.verdict = {
-        modelHash: str("modelHash"),
-        metric: big("metric"),
-        passed: a.passed as boolean,
-        disputeDeadline: big("disputeDeadline"),
-      };
-      return;
-    }
-    case "DisputeOpened": {
-      const j = job();
-      const bond = big("bond");
-      j.phase = JobStatus.Disputed;
-      j.dispute = { bond, arbiterDeadline: big("arbiterDeadline"), resolved: false, upheld: false, timedOut: false };
-      l.totalBonds += bond;
-      l.held += bond;
-      return;
-    }
-    case "DisputeResolved": {
-      const j = job();
-      const d = disputeOf(j, e);
-      d.resolved = true;
-      d.upheld = a.upheld as boolean;
-      if (d.upheld) {
-        // The client was right: the job's provider payments are void, never claimable.
-        j.paid = 0n;
-        j.earnings.clear();
-      }
-      return;
-    }
-    case "ArbiterTimedOut": {
-      const d = disputeOf(job(), e);
-      d.resolved = true;
-      d.timedOut = true;
-      return;
-    }
-    case "JobSettled": {
-      const j = job();
-      const refund = big("refund");
-      const bondReturned = big("bondReturned");
-      const bondForfeited = big("bondForfeited");
-      j.phase = JobStatus.Settled;
-      j.settlement = { refund, providersPaid: big("providersPaid"), bondReturned, bondForfeited };
-      l.totalLocked -= refund;
-      l.totalBonds -= bondReturned + bondForfeited;
-      credit(l, j.client, refund + bondReturned);
-      if (bondForfeited > 0n) credit(l, feeRecipientOf(l, e), bondForfeited);
-      return;
-    }
-    case "JobCancelled": {
-      const j = job();
-      const refund = big("refund");
-      j.phase = JobStatus.Cancelled;
-      j.settlement = { refund, providersPaid: j.paid, bondReturned: 0n, bondForfeited: 0n };
-      l.totalLocked -= refund;
-      credit(l, j.client, refund);
-      return;
-    }
-    case "EarningsReleased": {
-      const j = job();
-      const provider = addr("provider");
-      const amount = big("amount");
-      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - amount);
-      j.released.set(provider, (j.released.get(provider) ?? 0n) + amount);
-      l.totalLocked -= amount;
-      credit(l, provider, amount);
-      return;
-    }
-    case "Withdrawn": {
-      const account = addr("account");
-      const amount = big("amount");
-      l.withdrawable.set(account, (l.withdrawable.get(account) ?? 0n) - amount);
-      l.withdrawn.set(account, (l.withdrawn.get(account) ?? 0n) + amount);
-      l.totalWithdrawable -= amount;
-      l.held -= amount;
-      return;
-    }
-    case "TemplateApprovalSet":
-      l.templates.set(str("templateId"), a.approved as boolean);
-      return;
-    case "CoordinatorSet":
-      l.roles.coordinator = addr("coordinator");
-      return;
-    case "ArbiterSet":
-      l.roles.arbiter = addr("arbiter");
-      return;
-    case "FeeRecipientSet":
-      l.roles.feeRecipient = addr("feeRecipient");
-      return;
-    default:
-      return; // e.g. OwnershipTransferred: not part of the books
-  }
+  // Unknown events (e.g. OwnershipTransferred) are not part of the books.
+  if (Object.hasOwn(HANDLERS, e.eventName)) HANDLERS[e.eventName](l, e, argsOf(l, e, a));
 }
+
+/** Typed readers of one event's arguments, and its job (recorded in the job's history when read). */
+interface Args {
+  a: Record<string, unknown>;
+  big: (k: string) => bigint;
+  num: (k: string) => number;
+  addr: (k: string) => string;
+  str: (k: string) => string;
+  job: () => LedgerJob;
+}
+
+function argsOf(l: Ledger, e: EscrowEvent, a: Record<string, unknown>): Args {
+  const big = (k: string) => BigInt(a[k] as bigint | number);
+  return {
+    a,
+    big,
+    num: (k) => Number(a[k] as bigint | number),
+    addr: (k) => getAddress(a[k] as string),
+    str: (k) => a[k] as string,
+    job: () => jobOf(l, big("jobId"), e, a),
+  };
+}
+
+/** One handler per escrow event kind: what it changes in the books. */
+const HANDLERS: Record<string, (l: Ledger, e: EscrowEvent, x: Args) => void> = {
+  JobCreated: (l, e, { a, big, addr }) => {
+    const j = newJob(big("jobId"), addr("client"), a);
+    l.jobs.set(j.jobId, j);
+    record(j, e, a);
+    l.totalLocked += j.budget;
+    l.held += j.budget;
+  },
+  ProviderAssigned: (_l, _e, { big, addr, job }) => {
+    const j = job();
+    j.phase = JobStatus.Running;
+    j.provider = addr("provider");
+    j.epoch = big("epoch");
+    j.pricePerStep = big("pricePerStep");
+  },
+  ProviderUnassigned: (_l, _e, { big, job }) => {
+    // A pending checkpoint stays its reporter's (decided later on its own epoch, or lapsed).
+    const j = job();
+    j.phase = JobStatus.Open;
+    j.epoch = big("newEpoch");
+    j.provider = null;
+    j.pricePerStep = 0n;
+  },
+  LeaseExtended: (_l, _e, { job }) => {
+    job();
+  },
+  CheckpointReported: (_l, _e, { big, num, addr, str, job }) => {
+    const j = job();
+    j.pendingStep = num("step");
+    j.pendingHash = str("checkpointHash");
+    j.pendingProvider = addr("provider");
+    j.pendingEpoch = big("epoch");
+  },
+  CheckpointLapsed: (_l, _e, { job }) => {
+    clearPending(job());
+  },
+  CheckpointAccepted: (_l, _e, { big, num, addr, str, job }) => {
+    const j = job();
+    const provider = addr("provider");
+    const amount = big("amount");
+    j.paid += amount;
+    j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) + amount);
+    j.acceptedStep = num("step");
+    j.acceptedHash = str("checkpointHash");
+    clearPending(j);
+  },
+  CheckpointRefused: (_l, _e, { addr, job }) => {
+    const j = job();
+    j.fenced.add(addr("provider"));
+    clearPending(j);
+  },
+  ProviderSlashed: (l, e, { big, num, addr, job }) => {
+    const j = job();
+    const provider = addr("provider");
+    const voided = big("earningsVoided");
+    j.paid -= voided;
+    j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - voided);
+    j.slashes.push({
+      provider,
+      faultStep: num("faultStep"),
+      finder: addr("finder"),
+      slashed: big("slashed"),
+      earningsVoided: voided,
+    });
+    credit(l, j.client, big("toClient"));
+    credit(l, addr("finder"), big("toFinder"));
+    credit(l, feeRecipientOf(l, e), big("toFeeRecipient"));
+  },
+  JobExpired: (_l, _e, { job }) => {
+    job().expired = true; // JobCancelled follows in the same transaction with the refund
+  },
+  VerdictSubmitted: (_l, _e, { a, big, str, job }) => {
+    const j = job();
+    j.phase = JobStatus.DisputeWindow;
+    j.epoch = big("newEpoch"); // the bump that fences the last assignee
+    j.verdict = {
+      modelHash: str("modelHash"),
+      metric: big("metric"),
+      passed: a.passed as boolean,
+      disputeDeadline: big("disputeDeadline"),
+    };
+  },
+  DisputeOpened: (l, _e, { big, job }) => {
+    const j = job();
+    const bond = big("bond");
+    j.phase = JobStatus.Disputed;
+    j.dispute = { bond, arbiterDeadline: big("arbiterDeadline"), resolved: false, upheld: false, timedOut: false };
+    l.totalBonds += bond;
+    l.held += bond;
+  },
+  DisputeResolved: (_l, e, { a, job }) => {
+    const j = job();
+    const d = disputeOf(j, e);
+    d.resolved = true;
+    d.upheld = a.upheld as boolean;
+    if (d.upheld) {
+      // The client was right: the job's provider payments are void, never claimable.
+      j.paid = 0n;
+      j.earnings.clear();
+    }
+  },
+  ArbiterTimedOut: (_l, e, { job }) => {
+    const d = disputeOf(job(), e);
+    d.resolved = true;
+    d.timedOut = true;
+  },
+  JobSettled: (l, e, { big, job }) => {
+    const j = job();
+    const refund = big("refund");
+    const bondReturned = big("bondReturned");
+    const bondForfeited = big("bondForfeited");
+    j.phase = JobStatus.Settled;
+    j.settlement = { refund, providersPaid: big("providersPaid"), bondReturned, bondForfeited };
+    l.totalLocked -= refund;
+    l.totalBonds -= bondReturned + bondForfeited;
+    credit(l, j.client, refund + bondReturned);
+    if (bondForfeited > 0n) credit(l, feeRecipientOf(l, e), bondForfeited);
+  },
+  JobCancelled: (l, _e, { big, job }) => {
+    const j = job();
+    const refund = big("refund");
+    j.phase = JobStatus.Cancelled;
+    j.settlement = { refund, providersPaid: j.paid, bondReturned: 0n, bondForfeited: 0n };
+    l.totalLocked -= refund;
+    credit(l, j.client, refund);
+  },
+  EarningsReleased: (l, _e, { big, addr, job }) => {
+    const j = job();
+    const provider = addr("provider");
+    const amount = big("amount");
+    j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - amount);
+    j.released.set(provider, (j.released.get(provider) ?? 0n) + amount);
+    l.totalLocked -= amount;
+    credit(l, provider, amount);
+  },
+  Withdrawn: (l, _e, { big, addr }) => {
+    const account = addr("account");
+    const amount = big("amount");
+    l.withdrawable.set(account, (l.withdrawable.get(account) ?? 0n) - amount);
+    l.withdrawn.set(account, (l.withdrawn.get(account) ?? 0n) + amount);
+    l.totalWithdrawable -= amount;
+    l.held -= amount;
+  },
+  TemplateApprovalSet: (l, _e, { a, str }) => {
+    l.templates.set(str("templateId"), a.approved as boolean);
+  },
+  CoordinatorSet: (l, _e, { addr }) => {
+    l.roles.coordinator = addr("coordinator");
+  },
+  ArbiterSet: (l, _e, { addr }) => {
+    l.roles.arbiter = addr("arbiter");
+  },
+  FeeRecipientSet: (l, _e, { addr }) => {
+    l.roles.feeRecipient = addr("feeRecipient");
+  },
+};
 
 /** A registry stake event: the provider's books (sdk/stake.ts's one fold) and the registry's totals. */
 function foldStake(l: Ledger, name: StakeEventName, a: Record<string, unknown>): void {
