@@ -5,6 +5,7 @@
  */
 import { getAddress } from "ethers";
 import { isRunning, type JobView } from "../sdk/job.ts";
+import { freeStake, type Stake } from "../sdk/stake.ts";
 import { ZERO_HASH } from "../workloads/index.ts";
 
 // ---------------------------------------------------------------- registry
@@ -88,8 +89,8 @@ export function decideRegistration(current: ProviderRecord | undefined, offer: O
 export const STAKE_LOCKS = 5n;
 
 /** Stake to deposit so that `STAKE_LOCKS` minimum locks fit in the free stake (0: enough already). */
-export function stakeTopUp(stake: { deposited: bigint; locked: bigint; unbonding: bigint }, minStake: bigint): bigint {
-  const free = stake.deposited - stake.locked - stake.unbonding;
+export function stakeTopUp(stake: Stake, minStake: bigint): bigint {
+  const free = freeStake(stake);
   const target = STAKE_LOCKS * minStake;
   return free >= target ? 0n : target - free;
 }

@@ -5,6 +5,7 @@
 import { expectPositionals, parseCommand } from "../sdk/args.ts";
 import { openContext, type CommandContext } from "./context.ts";
 import { formatUsdc } from "../sdk/format.ts";
+import { owedParts, readReserves, type ReservesSource } from "../sdk/reserves.ts";
 import { sleep } from "../sdk/retry.ts";
 
 export const USAGE = `usage: gpuchain reserves [--watch]
@@ -25,19 +26,12 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 async function once(ctx: CommandContext): Promise<number> {
-  const { escrow } = ctx.protocol;
-  const [held, owes] = await escrow.reserves();
-  const [locked, bonds, withdrawable] = await Promise.all([
-    escrow.totalLocked(),
-    escrow.totalBonds(),
-    escrow.totalWithdrawable(),
-  ]);
+  const r = await readReserves(ctx.protocol as unknown as ReservesSource, await ctx.provider.getBlockNumber());
+  const { held, owes } = r;
   const ok = held >= owes;
   console.log(`escrow:        ${ctx.deployment.escrow}`);
   console.log(`held:          ${formatUsdc(held)}`);
-  const parts =
-    `locked budgets ${formatUsdc(locked)} + bonds ${formatUsdc(bonds)} + ` + `withdrawable ${formatUsdc(withdrawable)}`;
-  console.log(`owed:          ${formatUsdc(owes)}  (${parts})`);
+  console.log(`owed:          ${formatUsdc(owes)}  (${owedParts(r)})`);
   console.log(`surplus:       ${formatUsdc(held - owes)}`);
   console.log(`proof of reserves: ${ok ? "HOLDS" : "FAILED"}`);
   return ok ? 0 : 1;

@@ -5,13 +5,7 @@
 import { createReadStream, createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
-
-export interface RecordedEntry {
-  ms: number; // since the run started
-  kind: "badge" | "event" | "log" | "metric" | "summary" | "note";
-  source: string;
-  data: unknown;
-}
+import { encodeEntry, type Entry } from "../sdk/recording.ts";
 
 export class Recorder {
   private readonly out: WriteStream;
@@ -24,9 +18,8 @@ export class Recorder {
     this.out = createWriteStream(file, { flags: "w" });
   }
 
-  add(kind: RecordedEntry["kind"], source: string, data: unknown): void {
-    const entry: RecordedEntry = { ms: Date.now() - this.started, kind, source, data };
-    this.out.write(JSON.stringify(entry, (_k, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
+  add(kind: Entry["kind"], source: string, data: unknown): void {
+    this.out.write(encodeEntry({ ms: Date.now() - this.started, kind, source, data }) + "\n");
   }
 
   close(): Promise<void> {
@@ -41,7 +34,7 @@ export async function replay(file: string, print: (line: string) => void, speed 
   let failed = false;
   for await (const text of createInterface({ input: createReadStream(file) })) {
     if (!text.trim()) continue;
-    const entry = JSON.parse(text) as RecordedEntry;
+    const entry = JSON.parse(text) as Entry;
     const wait = Math.min(1_000, (entry.ms - last) / speed);
     last = entry.ms;
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));

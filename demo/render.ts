@@ -2,6 +2,22 @@
  * Turns the children's structured log lines into the short live view `npm start` prints. Progress lines are
  * thinned out (one per process every 2 s); decisions, warnings and errors are always shown.
  */
+import { describeEvent, nameFrom, type EventLike } from "../sdk/sentences.ts";
+
+/** A decoded chain event as the run records and narrates it. */
+export interface LiveEvent extends EventLike {
+  args: Record<string, unknown>;
+  blockNumber: number;
+}
+
+/** The live line for one chain event (sdk/sentences.ts); an address without a name shows its first 10 characters. */
+export function chainLine(e: LiveEvent, names: Record<string, string>): string {
+  return `[chain] ${describeEvent(
+    e,
+    nameFrom(names, (a) => a.slice(0, 10)),
+  )}`;
+}
+
 const lastShown = new Map<string, number>();
 const trained = new Map<string, number>();
 const THROTTLE_MS = 2_000;

@@ -29,14 +29,13 @@ import { externalNetwork, localNetwork, type ScenarioNetwork } from "./network.t
 import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
 import { markLive, pruneEndedStores } from "./runDirs.ts";
-import { renderChildLine } from "./render.ts";
+import { chainLine, renderChildLine } from "./render.ts";
 import { runStore, type RunStore } from "./s3.ts";
 import { scenarioHosts, type HostNet } from "./hosts.ts";
 import { settle } from "./settlement.ts";
 import { StatusLine } from "./status.ts";
 import type { Run, ScenarioOptions, ScenarioResult } from "./types.ts";
 import { plain, watchJob } from "./watch.ts";
-import { describeEvent } from "./narrate.ts";
 import { LogCursor } from "../sdk/logRange.ts";
 import { decodeLogs } from "../sdk/events.ts";
 import { startDashboardServer, type DashboardServer } from "../dashboard/server/server.ts"; // dashboard hook
@@ -224,7 +223,7 @@ async function narrateKept(run: Run): Promise<void> {
       for (const e of decodeLogs(run.protocol.escrow.interface, logs)) {
         const event = { name: e.eventName, args: plain(e.args), blockNumber: e.blockNumber };
         run.recorder.add("event", "chain", event);
-        if (event.name !== "LeaseExtended") o.print(describeEvent(event, run.names ?? {})); // a beat, not news
+        if (event.name !== "LeaseExtended") o.print(chainLine(event, run.names ?? {})); // a beat, not news
       }
     } catch (err) {
       if (!stopping()) o.print(`[chain] unreadable just now (${(err as Error)?.message ?? err}); trying again`);

@@ -9,7 +9,7 @@ import { formatUsdc } from "../sdk/format.ts";
 import { LogCursor } from "../sdk/logRange.ts";
 import { sleep } from "../sdk/retry.ts";
 import { DISPUTE_WINDOW, nameBook } from "./actors.ts";
-import { describeEvent, type LiveEvent } from "./narrate.ts";
+import { chainLine, type LiveEvent } from "./render.ts";
 import { lastTrainedStep } from "./render.ts";
 import type { HostNet } from "./hosts.ts";
 import type { Actors, Run, WatchResult } from "./types.ts";
@@ -53,7 +53,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
       const event: LiveEvent = { name: e.eventName, args: plain(e.args), blockNumber: e.blockNumber };
       run.recorder.add("event", "chain", event);
       if (event.args.jobId === undefined || BigInt(event.args.jobId as bigint) !== jobId) continue; // set-up events
-      run.note(describeEvent(event, f.names));
+      run.note(chainLine(event, f.names));
       if (await onEvent(f, event)) return f.result;
     }
     // Every block, not only the heads this loop happened to see: the claim is "held ≥ owed at every block".

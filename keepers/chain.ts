@@ -3,13 +3,12 @@
  * reads with timeout + retry, event scans in chunks, and `execute`, which simulates, sends and waits for one call
  * and classifies what went wrong (retryable → backoff; expected race → warning; anything else → error).
  */
-import type { Contract, ContractEventName, EventLog, Interface, Log, Provider, Signer } from "ethers";
+import type { Contract, Interface, Provider, Signer } from "ethers";
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
 import type { BatchReader } from "../sdk/multicall.ts";
 import { withRetry } from "../sdk/retry.ts";
-import { blockRanges } from "../sdk/logRange.ts";
 import { withGasHeadroom } from "../sdk/gas.ts";
 
 export interface ReceiptLike {
@@ -313,24 +312,6 @@ function failure(c: "retryable" | "race" | "fatal", error: string): Outcome {
   if (c === "race") return { kind: "race", error };
   if (c === "retryable") return { kind: "retry-later", error };
   return { kind: "failed", error };
-}
-
-/** Logs of `event` between two blocks (inclusive), fetched in chunks that public RPCs accept. */
-export async function scanEvents(
-  ctx: KeeperContext,
-  contract: Contract,
-  event: ContractEventName,
-  fromBlock: number,
-  toBlock: number,
-  chunk = 10_000,
-): Promise<EventLog[]> {
-  const out: EventLog[] = [];
-  // sdk/logRange.ts: never an empty or future range (anvil rejects those), spans public RPCs accept.
-  for (const { fromBlock: start, toBlock: end } of blockRanges(fromBlock, toBlock, chunk)) {
-    const logs: (EventLog | Log)[] = await read(ctx, "getLogs", () => contract.queryFilter(event, start, end));
-    for (const l of logs) if ("args" in l) out.push(l);
-  }
-  return out;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight, keeping the order of results. */

@@ -6,6 +6,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { getAddress } from "ethers";
 import { defaultDeploymentPath } from "./deployment.ts";
+import { usdcUnits } from "./format.ts";
 
 export const COMMON_OPTIONS = {
   rpc: { type: "string", default: "http://127.0.0.1:8545" },
@@ -110,10 +111,10 @@ export function parseUsdc(value: string, flag: string): bigint {
   if (!/^\d+(\.\d+)?$/.test(value) && !/^\.\d+$/.test(value)) {
     throw new UsageError(`--${flag} must be a USDC amount above zero, like 0.002, got "${value}"`);
   }
-  const [whole, frac = ""] = value.split(".");
+  const frac = value.split(".")[1] ?? "";
   if (frac.length > 6) throw new UsageError(`--${flag} has more than 6 decimals (USDC's precision), got "${value}"`);
-  const units = BigInt(whole || "0") * 1_000_000n + BigInt(frac.padEnd(6, "0"));
-  if (units === 0n) throw new UsageError(`--${flag} must be above zero, got "${value}"`);
+  const units = usdcUnits(value); // the one reading of a typed amount (sdk/format.ts); null: zero here
+  if (units === null) throw new UsageError(`--${flag} must be above zero, got "${value}"`);
   return units;
 }
 

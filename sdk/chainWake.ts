@@ -6,8 +6,8 @@
  * (which a node restart or a public RPC would lose): any standard node works. Blocks are followed from the first
  * use on, so an event mined while nobody slept wakes the next sleep at once (at worst one extra re-read).
  */
-import type { Filter, Provider } from "ethers";
-import { LogCursor } from "./logRange.ts";
+import type { Provider } from "ethers";
+import { LogCursor, type LogFilter } from "./logRange.ts";
 import { sleep } from "./retry.ts";
 
 export const WAKE_POLL_MS = 100;
@@ -15,7 +15,7 @@ export const WAKE_POLL_MS = 100;
 export interface ChainWakeOptions {
   provider: Provider;
   /** The logs that wake a sleeper: an address and topic0 alternatives ([[t1, t2, …]]). */
-  filter: Omit<Filter, "fromBlock" | "toBlock">;
+  filter: LogFilter;
   pollMs?: number;
   now?: () => number;
 }

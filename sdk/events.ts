@@ -3,10 +3,10 @@
  * chunks (public RPCs cap a getLogs range), and can be narrowed by topic to one job or one account's jobs, so
  * `explain JOB` does not fetch every event of every job.
  */
-import { zeroPadValue, toBeHex, type Contract, type Interface, type Log, type TopicFilter } from "ethers";
+import { zeroPadValue, toBeHex, type Contract, type Interface, type TopicFilter } from "ethers";
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { foldEscrowEvents, type EscrowEvent, type Ledger } from "./ledger.ts";
-import { blockRanges } from "./logRange.ts";
+import { readLogs, type RawLog } from "./logRange.ts";
 
 /** Blocks per getLogs request. */
 export const LOG_CHUNK = 10_000;
@@ -56,34 +56,40 @@ export async function escrowLedger(escrow: JobEscrow, fromBlock = 0, query: Ledg
   return foldEscrowEvents(events);
 }
 
+/** `c`'s logs matching `topics` in [fromBlock, toBlock], decoded (sdk/logRange.ts: the one way to read logs). */
 async function chunkedLogs(
   c: Contract,
   topics: TopicFilter | "*",
   fromBlock: number,
   toBlock: number,
   chunk: number,
-): Promise<(EscrowEvent & { topics: readonly string[] })[]> {
-  const out: (EscrowEvent & { topics: readonly string[] })[] = [];
-  // sdk/logRange.ts: never an empty or future range (anvil rejects those).
-  for (const { fromBlock: start, toBlock: end } of blockRanges(fromBlock, toBlock, chunk)) {
-    out.push(
-      ...((await c.queryFilter(topics, start, end)) as unknown as (EscrowEvent & { topics: readonly string[] })[]),
-    );
-  }
-  return out;
+): Promise<DecodedLog[]> {
+  const filter = { address: String(c.target), ...(topics === "*" ? {} : { topics }) };
+  return decodeLogs(c.interface, await readLogs(c.runner!.provider!, filter, fromBlock, toBlock, chunk));
 }
+
+/** A decoded log: the shape the ledger folds, with its topics (the indexed arguments as sent). */
+export type DecodedLog = EscrowEvent & { topics: readonly string[] };
 
 /** Logs decoded with `iface` (others skipped), in the shape the ledger folds. */
-export function decodeLogs(iface: Interface, logs: readonly Log[]): EscrowEvent[] {
-  const out: EscrowEvent[] = [];
+export function decodeLogs(iface: Interface, logs: readonly RawLog[]): DecodedLog[] {
+  const out: DecodedLog[] = [];
   for (const log of logs) {
     const parsed = safeParse(iface, log);
-    if (parsed) out.push({ eventName: parsed.name, args: parsed.args, blockNumber: log.blockNumber, index: log.index });
+    if (parsed) {
+      out.push({
+        eventName: parsed.name,
+        args: parsed.args,
+        blockNumber: log.blockNumber,
+        index: log.index,
+        topics: log.topics,
+      });
+    }
   }
   return out;
 }
 
-function safeParse(iface: Interface, log: Log) {
+function safeParse(iface: Interface, log: RawLog) {
   try {
     return iface.parseLog(log);
   } catch {

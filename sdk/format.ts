@@ -14,6 +14,17 @@ export function usdcAmount(units: bigint): string {
   return `${sign}${abs / UNIT}.${(abs % UNIT).toString().padStart(USDC_DECIMALS, "0")}`;
 }
 
+/**
+ * A USDC amount a person typed ("0.001", ".5", "2") → base units; null when it is not one: not a plain decimal,
+ * more than 6 decimals, or not above zero.
+ */
+export function usdcUnits(text: string): bigint | null {
+  const m = /^(\d*)(?:\.(\d{1,6}))?$/.exec(text.trim());
+  if (!m || (m[1] === "" && m[2] === undefined)) return null;
+  const units = BigInt(m[1] || "0") * UNIT + BigInt((m[2] ?? "").padEnd(USDC_DECIMALS, "0"));
+  return units > 0n ? units : null;
+}
+
 /** Test USDC base units with the unit: "0.040000 USDC". */
 export function formatUsdc(units: bigint): string {
   return `${usdcAmount(units)} USDC`;

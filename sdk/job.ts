@@ -32,6 +32,32 @@ export function statusName(value: bigint | number): JobStatusName {
   return name;
 }
 
+/** IJobEscrow.UnassignReason, numbered as on chain. */
+export const UnassignReason = { Coordinator: 0, LeaseLapsed: 1, Refused: 2 } as const;
+
+/**
+ * Each unassign reason as people read it, the one table: `lost` names it in `gpuchain explain --json`, `short` on
+ * the dashboard's timeline ("failover: alice missed heartbeats"), `why` inside a sentence.
+ */
+const UNASSIGN_REASONS = [
+  { lost: "heartbeats", short: "missed heartbeats", why: "the coordinator saw no heartbeats" },
+  { lost: "lease", short: "lease lapsed", why: "its on-chain lease lapsed" },
+  { lost: "refused", short: "refused", why: "its checkpoint was refused by the Quality Guard" },
+] as const;
+export type UnassignReasonText = (typeof UNASSIGN_REASONS)[number];
+
+/** The reason's texts; one this code does not know reads as the coordinator's, with an honest `why`. */
+export function unassignReason(
+  reason: unknown,
+): UnassignReasonText | (Omit<UnassignReasonText, "why"> & { why: string }) {
+  return (
+    UNASSIGN_REASONS[Number(reason)] ?? {
+      ...UNASSIGN_REASONS[0],
+      why: `reason ${String(reason)}, unknown to this code`,
+    }
+  );
+}
+
 // ---------------------------------------------------------------- predicates (one meaning each, repo-wide)
 
 /** Waiting for a provider. */

@@ -111,3 +111,16 @@ export function describeWait(r: WaitReason): string {
       return restakeLine(r.provider, r.slash);
   }
 }
+
+/**
+ * Where an offer stands among the current ones: how many of `others` ask strictly more than `mine` (an equal price
+ * is not cheaper). Null when there is nothing to compare: no price above zero (unset, unparsable, zero or negative)
+ * or no other offer.
+ */
+export function priceStanding(
+  mine: bigint | null,
+  others: readonly bigint[],
+): { cheaperThan: number; of: number } | null {
+  if (mine === null || mine <= 0n || others.length === 0) return null;
+  return { cheaperThan: others.filter((x) => x > mine).length, of: others.length };
+}

@@ -29,13 +29,14 @@
  */
 import { getAddress } from "ethers";
 import { JobStatus as JOB_STATUS_VALUES, type JobStatusValue } from "./job.ts";
+import { applyStakeEvent, emptyStakeBook, isStakeEvent, type StakeBook, type StakeEventName } from "./stake.ts";
+
+/** UnassignReason, numbered as in IJobEscrow (mirrored once, in sdk/job.ts). */
+export { UnassignReason } from "./job.ts";
 
 /** JobStatus, numbered as in IJobEscrow (mirrored once, in sdk/job.ts). */
 export const JobStatus = JOB_STATUS_VALUES;
 export type JobStatus = JobStatusValue;
-
-/** UnassignReason, numbered as in IJobEscrow. */
-export const UnassignReason = { Coordinator: 0, LeaseLapsed: 1, Refused: 2 } as const;
 
 export interface EscrowEvent {
   eventName: string;
@@ -82,15 +83,6 @@ export interface LedgerJob {
   dispute: { bond: bigint; arbiterDeadline: bigint; resolved: boolean; upheld: boolean; timedOut: boolean } | null;
   settlement: { refund: bigint; providersPaid: bigint; bondReturned: bigint; bondForfeited: bigint } | null;
   history: LedgerEntry[];
-}
-
-export interface StakeBook {
-  deposited: bigint;
-  locked: bigint;
-  unbonding: bigint;
-  slashed: bigint;
-  /** Current lock per job id. */
-  locks: Map<bigint, bigint>;
 }
 
 export interface Ledger {
@@ -161,10 +153,8 @@ export function statusAt(job: LedgerJob, now: bigint): JobStatus {
 
 /** An account's stake books in the registry (zeros when it never staked). */
 export function stakeBookOf(ledger: Ledger, account: string): Omit<StakeBook, "locks"> {
-  const st = ledger.stakes.get(getAddress(account));
-  return st
-    ? { deposited: st.deposited, locked: st.locked, unbonding: st.unbonding, slashed: st.slashed }
-    : { deposited: 0n, locked: 0n, unbonding: 0n, slashed: 0n };
+  const st = ledger.stakes.get(getAddress(account)) ?? emptyStakeBook();
+  return { deposited: st.deposited, locked: st.locked, unbonding: st.unbonding, slashed: st.slashed };
 }
 
 /** What an account is owed now, and what it may still claim per settled or cancelled job. */
@@ -190,223 +180,204 @@ export function walletOf(ledger: Ledger, account: string) {
 
 function apply(l: Ledger, e: EscrowEvent): void {
   const a = plainArgs(e.args);
-  const big = (k: string) => BigInt(a[k] as bigint | number);
-  const num = (k: string) => Number(a[k] as bigint | number);
-  const addr = (k: string) => getAddress(a[k] as string);
-  const str = (k: string) => a[k] as string;
-  const job = () => jobOf(l, big("jobId"), e, a);
+  if (isStakeEvent(e.eventName)) return foldStake(l, e.eventName, a);
+  // Unknown events (e.g. OwnershipTransferred) are not part of the books.
+  if (Object.hasOwn(HANDLERS, e.eventName)) HANDLERS[e.eventName](l, e, argsOf(l, e, a));
+}
 
-  switch (e.eventName) {
-    case "JobCreated": {
-      const j = newJob(big("jobId"), addr("client"), a);
-      l.jobs.set(j.jobId, j);
-      record(j, e, a);
-      l.totalLocked += j.budget;
-      l.held += j.budget;
-      return;
+/** Typed readers of one event's arguments, and its job (recorded in the job's history when read). */
+interface Args {
+  a: Record<string, unknown>;
+  big: (k: string) => bigint;
+  num: (k: string) => number;
+  addr: (k: string) => string;
+  str: (k: string) => string;
+  job: () => LedgerJob;
+}
+
+function argsOf(l: Ledger, e: EscrowEvent, a: Record<string, unknown>): Args {
+  const big = (k: string) => BigInt(a[k] as bigint | number);
+  return {
+    a,
+    big,
+    num: (k) => Number(a[k] as bigint | number),
+    addr: (k) => getAddress(a[k] as string),
+    str: (k) => a[k] as string,
+    job: () => jobOf(l, big("jobId"), e, a),
+  };
+}
+
+/** One handler per escrow event kind: what it changes in the books. */
+const HANDLERS: Record<string, (l: Ledger, e: EscrowEvent, x: Args) => void> = {
+  JobCreated: (l, e, { a, big, addr }) => {
+    const j = newJob(big("jobId"), addr("client"), a);
+    l.jobs.set(j.jobId, j);
+    record(j, e, a);
+    l.totalLocked += j.budget;
+    l.held += j.budget;
+  },
+  ProviderAssigned: (_l, _e, { big, addr, job }) => {
+    const j = job();
+    j.phase = JobStatus.Running;
+    j.provider = addr("provider");
+    j.epoch = big("epoch");
+    j.pricePerStep = big("pricePerStep");
+  },
+  ProviderUnassigned: (_l, _e, { big, job }) => {
+    // A pending checkpoint stays its reporter's (decided later on its own epoch, or lapsed).
+    const j = job();
+    j.phase = JobStatus.Open;
+    j.epoch = big("newEpoch");
+    j.provider = null;
+    j.pricePerStep = 0n;
+  },
+  LeaseExtended: (_l, _e, { job }) => {
+    job();
+  },
+  CheckpointReported: (_l, _e, { big, num, addr, str, job }) => {
+    const j = job();
+    j.pendingStep = num("step");
+    j.pendingHash = str("checkpointHash");
+    j.pendingProvider = addr("provider");
+    j.pendingEpoch = big("epoch");
+  },
+  CheckpointLapsed: (_l, _e, { job }) => {
+    clearPending(job());
+  },
+  CheckpointAccepted: (_l, _e, { big, num, addr, str, job }) => {
+    const j = job();
+    const provider = addr("provider");
+    const amount = big("amount");
+    j.paid += amount;
+    j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) + amount);
+    j.acceptedStep = num("step");
+    j.acceptedHash = str("checkpointHash");
+    clearPending(j);
+  },
+  CheckpointRefused: (_l, _e, { addr, job }) => {
+    const j = job();
+    j.fenced.add(addr("provider"));
+    clearPending(j);
+  },
+  ProviderSlashed: (l, e, { big, num, addr, job }) => {
+    const j = job();
+    const provider = addr("provider");
+    const voided = big("earningsVoided");
+    j.paid -= voided;
+    j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - voided);
+    j.slashes.push({
+      provider,
+      faultStep: num("faultStep"),
+      finder: addr("finder"),
+      slashed: big("slashed"),
+      earningsVoided: voided,
+    });
+    credit(l, j.client, big("toClient"));
+    credit(l, addr("finder"), big("toFinder"));
+    credit(l, feeRecipientOf(l, e), big("toFeeRecipient"));
+  },
+  JobExpired: (_l, _e, { job }) => {
+    job().expired = true; // JobCancelled follows in the same transaction with the refund
+  },
+  VerdictSubmitted: (_l, _e, { a, big, str, job }) => {
+    const j = job();
+    j.phase = JobStatus.DisputeWindow;
+    j.epoch = big("newEpoch"); // the bump that fences the last assignee
+    j.verdict = {
+      modelHash: str("modelHash"),
+      metric: big("metric"),
+      passed: a.passed as boolean,
+      disputeDeadline: big("disputeDeadline"),
+    };
+  },
+  DisputeOpened: (l, _e, { big, job }) => {
+    const j = job();
+    const bond = big("bond");
+    j.phase = JobStatus.Disputed;
+    j.dispute = { bond, arbiterDeadline: big("arbiterDeadline"), resolved: false, upheld: false, timedOut: false };
+    l.totalBonds += bond;
+    l.held += bond;
+  },
+  DisputeResolved: (_l, e, { a, job }) => {
+    const j = job();
+    const d = disputeOf(j, e);
+    d.resolved = true;
+    d.upheld = a.upheld as boolean;
+    if (d.upheld) {
+      // The client was right: the job's provider payments are void, never claimable.
+      j.paid = 0n;
+      j.earnings.clear();
     }
-    case "ProviderAssigned": {
-      const j = job();
-      j.phase = JobStatus.Running;
-      j.provider = addr("provider");
-      j.epoch = big("epoch");
-      j.pricePerStep = big("pricePerStep");
-      return;
-    }
-    case "ProviderUnassigned": {
-      // A pending checkpoint stays its reporter's (decided later on its own epoch, or lapsed).
-      const j = job();
-      j.phase = JobStatus.Open;
-      j.epoch = big("newEpoch");
-      j.provider = null;
-      j.pricePerStep = 0n;
-      return;
-    }
-    case "LeaseExtended":
-      job();
-      return;
-    case "CheckpointReported": {
-      const j = job();
-      j.pendingStep = num("step");
-      j.pendingHash = str("checkpointHash");
-      j.pendingProvider = addr("provider");
-      j.pendingEpoch = big("epoch");
-      return;
-    }
-    case "CheckpointLapsed":
-      clearPending(job());
-      return;
-    case "CheckpointAccepted": {
-      const j = job();
-      const provider = addr("provider");
-      const amount = big("amount");
-      j.paid += amount;
-      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) + amount);
-      j.acceptedStep = num("step");
-      j.acceptedHash = str("checkpointHash");
-      clearPending(j);
-      return;
-    }
-    case "CheckpointRefused": {
-      const j = job();
-      j.fenced.add(addr("provider"));
-      clearPending(j);
-      return;
-    }
-    case "ProviderSlashed": {
-      const j = job();
-      const provider = addr("provider");
-      const voided = big("earningsVoided");
-      j.paid -= voided;
-      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - voided);
-      j.slashes.push({
-        provider,
-        faultStep: num("faultStep"),
-        finder: addr("finder"),
-        slashed: big("slashed"),
-        earningsVoided: voided,
-      });
-      credit(l, j.client, big("toClient"));
-      credit(l, addr("finder"), big("toFinder"));
-      credit(l, feeRecipientOf(l, e), big("toFeeRecipient"));
-      return;
-    }
-    case "JobExpired":
-      job().expired = true; // JobCancelled follows in the same transaction with the refund
-      return;
-    case "StakeDeposited": {
-      const st = stakeOf(l, addr("provider"));
-      st.deposited += big("amount");
-      l.totalStaked += big("amount");
-      l.held += big("amount");
-      return;
-    }
-    case "UnbondingStarted":
-      stakeOf(l, addr("provider")).unbonding = big("unbonding");
-      return;
-    case "StakeWithdrawn": {
-      const st = stakeOf(l, addr("provider"));
-      st.deposited -= big("amount");
-      st.unbonding = 0n;
-      l.totalStaked -= big("amount");
-      l.held -= big("amount");
-      return;
-    }
-    case "StakeLocked": {
-      const st = stakeOf(l, addr("provider"));
-      const jobId = big("jobId");
-      st.locked += big("amount") - (st.locks.get(jobId) ?? 0n);
-      st.locks.set(jobId, big("amount"));
-      return;
-    }
-    case "StakeReleased":
-    case "StakeSlashed": {
-      const st = stakeOf(l, addr("provider"));
-      st.locked -= big("amount");
-      st.locks.delete(big("jobId"));
-      if (e.eventName === "StakeSlashed") {
-        // The tokens move from the registry to the escrow (held stays); ProviderSlashed credits the split.
-        st.deposited -= big("amount");
-        st.slashed += big("amount");
-        l.totalStaked -= big("amount");
-      }
-      return;
-    }
-    case "VerdictSubmitted": {
-      const j = job();
-      j.phase = JobStatus.DisputeWindow;
-      j.epoch = big("newEpoch"); // the bump that fences the last assignee
-      j.verdict = {
-        modelHash: str("modelHash"),
-        metric: big("metric"),
-        passed: a.passed as boolean,
-        disputeDeadline: big("disputeDeadline"),
-      };
-      return;
-    }
-    case "DisputeOpened": {
-      const j = job();
-      const bond = big("bond");
-      j.phase = JobStatus.Disputed;
-      j.dispute = { bond, arbiterDeadline: big("arbiterDeadline"), resolved: false, upheld: false, timedOut: false };
-      l.totalBonds += bond;
-      l.held += bond;
-      return;
-    }
-    case "DisputeResolved": {
-      const j = job();
-      const d = disputeOf(j, e);
-      d.resolved = true;
-      d.upheld = a.upheld as boolean;
-      if (d.upheld) {
-        // The client was right: the job's provider payments are void, never claimable.
-        j.paid = 0n;
-        j.earnings.clear();
-      }
-      return;
-    }
-    case "ArbiterTimedOut": {
-      const d = disputeOf(job(), e);
-      d.resolved = true;
-      d.timedOut = true;
-      return;
-    }
-    case "JobSettled": {
-      const j = job();
-      const refund = big("refund");
-      const bondReturned = big("bondReturned");
-      const bondForfeited = big("bondForfeited");
-      j.phase = JobStatus.Settled;
-      j.settlement = { refund, providersPaid: big("providersPaid"), bondReturned, bondForfeited };
-      l.totalLocked -= refund;
-      l.totalBonds -= bondReturned + bondForfeited;
-      credit(l, j.client, refund + bondReturned);
-      if (bondForfeited > 0n) credit(l, feeRecipientOf(l, e), bondForfeited);
-      return;
-    }
-    case "JobCancelled": {
-      const j = job();
-      const refund = big("refund");
-      j.phase = JobStatus.Cancelled;
-      j.settlement = { refund, providersPaid: j.paid, bondReturned: 0n, bondForfeited: 0n };
-      l.totalLocked -= refund;
-      credit(l, j.client, refund);
-      return;
-    }
-    case "EarningsReleased": {
-      const j = job();
-      const provider = addr("provider");
-      const amount = big("amount");
-      j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - amount);
-      j.released.set(provider, (j.released.get(provider) ?? 0n) + amount);
-      l.totalLocked -= amount;
-      credit(l, provider, amount);
-      return;
-    }
-    case "Withdrawn": {
-      const account = addr("account");
-      const amount = big("amount");
-      l.withdrawable.set(account, (l.withdrawable.get(account) ?? 0n) - amount);
-      l.withdrawn.set(account, (l.withdrawn.get(account) ?? 0n) + amount);
-      l.totalWithdrawable -= amount;
-      l.held -= amount;
-      return;
-    }
-    case "TemplateApprovalSet":
-      l.templates.set(str("templateId"), a.approved as boolean);
-      return;
-    case "CoordinatorSet":
-      l.roles.coordinator = addr("coordinator");
-      return;
-    case "ArbiterSet":
-      l.roles.arbiter = addr("arbiter");
-      return;
-    case "FeeRecipientSet":
-      l.roles.feeRecipient = addr("feeRecipient");
-      return;
-    default:
-      return; // e.g. OwnershipTransferred: not part of the books
-  }
+  },
+  ArbiterTimedOut: (_l, e, { job }) => {
+    const d = disputeOf(job(), e);
+    d.resolved = true;
+    d.timedOut = true;
+  },
+  JobSettled: (l, e, { big, job }) => {
+    const j = job();
+    const refund = big("refund");
+    const bondReturned = big("bondReturned");
+    const bondForfeited = big("bondForfeited");
+    j.phase = JobStatus.Settled;
+    j.settlement = { refund, providersPaid: big("providersPaid"), bondReturned, bondForfeited };
+    l.totalLocked -= refund;
+    l.totalBonds -= bondReturned + bondForfeited;
+    credit(l, j.client, refund + bondReturned);
+    if (bondForfeited > 0n) credit(l, feeRecipientOf(l, e), bondForfeited);
+  },
+  JobCancelled: (l, _e, { big, job }) => {
+    const j = job();
+    const refund = big("refund");
+    j.phase = JobStatus.Cancelled;
+    j.settlement = { refund, providersPaid: j.paid, bondReturned: 0n, bondForfeited: 0n };
+    l.totalLocked -= refund;
+    credit(l, j.client, refund);
+  },
+  EarningsReleased: (l, _e, { big, addr, job }) => {
+    const j = job();
+    const provider = addr("provider");
+    const amount = big("amount");
+    j.earnings.set(provider, (j.earnings.get(provider) ?? 0n) - amount);
+    j.released.set(provider, (j.released.get(provider) ?? 0n) + amount);
+    l.totalLocked -= amount;
+    credit(l, provider, amount);
+  },
+  Withdrawn: (l, _e, { big, addr }) => {
+    const account = addr("account");
+    const amount = big("amount");
+    l.withdrawable.set(account, (l.withdrawable.get(account) ?? 0n) - amount);
+    l.withdrawn.set(account, (l.withdrawn.get(account) ?? 0n) + amount);
+    l.totalWithdrawable -= amount;
+    l.held -= amount;
+  },
+  TemplateApprovalSet: (l, _e, { a, str }) => {
+    l.templates.set(str("templateId"), a.approved as boolean);
+  },
+  CoordinatorSet: (l, _e, { addr }) => {
+    l.roles.coordinator = addr("coordinator");
+  },
+  ArbiterSet: (l, _e, { addr }) => {
+    l.roles.arbiter = addr("arbiter");
+  },
+  FeeRecipientSet: (l, _e, { addr }) => {
+    l.roles.feeRecipient = addr("feeRecipient");
+  },
+};
+
+/** A registry stake event: the provider's books (sdk/stake.ts's one fold) and the registry's totals. */
+function foldStake(l: Ledger, name: StakeEventName, a: Record<string, unknown>): void {
+  const opt = (k: string) => (a[k] === undefined ? undefined : BigInt(a[k] as bigint));
+  const moved = applyStakeEvent(stakeOf(l, getAddress(a.provider as string)), {
+    name,
+    jobId: opt("jobId"),
+    amount: opt("amount"),
+    deposited: opt("deposited"),
+    unbonding: opt("unbonding"),
+  });
+  l.totalStaked += moved;
+  // A slash moves the tokens from the registry to the escrow (held stays); ProviderSlashed credits the split.
+  if (name !== "StakeSlashed") l.held += moved;
 }
 
 function clearPending(j: LedgerJob): void {
@@ -419,7 +390,7 @@ function clearPending(j: LedgerJob): void {
 function stakeOf(l: Ledger, provider: string): StakeBook {
   let st = l.stakes.get(provider);
   if (st === undefined) {
-    st = { deposited: 0n, locked: 0n, unbonding: 0n, slashed: 0n, locks: new Map() };
+    st = emptyStakeBook();
     l.stakes.set(provider, st);
   }
   return st;

@@ -5,7 +5,7 @@
  * future range, ask in spans the node accepts (halving on a "range too large" refusal), and treat a refused range
  * at the head as "nothing new yet" (the cursor stays, the next poll asks again) — never as a failure.
  */
-import { toQuantity, type Filter, type Log, type Provider } from "ethers";
+import { toQuantity, type Filter, type Provider } from "ethers";
 
 export interface BlockRange {
   fromBlock: number;
@@ -38,15 +38,10 @@ function errorText(err: unknown, depth = 0): string {
 
 export const DEFAULT_MAX_SPAN = 10_000;
 
-/** Logs matching `filter` in [from, to], inclusive, in spans the node accepts. */
-export async function readLogs(
-  provider: Provider,
-  filter: Omit<Filter, "fromBlock" | "toBlock">,
-  from: number,
-  to: number,
-  maxSpan = DEFAULT_MAX_SPAN,
-): Promise<Log[]> {
-  return inSpans((range) => provider.getLogs({ ...filter, ...range }), from, to, maxSpan);
+/** Which logs: the contract(s) and topic alternatives, as `eth_getLogs` takes them (no block range). */
+export interface LogFilter {
+  address?: string | string[];
+  topics?: readonly (string | readonly string[] | null)[];
 }
 
 /** A log as the node sent it, numbers parsed: what a reader of topics and data needs, nothing built per log. */
@@ -56,30 +51,38 @@ export interface RawLog {
   data: string;
   blockNumber: number;
   index: number;
+  transactionHash: string;
 }
 
 /**
- * `readLogs` without ethers' Log objects: over JSON-RPC the answers are taken as sent (ethers formats, checksums
- * and freezes every log, ≈ 0.7 ms each on a loaded core, 2 s for a cold scan of 3,000). Any other provider: the
- * same logs through `getLogs`.
+ * The one way to read logs: those matching `filter` in [from, to], inclusive, in spans the node accepts. Over
+ * JSON-RPC the answers are taken as sent (ethers formats, checksums and freezes every log, ≈ 0.7 ms each on a
+ * loaded core, 2 s for a cold scan of 3,000); any other provider gives the same logs through `getLogs`. Decode
+ * them with `Interface.parseLog` (sdk/events.ts `decodeLogs`).
  */
-export async function readRawLogs(
+export async function readLogs(
   provider: Provider,
-  filter: { address: string | string[]; topics?: (string | string[] | null)[] },
+  filter: LogFilter,
   from: number,
   to: number,
   maxSpan = DEFAULT_MAX_SPAN,
 ): Promise<RawLog[]> {
   const send = (provider as { send?: (method: string, params: unknown[]) => Promise<unknown> }).send;
   if (typeof send !== "function") {
-    const logs = await readLogs(provider, filter, from, to, maxSpan);
-    return logs.map((l) => ({
-      address: l.address,
-      topics: l.topics,
-      data: l.data,
-      blockNumber: l.blockNumber,
-      index: l.index,
-    }));
+    return inSpans(
+      async (range) =>
+        (await provider.getLogs({ ...(filter as Filter), ...range })).map((l) => ({
+          address: l.address,
+          topics: l.topics,
+          data: l.data,
+          blockNumber: l.blockNumber,
+          index: l.index,
+          transactionHash: l.transactionHash,
+        })),
+      from,
+      to,
+      maxSpan,
+    );
   }
   return inSpans(
     async (range) => {
@@ -91,6 +94,7 @@ export async function readRawLogs(
         data: l.data,
         blockNumber: Number(l.blockNumber),
         index: Number(l.logIndex),
+        transactionHash: l.transactionHash,
       }));
     },
     from,
@@ -125,9 +129,9 @@ async function inSpans<T>(
 /** Every log matching `filter` from `from` up to the current head. */
 export async function readLogsToHead(
   provider: Provider,
-  filter: Omit<Filter, "fromBlock" | "toBlock">,
+  filter: LogFilter,
   from = 0,
-): Promise<{ logs: Log[]; head: number }> {
+): Promise<{ logs: RawLog[]; head: number }> {
   const head = await provider.getBlockNumber();
   return { logs: await readLogs(provider, filter, from, head), head };
 }
@@ -139,9 +143,9 @@ export async function readLogsToHead(
 export class LogCursor {
   private next: number;
   private readonly provider: Provider;
-  private readonly filter: Omit<Filter, "fromBlock" | "toBlock">;
+  private readonly filter: LogFilter;
 
-  constructor(provider: Provider, filter: Omit<Filter, "fromBlock" | "toBlock">, fromBlock = 0) {
+  constructor(provider: Provider, filter: LogFilter, fromBlock = 0) {
     this.provider = provider;
     this.filter = filter;
     this.next = fromBlock;
@@ -152,7 +156,7 @@ export class LogCursor {
     return this.next;
   }
 
-  async poll(): Promise<{ logs: Log[]; head: number }> {
+  async poll(): Promise<{ logs: RawLog[]; head: number }> {
     const head = await this.provider.getBlockNumber();
     if (this.next > head) return { logs: [], head };
     try {

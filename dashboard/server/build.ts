@@ -15,9 +15,9 @@ const SOURCES = [
   path.join(DASHBOARD_DIR, "src"),
   path.join(DASHBOARD_DIR, "index.html"),
   path.join(DASHBOARD_DIR, "vite.config.ts"),
-  path.join(ROOT, "sdk", "ledger.ts"),
-  path.join(ROOT, "sdk", "narrative.ts"),
+  path.join(ROOT, "sdk"), // the page imports its shared facts from sdk/ (sentences, formats, ledger, …)
   path.join(ROOT, "artifacts", "contracts", "JobEscrow.sol", "JobEscrow.json"),
+  path.join(ROOT, "artifacts", "contracts", "ProviderRegistry.sol", "ProviderRegistry.json"),
 ];
 
 function newest(p: string): number {

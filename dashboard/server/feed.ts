@@ -4,20 +4,17 @@
  * verifiers' signatures before they land (the collector's GET /pending). Read-only: it sends no transaction.
  * The history is kept, so every new viewer starts from the whole run — the same way a recording plays.
  */
-import { Contract, JsonRpcProvider, Network, type Interface, type Log } from "ethers";
+import { Contract, JsonRpcProvider, Network, type Interface } from "ethers";
 import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
 import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
+import { readLogs, type RawLog } from "../../sdk/logRange.ts";
 import { capDeviceModel } from "../../sdk/machine.ts";
+import { verifierNames } from "../../sdk/narrative.ts";
+import type { Entry } from "../../sdk/recording.ts";
+import { SAFE_ABI } from "../../sdk/safeOwners.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
-
-export interface Entry {
-  ms: number;
-  kind: "badge" | "event" | "log" | "metric" | "summary" | "note";
-  source: string;
-  data: unknown;
-}
 
 /** Where the feed reads: the chain, and the keepers' base URLs. */
 export interface FeedSources {
@@ -41,8 +38,6 @@ export interface ProcessSeen {
   lastSeenAt: number | null;
   detail?: string;
 }
-
-const SAFE_ABI = ["function getOwners() view returns (address[])", "function getThreshold() view returns (uint256)"];
 
 export class LiveFeed {
   readonly startedAt = Date.now();
@@ -142,19 +137,14 @@ export class LiveFeed {
       const [owners, threshold] = await Promise.all([this.safe.getOwners(), this.safe.getThreshold()]);
       this.owners = [...owners].map(String);
       this.threshold = Number(threshold);
-      this.owners.forEach((o, i) => this.names.set(o.toLowerCase(), `verifier${i + 1}`));
+      for (const [address, name] of Object.entries(verifierNames(this.owners))) this.names.set(address, name);
       this.push("metric", "safe", { owners: this.owners, threshold: this.threshold });
     }
-    while (this.indexedBlock < head) {
-      const from = this.indexedBlock + 1;
-      const to = Math.min(head, from + this.o.maxBlocksPerQuery - 1);
-      const logs = await this.provider.getLogs({
-        address: [this.o.deployment.escrow, this.o.deployment.registry],
-        fromBlock: from,
-        toBlock: to,
-      });
+    if (this.indexedBlock < head) {
+      const filter = { address: [this.o.deployment.escrow, this.o.deployment.registry] };
+      const logs = await readLogs(this.provider, filter, this.indexedBlock + 1, head, this.o.maxBlocksPerQuery);
       for (const log of logs) this.onLog(log);
-      this.indexedBlock = to;
+      this.indexedBlock = head;
     }
     const [held, owes] = await this.escrow.reserves({ blockTag: head });
     const key = `${head}`;
@@ -180,7 +170,7 @@ export class LiveFeed {
     return Math.max(0, lo - 50);
   }
 
-  private onLog(log: Log) {
+  private onLog(log: RawLog) {
     const isEscrow = log.address.toLowerCase() === this.o.deployment.escrow.toLowerCase();
     const iface = isEscrow ? this.interfaces.escrow : this.interfaces.registry;
     let parsed;

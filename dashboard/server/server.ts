@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { networkInterfaces } from "node:os";
 import path from "node:path";
 import { loadDeployment } from "../../sdk/deployment.ts";
+import { parseRecording, recordingStart } from "../../sdk/recording.ts";
 import { DIST_DIR, ensureBuilt } from "./build.ts";
 import { LiveFeed, type FeedSources } from "./feed.ts";
 import { allowedHosts, checkHost, decideRequest, WILDCARDS, type Decision } from "./routes.ts";
@@ -203,15 +204,5 @@ function listRecordings(dir: string, extra: Record<string, string>): RecordingFi
 }
 
 function dateOf(lines: string[]): string {
-  for (const l of lines.slice(0, 50)) {
-    try {
-      const e = JSON.parse(l) as { ms: number; data?: { t?: string } };
-      if (e.data && typeof e.data === "object" && typeof e.data.t === "string") {
-        return new Date(Date.parse(e.data.t) - e.ms).toISOString().slice(0, 16).replace("T", " ") + " UTC";
-      }
-    } catch {
-      /* skip */
-    }
-  }
-  return "date not recorded";
+  return recordingStart(parseRecording(lines.slice(0, 50).join("\n")).entries);
 }

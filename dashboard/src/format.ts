@@ -1,19 +1,12 @@
 /**
- * The dashboard's formatters for USDC amounts, addresses and times. One small file so that it can be swapped for
- * the product-wide sdk/format.ts once that lands.
+ * The page's own formats (short addresses, "3 s ago", the playback clock); amounts and times go through the
+ * product-wide sdk/format.ts (6 decimals, ISO times), here taking the stream's decimal strings too.
  */
-export function usdc(units: bigint | string | number | undefined | null): string {
-  if (units === undefined || units === null) return "unknown";
-  const v = BigInt(units);
-  const sign = v < 0n ? "-" : "";
-  const abs = v < 0n ? -v : v;
-  return `${sign}${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, "0")}`;
-}
+import { usdcAmount } from "../../sdk/format.ts";
 
-/** A per-step price: 4 decimals are what providers quote (0.0010). */
-export function price(units: bigint | string | number): string {
-  const v = Number(BigInt(units)) / 1e6;
-  return v.toFixed(4);
+/** Base units (a bigint or the stream's decimal string) as "0.040000", for cells headed USDC; none: "unknown". */
+export function usdc(units: bigint | string | number | undefined | null): string {
+  return units === undefined || units === null ? "unknown" : usdcAmount(BigInt(units));
 }
 
 export function short(address: string | undefined | null): string {
@@ -34,8 +27,4 @@ export function ago(ms: number): string {
 export function clock(ms: number): string {
   const s = Math.max(0, Math.floor(ms / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
-}
-
-export function timeOfDay(epochMs: number): string {
-  return new Date(epochMs).toISOString().slice(11, 19) + " UTC";
 }

@@ -11,7 +11,7 @@ import {
   type Ledger,
   type LedgerJob,
 } from "../../sdk/ledger.ts";
-import type { ChainEvent } from "./model/entries.ts";
+import type { ChainEvent } from "../../sdk/recording.ts";
 
 export { providerSummaries } from "../../sdk/narrative.ts";
 export { walletOf, JobStatus, statusAt } from "../../sdk/ledger.ts";

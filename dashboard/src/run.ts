@@ -3,7 +3,7 @@
  * entries to the same fold; the views re-render at most once per animation frame, so fast playback stays smooth.
  */
 import { useEffect, useRef, useState } from "react";
-import { parseRecording, type Entry } from "./model/entries.ts";
+import { parseRecording, recordingStart, type Entry } from "../../sdk/recording.ts";
 import { applyEntry, emptyState, foldAll, type RunState } from "./model/state.ts";
 import { connectLive, type Snapshot } from "./sources/live.ts";
 
@@ -125,7 +125,7 @@ export function useRun(recording: string | null, initialT: number | null, onTime
         entriesRef.current = entries;
         const full = foldAll(entries);
         const durationMs = entries.length ? entries[entries.length - 1].ms : 0;
-        const date = recordingDate(entries);
+        const date = recordingStart(entries);
         const t = Math.min(initialT ?? 0, durationMs);
         clock.current = { ...clock.current, t, playing: initialT === null, startedAt: performance.now(), startT: t };
         seekTo(t);
@@ -216,13 +216,4 @@ export function useRun(recording: string | null, initialT: number | null, onTime
   };
 
   return { state: stateRef.current, version, stream, snapshot, snapshotAt, snapshotError, playback, control };
-}
-
-function recordingDate(entries: Entry[]): string {
-  for (const e of entries) {
-    const t = (e.data as { t?: string } | null)?.t;
-    if (e.kind === "log" && typeof t === "string")
-      return new Date(Date.parse(t) - e.ms).toISOString().slice(0, 16).replace("T", " ") + " UTC";
-  }
-  return "date not recorded";
 }

@@ -5,7 +5,8 @@
  * (`poolAction`), which submissions an owner may not add (`conflictReason`: one claim per owner per checkpoint,
  * one verdict per owner per job), whether a plain checkpoint decision must wait for a fault claim on that
  * checkpoint to be checked (`holdReason`, bounded per checkpoint), and for which owners' word it waits
- * (`silenceReason`, `silentOwners`).
+ * (`silenceReason`, `silentOwners`) — and, composed of these, the whole decision on one pooled decision that has
+ * its threshold (`nextStep`): the collector only reads the chain before it and acts on its answer.
  */
 import { getAddress, isHexString } from "ethers";
 import { DECISION_TIMEOUT_S } from "../coordinator/decide.ts";
@@ -443,4 +444,46 @@ export function silenceReason(
   for (const p of pool.values()) if (checkpointOf(p.decision) === at) for (const s of p.signatures.keys()) spoke.add(s);
   const waiting = [...owners].filter((o) => !spoke.has(o));
   return waiting.length ? `waiting up to ${waitMs} ms for ${waiting.join(", ")} (a claim may come)` : undefined;
+}
+
+/** What the collector knows when it decides on one pooled decision that has its threshold. */
+export interface StepContext {
+  /** The job at the head, and the head's time (seconds). */
+  job: JobState;
+  chainTimeS?: bigint;
+  pool: Pool;
+  claims: ClaimState[];
+  owners: Set<string>;
+  threshold: number;
+  nowMs: number;
+  /** How long fault claims may hold a plain decision, per checkpoint, and when its hold clock started (holdReason). */
+  holdMs: number;
+  holdSinceMs?: number;
+  /** How long a decision waits for owners that have not spoken, and since when it waits (silenceReason). */
+  quorumWaitMs: number;
+  readySinceMs: number;
+  silent: ReadonlySet<string>;
+}
+
+/**
+ * What to do with it: `drop` it (stale; `remember` it as done when it can never apply again, poolAction), `wait`
+ * for the chain (not applicable yet), for a fault claim on its checkpoint to be checked (`claim`) or for an owner
+ * that has not spoken (`owner`), or `send` it. From `claim` on it is applicable now: the collector starts its clocks.
+ */
+export type Step =
+  | { action: "drop"; remember: boolean; reason: string }
+  | { action: "wait"; on: "chain" | "claim" | "owner"; reason: string }
+  | { action: "send"; reason: string };
+
+/** The collector's decision on `d`, pure: applicability, then the claim hold, then the quorum wait. */
+export function nextStep(d: VerifierDecision, c: StepContext): Step {
+  const a = applicability(d, c.job, c.chainTimeS);
+  if (a.action === "stale")
+    return { action: "drop", remember: poolAction(d, c.job, c.chainTimeS) === "done", reason: a.reason };
+  if (a.action === "wait") return { action: "wait", on: "chain", reason: a.reason };
+  const hold = holdReason(d, c.claims, c.owners, c.threshold, c.nowMs, c.holdMs, c.holdSinceMs);
+  if (hold) return { action: "wait", on: "claim", reason: hold };
+  const silent = silenceReason(d, c.pool, c.owners, c.readySinceMs, c.nowMs, c.quorumWaitMs, c.silent);
+  if (silent) return { action: "wait", on: "owner", reason: silent };
+  return { action: "send", reason: a.reason };
 }

@@ -44,11 +44,10 @@ import {
   conflictReason,
   decisionCall,
   describeDecision,
-  holdReason,
   isClaim,
+  nextStep,
   parseCheck,
   poolAction,
-  silenceReason,
   silentOwners,
   parseSubmission,
   readySignatures,
@@ -517,41 +516,50 @@ export class Collector {
     const { digest, decision } = entry;
     const l = this.ctx.logger.child({ ...describeDecision(decision), digest });
     const { job, chainTimeS } = await this.readJob(decision.message.jobId);
-    const a = applicability(decision, job, chainTimeS);
-    if (a.action === "stale") {
-      l.info("already on chain or overtaken; dropped", { reason: a.reason });
-      if (poolAction(decision, job, chainTimeS) === "done") this.drop(digest);
+    const now = this.ctx.nowMs();
+    const at = checkpointOf(decision);
+    const clock = at === undefined ? undefined : this.checkpoints.get(at);
+    const step = nextStep(decision, {
+      job,
+      chainTimeS,
+      pool: this.pool,
+      claims: this.claimStates(),
+      owners: this.owners,
+      threshold: this.threshold,
+      nowMs: now,
+      holdMs: this.config.claimHoldMs ?? DEFAULT_CLAIM_HOLD_MS,
+      // The checkpoint's hold clock: from the first plain decision on it with its threshold (or its first claim).
+      holdSinceMs: clock?.sinceMs ?? (clock && decision.kind === "checkpoint" ? now : undefined),
+      quorumWaitMs: this.config.quorumWaitMs ?? 0,
+      readySinceMs: this.readySince.get(digest) ?? now,
+      silent: this.silentOwners(),
+    });
+    if (step.action === "drop") {
+      l.info("already on chain or overtaken; dropped", { reason: step.reason });
+      if (step.remember) this.drop(digest);
       else this.forget(digest); // e.g. lapsed: the same report may come again, and its signatures with it
       return "dropped";
     }
-    if (a.action === "wait") {
-      if (this.quiet.changed(digest, a.reason)) l.info("signed, waiting for the chain", { reason: a.reason });
+    if (step.action === "wait" && step.on === "chain") {
+      if (this.quiet.changed(digest, step.reason)) l.info("signed, waiting for the chain", { reason: step.reason });
       return "waiting";
     }
+    // Applicable now: the checkpoint was seen pending, and its clocks start.
     this.sawPending(decision);
-    const now = this.ctx.nowMs();
     if (!this.readySince.has(digest)) this.readySince.set(digest, now);
-    // The checkpoint's hold clock: from the first plain decision on it with its threshold (or its first claim).
-    const at = checkpointOf(decision);
-    const clock = at === undefined ? undefined : this.checkpoints.get(at);
     if (clock && decision.kind === "checkpoint") clock.sinceMs ??= now;
-    const holdMs = this.config.claimHoldMs ?? DEFAULT_CLAIM_HOLD_MS;
-    const claims = this.claimStates();
-    const hold = holdReason(decision, claims, this.owners, this.threshold, now, holdMs, clock?.sinceMs);
-    if (hold) {
-      if (this.quiet.changed(digest, hold)) l.info("held: a fault claim on this checkpoint", { reason: hold });
+    if (step.action === "wait" && step.on === "claim") {
+      if (this.quiet.changed(digest, step.reason))
+        l.info("held: a fault claim on this checkpoint", { reason: step.reason });
       return "waiting";
     }
-    const waitMs = this.config.quorumWaitMs ?? 0;
-    const readySince = this.readySince.get(digest)!;
-    const silent = silenceReason(decision, this.pool, this.owners, readySince, now, waitMs, this.silentOwners());
-    if (silent) {
-      if (this.quiet.changed(digest, "silent")) l.info("held: an owner has not spoken yet", { reason: silent });
+    if (step.action === "wait") {
+      if (this.quiet.changed(digest, "silent")) l.info("held: an owner has not spoken yet", { reason: step.reason });
       return "waiting";
     }
     if (this.config.dryRun && !this.quiet.changed(digest, "dry-run")) return "kept";
     const call = decisionCall(decision, packSafeSignatures(sigs));
-    l.info("decision", { reason: a.reason, signers: sigs.map((s) => s.signer) });
+    l.info("decision", { reason: step.reason, signers: sigs.map((s) => s.signer) });
     const outcome = this.deps.executor ? await this.deps.executor.execute(call, l) : await execute(this.ctx, call, l);
     if (outcome.kind === "confirmed" || outcome.kind === "race") {
       this.drop(digest);

@@ -25,12 +25,13 @@ import {
   staticDecoder,
   wordDecoder,
 } from "../../sdk/job.ts";
-import { readRawLogs, type RawLog } from "../../sdk/logRange.ts";
+import { readLogs, type RawLog } from "../../sdk/logRange.ts";
 import { RestakeBook, type SlashMark } from "../../sdk/restake.ts";
 import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
-import { isStakeEvent, STAKE_EVENTS, StakeBook } from "./stakeBook.ts";
+import { freeStake, isStakeEvent, STAKE_EVENTS, type Stake } from "../../sdk/stake.ts";
+import { StakeBooks } from "./stakeBook.ts";
 import { TrackRecords } from "./trackRecord.ts";
 
 const LOG_CHUNK = 10_000;
@@ -106,7 +107,7 @@ export class CoordinatorChainView {
   /** Each registered provider's offer, from its events (lower-case address). */
   private readonly offers = new Map<string, { pricePerStep: bigint; memoryMiB: number; active: boolean }>();
   /** Each registered provider's stake as the registry's stake events state it (stakeBook.ts). */
-  private readonly stakes = new StakeBook();
+  private readonly stakes = new StakeBooks();
   private stakesRead = 0;
   private readonly escrowLower: string;
   last: ChainViewStats = { jobsRead: 0, providersRead: 0, logs: 0 };
@@ -207,7 +208,7 @@ export class CoordinatorChainView {
   private async logsSince(block: number): Promise<RawLog[]> {
     const filter = { address: [this.escrowAddress(), this.registryAddress()], topics: [[...this.kinds.keys()]] };
     const from = this.scannedTo + 1;
-    return read(this.ctx, "getLogs", () => readRawLogs(this.ctx.provider, filter, from, block, LOG_CHUNK));
+    return read(this.ctx, "getLogs", () => readLogs(this.ctx.provider, filter, from, block, LOG_CHUNK));
   }
 
   /** One log, read by its topics: the job or provider it names is re-read; fencing and endings are noted. */
@@ -354,13 +355,13 @@ export class CoordinatorChainView {
     const results = await read(this.ctx, `${addresses.length} providers`, () => this.batch.readRaw(calls, block));
     addresses.forEach((address, i) => {
       const q = this.decodeQuote(answer(results[2 * i], "quote", address));
-      const stake = this.decodeStake(answer(results[2 * i + 1], "stakeOf", address)) as Record<string, bigint>;
+      const stake = this.decodeStake(answer(results[2 * i + 1], "stakeOf", address)) as unknown as Stake;
       const offer = {
         pricePerStep: q.pricePerStep as bigint,
         memoryMiB: Number(q.memoryMiB),
         active: q.active as boolean,
       };
-      out.set(address.toLowerCase(), { offer, stakeFree: stake.deposited - stake.locked - stake.unbonding });
+      out.set(address.toLowerCase(), { offer, stakeFree: freeStake(stake) });
     });
     return out;
   }

@@ -8,7 +8,7 @@
  * across jobs; an accepted checkpoint clears the strikes (not the per-job exclusion). A refused checkpoint is not
  * idleness: its reporter is fenced instead.
  */
-import { UnassignReason } from "../../sdk/ledger.ts";
+import { UnassignReason } from "../../sdk/job.ts";
 import type { TrackRecord } from "./decide.ts";
 
 /** Chain time (s) of a block: the strike's time comes from the block that holds its event. */

@@ -10,8 +10,9 @@
  * the first run after that block, settles before any earnings read, in Multicall3 batches (batch.ts).
  * Runs never overlap (sdk/runner.ts: node-cron's noOverlap plus one guard shared with the deadline watch).
  */
-import type { Block, Contract, Log } from "ethers";
+import type { Block, Contract } from "ethers";
 import { isSettleable, statusName, type JobStatusName } from "../../sdk/job.ts";
+import { readLogs } from "../../sdk/logRange.ts";
 import { batchReader, valueOf } from "../../sdk/multicall.ts";
 import { nonOverlapping } from "../../sdk/runner.ts";
 import { sleep } from "../../sdk/retry.ts";
@@ -62,7 +63,8 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
   async function scan(toBlock: number): Promise<Set<bigint>> {
     const named = new Set<bigint>();
     if (toBlock <= scannedTo) return named;
-    const logs = await escrowLogs(ctx, escrow, scannedTo + 1, toBlock);
+    const filter = { address: String(escrow.target) };
+    const logs = await read(ctx, "getLogs", () => readLogs(ctx.provider, filter, scannedTo + 1, toBlock));
     for (const l of logs) {
       const parsed = escrow.interface.parseLog(l);
       const jobId = parsed?.args.jobId as bigint | undefined;
@@ -346,14 +348,3 @@ async function askForBlock(
 }
 
 const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** Every escrow log between two blocks (inclusive), in chunks that public RPCs accept. */
-async function escrowLogs(ctx: KeeperContext, escrow: Contract, fromBlock: number, toBlock: number, chunk = 10_000) {
-  const address = String(escrow.target);
-  const out: Log[] = [];
-  for (let start = fromBlock; start <= toBlock; start += chunk) {
-    const end = Math.min(toBlock, start + chunk - 1);
-    out.push(...(await read(ctx, "getLogs", () => ctx.provider.getLogs({ address, fromBlock: start, toBlock: end }))));
-  }
-  return out;
-}

@@ -8,7 +8,9 @@ import {
   formatUsdc,
   formatWait,
   usdcAmount,
+  usdcUnits,
 } from "../../sdk/format.ts";
+import { priceStanding } from "../../sdk/jobFit.ts";
 
 describe("sdk/format: amounts and times", function () {
   it("shows USDC with 6 fixed decimals and the unit", function () {
@@ -42,5 +44,28 @@ describe("sdk/format: amounts and times", function () {
     expect(formatWait(1_000, 1_000)).to.equal("in 0 s");
     expect(formatWait(1_000, 1_001)).to.equal("1 s ago");
     expect(formatDeadline(86_400n, 0n)).to.equal("1970-01-02T00:00:00Z (in 1 d)");
+  });
+
+  it("reads a typed USDC amount: up to 6 decimals, above zero, else nothing", function () {
+    expect(usdcUnits("0.001")).to.equal(1_000n);
+    expect(usdcUnits("0.0010")).to.equal(1_000n);
+    expect(usdcUnits(".5")).to.equal(500_000n);
+    expect(usdcUnits("2")).to.equal(2_000_000n);
+    expect(usdcUnits("0.000001")).to.equal(1n);
+    for (const bad of ["", ".", "1.", "0", "0.000000", "-1", "0.0000001", "1e-3", "abc", " "]) {
+      expect(usdcUnits(bad), JSON.stringify(bad)).to.equal(null);
+    }
+  });
+
+  it("cheaper than N of M: only offers asking strictly more count; nothing for an unset or non-positive price", function () {
+    const others = [800n, 1_000n, 1_200n];
+    expect(priceStanding(999n, others)).to.deep.equal({ cheaperThan: 2, of: 3 });
+    // The boundary: an equal price is not cheaper (it was counted as cheaper: "2 of 3" at 0.001000).
+    expect(priceStanding(1_000n, others)).to.deep.equal({ cheaperThan: 1, of: 3 });
+    expect(priceStanding(1_001n, others)).to.deep.equal({ cheaperThan: 1, of: 3 });
+    expect(priceStanding(1_200n, others)).to.deep.equal({ cheaperThan: 0, of: 3 });
+    expect(priceStanding(1n, others)).to.deep.equal({ cheaperThan: 3, of: 3 });
+    for (const none of [null, 0n, -1n, -1_000_000n]) expect(priceStanding(none, others), String(none)).to.equal(null);
+    expect(priceStanding(1_000n, [])).to.equal(null);
   });
 });

@@ -6,7 +6,7 @@
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { foldNew, newLedgerFold } from "../../dashboard/src/ledger.ts";
-import { parseRecording, type ChainEvent } from "../../dashboard/src/model/entries.ts";
+import { parseRecording, type ChainEvent } from "../../sdk/recording.ts";
 import { applyEntry, emptyState, foldAll } from "../../dashboard/src/model/state.ts";
 import { foldEscrowEvents, type Ledger } from "../../sdk/ledger.ts";
 import { mulberry32 as random } from "../helpers/random.ts";

@@ -156,6 +156,11 @@ async function reserves(page: Page, url: string, common: string[]) {
   const owed = units(/owed: +([\d.]+) USDC/.exec(cli.output)![1]);
   expect(units((await page.getByTestId("reserves-held").textContent())!)).to.equal(held);
   expect(units((await page.getByTestId("reserves-owed").textContent())!)).to.equal(owed);
+  // Issue 21: the parts of what is owed add up to it, stakes included, on the page and in the CLI alike.
+  const sum = (text: string) =>
+    [...text.matchAll(/(?:budgets|bonds|withdrawable|stakes) ([\d.]+)/g)].reduce((t, m) => t + units(m[1]), 0n);
+  expect(sum((await page.getByTestId("reserves-parts").textContent())!)).to.equal(owed);
+  expect(sum(/owed: .*\((.*)\)/.exec(cli.output)![1])).to.equal(owed);
   expect(await page.getByTestId("reserves-verdict").textContent()).to.contain("holds at least what it owes");
   expect(await page.getByTestId("safe-owners").textContent()).to.match(/^2 of 3 owners must sign/);
 }

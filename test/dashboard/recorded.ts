@@ -118,6 +118,22 @@ describe("dashboard: the recorded run in a real browser", function () {
     expect(await page.locator(".badge-real-gpu, .badge-real-separate-machine").count()).to.equal(0);
   });
 
+  it("says where a typed price stands: strictly cheaper only, 6 decimals, nothing for a price that is not one", async () => {
+    // The recording's providers ask 0.000800, 0.001000 and 0.001200 USDC/step; the form starts at 0.0010.
+    await page.goto(`${server.url}?page=provide&run=sample.jsonl&t=${facts.end}`);
+    const standing = page.getByTestId("price-standing");
+    expect(await standing.textContent()).to.match(
+      /^At 0\.001000 USDC\/step you are cheaper than 1 of 3 current providers \(they ask 0\.000800, 0\.001000, 0\.001200 USDC\/step\)/,
+    );
+    const price = page.getByLabel("Price per step (USDC)");
+    await price.fill("0.0009");
+    expect(await standing.textContent()).to.contain("At 0.000900 USDC/step you are cheaper than 2 of 3 current");
+    for (const bad of ["-1", "0", ""]) {
+      await price.fill(bad);
+      expect(await standing.count(), `price "${bad}"`).to.equal(0);
+    }
+  });
+
   it("opens and closes the ? overlay; shortcuts navigate; typing ? into the wallet does not open it", async () => {
     await page.goto(`${server.url}?run=sample.jsonl&t=1000`);
     await page.locator("h1").waitFor();

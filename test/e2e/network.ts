@@ -149,7 +149,10 @@ function describeScenario(node: ChainNode) {
       it("--keep narrates what happens after the summary: a second job posted, assigned (issue 21)", function () {
         expect(posted?.code, posted?.output).to.equal(0);
         const kept = lines.slice(lines.findIndex((l) => l.startsWith("what happens from here on")));
-        expect(kept.some((l) => /^\[chain\] job 2 created: 10 steps, budget .* locked$/.test(l))).to.equal(true);
+        // The one sentence per event (sdk/sentences.ts), as the dashboard's feed and explain say it.
+        const posted2 =
+          /^\[chain\] job 2 posted by \S+: 10 steps, checkpoint every \d+, at most \d+\.\d{6} USDC\/step, budget \d+\.\d{6} USDC locked$/;
+        expect(kept.some((l) => posted2.test(l))).to.equal(true);
         expect(kept.some((l) => /^\[chain\] job 2 assigned to (alice|bob|mallory) \(epoch 1/.test(l))).to.equal(true);
       });
     }

@@ -3,7 +3,8 @@
  * claim (`isClaim`), one claim per owner per checkpoint whatever the finder field says and one verdict per owner
  * per job (`conflictReason`), the hold bounded per checkpoint (`holdReason`), which pooled entries leave the pool
  * (`poolAction`), and when an owner is silent (`isSilent`, `silentOwners`, `silenceReason`). The same rules on
- * the real chain, Safe and collector: test/adversary/collectorHold.ts.
+ * the real chain, Safe and collector: test/adversary/collectorHold.ts. And `nextStep`, the whole decision the
+ * collector acts on, as one table.
  */
 import { expect } from "chai";
 import { getAddress } from "ethers";
@@ -13,6 +14,7 @@ import {
   holdReason,
   isClaim,
   isSilent,
+  nextStep,
   parseSubmission,
   poolAction,
   silenceReason,
@@ -21,7 +23,9 @@ import {
   type ClaimState,
   type JobState,
   type Pool,
+  type StepContext,
   type Submission,
+  type VerifierDecision,
 } from "../../keepers/collector/decide.ts";
 
 const addr = (n: number) => getAddress("0x" + n.toString(16).padStart(40, "0"));
@@ -57,6 +61,18 @@ function poolOf(...subs: Submission[]): Pool {
   return pool;
 }
 const accept = plain(1).decision;
+/** Job 1 as the chain shows it while AT's checkpoint is pending (reported at 1 000 s). */
+const RUNNING: JobState = {
+  status: "Running",
+  epoch: 2n,
+  totalSteps: 100,
+  acceptedStep: 0,
+  acceptedHash: hex("00"),
+  pendingStep: 10,
+  pendingHash: hex("22"),
+  pendingEpoch: 2n,
+  reportedAt: 1_000n,
+};
 
 describe("keepers: collector rules against one malicious verifier (pure)", function () {
   describe("isClaim: only a fault refusal its finder signed is a claim", function () {
@@ -159,18 +175,7 @@ describe("keepers: collector rules against one malicious verifier (pure)", funct
   });
 
   describe("poolAction: only what is pending on chain stays in the pool", function () {
-    const job = (over: Partial<JobState> = {}): JobState => ({
-      status: "Running",
-      epoch: 2n,
-      totalSteps: 100,
-      acceptedStep: 0,
-      acceptedHash: hex("00"),
-      pendingStep: 10,
-      pendingHash: hex("22"),
-      pendingEpoch: 2n,
-      reportedAt: 1_000n,
-      ...over,
-    });
+    const job = (over: Partial<JobState> = {}): JobState => ({ ...RUNNING, ...over });
     const refusal = fault(1, 99, hex("f1")).decision;
 
     it("keeps a pending checkpoint's entries while its decision window is open; a lapsed one is forgotten", function () {
@@ -231,5 +236,97 @@ describe("keepers: collector rules against one malicious verifier (pure)", funct
       expect(silenceReason(accept, pool, OWNERS, 0, 0, 15_000, new Set([low(3)]))).to.equal(undefined);
       expect(silenceReason(accept, poolOf(plain(1)), OWNERS, 0, 0, 15_000, new Set([low(3)]))).to.contain(low(2));
     });
+  });
+
+  describe("nextStep: the collector's whole decision on a decision with its threshold, as one table", function () {
+    const running = RUNNING;
+    const claimBy2 = fault(2, 2, hex("f2")); // owner 2's claim; owner 3 has not checked it
+    const base = (over: Partial<StepContext> = {}): StepContext => {
+      const pool = over.pool ?? poolOf(plain(1), plain(2));
+      const claims = [...pool.values()]
+        .filter((e) => e.decision.kind === "fault")
+        .map((entry) => ({ entry, firstSeenMs: 0, notReproduced: new Set<string>() }));
+      return {
+        job: running,
+        chainTimeS: 1_100n,
+        pool,
+        claims,
+        owners: OWNERS,
+        threshold: 2,
+        nowMs: 0,
+        holdMs: 2_000,
+        quorumWaitMs: 0,
+        readySinceMs: 0,
+        silent: new Set(),
+        ...over,
+      };
+    };
+    const rows: [string, VerifierDecision, Partial<StepContext>, object][] = [
+      [
+        "job past training: drop, remembered",
+        accept,
+        { job: { ...running, status: "Cancelled" } },
+        { action: "drop", remember: true },
+      ],
+      [
+        "decision window closed (lapsed): drop, forgotten",
+        accept,
+        { chainTimeS: 1_000n + 3_601n },
+        { action: "drop", remember: false },
+      ],
+      [
+        "another hash pending: drop, forgotten",
+        accept,
+        { job: { ...running, pendingHash: hex("99") } },
+        { action: "drop", remember: false },
+      ],
+      [
+        "not reported yet: wait for the chain",
+        accept,
+        { job: { ...running, pendingStep: 0 } },
+        { action: "wait", on: "chain" },
+      ],
+      [
+        "an unchecked claim on the checkpoint: wait for it",
+        accept,
+        { pool: poolOf(plain(1), plain(3), claimBy2) },
+        { action: "wait", on: "claim" },
+      ],
+      [
+        "the hold is over, owner 3 has not spoken: wait for it",
+        accept,
+        { pool: poolOf(plain(1), claimBy2), nowMs: 2_000, holdSinceMs: 0, quorumWaitMs: 5_000 },
+        { action: "wait", on: "owner" },
+      ],
+      [
+        "owner 3 is silent by the rule: send",
+        accept,
+        { quorumWaitMs: 5_000, silent: new Set([low(3)]) },
+        { action: "send" },
+      ],
+      ["the quorum wait is over: send", accept, { quorumWaitMs: 5_000, nowMs: 5_000 }, { action: "send" }],
+      ["no quorum wait: send", accept, {}, { action: "send" }],
+      [
+        "a verdict is held by neither claims nor silence",
+        verdict(1, "1", 9_000, hex("e1")).decision,
+        {
+          job: { ...running, acceptedStep: 100, acceptedHash: hex("44"), pendingStep: 0 },
+          pool: poolOf(claimBy2),
+          quorumWaitMs: 5_000,
+        },
+        { action: "send" },
+      ],
+      [
+        "a verdict before the last step is accepted: wait for the chain",
+        verdict(1, "1", 9_000, hex("e1")).decision,
+        {},
+        { action: "wait", on: "chain" },
+      ],
+    ];
+    for (const [name, d, over, expected] of rows) {
+      it(name, function () {
+        expect(nextStep(d, base(over))).to.include(expected);
+      });
+    }
   });
 });

@@ -1,5 +1,5 @@
 import type { PageProps } from "../context.ts";
-import { timeOfDay } from "../format.ts";
+import { formatTime } from "../../../sdk/format.ts";
 import { coordinatorUp, useNow } from "./TopBar.tsx";
 
 /** "Coordinator offline" and "Chain unreachable", with the actions the help page names. */
@@ -12,8 +12,8 @@ export function Banners(p: PageProps) {
       <div className="banner banner-bad" role="alert" key="coord">
         <strong>Coordinator offline</strong>
         <span>
-          The scheduling server isn't reachable{last ? `; last heard at ${timeOfDay(last)}` : ""}. Reconnecting by
-          itself with backoff; the values below are the last ones it gave.
+          The scheduling server isn't reachable{last ? `; last heard at ${formatTime(new Date(last))}` : ""}.
+          Reconnecting by itself with backoff; the values below are the last ones it gave.
         </span>
         <span className="actions">
           <button onClick={() => p.go({ run: p.config?.recordings[0]?.name ?? "sample.jsonl" })}>

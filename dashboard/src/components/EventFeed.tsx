@@ -1,6 +1,6 @@
 import { memo, useMemo, useState } from "react";
-import { describeEvent, eventKind } from "../describe.ts";
-import type { ChainEvent } from "../model/entries.ts";
+import { describeEvent, eventKind } from "../../../sdk/sentences.ts";
+import type { ChainEvent } from "../../../sdk/recording.ts";
 import type { RunState } from "../model/state.ts";
 import { nameOf } from "../model/state.ts";
 import { short } from "../format.ts";

@@ -2,8 +2,10 @@
  * What the dashboard knows, folded entry by entry from a live stream or a recording (the same code for both).
  * Pure and synchronous: `applyEntry` mutates one `RunState`; playback rebuilds from scratch to seek backwards.
  */
+import { unassignReason, type UnassignReasonText } from "../../../sdk/job.ts";
 import { verifierNames } from "../../../sdk/narrative.ts";
-import type { ChainEvent, Entry } from "./entries.ts";
+import { deviceKindName } from "../../../sdk/sentences.ts";
+import type { ChainEvent, Entry } from "../../../sdk/recording.ts";
 
 export interface ProviderView {
   key: string; // lower-case address
@@ -50,7 +52,7 @@ export interface Lane {
   fromMs: number;
   toMs?: number;
   resumeStep: number;
-  end?: "missed heartbeats" | "lease lapsed" | "refused" | "verdict";
+  end?: UnassignReasonText["short"] | "verdict";
   endStep?: number;
 }
 
@@ -115,7 +117,6 @@ export function emptyState(): RunState {
   };
 }
 
-const UNASSIGN = ["missed heartbeats", "lease lapsed", "refused"] as const;
 const lower = (v: unknown) => String(v ?? "").toLowerCase();
 
 export function applyEntry(s: RunState, e: Entry): void {
@@ -201,7 +202,7 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
     case "ProviderUpdated": {
       const p = provider(s, String(a.provider), a.name ? String(a.name) : undefined);
       p.pricePerStep = String(a.pricePerStep);
-      p.kind = Number(a.kind) === 1 ? "GPU" : "CPU";
+      p.kind = deviceKindName(a.kind);
       p.deviceModel = String(a.deviceModel ?? "");
       p.memoryMiB = Number(a.memoryMiB);
       if (ev.name === "ProviderRegistered") {
@@ -227,7 +228,7 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
       return;
     }
     case "ProviderUnassigned": {
-      const reason = UNASSIGN[Number(a.reason)] ?? "missed heartbeats";
+      const reason = unassignReason(a.reason).short;
       const step = lastAccepted(s, job!);
       closeLane(s, job!, lower(a.provider), ms, reason, step);
       if (reason !== "refused") {

@@ -2,7 +2,7 @@
  * On-chain: Check any wallet (read by this browser from the RPC, with the call and the block), live proof of
  * reserves with a held-vs-owed plot, the contracts and the Safe's owners and threshold, every escrow event.
  */
-import { getAddress, isAddress, type EventLog } from "ethers";
+import { getAddress, isAddress } from "ethers";
 import { useMemo, useState } from "react";
 import type uPlot from "uplot";
 import { Chart } from "../components/Chart.tsx";
@@ -11,7 +11,10 @@ import type { PageProps } from "../context.ts";
 import { short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
 import { ledgerOf, providerSummaries, walletOf, type Ledger } from "../ledger.ts";
+import { decodeLogs } from "../../../sdk/events.ts";
 import { foldEscrowEvents } from "../../../sdk/ledger.ts";
+import { readLogs } from "../../../sdk/logRange.ts";
+import { owedParts, readReserves, type ReservesSource } from "../../../sdk/reserves.ts";
 
 export function OnChainPage(p: PageProps) {
   return (
@@ -60,9 +63,9 @@ function Wallet(p: PageProps) {
         const block = await p.chain.read(() => p.chain!.provider.getBlockNumber());
         const [owed, logs] = await Promise.all([
           p.chain.read(() => p.chain!.escrow.owed(who, { blockTag: block }) as Promise<bigint>),
-          p.chain.read(() => p.chain!.escrow.queryFilter("*", 0, block)),
+          p.chain.read(() => readLogs(p.chain!.provider, { address: String(p.chain!.escrow.target) }, 0, block)),
         ]);
-        const ledger = foldEscrowEvents(logs as EventLog[] as never);
+        const ledger = foldEscrowEvents(decodeLogs(p.chain.escrow.interface, logs));
         setRead({
           who,
           block,
@@ -226,22 +229,7 @@ function FragmentKV({ k, v }: { k: string; v: string }) {
 }
 
 function Reserves(p: PageProps) {
-  const live = useChainRead(p, "reserves", async ({ escrow: e }, block) => {
-    const at = { blockTag: block };
-    const [r, locked, bonds, withdrawable] = await Promise.all([
-      e.reserves(at),
-      e.totalLocked(at),
-      e.totalBonds(at),
-      e.totalWithdrawable(at),
-    ]);
-    return {
-      held: BigInt(r[0]),
-      owes: BigInt(r[1]),
-      locked: BigInt(locked),
-      bonds: BigInt(bonds),
-      withdrawable: BigInt(withdrawable),
-    };
-  });
+  const live = useChainRead(p, "reserves", (chain, block) => readReserves(chain as unknown as ReservesSource, block));
   const samples = p.run.state.reserves;
   const data = useMemo(() => {
     const byBlock = new Map<number, { held: number; owes: number }>();
@@ -285,9 +273,7 @@ function Reserves(p: PageProps) {
             {v && (
               <>
                 <dt>of which</dt>
-                <dd>
-                  locked budgets {usdc(v.locked)} + bonds {usdc(v.bonds)} + withdrawable {usdc(v.withdrawable)}
-                </dd>
+                <dd data-testid="reserves-parts">{owedParts(v, usdc)}</dd>
                 <dt>Surplus</dt>
                 <dd>{usdc(v.held - v.owes)} USDC</dd>
               </>

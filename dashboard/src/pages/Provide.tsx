@@ -4,14 +4,14 @@ import uPlot from "uplot";
 import { Badges } from "../components/Badges.tsx";
 import { Chart } from "../components/Chart.tsx";
 import type { PageProps } from "../context.ts";
-import { ago, price, usdc } from "../format.ts";
+import { ago, usdc } from "../format.ts";
+import { formatPrice, usdcAmount, usdcUnits } from "../../../sdk/format.ts";
+import { priceStanding } from "../../../sdk/jobFit.ts";
 import { ledgerOf, providerSummaries, walletOf } from "../ledger.ts";
 import type { ProviderView, RunState } from "../model/state.ts";
 import { DataTable } from "../components/DataTable.tsx";
 import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/restake.ts";
 import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/providerName.ts";
-
-const PRICE_OK = /^\d+(\.\d{1,6})?$/;
 
 export function provideCommand(c: PageProps["config"], name: string, priceText: string, cap: string): string {
   // The store's endpoint and test key pair first (issue 21: without them every upload failed).
@@ -34,11 +34,10 @@ export function ProvidePage(p: PageProps) {
   const [priceText, setPrice] = useState("0.0010");
   const [cap, setCap] = useState("");
   const [copied, setCopied] = useState<string | null>(null);
+  const mine = usdcUnits(priceText);
   const errors = [
     !isProviderName(name) ? `Name: ${PROVIDER_NAME_RULE}.` : "",
-    !PRICE_OK.test(priceText) || Number(priceText) <= 0
-      ? "Price: a positive USDC amount with at most 6 decimals, e.g. 0.0010."
-      : "",
+    mine === null ? "Price: a positive USDC amount with at most 6 decimals, e.g. 0.001." : "",
     cap && !/^[1-9]\d*$/.test(cap) ? "Memory cap: a whole number of MiB, or empty." : "",
   ].filter(Boolean);
   // The keepers may have started after the page loaded its config: the snapshot knows where they listen now.
@@ -49,10 +48,9 @@ export function ProvidePage(p: PageProps) {
   const providers = [...state.providers.values()];
   const prices = providers
     .filter((x) => x.pricePerStep)
-    .map((x) => Number(x.pricePerStep) / 1e6)
-    .sort((a, b) => a - b);
-  const mine = Number(priceText);
-  const cheaper = prices.filter((x) => x < mine).length;
+    .map((x) => BigInt(x.pricePerStep!))
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const standing = priceStanding(mine, prices);
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(command);
@@ -120,11 +118,10 @@ export function ProvidePage(p: PageProps) {
             Copy command
           </button>
         </div>
-        {prices.length > 0 && (
-          <p className="muted">
-            At {mine.toFixed(4)} USDC/step you are cheaper than {prices.length - cheaper} of {prices.length} current
-            providers (they ask {prices.map((x) => x.toFixed(4)).join(", ")}); the coordinator picks the cheapest
-            eligible provider.
+        {standing && mine !== null && (
+          <p className="muted" data-testid="price-standing">
+            At {formatPrice(mine)} you are cheaper than {standing.cheaperThan} of {standing.of} current providers (they
+            ask {prices.map(usdcAmount).join(", ")} USDC/step); the coordinator picks the cheapest eligible provider.
           </p>
         )}
         {copied && <Follow state={state} name={copied} recorded={p.recorded} />}
@@ -243,7 +240,7 @@ function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
               {x.deviceModel ? `${x.deviceModel}, ${x.kind}` : "unknown"}
               {x.memoryMiB ? `, ${x.memoryMiB} MiB` : ""}
             </td>
-            <td className="num">{x.pricePerStep ? price(x.pricePerStep) : "unknown"}</td>
+            <td className="num">{usdc(x.pricePerStep)}</td>
             <td className="num">{x.accepted}</td>
             <td className="num">{x.refused}</td>
             <td className="num">{usdc(x.earned)}</td>

@@ -5,7 +5,7 @@ import { Chart, type Rule } from "../components/Chart.tsx";
 import { EventFeed } from "../components/EventFeed.tsx";
 import { useNow } from "../components/TopBar.tsx";
 import type { PageProps } from "../context.ts";
-import { ago, price, short, usdc } from "../format.ts";
+import { ago, short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
 import { ledgerOf, providerSummaries, statusName, type LedgerJob } from "../ledger.ts";
 import { nameOf, type RunState } from "../model/state.ts";
@@ -334,7 +334,7 @@ function Verification({ state, job }: { state: RunState; job: LedgerJob }) {
         {providerSummaries(job)
           .map((s) => `${nameOf(state, s.provider)} ${usdc(s.earned)} USDC for ${s.stepsAccepted} steps`)
           .join(" · ") || "nobody yet"}
-        {job.pricePerStep ? ` · current price ${price(job.pricePerStep)} USDC/step` : ""}
+        {job.pricePerStep ? ` · current price ${usdc(job.pricePerStep)} USDC/step` : ""}
       </p>
     </section>
   );

@@ -3,13 +3,13 @@
  * pages ask for. A failed read (429, connection refused, timeout) marks the chain unreachable and retries with
  * backoff; the last good values stay with their block.
  */
-import { Contract, FetchRequest, JsonRpcProvider, Network, type Log } from "ethers";
+import { Contract, FetchRequest, JsonRpcProvider, Network } from "ethers";
 // Only `abi` is taken from the build artifact (Vite's JSON named exports): bytecode stays out of the bundle.
 import { abi as escrowAbi } from "../../../artifacts/contracts/JobEscrow.sol/JobEscrow.json";
+import { abi as registryAbi } from "../../../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry.json";
 import type { DashboardConfig } from "./config.ts";
 import { nextDelay } from "./backoff.ts";
-
-const SAFE_ABI = ["function getOwners() view returns (address[])", "function getThreshold() view returns (uint256)"];
+import { SAFE_ABI } from "../../../sdk/safeOwners.ts";
 
 export interface ChainHealth {
   reachable: boolean | null; // null: not read yet
@@ -22,6 +22,7 @@ export interface ChainHealth {
 export class ChainReader {
   readonly provider: JsonRpcProvider;
   readonly escrow: Contract;
+  readonly registry: Contract;
   readonly safe: Contract;
   health: ChainHealth = { reachable: null, head: null, headAt: null };
   private failures = 0;
@@ -37,6 +38,7 @@ export class ChainReader {
     const network = Network.from(Number(config.chainId));
     this.provider = new JsonRpcProvider(req, network, { staticNetwork: network, batchMaxCount: 1, polling: false });
     this.escrow = new Contract(config.deployment.escrow, escrowAbi as never, this.provider);
+    this.registry = new Contract(config.deployment.registry, registryAbi as never, this.provider);
     this.safe = new Contract(config.deployment.verifierSafe, SAFE_ABI, this.provider);
     void this.tick();
   }
@@ -67,10 +69,6 @@ export class ChainReader {
     this.stopped = true;
     clearTimeout(this.timer);
     this.provider.destroy();
-  }
-
-  async escrowLogs(toBlock: number): Promise<Log[]> {
-    return this.read(() => this.provider.getLogs({ address: this.escrow.target as string, fromBlock: 0, toBlock }));
   }
 
   private async tick() {

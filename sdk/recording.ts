@@ -1,12 +1,30 @@
 /**
- * One line of a recording (demo/recording.ts) and one message of the live stream: the same shape, so live and
- * recorded runs go through the same fold and the same views.
+ * The recording format, one home: one line of a recording (`npm start` writes it, demo/recording.ts), one message
+ * of the dashboard server's live stream (dashboard/server/feed.ts) and what the page folds (dashboard/src): the same
+ * shape, so live and recorded runs go through the same fold and the same views. JSON lines, bigints as decimal
+ * strings. Pure and browser-safe.
  */
+import { formatTime } from "./format.ts";
+
 export interface Entry {
   ms: number; // since the run (or the dashboard server) started
   kind: "badge" | "event" | "log" | "metric" | "summary" | "note";
   source: string;
   data: unknown;
+}
+
+/** When the recording started, from its first log line with a time ("t"), as an ISO time; none: "date not recorded". */
+export function recordingStart(entries: readonly Entry[]): string {
+  for (const e of entries) {
+    const t = (e.data as { t?: unknown } | null)?.t;
+    if (e.kind === "log" && typeof t === "string") return formatTime(new Date(Date.parse(t) - e.ms));
+  }
+  return "date not recorded";
+}
+
+/** One entry as its line of a recording (without the newline): JSON, bigints as decimal strings. */
+export function encodeEntry(entry: Entry): string {
+  return JSON.stringify(entry, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
 }
 
 /** A decoded contract event as the recording and the live stream carry it (bigints as decimal strings). */

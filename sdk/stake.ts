@@ -1,0 +1,89 @@
+/**
+ * The one off-chain model of a provider's stake in the registry, as sdk/job.ts is for jobs: the stake events and
+ * what each carries, the one fold of them into a provider's books (the ledger's, sdk/ledger.ts, and the
+ * coordinator's, keepers/coordinator/stakeBook.ts), and the one free-stake rule (what `assign` can still lock).
+ * Pure and browser-safe.
+ */
+
+/** The registry events that move a stake, and their data fields (the job, when named, is the second topic). */
+export const STAKE_EVENTS = [
+  "StakeDeposited", // (amount, deposited: the whole deposit after)
+  "UnbondingStarted", // (amount, unbonding: the whole unbonding after, readyAt)
+  "StakeWithdrawn", // (amount: the unbonding paid out, leaving the deposit)
+  "StakeLocked", // job; (amount: the job's whole lock after)
+  "StakeReleased", // job; (amount: the job's lock, now 0)
+  "StakeSlashed", // job; (amount: the job's lock, now 0, gone from the deposit)
+] as const;
+
+export type StakeEventName = (typeof STAKE_EVENTS)[number];
+
+export const isStakeEvent = (name: string): name is StakeEventName =>
+  (STAKE_EVENTS as readonly string[]).includes(name);
+
+/** One stake event's fields (the absolute `deposited` / `unbonding`, when given, win over the running sums). */
+export interface StakeEvent {
+  name: StakeEventName;
+  jobId?: bigint;
+  amount?: bigint;
+  deposited?: bigint;
+  unbonding?: bigint;
+}
+
+/** A provider's stake as the registry's `stakeOf` reads it (deposited includes what is locked or unbonding). */
+export interface Stake {
+  deposited: bigint;
+  locked: bigint;
+  unbonding: bigint;
+}
+
+/** A provider's books: its stake, what was slashed from it so far, and its current lock per job id. */
+export interface StakeBook extends Stake {
+  slashed: bigint;
+  locks: Map<bigint, bigint>;
+}
+
+export const emptyStakeBook = (): StakeBook => ({
+  deposited: 0n,
+  locked: 0n,
+  unbonding: 0n,
+  slashed: 0n,
+  locks: new Map(),
+});
+
+/** The free-stake rule: what `assign` can still lock, deposited − locked − unbonding. */
+export const freeStake = (st: Stake): bigint => st.deposited - st.locked - st.unbonding;
+
+/**
+ * Folds one stake event of the book's provider into it, in chain order. Returns how the registry's total staked
+ * (Σ deposits) moved: + a deposit, − a withdrawal or a slash.
+ */
+export function applyStakeEvent(st: StakeBook, e: StakeEvent): bigint {
+  const amount = e.amount ?? 0n;
+  const jobId = e.jobId ?? 0n;
+  switch (e.name) {
+    case "StakeDeposited":
+      st.deposited = e.deposited ?? st.deposited + amount;
+      return amount;
+    case "UnbondingStarted":
+      st.unbonding = e.unbonding ?? st.unbonding + amount;
+      return 0n;
+    case "StakeWithdrawn":
+      st.deposited -= amount;
+      st.unbonding = 0n;
+      return -amount;
+    case "StakeLocked":
+      st.locked += amount - (st.locks.get(jobId) ?? 0n);
+      st.locks.set(jobId, amount);
+      return 0n;
+    case "StakeReleased":
+      st.locked -= amount;
+      st.locks.delete(jobId);
+      return 0n;
+    case "StakeSlashed":
+      st.locked -= amount;
+      st.locks.delete(jobId);
+      st.deposited -= amount;
+      st.slashed += amount;
+      return -amount;
+  }
+}
