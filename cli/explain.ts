@@ -5,6 +5,9 @@
  * waits when no active provider fits it, and names each provider that fits but waits for a re-stake after a slash
  * (the coordinator assigns it nothing until then: sdk/restake.ts).
  */
+import type { MetricWords } from "../sdk/sentences.ts";
+import { loadTemplate } from "../workloads/index.ts";
+import { metricText } from "../workloads/metric.ts";
 import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
 import { openContext, type CommandContext } from "./context.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
@@ -68,7 +71,8 @@ export async function main(argv: string[]): Promise<number> {
     );
     for (const why of waits) console.log(`waiting: ${why}`);
     console.log("");
-    for (const line of jobNarrative(job, names, BigInt(block!.timestamp))) console.log(line);
+    for (const line of jobNarrative(job, names, BigInt(block!.timestamp), metricWordsFor(job.templateId)))
+      console.log(line);
     console.log("");
     console.log("why each provider earned what it did:");
     for (const s of summaries) {
@@ -106,4 +110,14 @@ async function whyItWaits(ctx: CommandContext, job: LedgerJob, fromBlock: number
   if (fit.reasons.every((r) => r.kind === "awaiting re-stake"))
     return [`no eligible provider: every active provider that fits was slashed and has not re-staked`, ...slashed];
   return fit.reasons.map((r) => `no active provider fits: ${describeWait(r)}`);
+}
+
+/** The verdict's metric in the words of the job's template, when this software knows it (workloads/metric.ts). */
+function metricWordsFor(templateId: string): MetricWords | undefined {
+  try {
+    const descriptor = loadTemplate(templateId).descriptor;
+    return (_job, metric) => metricText(descriptor, metric);
+  } catch {
+    return undefined;
+  }
 }

@@ -2,7 +2,9 @@
  * Turns the children's structured log lines into the short live view `npm start` prints. Progress lines are
  * thinned out (one per process every 2 s); decisions, warnings and errors are always shown.
  */
-import { describeEvent, nameFrom, type EventLike } from "../sdk/sentences.ts";
+import { describeEvent, jobTemplates, nameFrom, type EventLike, type MetricWords } from "../sdk/sentences.ts";
+import { loadTemplate } from "../workloads/index.ts";
+import { metricText } from "../workloads/metric.ts";
 
 /** A decoded chain event as the run records and narrates it. */
 export interface LiveEvent extends EventLike {
@@ -10,11 +12,25 @@ export interface LiveEvent extends EventLike {
   blockNumber: number;
 }
 
+/** Jobs' templates seen in this run's JobCreated events: what a verdict's metric means (workloads/metric.ts). */
+const templates = new Map<string, string>();
+const metricWords: MetricWords = (jobId, metric) => {
+  const id = templates.get(String(jobId));
+  try {
+    return id === undefined ? undefined : metricText(loadTemplate(id).descriptor, metric);
+  } catch {
+    return undefined; // a template this software does not know: the bare number
+  }
+};
+
 /** The live line for one chain event (sdk/sentences.ts); an address without a name shows its first 10 characters. */
 export function chainLine(e: LiveEvent, names: Record<string, string>): string {
+  for (const [job, template] of jobTemplates([e])) templates.set(job, template);
   return `[chain] ${describeEvent(
     e,
     nameFrom(names, (a) => a.slice(0, 10)),
+    undefined,
+    metricWords,
   )}`;
 }
 

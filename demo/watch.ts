@@ -43,7 +43,10 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
     aliceReported: 0,
     timeAdvanced: false,
   };
-  const cursor = new LogCursor(provider, { address: run.deployment.escrow }, fromBlock);
+  // From block 0, not the job's: the recording must hold the set-up events too (FeeRecipientSet, the templates'
+  // approval), or its books cannot be folded at the first slash and the page plays back "No job posted yet".
+  // Only this job's events are narrated and acted on; reserves are sampled from the job's block.
+  const cursor = new LogCursor(provider, { address: run.deployment.escrow }, 0);
   const deadline = Date.now() + o.timeoutMs;
   let lastSampled = -1;
   while (Date.now() < deadline) {

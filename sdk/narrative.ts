@@ -5,7 +5,7 @@
 import type { LedgerEntry, LedgerJob } from "./ledger.ts";
 import { formatUsdc } from "./format.ts";
 import { UnassignReason, unassignReason, type UnassignReasonText } from "./job.ts";
-import { describeEvent, nameFrom } from "./sentences.ts";
+import { describeEvent, nameFrom, type MetricWords } from "./sentences.ts";
 
 export interface ProviderSummary {
   provider: string;
@@ -111,9 +111,15 @@ function whyOf(r: ProviderSummary, voided: boolean, names: Record<string, string
 }
 
 /** One line per event of the job, in chain order, naming addresses through `names` where known (sdk/sentences.ts). */
-export function jobNarrative(job: LedgerJob, names: Record<string, string> = {}, now?: bigint): string[] {
+export function jobNarrative(
+  job: LedgerJob,
+  names: Record<string, string> = {},
+  now?: bigint,
+  metric?: MetricWords,
+): string[] {
   const name = nameFrom(names);
   return job.history.map(
-    (e) => `block ${String(e.blockNumber).padStart(6)}  ${describeEvent({ name: e.event, args: e.args }, name, now)}`,
+    (e) =>
+      `block ${String(e.blockNumber).padStart(6)}  ${describeEvent({ name: e.event, args: e.args }, name, now, metric)}`,
   );
 }

@@ -33,7 +33,20 @@ export const deviceKindName = (kind: unknown): "GPU" | "CPU" => (Number(kind) ==
  * The event as one sentence. `now` (chain seconds), when given, makes a deadline say how long is left
  * ("2026-12-04T08:50:23Z (in 2 d 23 h)"); without it a deadline is its ISO time.
  */
-export function describeEvent(e: EventLike, name: NameOf, now?: bigint): string {
+/**
+ * Words for a verdict's metric on a job, by the job's template (workloads/metric.ts metricText); undefined when
+ * the caller does not know the template (the sentence then gives the bare number).
+ */
+export type MetricWords = (jobId: unknown, metric: bigint) => string | undefined;
+
+/** The jobs' templates as their JobCreated events name them (jobId → templateId), for a MetricWords. */
+export function jobTemplates(events: Iterable<EventLike>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of events) if (e.name === "JobCreated") out.set(String(e.args?.jobId), String(e.args?.templateId));
+  return out;
+}
+
+export function describeEvent(e: EventLike, name: NameOf, now?: bigint, metric?: MetricWords): string {
   const a = e.args ?? {};
   const big = (k: string) => BigInt(a[k] as bigint | string | number);
   const usdc = (k: string) => formatUsdc(big(k));
@@ -107,8 +120,8 @@ export function describeEvent(e: EventLike, name: NameOf, now?: bigint): string 
       );
     case "VerdictSubmitted":
       return (
-        `verdict for ${job}: model ${shortHash(a.modelHash)}, held-out accuracy ` +
-        `${(Number(a.metric) / 100).toFixed(2)} %, ${a.passed ? "passed" : "failed"}; dispute window until ` +
+        `verdict for ${job}: model ${shortHash(a.modelHash)}, ${metric?.(a.jobId, big("metric")) ?? `metric ${a.metric}`}, ` +
+        `${a.passed ? "passed" : "failed"}; dispute window until ` +
         `${when("disputeDeadline")}; epoch → ${a.newEpoch}`
       );
     case "DisputeOpened":

@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import { foldAll } from "../../dashboard/src/model/state.ts";
-import type { Entry } from "../../dashboard/src/model/entries.ts";
+import type { Entry } from "../../sdk/recording.ts";
 
 const decided = (ms: number, verifier: string, step: number, action: string, sample?: string): Entry =>
   ({

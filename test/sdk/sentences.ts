@@ -46,9 +46,27 @@ describe("sdk/sentences: the one event describer", function () {
       "job 1 settled: providers paid 0.700000 USDC, client refund 0.200000 USDC",
     );
     const verdict = { jobId: 1n, modelHash: "0xabcdef0123456789", metric: 9_712n, passed: true, newEpoch: 4n };
-    expect(describeEvent({ name: "VerdictSubmitted", args: { ...verdict, disputeDeadline: 1_796_114_223n } }, names))
-      .to.contain("held-out accuracy 97.12 %, passed; dispute window until 2026-12-01T08:37:03Z")
+    const words = (job: unknown, m: bigint) =>
+      String(job) === "1" ? `${Number(m) / 100} % held-out accuracy` : undefined;
+    expect(
+      describeEvent(
+        { name: "VerdictSubmitted", args: { ...verdict, disputeDeadline: 1_796_114_223n } },
+        names,
+        undefined,
+        words,
+      ),
+    )
+      .to.contain("97.12 % held-out accuracy, passed; dispute window until 2026-12-01T08:37:03Z")
       .and.to.contain("model 0xabcdef01…");
+    // a job whose template the caller does not know: the bare number, never a guess at its unit
+    expect(
+      describeEvent(
+        { name: "VerdictSubmitted", args: { ...verdict, jobId: 2n, disputeDeadline: 0n } },
+        names,
+        0n,
+        words,
+      ),
+    ).to.contain("metric 9712, passed");
     expect(
       describeEvent({ name: "VerdictSubmitted", args: { ...verdict, disputeDeadline: 3_600n } }, names, 0n),
     ).to.contain("until 1970-01-01T01:00:00Z (in 1 h)");

@@ -1,5 +1,7 @@
 import { memo, useMemo, useState } from "react";
-import { describeEvent, eventKind } from "../../../sdk/sentences.ts";
+import { describeEvent, eventKind, jobTemplates, type MetricWords } from "../../../sdk/sentences.ts";
+import { metricText } from "../../../workloads/metric.ts";
+import { templateOf, type DashboardConfig } from "../sources/config.ts";
 import type { ChainEvent } from "../../../sdk/recording.ts";
 import type { RunState } from "../model/state.ts";
 import { nameOf } from "../model/state.ts";
@@ -7,7 +9,18 @@ import { short } from "../format.ts";
 import { DataTable } from "./DataTable.tsx";
 
 /** Decoded contract events, newest first, filterable by kind, job and provider. */
-export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?: number; id: string }) {
+export function EventFeed({
+  state,
+  limit = 200,
+  id,
+  config,
+}: {
+  state: RunState;
+  limit?: number;
+  id: string;
+  /** Names the jobs' templates, so a verdict reads in its own metric. */
+  config?: DashboardConfig | null;
+}) {
   const [kind, setKind] = useState("all");
   const [job, setJob] = useState("");
   const [who, setWho] = useState("");
@@ -27,6 +40,11 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
     return out;
   }, [events.length, kind, job, who]);
   const providers = [...state.providers.values()];
+  const templates = useMemo(() => jobTemplates(events), [events.length]);
+  const metric: MetricWords = (jobId, m) => {
+    const t = templateOf(config, templates.get(String(jobId)) ?? "");
+    return t && metricText(t, m);
+  };
   return (
     <div className="feed">
       <div className="filters" role="group" aria-label="Filter events">
@@ -65,7 +83,7 @@ export function EventFeed({ state, limit = 200, id }: { state: RunState; limit?:
       </div>
       <DataTable label="Events" columns={["Block", "Event", "What happened", "Transaction"]}>
         {rows.map(({ e, at }) => (
-          <EventRow key={at} e={e} text={describeEvent(e, (a) => nameOf(state, a))} />
+          <EventRow key={at} e={e} text={describeEvent(e, (a) => nameOf(state, a), undefined, metric)} />
         ))}
       </DataTable>
     </div>

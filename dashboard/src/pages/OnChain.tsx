@@ -24,7 +24,7 @@ export function OnChainPage(p: PageProps) {
       <Contracts {...p} />
       <section className="card span-all" aria-labelledby="log-h">
         <h2 id="log-h">Every escrow event</h2>
-        <EventFeed state={p.run.state} limit={500} id="onchain-feed" />
+        <EventFeed state={p.run.state} limit={500} id="onchain-feed" config={p.config} />
       </section>
       <CheckYourself {...p} />
     </div>

@@ -44,7 +44,7 @@ export function StatusPage(p: PageProps) {
       {selected && <Verification state={state} job={selected} />}
       <section className="card span-all" aria-labelledby="feed-h">
         <h2 id="feed-h">Event feed</h2>
-        <EventFeed state={state} limit={60} id="status-feed" />
+        <EventFeed state={state} limit={60} id="status-feed" config={p.config} />
       </section>
       <Health {...p} />
     </div>
