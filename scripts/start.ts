@@ -18,7 +18,7 @@ export const USAGE = `usage: npm start [-- options]
   (no options)           the real MNIST job on an embedded chain: failover, refusal, settlement
   --dispute              … and the client disputes; the arbiter stays silent 3 days; the verdict stands
   --quick                the small synthetic template (seconds instead of minutes)
-  --template NAME        another approved template: mnist-mlp (default), mnist-cnn, blobs-tiny (= --quick)
+  --template NAME        another approved template: mnist-mlp (default), mnist-cnn, char-transformer, blobs-tiny (= --quick)
   --keep                 leave the network up after the settlement (try explain, wallet, the CLI) until Ctrl-C
   --port N               the embedded chain's port (default 8545, or a free one if 8545 is taken)
   --node hardhat|anvil   which embedded node to run (default hardhat)

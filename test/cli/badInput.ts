@@ -127,7 +127,7 @@ const CASES: Case[] = [
     name: "unknown template name",
     args: `${CREATE} --template mnist-rnn`,
     code: 2,
-    message: /unknown template "mnist-rnn": known templates are mnist-mlp, mnist-cnn, blobs-tiny/,
+    message: /unknown template "mnist-rnn": known templates are mnist-mlp, mnist-cnn, char-transformer, blobs-tiny/,
   },
   {
     name: "malformed template id",
@@ -163,7 +163,7 @@ const CASES: Case[] = [
     name: "missing template",
     args: "job create --steps 10 --max-price 0.001",
     code: 2,
-    message: /^gpuchain: --template is required: one of mnist-mlp, mnist-cnn, blobs-tiny/m,
+    message: /^gpuchain: --template is required: one of mnist-mlp, mnist-cnn, char-transformer, blobs-tiny/m,
     usage: true,
   },
   {
@@ -516,7 +516,7 @@ const CASES: Case[] = [
     entry: "start",
     args: "--template mnist-rnn",
     code: 2,
-    message: /^npm start: --template mnist-rnn: not an approved template \(mnist-mlp, mnist-cnn, blobs-tiny\)$/m,
+    message: /^npm start: --template mnist-rnn: not an approved template \(mnist-mlp, mnist-cnn, char-transformer, blobs-tiny\)$/m,
   },
   {
     name: "npm start: --quick with another template",
