@@ -52,6 +52,12 @@ function armSetupMissing(): string | undefined {
   return undefined;
 }
 
+/**
+ * One emulated (or software-GPU) run of every template's reference steps. char-transformer's 20 steps are most of
+ * it: 35 s natively on a loaded machine, 8–22 min under qemu beside another emulation and a whole npm start.
+ */
+const EMULATED_RUN_MS = 1_500_000;
+
 async function runArm(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "gpuchain-arm-"));
   try {
@@ -61,7 +67,7 @@ async function runArm(): Promise<string> {
       `mount --bind "$1" /proc/cpuinfo && exec qemu-aarch64 -cpu neoverse-n1 -L /usr/aarch64-linux-gnu ` +
       `"$2" workloads/referenceHashes.ts ${STEPS} ${EVERY}`;
     const args = ["-m", "sh", "-c", cmd, "sh", cpuinfo, process.env.GPUCHAIN_ARM_NODE!];
-    return (await run("unshare", args, { timeout: 900_000 })).stdout;
+    return (await run("unshare", args, { timeout: EMULATED_RUN_MS })).stdout;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -85,7 +91,7 @@ async function runWebgpu(): Promise<string> {
   try {
     const env = { ...process.env, GPUCHAIN_EP: "webgpu", VK_ICD_FILENAMES: SWIFTSHADER_ICD, XDG_RUNTIME_DIR: dir };
     const args = ["workloads/referenceHashes.ts", String(STEPS), String(EVERY)];
-    return (await run(NODE, args, { env, timeout: 900_000 })).stdout;
+    return (await run(NODE, args, { env, timeout: EMULATED_RUN_MS })).stdout;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -139,13 +145,14 @@ describe("workloads: portable arithmetic", function () {
       // Both families at once: emulation is 5–10× slower than native and each run uses one core.
       for (const cpu of CPUS) {
         const args = ["-cpu", cpu, NODE, "workloads/referenceHashes.ts", String(STEPS), String(EVERY)];
-        const p = run("qemu-x86_64", args, { timeout: 600_000 }).then((r) => r.stdout);
+        const p = run("qemu-x86_64", args, { timeout: EMULATED_RUN_MS }).then((r) => r.stdout);
         p.catch(() => {}); // awaited (and reported) by its test
         runs.set(cpu, p);
       }
     });
 
     it("qemu-aarch64 -cpu neoverse-n1 (optional: skipped unless set up): the same committed hashes", async function () {
+      this.timeout(2 * EMULATED_RUN_MS); // after the x86 runs, then its own
       const missing = armSetupMissing();
       if (missing) {
         console.log(`      skipped: ${missing}`);
@@ -156,6 +163,7 @@ describe("workloads: portable arithmetic", function () {
     });
 
     it("onnxruntime's WebGPU provider on SwiftShader (software Vulkan): the same committed hashes", async function () {
+      this.timeout(2 * EMULATED_RUN_MS);
       const missing = webgpuSetupMissing();
       if (missing) {
         if (process.env.CI === "true") throw new Error(missing);
@@ -168,6 +176,7 @@ describe("workloads: portable arithmetic", function () {
 
     for (const cpu of CPUS) {
       it(`-cpu ${cpu}: every template gives the committed hashes`, async function () {
+        this.timeout(EMULATED_RUN_MS);
         if (!runs.has(cpu)) {
           const msg = "qemu-x86_64 not found: install Debian's qemu-user (apt-get install -y qemu-user)";
           if (process.env.CI === "true") throw new Error(msg);
