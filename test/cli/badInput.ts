@@ -516,7 +516,8 @@ const CASES: Case[] = [
     entry: "start",
     args: "--template mnist-rnn",
     code: 2,
-    message: /^npm start: --template mnist-rnn: not an approved template \(mnist-mlp, mnist-cnn, char-transformer, blobs-tiny\)$/m,
+    message:
+      /^npm start: --template mnist-rnn: not an approved template \(mnist-mlp, mnist-cnn, char-transformer, blobs-tiny\)$/m,
   },
   {
     name: "npm start: --quick with another template",

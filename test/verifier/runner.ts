@@ -163,6 +163,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
       "reasons",
       "notes",
       "accuracy",
+      "loss",
       "baselineAccuracy",
       "replayedSteps",
       "intervalSteps",
