@@ -5,17 +5,16 @@ import {Ownable, Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
-import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
-import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {IJobEscrow} from "./interfaces/IJobEscrow.sol";
 import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
-import {ISafeOwners} from "./interfaces/ISafeOwners.sol";
+import {VerifierQuorum} from "./VerifierQuorum.sol";
 
 /// @title JobEscrow
 /// @notice The whole job lifecycle of GPUChain: locked budget, fenced assignments, verified checkpoints, verdict,
 /// bonded dispute, permissionless settlement and pull payments.
 /// @dev Every function touches one job and at most one provider: no call loops over jobs or providers.
-contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
+/// Whether the verifier Safe decided (digests, owner signatures, EIP-1271) is its base `VerifierQuorum`'s.
+contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     using SafeERC20 for IERC20;
 
     /// @notice How long the arbiter may stay silent on a dispute before the verdict stands by default.
@@ -30,26 +29,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
     uint16 public constant CLIENT_SHARE_BPS = 5_000;
     uint16 public constant FINDER_SHARE_BPS = 2_000;
 
-    bytes32 public constant CHECKPOINT_DECISION_TYPEHASH = keccak256(
-        "CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,bool accept)"
-    );
-    bytes32 public constant FAULT_REFUSAL_TYPEHASH = keccak256(
-        "FaultRefusal(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,uint32 faultStep,"
-        "bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)"
-    );
-    bytes32 public constant VERDICT_TYPEHASH = keccak256(
-        "Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)"
-    );
-    /// @dev Safe v1.4.1's own EIP-712 domain and message types (CompatibilityFallbackHandler's SafeMessage).
-    bytes32 private constant SAFE_DOMAIN_TYPEHASH = keccak256(
-        "EIP712Domain(uint256 chainId,address verifyingContract)"
-    );
-    bytes32 private constant SAFE_MESSAGE_TYPEHASH = keccak256("SafeMessage(bytes message)");
-
     IERC20 public immutable token;
     IProviderRegistry public immutable registry;
-    /// @notice The 2-of-3 verifier Safe. Its owners rotate through the Safe itself, never through this contract.
-    address public immutable verifierSafe;
     /// @notice How long an assignee stays live after its last assignment, heartbeat, report or acceptance.
     uint64 public immutable leaseDuration;
     /// @notice The bond a client posts to dispute a verdict.
@@ -127,7 +108,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         Roles memory roles,
         uint64 leaseDuration_,
         uint128 bond
-    ) Ownable(roles.owner) EIP712("GPUChain JobEscrow", "1") {
+    ) Ownable(roles.owner) VerifierQuorum(roles.verifierSafe, "GPUChain JobEscrow", "1") {
         if (
             address(token_) == address(0) ||
             address(registry_) == address(0) ||
@@ -143,7 +124,6 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         if (unbonding <= DECISION_TIMEOUT) revert JobEscrowUnbondingTooShort(unbonding, DECISION_TIMEOUT);
         token = token_;
         registry = registry_;
-        verifierSafe = roles.verifierSafe;
         leaseDuration = leaseDuration_;
         disputeBond = bond;
         coordinator = roles.coordinator;
@@ -597,57 +577,6 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         return (token.balanceOf(address(this)) + stakeHeld, totalLocked + totalBonds + totalWithdrawable + stakes);
     }
 
-    /// @inheritdoc IJobEscrow
-    function checkpointDecisionDigest(
-        uint256 jobId,
-        uint64 epoch,
-        uint32 step,
-        bytes32 checkpointHash,
-        bool accept
-    ) public view returns (bytes32) {
-        return
-            _hashTypedDataV4(
-                keccak256(abi.encode(CHECKPOINT_DECISION_TYPEHASH, jobId, epoch, step, checkpointHash, accept))
-            );
-    }
-
-    /// @inheritdoc IJobEscrow
-    function faultRefusalDigest(
-        uint256 jobId,
-        uint64 epoch,
-        uint32 step,
-        bytes32 checkpointHash,
-        Fault calldata fault
-    ) public view returns (bytes32) {
-        return
-            _hashTypedDataV4(
-                keccak256(
-                    abi.encode(
-                        FAULT_REFUSAL_TYPEHASH,
-                        jobId,
-                        epoch,
-                        step,
-                        checkpointHash,
-                        fault.step,
-                        fault.inputHash,
-                        fault.committedHash,
-                        fault.replayedHash,
-                        fault.finder
-                    )
-                )
-            );
-    }
-
-    /// @inheritdoc IJobEscrow
-    function verdictDigest(
-        uint256 jobId,
-        bytes32 modelHash,
-        uint256 metric,
-        bool passed
-    ) public view returns (bytes32) {
-        return _hashTypedDataV4(keccak256(abi.encode(VERDICT_TYPEHASH, jobId, modelHash, metric, passed)));
-    }
-
     // ------------------------------------------------------------------ internals
 
     function _createJob(JobRequest calldata request) private returns (uint256 jobId) {
@@ -871,60 +800,6 @@ contract JobEscrow is IJobEscrow, Ownable2Step, EIP712 {
         ) revert JobEscrowNoSuchPendingCheckpoint(jobId, epoch, step, checkpointHash);
         uint64 deadline = job.reportedAt + DECISION_TIMEOUT;
         if (block.timestamp > deadline) revert JobEscrowDecisionWindowClosed(jobId, deadline, block.timestamp);
-    }
-
-    /// @dev The Safe may call directly (a Safe transaction), or anyone may relay 2-of-3 owner signatures over the
-    /// EIP-712 digest, checked by the Safe itself through EIP-1271. Relaying keeps verdicts of different jobs
-    /// independent of the Safe's single transaction nonce.
-    function _authorizeVerifiers(bytes32 digest, bytes calldata signatures) private view {
-        if (msg.sender == verifierSafe) return;
-        if (_ownersSigned(digest, signatures)) return;
-        if (!SignatureChecker.isValidERC1271SignatureNow(verifierSafe, digest, signatures)) {
-            revert JobEscrowInvalidVerifierSignatures(digest);
-        }
-    }
-
-    /// @dev The Safe's own rule for plain ECDSA owner signatures (v1.4.1 `checkNSignatures`, v = 27 or 28), run
-    /// here to skip the fallback handler's round trip: the first `threshold` signatures over the SafeMessage
-    /// hash of `digest`, their signers strictly ascending, each an owner now. Owners and threshold are read from
-    /// the Safe on every call, so a rotation applies at once. It only ever says yes to what the Safe's EIP-1271
-    /// check would accept; anything else (contract, pre-approved or eth_sign signatures, a bad one) returns
-    /// false and is left to the Safe. Bounded by the Safe's threshold, not by jobs or providers.
-    function _ownersSigned(bytes32 digest, bytes calldata signatures) private view returns (bool) {
-        uint256 threshold = _askSafe(abi.encodeCall(ISafeOwners.getThreshold, ()));
-        if (threshold == 0 || signatures.length < threshold * 65) return false;
-        bytes32 domain = keccak256(abi.encode(SAFE_DOMAIN_TYPEHASH, block.chainid, verifierSafe));
-        bytes32 message = keccak256(abi.encode(SAFE_MESSAGE_TYPEHASH, keccak256(abi.encode(digest))));
-        bytes32 hash = keccak256(abi.encodePacked(hex"1901", domain, message));
-        address last;
-        for (uint256 i; i < threshold; ++i) {
-            address signer = _ecdsaSigner(hash, signatures[i * 65:i * 65 + 65]);
-            if (signer <= last || _askSafe(abi.encodeCall(ISafeOwners.isOwner, (signer))) != 1) return false;
-            last = signer;
-        }
-        return true;
-    }
-
-    /// @dev One word from a view of the Safe, or 0 if the call fails or returns less (never reverts, so that a
-    /// Safe that cannot answer leaves the decision to the EIP-1271 check).
-    function _askSafe(bytes memory request) private view returns (uint256 word) {
-        address safe = verifierSafe;
-        // Scratch space for the one return word: no copy of the return data into fresh memory (1.1k gas per
-        // decision). Only the call and one word of the answer; nothing else is written.
-        // solhint-disable-next-line no-inline-assembly
-        assembly ("memory-safe") {
-            let ok := staticcall(gas(), safe, add(request, 0x20), mload(request), 0, 0x20)
-            if and(ok, gt(returndatasize(), 0x1f)) {
-                word := mload(0)
-            }
-        }
-    }
-
-    /// @dev The signer of one Safe-packed signature (r, s, v), or 0 unless v is 27 or 28 (plain ECDSA).
-    function _ecdsaSigner(bytes32 hash, bytes calldata sig) private pure returns (address) {
-        uint8 v = uint8(sig[64]);
-        if (v < 27 || v > 28) return address(0); // both comparisons run for 27 and 28: gas independent of v
-        return ecrecover(hash, v, bytes32(sig[0:32]), bytes32(sig[32:64]));
     }
 
     function _onlyClient(uint256 jobId, JobRecord storage job) private view {

@@ -3,6 +3,7 @@ pragma solidity 0.8.28;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IProviderRegistry} from "./IProviderRegistry.sol";
+import {IVerifierQuorum} from "./IVerifierQuorum.sol";
 
 /// @title IJobEscrow
 /// @notice Holds each training job's budget (test USDC) from creation until settlement, tracks who trains it
@@ -28,7 +29,7 @@ import {IProviderRegistry} from "./IProviderRegistry.sol";
 /// unclaimed earnings on the job. Only the verifier Safe can prove a fault; a plain refusal never slashes.
 /// @dev Warning: the owner approves workload templates and names the coordinator, the arbiter and the fee
 /// recipient. It cannot touch locked budgets or balances.
-interface IJobEscrow {
+interface IJobEscrow is IVerifierQuorum {
     /// @notice The one status of a job. Stored phases are Open, Running, DisputeWindow (verdict submitted),
     /// Disputed, Settled and Cancelled; Settleable and ArbiterTimedOut are derived from the clock by `statusOf`.
     enum JobStatus {
@@ -518,21 +519,10 @@ interface IJobEscrow {
     /// @notice Share of a slashed stake credited to the verifier that found the fault, in basis points (20 %).
     /// The rest (30 %) goes to the fee recipient.
     function FINDER_SHARE_BPS() external view returns (uint16);
-    /// @notice EIP-712 type hash of `FaultRefusal(uint256 jobId,uint64 epoch,uint32 step,bytes32 checkpointHash,
-    /// uint32 faultStep,bytes32 inputHash,bytes32 committedHash,bytes32 replayedHash,address finder)`.
-    function FAULT_REFUSAL_TYPEHASH() external view returns (bytes32);
-    /// @notice EIP-712 type hash of `CheckpointDecision(uint256 jobId,uint64 epoch,uint32 step,bytes32
-    /// checkpointHash,bool accept)`.
-    function CHECKPOINT_DECISION_TYPEHASH() external view returns (bytes32);
-    /// @notice EIP-712 type hash of `Verdict(uint256 jobId,bytes32 modelHash,uint256 metric,bool passed)`.
-    function VERDICT_TYPEHASH() external view returns (bytes32);
     /// @notice The budget token (test USDC, 6 decimals).
     function token() external view returns (IERC20);
     /// @notice The provider registry consulted at assignment.
     function registry() external view returns (IProviderRegistry);
-    /// @notice The 2-of-3 verifier Safe. Its owners rotate through the Safe itself, never through this contract.
-    /// @dev Warning: two colluding verifier keys control every acceptance, refusal and verdict.
-    function verifierSafe() external view returns (address);
     /// @notice How long an assignee stays live after its last assignment, heartbeat, report or acceptance.
     function leaseDuration() external view returns (uint64);
     /// @notice The bond a client posts to dispute a verdict.
@@ -776,41 +766,4 @@ interface IJobEscrow {
     /// @return held Test USDC held.
     /// @return owes Test USDC owed.
     function reserves() external view returns (uint256 held, uint256 owes);
-    /// @notice EIP-712 digest the verifier Safe signs (as an EIP-1271 message) to accept or refuse a checkpoint.
-    /// @param jobId The job.
-    /// @param epoch The epoch the checkpoint was reported at.
-    /// @param step The checkpoint's step.
-    /// @param checkpointHash The checkpoint's hash.
-    /// @param accept True to accept, false to refuse.
-    function checkpointDecisionDigest(
-        uint256 jobId,
-        uint64 epoch,
-        uint32 step,
-        bytes32 checkpointHash,
-        bool accept
-    ) external view returns (bytes32);
-    /// @notice EIP-712 digest the verifier Safe signs to refuse a checkpoint for a proven fault.
-    /// @param jobId The job.
-    /// @param epoch The epoch the checkpoint was reported at.
-    /// @param step The checkpoint's step.
-    /// @param checkpointHash The checkpoint's hash.
-    /// @param fault The fault.
-    function faultRefusalDigest(
-        uint256 jobId,
-        uint64 epoch,
-        uint32 step,
-        bytes32 checkpointHash,
-        Fault calldata fault
-    ) external view returns (bytes32);
-    /// @notice EIP-712 digest the verifier Safe signs for a verdict.
-    /// @param jobId The job.
-    /// @param modelHash The final model's hash.
-    /// @param metric The evaluation metric.
-    /// @param passed Whether it passed.
-    function verdictDigest(
-        uint256 jobId,
-        bytes32 modelHash,
-        uint256 metric,
-        bool passed
-    ) external view returns (bytes32);
 }
