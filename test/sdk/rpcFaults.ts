@@ -1,0 +1,236 @@
+/**
+ * sdk/jsonRpc.ts + sdk/rpc.ts against a real node (anvil) behind the real fault proxy (sdk/faultProxy.ts): reads
+ * come through 429s, 5xx, dropped answers, truncated bodies and latency with the right values; a 429 storm is
+ * retried while the rate limit holds at the node; a second URL takes over when the first is down; a read that
+ * cannot get an answer fails (never zero); a transaction whose answer was lost is mined once; a revert is an
+ * answer, not retried.
+ */
+import { expect } from "chai";
+import { createServer } from "node:net";
+import { JsonRpcProvider, Network, Wallet, getAddress } from "ethers";
+import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
+import { ProcessGroup } from "../../demo/processes.ts";
+import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
+import { JsonRpcClient, type RpcClientOptions } from "../../sdk/jsonRpc.ts";
+import { FAULT_KINDS, newRpcStats, RateLimiter, type RpcStats } from "../../sdk/rpc.ts";
+
+const NETWORK = Network.from(31337n);
+const RICH = new Wallet(TEST_KEYS.owner).address;
+
+describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", function () {
+  this.timeout(60_000);
+  const group = new ProcessGroup(() => {});
+  let node: string;
+  let truth: JsonRpcProvider;
+  const proxies: FaultProxy[] = [];
+  const clients: JsonRpcClient[] = [];
+
+  before(async function () {
+    node = await startAnvil(group, await freePort(0), {}, "rpc-faults");
+    truth = new JsonRpcProvider(node, NETWORK, { staticNetwork: NETWORK, cacheTimeout: -1 });
+  });
+
+  afterEach(async function () {
+    for (const c of clients.splice(0)) c.destroy();
+    await Promise.all(proxies.splice(0).map((p) => p.stop()));
+  });
+
+  after(async function () {
+    truth.destroy();
+    await group.stopAll(3_000);
+  });
+
+  const proxy = async (o: Omit<Parameters<typeof startFaultProxy>[0], "target"> = {}) => {
+    const p = await startFaultProxy({ target: node, ...o });
+    proxies.push(p);
+    return p;
+  };
+  const client = (url: string, rpc: RpcClientOptions = {}) => {
+    const c = new JsonRpcClient(url, NETWORK, { staticNetwork: NETWORK, cacheTimeout: -1, batchMaxCount: 1 }, rpc);
+    clients.push(c);
+    return c;
+  };
+  const retried = (s: RpcStats) => FAULT_KINDS.reduce((n, k) => n + s.retries[k], 0);
+
+  it("reads come through 429, 5xx, dropped answers, truncated bodies and latency, with the node's values", async function () {
+    const p = await proxy({
+      seed: 7,
+      latencyMs: [5, 40],
+      rate429: 0.1,
+      rate5xx: 0.05,
+      dropRate: 0.05,
+      truncateRate: 0.1,
+    });
+    const stats = newRpcStats();
+    const c = client(p.url, { stats });
+    const [head, balance] = [await truth.getBlockNumber(), await truth.getBalance(RICH)];
+    for (let i = 0; i < 40; i++) {
+      expect(await c.getBlockNumber()).to.equal(head);
+      expect(await c.getBalance(RICH)).to.equal(balance);
+    }
+    const block = await c.getBlock(0);
+    expect(block?.hash).to.equal((await truth.getBlock(0))?.hash);
+    for (const k of ["http429", "drop", "truncate", "http5xx"] as const) expect(p.counts[k], k).to.be.above(0);
+    // Each injected fault was seen by the client and retried; none reached the caller.
+    expect(stats.faults.http429).to.equal(p.counts.http429);
+    expect(stats.faults.http5xx).to.equal(p.counts.http5xx);
+    expect(stats.faults.reset).to.equal(p.counts.drop);
+    expect(stats.faults.badJson).to.equal(p.counts.truncate);
+    expect(retried(stats)).to.equal(p.counts.http429 + p.counts.http5xx + p.counts.drop + p.counts.truncate);
+    expect(stats.exhausted).to.equal(0);
+    expect(stats.requests).to.equal(p.counts.requests);
+  });
+
+  it("a 429 storm is retried with backoff while the rate limit holds at the node", async function () {
+    const p = await proxy({ seed: 3, rate429: 0.6 });
+    const stats = newRpcStats();
+    const rps = 40;
+    const c = client(p.url, { stats, rps, burst: 4 });
+    const balance = await truth.getBalance(RICH);
+    const reads = await Promise.all(Array.from({ length: 40 }, () => c.getBalance(RICH)));
+    expect(reads.every((b) => b === balance)).to.equal(true);
+    expect(stats.retries.http429).to.be.above(30);
+    const perSecond = p.perSecond();
+    // Every whole second (the last one may be partial): at most rps + burst requests reached the node.
+    expect(Math.max(...perSecond), `requests per second at the node: ${perSecond}`).to.be.at.most(rps + 4);
+    expect(p.counts.requests).to.be.above(rps); // the storm did last more than a second's worth of requests
+  });
+
+  it("Retry-After is honoured", async function () {
+    let storm = true;
+    const p = await proxy({ retryAfterS: 1, script: () => (storm ? "http429" : "pass") });
+    setTimeout(() => (storm = false), 300);
+    const stats = newRpcStats();
+    const c = client(p.url, { stats, baseMs: 10, maxDelayMs: 20 });
+    const t0 = performance.now();
+    expect(await c.getBlockNumber()).to.equal(await truth.getBlockNumber());
+    const took = performance.now() - t0;
+    expect(took).to.be.at.least(950); // one 1 s wait, not the 10–20 ms backoff
+    expect(p.counts.http429).to.equal(1);
+  });
+
+  it("fails over to the second URL when the first goes down, and stays there", async function () {
+    const [a, b] = [await proxy(), await proxy()];
+    const stats = newRpcStats();
+    const c = client(`${a.url},${b.url}`, { stats, failoverAfter: 2 });
+    const head = await truth.getBlockNumber();
+    expect(await c.getBlockNumber()).to.equal(head);
+    expect(c.currentUrl).to.equal(a.url);
+    await a.stop();
+    proxies.splice(proxies.indexOf(a), 1);
+    expect(await c.getBlockNumber()).to.equal(head);
+    expect(c.currentUrl).to.equal(b.url);
+    expect(stats.failovers).to.equal(1);
+    expect(stats.faults.refused + stats.faults.reset).to.equal(2);
+    const before = b.counts.requests;
+    for (let i = 0; i < 5; i++) expect(await c.getBlockNumber()).to.equal(head);
+    expect(b.counts.requests - before).to.equal(5); // it stays on the one that answers
+  });
+
+  it("a URL that refuses connections from the start is skipped", async function () {
+    const dead = `http://127.0.0.1:${await closedPort()}`;
+    const stats = newRpcStats();
+    const c = client(`${dead},${node}`, { stats });
+    expect(await c.getBalance(RICH)).to.equal(await truth.getBalance(RICH));
+    expect(stats.failovers).to.equal(1);
+  });
+
+  it("a read that cannot get an answer fails within its time bound: an error, never zero or no logs", async function () {
+    const p = await proxy({ rate429: 1 });
+    const stats = newRpcStats();
+    const c = client(p.url, { stats, budgetMs: 1_500, baseMs: 50, maxDelayMs: 400 });
+    const t0 = performance.now();
+    const failed = await c.getBalance(RICH).then(
+      (v) => ({ value: v }),
+      (e: Error & { code?: string }) => ({ error: e }),
+    );
+    const took = performance.now() - t0;
+    expect(failed).to.have.property("error");
+    expect((failed as { error: Error & { code?: string } }).error.code).to.equal("SERVER_ERROR");
+    expect((failed as { error: Error }).error.message).to.match(/429/);
+    expect(took).to.be.within(900, 3_000);
+    expect(stats.exhausted).to.equal(1);
+    expect(p.counts.requests).to.be.above(2);
+    await c.getLogs({ fromBlock: 0, toBlock: "latest" }).then(
+      () => expect.fail("getLogs gave an answer the node never sent"),
+      (e: Error) => expect(e.message).to.match(/429/),
+    );
+    // A dead node: the same.
+    const dead = client(`http://127.0.0.1:${await closedPort()}`, { budgetMs: 800 });
+    await dead.getBlockNumber().then(
+      () => expect.fail("a block number from a dead node"),
+      (e: Error & { code?: string }) => expect(e.code).to.equal("ECONNREFUSED"),
+    );
+  });
+
+  it("a transaction whose answer was dropped is sent again harmlessly and mined once", async function () {
+    let sends = 0;
+    const p = await proxy({
+      script: ({ methods }) => (methods.includes("eth_sendRawTransaction") && ++sends === 1 ? "drop" : "pass"),
+    });
+    const stats = newRpcStats();
+    const c = client(p.url, { stats });
+    const wallet = new Wallet(TEST_KEYS.arbiter, c);
+    const to = getAddress("0x000000000000000000000000000000000000c0de");
+    const [nonce, balance] = [await truth.getTransactionCount(wallet.address), await truth.getBalance(to)];
+    const tx = await wallet.sendTransaction({ to, value: 1n });
+    const receipt = await tx.wait();
+    expect(receipt?.status).to.equal(1);
+    expect(p.counts.methods.eth_sendRawTransaction).to.equal(2); // the dropped one, then its retry
+    expect(p.counts.drop).to.equal(1);
+    expect(stats.duplicateSends).to.equal(1);
+    expect(await truth.getTransactionCount(wallet.address)).to.equal(nonce + 1);
+    expect(await truth.getBalance(to)).to.equal(balance + 1n);
+  });
+
+  it("a different transaction with a used nonce is still refused (the hash is checked)", async function () {
+    const c = client(node);
+    const wallet = new Wallet(TEST_KEYS.verifier1, c);
+    const nonce = await truth.getTransactionCount(wallet.address);
+    await (await wallet.sendTransaction({ to: RICH, value: 1n, nonce })).wait();
+    await wallet.sendTransaction({ to: RICH, value: 2n, nonce }).then(
+      () => expect.fail("a second transaction with the same nonce was called sent"),
+      (e: Error) => expect(e.message).to.match(/nonce/i),
+    );
+  });
+
+  it("a revert (a JSON-RPC error answer) is not retried", async function () {
+    const reverter = "0x00000000000000000000000000000000000fa11e";
+    await truth.send("anvil_setCode", [reverter, "0x60006000fd"]); // PUSH1 0 PUSH1 0 REVERT
+    const p = await proxy();
+    const stats = newRpcStats();
+    const c = client(p.url, { stats, budgetMs: 3_000 });
+    await c.call({ to: reverter, data: "0x12345678" }).then(
+      () => expect.fail("a revert came back as a result"),
+      (e: Error & { code?: string }) => expect(e.code).to.equal("CALL_EXCEPTION"),
+    );
+    await c.send("eth_getBalance", ["not an address", "latest"]).then(
+      () => expect.fail("a bad parameter came back as a result"),
+      (e: Error) => expect(e).to.be.instanceOf(Error),
+    );
+    expect(p.counts.methods.eth_call).to.equal(1);
+    expect(p.counts.methods.eth_getBalance).to.equal(1);
+    expect(retried(stats)).to.equal(0);
+  });
+
+  it("the rate limiter never lets more than burst + rps through in any second", function () {
+    let now = 0;
+    const l = new RateLimiter(10, 3, () => now);
+    const sent: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const at = now + l.reserve();
+      sent.push(at);
+      now += 7; // callers arrive every 7 ms, far above 10/s
+    }
+    for (const t of sent) expect(sent.filter((s) => s >= t && s < t + 1000).length).to.be.at.most(13);
+    expect(sent.slice(0, 3).every((s, i) => s === i * 7)).to.equal(true); // the burst goes at once
+  });
+});
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
