@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { Contract, FetchRequest, Interface, JsonRpcProvider, Network, type ContractRunner } from "ethers";
 import { JsonRpcClient } from "./jsonRpc.ts";
+import { rpcSettings, splitRpcUrls } from "./rpc.ts";
 import type { JobEscrow, ProviderRegistry, TestUSDC } from "../types/ethers-contracts/index.ts";
 import { DeploymentError, type Deployment } from "./deployment.ts";
 import { UsageError } from "./args.ts";
@@ -55,7 +56,7 @@ export function connectProtocol(deployment: Deployment, runner: ContractRunner):
  */
 export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
   const provider = new JsonRpcClient(url, undefined, { polling: true, cacheTimeout: -1, staticNetwork: true });
-  provider.pollingInterval = pollingMs;
+  provider.pollingInterval = rpcSettings({ pollingMs }).pollingMs;
   return provider;
 }
 
@@ -64,21 +65,49 @@ export class RpcError extends Error {}
 
 export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
 
-/** A syntactically usable RPC URL (checked before any connection). */
-export function checkRpcUrl(url: string): void {
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
-    throw new UsageError(`--rpc must be an http(s) URL like http://127.0.0.1:8545, got "${url}"`);
+/** A syntactically usable RPC URL, or several separated by commas (checked before any connection). */
+export function checkRpcUrl(spec: string): void {
+  const urls = splitRpcUrls(spec);
+  if (urls.length === 0) throw new UsageError(`--rpc must be an http(s) URL like http://127.0.0.1:8545, got "${spec}"`);
+  for (const url of urls) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
+      throw new UsageError(`--rpc must be an http(s) URL like http://127.0.0.1:8545, got "${url}"`);
+    }
   }
 }
 
-/** The chain id the node at `url` reports, within `timeoutMs`; every failure an RpcError. */
-export async function rpcChainId(url: string, timeoutMs = DEFAULT_RPC_TIMEOUT_MS): Promise<bigint> {
+/**
+ * The chain id the node at `spec` reports, within `timeoutMs`; every failure an RpcError. With several URLs
+ * (`A,B`) each is asked in turn until one answers; those that answer must agree.
+ */
+export async function rpcChainId(spec: string, timeoutMs = DEFAULT_RPC_TIMEOUT_MS): Promise<bigint> {
+  const urls = splitRpcUrls(spec);
+  if (urls.length <= 1) return oneChainId(urls[0] ?? spec, timeoutMs);
+  let found: { url: string; id: bigint } | undefined;
+  let firstError: unknown;
+  for (const url of urls) {
+    try {
+      const id = await oneChainId(url, timeoutMs);
+      if (found && found.id !== id) {
+        throw new RpcError(`the RPCs disagree: ${found.url} is chain ${found.id}, ${url} is chain ${id}`);
+      }
+      found ??= { url, id };
+    } catch (err) {
+      if (!(err instanceof RpcError) || /disagree/.test(err.message)) throw err;
+      firstError ??= err;
+    }
+  }
+  if (!found) throw firstError;
+  return found.id;
+}
+
+async function oneChainId(url: string, timeoutMs: number): Promise<bigint> {
   let res: Response;
   try {
     res = await fetch(url, {
@@ -139,13 +168,21 @@ export async function connectChecked(
   return { provider, chainId };
 }
 
-/** A provider pinned to a known chain id (no network detection loop), each request bounded by `timeoutMs`. */
+/**
+ * A provider pinned to a known chain id (no network detection loop). Each call, its retries included (sdk/rpc.ts),
+ * is bounded by `timeoutMs`; past it the call fails (a failed read is unknown, never a default value).
+ */
 export function staticProvider(url: string, chainId: bigint, timeoutMs: number, pollingMs = 500): JsonRpcProvider {
   const request = new FetchRequest(url);
   request.timeout = timeoutMs;
   const network = Network.from(chainId);
-  const provider = new JsonRpcClient(request, network, { staticNetwork: network, polling: true, cacheTimeout: -1 });
-  provider.pollingInterval = pollingMs;
+  const provider = new JsonRpcClient(
+    request,
+    network,
+    { staticNetwork: network, polling: true, cacheTimeout: -1 },
+    { budgetMs: timeoutMs },
+  );
+  provider.pollingInterval = rpcSettings({ pollingMs }).pollingMs;
   return provider;
 }
 
