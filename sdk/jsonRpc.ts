@@ -4,7 +4,9 @@
  * refused connections, bodies that are not JSON), a bound on the whole call after which the last error is thrown,
  * and failover between several URLs (`"http://a,http://b"`). A JSON-RPC error answer (a revert) is not retried.
  * A raw transaction answered "already known" / "nonce too low" is looked up by its hash: if the node has it, the
- * send succeeded (an earlier attempt whose answer was lost got it there), so sending twice is harmless.
+ * send succeeded (an earlier attempt whose answer was lost got it there), so sending twice is harmless. A node-signed
+ * `eth_sendTransaction` (development nodes) is retried only after a 429 or a refused connection: after a dropped
+ * answer the node may already have sent it, and a second request would be a second transaction.
  *
  * Each answer is decoded by the platform (TextDecoder, JSON.parse) instead of ethers' own UTF-8 decoder, which is
  * written in JavaScript: a restarted coordinator's scan of 5,300 logs (a 4.4 MB answer) spent ~650 ms there
@@ -39,6 +41,14 @@ import {
 } from "./rpc.ts";
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Faults after which the request surely did not take effect (refused before it arrived, or turned away). */
+const DELIVERY_SAFE = new Set<string>(["http429", "refused"]);
+
+/** eth_sendTransaction (the node signs and picks the nonce): repeating it after an unknown outcome sends twice. */
+function hasNodeSignedSend(payload: JsonRpcPayload | JsonRpcPayload[]): boolean {
+  return (Array.isArray(payload) ? payload : [payload]).some((p) => p.method === "eth_sendTransaction");
+}
 
 export interface RpcClientOptions extends Partial<RpcSettings> {
   /** Counters for this client (default: the process's `rpcStats`). */
@@ -129,6 +139,8 @@ export class JsonRpcClient extends JsonRpcProvider {
       } catch (err) {
         const fault = faultOf(err);
         if (!fault || this.#stop.signal.aborted) throw err;
+        // A node-signed send whose request may have arrived is not sent again: the node would sign a second one.
+        if (!DELIVERY_SAFE.has(fault.kind) && hasNodeSignedSend(payload)) throw err;
         this.stats.faults[fault.kind] += 1;
         endpoint.failures += 1;
         let delay = Math.max(fault.retryAfterMs ?? 0, backoffWithJitter(attempt, baseMs, maxDelayMs, this.#random));

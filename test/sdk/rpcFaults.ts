@@ -12,7 +12,16 @@ import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
 import { JsonRpcClient, type RpcClientOptions } from "../../sdk/jsonRpc.ts";
-import { FAULT_KINDS, newRpcStats, RateLimiter, type RpcStats } from "../../sdk/rpc.ts";
+import { parseCommand, UsageError } from "../../sdk/args.ts";
+import { checkRpcUrl, rpcChainId, rpcProvider, staticProvider } from "../../sdk/contracts.ts";
+import {
+  FAULT_KINDS,
+  newRpcStats,
+  RateLimiter,
+  resetRpcConfiguration,
+  rpcSettings,
+  type RpcStats,
+} from "../../sdk/rpc.ts";
 
 const NETWORK = Network.from(31337n);
 const RICH = new Wallet(TEST_KEYS.owner).address;
@@ -194,6 +203,28 @@ describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", 
     );
   });
 
+  it("a node-signed eth_sendTransaction is retried after a 429, never after a dropped answer (no second tx)", async function () {
+    let sends = 0;
+    let fault: "http429" | "drop" = "http429";
+    const p = await proxy({
+      script: ({ methods }) => (methods.includes("eth_sendTransaction") && ++sends === 1 ? fault : "pass"),
+    });
+    const c = client(p.url);
+    const [from] = (await truth.send("eth_accounts", [])) as string[];
+    const signer = await c.getSigner(from);
+    const nonce = await truth.getTransactionCount(from);
+    await (await signer.sendTransaction({ to: RICH, value: 1n })).wait();
+    expect(p.counts.methods.eth_sendTransaction).to.equal(2); // turned away, then sent
+    expect(await truth.getTransactionCount(from)).to.equal(nonce + 1);
+    [sends, fault] = [0, "drop"];
+    await signer.sendTransaction({ to: RICH, value: 1n }).then(
+      () => expect.fail("a send whose answer was lost was called sent"),
+      (e: Error) => expect(e.message).to.match(/socket hang up|reset/i),
+    );
+    expect(p.counts.methods.eth_sendTransaction).to.equal(3); // not repeated
+    expect(await truth.getTransactionCount(from)).to.equal(nonce + 2); // it did land, once
+  });
+
   it("a revert (a JSON-RPC error answer) is not retried", async function () {
     const reverter = "0x00000000000000000000000000000000000fa11e";
     await truth.send("anvil_setCode", [reverter, "0x60006000fd"]); // PUSH1 0 PUSH1 0 REVERT
@@ -211,6 +242,39 @@ describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", 
     expect(p.counts.methods.eth_call).to.equal(1);
     expect(p.counts.methods.eth_getBalance).to.equal(1);
     expect(retried(stats)).to.equal(0);
+  });
+
+  it("several URLs: the chain id comes from the first that answers, each URL is checked", async function () {
+    const dead = `http://127.0.0.1:${await closedPort()}`;
+    expect(await rpcChainId(`${dead},${node}`, 2_000)).to.equal(31337n);
+    await rpcChainId(`${dead},${dead}`, 2_000).then(
+      () => expect.fail("a chain id from two dead URLs"),
+      (e: Error) => expect(e.message).to.match(/cannot reach the RPC/),
+    );
+    expect(() => checkRpcUrl(`${node},ftp://x`)).to.throw(UsageError, /got "ftp:\/\/x"/);
+    expect(() => checkRpcUrl(",")).to.throw(UsageError);
+  });
+
+  it("--rpc-rps and --poll-ms set the process's RPC settings; without them the local defaults stay", function () {
+    try {
+      const plain = staticProvider(node, 31337n, 1_000);
+      expect(plain.pollingInterval).to.equal(500);
+      plain.destroy();
+      expect(rpcSettings().rps).to.equal(undefined);
+      parseCommand(["--rpc-rps", "5", "--poll-ms", "2000"], {});
+      expect(rpcSettings().rps).to.equal(5);
+      const p = staticProvider(node, 31337n, 1_000);
+      expect(p.pollingInterval).to.equal(2000);
+      expect((p as JsonRpcClient).rpc).to.include({ rps: 5, budgetMs: 1_000 });
+      const q = rpcProvider(node, 250);
+      expect(q.pollingInterval).to.equal(2000);
+      p.destroy();
+      q.destroy();
+      expect(() => parseCommand(["--rpc-rps", "fast"], {})).to.throw(UsageError, /--rpc-rps must be/);
+      expect(() => parseCommand(["--poll-ms", "0"], {})).to.throw(UsageError, /--poll-ms must be/);
+    } finally {
+      resetRpcConfiguration();
+    }
   });
 
   it("the rate limiter never lets more than burst + rps through in any second", function () {
