@@ -203,7 +203,7 @@ export function faultOf(err: unknown): Fault | undefined {
     ["ECONNRESET", "EPIPE", "ECONNABORTED"].includes(code) ||
     ["ECONNRESET", "EPIPE", "ECONNABORTED"].includes(cause) ||
     code.startsWith("UND_ERR_") ||
-    /socket hang up|^aborted$|other side closed|terminated/i.test(message)
+    /socket hang up|^aborted$|other side closed|^terminated$/i.test(message)
   ) {
     return { kind: "reset" };
   }

@@ -7,12 +7,13 @@
  */
 import { expect } from "chai";
 import { createServer } from "node:net";
-import { JsonRpcProvider, Network, Wallet, getAddress } from "ethers";
+import { Interface, JsonRpcProvider, Network, Wallet, getAddress } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
 import { JsonRpcClient, type RpcClientOptions } from "../../sdk/jsonRpc.ts";
 import { parseCommand, UsageError } from "../../sdk/args.ts";
+import { classifyError } from "../../sdk/errors.ts";
 import { checkRpcUrl, rpcChainId, rpcProvider, staticProvider } from "../../sdk/contracts.ts";
 import {
   FAULT_KINDS,
@@ -100,8 +101,9 @@ describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", 
     expect(reads.every((b) => b === balance)).to.equal(true);
     expect(stats.retries.http429).to.be.above(30);
     const perSecond = p.perSecond();
-    // Every whole second (the last one may be partial): at most rps + burst requests reached the node.
-    expect(Math.max(...perSecond), `requests per second at the node: ${perSecond}`).to.be.at.most(rps + 4);
+    // Every whole second: at most rps + burst requests reached the node (+4 for timers that fire late on a busy
+    // machine and push a slot's request into the next second; without the limit the first second sees ~90).
+    expect(Math.max(...perSecond), `requests per second at the node: ${perSecond}`).to.be.at.most(rps + 4 + 4);
     expect(p.counts.requests).to.be.above(rps); // the storm did last more than a second's worth of requests
   });
 
@@ -164,6 +166,13 @@ describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", 
       () => expect.fail("getLogs gave an answer the node never sent"),
       (e: Error) => expect(e.message).to.match(/429/),
     );
+    // Truncated bodies only: the same, and callers see it as an outage to retry later, not as a fatal error.
+    p.set({ rate429: 0, truncateRate: 1 });
+    const truncated = await c.getBlockNumber().then(
+      () => expect.fail("a block number from truncated bodies"),
+      (e: Error) => e,
+    );
+    expect(classifyError(truncated, new Interface([]))).to.equal("retryable");
     // A dead node: the same.
     const dead = client(`http://127.0.0.1:${await closedPort()}`, { budgetMs: 800 });
     await dead.getBlockNumber().then(
