@@ -133,7 +133,7 @@ export class JsonRpcClient extends JsonRpcProvider {
       if (wait > 0) await sleep(wait, this.#stop.signal);
       const left = deadline - performance.now();
       try {
-        const answers = await this.#attempt(endpoint.url, payload, Math.max(1, Math.min(attemptMs, left)));
+        const answers = await this.#attempt(endpoint.url, payload, Math.max(1, Math.floor(Math.min(attemptMs, left))));
         endpoint.failures = 0;
         return answers;
       } catch (err) {

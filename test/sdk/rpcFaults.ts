@@ -264,6 +264,24 @@ describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", 
     expect(() => checkRpcUrl(",")).to.throw(UsageError);
   });
 
+  it("the start-up chain id check rides out 429s and cut bodies, and fails fast when nothing listens", async function () {
+    let n = 0;
+    const p = await proxy({ script: () => (++n <= 2 ? "http429" : n === 3 ? "truncate" : "pass") });
+    expect(await rpcChainId(p.url, 5_000)).to.equal(31337n);
+    expect(p.counts.requests).to.equal(4);
+    const t0 = performance.now();
+    await rpcChainId(`http://127.0.0.1:${await closedPort()}`, 5_000).then(
+      () => expect.fail("a chain id from a closed port"),
+      (e: Error) => expect(e.message).to.match(/connection refused/),
+    );
+    expect(performance.now() - t0).to.be.below(1_000);
+    p.set({ script: () => "http429" });
+    await rpcChainId(p.url, 800).then(
+      () => expect.fail("a chain id from a node that only answers 429"),
+      (e: Error) => expect(e.message, e.message).to.match(/HTTP 429/),
+    );
+  });
+
   it("--rpc-rps and --poll-ms set the process's RPC settings; without them the local defaults stay", function () {
     try {
       const plain = staticProvider(node, 31337n, 1_000);
