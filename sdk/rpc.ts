@@ -222,6 +222,20 @@ export function statusFault(status: number): FaultKind | undefined {
 export const DUPLICATE_SEND =
   /already known|known transaction|already imported|alreadyknown|nonce too low|already exists/i;
 
+/** The counters without the zeroes (a log field: `{ calls, requests, retries: { http429: 3 }, … }`). */
+export function compactRpcStats(s: RpcStats = rpcStats) {
+  const nonzero = (r: Record<FaultKind, number>) =>
+    Object.fromEntries(FAULT_KINDS.filter((k) => r[k] > 0).map((k) => [k, r[k]]));
+  return {
+    calls: s.calls,
+    requests: s.requests,
+    retries: nonzero(s.retries),
+    failovers: s.failovers,
+    exhausted: s.exhausted,
+    duplicateSends: s.duplicateSends,
+  };
+}
+
 /** Counters as one line for logs and benches: `rpc calls 120 requests 131 retries http429=9 reset=2 failovers 0`. */
 export function formatRpcStats(s: RpcStats): string {
   const by = (r: Record<FaultKind, number>) =>

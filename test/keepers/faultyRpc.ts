@@ -97,6 +97,15 @@ describe("keepers: through a faulty RPC (fault proxy, ~30 % of requests fail)", 
     // The faults were absorbed under the keeper (sdk/rpc.ts): no read of its failed, none needed its own retries.
     const noisy = stdout.split("\n").filter((l) => /"level":"(warn|error)"/.test(l));
     expect(noisy, noisy.slice(0, 3).join("\n")).to.deep.equal([]);
+    // Its own counters, logged as it stopped: the faults it met, retried under it, none given up on.
+    const stopped = stdout
+      .split("\n")
+      .filter((l) => l.includes('"msg":"stopped"'))
+      .map((l) => JSON.parse(l) as { rpc: { requests: number; retries: Record<string, number>; exhausted: number } });
+    expect(stopped).to.have.length(1);
+    const retries = Object.values(stopped[0].rpc.retries).reduce((a, b) => a + b, 0);
+    expect(retries).to.be.above(0);
+    expect(stopped[0].rpc.exhausted).to.equal(0);
     const injected = ["http429", "http5xx", "drop", "truncate"].reduce(
       (n, k) => n + proxy.counts[k as "drop"] - before[k as "drop"],
       0,
