@@ -128,7 +128,8 @@ export class JsonRpcClient extends JsonRpcProvider {
     const attemptMs = this.rpc.attemptTimeoutMs ?? Math.max(1_000, Math.floor(budgetMs / 2));
     const deadline = performance.now() + budgetMs;
     for (let attempt = 1; ; attempt++) {
-      const endpoint = this.#endpoints[this.#current];
+      const index = this.#current;
+      const endpoint = this.#endpoints[index];
       const wait = endpoint.limiter?.reserve() ?? 0;
       if (wait > 0) await sleep(wait, this.#stop.signal);
       const left = deadline - performance.now();
@@ -144,9 +145,10 @@ export class JsonRpcClient extends JsonRpcProvider {
         this.stats.faults[fault.kind] += 1;
         endpoint.failures += 1;
         let delay = Math.max(fault.retryAfterMs ?? 0, backoffWithJitter(attempt, baseMs, maxDelayMs, this.#random));
-        if (this.#endpoints.length > 1 && endpoint.failures >= failoverAfter) {
+        // Only a failure of the URL in use moves on (calls in flight on the old one must not move it back).
+        if (this.#endpoints.length > 1 && index === this.#current && endpoint.failures >= failoverAfter) {
           endpoint.failures = 0;
-          this.#current = (this.#current + 1) % this.#endpoints.length;
+          this.#current = (index + 1) % this.#endpoints.length;
           this.stats.failovers += 1;
           delay = fault.kind === "http429" ? delay : 0; // another node: no reason to wait (a 429 is the same limit)
         }

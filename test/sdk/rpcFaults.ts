@@ -138,6 +138,17 @@ describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", 
     expect(b.counts.requests - before).to.equal(5); // it stays on the one that answers
   });
 
+  it("concurrent calls failing on the first URL move to the second once, and stay there", async function () {
+    const dead = `http://127.0.0.1:${await closedPort()}`;
+    const stats = newRpcStats();
+    const c = client(`${dead},${node}`, { stats });
+    const head = await truth.getBlockNumber();
+    const heads = await Promise.all(Array.from({ length: 8 }, () => c.getBlockNumber()));
+    expect(heads).to.deep.equal(Array(8).fill(head));
+    expect(c.currentUrl).to.equal(node);
+    expect(stats.failovers).to.equal(1);
+  });
+
   it("a URL that refuses connections from the start is skipped", async function () {
     const dead = `http://127.0.0.1:${await closedPort()}`;
     const stats = newRpcStats();
