@@ -39,7 +39,9 @@ export interface FaultProxyOptions {
 }
 
 export interface FaultCounts {
+  /** JSON-RPC requests (POST); a browser's CORS preflights are counted apart and never faulted. */
   requests: number;
+  preflights: number;
   forwarded: number;
   http429: number;
   http5xx: number;
@@ -137,33 +139,41 @@ export class FaultProxy {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const c = this.counts;
-    const n = ++c.requests;
-    c.arrivals.push(performance.now() - this.startedAt);
-    if (c.arrivals.length > 100_000) c.arrivals.shift();
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
+    if (req.method !== "POST") {
+      // A browser's CORS preflight (the dashboard reads the chain itself): passed through, never faulted or counted.
+      c.preflights++;
+      await this.pass(req, res, body);
+      return;
+    }
+    const n = ++c.requests;
+    c.arrivals.push(performance.now() - this.startedAt);
+    if (c.arrivals.length > 100_000) c.arrivals.shift();
     const methods = methodsOf(body);
     for (const m of methods) c.methods[m] = (c.methods[m] ?? 0) + 1;
     const [lo, hi] = this.o.latencyMs ?? [0, 0];
     const latency = lo + this.random() * Math.max(0, hi - lo);
     const fault = this.pick(n, methods);
     if (latency > 0) await new Promise((r) => setTimeout(r, latency));
+    // Fault answers carry the CORS header a node sends, so a browser sees the status (a 429), not a CORS failure.
+    const cors = { "access-control-allow-origin": "*" };
     if (fault === "http429") {
       c.http429++;
-      const headers: Record<string, string> = { "content-type": "text/plain" };
+      const headers: Record<string, string> = { "content-type": "text/plain", ...cors };
       if (this.o.retryAfterS !== undefined) headers["retry-after"] = String(this.o.retryAfterS);
       res.writeHead(429, headers).end("Too Many Requests");
       return;
     }
     if (fault === "http5xx") {
       c.http5xx++;
-      res.writeHead(503, { "content-type": "text/plain" }).end("Service Unavailable");
+      res.writeHead(503, { "content-type": "text/plain", ...cors }).end("Service Unavailable");
       return;
     }
-    let answer: { status: number; body: Buffer };
+    let answer: Upstream;
     try {
-      answer = await this.forward(body);
+      answer = await this.forward(req, body);
     } catch {
       res.destroy(); // the node is down: so is the proxy, as a caller sees it
       return;
@@ -177,27 +187,47 @@ export class FaultProxy {
     if (fault === "truncate" && answer.body.length > 1) {
       c.truncate++;
       const cut = answer.body.subarray(0, Math.max(1, Math.floor(answer.body.length * this.random())));
-      res.writeHead(200, { "content-type": "application/json", "content-length": cut.length }).end(cut);
+      res.writeHead(200, { ...answer.headers, "content-length": cut.length }).end(cut);
       return;
     }
-    res.writeHead(answer.status, { "content-type": "application/json", "content-length": answer.body.length });
-    res.end(answer.body);
+    res.writeHead(answer.status, { ...answer.headers, "content-length": answer.body.length }).end(answer.body);
   }
 
-  private forward(body: Buffer): Promise<{ status: number; body: Buffer }> {
+  private async pass(req: IncomingMessage, res: ServerResponse, body: Buffer): Promise<void> {
+    try {
+      const answer = await this.forward(req, body);
+      res.writeHead(answer.status, { ...answer.headers, "content-length": answer.body.length }).end(answer.body);
+    } catch {
+      res.destroy();
+    }
+  }
+
+  /** The request as it came (method, the headers that matter, body); the node's answer with its own headers. */
+  private forward(req: IncomingMessage, body: Buffer): Promise<Upstream> {
+    const headers: Record<string, string | string[]> = { "content-length": String(body.length) };
+    for (const h of ["content-type", "origin", "access-control-request-method", "access-control-request-headers"]) {
+      const v = req.headers[h];
+      if (v !== undefined) headers[h] = v;
+    }
     return new Promise((resolve, reject) => {
       const up = httpRequest(
         {
           host: this.target.hostname,
           port: this.target.port,
           path: this.target.pathname + this.target.search,
-          method: "POST",
-          headers: { "content-type": "application/json", "content-length": body.length },
+          method: req.method ?? "POST",
+          headers,
         },
         (r) => {
           const parts: Buffer[] = [];
           r.on("data", (d: Buffer) => parts.push(d));
-          r.on("end", () => resolve({ status: r.statusCode ?? 502, body: Buffer.concat(parts) }));
+          r.on("end", () => {
+            const kept: Record<string, string | string[]> = {};
+            for (const [k, v] of Object.entries(r.headers)) {
+              if (v !== undefined && !HOP_BY_HOP.has(k)) kept[k] = v;
+            }
+            resolve({ status: r.statusCode ?? 502, headers: kept, body: Buffer.concat(parts) });
+          });
           r.on("error", reject);
         },
       );
@@ -207,8 +237,26 @@ export class FaultProxy {
   }
 }
 
+interface Upstream {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+}
+
+const HOP_BY_HOP = new Set(["content-length", "transfer-encoding", "connection", "keep-alive"]);
+
 function emptyCounts(): FaultCounts {
-  return { requests: 0, forwarded: 0, http429: 0, http5xx: 0, drop: 0, truncate: 0, arrivals: [], methods: {} };
+  return {
+    requests: 0,
+    forwarded: 0,
+    http429: 0,
+    http5xx: 0,
+    drop: 0,
+    truncate: 0,
+    preflights: 0,
+    arrivals: [],
+    methods: {},
+  };
 }
 
 function methodsOf(body: Buffer): string[] {
