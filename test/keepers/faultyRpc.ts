@@ -14,6 +14,7 @@ import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.t
 import { ProcessGroup } from "../../demo/processes.ts";
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
 import { loadDeployment } from "../../sdk/deployment.ts";
+import { formatUsdc } from "../../sdk/format.ts";
 import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
 import { runGpuchain } from "../helpers/cli.ts";
 
@@ -122,5 +123,53 @@ describe("keepers: through a faulty RPC (fault proxy, ~30 % of requests fail)", 
       expect(faulty.code, faulty.stderr).to.equal(0);
       expect(faulty.stdout).to.equal(direct.stdout);
     }
+  });
+
+  it("`gpuchain reserves --watch` rides out an outage (all 429 past --rpc-timeout-ms): said once, read again", async function () {
+    const child = spawn(
+      process.execPath,
+      [
+        path.resolve("cli/gpuchain.ts"),
+        "reserves",
+        "--watch",
+        "--rpc",
+        proxy.url,
+        "--deployment",
+        file,
+        "--rpc-timeout-ms",
+        "1000",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let [stdout, stderr] = ["", ""];
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const closed = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
+    const until = async (what: string, ok: () => boolean) => {
+      const deadline = Date.now() + 60_000;
+      while (!ok()) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${what}: ${stdout}\n${stderr}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const blocks = () => stdout.split("\n").filter((l) => l.startsWith("block "));
+    try {
+      await until("a first block", () => blocks().length >= 1);
+      proxy.set({ rate429: 1 });
+      await chain.send("evm_mine", []);
+      await until("the outage said", () => stderr.includes("chain unreachable"));
+      proxy.set({ rate429: FAULTS.rate429 });
+      const seen = blocks().length;
+      await chain.send("evm_mine", []);
+      await until("a block after the outage", () => blocks().length > seen && stderr.includes("answers again"));
+    } finally {
+      proxy.set({ rate429: FAULTS.rate429 });
+      child.kill("SIGTERM");
+    }
+    expect(await closed, stderr).to.equal(0);
+    expect(stderr.match(/chain unreachable/g)).to.have.length(1);
+    const margin = `held ${formatUsdc(held)}, owed ${formatUsdc(owes)}, margin ${formatUsdc(held - owes)} HOLDS`;
+    for (const l of blocks()) expect(l).to.contain(margin);
+    expect(stdout).to.contain("smallest margin seen:");
   });
 });
