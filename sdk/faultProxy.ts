@@ -79,7 +79,8 @@ export class FaultProxy {
     this.o = { ...o };
     this.target = new URL(o.target);
     this.random = seeded(o.seed ?? 1);
-    this.server = createServer((req, res) => void this.handle(req, res));
+    // A caller that hangs up mid-request (its own timeout) fails the read of its body: drop that exchange, nothing else.
+    this.server = createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
     this.server.keepAliveTimeout = 5_000;
   }
 

@@ -21,6 +21,8 @@ import {
   type JsonRpcPayload,
   type JsonRpcResult,
   type Networkish,
+  type Subscriber,
+  type Subscription,
 } from "ethers";
 import { sleep } from "./retry.ts";
 import {
@@ -108,6 +110,12 @@ export class JsonRpcClient extends JsonRpcProvider {
   /** The URL requests go to now. */
   get currentUrl(): string {
     return this.#endpoints[this.#current].url;
+  }
+
+  /** `tx.wait()`'s receipt polling, with a failed poll as "unknown" (ethers' own leaves it an unhandled rejection). */
+  override _getSubscriber(sub: Subscription): Subscriber {
+    if (sub.type === "transaction") return new ReceiptPoller(this, sub.hash);
+    return super._getSubscriber(sub);
   }
 
   override destroy(): void {
@@ -222,5 +230,53 @@ export class JsonRpcClient extends JsonRpcProvider {
       }
     }
     return answers as JsonRpcResult[];
+  }
+}
+
+/**
+ * ethers' PollingTransactionSubscriber drops the promise of each poll, so one receipt read that fails (an RPC
+ * outage past the retry bound, or a request cut by `destroy()`) is an unhandled rejection: Node ends the process.
+ * This one polls the same way (at start, then at each new block) and takes a failed read as unknown: no receipt
+ * is emitted, and the next block asks again. `tx.wait()` keeps waiting, as it would for a receipt not yet mined.
+ */
+class ReceiptPoller implements Subscriber {
+  readonly #provider: JsonRpcProvider;
+  readonly #hash: string;
+  #running = false;
+  readonly #poll = () => void this.#check();
+
+  constructor(provider: JsonRpcProvider, hash: string) {
+    this.#provider = provider;
+    this.#hash = hash;
+  }
+
+  async #check(): Promise<void> {
+    try {
+      const receipt = await this.#provider.getTransactionReceipt(this.#hash);
+      if (receipt) await this.#provider.emit(this.#hash, receipt);
+    } catch {
+      // unknown: asked again at the next block
+    }
+  }
+
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    void this.#check();
+    void this.#provider.on("block", this.#poll);
+  }
+
+  stop(): void {
+    if (!this.#running) return;
+    this.#running = false;
+    void this.#provider.off("block", this.#poll);
+  }
+
+  pause(): void {
+    this.stop();
+  }
+
+  resume(): void {
+    this.start();
   }
 }

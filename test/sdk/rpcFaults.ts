@@ -212,6 +212,35 @@ describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", 
     expect(await truth.getBalance(to)).to.equal(balance + 1n);
   });
 
+  it("tx.wait() through a receipt poll that fails past the bound: unknown, it waits on (no unhandled rejection)", async function () {
+    let failing = false;
+    const p = await proxy({
+      script: ({ methods }) => (failing && methods.includes("eth_getTransactionReceipt") ? "http429" : "pass"),
+    });
+    const stats = newRpcStats();
+    const c = client(p.url, { stats, budgetMs: 300, baseMs: 20, maxDelayMs: 50 });
+    c.pollingInterval = 100;
+    const wallet = new Wallet(TEST_KEYS.verifier2, c);
+    await truth.send("evm_setAutomine", [false]);
+    try {
+      const tx = await wallet.sendTransaction({ to: RICH, value: 1n });
+      const waiting = tx.wait();
+      const done = waiting.then(() => true);
+      await until(() => (p.counts.methods.eth_getTransactionReceipt ?? 0) >= 2); // wait() is polling now
+      failing = true;
+      const failedBefore = stats.exhausted;
+      await truth.send("evm_mine", []); // a new block: the poll for the receipt runs, and fails
+      await until(() => stats.exhausted > failedBefore);
+      await new Promise((r) => setTimeout(r, 300)); // where ethers' own poller threw an unhandled rejection
+      expect(await Promise.race([done, new Promise((r) => setTimeout(() => r(false), 50))])).to.equal(false);
+      failing = false;
+      await truth.send("evm_mine", []); // the next block: asked again, answered
+      expect((await waiting)?.status).to.equal(1);
+    } finally {
+      await truth.send("evm_setAutomine", [true]);
+    }
+  });
+
   it("a different transaction with a used nonce is still refused (the hash is checked)", async function () {
     const c = client(node);
     const wallet = new Wallet(TEST_KEYS.verifier1, c);
@@ -335,4 +364,12 @@ async function closedPort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise<void>((r) => server.close(() => r()));
   return port;
+}
+
+async function until(ok: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
