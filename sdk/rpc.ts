@@ -193,10 +193,11 @@ export function faultOf(err: unknown): Fault | undefined {
   if (!err || typeof err !== "object") return undefined;
   const marked = (err as Record<symbol, Fault | undefined>)[FAULT];
   if (marked) return marked;
-  const e = err as { code?: string; cause?: { code?: string }; message?: string };
-  const code = e.code ?? "";
-  const cause = e.cause?.code ?? "";
-  const message = e.message ?? "";
+  const e = err as { code?: unknown; cause?: { code?: unknown }; message?: unknown };
+  // Codes are strings for transport errors; a JSON-RPC or EVM error may carry a number (-32000, 3): not a fault.
+  const code = typeof e.code === "string" ? e.code : "";
+  const cause = typeof e.cause?.code === "string" ? e.cause.code : "";
+  const message = typeof e.message === "string" ? e.message : "";
   if (code === "TIMEOUT" || code === "ETIMEDOUT" || cause === "ETIMEDOUT") return { kind: "timeout" };
   if (code === "ECONNREFUSED" || cause === "ECONNREFUSED") return { kind: "refused" };
   if (

@@ -184,6 +184,13 @@ describe("sdk/rpc: RPC faults as a way of life (anvil behind the fault proxy)", 
       (e: Error) => e,
     );
     expect(classifyError(truncated, new Interface([]))).to.equal("retryable");
+    // Errors whose code is a number (a JSON-RPC error object, an EVM error) are no transport fault, and no crash.
+    expect(classifyError(Object.assign(new Error("execution reverted"), { code: 3 }), new Interface([]))).to.equal(
+      "fatal",
+    );
+    expect(classifyError({ code: -32000, message: "nonce too low", cause: { code: 1 } }, new Interface([]))).to.equal(
+      "fatal",
+    );
     // A dead node: the same.
     const dead = client(`http://127.0.0.1:${await closedPort()}`, { budgetMs: 800 });
     await dead.getBlockNumber().then(
