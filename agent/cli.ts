@@ -9,8 +9,9 @@ import { isProviderName, PROVIDER_NAME_RULE } from "../sdk/providerName.ts";
 import path from "node:path";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { JsonRpcClient } from "../sdk/jsonRpc.ts";
+import { rpcSettings } from "../sdk/rpc.ts";
 import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../sdk/args.ts";
-import { connectProtocol, protocolInterfaces } from "../sdk/contracts.ts";
+import { connectProtocol, protocolInterfaces, rpcChainId, RpcError } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { classifyError, describeError } from "../sdk/errors.ts";
 import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
@@ -117,34 +118,20 @@ function checkStoreUrl(spec: string): string {
 /** Asks the RPC for its chain id, retrying (with "chain unreachable" logs) until it answers or we are stopped. */
 export async function connectRpc(url: string, logger: Logger, signal: AbortSignal): Promise<JsonRpcProvider> {
   const iface = protocolInterfaces().escrow;
-  const chainId = await withRetry(
-    async () => {
-      const res = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-        signal: AbortSignal.timeout(5_000),
-      });
-      const body = (await res.json()) as { result?: string };
-      if (!body.result)
-        throw Object.assign(new Error(`RPC ${url} answered without a chain id`), { code: "SERVER_ERROR" });
-      return BigInt(body.result);
-    },
-    {
-      retries: Infinity,
-      baseMs: 500,
-      maxMs: 15_000,
-      signal,
-      isRetryable: (err) => classifyError(err, iface) === "retryable" || (err as Error).name === "TimeoutError",
-      onRetry: (err, attempt, delayMs) =>
-        logger.warn("chain unreachable", { rpc: url, attempt, retryInMs: delayMs, error: describeError(err, iface) }),
-    },
-  );
+  const chainId = await withRetry(() => rpcChainId(url, 5_000), {
+    retries: Infinity,
+    baseMs: 500,
+    maxMs: 15_000,
+    signal,
+    isRetryable: (err) => err instanceof RpcError || classifyError(err, iface) === "retryable",
+    onRetry: (err, attempt, delayMs) =>
+      logger.warn("chain unreachable", { rpc: url, attempt, retryInMs: delayMs, error: describeError(err, iface) }),
+  });
   // A static network: an RPC outage later fails calls (and they are retried) instead of hanging the provider.
   const network = Network.from(chainId);
   const provider = new JsonRpcClient(url, network, {
     staticNetwork: network,
-    pollingInterval: 500,
+    pollingInterval: rpcSettings({ pollingMs: 500 }).pollingMs,
     cacheTimeout: -1,
   });
   return provider;

@@ -57,8 +57,10 @@ async function setBalance(provider: JsonRpcProvider, to: string, wei: bigint): P
     try {
       await provider.send(method, [to, toBeHex(wei)]);
       return;
-    } catch {
-      // not this node's dialect; try the next
+    } catch (err) {
+      // Only a JSON-RPC error answer means "not this node's dialect"; a node that did not answer (down, 429s past
+      // --rpc-timeout-ms) is not a public node: its error goes up as it is.
+      if (typeof (err as { error?: { code?: unknown } })?.error?.code !== "number") throw err;
     }
   }
   throw new CommandError(

@@ -44,8 +44,10 @@ function usage(): string {
     "",
     ...lines,
     "",
-    "common options: --rpc URL  --deployment FILE (Ignition deployed_addresses.json)  --key FILE  --store URL",
-    "                --rpc-timeout-ms N  --tx-timeout-ms N  --pretty  --dry-run  --debug (stack traces)",
+    "common options: --rpc URL[,URL…] (several: failover)  --deployment FILE (Ignition deployed_addresses.json)",
+    "                --key FILE  --store URL  --rpc-timeout-ms N (a call, retries included)  --tx-timeout-ms N",
+    "                --rpc-rps N (requests/s per RPC URL; default none on loopback, 25 elsewhere; 0 = none)",
+    "                --poll-ms N (receipt/event polling, default 500)  --pretty  --dry-run  --debug (stack traces)",
     "                (--store: s3://BUCKET/PREFIX with the AWS_* variables, file://DIR or a folder)",
   ].join("\n");
 }

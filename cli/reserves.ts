@@ -7,11 +7,14 @@ import { openContext, type CommandContext } from "./context.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { owedParts, readReserves, type ReservesSource } from "../sdk/reserves.ts";
 import { sleep } from "../sdk/retry.ts";
+import { protocolInterfaces } from "../sdk/contracts.ts";
+import { classifyError } from "../sdk/errors.ts";
 
 export const USAGE = `usage: gpuchain reserves [--watch]
 
   the escrow's token balance (held) against what it owes (locked budgets + bonds + withdrawable); exit 1 if it
-  holds less. --watch: one line per new block until Ctrl-C, then the smallest margin seen (exit 1 if ever short)
+  holds less. --watch: one line per new block until Ctrl-C, then the smallest margin seen (exit 1 if ever short,
+  or if no block could be read); an unreachable RPC is said once and read again
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
 
 export async function main(argv: string[]): Promise<number> {
@@ -45,18 +48,29 @@ async function watch(ctx: CommandContext): Promise<number> {
   let last = -1;
   let minMargin: bigint | undefined;
   console.log(`watching proof of reserves of escrow ${ctx.deployment.escrow} (Ctrl-C stops)`);
+  let unreachable = false;
   try {
     while (!stop.signal.aborted) {
-      const head = await ctx.provider.getBlockNumber();
-      if (head !== last) {
-        last = head;
-        const [held, owes] = await ctx.protocol.escrow.reserves({ blockTag: head });
-        const margin = held - owes;
-        if (minMargin === undefined || margin < minMargin) minMargin = margin;
-        const verdict = margin >= 0n ? "HOLDS" : "FAILED";
-        console.log(
-          `block ${head}: held ${formatUsdc(held)}, owed ${formatUsdc(owes)}, margin ${formatUsdc(margin)} ${verdict}`,
-        );
+      try {
+        const head = await ctx.provider.getBlockNumber();
+        if (head !== last) {
+          const [held, owes] = await ctx.protocol.escrow.reserves({ blockTag: head });
+          last = head;
+          const margin = held - owes;
+          if (minMargin === undefined || margin < minMargin) minMargin = margin;
+          const verdict = margin >= 0n ? "HOLDS" : "FAILED";
+          console.log(
+            `block ${head}: held ${formatUsdc(held)}, owed ${formatUsdc(owes)}, margin ${formatUsdc(margin)} ${verdict}`,
+          );
+        }
+        if (unreachable) console.error("the RPC answers again");
+        unreachable = false;
+      } catch (err) {
+        // A read that failed (past --rpc-timeout-ms and its retries) is unknown: said once, read again, never a zero.
+        if (stop.signal.aborted) break;
+        if (classifyError(err, protocolInterfaces().escrow) !== "retryable") throw err;
+        if (!unreachable) console.error(`chain unreachable (${oneLine(err)}); reading again`);
+        unreachable = true;
       }
       await sleep(500, stop.signal);
     }
@@ -64,7 +78,15 @@ async function watch(ctx: CommandContext): Promise<number> {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
-  const min = minMargin ?? 0n;
-  console.log(`smallest margin seen: ${formatUsdc(min)} → ${min >= 0n ? "HOLDS" : "FAILED"}`);
-  return min >= 0n ? 0 : 1;
+  if (minMargin === undefined) {
+    console.log("no block was read: proof of reserves unknown");
+    return 1;
+  }
+  console.log(`smallest margin seen: ${formatUsdc(minMargin)} → ${minMargin >= 0n ? "HOLDS" : "FAILED"}`);
+  return minMargin >= 0n ? 0 : 1;
+}
+
+function oneLine(err: unknown): string {
+  const e = err as { shortMessage?: string; message?: string };
+  return (e?.shortMessage ?? e?.message ?? String(err)).split("\n")[0];
 }

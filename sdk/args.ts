@@ -7,6 +7,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { getAddress } from "ethers";
 import { defaultDeploymentPath } from "./deployment.ts";
 import { usdcUnits } from "./format.ts";
+import { configureRpc } from "./rpc.ts";
 
 export const COMMON_OPTIONS = {
   rpc: { type: "string", default: "http://127.0.0.1:8545" },
@@ -14,6 +15,8 @@ export const COMMON_OPTIONS = {
   key: { type: "string" },
   store: { type: "string", default: ".gpuchain/store" },
   "rpc-timeout-ms": { type: "string" },
+  "rpc-rps": { type: "string" },
+  "poll-ms": { type: "string" },
   "tx-timeout-ms": { type: "string" },
   pretty: { type: "boolean", default: false },
   "dry-run": { type: "boolean", default: false },
@@ -35,9 +38,25 @@ export class UsageError extends Error {
 /** Input that parses but does not fit the world: exit 1, one line, no stack. */
 export class CommandError extends Error {}
 
-/** Parses `argv` with the common options plus `extra`; unknown flags are an error, not silently ignored. */
+/**
+ * Parses `argv` with the common options plus `extra`; unknown flags are an error, not silently ignored.
+ * `--rpc-rps` and `--poll-ms` set the process's RPC settings (sdk/rpc.ts) for every client made after.
+ */
 export function parseCommand<T extends Options>(argv: string[], extra: T) {
-  return parseFlags(argv, { ...COMMON_OPTIONS, ...extra });
+  const parsed = parseFlags(argv, { ...COMMON_OPTIONS, ...extra });
+  const v = parsed.values as Record<string, unknown>;
+  configureRpc({
+    rps: typeof v["rpc-rps"] === "string" ? parseRate(v["rpc-rps"], "rpc-rps") : undefined,
+    pollingMs: typeof v["poll-ms"] === "string" ? parsePositiveInt(v["poll-ms"], "poll-ms") : undefined,
+  });
+  return parsed;
+}
+
+/** Requests per second: a number ≥ 0 (0 = no limit). */
+function parseRate(value: string, flag: string): number {
+  const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+  if (!Number.isFinite(n)) throw new UsageError(`--${flag} must be requests per second (0 = no limit), got "${value}"`);
+  return n;
 }
 
 /** Parses `argv` with exactly `options` (for entry points with flags of their own: `npm start`, `npm run bench`). */

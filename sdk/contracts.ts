@@ -5,6 +5,8 @@
 import { readFileSync } from "node:fs";
 import { Contract, FetchRequest, Interface, JsonRpcProvider, Network, type ContractRunner } from "ethers";
 import { JsonRpcClient } from "./jsonRpc.ts";
+import { backoffWithJitter, parseRetryAfter, rpcSettings, splitRpcUrls, statusFault } from "./rpc.ts";
+import { sleep } from "./retry.ts";
 import type { JobEscrow, ProviderRegistry, TestUSDC } from "../types/ethers-contracts/index.ts";
 import { DeploymentError, type Deployment } from "./deployment.ts";
 import { UsageError } from "./args.ts";
@@ -55,7 +57,7 @@ export function connectProtocol(deployment: Deployment, runner: ContractRunner):
  */
 export function rpcProvider(url: string, pollingMs = 500): JsonRpcProvider {
   const provider = new JsonRpcClient(url, undefined, { polling: true, cacheTimeout: -1, staticNetwork: true });
-  provider.pollingInterval = pollingMs;
+  provider.pollingInterval = rpcSettings({ pollingMs }).pollingMs;
   return provider;
 }
 
@@ -64,41 +66,101 @@ export class RpcError extends Error {}
 
 export const DEFAULT_RPC_TIMEOUT_MS = 10_000;
 
-/** A syntactically usable RPC URL (checked before any connection). */
-export function checkRpcUrl(url: string): void {
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
-    throw new UsageError(`--rpc must be an http(s) URL like http://127.0.0.1:8545, got "${url}"`);
+/** A syntactically usable RPC URL, or several separated by commas (checked before any connection). */
+export function checkRpcUrl(spec: string): void {
+  const urls = splitRpcUrls(spec);
+  if (urls.length === 0) throw new UsageError(`--rpc must be an http(s) URL like http://127.0.0.1:8545, got "${spec}"`);
+  for (const url of urls) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
+      throw new UsageError(`--rpc must be an http(s) URL like http://127.0.0.1:8545, got "${url}"`);
+    }
   }
 }
 
-/** The chain id the node at `url` reports, within `timeoutMs`; every failure an RpcError. */
-export async function rpcChainId(url: string, timeoutMs = DEFAULT_RPC_TIMEOUT_MS): Promise<bigint> {
+/**
+ * The chain id the node at `spec` reports, within `timeoutMs`; every failure an RpcError. With several URLs
+ * (`A,B`) each is asked in turn until one answers; those that answer must agree.
+ */
+export async function rpcChainId(spec: string, timeoutMs = DEFAULT_RPC_TIMEOUT_MS): Promise<bigint> {
+  const urls = splitRpcUrls(spec);
+  if (urls.length <= 1) return oneChainId(urls[0] ?? spec, timeoutMs);
+  let found: { url: string; id: bigint } | undefined;
+  let firstError: unknown;
+  for (const url of urls) {
+    try {
+      const id = await oneChainId(url, timeoutMs);
+      if (found && found.id !== id) {
+        throw new RpcError(`the RPCs disagree: ${found.url} is chain ${found.id}, ${url} is chain ${id}`);
+      }
+      found ??= { url, id };
+    } catch (err) {
+      if (!(err instanceof RpcError) || /disagree/.test(err.message)) throw err;
+      firstError ??= err;
+    }
+  }
+  if (!found) throw firstError;
+  return found.id;
+}
+
+/**
+ * One URL's chain id. A 429, 5xx, reset, timeout or a body that is not JSON is retried with backoff and jitter
+ * (sdk/rpc.ts) within `timeoutMs`; a refused connection (nothing listens: a wrong URL, a node not started) and an
+ * answer that is not a chain id fail at once.
+ */
+async function oneChainId(url: string, timeoutMs: number): Promise<bigint> {
+  const deadline = performance.now() + timeoutMs;
+  const attemptMs = Math.max(1_000, Math.floor(timeoutMs / 2));
+  for (let attempt = 1; ; attempt++) {
+    const outcome = await chainIdAttempt(url, Math.max(1, Math.min(attemptMs, deadline - performance.now())));
+    if (typeof outcome === "bigint") return outcome;
+    const delay = Math.max(outcome.retryAfterMs ?? 0, backoffWithJitter(attempt, 100, 2_000, Math.random));
+    if (!outcome.retry || performance.now() + delay >= deadline) {
+      throw outcome.timedOut
+        ? new RpcError(`the RPC at ${url} did not answer within ${timeoutMs / 1000} s`)
+        : outcome.error;
+    }
+    await sleep(delay);
+  }
+}
+
+type ChainIdFailure = { error: RpcError; retry: boolean; retryAfterMs?: number; timedOut?: boolean };
+
+async function chainIdAttempt(url: string, timeoutMs: number): Promise<bigint | ChainIdFailure> {
   let res: Response;
   try {
     res = await fetch(url, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: AbortSignal.timeout(Math.max(1, Math.floor(timeoutMs))),
     });
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
-    if (e.name === "TimeoutError") throw new RpcError(`the RPC at ${url} did not answer within ${timeoutMs / 1000} s`);
-    const why =
-      e.cause?.code === "ECONNREFUSED" ? "connection refused" : (e.cause?.code ?? e.cause?.message ?? e.message);
-    throw new RpcError(`cannot reach the RPC at ${url} (${why}): is the node running?`);
+    if (e.name === "TimeoutError") {
+      return { error: new RpcError(`the RPC at ${url} did not answer in time`), retry: true, timedOut: true };
+    }
+    const refused = e.cause?.code === "ECONNREFUSED";
+    const why = refused ? "connection refused" : (e.cause?.code ?? e.cause?.message ?? e.message);
+    return { error: new RpcError(`cannot reach the RPC at ${url} (${why}): is the node running?`), retry: !refused };
   }
-  const body = (await res.json().catch(() => undefined)) as { result?: string } | undefined;
-  if (!res.ok || typeof body?.result !== "string") {
-    throw new RpcError(`${url} did not answer eth_chainId like an Ethereum JSON-RPC node (HTTP ${res.status})`);
+  const text = await res.text().catch(() => undefined);
+  let body: { result?: unknown } | undefined;
+  let json = true;
+  try {
+    body = text === undefined ? undefined : (JSON.parse(text) as { result?: unknown });
+  } catch {
+    json = false;
   }
-  return BigInt(body.result);
+  if (res.ok && typeof body?.result === "string") return BigInt(body.result);
+  const error = new RpcError(`${url} did not answer eth_chainId like an Ethereum JSON-RPC node (HTTP ${res.status})`);
+  const transient = statusFault(res.status) !== undefined || (res.ok && (!json || text === undefined));
+  return { error, retry: transient, retryAfterMs: parseRetryAfter(res.headers.get("retry-after") ?? undefined) };
 }
 
 /**
@@ -139,13 +201,21 @@ export async function connectChecked(
   return { provider, chainId };
 }
 
-/** A provider pinned to a known chain id (no network detection loop), each request bounded by `timeoutMs`. */
+/**
+ * A provider pinned to a known chain id (no network detection loop). Each call, its retries included (sdk/rpc.ts),
+ * is bounded by `timeoutMs`; past it the call fails (a failed read is unknown, never a default value).
+ */
 export function staticProvider(url: string, chainId: bigint, timeoutMs: number, pollingMs = 500): JsonRpcProvider {
   const request = new FetchRequest(url);
   request.timeout = timeoutMs;
   const network = Network.from(chainId);
-  const provider = new JsonRpcClient(request, network, { staticNetwork: network, polling: true, cacheTimeout: -1 });
-  provider.pollingInterval = pollingMs;
+  const provider = new JsonRpcClient(
+    request,
+    network,
+    { staticNetwork: network, polling: true, cacheTimeout: -1 },
+    { budgetMs: timeoutMs },
+  );
+  provider.pollingInterval = rpcSettings({ pollingMs }).pollingMs;
   return provider;
 }
 

@@ -3,6 +3,7 @@
  * warn (another keeper got there first: an expected race), or fail loudly.
  */
 import type { Interface } from "ethers";
+import { faultOf } from "./rpc.ts";
 
 export type ErrorClass = "retryable" | "race" | "fatal";
 
@@ -46,6 +47,8 @@ export function decodeCustomError(err: unknown, iface: Interface): DecodedError 
 export function classifyError(err: unknown, iface: Interface): ErrorClass {
   const decoded = decodeCustomError(err, iface);
   if (decoded) return RACE_ERRORS.has(decoded.name) ? "race" : "fatal";
+  // Any transport fault sdk/rpc.ts knows (429, 5xx, reset, a truncated body…), also once its retries are spent.
+  if (faultOf(err)) return "retryable";
   const e = err as { code?: string; cause?: { code?: string }; message?: string };
   if (e?.code && RETRYABLE_CODES.has(e.code)) return "retryable";
   if (e?.cause?.code && RETRYABLE_CODES.has(e.cause.code)) return "retryable";

@@ -4,6 +4,7 @@
  * `shutdownSignal`): the tick in progress finishes, no new one starts. A tick handles each action's failure
  * itself; what reaches the runner is the tick's own reads failing, which the next tick simply retries.
  */
+import { compactRpcStats } from "./rpc.ts";
 import { schedule as cronSchedule, validate as validCron } from "node-cron";
 import type { Logger } from "./log.ts";
 import { sleep } from "./retry.ts";
@@ -40,7 +41,8 @@ export async function runLoop(opts: RunOptions): Promise<number> {
   if (once) exitCode = (await step()) ?? 0;
   else if (opts.cron !== undefined) exitCode = await onCron(opts.cron, step, opts);
   else exitCode = await onInterval(opts.intervalMs, step, opts.signal, opts.wait ?? sleep);
-  if (announce) logger.info("stopped", { keeper: name, exitCode });
+  // With the process's RPC counters (sdk/rpc.ts): calls, requests, retries by kind, failovers, exhausted calls.
+  if (announce) logger.info("stopped", { keeper: name, exitCode, rpc: compactRpcStats() });
   return exitCode;
 }
 

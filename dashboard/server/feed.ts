@@ -119,12 +119,13 @@ export class LiveFeed {
       // Ask the chain id first, plainly: an ethers provider on a chain that is down retries and logs forever.
       const chainId = await rpcChainId(this.o.rpc, 5000);
       const network = Network.from(chainId);
-      this.provider = new JsonRpcClient(this.o.rpc, network, {
-        staticNetwork: network,
-        polling: false,
-        cacheTimeout: -1,
-        batchMaxCount: 1,
-      });
+      // Each read retried within 5 s (sdk/rpc.ts), then failed: the tick records it, the next one reads again.
+      this.provider = new JsonRpcClient(
+        this.o.rpc,
+        network,
+        { staticNetwork: network, polling: false, cacheTimeout: -1, batchMaxCount: 1 },
+        { budgetMs: 5_000 },
+      );
       this.escrow = connectProtocol(this.o.deployment, this.provider).escrow as unknown as Contract;
       this.safe = new Contract(this.o.deployment.verifierSafe, SAFE_ABI, this.provider);
       this.indexedBlock = (await this.deploymentBlock()) - 1;

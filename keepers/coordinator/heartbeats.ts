@@ -15,9 +15,10 @@ import { jobBeatKey, type BeatRecord, type StepSeen } from "./decide.ts";
 export const MAX_JOB_BEATS_PER_PROVIDER = 8;
 
 /** Whether `address` (checksummed) is a registered provider; may read the chain. */
-export type RegistryCheck = (address: string) => Promise<boolean> | boolean;
+/** true: registered; false: not; undefined: cannot tell now (the read failed or was capped). */
+export type RegistryCheck = (address: string) => Promise<boolean | undefined> | boolean | undefined;
 
-export type BeatOutcome = { ok: true; provider: string } | { ok: false; status: 400 | 403; reason: string };
+export type BeatOutcome = { ok: true; provider: string } | { ok: false; status: 400 | 403 | 503; reason: string };
 
 export class HeartbeatBook {
   readonly lastBeat = new Map<string, BeatRecord>();
@@ -47,9 +48,12 @@ export class HeartbeatBook {
     const check = checkHeartbeat(h, this.scope, nowMs, this.lastSentAt.get(provider), this.maxClockSkewMs);
     if (!check.ok) return { ok: false, status: 400, reason: check.reason };
     // After the signature check, so forged beats never cost a registry read.
-    if (!(await this.isRegistered(getAddress(h.provider)))) {
-      return { ok: false, status: 403, reason: `${h.provider} is not a registered provider` };
+    const registered = await this.isRegistered(getAddress(h.provider));
+    if (registered === undefined) {
+      // A failed (or capped) registry read is no answer: "cannot tell now", never "not registered".
+      return { ok: false, status: 503, reason: `cannot tell now whether ${h.provider} is registered; beat again` };
     }
+    if (!registered) return { ok: false, status: 403, reason: `${h.provider} is not a registered provider` };
     // Re-checked after the await: a concurrent beat from the same sender may have landed meanwhile.
     const prev = this.lastSentAt.get(provider);
     if (prev !== undefined && h.sentAt <= prev) return { ok: false, status: 400, reason: "replayed heartbeat" };

@@ -16,6 +16,8 @@ import { readLogs } from "../../sdk/logRange.ts";
 import { batchReader, valueOf } from "../../sdk/multicall.ts";
 import { nonOverlapping } from "../../sdk/runner.ts";
 import { sleep } from "../../sdk/retry.ts";
+import { protocolInterfaces } from "../../sdk/contracts.ts";
+import { classifyError } from "../../sdk/errors.ts";
 import { execute, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
 import { runTicks } from "../keeper.ts";
 import { BATCH_MIN, sendBatched, shouldBatch } from "./batch.ts";
@@ -313,7 +315,7 @@ async function watchDeadlines(
  * (a public chain): said once, never asked again. Either way the next block past the deadline starts a run.
  */
 interface AskState {
-  /** The node answered that it has no evm_mine: never asked again. */
+  /** The node answered that it has no evm_mine: never asked again (a node that did not answer is asked again). */
   unsupported: boolean;
   /** The head we last asked a block after (one ask per head). */
   lastBlock: number;
@@ -339,6 +341,15 @@ async function askForBlock(
     await (ctx.provider as unknown as { send: (m: string, p: unknown[]) => Promise<unknown> }).send("evm_mine", []);
     ctx.logger.info("no block since a deadline passed: asked the node to mine one", fields);
   } catch (err) {
+    if (classifyError(err, protocolInterfaces().escrow) === "retryable") {
+      // The node did not answer (down, 429s past the bound): no answer, so no "unsupported". Asked again next watch.
+      asked.lastBlock = -1;
+      ctx.logger.warn("no block since a deadline passed, and the node could not be asked now: asking again", {
+        ...fields,
+        error: (err as Error)?.message ?? String(err),
+      });
+      return;
+    }
     asked.unsupported = true;
     ctx.logger.warn("no block since a deadline passed, and the node cannot be asked for one: waiting for its next", {
       ...fields,

@@ -5,7 +5,10 @@
  * (registered before its scan) is still found, a second later. Real chain, real registry reads.
  */
 import { expect } from "chai";
-import { Wallet } from "ethers";
+import { createServer } from "node:net";
+import { Network, Wallet } from "ethers";
+import { connectProtocol } from "../../sdk/contracts.ts";
+import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { MAX_UNKNOWN_READS_PER_SECOND, registryCheck } from "../../keepers/coordinator/registered.ts";
 import { load, manualClock, testContext } from "../keepers/fixture.ts";
 
@@ -19,13 +22,33 @@ describe("adversary: fresh keys cannot buy the coordinator a registry read per b
     expect(await check(p.provider2.address)).to.equal(true);
     clock.advance(1_000);
     // The attack: a burst of beats, each from a fresh key, in one second.
-    for (let i = 0; i < 3 * MAX_UNKNOWN_READS_PER_SECOND; i++)
-      expect(await check(Wallet.createRandom().address)).to.equal(false);
+    const answers = [];
+    for (let i = 0; i < 3 * MAX_UNKNOWN_READS_PER_SECOND; i++) answers.push(await check(Wallet.createRandom().address));
+    expect(answers.slice(0, MAX_UNKNOWN_READS_PER_SECOND).every((a) => a === false)).to.equal(true); // read: no
+    expect(answers.slice(MAX_UNKNOWN_READS_PER_SECOND).every((a) => a === undefined)).to.equal(true); // not read
     // The budget is spent: a registered provider beating in the same second gets "cannot tell now" (no read).
-    expect(await check(p.provider1.address)).to.equal(false);
+    expect(await check(p.provider1.address)).to.equal(undefined);
     clock.advance(999);
-    expect(await check(p.provider1.address)).to.equal(false);
+    expect(await check(p.provider1.address)).to.equal(undefined);
     clock.advance(1);
     expect(await check(p.provider1.address), "found the next second").to.equal(true);
+  });
+
+  it("a registry read that fails is 'cannot tell now' (503 to the beat), never 'not registered'", async function () {
+    const p = await load();
+    const { ctx } = await testContext(p, { nowMs: manualClock().now });
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as { port: number };
+    await new Promise<void>((r) => server.close(() => r()));
+    const network = Network.from(p.chainId);
+    const dead = new JsonRpcClient(`http://127.0.0.1:${port}`, network, { staticNetwork: network }, { budgetMs: 300 });
+    try {
+      const check = registryCheck({ ...ctx, registry: connectProtocol(p.deployment, dead).registry }, new Set());
+      expect(await check(p.provider1.address)).to.equal(undefined);
+      expect(await check(Wallet.createRandom().address)).to.equal(undefined);
+    } finally {
+      dead.destroy();
+    }
   });
 });

@@ -13,6 +13,7 @@ import { loadDeployment } from "../../sdk/deployment.ts";
 import { deployLocal, freePort, startAnvil } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { rpcBridge } from "../helpers/rpcBridge.ts";
+import { startFaultProxy } from "../../sdk/faultProxy.ts";
 
 describe("gpuchain faucet: test ETH (and USDC) for a key on a development chain", function () {
   this.timeout(300_000);
@@ -88,6 +89,68 @@ describe("gpuchain faucet: test ETH (and USDC) for a key on a development chain"
       expect(await chain.getBalance(fresh)).to.equal(before);
     } finally {
       await bridge.close();
+    }
+  });
+
+  it("through the fault proxy (429s, drops, truncated bodies, 5xx, latency): ETH and USDC arrive exactly once", async function () {
+    // The node-signed mint (eth_sendTransaction) is passed untouched: after a lost answer it is not repeated, and the
+    // command would fail rather than mint twice (test/sdk/rpcFaults.ts); everything else meets the faults.
+    const proxy = await startFaultProxy({
+      target: rpc,
+      seed: 5,
+      latencyMs: [5, 30],
+      rate429: 0.2,
+      rate5xx: 0.05,
+      dropRate: 0.1,
+      truncateRate: 0.1,
+      script: ({ methods }) => (methods.includes("eth_sendTransaction") ? "pass" : undefined),
+    });
+    try {
+      const who = Wallet.createRandom().address;
+      const r = await runGpuchain([
+        "faucet",
+        who,
+        "--eth",
+        "0.5",
+        "--usdc",
+        "7",
+        "--rpc",
+        proxy.url,
+        "--deployment",
+        file,
+      ]);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(await chain.getBalance(who)).to.equal(parseEther("0.5"));
+      const { usdc } = connectProtocol(loadDeployment(file), chain);
+      expect(await usdc.balanceOf(who)).to.equal(7_000_000n);
+      const c = proxy.counts;
+      expect(c.http429 + c.http5xx + c.drop + c.truncate, proxy.summary()).to.be.above(2);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it("a node that does not answer is an RPC failure, not 'not a development node'", async function () {
+    const proxy = await startFaultProxy({
+      target: rpc,
+      script: ({ methods }) => (methods[0].endsWith("_setBalance") ? "http429" : "pass"),
+    });
+    try {
+      const r = await runGpuchain([
+        "faucet",
+        fresh,
+        "--rpc",
+        proxy.url,
+        "--deployment",
+        file,
+        "--rpc-timeout-ms",
+        "1000",
+      ]);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.not.match(/not a development node/);
+      expect(r.stderr).to.match(/429|RPC/);
+    } finally {
+      await proxy.stop();
     }
   });
 });

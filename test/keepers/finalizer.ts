@@ -355,6 +355,58 @@ describe("keepers: finalizer on chain", function () {
     expect(errors(lines)).to.deep.equal([]);
   });
 
+  it("evm_mine that fails like an outage (429 past the bound) is asked again, not taken as 'unsupported'; it settles", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    const [, , , , deadline] = (await p.escrow.queryFilter(p.escrow.filters.VerdictSubmitted(jobId)))[0].args;
+    const head = (await ethers.provider.getBlock("latest"))!;
+    const lateS = Number(deadline) - head.timestamp + 20;
+    await ethers.provider.send("evm_increaseTime", [lateS]);
+    let clockMs = (head.timestamp + lateS) * 1000;
+    const { ctx, finalizer, lines } = await finalizerFor(p, { nowMs: () => clockMs });
+    // The first two evm_mine requests fail as an RPC outage does once sdk/rpc.ts gave up (HTTP 429, SERVER_ERROR).
+    let outage = 2;
+    const provider = ctx.provider;
+    type Send = (method: string, params: unknown[]) => Promise<unknown>;
+    const send: Send = async (method, params) => {
+      if (method === "evm_mine" && outage-- > 0) {
+        throw Object.assign(new Error("server response 429 Too Many Requests"), { code: "SERVER_ERROR" });
+      }
+      return (provider as unknown as { send: Send }).send(method, params);
+    };
+    (ctx as { provider: unknown }).provider = new Proxy(provider, {
+      get: (t, k) => {
+        if (k === "send") return send;
+        const v = Reflect.get(t, k, t);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    });
+    await finalizer.tick();
+    const controller = new AbortController();
+    const done = runFinalizer(
+      ctx,
+      finalizerConfig({ cron: "0 0 0 1 1 *", "watch-ms": "20" }),
+      controller.signal,
+      finalizer,
+    );
+    await new Promise((r) => setTimeout(r, 300)); // the watch sees the head first
+    clockMs += 16_000;
+    let settled = 0;
+    for (let i = 0; i < 400 && settled === 0; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      settled = await eventCount(p, "JobSettled", jobId);
+    }
+    controller.abort();
+    expect(await done).to.equal(0);
+    expect(settled, JSON.stringify(lines.map((l) => l.msg))).to.equal(1);
+    const msgs = lines.map((l) => String(l.msg));
+    expect(msgs.filter((m) => m.includes("could not be asked now"))).to.have.length(2);
+    expect(msgs).to.not.include(
+      "no block since a deadline passed, and the node cannot be asked for one: waiting for its next",
+    );
+    expect(msgs).to.include("no block since a deadline passed: asked the node to mine one");
+  });
+
   it("stale deadlines: the wall clock past deadline + slack while the head is not (t − 1, t, t + 1)", function () {
     const d = 1_000n;
     const at = d + STALE_HEAD_SLACK_S;
