@@ -2,7 +2,8 @@
 // same bits. `node workloads/referenceHashes.ts [steps] [every]` prints one JSON object
 // { template: [hash after `every` steps, after 2·every, …] }; the cross-family test runs it
 // natively and under CPU emulation and compares with the hashes committed in docs/WORKLOADS.md.
-// GPUCHAIN_EP=cuda runs the same on the CUDA provider (needs onnxruntime-node's CUDA binaries installed).
+// GPUCHAIN_EP=cuda runs the same on the CUDA provider (needs onnxruntime-node's CUDA binaries installed);
+// GPUCHAIN_TEMPLATES=name,… limits the run to those templates.
 import { pathToFileURL } from "node:url";
 import { listTemplates } from "./templates.ts";
 import { createTrainer, type TrainerOptions } from "./trainer.ts";
@@ -15,9 +16,10 @@ export async function referenceHashes(
   steps = 20,
   every = 5,
   opts: TrainerOptions = {},
+  only?: readonly string[],
 ): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
-  for (const t of listTemplates()) {
+  for (const t of listTemplates().filter((x) => !only || only.includes(x.descriptor.name))) {
     const tr = await createTrainer(t, opts);
     try {
       let s = tr.initialState(REFERENCE_SEED);
@@ -37,5 +39,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [steps, every] = [Number(process.argv[2] ?? 20), Number(process.argv[3] ?? 5)];
   const ep = process.env.GPUCHAIN_EP;
   const provider = ep === "cuda" || ep === "webgpu" ? ep : "cpu";
-  console.log(JSON.stringify(await referenceHashes(steps, every, { executionProvider: provider })));
+  // GPUCHAIN_TEMPLATES=a,b: only those templates (a slow device proves the others first)
+  const only = process.env.GPUCHAIN_TEMPLATES?.split(",").filter(Boolean);
+  console.log(JSON.stringify(await referenceHashes(steps, every, { executionProvider: provider }, only)));
 }
