@@ -197,10 +197,18 @@ export class LogCursor {
   private readonly provider: Provider;
   private readonly filter: LogFilter;
   private readonly remember: number;
+  private readonly maxSpan: number;
   /** block number → hash, for the last `remember` blocks read. */
   private readonly hashes = new Map<number, string>();
 
-  constructor(provider: Provider, filter: LogFilter, fromBlock = 0, remember = DEFAULT_REMEMBERED_BLOCKS) {
+  constructor(
+    provider: Provider,
+    filter: LogFilter,
+    fromBlock = 0,
+    remember = DEFAULT_REMEMBERED_BLOCKS,
+    maxSpan = DEFAULT_MAX_SPAN,
+  ) {
+    this.maxSpan = maxSpan;
     this.provider = provider;
     this.filter = filter;
     this.next = fromBlock;
@@ -221,7 +229,7 @@ export class LogCursor {
     try {
       const first = Math.max(this.next, head - this.remember + 1);
       const [logs, headers] = await Promise.all([
-        readLogs(this.provider, this.filter, this.next, head),
+        readLogs(this.provider, this.filter, this.next, head, this.maxSpan),
         this.headers(first, head),
       ]);
       if (!this.consistent(headers, logs)) return { logs: [], head: this.next - 1, ...more };

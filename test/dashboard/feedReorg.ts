@@ -1,0 +1,130 @@
+/**
+ * The dashboard server's feed (dashboard/server/feed.ts) across reorganisations of depth 1, 2 and 3 on anvil with the
+ * protocol deployed through Ignition: a job the feed already streamed is replaced by another (`anvil_reorg`); the
+ * feed drops the replaced blocks' entries and says so (a "reorg" entry), and the page's folds of its history — the
+ * run state's events (dashboard/src/model/state.ts `foldAll`) and the books (dashboard/src/ledger.ts, sdk/ledger.ts)
+ * — equal those of a fresh feed that only ever saw the new chain, both for its kept history (a new viewer) and for
+ * the stream a viewer connected all along received (the replaced events, then the "reorg" entry). The feed's confirmed block is head − depth.
+ */
+import { expect } from "chai";
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { Wallet, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
+import { LiveFeed } from "../../dashboard/server/feed.ts";
+import { foldAll } from "../../dashboard/src/model/state.ts";
+import { foldNew, newLedgerFold } from "../../dashboard/src/ledger.ts";
+import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
+import { ProcessGroup } from "../../demo/processes.ts";
+import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
+import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
+import type { Entry } from "../../sdk/recording.ts";
+import { loadTemplate } from "../../workloads/index.ts";
+
+describe("dashboard server: the feed across reorganisations (anvil)", function () {
+  this.timeout(300_000);
+  const group = new ProcessGroup(() => {});
+  const deploymentId = `feed-reorg-${process.pid}`;
+  let rpc: string;
+  let chain: JsonRpcProvider;
+  let d: Deployment;
+  let templateId: string;
+  const client = new Wallet(TEST_KEYS.client).address;
+  const feeds: LiveFeed[] = [];
+
+  before(async function () {
+    rpc = await startAnvil(group, await freePort(0), {}, "feed-reorg-chain");
+    d = loadDeployment(await deployLocal(rpc, deploymentId));
+    chain = rpcProvider(rpc, 50);
+    const send = async (tx: Promise<ContractTransactionResponse>) => (await tx).wait();
+    const as = (key: string) => connectProtocol(d, new Wallet(key, chain));
+    templateId = loadTemplate("blobs-tiny").templateId;
+    await send(as(TEST_KEYS.owner).escrow.setTemplateApproval(templateId, true));
+    const c = as(TEST_KEYS.client);
+    await send(c.usdc.mint(client, 100_000_000n));
+    await send(c.usdc.approve(d.escrow, 100_000_000n));
+  });
+
+  after(async function () {
+    for (const f of feeds) await f.stop();
+    chain?.destroy();
+    await group.stopAll(3_000);
+    rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
+  });
+
+  const request = (totalSteps: number) => ({
+    templateId,
+    totalSteps,
+    checkpointInterval: 10,
+    maxPricePerStep: 1_000n,
+    budget: 100_000n,
+    disputeWindow: 3_600n,
+  });
+
+  function feed(confirmations?: number): LiveFeed {
+    const f = new LiveFeed({
+      rpc,
+      deployment: d,
+      coordinatorUrl: () => undefined,
+      collectorUrl: () => undefined,
+      confirmations,
+    });
+    feeds.push(f);
+    return f;
+  }
+
+  /** What the page folds from a feed's history: the events (without arrival times) and the books. */
+  function folds(entries: readonly Entry[]) {
+    const events = foldAll(entries).events.map(({ ms: _ms, ...e }) => e);
+    const books = newLedgerFold();
+    foldNew(books, foldAll(entries).events);
+    return { events, ledger: books.ledger };
+  }
+
+  for (const depth of [1, 2, 3]) {
+    it(`a reorg of depth ${depth} replacing a job the feed streamed: its folds equal a fresh feed's`, async function () {
+      const live = feed();
+      const received: Entry[] = []; // what a viewer connected all along got: the replaced events too
+      live.subscribe((e) => received.push(e));
+      await live.tick();
+      const escrow = connectProtocol(d, new Wallet(TEST_KEYS.client, chain)).escrow;
+      for (let i = 0; i < depth; i++) await (await escrow.createJob(request(10 * (i + 1)))).wait();
+      await live.tick();
+      const head = await chain.getBlockNumber();
+      expect(live.indexedBlock).to.equal(head);
+      const streamed = folds(live.entries).events.filter((e) => e.name === "JobCreated");
+      const gone = streamed.find((e) => e.blockNumber === head - depth + 1);
+      expect(gone, "the feed streamed a job in the first block the reorg replaces").to.not.equal(undefined);
+
+      const data = escrow.interface.encodeFunctionData("createJob", [request(100 + 10 * depth)]);
+      const nonce = await chain.getTransactionCount(client, head - depth); // the client's nonce at the ancestor
+      const tx = { from: client, to: d.escrow, data, gas: "0x200000", nonce: `0x${nonce.toString(16)}` };
+      await chain.send("anvil_reorg", [depth, [[tx, 0]]]);
+      await live.tick();
+      expect(live.reorgs.at(-1)).to.deep.equal({ from: head - depth + 1, removed: depth });
+      expect(live.entries.filter((e) => e.source === "reorg").length).to.equal(1);
+
+      const fresh = feed();
+      await fresh.tick();
+      expect(fresh.indexedBlock).to.equal(live.indexedBlock);
+      const after = folds(live.entries);
+      expect(after.events).to.deep.equal(folds(fresh.entries).events);
+      expect(after.ledger).to.deep.equal(folds(fresh.entries).ledger);
+      expect(folds(received), "the viewer's fold of its stream").to.deep.equal(folds(fresh.entries));
+      expect(after.ledger, "a complete ledger").to.not.equal(null);
+      const steps = after.events.filter((e) => e.name === "JobCreated").map((e) => String(e.args.totalSteps));
+      expect(steps).to.include(String(100 + 10 * depth));
+      expect(after.events.some((e) => e.transactionHash === gone!.transactionHash)).to.equal(false);
+      await live.stop();
+      await fresh.stop();
+    });
+  }
+
+  it("the confirmed block is the head less the confirmation depth (local default 0)", async function () {
+    const local = feed();
+    const deep = feed(2);
+    await local.tick();
+    await deep.tick();
+    expect(local.snapshot().confirmedBlock).to.equal(local.headBlock);
+    expect(deep.snapshot().confirmedBlock).to.equal(deep.headBlock! - 2);
+  });
+});
