@@ -173,7 +173,10 @@ export function useRun(recording: string | null, initialT: number | null, onTime
     const entries = entriesRef.current;
     let changed = false;
     while (cursor.current < entries.length && entries[cursor.current].ms <= t) {
-      applyEntry(stateRef.current, entries[cursor.current++]);
+      const e = entries[cursor.current++];
+      // A reorganisation in the recording: fold what came before it again, without the replaced blocks.
+      if (e.kind === "metric" && e.source === "reorg") stateRef.current = foldAll(entries.slice(0, cursor.current));
+      else applyEntry(stateRef.current, e);
       changed = true;
     }
     clock.current.t = t;

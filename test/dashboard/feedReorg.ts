@@ -4,16 +4,21 @@
  * feed drops the replaced blocks' entries and says so (a "reorg" entry), and the page's folds of its history — the
  * run state's events (dashboard/src/model/state.ts `foldAll`) and the books (dashboard/src/ledger.ts, sdk/ledger.ts)
  * — equal those of a fresh feed that only ever saw the new chain, both for its kept history (a new viewer) and for
- * the stream a viewer connected all along received (the replaced events, then the "reorg" entry). The feed's confirmed block is head − depth.
+ * the stream a viewer connected all along received (the replaced events, then the "reorg" entry). And `npm start`'s
+ * watcher (demo/watch.ts): its job's events rolled back and its status line folded again equal a fresh fold. The feed's confirmed block is head − depth.
  */
 import { expect } from "chai";
 import { rmSync } from "node:fs";
 import path from "node:path";
-import { Wallet, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
+import { HDNodeWallet, Mnemonic, Wallet, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
 import { LiveFeed } from "../../dashboard/server/feed.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { foldNew, newLedgerFold } from "../../dashboard/src/ledger.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
+import { plain, rolledBackEvents, watchStatus } from "../../demo/watch.ts";
+import type { LiveEvent } from "../../demo/render.ts";
+import { decodeLogs } from "../../sdk/events.ts";
+import { LogCursor, readLogs, type RawLog } from "../../sdk/logRange.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
 import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
@@ -30,6 +35,12 @@ describe("dashboard server: the feed across reorganisations (anvil)", function (
   let templateId: string;
   const client = new Wallet(TEST_KEYS.client).address;
   const feeds: LiveFeed[] = [];
+  const providers = [9, 10].map((i) =>
+    HDNodeWallet.fromMnemonic(
+      Mnemonic.fromPhrase("test test test test test test test test test test test junk"),
+      `m/44'/60'/0'/0/${i}`,
+    ),
+  );
 
   before(async function () {
     rpc = await startAnvil(group, await freePort(0), {}, "feed-reorg-chain");
@@ -42,6 +53,14 @@ describe("dashboard server: the feed across reorganisations (anvil)", function (
     const c = as(TEST_KEYS.client);
     await send(c.usdc.mint(client, 100_000_000n));
     await send(c.usdc.approve(d.escrow, 100_000_000n));
+    for (const [i, w] of providers.entries()) {
+      await chain.send("anvil_setBalance", [w.address, "0x56BC75E2D63100000"]);
+      const p = connectProtocol(d, w.connect(chain));
+      await send(p.registry.register(`prov-${i}`, 1_000n, 0, "x86_64 CPU", 4096));
+      await send(p.usdc.mint(w.address, 10_000_000n));
+      await send(p.usdc.approve(d.registry, 10_000_000n));
+      await send(p.registry.depositStake(10_000_000n));
+    }
   });
 
   after(async function () {
@@ -127,4 +146,41 @@ describe("dashboard server: the feed across reorganisations (anvil)", function (
     expect(local.snapshot().confirmedBlock).to.equal(local.headBlock);
     expect(deep.snapshot().confirmedBlock).to.equal(deep.headBlock! - 2);
   });
+
+  for (const depth of [1, 2, 3]) {
+    it(`npm start's watcher: a reorg of depth ${depth} replacing the assignment it saw, its status line = a fresh fold`, async function () {
+      const client = connectProtocol(d, new Wallet(TEST_KEYS.client, chain)).escrow;
+      const coordinator = connectProtocol(d, new Wallet(TEST_KEYS.coordinator, chain)).escrow;
+      const receipt = await (await client.createJob(request(10))).wait();
+      const jobId = BigInt(client.interface.parseLog(receipt!.logs.find((l) => l.address === d.escrow)!)!.args.jobId);
+      await (await coordinator.assign(jobId, providers[0].address)).wait();
+      for (let i = 1; i < depth; i++) await chain.send("evm_mine", []);
+      const head = await chain.getBlockNumber();
+      const names = Object.fromEntries(providers.map((w, i) => [w.address.toLowerCase(), `prov-${i}`]));
+      const jobEvents = (logs: readonly RawLog[]): LiveEvent[] =>
+        decodeLogs(client.interface, logs)
+          .map((e) => ({ name: e.eventName, args: plain(e.args), blockNumber: e.blockNumber }))
+          .filter((e) => e.args.jobId !== undefined && BigInt(e.args.jobId as bigint) === jobId);
+
+      // What the watcher does: follow the escrow with the cursor, keep the job's events, fold the status line.
+      const cursor = new LogCursor(chain, { address: d.escrow }, receipt!.blockNumber);
+      const first = await cursor.poll();
+      let events = jobEvents(first.logs);
+      expect(watchStatus(events, names)).to.include({ holder: "prov-0", epoch: 1n });
+
+      const data = coordinator.interface.encodeFunctionData("assign", [jobId, providers[1].address]);
+      const from = new Wallet(TEST_KEYS.coordinator).address;
+      const nonce = await chain.getTransactionCount(from, head - depth);
+      const tx = { from, to: d.escrow, data, gas: "0x200000", nonce: `0x${nonce.toString(16)}` };
+      await chain.send("anvil_reorg", [depth, [[tx, 0]]]);
+      const r = await cursor.poll();
+      expect(r.reorged).to.deep.equal({ from: head - depth + 1, removed: depth });
+      events = [...rolledBackEvents(events, r.reorged!.from), ...jobEvents(r.logs)];
+
+      const fresh = jobEvents(await readLogs(chain, { address: d.escrow }, 0, await chain.getBlockNumber()));
+      expect(events).to.deep.equal(fresh);
+      expect(watchStatus(events, names)).to.deep.equal(watchStatus(fresh, names));
+      expect(watchStatus(events, names)).to.include({ holder: "prov-1", epoch: 1n });
+    });
+  }
 });
