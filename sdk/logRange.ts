@@ -189,7 +189,8 @@ interface Header {
  * whose hash is unchanged), moves back to the block after it and says so (`reorged`). The new range's headers must
  * chain by parent hash onto what it remembers, and each log's block hash must be the header's; if the chain moved
  * under the poll itself, the poll returns no logs and the next one reads again. So the logs a consumer folds after
- * rolling back to `reorged.from` are exactly those of the chain at the head it was told.
+ * rolling back to `reorged.from` are exactly those of the chain at the head it was told. `remember` 0 turns this
+ * off (no block is asked for: a reader that only wakes on logs, sdk/chainWake.ts, polls every 100 ms).
  */
 export class LogCursor {
   private next: number;
@@ -213,7 +214,7 @@ export class LogCursor {
     this.filter = filter;
     this.next = fromBlock;
     this.start = fromBlock;
-    this.remember = Math.max(1, remember);
+    this.remember = Math.max(0, remember);
   }
 
   /** The first block the next poll will read. */

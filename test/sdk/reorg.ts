@@ -112,6 +112,27 @@ describe("sdk/logRange: the cursor across reorganisations (anvil)", function () 
     expect(held.map(key)).to.deep.equal(now.map(key));
   });
 
+  it("remembering 0 blocks asks for no block (a reader that only wakes), and sees no reorg", async function () {
+    let blocks = 0;
+    const counting = new Proxy(provider, {
+      get(target, prop, receiver) {
+        if (prop === "getBlock") return (...a: [number]) => (blocks++, target.getBlock(...a));
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === "function" ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const cursor = new LogCursor(counting, { address: emitter }, await provider.getBlockNumber(), 0);
+    await emit("wake-0");
+    expect((await cursor.poll()).logs).to.have.length(1);
+    await provider.send("anvil_reorg", [1, []]);
+    const r = await cursor.poll();
+    expect(r.reorged).to.equal(undefined);
+    expect(blocks).to.equal(0);
+    const remembering = new LogCursor(counting, { address: emitter }, await provider.getBlockNumber());
+    await remembering.poll();
+    expect(blocks, "the default cursor does ask for blocks").to.be.greaterThan(0);
+  });
+
   it("a log the node marks removed is never returned", async function () {
     const log = {
       address: emitter,
