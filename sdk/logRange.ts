@@ -222,9 +222,11 @@ export class LogCursor {
     return this.next;
   }
 
-  async poll(): Promise<PollResult> {
-    const head = await this.provider.getBlockNumber();
-    const reorged = await this.checkAncestry(head);
+  /** Reads the blocks mined since the last poll, up to the head (or `upTo`, when lower: a reader that reads at one block). */
+  async poll(upTo?: number): Promise<PollResult> {
+    const chainHead = await this.provider.getBlockNumber();
+    const reorged = await this.checkAncestry(chainHead);
+    const head = Math.min(chainHead, upTo ?? chainHead);
     const more = reorged ? { reorged } : {};
     if (this.next > head) return { logs: [], head, ...more };
     try {

@@ -5,7 +5,9 @@
  * run state's events (dashboard/src/model/state.ts `foldAll`) and the books (dashboard/src/ledger.ts, sdk/ledger.ts)
  * — equal those of a fresh feed that only ever saw the new chain, both for its kept history (a new viewer) and for
  * the stream a viewer connected all along received (the replaced events, then the "reorg" entry). And `npm start`'s
- * watcher (demo/watch.ts): its job's events rolled back and its status line folded again equal a fresh fold. The feed's confirmed block is head − depth.
+ * watcher (demo/watch.ts): its job's events rolled back and its status line folded again equal a fresh fold. And
+ * the coordinator's chain view (jobs, providers and their stake books, fencing, track records), folded again
+ * after the reorg, equals a fresh view's. The feed's confirmed block is head − depth.
  */
 import { expect } from "chai";
 import { rmSync } from "node:fs";
@@ -18,6 +20,9 @@ import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.t
 import { plain, rolledBackEvents, watchStatus } from "../../demo/watch.ts";
 import type { LiveEvent } from "../../demo/render.ts";
 import { decodeLogs } from "../../sdk/events.ts";
+import { CoordinatorChainView } from "../../keepers/coordinator/chainView.ts";
+import { keeperContext } from "../../keepers/context.ts";
+import { createLogger } from "../../sdk/log.ts";
 import { LogCursor, readLogs, type RawLog } from "../../sdk/logRange.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
@@ -181,6 +186,52 @@ describe("dashboard server: the feed across reorganisations (anvil)", function (
       expect(events).to.deep.equal(fresh);
       expect(watchStatus(events, names)).to.deep.equal(watchStatus(fresh, names));
       expect(watchStatus(events, names)).to.include({ holder: "prov-1", epoch: 1n });
+    });
+  }
+
+  for (const depth of [1, 2, 3]) {
+    it(`the coordinator's chain view: a reorg of depth ${depth} replacing an assignment, folded again = a fresh view`, async function () {
+      const lines: string[] = [];
+      const ctx = await keeperContext({
+        deployment: d,
+        provider: chain,
+        chainId: 31337n,
+        logger: createLogger({ component: "coordinator", write: (l) => lines.push(l) }),
+      });
+      const refreshed = async (view: CoordinatorChainView) => {
+        const block = await chain.getBlockNumber();
+        await view.refresh(block, (await view.head(block)).jobCount);
+        return view;
+      };
+      const picture = (v: CoordinatorChainView) => ({
+        jobs: [...v.jobs.entries()].sort(([a], [b]) => (a < b ? -1 : 1)),
+        providers: [...v.providers.entries()].sort(),
+        registered: [...v.registered].sort(),
+        fenced: [...v.fenced.entries()].sort(),
+        records: [...v.history.records.entries()].sort(),
+      });
+      const view = await refreshed(new CoordinatorChainView(ctx, 0));
+      const client = connectProtocol(d, new Wallet(TEST_KEYS.client, chain)).escrow;
+      const coordinator = connectProtocol(d, new Wallet(TEST_KEYS.coordinator, chain)).escrow;
+      await (await client.createJob(request(10))).wait();
+      const jobId = await client.jobCount();
+      await (await coordinator.assign(jobId, providers[0].address)).wait();
+      for (let i = 1; i < depth; i++) await chain.send("evm_mine", []);
+      const head = await chain.getBlockNumber();
+      await refreshed(view);
+      expect(view.jobs.get(jobId)?.provider.toLowerCase()).to.equal(providers[0].address.toLowerCase());
+
+      const data = coordinator.interface.encodeFunctionData("assign", [jobId, providers[1].address]);
+      const from = new Wallet(TEST_KEYS.coordinator).address;
+      const nonce = await chain.getTransactionCount(from, head - depth);
+      const tx = { from, to: d.escrow, data, gas: "0x200000", nonce: `0x${nonce.toString(16)}` };
+      await chain.send("anvil_reorg", [depth, [[tx, 0]]]);
+      await refreshed(view);
+      expect(view.reorgs).to.equal(1);
+      expect(lines.join("\n")).to.contain("chain reorganisation");
+      const fresh = await refreshed(new CoordinatorChainView(ctx, 0));
+      expect(picture(view)).to.deep.equal(picture(fresh));
+      expect(view.jobs.get(jobId)?.provider.toLowerCase()).to.equal(providers[1].address.toLowerCase());
     });
   }
 });
