@@ -12,6 +12,7 @@ import { DISPUTE_WINDOW, nameBook } from "./actors.ts";
 import { chainLine, type LiveEvent } from "./render.ts";
 import { lastTrainedStep } from "./render.ts";
 import type { HostNet } from "./hosts.ts";
+import type { LiveStatus } from "./status.ts";
 import type { Actors, Run, WatchResult } from "./types.ts";
 
 interface Follow {
@@ -27,6 +28,8 @@ interface Follow {
   /** --hosts: what alice had trained when cut off (she keeps training, unreachable; that never counts). */
   aliceStepAtCut?: number;
   timeAdvanced: boolean;
+  /** This job's events on the chain as the watch last read it (rolled back on a reorganisation). */
+  events: LiveEvent[];
 }
 
 export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBlock: number): Promise<WatchResult> {
@@ -42,6 +45,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
     result: {},
     aliceReported: 0,
     timeAdvanced: false,
+    events: [],
   };
   // From block 0, not the job's: the recording must hold the set-up events too (FeeRecipientSet, the templates'
   // approval), or its books cannot be folded at the first slash and the page plays back "No job posted yet".
@@ -51,11 +55,23 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
   let lastSampled = -1;
   while (Date.now() < deadline) {
     if (o.signal?.aborted) throw new Error("stopped by the user");
-    const { logs, head } = await cursor.poll();
+    const { logs, head, reorged } = await cursor.poll();
+    if (reorged) {
+      // Blocks the watch had read were replaced: the recording says so (its readers fold again without them), the
+      // status line is folded again from the job's events that remain; the new chain's events follow.
+      run.recorder.add("metric", "reorg", { ...reorged });
+      run.note(
+        `>>> chain reorganisation: blocks from ${reorged.from} replaced (${reorged.removed} read); folding again`,
+      );
+      f.events = rolledBackEvents(f.events, reorged.from);
+      f.run.status.update({ ...watchStatus(f.events, f.names), signed: 0 });
+      lastSampled = Math.min(lastSampled, reorged.from - 1);
+    }
     for (const e of decodeLogs(run.protocol.escrow.interface, logs)) {
       const event: LiveEvent = { name: e.eventName, args: plain(e.args), blockNumber: e.blockNumber };
       run.recorder.add("event", "chain", event);
       if (event.args.jobId === undefined || BigInt(event.args.jobId as bigint) !== jobId) continue; // set-up events
+      f.events.push(event);
       run.note(chainLine(event, f.names));
       if (await onEvent(f, event)) return f.result;
     }
@@ -151,6 +167,30 @@ function trackStatus(f: Follow, e: LiveEvent): void {
   if (e.name === "CheckpointAccepted" || e.name === "CheckpointRefused")
     status.update({ pendingStep: undefined, signed: 0 });
   if (e.name === "VerdictSubmitted") status.update({ phase: "verdict in, dispute window open" });
+}
+
+/** Pure: the events of the blocks before `from` (a reorganisation replaced the rest). */
+export function rolledBackEvents(events: readonly LiveEvent[], from: number): LiveEvent[] {
+  return events.filter((e) => e.blockNumber < from);
+}
+
+/**
+ * Pure: the status line's chain part (holder, epoch, pending checkpoint, phase) folded from one job's events in
+ * chain order; folded again from scratch after a reorganisation.
+ */
+export function watchStatus(events: readonly LiveEvent[], names: Record<string, string>): Partial<LiveStatus> {
+  const s: Partial<LiveStatus> = { holder: undefined, epoch: 0n, pendingStep: undefined, phase: undefined };
+  for (const e of events) {
+    const who = names[String(e.args.provider).toLowerCase()];
+    if (e.name === "ProviderAssigned")
+      Object.assign(s, { holder: who, epoch: BigInt(e.args.epoch as bigint), pendingStep: undefined });
+    if (e.name === "ProviderUnassigned")
+      Object.assign(s, { holder: undefined, epoch: BigInt(e.args.newEpoch as bigint) });
+    if (e.name === "CheckpointReported") s.pendingStep = Number(e.args.step);
+    if (e.name === "CheckpointAccepted" || e.name === "CheckpointRefused") s.pendingStep = undefined;
+    if (e.name === "VerdictSubmitted") s.phase = "verdict in, dispute window open";
+  }
+  return s;
 }
 
 /** Proof of reserves at `block`: the smallest margin over the run is the figure that proves something. */

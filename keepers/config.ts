@@ -2,6 +2,7 @@
  * Options every keeper shares, parsed from the CLI flags once and validated (sdk/args.ts does the parsing).
  */
 import { UsageError, parsePositiveInt } from "../sdk/args.ts";
+import { parseConfirmations } from "../sdk/confirmations.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./chain.ts";
 
 export const SHARED_OPTIONS = {
@@ -55,4 +56,14 @@ export function parsePort(value: string | undefined, flag: string, fallback: num
   if (!Number.isSafeInteger(n) || n < 0 || n > 65535)
     throw new UsageError(`--${flag} must be a port (0-65535), got "${value}"`);
   return n;
+}
+
+/** `--confirmations N` (blocks on top before a money action relies on a block); undefined when not given. */
+export function optionalConfirmations(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseConfirmations(value, "--confirmations");
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }

@@ -50,7 +50,8 @@ export class ChainWake {
     try {
       if (!this.cursor) {
         const head = await this.opts.provider.getBlockNumber();
-        this.cursor = new LogCursor(this.opts.provider, this.opts.filter, head + 1);
+        // Only wakes, folds nothing: no reorganisation check (it would add a block request to every 100 ms poll).
+        this.cursor = new LogCursor(this.opts.provider, this.opts.filter, head + 1, 0);
       }
       const { logs } = await this.cursor.poll();
       if (logs.length) {

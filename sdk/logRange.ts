@@ -52,6 +52,8 @@ export interface RawLog {
   blockNumber: number;
   index: number;
   transactionHash: string;
+  /** The block's hash as the node sent it (the cursor checks it against the block it remembers). */
+  blockHash?: string;
 }
 
 /**
@@ -71,14 +73,17 @@ export async function readLogs(
   if (typeof send !== "function") {
     return inSpans(
       async (range) =>
-        (await provider.getLogs({ ...(filter as Filter), ...range })).map((l) => ({
-          address: l.address,
-          topics: l.topics,
-          data: l.data,
-          blockNumber: l.blockNumber,
-          index: l.index,
-          transactionHash: l.transactionHash,
-        })),
+        (await provider.getLogs({ ...(filter as Filter), ...range }))
+          .filter((l) => !l.removed)
+          .map((l) => ({
+            address: l.address,
+            topics: l.topics,
+            data: l.data,
+            blockNumber: l.blockNumber,
+            index: l.index,
+            transactionHash: l.transactionHash,
+            blockHash: l.blockHash,
+          })),
       from,
       to,
       maxSpan,
@@ -88,14 +93,18 @@ export async function readLogs(
     async (range) => {
       const params = { ...filter, fromBlock: toQuantity(range.fromBlock), toBlock: toQuantity(range.toBlock) };
       const logs = (await send.call(provider, "eth_getLogs", [params])) as Record<string, string & string[]>[];
-      return logs.map((l) => ({
-        address: l.address,
-        topics: l.topics,
-        data: l.data,
-        blockNumber: Number(l.blockNumber),
-        index: Number(l.logIndex),
-        transactionHash: l.transactionHash,
-      }));
+      // A log of a block the node has since dropped (`removed: true`) is never folded.
+      return logs
+        .filter((l) => !(l.removed as unknown))
+        .map((l) => ({
+          address: l.address,
+          topics: l.topics,
+          data: l.data,
+          blockNumber: Number(l.blockNumber),
+          index: Number(l.logIndex),
+          transactionHash: l.transactionHash,
+          blockHash: l.blockHash,
+        }));
     },
     from,
     to,
@@ -136,19 +145,76 @@ export async function readLogsToHead(
   return { logs: await readLogs(provider, filter, from, head), head };
 }
 
+/** A reorganisation the cursor found: blocks from `from` on were replaced; `removed` of those it had read are gone. */
+export interface Reorged {
+  /** The first block after the common ancestor: every log the consumer folded from here on is void. */
+  from: number;
+  /** How many blocks the cursor had read past the ancestor (the depth of the reorganisation it saw). */
+  removed: number;
+}
+
+export interface PollResult {
+  /** The logs of the blocks read this poll, from the cursor's position (after a reorg: from `reorged.from`). */
+  logs: RawLog[];
+  head: number;
+  /** Present when blocks the cursor had read were removed or replaced: roll back to `from` first, then fold `logs`. */
+  reorged?: Reorged;
+}
+
+/**
+ * Pure: the logs a consumer holds (in chain order) after a poll: a reported reorganisation drops every held log from
+ * its `from` on, then the poll's logs follow. A fold that is cheap folds the result from scratch.
+ */
+export function afterPoll(held: readonly RawLog[], poll: Pick<PollResult, "logs" | "reorged">): RawLog[] {
+  const kept = poll.reorged ? held.filter((l) => l.blockNumber < poll.reorged!.from) : [...held];
+  return [...kept, ...poll.logs];
+}
+
+/** Blocks whose hashes a cursor remembers by default: a reorganisation deeper than this is reported from the start. */
+export const DEFAULT_REMEMBERED_BLOCKS = 64;
+
+interface Header {
+  number: number;
+  hash: string;
+  parentHash: string;
+}
+
 /**
  * Follows a filter block by block: each `poll()` returns the logs of the blocks mined since the last one.
  * A node that mines on a timer or is slower simply yields nothing new until its head moves.
+ *
+ * Reorganisations: the cursor remembers the hashes of the last `remember` blocks it read. Each poll first asks for
+ * the block before its position again; a different hash (or no such block: a shorter chain) means blocks it read
+ * were removed or replaced, so it walks back through what it remembers to the common ancestor (the highest block
+ * whose hash is unchanged), moves back to the block after it and says so (`reorged`). The new range's headers must
+ * chain by parent hash onto what it remembers, and each log's block hash must be the header's; if the chain moved
+ * under the poll itself, the poll returns no logs and the next one reads again. So the logs a consumer folds after
+ * rolling back to `reorged.from` are exactly those of the chain at the head it was told. `remember` 0 turns this
+ * off (no block is asked for: a reader that only wakes on logs, sdk/chainWake.ts, polls every 100 ms).
  */
 export class LogCursor {
   private next: number;
+  private readonly start: number;
   private readonly provider: Provider;
   private readonly filter: LogFilter;
+  private readonly remember: number;
+  private readonly maxSpan: number;
+  /** block number → hash, for the last `remember` blocks read. */
+  private readonly hashes = new Map<number, string>();
 
-  constructor(provider: Provider, filter: LogFilter, fromBlock = 0) {
+  constructor(
+    provider: Provider,
+    filter: LogFilter,
+    fromBlock = 0,
+    remember = DEFAULT_REMEMBERED_BLOCKS,
+    maxSpan = DEFAULT_MAX_SPAN,
+  ) {
+    this.maxSpan = maxSpan;
     this.provider = provider;
     this.filter = filter;
     this.next = fromBlock;
+    this.start = fromBlock;
+    this.remember = Math.max(0, remember);
   }
 
   /** The first block the next poll will read. */
@@ -156,17 +222,76 @@ export class LogCursor {
     return this.next;
   }
 
-  async poll(): Promise<{ logs: RawLog[]; head: number }> {
-    const head = await this.provider.getBlockNumber();
-    if (this.next > head) return { logs: [], head };
+  /** Reads the blocks mined since the last poll, up to the head (or `upTo`, when lower: a reader that reads at one block). */
+  async poll(upTo?: number): Promise<PollResult> {
+    const chainHead = await this.provider.getBlockNumber();
+    const reorged = await this.checkAncestry(chainHead);
+    const head = Math.min(chainHead, upTo ?? chainHead);
+    const more = reorged ? { reorged } : {};
+    if (this.next > head) return { logs: [], head, ...more };
     try {
-      const logs = await readLogs(this.provider, this.filter, this.next, head);
+      const first = Math.max(this.next, head - this.remember + 1);
+      const [logs, headers] = await Promise.all([
+        readLogs(this.provider, this.filter, this.next, head, this.maxSpan),
+        this.headers(first, head),
+      ]);
+      if (!this.consistent(headers, logs)) return { logs: [], head: this.next - 1, ...more };
+      for (const h of headers) if (h) this.hashes.set(h.number, h.hash);
+      for (const n of this.hashes.keys()) if (n <= head - this.remember) this.hashes.delete(n);
       this.next = head + 1;
-      return { logs, head };
+      return { logs, head, ...more };
     } catch (err) {
       // The head we were told and the range we were refused disagree (a lagging backend): ask again next time.
-      if (isRangeRefusal(err)) return { logs: [], head: this.next - 1 };
+      if (isRangeRefusal(err)) return { logs: [], head: this.next - 1, ...more };
       throw err;
     }
+  }
+
+  /** Rolls the cursor back to the common ancestor when a block it read is gone; what it reports, if so. */
+  private async checkAncestry(head: number): Promise<Reorged | undefined> {
+    const last = this.next - 1;
+    const known = this.hashes.get(last);
+    if (known === undefined) return undefined;
+    if (last <= head && (await this.hashAt(last)) === known) return undefined;
+    let ancestor = this.start - 1;
+    for (let b = last - 1; this.hashes.has(b); b--) {
+      if (b <= head && (await this.hashAt(b)) === this.hashes.get(b)) {
+        ancestor = b;
+        break;
+      }
+    }
+    for (const n of [...this.hashes.keys()]) if (n > ancestor) this.hashes.delete(n);
+    if (ancestor < this.start) this.hashes.clear();
+    this.next = ancestor + 1;
+    return { from: ancestor + 1, removed: last - ancestor };
+  }
+
+  private async hashAt(n: number): Promise<string | undefined> {
+    return (await this.provider.getBlock(n))?.hash ?? undefined;
+  }
+
+  private async headers(from: number, to: number): Promise<(Header | null)[]> {
+    const out: Promise<Header | null>[] = [];
+    for (let n = from; n <= to; n++) {
+      out.push(
+        this.provider.getBlock(n).then((b) => (b?.hash ? { number: n, hash: b.hash, parentHash: b.parentHash } : null)),
+      );
+    }
+    return Promise.all(out);
+  }
+
+  /** The headers chain onto what the cursor remembers and onto each other, and every log is of those blocks. */
+  private consistent(headers: (Header | null)[], logs: RawLog[]): boolean {
+    const byNumber = new Map<number, string>();
+    for (const h of headers) {
+      if (!h) return false;
+      const parent = byNumber.get(h.number - 1) ?? this.hashes.get(h.number - 1);
+      if (parent !== undefined && parent !== h.parentHash) return false;
+      byNumber.set(h.number, h.hash);
+    }
+    return logs.every((l) => {
+      const hash = byNumber.get(l.blockNumber);
+      return hash === undefined || l.blockHash === undefined || hash === l.blockHash;
+    });
   }
 }

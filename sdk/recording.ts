@@ -38,6 +38,32 @@ export interface ChainEvent {
   contract?: "escrow" | "registry";
 }
 
+/** What a `metric` entry from source "reorg" says: blocks from `from` on were replaced (sdk/logRange.ts `Reorged`). */
+export interface ReorgNote {
+  from: number;
+  removed: number;
+}
+
+/** The entry's block, for the entries that describe one block's chain (events, reserves samples); else undefined. */
+function blockOf(e: Entry): number | undefined {
+  const d = e.data as { blockNumber?: unknown; block?: unknown } | null;
+  if (e.kind === "event" && typeof d?.blockNumber === "number") return d.blockNumber;
+  if (e.kind === "metric" && e.source === "reserves" && typeof d?.block === "number") return d.block;
+  return undefined;
+}
+
+/**
+ * Pure: `entries` rolled back across a reorganisation: every event and reserves sample of a block from `from` on
+ * is dropped (the chain that had them is gone); the fold of what remains plus the new chain's entries equals the
+ * fold of the new chain (folds are pure, so the consumers fold again from scratch).
+ */
+export function rolledBack(entries: readonly Entry[], from: number): Entry[] {
+  return entries.filter((e) => {
+    const b = blockOf(e);
+    return b === undefined || b < from;
+  });
+}
+
 /** Parses JSON-lines text into entries; a bad line is reported with its number and skipped, never guessed. */
 export function parseRecording(text: string): { entries: Entry[]; errors: string[] } {
   const entries: Entry[] = [];

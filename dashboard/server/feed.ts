@@ -9,10 +9,11 @@ import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
 import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
-import { readLogs, type RawLog } from "../../sdk/logRange.ts";
+import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
+import { LogCursor, type RawLog } from "../../sdk/logRange.ts";
 import { capDeviceModel } from "../../sdk/machine.ts";
 import { verifierNames } from "../../sdk/narrative.ts";
-import type { Entry } from "../../sdk/recording.ts";
+import { rolledBack, type Entry, type ReorgNote } from "../../sdk/recording.ts";
 import { SAFE_ABI } from "../../sdk/safeOwners.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
 
@@ -30,6 +31,8 @@ export interface FeedOptions extends FeedSources {
   maxBlocksPerQuery?: number;
   /** Entries kept in memory (oldest reserves samples are dropped first). */
   maxEntries?: number;
+  /** Blocks on top before a block counts as confirmed (default: the network's, sdk/confirmations.ts). */
+  confirmations?: number;
 }
 
 export interface ProcessSeen {
@@ -41,11 +44,17 @@ export interface ProcessSeen {
 
 export class LiveFeed {
   readonly startedAt = Date.now();
-  readonly entries: Entry[] = [];
+  entries: Entry[] = [];
   chainId: bigint | null = null;
   indexedBlock = -1;
   headBlock: number | null = null;
-  private readonly o: Required<FeedOptions>;
+  /** The highest block with the confirmation depth on top of it; blocks above it may still be replaced. */
+  confirmedBlock: number | null = null;
+  /** Reorganisations seen (each also an entry: metric "reorg"). */
+  readonly reorgs: ReorgNote[] = [];
+  private readonly o: Required<Omit<FeedOptions, "confirmations">> & Pick<FeedOptions, "confirmations">;
+  private cursor!: LogCursor;
+  private depth = 0;
   private provider!: JsonRpcProvider;
   private escrow!: Contract;
   private safe!: Contract;
@@ -129,10 +138,20 @@ export class LiveFeed {
       this.escrow = connectProtocol(this.o.deployment, this.provider).escrow as unknown as Contract;
       this.safe = new Contract(this.o.deployment.verifierSafe, SAFE_ABI, this.provider);
       this.indexedBlock = (await this.deploymentBlock()) - 1;
+      const filter = { address: [this.o.deployment.escrow, this.o.deployment.registry] };
+      const { maxBlocksPerQuery } = this.o;
+      this.cursor = new LogCursor(this.provider, filter, this.indexedBlock + 1, undefined, maxBlocksPerQuery);
+      this.depth = confirmationsFor(chainId, this.o.confirmations);
       this.chainId = chainId;
     }
-    const head = await this.provider.getBlockNumber();
+    // The escrow's and registry's events; a reorganisation drops what the replaced blocks said, then folds the
+    // new chain's (sdk/logRange.ts finds it; viewers get a "reorg" entry and fold their history again).
+    const { logs, head, reorged } = await this.cursor.poll();
+    if (reorged) this.onReorg(reorged);
+    for (const log of logs) this.onLog(log);
+    this.indexedBlock = this.cursor.position - 1;
     this.headBlock = head;
+    this.confirmedBlock = confirmedBlock(head, this.depth);
     this.seen("chain (RPC)", "chain", Date.now(), `head ${head}`);
     if (!this.owners.length) {
       const [owners, threshold] = await Promise.all([this.safe.getOwners(), this.safe.getThreshold()]);
@@ -140,12 +159,6 @@ export class LiveFeed {
       this.threshold = Number(threshold);
       for (const [address, name] of Object.entries(verifierNames(this.owners))) this.names.set(address, name);
       this.push("metric", "safe", { owners: this.owners, threshold: this.threshold });
-    }
-    if (this.indexedBlock < head) {
-      const filter = { address: [this.o.deployment.escrow, this.o.deployment.registry] };
-      const logs = await readLogs(this.provider, filter, this.indexedBlock + 1, head, this.o.maxBlocksPerQuery);
-      for (const log of logs) this.onLog(log);
-      this.indexedBlock = head;
     }
     const [held, owes] = await this.escrow.reserves({ blockTag: head });
     const key = `${head}`;
@@ -169,6 +182,13 @@ export class LiveFeed {
     }
     // The registry may be deployed a few blocks earlier than the escrow.
     return Math.max(0, lo - 50);
+  }
+
+  private onReorg(r: ReorgNote) {
+    this.reorgs.push({ ...r });
+    this.entries = rolledBack(this.entries, r.from);
+    this.lastReserves = "";
+    this.push("metric", "reorg", { from: r.from, removed: r.removed });
   }
 
   private onLog(log: RawLog) {
@@ -328,6 +348,7 @@ export class LiveFeed {
       pending: this.pending,
       indexedBlock: this.indexedBlock,
       headBlock: this.headBlock,
+      confirmedBlock: this.confirmedBlock,
     };
   }
 }

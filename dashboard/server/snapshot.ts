@@ -32,4 +32,6 @@ export interface Snapshot {
   pending: PendingRow[];
   indexedBlock: number;
   headBlock: number | null;
+  /** Blocks above it are not confirmed yet (sdk/confirmations.ts); absent from servers before issue 22. */
+  confirmedBlock?: number | null;
 }

@@ -3,7 +3,7 @@
  * entries to the same fold; the views re-render at most once per animation frame, so fast playback stays smooth.
  */
 import { useEffect, useRef, useState } from "react";
-import { parseRecording, recordingStart, type Entry } from "../../sdk/recording.ts";
+import { parseRecording, recordingStart, rolledBack, type Entry, type ReorgNote } from "../../sdk/recording.ts";
 import { applyEntry, emptyState, foldAll, type RunState } from "./model/state.ts";
 import { connectLive, type Snapshot } from "./sources/live.ts";
 
@@ -77,12 +77,21 @@ export function useRun(recording: string | null, initialT: number | null, onTime
     if (recording) return;
     stateRef.current = emptyState();
     bump();
+    // What the stream sent, so a reorganisation (a "reorg" metric) folds the history again without the replaced blocks.
+    let live: Entry[] = [];
     return connectLive({
       onReset: () => {
         stateRef.current = emptyState();
+        live = [];
       },
       onEntry: (e) => {
-        applyEntry(stateRef.current, e);
+        if (e.kind === "metric" && e.source === "reorg") {
+          live = [...rolledBack(live, Number((e.data as ReorgNote).from)), e];
+          stateRef.current = foldAll(live);
+        } else {
+          live.push(e);
+          applyEntry(stateRef.current, e);
+        }
         bump();
       },
       onStream: (up) => setStream(up),
@@ -164,7 +173,10 @@ export function useRun(recording: string | null, initialT: number | null, onTime
     const entries = entriesRef.current;
     let changed = false;
     while (cursor.current < entries.length && entries[cursor.current].ms <= t) {
-      applyEntry(stateRef.current, entries[cursor.current++]);
+      const e = entries[cursor.current++];
+      // A reorganisation in the recording: fold what came before it again, without the replaced blocks.
+      if (e.kind === "metric" && e.source === "reorg") stateRef.current = foldAll(entries.slice(0, cursor.current));
+      else applyEntry(stateRef.current, e);
       changed = true;
     }
     clock.current.t = t;

@@ -1,6 +1,6 @@
 /** The verdict collector's configuration, built and validated once from the CLI flags. */
 import { UsageError, parsePositiveInt } from "../../sdk/args.ts";
-import { parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
+import { optionalConfirmations, parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
 import { SILENCE_DEFAULTS } from "./decide.ts";
 
 export const COLLECTOR_OPTIONS = {
@@ -13,6 +13,7 @@ export const COLLECTOR_OPTIONS = {
   "quorum-wait-ms": { type: "string" },
   "silent-after-decided": { type: "string" },
   "silent-after-ms": { type: "string" },
+  confirmations: { type: "string" },
 } as const;
 
 export const COLLECTOR_DEFAULT_PORT = 8601;
@@ -34,6 +35,8 @@ export interface CollectorConfig extends SharedConfig {
   quorumWaitMs: number;
   /** An owner silent for this many decided checkpoints and `silence.afterMs` is not waited for (decide.ts isSilent). */
   silence: { afterDecided: number; afterMs: number };
+  /** Blocks on top before a decision that pays is sent on what they show (undefined: the network's default). */
+  confirmations?: number;
 }
 
 export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConfig {
@@ -47,6 +50,7 @@ export function collectorConfig(v: FlagValues, portFlag = "port"): CollectorConf
   if (!viaSafeTx && ownerKeys.length > 0) throw new UsageError("--owner-key is only used with --via-safe-tx");
   return {
     ...sharedConfig(v),
+    confirmations: optionalConfirmations(str(v.confirmations)),
     host: str(v.host) ?? "127.0.0.1",
     port: parsePort(str(v[portFlag]), portFlag, COLLECTOR_DEFAULT_PORT),
     intervalMs: parsePositiveInt(str(v["interval-ms"]), "interval-ms", 2_000),

@@ -15,6 +15,7 @@ export const collector = defineKeeper({
     "--silent-after-decided N --silent-after-ms MS (default 3, 60000: an owner that posted nothing while N",
     "  checkpoints were decided and MS passed is silent: not waited for, until its next post)",
     "--via-safe-tx --owner-key FILE (repeatable: execute as a Safe transaction signed by those owners)",
+    "--confirmations N (default: the network's, local 0: a decision goes out once the block N below the head needs it)",
   ],
   options: COLLECTOR_OPTIONS,
   sends: true,

@@ -21,6 +21,7 @@
  * (decide.ts poolAction). The quorum wait does not wait for owners that are silent by decide.ts `isSilent`.
  */
 import { Contract, Signature } from "ethers";
+import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
 import { readJob, type JobView } from "../../sdk/job.ts";
 import { SAFE_ABI } from "../../sdk/safeOwners.ts";
 import {
@@ -78,7 +79,7 @@ export interface CollectorDeps {
 
 export type ProcessResult = "waiting" | "sent" | "dropped" | "kept" | "busy";
 
-type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun"> & {
+type CollectorOptions = Pick<CollectorConfig, "stateFile" | "dryRun" | "confirmations"> & {
   claimHoldMs?: number;
   quorumWaitMs?: number;
   /** When an owner counts as silent (decide.ts isSilent); default SILENCE_DEFAULTS. */
@@ -430,11 +431,16 @@ export class Collector {
       if (other.decision.message.jobId === jobId) void this.schedule(other.digest);
   }
 
-  /** The job at the head, and the head's time (seconds): a checkpoint past its decision window is stale. */
-  private async readJob(jobId: bigint): Promise<{ job: JobState; chainTimeS?: bigint }> {
+  /**
+   * The job at the head (or `below` blocks under it), and that block's time (seconds): a checkpoint past its
+   * decision window is stale.
+   */
+  private async readJob(jobId: bigint, below = 0): Promise<{ job: JobState; chainTimeS?: bigint }> {
     const { escrow, provider } = this.ctx;
     return read(this.ctx, `job ${jobId}`, async () => {
-      const block = await provider.getBlock("latest");
+      const at = below === 0 ? "latest" : confirmedBlock(await provider.getBlockNumber(), below);
+      if (at !== "latest" && at < 0) return { job: await readJob(escrow, jobId, 0) };
+      const block = await provider.getBlock(at);
       if (!block) return { job: await readJob(escrow, jobId, await provider.getBlockNumber()) };
       return { job: await readJob(escrow, jobId, block.number), chainTimeS: BigInt(block.timestamp) };
     });
@@ -556,6 +562,17 @@ export class Collector {
     if (step.action === "wait") {
       if (this.quiet.changed(digest, "silent")) l.info("held: an owner has not spoken yet", { reason: step.reason });
       return "waiting";
+    }
+    // A decision moves money: it goes out only when the state `depth` blocks below the head calls for it too
+    // (sdk/confirmations.ts), so a report in a block that may still be replaced is not paid for yet.
+    const depth = confirmationsFor(this.ctx.chainId, this.config.confirmations);
+    if (depth > 0) {
+      const c = await this.readJob(decision.message.jobId, depth);
+      if (applicability(decision, c.job, c.chainTimeS).action !== "send") {
+        if (this.quiet.changed(digest, "confirmations"))
+          l.info("applicable at the head; waiting for confirmations", { confirmations: depth });
+        return "waiting";
+      }
     }
     if (this.config.dryRun && !this.quiet.changed(digest, "dry-run")) return "kept";
     const call = decisionCall(decision, packSafeSignatures(sigs));

@@ -25,7 +25,7 @@ import {
   staticDecoder,
   wordDecoder,
 } from "../../sdk/job.ts";
-import { readLogs, type RawLog } from "../../sdk/logRange.ts";
+import { DEFAULT_REMEMBERED_BLOCKS, LogCursor, type RawLog } from "../../sdk/logRange.ts";
 import { RestakeBook, type SlashMark } from "../../sdk/restake.ts";
 import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
@@ -80,13 +80,13 @@ export class CoordinatorChainView {
   /** Providers fenced per job id (string, lower-case addresses), from CheckpointRefused; training jobs only. */
   readonly fenced = new Map<string, Set<string>>();
   /** Accepted steps and idle unassignments per provider, from escrow events (trackRecord.ts). */
-  readonly history = new TrackRecords();
+  history = new TrackRecords();
   /**
    * Each provider's latest slash and deposit, from the registry's StakeSlashed and StakeDeposited: `waiting` are
    * those slashed for a proven fault with no deposit since, never assigned (issue 19, decide.ts). Folded from
    * `fromBlock` like the stakes, so a restarted coordinator rebuilds it; a slash before `fromBlock` is not seen.
    */
-  readonly restake = new RestakeBook();
+  restake = new RestakeBook();
   /** Jobs past training: never read again. */
   private readonly done = new Set<bigint>();
   private readonly ctx: KeeperContext;
@@ -107,13 +107,19 @@ export class CoordinatorChainView {
   /** Each registered provider's offer, from its events (lower-case address). */
   private readonly offers = new Map<string, { pricePerStep: bigint; memoryMiB: number; active: boolean }>();
   /** Each registered provider's stake as the registry's stake events state it (stakeBook.ts). */
-  private readonly stakes = new StakeBooks();
+  private stakes = new StakeBooks();
   private stakesRead = 0;
   private readonly escrowLower: string;
   last: ChainViewStats = { jobsRead: 0, providersRead: 0, logs: 0 };
 
+  private readonly fromBlock: number;
+  private cursor: LogCursor;
+  /** Reorganisations seen; after each the view was folded again from `fromBlock` (sdk/logRange.ts reports them). */
+  reorgs = 0;
+
   constructor(ctx: KeeperContext, fromBlock: number) {
     this.ctx = ctx;
+    this.fromBlock = fromBlock;
     this.batch = ctx.batch ?? batchReader(ctx.provider);
     this.escrowIface = (ctx.escrow as unknown as Contract).interface;
     this.registryIface = (ctx.registry as unknown as Contract).interface;
@@ -133,6 +139,29 @@ export class CoordinatorChainView {
       );
       if (decode) this.registryData.set(name, decode);
     }
+    this.cursor = this.newCursor();
+  }
+
+  private newCursor(): LogCursor {
+    const filter = { address: [this.escrowAddress(), this.registryAddress()], topics: [[...this.kinds.keys()]] };
+    return new LogCursor(this.ctx.provider, filter, this.fromBlock, DEFAULT_REMEMBERED_BLOCKS, LOG_CHUNK);
+  }
+
+  /** Forgets everything folded from events (a reorganisation replaced some): the next read folds from `fromBlock`. */
+  private reset(): void {
+    this.jobs.clear();
+    this.providers.clear();
+    this.registered.clear(); // the same set: the heartbeat check holds it
+    this.fenced.clear();
+    this.history = new TrackRecords();
+    this.restake = new RestakeBook();
+    this.stakes = new StakeBooks();
+    this.done.clear();
+    this.offers.clear();
+    this.knownJobCount = 0n;
+    this.scannedTo = this.fromBlock - 1;
+    this.cursor = this.newCursor();
+    this.reorgs += 1;
   }
 
   /** The coordinator role and the job count at `block` (and, the first time, the registry's minStake), in one request. */
@@ -154,7 +183,7 @@ export class CoordinatorChainView {
   async refresh(block: number, jobCount: bigint): Promise<void> {
     const dirty: Dirty = { jobs: new Set(), providers: new Set(), created: new Map() };
     const t0 = performance.now();
-    const logs = block > this.scannedTo ? await this.logsSince(block) : [];
+    const logs = await this.logsSince(block); // also at the same height: a replaced head is found here
     for (const log of logs) this.apply(log, dirty);
     await this.history.resolve((n) => this.blockTime(n));
     await this.resolveSlashTimes();
@@ -204,11 +233,20 @@ export class CoordinatorChainView {
     return String((this.ctx.registry as unknown as { target: string }).target);
   }
 
-  /** Both contracts' logs naming a job or a provider, one request per LOG_CHUNK blocks (sdk/logRange.ts). */
+  /**
+   * Both contracts' logs naming a job or a provider up to `block`, one request per LOG_CHUNK blocks, through the one
+   * cursor (sdk/logRange.ts). When it reports a reorganisation the view forgets what it folded and folds again from
+   * `fromBlock` (the cold start, which is fast by design): simpler than undoing each book, and the same result.
+   */
   private async logsSince(block: number): Promise<RawLog[]> {
-    const filter = { address: [this.escrowAddress(), this.registryAddress()], topics: [[...this.kinds.keys()]] };
-    const from = this.scannedTo + 1;
-    return read(this.ctx, "getLogs", () => readLogs(this.ctx.provider, filter, from, block, LOG_CHUNK));
+    const r = await read(this.ctx, "getLogs", () => this.cursor.poll(block));
+    if (!r.reorged) return r.logs;
+    this.ctx.logger.warn("chain reorganisation: folding the chain view again", {
+      ...r.reorged,
+      fromBlock: this.fromBlock,
+    });
+    this.reset();
+    return (await read(this.ctx, "getLogs", () => this.cursor.poll(block))).logs;
   }
 
   /** One log, read by its topics: the job or provider it names is re-read; fencing and endings are noted. */

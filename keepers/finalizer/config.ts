@@ -1,11 +1,19 @@
 /** The finalizer's configuration, built and validated once from the CLI flags. */
 import { validate } from "node-cron";
 import { UsageError } from "../../sdk/args.ts";
-import { parseNonNegativeInt, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
+import {
+  optionalConfirmations,
+  parseNonNegativeInt,
+  sharedConfig,
+  str,
+  type FlagValues,
+  type SharedConfig,
+} from "../config.ts";
 
 export const FINALIZER_OPTIONS = {
   cron: { type: "string" },
   "watch-ms": { type: "string" },
+  confirmations: { type: "string" },
 } as const;
 
 /** Every 10 seconds (node-cron's optional seconds field). */
@@ -17,6 +25,8 @@ export interface FinalizerConfig extends SharedConfig {
   cron: string;
   /** Between two looks at the chain head while a deadline is ahead; a block past one starts a run at once. */
   watchMs: number;
+  /** Blocks on top of the block a run decides on (undefined: the network's default, sdk/confirmations.ts). */
+  confirmations?: number;
 }
 
 export function finalizerConfig(v: FlagValues): FinalizerConfig {
@@ -24,5 +34,6 @@ export function finalizerConfig(v: FlagValues): FinalizerConfig {
   if (!validate(cron)) throw new UsageError(`--cron "${cron}" is not a valid cron expression (e.g. "${DEFAULT_CRON}")`);
   const watchMs = parseNonNegativeInt(str(v["watch-ms"]), "watch-ms", DEFAULT_WATCH_MS);
   if (watchMs === 0) throw new UsageError(`--watch-ms must be at least 1 (milliseconds), got 0`);
-  return { ...sharedConfig(v), cron, watchMs };
+  const confirmations = optionalConfirmations(str(v.confirmations));
+  return { ...sharedConfig(v), cron, watchMs, confirmations };
 }

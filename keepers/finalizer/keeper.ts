@@ -6,7 +6,7 @@ import { runFinalizer } from "./tick.ts";
 export const finalizer = defineKeeper({
   name: "finalizer",
   summary: "on a cron schedule and at each passed deadline: settle (Settleable / ArbiterTimedOut), claimEarnings",
-  help: ['--cron "*/10 * * * * *"  --watch-ms 1000'],
+  help: ['--cron "*/10 * * * * *"  --watch-ms 1000  --confirmations N (default: the network\'s, local 0)'],
   options: FINALIZER_OPTIONS,
   sends: true,
   config: finalizerConfig,

@@ -11,6 +11,7 @@
  * Runs never overlap (sdk/runner.ts: node-cron's noOverlap plus one guard shared with the deadline watch).
  */
 import type { Block, Contract } from "ethers";
+import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
 import { isSettleable, statusName, type JobStatusName } from "../../sdk/job.ts";
 import { readLogs } from "../../sdk/logRange.ts";
 import { batchReader, valueOf } from "../../sdk/multicall.ts";
@@ -44,8 +45,13 @@ export interface FinalizerTickReport {
 
 type Status = { jobId: bigint; status: JobStatusName };
 
-export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig, "fromBlock">) {
+export function createFinalizer(
+  ctx: KeeperContext,
+  config: Pick<FinalizerConfig, "fromBlock"> & { confirmations?: number },
+) {
   const log = ctx.logger;
+  /** Settles and claims move money: decide on the state at head − depth only (sdk/confirmations.ts). */
+  const depth = confirmationsFor(ctx.chainId, config.confirmations);
   const escrow = ctx.escrow as unknown as Contract;
   const batch = ctx.batch ?? batchReader(ctx.provider);
   const finished = new Set<bigint>();
@@ -158,9 +164,16 @@ export function createFinalizer(ctx: KeeperContext, config: Pick<FinalizerConfig
     return out;
   }
 
-  /** One run; `head` is the block to look at (default: the latest). */
+  /** The block `depth` below `head` (the head itself at depth 0): what a run decides on. */
+  async function confirmed(head: Block | null): Promise<Block | null> {
+    if (!head || depth === 0) return head;
+    const at = confirmedBlock(head.number, depth);
+    return at < 0 ? null : read(ctx, "confirmed block", () => ctx.provider.getBlock(at));
+  }
+
+  /** One run; `head` is the chain head to look at (default: the latest); it decides on the confirmed block below it. */
   async function tick(head?: Block): Promise<FinalizerTickReport> {
-    const block = head ?? (await read(ctx, "chain head", () => ctx.provider.getBlock("latest")));
+    const block = await confirmed(head ?? (await read(ctx, "chain head", () => ctx.provider.getBlock("latest"))));
     if (!block) throw new Error("no latest block");
     const { jobs, read: readIds, derived } = await statuses(block);
     lastTime = BigInt(block.timestamp);

@@ -33,6 +33,7 @@ import {
   eventCount,
   ethers,
   load,
+  networkHelpers,
   testContext,
   trainToEnd,
   wallet,
@@ -143,6 +144,29 @@ describe("keepers: verdict collector on chain", function () {
     } finally {
       await server.close();
     }
+  });
+
+  it("with a confirmation depth of 2 it relays an acceptance only once the report has 2 blocks on top", async function () {
+    const p = await load();
+    const c = await pendingCheckpoint(p); // reported in the head block: t − 2
+    const { ctx } = await testContext(p, { signer: p.stranger, component: "collector" });
+    const collector = createCollector(
+      ctx,
+      { stateFile: tmpState(), dryRun: false, confirmations: 2 },
+      { safeAddress: p.deployment.verifierSafe, escrowAddress: p.deployment.escrow },
+    );
+    await collector.submit(await checkpointBody(p, V1, c));
+    await collector.submit(await checkpointBody(p, V2, c));
+    await collector.idle();
+    expect(await eventCount(p, "CheckpointAccepted", c.jobId), "head t − 2").to.equal(0);
+    await networkHelpers.mine(1);
+    await collector.tick();
+    await collector.idle();
+    expect(await eventCount(p, "CheckpointAccepted", c.jobId), "head t − 1").to.equal(0);
+    await networkHelpers.mine(1);
+    await collector.tick();
+    await collector.idle();
+    expect(await eventCount(p, "CheckpointAccepted", c.jobId), "head t").to.equal(1);
   });
 
   it("rejects with 400: a signer who is not a Safe owner, a digest that is not the message's, a signature by someone else", async function () {

@@ -59,6 +59,24 @@ async function jobWithVerdict(p: Protocol): Promise<bigint> {
 const EARNED = { provider1: 10n * 900n, provider2: 90n * 1_000n };
 
 describe("keepers: finalizer on chain", function () {
+  it("with a confirmation depth of 2 it settles only once the first block past the window has 2 blocks on top", async function () {
+    const p = await load();
+    const jobId = await jobWithVerdict(p);
+    const { ctx } = await testContext(p, { signer: p.stranger, component: "finalizer" });
+    const finalizer = createFinalizer(ctx, { fromBlock: 0, confirmations: 2 });
+    await networkHelpers.time.increase(3_601); // mines the first block past the window: t − 2
+    expect((await finalizer.tick()).plan, "head t − 2").to.deep.equal([]);
+    await networkHelpers.mine(1);
+    expect((await finalizer.tick()).plan, "head t − 1").to.deep.equal([]);
+    await networkHelpers.mine(1);
+    const r = await finalizer.tick();
+    expect(
+      r.sent.map((s) => s.action.method),
+      "head t",
+    ).to.deep.equal(["settle", "claimEarnings", "claimEarnings"]);
+    expect(await eventCount(p, "JobSettled", jobId)).to.equal(1);
+  });
+
   it("settles a job once its dispute window passed and releases each provider's earnings, once", async function () {
     const p = await load();
     const jobId = await jobWithVerdict(p);

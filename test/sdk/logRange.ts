@@ -21,6 +21,7 @@ describe("sdk: raw log reads", function () {
       blockNumber: l.blockNumber,
       index: l.index,
       transactionHash: l.transactionHash,
+      blockHash: l.blockHash,
     }));
     expect(expected.length).to.be.greaterThan(4);
     const raw = await readLogs(ethers.provider, filter, 0, head);

@@ -5,7 +5,7 @@
 import { unassignReason, type UnassignReasonText } from "../../../sdk/job.ts";
 import { verifierNames } from "../../../sdk/narrative.ts";
 import { deviceKindName } from "../../../sdk/sentences.ts";
-import type { ChainEvent, Entry } from "../../../sdk/recording.ts";
+import { rolledBack, type ChainEvent, type Entry, type ReorgNote } from "../../../sdk/recording.ts";
 
 export interface ProviderView {
   key: string; // lower-case address
@@ -146,9 +146,18 @@ export function applyEntry(s: RunState, e: Entry): void {
 }
 
 export function foldAll(entries: readonly Entry[], untilMs = Infinity): RunState {
-  const s = emptyState();
+  let s = emptyState();
+  let kept: Entry[] = [];
   for (const e of entries) {
     if (e.ms > untilMs) break;
+    if (e.kind === "metric" && e.source === "reorg") {
+      // A reorganisation: what the replaced blocks said is gone; fold the rest again (folds are pure).
+      kept = [...rolledBack(kept, Number((e.data as ReorgNote).from)), e];
+      s = emptyState();
+      for (const k of kept) applyEntry(s, k);
+      continue;
+    }
+    kept.push(e);
     applyEntry(s, e);
   }
   return s;

@@ -382,6 +382,7 @@ function Health(p: PageProps) {
       {!p.recorded && snapshot && (
         <p className="muted">
           Indexed block {snapshot.indexedBlock} of head {snapshot.headBlock ?? "unknown"}
+          {unconfirmed(snapshot)}
         </p>
       )}
       {rows.length === 0 ? (
@@ -399,4 +400,11 @@ function Health(p: PageProps) {
       )}
     </section>
   );
+}
+
+/** The head's unconfirmed blocks, said apart from the confirmed ones (issue 22): they may still be replaced. */
+function unconfirmed(s: { headBlock: number | null; confirmedBlock?: number | null }): string {
+  if (s.headBlock === null || s.confirmedBlock === undefined || s.confirmedBlock === null) return "";
+  if (s.confirmedBlock >= s.headBlock) return " · all confirmed";
+  return ` · confirmed to block ${s.confirmedBlock}; blocks ${s.confirmedBlock + 1}–${s.headBlock} unconfirmed (may still be replaced)`;
 }
