@@ -7,6 +7,7 @@
  *
  * Used by the RPC tests (test/sdk/rpcFaults.ts) and meant for `npm start -- --network rehearsal`.
  */
+import { mulberry32 } from "./random.ts";
 import {
   createServer,
   request as httpRequest,
@@ -53,18 +54,6 @@ export interface FaultCounts {
   methods: Record<string, number>;
 }
 
-/** mulberry32: a tiny seeded PRNG in [0, 1). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 export class FaultProxy {
   readonly counts: FaultCounts = emptyCounts();
   url = "";
@@ -78,7 +67,7 @@ export class FaultProxy {
     if (!isLoopbackUrl(o.target)) throw new Error(`the fault proxy fronts a loopback node only, got ${o.target}`);
     this.o = { ...o };
     this.target = new URL(o.target);
-    this.random = seeded(o.seed ?? 1);
+    this.random = mulberry32(o.seed ?? 1);
     // A caller that hangs up mid-request (its own timeout) fails the read of its body: drop that exchange, nothing else.
     this.server = createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
     this.server.keepAliveTimeout = 5_000;

@@ -1,11 +1,2 @@
-/** mulberry32: a tiny seeded PRNG in [0, 1), so a failing randomized case replays exactly. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+// The tests' seeded PRNG is the one the fault proxy uses (sdk/random.ts).
+export { mulberry32 } from "../../sdk/random.ts";

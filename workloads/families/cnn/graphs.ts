@@ -7,14 +7,7 @@ import { GraphBuilder, attrInt, attrInts, attrString } from "../../onnx/builder.
 import { concat, relu, scalar, sumAxis } from "../../onnx/exact.ts";
 import { heldoutPerClass } from "../../metric.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
-import {
-  buildReduceGraph,
-  buildUpdateGraph,
-  evalOutputs,
-  lossHead,
-  paramInputs,
-  paramSpecs as denseSpecs,
-} from "../mlp/graphs.ts";
+import { graphsWith, evalOutputs, lossHead, paramInputs, paramSpecs as denseSpecs } from "../mlp/graphs.ts";
 import type { Products } from "./products.ts";
 import { i64, reshape, transpose, window } from "./ops.ts";
 import { convStages, type ConvStage } from "./stages.ts";
@@ -142,12 +135,10 @@ export function buildCnnEvalGraph(d: TemplateDescriptor, p: Products): Uint8Arra
   return g.encode();
 }
 
-export function buildCnnGraphs(d: TemplateDescriptor, p: Products): TemplateGraphs {
-  const specs = cnnParamSpecs(d);
-  return {
-    gradient: buildCnnGradientGraph(d, p),
-    reduce: buildReduceGraph(d, specs),
-    update: buildUpdateGraph(d, specs),
-    evaluate: buildCnnEvalGraph(d, p),
-  };
-}
+export const buildCnnGraphs = (d: TemplateDescriptor, p: Products): TemplateGraphs =>
+  graphsWith(
+    d,
+    (x) => buildCnnGradientGraph(x, p),
+    (x) => buildCnnEvalGraph(x, p),
+    cnnParamSpecs(d),
+  );

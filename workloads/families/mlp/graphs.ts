@@ -289,6 +289,12 @@ export function graphsWith(
   d: TemplateDescriptor,
   gradient: (d: TemplateDescriptor) => Uint8Array,
   evaluate: (d: TemplateDescriptor) => Uint8Array,
+  specs: ParamSpec[] = paramSpecs(d.layers),
 ): TemplateGraphs {
-  return { gradient: gradient(d), reduce: buildReduceGraph(d), update: buildUpdateGraph(d), evaluate: evaluate(d) };
+  return {
+    gradient: gradient(d),
+    reduce: buildReduceGraph(d, specs),
+    update: buildUpdateGraph(d, specs),
+    evaluate: evaluate(d),
+  };
 }

@@ -6,7 +6,7 @@ import { GraphBuilder, attrInt } from "../../onnx/builder.ts";
 import { concat, expNonPositive, maxAxis, relu, scalar, split, squeeze, sumAxis, transpose } from "../../onnx/exact.ts";
 import { DT } from "../../onnx/schema.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
-import { buildReduceGraph, buildUpdateGraph, paramInputs, softmaxLoss } from "../mlp/graphs.ts";
+import { graphsWith, paramInputs, softmaxLoss } from "../mlp/graphs.ts";
 
 export type Shape = { T: number; D: number; H: number; blocks: number; F: number; V: number };
 
@@ -286,15 +286,13 @@ export function buildEvalGraph(d: TemplateDescriptor, prod: Products, what = "ev
   return g.encode();
 }
 
-export function buildTransformerGraphs(d: TemplateDescriptor, prod: Products): TemplateGraphs {
-  const specs = transformerParams(d);
-  return {
-    gradient: buildGradientGraph(d, prod),
-    reduce: buildReduceGraph(d, specs),
-    update: buildUpdateGraph(d, specs),
-    evaluate: buildEvalGraph(d, prod),
-  };
-}
+export const buildTransformerGraphs = (d: TemplateDescriptor, prod: Products): TemplateGraphs =>
+  graphsWith(
+    d,
+    (x) => buildGradientGraph(x, prod),
+    (x) => buildEvalGraph(x, prod),
+    transformerParams(d),
+  );
 
 /**
  * Greedy next symbol: params, ids [1, T] (symbols; positions after `at` are ignored, attention being causal), at []
