@@ -343,7 +343,10 @@ export class Verifier {
     if (!state) return undefined;
     try {
       let sampler = this.samplers.get(item.templateId);
-      if (!sampler) this.samplers.set(item.templateId, (sampler = createSampler(loadTemplate(item.templateId))));
+      if (!sampler) {
+        sampler = this.trainerFor(item.templateId).then(({ template }) => createSampler(template));
+        this.samplers.set(item.templateId, sampler);
+      }
       return await (await sampler)?.sample(state);
     } catch (err) {
       this.deps.log.warn("could not sample text from the accepted state", { job: item.jobId, error: String(err) });

@@ -2,7 +2,10 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import AxeBuilder from "@axe-core/playwright";
-import type { Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { startDashboardServer, type DashboardServer } from "../../dashboard/server/server.ts";
+import { freePort } from "../../demo/chain.ts";
+import { launch } from "./browser.ts";
 
 export const SHOTS = path.join("test-results", "dashboard");
 export const PAGE_IDS = ["status", "provide", "onchain", "recorded", "help"] as const;
@@ -50,4 +53,24 @@ export function units(text: string): bigint {
   const m = /(-?\d+)(?:\.(\d{1,6}))?/.exec(text);
   if (!m) throw new Error(`no USDC amount in "${text}"`);
   return BigInt(m[1]) * 1_000_000n + BigInt((m[2] ?? "").padEnd(6, "0"));
+}
+
+/**
+ * A dashboard server watching `rpc` (default: a port where nothing listens), its coordinator and collector URLs
+ * where nothing listens, and a Chromium page at desktop width (1280 × 900).
+ */
+export async function servedDashboard(o: {
+  deploymentFile: string;
+  rpc?: string;
+}): Promise<{ server: DashboardServer; browser: Browser; page: Page }> {
+  const dead = `http://127.0.0.1:${await freePort(0)}`;
+  const server = await startDashboardServer({
+    rpc: o.rpc ?? dead,
+    deploymentFile: o.deploymentFile,
+    coordinatorUrl: dead,
+    collectorUrl: dead,
+  });
+  const browser = await launch();
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  return { server, browser, page };
 }

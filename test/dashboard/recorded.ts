@@ -7,10 +7,9 @@ import { expect } from "chai";
 import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { startDashboardServer, type DashboardServer } from "../../dashboard/server/server.ts";
-import { freePort } from "../../demo/chain.ts";
-import { launch, requireChromium } from "./browser.ts";
-import { offlineDeployment, PAGE_IDS, screenshot, seriousViolations } from "./helpers.ts";
+import type { DashboardServer } from "../../dashboard/server/server.ts";
+import { requireChromium } from "./browser.ts";
+import { offlineDeployment, PAGE_IDS, screenshot, seriousViolations, servedDashboard } from "./helpers.ts";
 
 /** What the committed recording says, read from the file itself (a re-recorded sample changes times and keys). */
 function sampleFacts() {
@@ -47,15 +46,7 @@ describe("dashboard: the recorded run in a real browser", function () {
 
   before(async function () {
     requireChromium(this);
-    const dead = `http://127.0.0.1:${await freePort(0)}`; // nothing listens there
-    server = await startDashboardServer({
-      rpc: dead,
-      deploymentFile: offlineDeployment(dir),
-      coordinatorUrl: dead,
-      collectorUrl: dead,
-    });
-    browser = await launch();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    ({ server, browser, page } = await servedDashboard({ deploymentFile: offlineDeployment(dir) }));
   });
 
   after(async function () {

@@ -8,11 +8,12 @@ import { expect } from "chai";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { startDashboardServer, type DashboardServer } from "../../dashboard/server/server.ts";
+import type { DashboardServer } from "../../dashboard/server/server.ts";
 import { deployLocal, freePort, startAnvil } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
-import { launch, requireChromium } from "./browser.ts";
+import { requireChromium } from "./browser.ts";
+import { servedDashboard } from "./helpers.ts";
 
 describe("dashboard: 'Chain unreachable' on real 429s from the RPC, cleared by itself", function () {
   this.timeout(300_000);
@@ -28,15 +29,8 @@ describe("dashboard: 'Chain unreachable' on real 429s from the RPC, cleared by i
     const rpc = await startAnvil(group, await freePort(0), {}, "dash-429-chain");
     const file = await deployLocal(rpc, deploymentId);
     proxy = await startFaultProxy({ target: rpc, seed: 9 });
-    const dead = `http://127.0.0.1:${await freePort(0)}`; // no keepers: only the chain matters here
-    server = await startDashboardServer({
-      rpc: proxy.url,
-      deploymentFile: file,
-      coordinatorUrl: dead,
-      collectorUrl: dead,
-    });
-    browser = await launch();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    // no keepers: only the chain matters here
+    ({ server, browser, page } = await servedDashboard({ rpc: proxy.url, deploymentFile: file }));
   });
 
   after(async function () {

@@ -9,7 +9,7 @@ import type { Sender } from "../../keepers/chain.ts";
 import { finalizerConfig } from "../../keepers/finalizer/config.ts";
 import { BATCH_MIN, sendBatched } from "../../keepers/finalizer/batch.ts";
 import { derivedStatus, STALE_HEAD_SLACK_S, staleDeadline } from "../../keepers/finalizer/decide.ts";
-import { createFinalizer, runFinalizer } from "../../keepers/finalizer/tick.ts";
+import { createFinalizer, runFinalizer, type Finalizer } from "../../keepers/finalizer/tick.ts";
 import {
   ARBITER_TIMEOUT,
   CRASH_POINTS,
@@ -32,6 +32,36 @@ import {
 async function finalizerFor(p: Protocol, o: TestContextOptions = {}) {
   const { ctx, lines } = await testContext(p, { signer: p.stranger, component: "finalizer", ...o });
   return { ctx, lines, finalizer: createFinalizer(ctx, { fromBlock: 0 }) };
+}
+
+/**
+ * Time passes 20 s beyond the job's dispute deadline on the node and on the keeper's clock, but no block comes
+ * (stock anvil, a Hardhat node): a finalizer whose clock (`clock.ms`, movable) reads the same.
+ */
+async function pastDeadlineWithoutBlock(p: Protocol, jobId: bigint) {
+  const [, , , , deadline] = (await p.escrow.queryFilter(p.escrow.filters.VerdictSubmitted(jobId)))[0].args;
+  const head = (await ethers.provider.getBlock("latest"))!;
+  const lateS = Number(deadline) - head.timestamp + 20;
+  await ethers.provider.send("evm_increaseTime", [lateS]);
+  const clock = { ms: (head.timestamp + lateS) * 1000 };
+  return { clock, ...(await finalizerFor(p, { nowMs: () => clock.ms })) };
+}
+
+/** The finalizer's loop with no cron run and a 20 ms deadline watch, until `controller` aborts. */
+function watchEvery20ms(ctx: Awaited<ReturnType<typeof finalizerFor>>["ctx"], finalizer: Finalizer) {
+  const controller = new AbortController();
+  const config = finalizerConfig({ cron: "0 0 0 1 1 *", "watch-ms": "20" });
+  return { controller, done: runFinalizer(ctx, config, controller.signal, finalizer) };
+}
+
+/** JobSettled events of the job, polled every 25 ms up to `tries` times until there is one. */
+async function settlements(p: Protocol, jobId: bigint, tries: number): Promise<number> {
+  let settled = 0;
+  for (let i = 0; i < tries && settled === 0; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    settled = await eventCount(p, "JobSettled", jobId);
+  }
+  return settled;
 }
 
 /** `n` one-checkpoint jobs trained by provider1, each with its verdict in (settleable once the window passes). */
@@ -342,30 +372,14 @@ describe("keepers: finalizer on chain", function () {
   it("a node that mines only on a transaction (issue 22): past the deadline with no block since, it asks for one and settles", async function () {
     const p = await load();
     const jobId = await jobWithVerdict(p);
-    const [, , , , deadline] = (await p.escrow.queryFilter(p.escrow.filters.VerdictSubmitted(jobId)))[0].args;
-    const head = (await ethers.provider.getBlock("latest"))!;
-    // Time passes on the node and on the keeper's clock, but no block comes (stock anvil, a Hardhat node).
-    const lateS = Number(deadline) - head.timestamp + 20;
-    await ethers.provider.send("evm_increaseTime", [lateS]);
-    let clockMs = (head.timestamp + lateS) * 1000;
-    const { ctx, finalizer, lines } = await finalizerFor(p, { nowMs: () => clockMs });
+    const { clock, ctx, finalizer, lines } = await pastDeadlineWithoutBlock(p, jobId);
     await finalizer.tick(); // learns the deadline; the head is before it: nothing to settle
     expect(await eventCount(p, "JobSettled", jobId)).to.equal(0);
-    const controller = new AbortController();
-    const done = runFinalizer(
-      ctx,
-      finalizerConfig({ cron: "0 0 0 1 1 *", "watch-ms": "20" }),
-      controller.signal,
-      finalizer,
-    );
+    const { controller, done } = watchEvery20ms(ctx, finalizer);
     await new Promise((r) => setTimeout(r, 300));
     expect(await eventCount(p, "JobSettled", jobId), "the head has not stood still for the slack yet").to.equal(0);
-    clockMs += 16_000; // the same head for more than STALE_HEAD_SLACK_S on the keeper's clock
-    let settled = 0;
-    for (let i = 0; i < 200 && settled === 0; i++) {
-      await new Promise((r) => setTimeout(r, 25));
-      settled = await eventCount(p, "JobSettled", jobId);
-    }
+    clock.ms += 16_000; // the same head for more than STALE_HEAD_SLACK_S on the keeper's clock
+    const settled = await settlements(p, jobId, 200);
     controller.abort();
     expect(await done).to.equal(0);
     expect(settled, "settled after the block it asked for").to.equal(1);
@@ -376,12 +390,7 @@ describe("keepers: finalizer on chain", function () {
   it("evm_mine that fails like an outage (429 past the bound) is asked again, not taken as 'unsupported'; it settles", async function () {
     const p = await load();
     const jobId = await jobWithVerdict(p);
-    const [, , , , deadline] = (await p.escrow.queryFilter(p.escrow.filters.VerdictSubmitted(jobId)))[0].args;
-    const head = (await ethers.provider.getBlock("latest"))!;
-    const lateS = Number(deadline) - head.timestamp + 20;
-    await ethers.provider.send("evm_increaseTime", [lateS]);
-    let clockMs = (head.timestamp + lateS) * 1000;
-    const { ctx, finalizer, lines } = await finalizerFor(p, { nowMs: () => clockMs });
+    const { clock, ctx, finalizer, lines } = await pastDeadlineWithoutBlock(p, jobId);
     // The first two evm_mine requests fail as an RPC outage does once sdk/rpc.ts gave up (HTTP 429, SERVER_ERROR).
     let outage = 2;
     const provider = ctx.provider;
@@ -400,20 +409,10 @@ describe("keepers: finalizer on chain", function () {
       },
     });
     await finalizer.tick();
-    const controller = new AbortController();
-    const done = runFinalizer(
-      ctx,
-      finalizerConfig({ cron: "0 0 0 1 1 *", "watch-ms": "20" }),
-      controller.signal,
-      finalizer,
-    );
+    const { controller, done } = watchEvery20ms(ctx, finalizer);
     await new Promise((r) => setTimeout(r, 300)); // the watch sees the head first
-    clockMs += 16_000;
-    let settled = 0;
-    for (let i = 0; i < 400 && settled === 0; i++) {
-      await new Promise((r) => setTimeout(r, 25));
-      settled = await eventCount(p, "JobSettled", jobId);
-    }
+    clock.ms += 16_000;
+    const settled = await settlements(p, jobId, 400);
     controller.abort();
     expect(await done).to.equal(0);
     expect(settled, JSON.stringify(lines.map((l) => l.msg))).to.equal(1);

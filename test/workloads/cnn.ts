@@ -18,7 +18,7 @@ import {
 } from "../../workloads/families/cnn/products.ts";
 import { nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 import { createSession, f32, type Feeds } from "../../workloads/runtime.ts";
-import { SEED_A, trainTo } from "./helpers.ts";
+import { cosine, lcg, randomParams, SEED_A, trainTo } from "./helpers.ts";
 
 /** A tiny CNN: 6×6×2 input, two stages (3 and 4 channels), a 4→3 head... sized so finite differences are cheap. */
 const TINY: TemplateDescriptor = {
@@ -36,19 +36,10 @@ const TINY: TemplateDescriptor = {
   arithmetic: { limbs: 1 },
 };
 
-function lcg(seed: number) {
-  let x = seed;
-  return () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
-}
-
 /** Random parameters and one batch (4 samples in 2 atoms) for TINY. */
 function fixture() {
   const next = lcg(42);
-  const params = cnnParamSpecs(TINY).map((p) => ({
-    name: p.name,
-    dims: p.dims,
-    data: Float32Array.from({ length: p.dims.reduce((a, b) => a * b, 1) }, () => next() * 0.5),
-  }));
+  const params = randomParams(cnnParamSpecs(TINY), next);
   const x = Float32Array.from({ length: 4 * 128 }, () => next());
   const y = new Float32Array(4 * 3);
   [0, 2, 1, 0].forEach((c, i) => (y[i * 3 + c] = 1));
@@ -132,11 +123,6 @@ describe("workloads: the CNN family", function () {
   it("two limbs follow the float model's gradients closely; one limb's forward rounding moves pooling winners", async function () {
     const fx = fixture();
     const float = await gradients(blockRoundedFloatProducts(), fx);
-    const cosine = (a: Float64Array, b: Float64Array) => {
-      let [dot, aa, bb] = [0, 0, 0];
-      for (let k = 0; k < a.length; k++) [dot, aa, bb] = [dot + a[k] * b[k], aa + a[k] ** 2, bb + b[k] ** 2];
-      return dot / Math.sqrt(aa * bb);
-    };
     const two = await gradients(integerProducts(2), fx);
     two.grads.forEach((g, i) => expect(cosine(g, float.grads[i]), fx.params[i].name).to.be.above(0.9999));
     const one = await gradients(integerProducts(1), fx);

@@ -14,7 +14,7 @@ import { loadDataset } from "../../workloads/data.ts";
 import { meetsTarget, metricText } from "../../workloads/metric.ts";
 import { VOCAB_SIZE, decodeSymbols, encodeText } from "../../workloads/text.ts";
 import { evaluationProblem, finalMetric, lossTolerance } from "../../verifier/checks.ts";
-import { SEED_A, trainTo } from "./helpers.ts";
+import { cosine, lcg, randomParams, SEED_A, trainTo } from "./helpers.ts";
 import { buildGradientGraph, transformerParams, type Products } from "../../workloads/families/transformer/graphs.ts";
 import { floatProducts, integerProducts } from "../../workloads/families/transformer/index.ts";
 import { createSession, f32, type Feeds } from "../../workloads/runtime.ts";
@@ -43,19 +43,10 @@ const TINY: TemplateDescriptor = {
   arithmetic: { limbs: 1 },
 };
 
-function lcg(seed: number) {
-  let x = seed;
-  return () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
-}
-
 /** Random parameters and one batch (4 windows in 2 atoms) for TINY. */
 function fixture() {
   const next = lcg(7);
-  const params = transformerParams(TINY).map((p) => ({
-    name: p.name,
-    dims: p.dims,
-    data: Float32Array.from({ length: p.dims.reduce((a, b) => a * b, 1) }, () => next() * 0.5),
-  }));
+  const params = randomParams(transformerParams(TINY), next);
   const ids = Array.from({ length: 4 * 5 }, (_, i) => (i * 3 + Math.floor(i / 5)) % 7);
   const x = new Float32Array(16);
   const y = new Float32Array(16 * 7);
@@ -89,12 +80,6 @@ async function gradients(p: Products, fx: Fixture) {
   const loss = Array.from(out.atom_loss.data as Float32Array).reduce((a, b) => a + b, 0) / 2;
   return { loss, grads: fx.params.map((t) => total(t.name, t.data.length)) };
 }
-
-const cosine = (a: Float64Array, b: Float64Array) => {
-  let [dot, aa, bb] = [0, 0, 0];
-  for (let k = 0; k < a.length; k++) [dot, aa, bb] = [dot + a[k] * b[k], aa + a[k] ** 2, bb + b[k] ** 2];
-  return dot / Math.sqrt(aa * bb);
-};
 
 describe("workloads: the transformer family", function () {
   it("the gradient equals finite differences of the loss (float kernels, a sample of coordinates per parameter)", async function () {
