@@ -18,7 +18,7 @@ import {
 } from "../../workloads/families/cnn/products.ts";
 import { nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 import { createSession, f32, type Feeds } from "../../workloads/runtime.ts";
-import { cosine, lcg, randomParams, SEED_A, trainTo } from "./helpers.ts";
+import { cosine, lcg, microBatchHashes, randomParams, SEED_A, trainTo } from "./helpers.ts";
 
 /** A tiny CNN: 6×6×2 input, two stages (3 and 4 channels), a 4→3 head... sized so finite differences are cheap. */
 const TINY: TemplateDescriptor = {
@@ -131,12 +131,7 @@ describe("workloads: the CNN family", function () {
 
   it("mnist-cnn: micro-batches of 1, 3 and 8 atoms give bitwise identical states", async function () {
     const t = loadTemplate("mnist-cnn");
-    const hashes: string[][] = [];
-    for (const m of [8, 1, 3]) {
-      const tr = await createTrainer(t, { microBatchAtoms: m });
-      hashes.push((await trainTo(tr, tr.initialState(SEED_A), SEED_A, 2)).hashes);
-      await tr.close();
-    }
+    const hashes = await microBatchHashes(t, [8, 1, 3], 2);
     expect(hashes[1]).to.deep.equal(hashes[0]);
     expect(hashes[2]).to.deep.equal(hashes[0]);
   });

@@ -1,5 +1,12 @@
 // Shared helpers for the workload tests (no tests here).
-import { stateHash, type ParamSpec, type Trainer, type TrainingState } from "../../workloads/index.ts";
+import {
+  createTrainer,
+  stateHash,
+  type ParamSpec,
+  type Template,
+  type Trainer,
+  type TrainingState,
+} from "../../workloads/index.ts";
 
 export const SEED_A = "0x" + "a1".repeat(32);
 export const SEED_B = "0x" + "b2".repeat(32);
@@ -41,4 +48,15 @@ export function cosine(a: Float64Array, b: Float64Array): number {
   let [dot, aa, bb] = [0, 0, 0];
   for (let k = 0; k < a.length; k++) [dot, aa, bb] = [dot + a[k] * b[k], aa + a[k] ** 2, bb + b[k] ** 2];
   return dot / Math.sqrt(aa * bb);
+}
+
+/** The state hashes of `steps` steps from SEED_A, once per micro-batch size (atoms per call). */
+export async function microBatchHashes(t: Template, sizes: number[], steps: number): Promise<string[][]> {
+  const hashes: string[][] = [];
+  for (const m of sizes) {
+    const tr = await createTrainer(t, { microBatchAtoms: m });
+    hashes.push((await trainTo(tr, tr.initialState(SEED_A), SEED_A, steps)).hashes);
+    await tr.close();
+  }
+  return hashes;
 }

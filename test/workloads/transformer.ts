@@ -14,7 +14,7 @@ import { loadDataset } from "../../workloads/data.ts";
 import { meetsTarget, metricText } from "../../workloads/metric.ts";
 import { VOCAB_SIZE, decodeSymbols, encodeText } from "../../workloads/text.ts";
 import { evaluationProblem, finalMetric, lossTolerance } from "../../verifier/checks.ts";
-import { cosine, lcg, randomParams, SEED_A, trainTo } from "./helpers.ts";
+import { cosine, lcg, microBatchHashes, randomParams, SEED_A, trainTo } from "./helpers.ts";
 import { buildGradientGraph, transformerParams, type Products } from "../../workloads/families/transformer/graphs.ts";
 import { floatProducts, integerProducts } from "../../workloads/families/transformer/index.ts";
 import { createSession, f32, type Feeds } from "../../workloads/runtime.ts";
@@ -144,12 +144,7 @@ describe("workloads: char-transformer on Moby-Dick", function () {
 
   it("micro-batches of 1, 3 and 8 atoms give bitwise identical states", async function () {
     this.timeout(120_000);
-    const hashes: string[][] = [];
-    for (const m of [8, 1, 3]) {
-      const tr = await createTrainer(t, { microBatchAtoms: m });
-      hashes.push((await trainTo(tr, tr.initialState(SEED_A), SEED_A, 2)).hashes);
-      await tr.close();
-    }
+    const hashes = await microBatchHashes(t, [8, 1, 3], 2);
     expect(hashes[1]).to.deep.equal(hashes[0]);
     expect(hashes[2]).to.deep.equal(hashes[0]);
   });
