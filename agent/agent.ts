@@ -7,7 +7,8 @@
  * lowest one until it is done, fenced or the signal stops the agent. All I/O is injected (deps), so tests run the
  * agent in-process against a simulated chain.
  */
-import { formatEther, formatUnits } from "ethers";
+import { formatEther, formatUnits, type JsonRpcProvider } from "ethers";
+import { NotADevNodeError, setDevBalance } from "../sdk/faucet.ts";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
 import { loadTemplate, localProfile } from "../workloads/index.ts";
 import { isRunning, isTraining, type JobView } from "../sdk/job.ts";
@@ -15,10 +16,12 @@ import { sleep } from "../sdk/retry.ts";
 import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { runLoop, type TickResult } from "../sdk/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
-import { assignedJobs, decideRegistration, leaseHeartbeatMs, stakeTopUp, type Offer } from "./decide.ts";
+import { assignedJobs, decideRegistration, leaseHeartbeatMs, type Offer } from "./decide.ts";
+import { stakeTopUp } from "../sdk/stake.ts";
 import { registryProfile } from "./device.ts";
 import { behaviourOf } from "./faults.ts";
 import { Liveness } from "./liveness.ts";
+import { Problems } from "./problems.ts";
 import { badges, Progress } from "./progress.ts";
 import { TrainerPool } from "./trainers.ts";
 import { CheckpointPrefetch } from "./prefetch.ts";
@@ -35,8 +38,10 @@ export interface AgentResult {
 export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<AgentResult> {
   const me = deps.signer.address;
   const logger = deps.logger;
+  const problems = new Problems(deps.clock.now);
   const chain = new Chain({
     protocol: deps.protocol,
+    problems,
     logger,
     signal: deps.signal,
     retryBaseMs: config.retryBaseMs,
@@ -79,6 +84,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       now: deps.clock.now,
       ignoreFence: behaviour.ignoresFence,
       profile,
+      problems,
     });
     const ctx: WorkContext = {
       config,
@@ -88,6 +94,7 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       profile,
       logger,
       liveness,
+      problems,
       behaviour,
       progress: new Progress({ tags, fault: behaviour.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
       trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
@@ -242,6 +249,7 @@ async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain, lo
       deps.logger.info("gas balance", { address: me, eth: formatEther(balance) });
       return true;
     }
+    if (config.faucet && asked++ === 0 && (await faucetGas(deps, me))) continue;
     // On a development chain the way to do it is one command (cli/faucet.ts); elsewhere: send ETH from a funded key.
     const how = local ? { faucet: `npx gpuchain faucet ${me} --rpc <this chain's URL>` } : {};
     if (asked++ % 10 === 0)
@@ -251,6 +259,21 @@ async function waitForGas(config: AgentConfig, deps: AgentDeps, chain: Chain, lo
   }
   return false;
 }
+
+/** `--faucet`: 1 test ETH from a development node's own balance method; false (said once) on any other node. */
+async function faucetGas(deps: AgentDeps, me: string): Promise<boolean> {
+  try {
+    await setDevBalance(deps.signer.provider as unknown as Pick<JsonRpcProvider, "send">, me, FAUCET_WEI);
+    deps.logger.info("--faucet: took test ETH for gas from the development node", { address: me, eth: "1" });
+    return true;
+  } catch (err) {
+    if (!(err instanceof NotADevNodeError)) throw err;
+    deps.logger.warn(`--faucet works only on a development node: ${err.message}`, { address: me });
+    return false;
+  }
+}
+
+const FAUCET_WEI = 10n ** 18n;
 
 /**
  * Tops the registry stake up to STAKE_LOCKS network-minimum locks (an identity without stake at risk takes no

@@ -9,6 +9,7 @@ import type { Logger } from "../sdk/log.ts";
 import { withRetry } from "../sdk/retry.ts";
 import { jobIds, readJob, type JobView } from "../sdk/job.ts";
 import { toProviderRecord, type ProviderRecord } from "./decide.ts";
+import { isOutOfGasMoney, type Problems } from "./problems.ts";
 
 export type WriteResult =
   { ok: true; hash: string } | { ok: false; class: ErrorClass; error?: string; description: string };
@@ -27,6 +28,8 @@ export interface ChainOptions {
   signal?: AbortSignal;
   retryBaseMs?: number;
   retryMaxMs?: number;
+  /** Where "cannot pay for gas" is said while it lasts (the heartbeat carries it to the dashboard). */
+  problems?: Problems;
 }
 
 export class StoppedError extends Error {}
@@ -40,6 +43,7 @@ export class Chain {
   maxMs: number;
   private queue: Promise<unknown> = Promise.resolve();
   private outage = false;
+  private problems?: Problems;
 
   constructor(opts: ChainOptions) {
     this.protocol = opts.protocol;
@@ -48,6 +52,7 @@ export class Chain {
     this.iface = opts.protocol.escrow.interface;
     this.baseMs = opts.retryBaseMs ?? 500;
     this.maxMs = opts.retryMaxMs ?? 15_000;
+    this.problems = opts.problems;
   }
 
   /** A view call, retried with backoff while the RPC is unreachable; throws StoppedError once stopped. */
@@ -106,9 +111,17 @@ export class Chain {
     const run = async (): Promise<WriteResult> => {
       try {
         const receipt = await this.withRpcRetry(what, async () => (await send()).wait());
+        this.problems?.clear("gas");
         return { ok: true, hash: receipt?.hash ?? "" };
       } catch (err) {
-        return this.failure(err);
+        const failed = this.failure(err);
+        if (isOutOfGasMoney(failed.description)) {
+          this.problems?.set(
+            "gas",
+            `waiting for gas: ${what} failed, the key cannot pay for it (${failed.description})`,
+          );
+        }
+        return failed;
       }
     };
     const next = this.queue.then(run, run);

@@ -1,6 +1,6 @@
 /**
  * `gpuchain provide --name NAME --price P [--rpc URL] [--deployment FILE] [--memory-cap MiB] [--key FILE]
- *  [--store URL] [--coordinator URL] [--fault KIND[:ARG]] [--once] [--pretty] [--dry-run]`
+ *  [--store URL] [--coordinator URL] [--fault KIND[:ARG]] [--faucet] [--once] [--json] [--dry-run]`
  *
  * Builds the agent's config once (validated, with clear errors), wires the real I/O (key file, RPC, checkpoint
  * store, coordinator HTTP, terminal, signals) and runs agent/agent.ts `runAgent`.
@@ -36,6 +36,8 @@ export const PROVIDE_OPTIONS = {
   once: { type: "boolean", default: false },
   "step-log": { type: "boolean", default: false },
   "heartbeat-ms": { type: "string" },
+  faucet: { type: "boolean", default: false },
+  json: { type: "boolean", default: false },
 } as const;
 
 export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP [options]
@@ -52,7 +54,9 @@ export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP 
   --heartbeat-ms MS    off-chain heartbeat period (default ${HEARTBEAT_DEFAULTS.intervalMs}; keep it well under the
                        coordinator's --heartbeat-timeout-ms)
   --step-log           log every trained step (debug lines): an exact record of the work, even after a SIGKILL
-  --pretty             short human log lines instead of JSON
+  --faucet             on a development chain (anvil, a Hardhat node): a key without gas takes 1 test ETH from the
+                       node instead of waiting to be funded (refused, with what to do, on any other node)
+  --json               one JSON line per log record (for jq or a log shipper) instead of short human lines
   --dry-run            show the key, device and registration decision without sending anything`;
 
 export interface ProvideArgs {
@@ -90,6 +94,7 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
       fault,
       once: values.once,
       dryRun: values["dry-run"],
+      faucet: values.faucet,
       stepLog: values["step-log"],
       heartbeatMs: parsePositiveInt(values["heartbeat-ms"], "heartbeat-ms", HEARTBEAT_DEFAULTS.intervalMs),
       ...DEFAULT_TIMING,
@@ -99,7 +104,8 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
     keyFile: values.key ?? path.join(".gpuchain", "providers", safeName, "key"),
     store: checkStoreUrl(values.store),
     coordinator: values.coordinator,
-    pretty: values.pretty,
+    // Human lines by default (issue 21: a person runs the copied command); --json for machines (npm start reads them).
+    pretty: !values.json,
     help: false,
   };
 }

@@ -5,7 +5,6 @@
  */
 import { getAddress } from "ethers";
 import { isRunning, type JobView } from "../sdk/job.ts";
-import { freeStake, type Stake } from "../sdk/stake.ts";
 import { ZERO_HASH } from "../workloads/index.ts";
 
 // ---------------------------------------------------------------- registry
@@ -83,16 +82,6 @@ export function decideRegistration(current: ProviderRecord | undefined, offer: O
     notes.push(`registered as "${current.name}"; the registry cannot rename, so --name "${offer.name}" is ignored`);
   }
   return { calls, notes };
-}
-
-/** How many network-minimum job locks the agent keeps deposited as stake (an identity without stake takes no work). */
-export const STAKE_LOCKS = 5n;
-
-/** Stake to deposit so that `STAKE_LOCKS` minimum locks fit in the free stake (0: enough already). */
-export function stakeTopUp(stake: Stake, minStake: bigint): bigint {
-  const free = freeStake(stake);
-  const target = STAKE_LOCKS * minStake;
-  return free >= target ? 0n : target - free;
 }
 
 // ---------------------------------------------------------------- jobs

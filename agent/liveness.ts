@@ -5,6 +5,7 @@
  */
 import type { Wallet } from "ethers";
 import { machineId } from "../sdk/machine.ts";
+import type { Problems } from "./problems.ts";
 import { signHeartbeat, type Heartbeat, type SignedHeartbeat } from "../sdk/heartbeat.ts";
 import type { Logger } from "../sdk/log.ts";
 import { sleep } from "../sdk/retry.ts";
@@ -51,6 +52,8 @@ export interface LivenessOptions {
   ignoreFence?: boolean;
   /** This machine's arithmetic profile, reported in every beat (workloads/profile.ts). */
   profile?: string;
+  /** What keeps this provider from working now: the newest open problem rides in every beat. */
+  problems?: Problems;
 }
 
 export class Liveness {
@@ -101,6 +104,7 @@ export class Liveness {
       loss: a?.loss !== undefined && Number.isFinite(a.loss) ? a.loss : undefined,
       stepsPerSecond: a?.stepsPerSecond,
       profile: this.opts.profile,
+      problem: this.opts.problems?.current(),
       sentAt: this.opts.now(),
     };
     try {

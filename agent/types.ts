@@ -21,6 +21,8 @@ export interface AgentConfig {
   once: boolean;
   /** Decide and log the registration without sending anything, then exit. */
   dryRun: boolean;
+  /** `--faucet`: a key without gas takes 1 test ETH from a development node (anvil, Hardhat) instead of waiting. */
+  faucet?: boolean;
   /** How often to re-read a job while waiting for a decision. */
   pollMs: number;
   /** Between steps the job's epoch is re-read at most this often (every write is always checked first). */

@@ -45,6 +45,7 @@ import {
 } from "./decide.ts";
 import type { OldCheckpoint, ProviderBehaviour } from "./behaviour.ts";
 import type { Liveness } from "./liveness.ts";
+import type { Problems } from "./problems.ts";
 import type { Progress } from "./progress.ts";
 import { hashedOnly, noteState } from "./segment.ts";
 import { isAbandoned, trainSegment } from "./train.ts";
@@ -62,6 +63,8 @@ export interface WorkContext {
   logger: Logger;
   liveness: Liveness;
   progress: Progress;
+  /** What keeps this provider from working now (agent/problems.ts); absent in tests that do not follow it. */
+  problems?: Problems;
   trainers: TrainerPool;
   behaviour: ProviderBehaviour;
   /** Wakes the reporter on the escrow's decision events (absent: it polls every pollMs). */
@@ -352,6 +355,7 @@ class JobRun {
         step: head.step,
         error: (err as Error)?.message,
       });
+      this.ctx.problems?.set("store", `checkpoint store unreachable: ${(err as Error)?.message ?? String(err)}`);
       this.queue.splice(0);
       this.generation++;
       this.kick();
@@ -361,6 +365,7 @@ class JobRun {
     const r = await this.ctx.chain.write("reportCheckpoint", () =>
       sendReport(escrow, this.id, this.epoch, head.step, head.hash),
     );
+    this.ctx.problems?.clear("store"); // its blobs are in the store
     if (r.ok) {
       this.log.info("checkpoint reported", { step: head.step, hash: head.hash, tx: r.hash, queued: this.queue.length });
       this.queue.shift();

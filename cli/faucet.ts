@@ -5,7 +5,8 @@
  * USDC from TestUSDC's open `mint`, sent by the node's first unlocked account. A node without those methods (a
  * public network) is refused with what to do instead: nothing is sent.
  */
-import { formatEther, parseEther, toBeHex, type JsonRpcProvider } from "ethers";
+import { formatEther, parseEther } from "ethers";
+import { NotADevNodeError, setDevBalance } from "../sdk/faucet.ts";
 import { expectPositionals, parseAddress, parseCommand, parseUsdc, UsageError, CommandError } from "../sdk/args.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { confirm, openContext, runOnChain, type CommandContext } from "./context.ts";
@@ -40,7 +41,12 @@ export async function main(argv: string[]): Promise<number> {
       console.log(`would add ${formatEther(eth)} ETH${usdc ? ` and ${formatUsdc(usdc)}` : ""} to ${to}`);
       return 0;
     }
-    await setBalance(ctx.provider, to, before + eth);
+    try {
+      await setDevBalance(ctx.provider, to, before + eth);
+    } catch (err) {
+      if (err instanceof NotADevNodeError) throw new CommandError(err.message);
+      throw err;
+    }
     const parts = [`${formatEther(eth)} test ETH (now ${formatEther(await ctx.provider.getBalance(to))})`];
     if (usdc > 0n) {
       await mintFromNode(ctx, to, usdc);
@@ -49,24 +55,6 @@ export async function main(argv: string[]): Promise<number> {
     console.log(`gave ${to} ${parts.join(" and ")} on chain ${ctx.chainId}`);
     return 0;
   });
-}
-
-/** anvil_setBalance (anvil), else hardhat_setBalance (a Hardhat node; anvil knows it too). */
-async function setBalance(provider: JsonRpcProvider, to: string, wei: bigint): Promise<void> {
-  for (const method of ["anvil_setBalance", "hardhat_setBalance"]) {
-    try {
-      await provider.send(method, [to, toBeHex(wei)]);
-      return;
-    } catch (err) {
-      // Only a JSON-RPC error answer means "not this node's dialect"; a node that did not answer (down, 429s past
-      // --rpc-timeout-ms) is not a public node: its error goes up as it is.
-      if (typeof (err as { error?: { code?: unknown } })?.error?.code !== "number") throw err;
-    }
-  }
-  throw new CommandError(
-    "this node is not a development node (it has no anvil_setBalance or hardhat_setBalance): " +
-      "send test ETH to the address from a funded key instead",
-  );
 }
 
 /** TestUSDC's open mint, sent by the node's first unlocked account (a development node signs for it). */

@@ -99,7 +99,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
     group.start(
       p.name,
       [
-        ...[cli, "provide", ...common, "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
+        ...[cli, "provide", ...common, "--json", "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
         ...["--store", store, "--coordinator", coordinatorUrl],
         // Every trained step logged (the exact work-lost figure) only by the provider this run kills or cuts off:
         // a line per step costs the trainer and this process time (issue 14's long job).

@@ -189,7 +189,18 @@ function startHonest(
   group.start(
     "honest",
     [
-      ...["cli/gpuchain.ts", "provide", ...common, "--name", "honest", "--price", HONEST_PRICE, "--key", keyFile],
+      ...[
+        "cli/gpuchain.ts",
+        "provide",
+        ...common,
+        "--json",
+        "--name",
+        "honest",
+        "--price",
+        HONEST_PRICE,
+        "--key",
+        keyFile,
+      ],
       ...["--store", storage.url, "--coordinator", coordinatorUrl],
     ],
     storage.env,

@@ -18,6 +18,11 @@ export interface Heartbeat {
   stepsPerSecond?: number;
   /** Arithmetic profile (workloads/profile.ts): onnxruntime version, execution provider, CPU family or gpu. */
   profile?: string;
+  /**
+   * What keeps the provider from working now, in its own words (agent/problems.ts: "checkpoint store unreachable:
+   * …", "waiting for gas: …"); absent when nothing is in the way. Printable ASCII, at most 200 characters.
+   */
+  problem?: string;
   sentAt: number; // ms since epoch, provider's clock
   /** sdk/machine.ts machineId(): which machine the provider runs on (badges), signed like the rest. */
   machine: string;
@@ -41,16 +46,34 @@ export interface HeartbeatListed {
   stepsPerSecond: number | null;
   /** The arithmetic profile the beat reported (signed with it), or null. */
   profile?: string | null;
+  /** The provider's own last problem (signed with the beat), or null when it reported none. */
+  problem?: string | null;
   ageMs: number;
+}
+
+/** One unassignment the coordinator sent and saw mined, with its own reason (its `GET /unassignments`). */
+export interface UnassignNote {
+  jobId: string;
+  /** The epoch the provider held (the chain's epoch after the unassign is one more). */
+  epoch: string;
+  provider: string;
+  /** The decision's reason: "no heartbeat for …", "no progress …", "on-chain lease lapsed …". */
+  reason: string;
+  at: number;
 }
 
 export const HEARTBEAT_DEFAULTS = { intervalMs: 1_000, timeoutMs: 5_000, startGraceMs: 20_000, maxClockSkewMs: 30_000 };
 
-/** The signed text; the profile is signed too when present (a beat without one signs as before). */
+/**
+ * The signed text; the profile and the problem are signed too when present (a beat without them signs as before).
+ * The problem is written as "problem: TEXT": a profile has no space, so neither can be read as the other.
+ */
 export function heartbeatMessage(h: Heartbeat): string {
   const fields = [h.chainId, h.escrow.toLowerCase(), h.provider, h.jobId, h.epoch, h.step, h.sentAt, h.machine];
-  const all = ["gpuchain-heartbeat/v2", ...fields];
-  return (h.profile === undefined ? all : [...all, h.profile]).join("|");
+  const all: (string | number)[] = ["gpuchain-heartbeat/v2", ...fields];
+  if (h.profile !== undefined) all.push(h.profile);
+  if (h.problem !== undefined) all.push(`problem: ${h.problem}`);
+  return all.join("|");
 }
 
 /** What a beat must name to count here. */

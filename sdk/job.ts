@@ -37,10 +37,16 @@ export const UnassignReason = { Coordinator: 0, LeaseLapsed: 1, Refused: 2 } as 
 
 /**
  * Each unassign reason as people read it, the one table: `lost` names it in `gpuchain explain --json`, `short` on
- * the dashboard's timeline ("failover: alice missed heartbeats"), `why` inside a sentence.
+ * the dashboard's timeline ("failover: alice taken away by the coordinator"), `why` inside a sentence.
  */
 const UNASSIGN_REASONS = [
-  { lost: "heartbeats", short: "missed heartbeats", why: "the coordinator saw no heartbeats" },
+  // The chain records only that the coordinator did it; its reason (no heartbeat, or no progress within its
+  // bounds) is the coordinator's to tell (GET /unassignments), so the sentence does not guess which.
+  {
+    lost: "heartbeats",
+    short: "taken away by the coordinator",
+    why: "the coordinator took the job away (no heartbeat or no progress within its bounds)",
+  },
   { lost: "lease", short: "lease lapsed", why: "its on-chain lease lapsed" },
   { lost: "refused", short: "refused", why: "its checkpoint was refused by the Quality Guard" },
 ] as const;

@@ -87,3 +87,13 @@ export function applyStakeEvent(st: StakeBook, e: StakeEvent): bigint {
       return -amount;
   }
 }
+
+/** How many network-minimum job locks a provider agent keeps deposited as stake (an identity without stake takes no work). */
+export const STAKE_LOCKS = 5n;
+
+/** Stake to deposit so that `STAKE_LOCKS` minimum locks fit in the free stake (0: enough already). */
+export function stakeTopUp(stake: Stake, minStake: bigint): bigint {
+  const free = freeStake(stake);
+  const target = STAKE_LOCKS * minStake;
+  return free >= target ? 0n : target - free;
+}

@@ -8,13 +8,14 @@ import { Contract, JsonRpcProvider, Network, type Interface } from "ethers";
 import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
-import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
+import type { HeartbeatListed, UnassignNote } from "../../sdk/heartbeat.ts";
 import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
 import { LogCursor, type RawLog } from "../../sdk/logRange.ts";
 import { capDeviceModel } from "../../sdk/machine.ts";
 import { verifierNames } from "../../sdk/narrative.ts";
 import { rolledBack, type Entry, type ReorgNote } from "../../sdk/recording.ts";
 import { SAFE_ABI } from "../../sdk/safeOwners.ts";
+import { STAKE_LOCKS } from "../../sdk/stake.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
 
 /** Where the feed reads: the chain, and the keepers' base URLs. */
@@ -61,6 +62,8 @@ export class LiveFeed {
   private readonly interfaces: { escrow: Interface; registry: Interface };
   private readonly listeners = new Set<(e: Entry) => void>();
   private readonly lastBeat = new Map<string, string>();
+  private readonly lastProblem = new Map<string, string | null>();
+  private readonly unassignsSeen = new Set<string>();
   private readonly names = new Map<string, string>();
   private readonly signersSeen = new Map<string, Set<string>>();
   readonly processes = new Map<string, ProcessSeen>();
@@ -69,6 +72,8 @@ export class LiveFeed {
   heartbeats: HeartbeatRow[] = [];
   pending: PendingRow[] = [];
   private owners: string[] = [];
+  /** The registry's stake rules, read once (constructor-fixed on chain): what the Provide compute page states. */
+  stakeRules: { minStake: string; unbondingDelay: number; locks: string } | null = null;
   private threshold = 0;
   private lastReserves = "";
   private timer: ReturnType<typeof setTimeout> | undefined;
@@ -153,6 +158,11 @@ export class LiveFeed {
     this.headBlock = head;
     this.confirmedBlock = confirmedBlock(head, this.depth);
     this.seen("chain (RPC)", "chain", Date.now(), `head ${head}`);
+    if (!this.stakeRules) {
+      const { registry } = connectProtocol(this.o.deployment, this.provider);
+      const [minStake, delay] = await Promise.all([registry.minStake(), registry.unbondingDelay()]);
+      this.stakeRules = { minStake: minStake.toString(), unbondingDelay: Number(delay), locks: STAKE_LOCKS.toString() };
+    }
     if (!this.owners.length) {
       const [owners, threshold] = await Promise.all([this.safe.getOwners(), this.safe.getThreshold()]);
       this.owners = [...owners].map(String);
@@ -222,6 +232,20 @@ export class LiveFeed {
     return v?.replace(/\/heartbeat\/?$/, "").replace(/\/+$/, "");
   }
 
+  /** A provider's problem that appeared or cleared becomes a log entry, so a recording says it too. */
+  private problemChanged(name: string, b: HeartbeatListed) {
+    const problem = b.problem ?? null;
+    if ((this.lastProblem.get(b.provider) ?? null) === problem) return;
+    this.lastProblem.set(b.provider, problem);
+    this.push("log", name, {
+      component: "agent",
+      level: problem ? "warn" : "info",
+      msg: "problem",
+      problem,
+      provider: b.provider,
+    });
+  }
+
   private async readCoordinator() {
     const now = Date.now();
     const base = this.url("coordinatorUrl");
@@ -240,10 +264,13 @@ export class LiveFeed {
         step: b.step,
         loss: b.loss,
         ageMs: b.ageMs,
+        problem: b.problem ?? null,
       }));
       for (const b of body.beats) {
         const name = this.nameOf(b.provider);
-        this.seen(name, "provider", now - b.ageMs, b.jobId === "0" ? "idle" : `job ${b.jobId} step ${b.step}`);
+        const doing = b.jobId === "0" ? "idle" : `job ${b.jobId} step ${b.step}`;
+        this.seen(name, "provider", now - b.ageMs, b.problem ? `${doing}; ${b.problem}` : doing);
+        this.problemChanged(name, b);
         const key = `${b.jobId}:${b.epoch}:${b.step}`;
         if (this.lastBeat.get(b.provider) === key) continue;
         this.lastBeat.set(b.provider, key);
@@ -259,9 +286,33 @@ export class LiveFeed {
           ...(b.stepsPerSecond === null ? {} : { stepsPerSecond: b.stepsPerSecond }),
         });
       }
+      await this.readUnassignments(base);
     } catch {
       this.coordinator = { ...this.coordinator, reachable: false, checked: true };
       this.seen("coordinator", "keeper", this.coordinator.lastOkAt, "not answering");
+    }
+  }
+
+  /**
+   * Why the coordinator took each job away (its GET /unassignments; the chain says only "the coordinator"), as a
+   * log entry once each, so live and a recording tell the same reason. An older coordinator without the route: none.
+   */
+  private async readUnassignments(base: string) {
+    const res = await fetch(`${base}/unassignments`, { signal: AbortSignal.timeout(3000) });
+    if (!res.ok) return;
+    const body = (await res.json()) as { unassignments?: UnassignNote[] };
+    for (const u of body.unassignments ?? []) {
+      const key = `${u.jobId}:${u.epoch}`;
+      if (this.unassignsSeen.has(key)) continue;
+      this.unassignsSeen.add(key);
+      this.push("log", "keepers", {
+        component: "coordinator",
+        msg: "unassigned",
+        job: u.jobId,
+        epoch: u.epoch,
+        provider: u.provider,
+        reason: u.reason,
+      });
     }
   }
 

@@ -86,6 +86,8 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
     if (d.kind === "error") return json(res, d.status, { ok: false, reason: d.reason });
     if (d.kind === "config") {
       const id = feed.chainId?.toString() ?? (await waitForChainId(feed));
+      // The stake rules are read right after the chain id; a page loaded at start still gets them.
+      for (let i = 0; i < 30 && id && !feed.stakeRules; i++) await new Promise((r) => setTimeout(r, 100));
       return json(res, 200, {
         chainId: id ?? "unknown",
         chainName: CHAINS[id ?? ""]?.name ?? (id ? `Chain ${id}` : "Chain not answering"),
@@ -102,6 +104,7 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
         collector: feed.url("collectorUrl") ?? "http://127.0.0.1:8601",
         store: o.store ?? ".gpuchain/store",
         storeEnv: o.storeEnv ?? {},
+        stakeRules: feed.stakeRules,
         recordings: recordings().map(({ name, entries, date }) => ({ name, entries, date })),
         serverStartedAt: feed.startedAt,
         templates: listTemplates().map((t) => ({

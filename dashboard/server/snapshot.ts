@@ -9,6 +9,8 @@ export interface HeartbeatRow {
   step: number;
   loss: number | null;
   ageMs: number;
+  /** The provider's own last problem, signed in its beat (agent/problems.ts), or null. */
+  problem?: string | null;
 }
 
 /** A decision the verifiers are signing, with who has signed so far. */

@@ -39,6 +39,7 @@ export class HeartbeatView {
       stepsPerSecond:
         typeof b.stepsPerSecond === "number" && Number.isFinite(b.stepsPerSecond) ? b.stepsPerSecond : null,
       profile: typeof b.profile === "string" ? b.profile : null, // verifiers' fault-claim rule (verifier/profiles.ts)
+      problem: typeof b.problem === "string" ? b.problem : null, // the dashboard's "what is in the way"
       receivedAt,
     });
     if (this.latest.size > this.max) this.latest.delete(this.latest.keys().next().value!);

@@ -113,6 +113,7 @@ const UINT64_MAX = (1n << 64n) - 1n;
 const HEX_ID = /^0x[0-9a-f]{1,64}$/i;
 const SIGNATURE = /^0x[0-9a-f]{130}$/i;
 const PROFILE = /^[\x21-\x7e]{1,120}$/;
+const PROBLEM = /^[\x20-\x7e]{1,200}$/;
 
 /** The SignedHeartbeat in `body`, or why it is not one (every number in range of its on-chain type). */
 export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
@@ -137,6 +138,9 @@ export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
   }
   if (b.profile !== undefined && (typeof b.profile !== "string" || !PROFILE.test(b.profile))) {
     return "profile must be a short printable string";
+  }
+  if (b.problem !== undefined && (typeof b.problem !== "string" || !PROBLEM.test(b.problem))) {
+    return "problem must be printable text of at most 200 characters";
   }
   if (!HEX_ID.test(b.machine as string)) return "machine must be hex (sdk/machine.ts)";
   if (!SIGNATURE.test(b.signature as string)) return "signature must be 65 bytes of hex";

@@ -7,6 +7,7 @@ import { changeLogger, execute, mapLimit, read, type KeeperContext, type Outcome
 import { startJsonServer } from "../http.ts";
 import { runTicks } from "../keeper.ts";
 import { HeartbeatView } from "./heartbeatView.ts";
+import type { UnassignNote } from "../../sdk/heartbeat.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import { memoryNeed } from "./config.ts";
 import { CoordinatorChainView } from "./chainView.ts";
@@ -71,6 +72,12 @@ export class Coordinator {
   /** Jobs, providers and fencing, kept up to date from events. */
   readonly chain: CoordinatorChainView;
   private readonly quiet = changeLogger();
+  /**
+   * Why this coordinator took each job away (the newest UNASSIGNS_KEPT): the chain records only "the coordinator
+   * unassigned it", so dashboards ask here (GET /unassignments) for "no heartbeat" versus "no progress" (issue 21).
+   * In memory only: after a restart the older ones are simply unknown.
+   */
+  readonly unassigns: UnassignNote[] = [];
 
   constructor(ctx: KeeperContext, config: CoordinatorConfig) {
     this.ctx = ctx;
@@ -132,6 +139,7 @@ export class Coordinator {
         ? { method: "assign", args: [decision.jobId, decision.provider], races: ASSIGN_RACES }
         : { method: "unassign", args: [decision.jobId], races: UNASSIGN_RACES };
     const outcome = await execute(this.ctx, call, l);
+    if (decision.action === "unassign" && outcome.kind === "confirmed") this.noteUnassign(decision, nowMs);
     // Our own assignment: its timeout starts now, not at the next tick's first sight.
     if (decision.action === "assign" && outcome.kind === "confirmed") {
       this.watchStart.set(jobEpochKey(decision.jobId, decision.epoch + 1n), nowMs);
@@ -141,6 +149,17 @@ export class Coordinator {
       this.chain.markFenced(decision.jobId, decision.provider!);
     }
     return { decision, outcome };
+  }
+
+  private noteUnassign(d: Decision, nowMs: number): void {
+    this.unassigns.push({
+      jobId: d.jobId.toString(),
+      epoch: d.epoch.toString(),
+      provider: d.provider ?? "",
+      reason: d.reason,
+      at: nowMs,
+    });
+    if (this.unassigns.length > UNASSIGNS_KEPT) this.unassigns.shift();
   }
 
   /** Everything a decision needs, at one block: the chain view brought up to date from events (chainView.ts). */
@@ -188,6 +207,8 @@ export class Coordinator {
   }
 }
 
+const UNASSIGNS_KEPT = 200;
+
 /** An unassign this tick mined: its job is Open again at the next read (the chain says so, not our guess). */
 const unassignedNow = (s: { decision: Decision; outcome: Outcome }) =>
   s.decision.action === "unassign" && s.outcome.kind === "confirmed";
@@ -225,6 +246,7 @@ export async function runCoordinator(
     routes: {
       "POST /heartbeat": beats.tap(coordinator.book.handler(ctx.nowMs), ctx.nowMs),
       "GET /heartbeats": beats.route(ctx.nowMs),
+      "GET /unassignments": () => ({ status: 200, body: { unassignments: coordinator.unassigns } }),
       "GET /health": () => ({ status: 200, body: { ok: true } }),
     },
   });

@@ -5,7 +5,8 @@
  */
 import { runGpuchain } from "../helpers/cli.ts";
 import { expect } from "chai";
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { Wallet, parseEther, type JsonRpcProvider } from "ethers";
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
@@ -89,6 +90,41 @@ describe("gpuchain faucet: test ETH (and USDC) for a key on a development chain"
       expect(await chain.getBalance(fresh)).to.equal(before);
     } finally {
       await bridge.close();
+    }
+  });
+
+  it("gpuchain provide --faucet: a new key takes its gas from the node, registers and stakes with no hand step; human lines by default, --json for machines", async function () {
+    const dir = mkdtempSync(path.join(tmpdir(), "gpuchain-provide-faucet-"));
+    try {
+      const provide = (name: string, extra: string[]) =>
+        runGpuchain([
+          "provide",
+          ...["--name", name, "--price", "0.001", "--faucet", "--once", "--rpc", rpc, "--deployment", file],
+          ...["--key", path.join(dir, name, "key"), "--store", path.join(dir, "store")],
+          ...["--coordinator", "http://127.0.0.1:9/heartbeat", ...extra],
+        ]);
+      const human = await provide("faucet-human", []);
+      expect(human.code, human.stderr + human.stdout).to.equal(0);
+      const lines = human.stdout.trim().split("\n");
+      expect(
+        lines.some((l) => l.startsWith("{")),
+        human.stdout,
+      ).to.equal(false);
+      expect(human.stdout).to.match(/\[agent\] --faucet: took test ETH for gas from the development node/);
+      const address = /address=(0x[0-9a-fA-F]{40})/.exec(human.stdout)![1];
+      const { registry } = connectProtocol(loadDeployment(file), chain);
+      expect(await registry.isActive(address)).to.equal(true);
+      expect((await registry.stakeOf(address)).deposited).to.be.above(0n);
+
+      const machine = await provide("faucet-json", ["--json"]);
+      expect(machine.code, machine.stderr).to.equal(0);
+      const records = machine.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { msg: string });
+      expect(records.map((r) => r.msg)).to.include("--faucet: took test ETH for gas from the development node");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

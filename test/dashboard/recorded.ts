@@ -96,7 +96,7 @@ describe("dashboard: the recorded run in a real browser", function () {
   it("shows the failure story: the refusal, the failover and who signed", async function () {
     await page.goto(`${server.url}?run=sample.jsonl&t=${facts.end}`);
     await page.getByText("step 100: refused: mallory's step 100").waitFor();
-    await page.getByText("step 100: failover: alice missed heartbeats").waitFor();
+    await page.getByText("step 100: failover: alice taken away by the coordinator").waitFor();
     const rows = page.getByRole("region", { name: "Checkpoints and signatures" }).locator("tbody tr");
     expect(await rows.count()).to.equal(7);
     expect(await rows.first().textContent()).to.match(

@@ -90,7 +90,7 @@ describe("dashboard: pure parts", function () {
     expect(s.markers.map((m) => m.kind)).to.deep.equal(
       ["refusal", "failover", "kill", "verdict", "settle"].sort((a, b) => order(s, a) - order(s, b)),
     );
-    expect(s.lanes.map((l) => l.end)).to.deep.equal(["refused", "missed heartbeats", "verdict"]);
+    expect(s.lanes.map((l) => l.end)).to.deep.equal(["refused", "taken away by the coordinator", "verdict"]);
     const accepted = [...s.checkpoints.values()].filter((c) => c.status === "accepted");
     expect(accepted.map((c) => c.step)).to.deep.equal([100, 200, 300, 400, 500, 600]);
     expect(accepted.every((c) => c.signers.size >= 2)).to.equal(true);

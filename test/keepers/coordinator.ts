@@ -170,6 +170,9 @@ describe("keepers: coordinator on chain", function () {
     const job = await p.escrow.jobOf(jobId);
     expect([await statusOf(p, jobId), job.provider, job.epoch]).to.deep.equal([RUNNING, P2.address, 3n]);
     expect(await eventCount(p, "ProviderAssigned")).to.equal(2);
+    // Its own reason, which the chain cannot say (GET /unassignments; the dashboard shows it, issue 21).
+    expect(keeper.unassigns.map((u) => [u.jobId, u.epoch, u.provider])).to.deep.equal([["1", "1", P1.address]]);
+    expect(keeper.unassigns[0].reason).to.match(/^no heartbeat for \(job 1, epoch 1\)/);
     // The next tick has nothing to redo: the new assignee is within its timeout.
     expect((await keeper.tick()).sent).to.deep.equal([]);
   });

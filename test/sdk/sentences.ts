@@ -82,7 +82,7 @@ describe("sdk/sentences: the one event describer", function () {
         names,
       );
     expect(unassigned(0)).to.equal(
-      "alice unassigned from job 1 (the coordinator saw no heartbeats); epoch is now 2, so its further writes are rejected",
+      "alice unassigned from job 1 (the coordinator took the job away (no heartbeat or no progress within its bounds)); epoch is now 2, so its further writes are rejected",
     );
     expect(unassigned(1)).to.contain("(its on-chain lease lapsed)");
     expect(unassigned(2)).to.contain("(its checkpoint was refused by the Quality Guard)");

@@ -28,6 +28,10 @@ export interface ProviderView {
   refusals: { job: string; step: number; reasons: string[] }[];
   firstAssignedMs?: number;
   firstAcceptedMs?: number;
+  /** Its own last problem, signed in its heartbeat (agent/problems.ts); null once cleared. */
+  problem?: { text: string; ms: number } | null;
+  /** Each time the coordinator took a job away, with the coordinator's own reason (its GET /unassignments). */
+  takenAway: { job: string; epoch: string; reason: string }[];
 }
 
 export interface CheckpointView {
@@ -183,6 +187,7 @@ function provider(s: RunState, address: string, name?: string): ProviderView {
       earned: 0n,
       earnings: [],
       refusals: [],
+      takenAway: [],
     };
     s.providers.set(key, p);
   }
@@ -356,6 +361,14 @@ function applyLog(s: RunState, ms: number, source: string, raw: unknown) {
     s.verifiers.set(lower(d.verifier), source);
   }
   if (component === "agent") applyAgentLog(s, ms, source, d, msg);
+  // Why the coordinator took a job away: live from its GET /unassignments ("unassigned"), in npm start's recording
+  // from its own decision line (logged as it sends); the chain itself says only "the coordinator".
+  const unassigned = msg === "unassigned" || (msg === "decision" && d.action === "unassign");
+  if (component === "coordinator" && unassigned && d.provider) {
+    const p = provider(s, String(d.provider));
+    const note = { job: String(d.job), epoch: String(d.epoch), reason: String(d.reason ?? "") };
+    if (!p.takenAway.some((t) => t.job === note.job && t.epoch === note.epoch)) p.takenAway.push(note);
+  }
   if (component === "verifier" && msg === "checkpoint decided") {
     const c = checkpoint(s, String(d.job), String(d.epoch), Number(d.step), "");
     const reasons = Array.isArray(d.reasons) ? d.reasons.map(String) : [];
@@ -382,6 +395,7 @@ function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: str
     p.lastSeenMs = ms;
     if (Array.isArray(d.badges)) for (const b of d.badges) if (b !== "Local chain") p.badges.add(String(b));
     if (d.fault) p.fault = String(d.fault);
+    if (msg === "problem") p.problem = typeof d.problem === "string" ? { text: d.problem, ms } : null;
     if (msg === "provider agent") {
       p.kind = d.kind === "GPU" ? "GPU" : "CPU";
       p.deviceModel = String(d.device ?? p.deviceModel ?? "");

@@ -5,7 +5,7 @@ import { Badges } from "../components/Badges.tsx";
 import { Chart } from "../components/Chart.tsx";
 import type { PageProps } from "../context.ts";
 import { ago, usdc } from "../format.ts";
-import { formatPrice, usdcAmount, usdcUnits } from "../../../sdk/format.ts";
+import { formatDuration, formatPrice, formatUsdc, usdcAmount, usdcUnits } from "../../../sdk/format.ts";
 import { priceStanding } from "../../../sdk/jobFit.ts";
 import { ledgerOf, providerSummaries, walletOf } from "../ledger.ts";
 import type { ProviderView, RunState } from "../model/state.ts";
@@ -25,8 +25,57 @@ export function provideCommand(c: PageProps["config"], name: string, priceText: 
       `--coordinator ${c.coordinator}/heartbeat`,
       `--store ${c.store}`,
     );
+    // A development chain's own faucet: the copied command gets its gas with no hand step (issue 21).
+    if (c.chainId === LOCAL_CHAIN) parts.push("--faucet");
   }
   return parts.join(" ");
+}
+
+const LOCAL_CHAIN = "31337";
+
+/** Words of the command that hold this machine's loopback address or a local path: replaced on another machine. */
+export function machineLocal(word: string): boolean {
+  return /127\.0\.0\.1|localhost|\[::1\]/.test(word) || /--deployment /.test(word);
+}
+
+/** The command with the words to replace on another machine marked (its text is the command, unchanged). */
+function MarkedCommand({ command }: { command: string }) {
+  const words = command.split(/(?= --)|(?= npx )|(?= [A-Z_]+=)/);
+  return (
+    <>
+      {words.map((w, i) =>
+        machineLocal(w) ? (
+          <mark key={i} title="replace when joining from another machine">
+            {w}
+          </mark>
+        ) : (
+          <span key={i}>{w}</span>
+        ),
+      )}
+    </>
+  );
+}
+
+/** What the command puts at stake, from the registry's own rules (read on chain by the dashboard server). */
+function StakeNote({ rules }: { rules: NonNullable<PageProps["config"]>["stakeRules"] }) {
+  if (!rules) {
+    return (
+      <p data-testid="provide-stake">
+        It deposits stake in the provider registry (5 × its minimum; the registry could not be read just now).
+      </p>
+    );
+  }
+  const amount = BigInt(rules.minStake) * BigInt(rules.locks);
+  return (
+    <p data-testid="provide-stake">
+      <strong>Stake at risk:</strong> it deposits {formatUsdc(amount)} of stake ({rules.locks} × the registry&apos;s
+      minimum of {formatUsdc(BigInt(rules.minStake))}; on a local chain it mints that test USDC itself, on a public
+      network the key must hold it). Each job you take locks part of it. If a verifier proves a fault in your work, the
+      lock for that job is slashed (split between the client, the verifier who found the fault and the network fee) and
+      your unclaimed earnings on that job are void; a machine that merely dies loses nothing but its unaccepted steps.
+      Stake you ask back is withdrawable {formatDuration(rules.unbondingDelay)} later.
+    </p>
+  );
 }
 
 export function ProvidePage(p: PageProps) {
@@ -106,13 +155,16 @@ export function ProvidePage(p: PageProps) {
           offer on chain and starts taking work. It needs this repository installed (Node.js and <code>npm ci</code>;
           onnxruntime comes with it) and a little test ETH for gas: a new key prints its address and waits until it is
           funded. The variables in front, when there are any, reach this run's checkpoint store (an embedded S3 server
-          with a fixed test key pair). On a local development chain one command funds the key:{" "}
-          <code>npx gpuchain faucet ADDRESS --rpc URL</code> (add <code>--usdc N</code> for test USDC); on a public test
-          network, send test ETH from a funded key.
+          with a fixed test key pair). On a local development chain <code>--faucet</code> takes that gas from the node
+          itself (or fund any key with <code>npx gpuchain faucet ADDRESS --rpc URL</code>); on a public test network,
+          send test ETH from a funded key. Joining from another machine: replace the <mark>marked</mark> parts (this
+          machine&apos;s loopback address and the deployment file&apos;s path) with this machine&apos;s address on your
+          network and a copy of the file.
         </p>
+        <StakeNote rules={config?.stakeRules ?? null} />
         <div className="command">
           <pre data-testid="provide-command" aria-label="The command for this network">
-            {command}
+            <MarkedCommand command={command} />
           </pre>
           <button onClick={copy} disabled={errors.length > 0}>
             Copy command
@@ -157,6 +209,8 @@ function Follow({ state, name, recorded }: { state: RunState; name: string; reco
   const firstAssigned = p
     ? state.events.find((e) => e.name === "ProviderAssigned" && String(e.args.provider).toLowerCase() === p.key)
     : undefined;
+  // Its own words for what is in the way now (the signed heartbeat's problem), instead of a guess.
+  const problem = p?.problem?.text;
   return (
     <ol className="follow" aria-label="Your device" aria-live="polite">
       <li className={p ? "done" : "now"}>
@@ -179,6 +233,11 @@ function Follow({ state, name, recorded }: { state: RunState; name: string; reco
           ? `First accepted step: ${firstAccepted?.args.step} at block ${firstAccepted?.blockNumber}`
           : "First accepted step"}
       </li>
+      {problem && !accepted && (
+        <li className="problem" role="status" data-testid="follow-problem">
+          Your device says: {problem}
+        </li>
+      )}
     </ol>
   );
 }
@@ -214,6 +273,9 @@ function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
               .filter(Boolean)
               .join("; ")
           : "";
+        // The coordinator's own reason for its latest take-away, where it told one (the chain cannot).
+        const taken = x.takenAway.at(-1);
+        const coordinatorSaid = taken ? `the coordinator took job ${taken.job} away: ${taken.reason}` : "";
         const registered = x.registeredBlock !== undefined;
         const slash = restake.awaiting(x.key);
         return (
@@ -246,6 +308,7 @@ function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
             <td className="num">{usdc(x.earned)}</td>
             <td className="num">{withdrawn === null ? "unknown" : usdc(withdrawn)}</td>
             <td>
+              {hb?.problem && <div className="error">{hb.problem}</div>}
               {hb
                 ? `${ago(hb.ageMs)}${hb.job !== "0" ? ` · job ${hb.job} step ${hb.step}` : " · idle"}`
                 : p.recorded
@@ -255,6 +318,7 @@ function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
                   : "no heartbeat"}
             </td>
             <td className="reason">
+              {coordinatorSaid && <div data-testid={`taken-away-${x.name}`}>{coordinatorSaid}</div>}
               {why ||
                 (x.refusals.length
                   ? x.refusals

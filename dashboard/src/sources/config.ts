@@ -16,6 +16,8 @@ export interface DashboardConfig {
   /** The environment the store needs (VAR → value), written in front of the Provide compute command. */
   storeEnv?: Record<string, string>;
   explorer?: string;
+  /** The registry's stake rules (read on chain) and how many minimum locks `gpuchain provide` deposits. */
+  stakeRules?: { minStake: string; unbondingDelay: number; locks: string } | null;
   recordings: { name: string; entries: number; date: string }[];
   serverStartedAt: number;
   /** The approved templates this software knows (workloads/templates.ts). */
