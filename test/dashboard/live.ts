@@ -62,7 +62,7 @@ describe("dashboard: a live local network in a real browser", function () {
         await run("job", () => jobFacts(page, url, net));
         await run("wallet", () => walletCheck(page, url, net, common));
         await run("reserves", () => reserves(page, url, common));
-        await run("provide", () => provideCommand(page, url, net, providerName));
+        await run("provide", () => provideCommand(page, url, { ...net, runDir }, providerName, common));
         await run("chain", () => chainUnreachable(page, url, net.rpc));
         await run("coordinator", () => coordinatorKilled(context, net, common));
         await run("axe", () => accessibility(page, url));
@@ -95,7 +95,10 @@ describe("dashboard: a live local network in a real browser", function () {
   it("Status shows the job's accepted steps and payouts equal to the contract's", report("job"));
   it("Check any wallet equals `gpuchain wallet` for the same address", report("wallet"));
   it("proof of reserves equals `gpuchain reserves`", report("reserves"));
-  it("the Provide compute command, run as shown, registers a provider that the page then shows", report("provide"));
+  it(
+    "the Provide compute command, run as shown with no hand step, registers, is followed to its first accepted step and earns",
+    report("provide"),
+  );
   it(
     "RPC answering 429, then down → Chain unreachable with last values kept, then it recovers by itself",
     report("chain"),
@@ -165,10 +168,11 @@ async function reserves(page: Page, url: string, common: string[]) {
   expect(await page.getByTestId("safe-owners").textContent()).to.match(/^2 of 3 owners must sign/);
 }
 
-async function provideCommand(page: Page, url: string, net: Net, name: string) {
+async function provideCommand(page: Page, url: string, net: Net & { runDir: string }, name: string, common: string[]) {
   await page.goto(`${url}?page=provide`);
   await page.getByLabel("Name").fill(name);
-  await page.getByLabel("Price per step (USDC)").fill("0.0009");
+  // The cheapest offer on this network: the job posted below goes to it.
+  await page.getByLabel("Price per step (USDC)").fill("0.0001");
   await page.getByRole("button", { name: "Copy command" }).click();
   await page.getByText("Waiting for your device…").waitFor();
   const command = (await page.getByTestId("provide-command").textContent())!;
@@ -187,21 +191,31 @@ async function provideCommand(page: Page, url: string, net: Net, name: string) {
     "AWS_SECRET_ACCESS_KEY",
   ]);
   expect(words.slice(0, 2)).to.deep.equal(["npx", "gpuchain"]);
+  expect(words, "a local chain's command takes its own gas").to.include("--faucet");
+  expect(await page.getByTestId("provide-stake").textContent()).to.match(/deposits 5\.000000 USDC of stake/);
   const child: ChildProcess = spawn(process.execPath, ["cli/gpuchain.ts", ...words.slice(2)], {
     stdio: "ignore",
     env: { ...process.env, ...env },
   });
   try {
-    // A new key has no gas: on the local chain the operator funds it, as the page says.
+    // No hand step: the command's --faucet gets the new key its gas on this local chain.
     const keyFile = path.join(".gpuchain", "providers", name, "key");
     for (let i = 0; i < 120 && !existsSync(keyFile); i++) await sleep(500);
     const address = loadKey(keyFile).address;
-    await net.provider.send("hardhat_setBalance", [address, "0x56BC75E2D63100000"]);
     await page.getByTestId("follow-registered").getByText(`Registered at block`).waitFor({ timeout: 120_000 });
     expect(await page.getByTestId("follow-registered").textContent()).to.contain(address);
     expect(await net.protocol.registry.isActive(address)).to.equal(true);
     await page.getByTestId(`provider-${name}`).waitFor();
-    expect(await page.getByTestId(`provider-${name}`).textContent()).to.contain("0.0009");
+    expect(await page.getByTestId(`provider-${name}`).textContent()).to.contain("0.0001");
+    // A client posts a job; the page follows the new provider to its first accepted step and its earnings.
+    const create = ["job", "create", "--template", "blobs-tiny", "--steps", "10", "--max-price", "0.0015"];
+    const key = path.join(net.runDir, "keys", "client.key");
+    const posted = await runToEnd(["cli/gpuchain.ts", ...create, ...common, "--key", key]);
+    expect(posted.code, posted.output).to.equal(0);
+    await page.getByText(/^First accepted step: 10 at block \d+$/).waitFor({ timeout: 240_000 });
+    const earned = await net.protocol.escrow.earningsOf(2n, address);
+    expect(earned).to.equal(1_000n); // 10 steps × 0.0001 USDC
+    await page.getByTestId(`provider-${name}`).getByText("0.001000").first().waitFor({ timeout: 20_000 });
   } finally {
     child.kill("SIGTERM");
   }
