@@ -3,8 +3,8 @@ import { expectPositionals, parseAddress, parseCommand } from "../sdk/args.ts";
 import { openContext } from "./context.ts";
 import { namesFor } from "./names.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
-import { walletOf } from "../sdk/ledger.ts";
-import { labelOf, providerSummaries } from "../sdk/narrative.ts";
+import { labelOf } from "../sdk/narrative.ts";
+import { jobSentences, stakeSentence, walletFacts } from "../sdk/walletFacts.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { restakeLine } from "../sdk/restake.ts";
 import { readRestake } from "./restake.ts";
@@ -24,14 +24,14 @@ export async function main(argv: string[]): Promise<number> {
   const fromBlock = parseFromBlock(values["from-block"]);
   const ctx = await openContext(values, false);
   try {
-    const ledger = await loadLedger(ctx, fromBlock, { account: who });
-    const wallet = walletOf(ledger, who);
+    const ledger = await loadLedger(ctx, fromBlock, { account: who, registry: ctx.protocol.registry });
     const [onChain, stake, names, restake] = await Promise.all([
       ctx.protocol.escrow.owed(who),
       ctx.protocol.registry.stakeOf(who),
       namesFor(ctx, [who]),
       readRestake(ctx, fromBlock, who),
     ]);
+    const wallet = walletFacts(ledger, who, names);
     const disagree =
       onChain === wallet.withdrawable ? "" : ` (contract says ${formatUsdc(onChain)}: events and state DISAGREE)`;
     console.log(labelOf(who, names));
@@ -42,28 +42,17 @@ export async function main(argv: string[]): Promise<number> {
     }
     for (const p of wallet.pending)
       console.log(`  job ${p.jobId}: ${formatUsdc(p.amount)} earned, claimable once the job settles`);
-    const mineByJob = [...ledger.jobs.values()].map(
-      (job) => [job, providerSummaries(job, names).find((s) => s.provider === who.toLowerCase())] as const,
-    );
-    const slashed = mineByJob.reduce((sum, [, mine]) => sum + (mine?.slashed ?? 0n), 0n);
-    if (stake.deposited > 0n || slashed > 0n) {
-      const parts = [`deposited ${formatUsdc(stake.deposited)}`, `locked ${formatUsdc(stake.locked)}`];
-      if (stake.unbonding > 0n) parts.push(`unbonding ${formatUsdc(stake.unbonding)}`);
-      console.log(`  stake in the registry: ${parts.join(", ")}; slashed so far: ${formatUsdc(slashed)}`);
+    if (wallet.stake || stake.deposited > 0n) {
+      // The registry's own numbers; the events' fold must agree (a --from-block after the deposits cannot see them).
+      const { deposited, locked, unbonding } = stake; // an ethers Result: its names are not own keys to spread
+      const read = { deposited, locked, unbonding, slashed: wallet.stake?.slashed ?? 0n };
+      const folded = wallet.stake && stakeSentence(wallet.stake) === stakeSentence(read);
+      const differ = fromBlock ? " (the events before --from-block were not read)" : " (events and registry DISAGREE)";
+      console.log(`  stake in the registry: ${stakeSentence(read)}${folded ? "" : differ}`);
     }
     const waiting = restake.awaiting(who);
     if (waiting) console.log(`  ${restakeLine(who, waiting)} (a stake deposit after the slash lifts it)`);
-    for (const [job, mine] of mineByJob) {
-      if (mine) {
-        const counts = `${mine.stepsAccepted} steps accepted, ${mine.checkpointsRefused} refused`;
-        console.log(`  job ${job.jobId} as provider: ${counts} — ${mine.why}`);
-      }
-      if (job.client === who) {
-        const refund = job.settlement ? `refund ${formatUsdc(job.settlement.refund)} released` : "budget still locked";
-        const paid = `paid ${formatUsdc(job.paid)} to providers`;
-        console.log(`  job ${job.jobId} as client: budget ${formatUsdc(job.budget)}, ${paid}, ${refund}`);
-      }
-    }
+    for (const j of wallet.jobs) for (const line of jobSentences(j)) console.log(`  ${line}`);
     return onChain === wallet.withdrawable ? 0 : 1;
   } finally {
     ctx.close();

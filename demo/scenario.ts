@@ -35,7 +35,7 @@ import { scenarioHosts, type HostNet } from "./hosts.ts";
 import { settle } from "./settlement.ts";
 import { StatusLine } from "./status.ts";
 import type { Run, ScenarioOptions, ScenarioResult } from "./types.ts";
-import { plain, watchJob } from "./watch.ts";
+import { plain, recordChainTail, watchJob } from "./watch.ts";
 import { LogCursor } from "../sdk/logRange.ts";
 import { decodeLogs } from "../sdk/events.ts";
 import { startDashboardServer, type DashboardServer } from "../dashboard/server/server.ts"; // dashboard hook
@@ -170,7 +170,9 @@ async function playJob(run: Run): Promise<ScenarioResult> {
       `${o.checkpointInterval}, budget ${formatUsdc(budgetOf(o.totalSteps))} locked`,
   );
   const watch = await watchJob(run, actors, jobId, block);
-  return settle(run, actors, { jobId, fromBlock: block }, watch);
+  const result = await settle(run, actors, { jobId, fromBlock: block }, watch);
+  await recordChainTail(run); // the withdrawals after the settlement, for the recording's books
+  return result;
 }
 
 /** Whether the coordinator lists a heartbeat of each of `providers` (GET /heartbeats). */
@@ -215,7 +217,7 @@ async function narrateKept(run: Run): Promise<void> {
   const cursor = new LogCursor(
     run.provider,
     { address: run.deployment.escrow },
-    (await run.provider.getBlockNumber()) + 1,
+    run.recordedTo ?? (await run.provider.getBlockNumber()) + 1,
   );
   while (!stopping()) {
     try {

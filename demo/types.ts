@@ -141,6 +141,8 @@ export interface Run {
   keeperUrls?: { coordinator: string; collector: string };
   /** Lower-case address → the run's name for it (providers, verifiers), once the actors exist. */
   names?: Record<string, string>;
+  /** The first block whose escrow and registry events the recording does not hold yet (watch.ts keeps it). */
+  recordedTo?: number;
 }
 
 /** What following the job told: the kill, the failover, lost work, reserves at every block. */

@@ -4,9 +4,9 @@
  * proof of reserves at every block, and lets the dispute window (or the arbiter's 3 days) pass after the verdict.
  */
 import { statusName } from "../sdk/job.ts";
-import { decodeLogs } from "../sdk/events.ts";
+import { decodeLogs, type DecodedLog } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
-import { LogCursor } from "../sdk/logRange.ts";
+import { LogCursor, readLogs, type RawLog } from "../sdk/logRange.ts";
 import { sleep } from "../sdk/retry.ts";
 import { DISPUTE_WINDOW, nameBook } from "./actors.ts";
 import { chainLine, type LiveEvent } from "./render.ts";
@@ -50,7 +50,8 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
   // From block 0, not the job's: the recording must hold the set-up events too (FeeRecipientSet, the templates'
   // approval), or its books cannot be folded at the first slash and the page plays back "No job posted yet".
   // Only this job's events are narrated and acted on; reserves are sampled from the job's block.
-  const cursor = new LogCursor(provider, { address: run.deployment.escrow }, 0);
+  // The registry's too: its stake events are a provider's stake books on a played-back "Check any wallet".
+  const cursor = new LogCursor(provider, { address: [run.deployment.escrow, run.deployment.registry] }, 0);
   const deadline = Date.now() + o.timeoutMs;
   let lastSampled = -1;
   while (Date.now() < deadline) {
@@ -67,9 +68,15 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
       f.run.status.update({ ...watchStatus(f.events, f.names), signed: 0 });
       lastSampled = Math.min(lastSampled, reorged.from - 1);
     }
-    for (const e of decodeLogs(run.protocol.escrow.interface, logs)) {
-      const event: LiveEvent = { name: e.eventName, args: plain(e.args), blockNumber: e.blockNumber };
-      run.recorder.add("event", "chain", event);
+    // The whole batch is recorded first (the recording's books need every event, also those after the settlement
+    // in the same blocks), then the job's events are acted on.
+    const recorded = decodeInOrder(run, logs).map(({ l, contract }) => ({
+      event: recordEvent(run, l, contract),
+      contract,
+    }));
+    run.recordedTo = cursor.position;
+    for (const { event, contract } of recorded) {
+      if (contract === "registry") continue; // recorded for the books; not part of the job's story
       if (event.args.jobId === undefined || BigInt(event.args.jobId as bigint) !== jobId) continue; // set-up events
       f.events.push(event);
       run.note(chainLine(event, f.names));
@@ -82,6 +89,44 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
   }
   const status = statusName(await run.protocol.escrow.statusOf(jobId));
   throw new Error(`the job did not settle within ${o.timeoutMs / 1000} s (status ${status})`);
+}
+
+/** The escrow's and the registry's logs decoded, in chain order, each with the contract it came from. */
+function decodeInOrder(run: Run, logs: readonly RawLog[]) {
+  const isEscrow = (l: { address: string }) => l.address.toLowerCase() === run.deployment.escrow.toLowerCase();
+  const stakes = decodeLogs(
+    run.protocol.registry.interface,
+    logs.filter((x) => !isEscrow(x)),
+  );
+  const escrow = decodeLogs(run.protocol.escrow.interface, logs.filter(isEscrow));
+  return [
+    ...stakes.map((l) => ({ l, contract: "registry" as const })),
+    ...escrow.map((l) => ({ l, contract: "escrow" as const })),
+  ].sort((a, b) => a.l.blockNumber - b.l.blockNumber || a.l.index - b.l.index);
+}
+
+/** Records one event as the live dashboard streams it (with its log index and contract); returns it. */
+function recordEvent(run: Run, e: DecodedLog, contract: "escrow" | "registry"): LiveEvent {
+  const event: LiveEvent = { name: e.eventName, args: plain(e.args), blockNumber: e.blockNumber };
+  run.recorder.add("event", "chain", { ...event, logIndex: e.index, contract });
+  return event;
+}
+
+/**
+ * Records the escrow's and registry's events from where the watch stopped up to the head: what happened after the
+ * settlement (the withdrawals) belongs to the recording too, or a played-back wallet shows money still owed that
+ * was paid out (issue 21's cross-surface test found it).
+ */
+export async function recordChainTail(run: Run): Promise<void> {
+  const from = run.recordedTo;
+  if (from === undefined) return;
+  const head = await run.provider.getBlockNumber();
+  if (head < from) return;
+  const filter = { address: [run.deployment.escrow, run.deployment.registry] };
+  for (const { l, contract } of decodeInOrder(run, await readLogs(run.provider, filter, from, head))) {
+    recordEvent(run, l, contract);
+  }
+  run.recordedTo = head + 1;
 }
 
 /** Reacts to one of the job's events; true once it settled. */

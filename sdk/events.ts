@@ -18,7 +18,10 @@ export interface LedgerQuery {
   account?: string;
   /** Last block to read (default: the latest). */
   toBlock?: number;
-  /** The provider registry: with a full read its stake events are folded in too, so `owes` counts stakes. */
+  /**
+   * The provider registry: with a full read its stake events are folded in too, so `owes` counts stakes; with
+   * `account`, that account's own stake events (its stake books).
+   */
   registry?: ProviderRegistry;
   chunk?: number;
 }
@@ -39,6 +42,10 @@ export async function escrowLedger(escrow: JobEscrow, fromBlock = 0, query: Ledg
     const named = [...(await read([null, null, who])), ...(await read([topic("ProviderSlashed"), null, null, who]))];
     jobIds = [...new Set(named.map((e) => BigInt(e.topics[1])))];
     extra.push(...(await read([topic("Withdrawn"), who])));
+    const registry = query.registry as unknown as Contract | undefined;
+    // Every registry event names the provider first: its stake books (deposited, locked, unbonding, slashed).
+    if (registry)
+      extra.push(...(await chunkedLogs(registry, [null, who], fromBlock, toBlock, query.chunk ?? LOG_CHUNK)));
   }
   // A narrowed read still needs who receives the fee share of a slash or a forfeited bond (a rare event).
   if (jobIds !== undefined) extra.push(...(await read([topic("FeeRecipientSet")])));

@@ -77,7 +77,15 @@ export interface LedgerJob {
   earnings: Map<string, bigint>;
   released: Map<string, bigint>;
   fenced: Set<string>;
-  slashes: { provider: string; faultStep: number; finder: string; slashed: bigint; earningsVoided: bigint }[];
+  slashes: {
+    provider: string;
+    faultStep: number;
+    finder: string;
+    slashed: bigint;
+    earningsVoided: bigint;
+    /** The client's share of the slashed stake (its compensation). */
+    toClient: bigint;
+  }[];
   expired: boolean;
   verdict: { modelHash: string; metric: bigint; passed: boolean; disputeDeadline: bigint } | null;
   dispute: { bond: bigint; arbiterDeadline: bigint; resolved: boolean; upheld: boolean; timedOut: boolean } | null;
@@ -271,6 +279,7 @@ const HANDLERS: Record<string, (l: Ledger, e: EscrowEvent, x: Args) => void> = {
       finder: addr("finder"),
       slashed: big("slashed"),
       earningsVoided: voided,
+      toClient: big("toClient"),
     });
     credit(l, j.client, big("toClient"));
     credit(l, addr("finder"), big("toFinder"));

@@ -12,6 +12,7 @@ import {
   type LedgerJob,
 } from "../../sdk/ledger.ts";
 import type { ChainEvent } from "../../sdk/recording.ts";
+import { isStakeEvent } from "../../sdk/stake.ts";
 
 export { providerSummaries } from "../../sdk/narrative.ts";
 export { walletOf, JobStatus, statusAt } from "../../sdk/ledger.ts";
@@ -54,7 +55,8 @@ export function foldNew(f: LedgerFold, events: readonly ChainEvent[]): boolean {
   const fresh: EscrowEvent[] = [];
   for (let i = f.seen; i < events.length; i++) {
     const e = events[i];
-    if (e.contract === "registry" || REGISTRY_EVENTS.has(e.name)) continue;
+    // Of the registry's events only the stake ones belong in the books (a provider's stake, and what reserves owe).
+    if ((e.contract === "registry" || REGISTRY_EVENTS.has(e.name)) && !isStakeEvent(e.name)) continue;
     fresh.push({ eventName: e.name, args: e.args, blockNumber: e.blockNumber, index: e.logIndex ?? f.escrow });
     f.escrow += 1;
   }

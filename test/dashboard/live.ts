@@ -62,6 +62,7 @@ describe("dashboard: a live local network in a real browser", function () {
         await run("job", () => jobFacts(page, url, net));
         await run("wallet", () => walletCheck(page, url, net, common));
         await run("reserves", () => reserves(page, url, common));
+        await run("figures", () => sameFigures(page, url, net, common));
         await run("provide", () => provideCommand(page, url, { ...net, runDir }, providerName, common));
         await run("chain", () => chainUnreachable(page, url, net.rpc));
         await run("coordinator", () => coordinatorKilled(context, net, common));
@@ -95,6 +96,10 @@ describe("dashboard: a live local network in a real browser", function () {
   it("Status shows the job's accepted steps and payouts equal to the contract's", report("job"));
   it("Check any wallet equals `gpuchain wallet` for the same address", report("wallet"));
   it("proof of reserves equals `gpuchain reserves`", report("reserves"));
+  it(
+    "every wallet figure (owed, withdrawn, stake, each job as provider or client and why) is the same in `gpuchain wallet`, live and played back",
+    report("figures"),
+  );
   it(
     "the Provide compute command, run as shown with no hand step, registers, is followed to its first accepted step and earns",
     report("provide"),
@@ -149,6 +154,73 @@ async function walletCheck(page: Page, url: string, net: Net, common: string[]) 
   expect(line("withdrawn so far") > 0n).to.equal(true);
   expect(await page.getByTestId("wallet-result").textContent()).to.contain("Events and state agree.");
 }
+
+/** What a wallet shows a person, from the CLI's lines or the page's "Check any wallet" (issue 21: one home). */
+interface WalletShown {
+  withdrawable: bigint;
+  withdrawn: bigint;
+  stake: string | null;
+  jobs: string[];
+}
+
+function cliWallet(output: string): WalletShown {
+  const amount = (label: string) => units(new RegExp(`${label}: ([\\d.]+) USDC`).exec(output)![1]);
+  return {
+    withdrawable: amount("withdrawable now"),
+    withdrawn: amount("withdrawn so far"),
+    stake: /^ {2}stake in the registry: (.*)$/m.exec(output)?.[1] ?? null,
+    jobs: [...output.matchAll(/^ {2}(job \d+ as (?:provider|client): .*)$/gm)].map((m) => m[1]),
+  };
+}
+
+async function pageWallet(page: Page, address: string): Promise<WalletShown> {
+  await page.getByLabel("Address").fill(address);
+  await page.getByRole("button", { name: "Check" }).click();
+  const result = page.getByTestId("wallet-result");
+  await result.getByRole("heading", { name: new RegExp(address) }).waitFor({ timeout: 20_000 });
+  const stake = page.getByTestId("wallet-stake");
+  return {
+    withdrawable: units((await page.getByTestId("wallet-withdrawable").textContent())!),
+    withdrawn: units((await page.getByTestId("wallet-withdrawn").textContent())!),
+    stake: (await stake.count()) ? (await stake.textContent())! : null,
+    jobs: await page.getByTestId("wallet-jobs").locator("li").allTextContents(),
+  };
+}
+
+/** The client and every registered provider: `gpuchain wallet` = the live page = the same run played back. */
+async function sameFigures(page: Page, url: string, net: Net, common: string[]) {
+  const { escrow, registry } = net.protocol;
+  const job = await escrow.jobOf(net.jobId);
+  const providers = (await registry.queryFilter(registry.filters.ProviderRegistered())).map((e) => e.args.provider);
+  let seen = 0;
+  for (const address of [job.client, ...providers]) {
+    const cli = await runToEnd(["cli/gpuchain.ts", "wallet", address, ...common]);
+    expect(cli.code, cli.output).to.equal(0);
+    const shown = cliWallet(cli.output);
+    // Not an empty comparison: the client and each provider that took part have their jobs, each provider a stake.
+    if (address !== job.client) expect(shown.stake, cli.output).to.be.a("string");
+    seen += shown.jobs.length;
+    await page.goto(`${url}?page=onchain`);
+    expect(await settled(() => pageWallet(page, address), shown), `live page, ${address}`).to.deep.equal(shown);
+    await page.goto(`${url}?page=onchain&run=this-run.jsonl&t=999999999`);
+    await page.locator(".page-head .badge-recorded").waitFor();
+    // The recording loads after the page: asked again until it stops changing (or equals), then compared.
+    expect(await settled(() => pageWallet(page, address), shown), `played back, ${address}`).to.deep.equal(shown);
+  }
+  expect(seen, "job sentences compared").to.be.at.least(3); // the client, the slashed provider, a paid one
+}
+
+/** `read()` until it equals `want` or 20 s pass; the last reading. */
+async function settled<T>(read: () => Promise<T>, want: T): Promise<T> {
+  let last = await read();
+  for (let i = 0; i < 20 && JSON.stringify(last, big) !== JSON.stringify(want, big); i++) {
+    await sleep(1_000);
+    last = await read();
+  }
+  return last;
+}
+
+const big = (_: string, v: unknown) => (typeof v === "bigint" ? v.toString() : v);
 
 async function reserves(page: Page, url: string, common: string[]) {
   const cli = await runToEnd(["cli/gpuchain.ts", "reserves", ...common]);

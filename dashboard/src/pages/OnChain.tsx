@@ -10,7 +10,9 @@ import { EventFeed } from "../components/EventFeed.tsx";
 import type { PageProps } from "../context.ts";
 import { short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
-import { ledgerOf, providerSummaries, walletOf, type Ledger } from "../ledger.ts";
+import { ledgerOf, type Ledger } from "../ledger.ts";
+import { jobSentences, stakeSentence, walletFacts, type WalletFacts } from "../../../sdk/walletFacts.ts";
+import { verifierNames } from "../../../sdk/narrative.ts";
 import { decodeLogs } from "../../../sdk/events.ts";
 import { foldEscrowEvents } from "../../../sdk/ledger.ts";
 import { readLogs } from "../../../sdk/logRange.ts";
@@ -35,8 +37,10 @@ interface WalletRead {
   who: string;
   block: number;
   owed: bigint | null; // the contract's owed(who); null in a recording
-  wallet: ReturnType<typeof walletOf>;
-  roles: string[];
+  /** The registry's stakeOf(who); null in a recording. */
+  stake: { deposited: bigint; locked: bigint; unbonding: bigint } | null;
+  /** The same facts `gpuchain wallet` prints (sdk/walletFacts.ts), from the events up to `block`. */
+  facts: WalletFacts;
   source: "chain" | "recording";
 }
 
@@ -60,31 +64,27 @@ function Wallet(p: PageProps) {
     setError(null);
     try {
       if (p.chain) {
-        const block = await p.chain.read(() => p.chain!.provider.getBlockNumber());
-        const [owed, logs] = await Promise.all([
-          p.chain.read(() => p.chain!.escrow.owed(who, { blockTag: block }) as Promise<bigint>),
-          p.chain.read(() => readLogs(p.chain!.provider, { address: String(p.chain!.escrow.target) }, 0, block)),
+        const chain = p.chain;
+        const block = await chain.read(() => chain.provider.getBlockNumber());
+        const [owed, stake, owners, escrowLogs, registryLogs] = await Promise.all([
+          chain.read(() => chain.escrow.owed(who, { blockTag: block }) as Promise<bigint>),
+          chain.read(() => chain.registry.stakeOf(who, { blockTag: block }) as Promise<WalletRead["stake"]>),
+          chain.read(() => chain.safe.getOwners() as Promise<string[]>),
+          chain.read(() => readLogs(chain.provider, { address: String(chain.escrow.target) }, 0, block)),
+          chain.read(() => readLogs(chain.provider, { address: String(chain.registry.target) }, 0, block)),
         ]);
-        const ledger = foldEscrowEvents(decodeLogs(p.chain.escrow.interface, logs));
-        setRead({
-          who,
-          block,
-          owed: BigInt(owed),
-          wallet: walletOf(ledger, who),
-          roles: rolesOf(ledger, who),
-          source: "chain",
-        });
+        const ledger = foldEscrowEvents([
+          ...decodeLogs(chain.escrow.interface, escrowLogs),
+          ...decodeLogs(chain.registry.interface, registryLogs),
+        ]);
+        const { deposited, locked, unbonding } = stake!;
+        const facts = walletFacts(ledger, who, namesOf(p, [...owners]));
+        setRead({ who, block, owed: BigInt(owed), stake: { deposited, locked, unbonding }, facts, source: "chain" });
       } else {
         const ledger = ledgerOf(p.run.state.events);
         if (!ledger) throw new Error("the recording's events do not make a complete ledger");
-        setRead({
-          who,
-          block: p.run.state.lastBlock,
-          owed: null,
-          wallet: walletOf(ledger, who),
-          roles: rolesOf(ledger, who),
-          source: "recording",
-        });
+        const facts = walletFacts(ledger, who, namesOf(p));
+        setRead({ who, block: p.run.state.lastBlock, owed: null, stake: null, facts, source: "recording" });
       }
     } catch (err) {
       setError(
@@ -137,12 +137,13 @@ function Wallet(p: PageProps) {
   );
 }
 
-function rolesOf(l: Ledger, who: string): string[] {
-  const out: string[] = [];
-  for (const j of l.jobs.values()) {
-    if (j.client === who) out.push(`client of job ${j.jobId}`);
-  }
-  return out;
+/**
+ * Names for the why-sentences, as `gpuchain wallet` gives them: the verifier Safe's owners as verifier1… (read from
+ * the Safe live; a recording's own verifier names), then providers by name.
+ */
+function namesOf(p: PageProps, owners?: string[]): Record<string, string> {
+  const verifiers = owners ? verifierNames(owners) : Object.fromEntries(p.run.state.verifiers);
+  return { ...Object.fromEntries(p.run.state.names), ...verifiers };
 }
 
 function WalletResult({
@@ -156,8 +157,12 @@ function WalletResult({
   ledger: Ledger | null;
 }) {
   const name = names(r.who);
-  const agree = r.owed === null || r.owed === r.wallet.withdrawable;
-  const jobs = ledgerOf(p.run.state.events);
+  const f = r.facts;
+  const agree = r.owed === null || r.owed === f.withdrawable;
+  // The registry's own stake (live) with the events' slashed sum, or the events' fold alone (a recording).
+  const stake = r.stake ? { ...r.stake, slashed: f.stake?.slashed ?? 0n } : f.stake;
+  const stakeAgrees = !r.stake || !f.stake || stakeSentence(f.stake) === stakeSentence(stake!);
+  const shownStake = stake && (stake.deposited > 0n || stake.slashed > 0n) ? stake : null;
   return (
     <div className="wallet-result" data-testid="wallet-result" aria-live="polite">
       <h3>
@@ -165,41 +170,40 @@ function WalletResult({
       </h3>
       <dl className="kv">
         <dt>Withdrawable now</dt>
-        <dd data-testid="wallet-withdrawable">{usdc(r.wallet.withdrawable)} USDC</dd>
+        <dd data-testid="wallet-withdrawable">{usdc(f.withdrawable)} USDC</dd>
         <dt>Withdrawn so far</dt>
-        <dd data-testid="wallet-withdrawn">{usdc(r.wallet.withdrawn)} USDC</dd>
-        {r.wallet.claimable.map((c) => (
+        <dd data-testid="wallet-withdrawn">{usdc(f.withdrawn)} USDC</dd>
+        {f.claimable.map((c) => (
           <FragmentKV key={`c${c.jobId}`} k={`Job ${c.jobId}`} v={`${usdc(c.amount)} USDC earned and claimable now`} />
         ))}
-        {r.wallet.pending.map((c) => (
+        {f.pending.map((c) => (
           <FragmentKV
             key={`p${c.jobId}`}
             k={`Job ${c.jobId}`}
             v={`${usdc(c.amount)} USDC earned, claimable once the job settles`}
           />
         ))}
+        {shownStake && (
+          <>
+            <dt>Stake in the registry</dt>
+            <dd data-testid="wallet-stake">
+              {stakeSentence(shownStake)}
+              {stakeAgrees ? "" : " (events and registry DISAGREE)"}
+            </dd>
+          </>
+        )}
       </dl>
-      <ul className="why">
-        {jobs &&
-          [...jobs.jobs.values()].map((j) => {
-            const s = providerSummaries(j).find((x) => x.provider === r.who.toLowerCase());
-            return s ? (
-              <li key={String(j.jobId)}>
-                {`job ${j.jobId} as provider: ${s.stepsAccepted} steps accepted, ${s.checkpointsRefused} refused — `}
-                {s.why}
-              </li>
-            ) : null;
-          })}
-        {r.roles.map((x) => (
-          <li key={x}>{x}</li>
+      <ul className="why" data-testid="wallet-jobs">
+        {f.jobs.flatMap(jobSentences).map((line) => (
+          <li key={line}>{line}</li>
         ))}
       </ul>
       <p className="proof">
         {r.source === "chain" ? (
           <>
             Read by this browser at block <b>{r.block}</b>: <code>owed({short(r.who)})</code> = {usdc(r.owed!)} USDC,
-            and every escrow event up to that block (<code>eth_getLogs</code>) folded into the books.{" "}
-            {agree ? "Events and state agree." : "Events and state DISAGREE."}
+            <code>stakeOf</code>, and every escrow and registry event up to that block (<code>eth_getLogs</code>) folded
+            into the books. {agree ? "Events and state agree." : "Events and state DISAGREE."}
           </>
         ) : (
           <>

@@ -1,0 +1,85 @@
+/**
+ * What one address is owed and why, as a person reads it: the one home of these facts for `gpuchain wallet` and the
+ * dashboard's "Check any wallet" (live and recorded), so the two cannot drift (issue 21: the page hid a provider's
+ * stake and a client's slash compensation that the CLI showed). Pure: folded from the escrow's and registry's events
+ * (sdk/ledger.ts); the callers add what they read on chain to check the fold against.
+ */
+import { getAddress } from "ethers";
+import { formatUsdc } from "./format.ts";
+import { stakeBookOf, walletOf, type Ledger } from "./ledger.ts";
+import { providerSummaries } from "./narrative.ts";
+
+export interface StakeFacts {
+  deposited: bigint;
+  locked: bigint;
+  unbonding: bigint;
+  slashed: bigint;
+}
+
+export interface JobFacts {
+  jobId: bigint;
+  /** Its part as a provider of the job, when it had one. */
+  provider?: { stepsAccepted: number; refused: number; earned: bigint; why: string };
+  /** Its part as the job's client. */
+  client?: { budget: bigint; paid: bigint; refund: bigint | null; compensation: bigint };
+}
+
+export interface WalletFacts {
+  who: string;
+  withdrawable: bigint;
+  withdrawn: bigint;
+  claimable: { jobId: bigint; amount: bigint }[];
+  pending: { jobId: bigint; amount: bigint }[];
+  /** Its stake in the registry as the events tell; null when it never staked and was never slashed. */
+  stake: StakeFacts | null;
+  jobs: JobFacts[];
+}
+
+/** The facts of `account` from the books; `names` turns addresses in the why-sentences into names. */
+export function walletFacts(ledger: Ledger, account: string, names: Record<string, string> = {}): WalletFacts {
+  const who = getAddress(account);
+  const book = stakeBookOf(ledger, who);
+  const stake = book.deposited > 0n || book.slashed > 0n ? book : null;
+  const jobs: JobFacts[] = [];
+  for (const job of ledger.jobs.values()) {
+    const mine = providerSummaries(job, names).find((s) => s.provider === who.toLowerCase());
+    const facts: JobFacts = { jobId: job.jobId };
+    if (mine) {
+      const { stepsAccepted, checkpointsRefused: refused, earned, why } = mine;
+      facts.provider = { stepsAccepted, refused, earned, why };
+    }
+    if (job.client === who) {
+      const compensation = job.slashes.reduce((t, s) => t + s.toClient, 0n);
+      const refund = job.settlement ? job.settlement.refund : null;
+      facts.client = { budget: job.budget, paid: job.paid, refund, compensation };
+    }
+    if (facts.provider || facts.client) jobs.push(facts);
+  }
+  return { who, ...walletOf(ledger, who), stake, jobs };
+}
+
+/** "deposited 5.000000 USDC, locked 0.000000 USDC; slashed so far: 1.000000 USDC" (unbonding only when some is). */
+export function stakeSentence(s: StakeFacts): string {
+  const parts = [`deposited ${formatUsdc(s.deposited)}`, `locked ${formatUsdc(s.locked)}`];
+  if (s.unbonding > 0n) parts.push(`unbonding ${formatUsdc(s.unbonding)}`);
+  return `${parts.join(", ")}; slashed so far: ${formatUsdc(s.slashed)}`;
+}
+
+/** One sentence per part the address had in a job ("job 1 as provider: …", "job 1 as client: …"). */
+export function jobSentences(j: JobFacts): string[] {
+  const out: string[] = [];
+  if (j.provider) {
+    const counts = `${j.provider.stepsAccepted} steps accepted, ${j.provider.refused} refused`;
+    out.push(`job ${j.jobId} as provider: ${counts} — ${j.provider.why}`);
+  }
+  if (j.client) {
+    const c = j.client;
+    const refund = c.refund === null ? "budget still locked" : `refund ${formatUsdc(c.refund)} released`;
+    const compensation = c.compensation > 0n ? `, ${formatUsdc(c.compensation)} compensation from slashes` : "";
+    out.push(
+      `job ${j.jobId} as client: budget ${formatUsdc(c.budget)}, paid ${formatUsdc(c.paid)} to providers, ${refund}` +
+        compensation,
+    );
+  }
+  return out;
+}
