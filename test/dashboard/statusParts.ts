@@ -1,0 +1,89 @@
+/**
+ * The Status page's pure parts (issue 21 item 3): a recording's own clock for the time-driven states, chart labels
+ * that never overprint, the process states (killed, stopped, idle) and the keepers every view lists.
+ */
+import { expect } from "chai";
+import { readFileSync } from "node:fs";
+import { placeRuleLabels } from "../../dashboard/src/components/labels.ts";
+import { recordedChainNow } from "../../dashboard/src/model/clock.ts";
+import { foldAll } from "../../dashboard/src/model/state.ts";
+import { KEEPERS } from "../../keepers/registry.ts";
+import { KEEPER_NAMES } from "../../sdk/keeperNames.ts";
+import { mulberry32 } from "../../sdk/random.ts";
+import { clockAdvanceOf, clockAdvancedNote, parseRecording, type Entry } from "../../sdk/recording.ts";
+
+const recording = (name: string) => parseRecording(readFileSync(`recordings/${name}`, "utf8")).entries;
+const eventAt = (entries: Entry[], name: string) =>
+  entries.find((e) => e.kind === "event" && (e.data as { name: string }).name === name)!;
+
+describe("dashboard: Status page parts", function () {
+  describe("a recording's own clock", function () {
+    const entries = recording("char-transformer.jsonl");
+    const verdict = eventAt(entries, "VerdictSubmitted");
+    const deadline = BigInt((verdict.data as { args: { disputeDeadline: string } }).args.disputeDeadline);
+    const advance = entries.find((e) => e.kind === "note" && clockAdvanceOf(e.data) !== null)!;
+
+    it("is unknown before the first verdict (no state depends on it then)", function () {
+      expect(recordedChainNow(foldAll(entries, verdict.ms - 1))).to.equal(null);
+    });
+
+    it("is the verdict's block time at the verdict (deadline − the job's window), then runs with the recording", function () {
+      // The job's window is 60 s in this run: at the verdict the window has 60 s left.
+      expect(recordedChainNow(foldAll(entries, verdict.ms))).to.equal(deadline - 60n);
+      expect(advance.ms).to.be.greaterThan(verdict.ms);
+      expect(recordedChainNow(foldAll(entries, advance.ms - 1))).to.equal(deadline - 60n);
+    });
+
+    it("jumps where the run advanced the local chain's clock, whatever the viewer's clock says", function () {
+      const seconds = clockAdvanceOf(advance.data)!;
+      expect(seconds).to.equal(61);
+      const at = recordedChainNow(foldAll(entries, advance.ms))!;
+      expect(at).to.equal(deadline - 60n + 61n);
+      expect(at > deadline).to.equal(true); // settleable at the recording's moment, not because of today's date
+    });
+
+    it("reads back the note a run writes, and no other", function () {
+      expect(clockAdvanceOf(clockAdvancedNote(259_201))).to.equal(259_201);
+      expect(clockAdvanceOf("advanced the local chain's clock by soon")).to.equal(null);
+      expect(clockAdvanceOf(undefined)).to.equal(null);
+    });
+  });
+
+  it("places chart labels so that none overprints another or the target's label", function () {
+    const rand = mulberry32(21);
+    const area = { x0: 50, x1: 650, y0: 10, y1: 200 };
+    for (let round = 0; round < 200; round++) {
+      const n = 1 + Math.floor(rand() * 20);
+      const xs = Array.from({ length: n }, () => 40 + rand() * 620);
+      const widths = Array.from({ length: n }, () => 40 + rand() * 200);
+      const target = { x0: 500, x1: 650, y0: 60, y1: 75 };
+      const placed = placeRuleLabels(xs, widths, area, 14, 4, [target]);
+      const boxes = placed.filter((p) => p !== null).map((p) => p!.box);
+      for (const [i, a] of boxes.entries()) {
+        expect(a.x0 >= area.x0 - 2 && a.x1 <= area.x1 + 2 && a.y1 <= area.y1, "inside the plot").to.equal(true);
+        for (const b of [...boxes.slice(i + 1), target])
+          expect(a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1, "overlap").to.equal(false);
+      }
+      // a label beside a line that is in the plot goes somewhere when the plot has room for it
+      if (n === 1 && xs[0] >= area.x0 && xs[0] <= area.x1) expect(placed[0]).to.not.equal(null);
+    }
+  });
+
+  it("tells killed from stopped from alive, by the run's own lines", function () {
+    const entries = recording("sample.jsonl");
+    const kill = entries.find((e) => e.kind === "note" && /killed alice \(SIGKILL\)/.test(String(e.data)))!;
+    const after = foldAll(entries, kill.ms);
+    expect(after.processes.get("alice")!.ended).to.deep.equal({ ms: kill.ms, how: "killed" });
+    expect(after.processes.get("bob")!.ended).to.equal(undefined);
+    const end = foldAll(entries);
+    expect(end.processes.get("bob")!.ended?.how).to.equal("stopped");
+    expect(end.processes.get("alice")!.ended?.how).to.equal("killed");
+    // the process that runs the keepers is not one of them
+    expect([...end.processes.keys()]).to.not.include("keeper");
+    for (const k of KEEPER_NAMES) expect(end.processes.get(k)?.role, k).to.equal("keeper");
+  });
+
+  it("names the same keepers as the keepers' registry", function () {
+    expect([...KEEPER_NAMES]).to.deep.equal(KEEPERS.map((k) => k.name));
+  });
+});
