@@ -68,6 +68,12 @@ export function Chart(p: Props) {
     plot.current?.setData(p.data);
   }, [p.data]);
 
+  // New rules or a target (the template's, once the config arrived) with the same data: draw them too.
+  const extrasKey = JSON.stringify([p.rules, p.hline]);
+  useEffect(() => {
+    plot.current?.redraw(false);
+  }, [extrasKey]);
+
   return <div className="chart" ref={box} role="img" aria-label={p.label} />;
 }
 
@@ -78,6 +84,9 @@ function drawExtras(u: uPlot, rules: Rule[] | undefined, hline: Props["hline"]) 
   const area = { x0: left, x1: left + width, y0: top, y1: top + height };
   ctx.save();
   ctx.font = `${11 * dpr}px DejaVu Sans, sans-serif`;
+  // uPlot leaves its axes' alignment on the context: the placement below measures from the text's left end
+  ctx.textAlign = "left";
+  ctx.textBaseline = "alphabetic";
   // The target line first: its label claims its place, the rules' labels go around it.
   const taken: Box[] = [];
   if (hline) {

@@ -4,7 +4,7 @@
  * accepted, refused, earned, stake slashed, why), and the verdict's deadline counted down on the run's own clock.
  */
 import { useState } from "react";
-import { formatDeadline, formatTime, formatUsdc } from "../../../sdk/format.ts";
+import { formatTime, formatUsdc, formatWait } from "../../../sdk/format.ts";
 import { stakeBookOf } from "../../../sdk/ledger.ts";
 import { settleTiming } from "../../../sdk/settleTiming.ts";
 import { statusName as chainStatusName } from "../../../sdk/job.ts";
@@ -120,7 +120,10 @@ export function DisputeCard({ job, p }: { job: LedgerJob; p: PageProps }) {
     disputeOpenedAt: job.dispute?.arbiterDeadline ?? 0n,
     arbiterTimeout: 0n,
   });
-  const common = `--rpc ${p.config?.rpc ?? "RPC"} --deployment ${p.config?.deploymentFile ?? "FILE"}`;
+  // A recording's network is gone: its command is shown with the parts to fill in, not this dashboard's RPC.
+  const common = p.recorded
+    ? "--rpc RPC_URL --deployment DEPLOYMENT_FILE"
+    : `--rpc ${p.config?.rpc ?? "RPC_URL"} --deployment ${p.config?.deploymentFile ?? "DEPLOYMENT_FILE"}`;
   const open = status === "DisputeWindow";
   const command = open
     ? `npx gpuchain dispute ${id} --key CLIENT_KEY_FILE ${common}`
@@ -134,19 +137,20 @@ export function DisputeCard({ job, p }: { job: LedgerJob; p: PageProps }) {
     setCopied(true);
   };
   const clock = p.recorded ? "on the recording's clock" : "on this computer's clock";
+  const until = (at: bigint) => `${formatTime(at)} (${formatWait(at, now)}, ${clock})`;
   return (
     <section className="card span-all" aria-labelledby="dispute-h" data-testid="dispute-card">
       <h2 id="dispute-h">Dispute window</h2>
       <p data-testid="dispute-deadline">
         {open ? (
           <>
-            The client may dispute the verdict until <b>{formatDeadline(deadline, now)}</b> ({clock}), posting the
-            escrow&apos;s bond; the arbiter then has 3 days.
+            The client may dispute the verdict until <b>{until(deadline)}</b>, posting the escrow&apos;s bond; the
+            arbiter then has 3 days.
           </>
         ) : job.dispute ? (
           <>
             Disputed with a {formatUsdc(job.dispute.bond)} bond; the arbiter may decide until{" "}
-            <b>{formatDeadline(job.dispute.arbiterDeadline, now)}</b>
+            <b>{until(job.dispute.arbiterDeadline)}</b>
             {job.dispute.resolved
               ? job.dispute.timedOut
                 ? ": it stayed silent, the verdict stands and the bond came back."
@@ -161,11 +165,14 @@ export function DisputeCard({ job, p }: { job: LedgerJob; p: PageProps }) {
       </p>
       <p className="muted" data-testid="settle-timing">
         {timing.kind === "at"
-          ? `Settleable ${timing.why}: from ${formatDeadline(timing.from, now)}.`
+          ? `Settleable ${timing.why}: from ${until(timing.from)}.`
           : timing.kind === "now"
             ? `Settleable now: ${timing.why}. Anyone may settle it (the finalizer keeper does).`
             : `Settlement: ${timing.why}.`}
       </p>
+      {timing.kind !== "done" && p.recorded && (
+        <p className="muted">The recorded network is not running: the command has its RPC and deployment to fill in.</p>
+      )}
       {timing.kind !== "done" && (
         <div className="command">
           <pre data-testid={open ? "dispute-command" : "settle-command"}>{command}</pre>

@@ -235,7 +235,7 @@ function stepRate(loss: { ms: number; step: number; provider: string }[]): numbe
 }
 
 /** One colour per provider, in the order they first trained (none is the accuracy's green or the target's amber). */
-const PROVIDER_COLORS = ["#60a5fa", "#f472b6", "#c084fc", "#fb923c", "#38bdf8", "#e879f9", "#a3e635", "#f87171"];
+const PROVIDER_COLORS = ["#60a5fa", "#fb923c", "#c084fc", "#f472b6", "#38bdf8", "#e879f9", "#a3e635", "#f87171"];
 
 type LossPoint = { ms: number; step: number; loss: number; provider: string };
 
@@ -562,7 +562,7 @@ function signedText(state: RunState, status: string, signers: string[]): string 
 type HealthRow = { name: string; role: string; state: string; seen: string; tone: string };
 
 /**
- * Every keeper, verifier and provider: alive (and what it does), idle, silent, stopped or killed — a dead process is
+ * Every keeper, verifier and provider: alive (and what it does), idle, quiet, stopped or killed — a dead process is
  * never the amber of an idle one. Live, from the server's snapshot: when the server stopped answering, the rows stay
  * greyed "as of" the last answer. Recorded, from the run's own lines at the moment on screen.
  */
@@ -617,23 +617,32 @@ function Health(p: PageProps) {
 
 const ROLE_ORDER = ["keeper", "verifier", "provider", "chain", "dashboard"];
 
-/** A row from the live snapshot: seen within 10 s is alive (idle when it says so), else silent, never heard: unknown. */
+/**
+ * A row from the live snapshot. A provider beats every second, so 10 s without a beat means stopped or cut off (red);
+ * the dashboard sees a verifier only when it signs, so a quiet one is said to be quiet, not dead; a keeper or the
+ * chain that does not answer is red.
+ */
 function liveRow(
   x: { name: string; role: string; lastSeenAt: number | null; detail?: string },
   now: number,
   drift: number,
-) {
-  if (x.lastSeenAt === null) return { name: x.name, role: x.role, state: "never heard from", seen: "—", tone: "bad" };
+): HealthRow {
+  const row = (state: string, seen: string, tone: string) => ({ name: x.name, role: x.role, state, seen, tone });
+  const quietRole = x.role === "verifier";
+  if (x.lastSeenAt === null)
+    return row("never heard from", quietRole ? "no signature seen yet" : "—", quietRole ? "neutral" : "bad");
   const age = now - x.lastSeenAt;
-  const silent = age > 10_000 + drift || x.detail === "not answering";
-  const idle = x.detail === "idle";
-  return {
-    name: x.name,
-    role: x.role,
-    state: silent ? "silent" : idle ? "idle" : "alive",
-    seen: `last seen ${ago(age)}${x.detail ? ` · ${x.detail}` : ""}`,
-    tone: silent ? "bad" : idle ? "neutral" : "good",
-  };
+  const seen = `last seen ${ago(age)}${x.detail ? ` · ${x.detail}` : ""}`;
+  const late = age > 10_000 + drift || x.detail === "not answering";
+  if (x.role === "verifier")
+    return late
+      ? row("quiet", `${seen} (the dashboard sees a verifier only when it signs)`, "neutral")
+      : row("signing", seen, "good");
+  if (x.role === "provider") {
+    if (late) return row("no heartbeat", `${seen}: stopped or cut off`, "bad");
+    return x.detail === "idle" ? row("idle", seen, "neutral") : row("working", seen, "good");
+  }
+  return late ? row("not answering", seen, "bad") : row("alive", seen, "good");
 }
 
 /** A row from the run's own lines at the moment on screen (`at`, run milliseconds). */
@@ -642,14 +651,14 @@ function recordedRow(x: ProcessView, at: number): HealthRow {
   if (x.ended?.how === "killed")
     return { name: x.name, role: x.role, state: "killed (SIGKILL)", seen: `at ${clock(x.ended.ms)}`, tone: "bad" };
   if (x.ended) return { name: x.name, role: x.role, state: "stopped", seen, tone: "off" };
-  const silent = at - x.lastSeenMs > 30_000;
+  // Neither stopped nor killed: running, as far as the run's own lines tell (an idle agent may write nothing).
   const idle = x.detail?.startsWith("idle") ?? false;
   return {
     name: x.name,
     role: x.role,
-    state: silent ? "silent" : idle ? "idle" : "alive",
-    seen: `${seen}${x.detail ? ` · ${x.detail}` : ""}`,
-    tone: silent ? "warn" : idle ? "neutral" : "good",
+    state: idle ? "running, idle" : "running",
+    seen: `${seen}${x.detail && !idle ? ` · ${x.detail}` : ""}`,
+    tone: idle ? "neutral" : "good",
   };
 }
 
