@@ -18,6 +18,8 @@ import { requireChromium } from "./browser.ts";
 import { offlineDeployment, PAGE_IDS, screenshot, seriousViolations, servedDashboard } from "./helpers.ts";
 
 const RUN = "char-transformer.jsonl";
+/** How wide the page is, scrolled sideways included (evaluated in the page). */
+const WIDTH = "document.documentElement.scrollWidth";
 
 /** What the recording says, read from the file itself: events, names, the verdict and the run's own table. */
 function runFacts() {
@@ -162,9 +164,10 @@ describe("dashboard: the Status page answers did it work, who got paid, what wen
       ["bob", /steps 10\d–600$/],
     ] as const)
       expect(await legend.getByTestId(`curve-${name}`).textContent(), name).to.match(steps);
-    const colours = await legend
-      .locator("[data-testid^=curve-] .swatch")
-      .evaluateAll((s) => s.map((x) => getComputedStyle(x).backgroundColor));
+    const colours = await page.evaluate<string[]>(
+      `[...document.querySelectorAll('[data-testid="curve-legend"] [data-testid^=curve-] .swatch')]` +
+        ".map((x) => getComputedStyle(x).backgroundColor)",
+    );
     expect(new Set(colours).size).to.equal(colours.length); // one colour each, the target's its own
     expect(await legend.getByTestId("curve-target").textContent()).to.contain("target: held-out loss ≤ 2");
     // uPlot's legend: the x axis, one line per provider run, the held-out loss
@@ -193,31 +196,38 @@ describe("dashboard: the Status page answers did it work, who got paid, what wen
     try {
       await q.goto(`${server.url}?run=${RUN}&t=${facts.end}`);
       await q.getByTestId("job-template").filter({ hasText: "template char-transformer" }).waitFor();
-      const row = q.getByTestId("settle-mallory");
-      expect(await row.evaluate((r) => getComputedStyle(r).display)).to.equal("block");
-      const label = await row
-        .locator("td")
-        .nth(4)
-        .evaluate((c) => getComputedStyle(c, "::before").content);
+      const cell = `document.querySelector('[data-testid="settle-mallory"]')`;
+      expect(await q.evaluate<string>(`getComputedStyle(${cell}).display`)).to.equal("block");
+      const label = await q.evaluate<string>(`getComputedStyle(${cell}.querySelectorAll("td")[4], "::before").content`);
       expect(label).to.equal('"Stake slashed USDC"');
-      expect(await q.evaluate(() => document.documentElement.scrollWidth)).to.be.at.most(390);
+      expect(await q.evaluate<number>(WIDTH)).to.be.at.most(390);
       for (const id of PAGE_IDS) {
         const tab = q.getByRole("navigation", { name: "Pages" }).locator(`a[href^="?page=${id}"]`);
         const box = (await tab.boundingBox())!;
         expect(box.x >= 0 && box.x + box.width <= 390, `${id} tab on screen`).to.equal(true);
         await tab.click();
-        await q.waitForFunction(
-          (page) => document.querySelector(`nav a[href^="?page=${page}"]`)?.getAttribute("aria-current") === "page",
-          id,
-        );
-        expect(await q.evaluate(() => document.documentElement.scrollWidth), `${id} width`).to.be.at.most(390);
+        await q.waitForFunction(`document.querySelector('nav a[href^="?page=${id}"]')?.ariaCurrent === "page"`);
+        expect(await q.evaluate<number>(WIDTH), `${id} width`).to.be.at.most(390);
       }
       await q.goto(`${server.url}?run=${RUN}&t=${facts.end}`);
       await q.getByTestId("job-template").filter({ hasText: "template char-transformer" }).waitFor();
       await q.waitForTimeout(300);
-      await screenshot(q, "phone-status-char-transformer", false);
+      await screenshot(q, "small-phone-status-char-transformer", false);
     } finally {
       await phone.close();
+    }
+  });
+
+  it("saves a small picture of Status, wide and on a phone (docs/screenshots/status.png, phone-status.png)", async function () {
+    const small = await browser.newContext({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 0.6 });
+    try {
+      const p = await small.newPage();
+      await p.goto(`${server.url}?run=${RUN}&t=${facts.end}`);
+      await p.getByTestId("job-template").filter({ hasText: "template char-transformer" }).waitFor();
+      await p.waitForTimeout(500);
+      await screenshot(p, "small-status-char-transformer", false);
+    } finally {
+      await small.close();
     }
   });
 

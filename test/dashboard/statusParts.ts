@@ -10,7 +10,24 @@ import { foldAll } from "../../dashboard/src/model/state.ts";
 import { KEEPERS } from "../../keepers/registry.ts";
 import { KEEPER_NAMES } from "../../sdk/keeperNames.ts";
 import { mulberry32 } from "../../sdk/random.ts";
+import { describeEvent } from "../../sdk/sentences.ts";
 import { clockAdvanceOf, clockAdvancedNote, parseRecording, type Entry } from "../../sdk/recording.ts";
+
+type AbiEvent = { type: string; name: string; inputs: { name: string; type: string }[] };
+
+/** A value of an ABI type as a recording carries it (bigints as decimal strings). */
+const sampleArg = (type: string): unknown =>
+  type.startsWith("uint") || type.startsWith("int")
+    ? "7"
+    : type === "bool"
+      ? true
+      : type === "address"
+        ? "0x" + "ab".repeat(20)
+        : type === "string"
+          ? "text"
+          : type.startsWith("tuple")
+            ? {}
+            : "0x" + "cd".repeat(32);
 
 const recording = (name: string) => parseRecording(readFileSync(`recordings/${name}`, "utf8")).entries;
 const eventAt = (entries: Entry[], name: string) =>
@@ -81,6 +98,19 @@ describe("dashboard: Status page parts", function () {
     // the process that runs the keepers is not one of them
     expect([...end.processes.keys()]).to.not.include("keeper");
     for (const k of KEEPER_NAMES) expect(end.processes.get(k)?.role, k).to.equal("keeper");
+  });
+
+  it("says every escrow and registry event kind in a sentence, never its bare name", function () {
+    for (const contract of ["JobEscrow", "ProviderRegistry"]) {
+      const file = `artifacts/contracts/${contract}.sol/${contract}.json`;
+      const abi = JSON.parse(readFileSync(file, "utf8")).abi as AbiEvent[];
+      for (const e of abi.filter((x) => x.type === "event")) {
+        const args = Object.fromEntries(e.inputs.map((i) => [i.name, sampleArg(i.type)]));
+        const sentence = describeEvent({ name: e.name, args }, (a) => `name(${String(a)})`);
+        expect(sentence, `${contract}.${e.name}`).to.not.equal(e.name);
+        expect(sentence, `${contract}.${e.name}`).to.not.match(/undefined|NaN/);
+      }
+    }
   });
 
   it("names the same keepers as the keepers' registry", function () {

@@ -4,7 +4,7 @@
  * provider lanes on a time axis, verification, process health and the decoded events.
  */
 import { useMemo } from "react";
-import { describeEvent, nameFrom } from "../../../sdk/sentences.ts";
+import { describeEvent, nameFrom, shortHash } from "../../../sdk/sentences.ts";
 import { formatTime } from "../../../sdk/format.ts";
 import { KEEPER_NAMES } from "../../../sdk/keeperNames.ts";
 import { UnassignReason } from "../../../sdk/job.ts";
@@ -194,7 +194,8 @@ function WhatWentWrong({ state, job }: { state: RunState; job: LedgerJob }) {
     if (e.event === "CheckpointRefused") {
       const c = state.checkpoints.get(`${job.jobId}:${e.args.epoch}:${e.args.step}`);
       const reasons = c ? [...new Set([...c.verifiers.values()].flatMap((v) => v.reasons))] : [];
-      if (reasons.length) line += ` — ${reasons.join("; ")}`;
+      // hashes cut to their first bytes here; the verification table below has them whole
+      if (reasons.length) line += ` — ${reasons.join("; ").replace(/0x[0-9a-fA-F]{64}/g, shortHash)}`;
     }
     lines.push(line);
   }
