@@ -231,6 +231,31 @@ describe("dashboard: the Status page answers did it work, who got paid, what wen
     }
   });
 
+  it("live: when the server stops answering, Status greys what it showed and says as of when", async function () {
+    const live = await servedDashboard({ deploymentFile: offlineDeployment(path.join(dir, "live")) });
+    let closed = false;
+    try {
+      await live.page.goto(live.server.url);
+      // the snapshot arrived: the coordinator behind it is down (nothing listens), every keeper is listed
+      await live.page.getByTestId("health-coordinator").filter({ hasText: "not answering" }).waitFor();
+      for (const k of ["collector", "finalizer", "reserves"])
+        expect(await live.page.getByTestId(`health-${k}`).count(), k).to.equal(1);
+      expect(await live.page.getByTestId("stream-stale").count()).to.equal(0);
+      await live.server.close();
+      closed = true;
+      const stream = live.page.getByTestId("stream-stale");
+      await stream.waitFor({ timeout: 20_000 });
+      expect(await stream.textContent()).to.match(/event stream is not answering: .* as of /);
+      const health = live.page.getByTestId("health-stale");
+      await health.waitFor({ timeout: 20_000 });
+      expect(await health.textContent()).to.match(/these rows are as of \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/);
+      expect(await live.page.locator(".health.greyed").count()).to.equal(1);
+    } finally {
+      await live.browser.close();
+      if (!closed) await live.server.close();
+    }
+  });
+
   it("has no serious accessibility violation on Status, wide or phone-width, in the window and after", async function () {
     const found: string[] = [];
     for (const width of [1280, 390]) {

@@ -30,8 +30,15 @@ export function StatusPage(p: PageProps) {
   const ledger = ledgerOf(state.events);
   const jobs = ledger ? [...ledger.jobs.values()] : [];
   const selected = jobs.find((j) => String(j.jobId) === p.view.job) ?? jobs[jobs.length - 1];
+  const asOf = streamAsOf(p);
   return (
-    <div className="grid">
+    <div className={`grid ${asOf ? "greyed-all" : ""}`}>
+      {asOf && (
+        <p className="card span-all stale-note" role="status" data-testid="stream-stale">
+          The dashboard server&apos;s event stream is not answering: the jobs, payments and curves below are as of{" "}
+          {asOf}, greyed until it reconnects (it retries by itself).
+        </p>
+      )}
       <section className="card span-all" aria-labelledby="jobs-h">
         <h2 id="jobs-h">Jobs</h2>
         {jobs.length === 0 ? (
@@ -61,6 +68,18 @@ export function StatusPage(p: PageProps) {
       </section>
     </div>
   );
+}
+
+/**
+ * Live, while the server's event stream is down: when its last entry came (the server's start + the entry's ms), as
+ * "2026-…Z (N s ago)"; "its start" before any entry; null while it streams, and for a recording.
+ */
+function streamAsOf(p: PageProps): string | null {
+  if (p.recorded || p.run.stream !== false) return null;
+  const { state } = p.run;
+  if (!state.entries || !p.config) return "its start (nothing arrived yet)";
+  const at = p.config.serverStartedAt + state.ms;
+  return `${formatTime(new Date(at))} (${ago(Date.now() - at)})`;
 }
 
 /** The chain's clock for the time-driven states: a recording's own moment, never the viewer's (model/clock.ts). */
@@ -604,7 +623,7 @@ function Health(p: PageProps) {
           {ago(now - (snapshotAt ?? now))}).
         </p>
       )}
-      <ul className={`health ${stale ? "stale" : ""}`} data-testid="health">
+      <ul className={`health ${stale ? "greyed" : ""}`} data-testid="health">
         {rows.map((r) => (
           <li key={r.name} className={`tone-${r.tone}`} data-testid={`health-${r.name}`}>
             <span className="dot" aria-hidden="true" /> <b>{r.name}</b> <span className="muted">{r.role}</span>{" "}
@@ -630,8 +649,10 @@ function liveRow(
 ): HealthRow {
   const row = (state: string, seen: string, tone: string) => ({ name: x.name, role: x.role, state, seen, tone });
   const quietRole = x.role === "verifier";
-  if (x.lastSeenAt === null)
-    return row("never heard from", quietRole ? "no signature seen yet" : "—", quietRole ? "neutral" : "bad");
+  if (x.lastSeenAt === null) {
+    const state = x.detail === "not answering" ? "not answering" : "never heard from";
+    return row(state, quietRole ? "no signature seen yet" : "never heard from", quietRole ? "neutral" : "bad");
+  }
   const age = now - x.lastSeenAt;
   const seen = `last seen ${ago(age)}${x.detail ? ` · ${x.detail}` : ""}`;
   const late = age > 10_000 + drift || x.detail === "not answering";
