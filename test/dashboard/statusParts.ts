@@ -11,6 +11,8 @@ import { KEEPERS } from "../../keepers/registry.ts";
 import { KEEPER_NAMES } from "../../sdk/keeperNames.ts";
 import { mulberry32 } from "../../sdk/random.ts";
 import { describeEvent } from "../../sdk/sentences.ts";
+import { foldEscrowEvents, statusAt } from "../../sdk/ledger.ts";
+import { statusName } from "../../sdk/job.ts";
 import { clockAdvanceOf, clockAdvancedNote, parseRecording, type Entry } from "../../sdk/recording.ts";
 
 type AbiEvent = { type: string; name: string; inputs: { name: string; type: string }[] };
@@ -57,6 +59,60 @@ describe("dashboard: Status page parts", function () {
       const at = recordedChainNow(foldAll(entries, advance.ms))!;
       expect(at).to.equal(deadline - 60n + 61n);
       expect(at > deadline).to.equal(true); // settleable at the recording's moment, not because of today's date
+    });
+
+    it("keeps a hand-written dispute Disputed until the recorded arbiter's 3 days pass on the recorded clock", function () {
+      // verdict at chain time T (window 60 s); disputed 5 s later; the run then advances its chain by 3 days + 1 s
+      const T = 1_700_000_000n; // 2023: years before any viewer
+      const ev = (ms: number, name: string, args: Record<string, unknown>, block: number): Entry => ({
+        ms,
+        kind: "event",
+        source: "chain",
+        data: { name, args, blockNumber: block, logIndex: 0 },
+      });
+      const job = { jobId: "1" };
+      const hand: Entry[] = [
+        ev(1_000, "FeeRecipientSet", { feeRecipient: "0x" + "fe".repeat(20) }, 1),
+        ev(
+          2_000,
+          "JobCreated",
+          {
+            ...job,
+            client: "0x" + "c1".repeat(20),
+            templateId: "0x" + "00".repeat(32),
+            seed: "0x" + "00".repeat(32),
+            totalSteps: "10",
+            checkpointInterval: "10",
+            maxPricePerStep: "1",
+            budget: "10",
+            disputeWindow: "60",
+          },
+          2,
+        ),
+        ev(
+          10_000,
+          "VerdictSubmitted",
+          { ...job, modelHash: "0x", metric: "9000", passed: true, disputeDeadline: String(T + 60n), newEpoch: "1" },
+          3,
+        ),
+        ev(
+          15_000,
+          "DisputeOpened",
+          { ...job, client: "0x" + "c1".repeat(20), bond: "5", arbiterDeadline: String(T + 5n + 259_200n) },
+          4,
+        ),
+        { ms: 16_000, kind: "note", source: "start", data: clockAdvancedNote(259_201) },
+      ];
+      const statusAtMs = (ms: number) => {
+        const s = foldAll(hand, ms);
+        const ledger = foldEscrowEvents(
+          s.events.map((e, i) => ({ eventName: e.name, args: e.args, blockNumber: e.blockNumber, index: i })),
+        );
+        return statusName(statusAt(ledger.jobs.get(1n)!, recordedChainNow(s)!));
+      };
+      expect(statusAtMs(12_000)).to.equal("DisputeWindow");
+      expect(statusAtMs(15_500)).to.equal("Disputed"); // the viewer's clock (years later) would say timed out
+      expect(statusAtMs(16_000)).to.equal("ArbiterTimedOut");
     });
 
     it("reads back the note a run writes, and no other", function () {
