@@ -121,8 +121,11 @@ describe("dashboard: the Status page answers did it work, who got paid, what wen
     );
   });
 
-  it("says what went wrong from the job's own events, with the verifiers' reasons", async function () {
+  it("says whether it worked, and what went wrong from the job's own events with the verifiers' reasons", async function () {
     await open(facts.end);
+    expect(await page.getByTestId("did-it-work").textContent()).to.equal(
+      "It worked: the final model passed the template's rules — 1.9528 nats per symbol held-out loss (target ≤ 2).",
+    );
     const wrong = await page.getByTestId("what-went-wrong").locator("li").allTextContents();
     expect(wrong).to.have.length(3);
     expect(wrong[0]).to.match(/^Quality Guard refused mallory's step 100: .* — replay-mismatch: step 100 replays to/);

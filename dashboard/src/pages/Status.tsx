@@ -132,6 +132,9 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
           </li>
         ))}
       </ol>
+      <p className={`did-it-work ${job.verdict ? (job.verdict.passed ? "ok" : "bad") : ""}`} data-testid="did-it-work">
+        {didItWork(job, status, templateOf(p.config, job.templateId))}
+      </p>
       <WhatWentWrong state={p.run.state} job={job} />
       <div className="facts">
         <Fact label="Accepted steps" testid="accepted-steps" value={`${job.acceptedStep} of ${job.totalSteps}`} />
@@ -177,6 +180,19 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
       </details>
     </section>
   );
+}
+
+/** Did it work: the verdict against the template's target, or where the job stands without one. */
+function didItWork(job: LedgerJob, status: string, template?: TemplateInfo): string {
+  if (job.verdict) {
+    const metric = template ? metricText(template, BigInt(job.verdict.metric)) : `metric ${job.verdict.metric}`;
+    return job.verdict.passed
+      ? `It worked: the final model passed the template's rules — ${metric}.`
+      : `The final model did not pass the template's rules — ${metric}.`;
+  }
+  if (status === "Cancelled")
+    return `Cancelled${job.expired ? " (expired without progress)" : ""} after ${job.acceptedStep} of ${job.totalSteps} steps accepted.`;
+  return `In progress: ${job.acceptedStep} of ${job.totalSteps} steps accepted so far; no verdict yet.`;
 }
 
 /** The template by its name; an id this software does not know is said to be one, with its hash. */
