@@ -6,10 +6,11 @@
  * No chain runs: a recording needs none.
  */
 import { expect } from "chai";
-import { readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import type { DashboardServer } from "../../dashboard/server/server.ts";
+import { startDashboardServer, type DashboardServer } from "../../dashboard/server/server.ts";
+import { freePort } from "../../demo/chain.ts";
 import { formatTime, usdcAmount } from "../../sdk/format.ts";
 import { foldEscrowEvents, walletOf } from "../../sdk/ledger.ts";
 import { providerSummaries } from "../../sdk/narrative.ts";
@@ -231,6 +232,35 @@ describe("dashboard: the Status page answers did it work, who got paid, what wen
       await screenshot(p, "small-status-char-transformer", false);
     } finally {
       await small.close();
+    }
+  });
+
+  it("says a record's books cannot be rebuilt, never 'no job posted', when it lacks the events they need", async function () {
+    // the recording without its set-up events: the slash names no fee recipient, so the books are unknown
+    const lines = readFileSync(`recordings/${RUN}`, "utf8")
+      .split("\n")
+      .filter(
+        (l) => !/"name":"(FeeRecipientSet|CoordinatorSet|ArbiterSet|TemplateApprovalSet|OwnershipTransferred)"/.test(l),
+      );
+    const partialDir = path.join(dir, "partial");
+    mkdirSync(partialDir, { recursive: true });
+    writeFileSync(path.join(partialDir, "partial.jsonl"), lines.join("\n"));
+    const dead = `http://127.0.0.1:${await freePort(0)}`;
+    const own = await startDashboardServer({
+      rpc: dead,
+      deploymentFile: offlineDeployment(path.join(dir, "partial-dep")),
+      coordinatorUrl: dead,
+      collectorUrl: dead,
+      recordingsDir: partialDir,
+    });
+    try {
+      await page.goto(`${own.url}?run=partial.jsonl&t=${facts.end}`);
+      const text = page.getByTestId("no-jobs");
+      await text.filter({ hasText: "cannot be rebuilt" }).waitFor();
+      expect(await text.textContent()).to.not.contain("No job posted");
+      expect(await page.getByText("JobCreated", { exact: true }).count()).to.be.greaterThan(0);
+    } finally {
+      await own.close();
     }
   });
 

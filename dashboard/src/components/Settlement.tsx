@@ -28,7 +28,7 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
   const id = String(job.jobId);
   const rows = providerSummaries(job, namesOf(state));
   const stakes = stakesSeen(state);
-  const toClient = job.slashes.reduce((sum, s) => sum + clientShare(job, s.provider), 0n);
+  const toClient = slashCompensation(job);
   const s = job.settlement;
   const outcome = s
     ? `Job ${id} ${job.phase === JobStatus.Cancelled ? "was cancelled" : "settled"}: providers paid ${formatUsdc(s.providersPaid)}, ` +
@@ -90,12 +90,10 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
   );
 }
 
-/** The client's share of a provider's slash on this job (the escrow's ProviderSlashed split). */
-function clientShare(job: LedgerJob, provider: string): bigint {
+/** The client's share of every slash on this job (the escrow's ProviderSlashed split, 50 %). */
+function slashCompensation(job: LedgerJob): bigint {
   let sum = 0n;
-  for (const e of job.history)
-    if (e.event === "ProviderSlashed" && String(e.args.provider).toLowerCase() === provider.toLowerCase())
-      sum += BigInt(String(e.args.toClient));
+  for (const e of job.history) if (e.event === "ProviderSlashed") sum += BigInt(String(e.args.toClient));
   return sum;
 }
 

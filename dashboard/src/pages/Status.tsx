@@ -42,7 +42,9 @@ export function StatusPage(p: PageProps) {
       <section className="card span-all" aria-labelledby="jobs-h">
         <h2 id="jobs-h">Jobs</h2>
         {jobs.length === 0 ? (
-          <p className="muted">{state.entries ? "No job posted yet." : "Waiting for the event stream…"}</p>
+          <p className="muted" data-testid="no-jobs">
+            {noJobsText(ledger !== null, state)}
+          </p>
         ) : (
           <ul className="job-list">
             {jobs.map((j) => (
@@ -68,6 +70,16 @@ export function StatusPage(p: PageProps) {
       </section>
     </div>
   );
+}
+
+/** Why no job is listed: none posted, nothing arrived yet, or books that cannot be rebuilt from a partial record. */
+function noJobsText(booksKnown: boolean, state: RunState): string {
+  if (!booksKnown && state.events.some((e) => e.name === "JobCreated"))
+    return (
+      "This record lacks events its books need (it starts after the escrow's first ones), so who is owed what " +
+      "cannot be rebuilt here; its events are listed below."
+    );
+  return state.entries ? "No job posted yet." : "Waiting for the event stream…";
 }
 
 /**
