@@ -11,6 +11,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { startDashboardServer, type DashboardServer } from "../../dashboard/server/server.ts";
 import { freePort } from "../../demo/chain.ts";
+import { bundleGzipKb } from "../../bench/dashboard.ts";
 import { formatTime, usdcAmount } from "../../sdk/format.ts";
 import { foldEscrowEvents, walletOf } from "../../sdk/ledger.ts";
 import { providerSummaries } from "../../sdk/narrative.ts";
@@ -287,6 +288,13 @@ describe("dashboard: the Status page answers did it work, who got paid, what wen
       await live.browser.close();
       if (!closed) await live.server.close();
     }
+  });
+
+  it("keeps the built app within 250 kB gzipped (the bench's own measure)", function () {
+    // the server above built dashboard/dist from the current sources
+    const kb = bundleGzipKb();
+    console.log(`      dashboard_bundle_gzip_kb: ${kb}`);
+    expect(kb).to.be.at.most(250);
   });
 
   it("has no serious accessibility violation on Status, wide or phone-width, in the window and after", async function () {
