@@ -13,6 +13,8 @@ export default defineConfig({
   root: here,
   base: "./",
   plugins: [react()],
+  // ENS is never used by the page: ethers' normaliser and its tables stay out of the bundle (src/ensStub.ts)
+  resolve: { alias: { "@adraffy/ens-normalize": path.join(here, "src", "ensStub.ts") } },
   json: { namedExports: true, stringify: false },
   build: { outDir: path.join(here, "dist"), emptyOutDir: true, chunkSizeWarningLimit: 1024 },
   logLevel: "warn",

@@ -9,6 +9,7 @@ import { Wallet, type JsonRpcProvider } from "ethers";
 import { rpcChainId, type Protocol } from "../sdk/contracts.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { loadKey, writeKey } from "../sdk/keys.ts";
+import { clockAdvancedNote } from "../sdk/recording.ts";
 import { sleep } from "../sdk/retry.ts";
 import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
@@ -101,7 +102,7 @@ export async function localNetwork(
     passTime: async (provider, seconds, note) => {
       await provider.send("evm_increaseTime", [seconds]);
       await provider.send("evm_mine", []);
-      note(`advanced the local chain's clock by ${seconds} s`);
+      note(clockAdvancedNote(seconds));
     },
   };
 }

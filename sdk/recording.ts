@@ -22,6 +22,19 @@ export function recordingStart(entries: readonly Entry[]): string {
   return "date not recorded";
 }
 
+/**
+ * The note a run writes when it moves a local chain's clock forward (evm_increaseTime): a recording's chain clock
+ * jumps there, and a player that derives time-driven states (a dispute window's end) from the recording's own
+ * clock adds it (dashboard/src/model/clock.ts).
+ */
+export const clockAdvancedNote = (seconds: number) => `advanced the local chain's clock by ${seconds} s`;
+
+/** The seconds a `clockAdvancedNote` says the chain's clock moved; null for any other note. */
+export function clockAdvanceOf(note: unknown): number | null {
+  const m = /^advanced the local chain's clock by (\d+) s$/.exec(String(note));
+  return m ? Number(m[1]) : null;
+}
+
 /** One entry as its line of a recording (without the newline): JSON, bigints as decimal strings. */
 export function encodeEntry(entry: Entry): string {
   return JSON.stringify(entry, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));

@@ -164,6 +164,8 @@ export function describeEvent(e: EventLike, name: NameOf, now?: bigint, metric?:
       return `fee recipient set to ${name(a.feeRecipient)}`;
     case "OwnershipTransferStarted":
       return `ownership transfer to ${name(a.newOwner)} started`;
+    case "EIP712DomainChanged":
+      return "the escrow's EIP-712 signing domain changed (verifier signatures must name the new one)";
     case "OwnershipTransferred":
       return `ownership moved from ${name(a.previousOwner)} to ${name(a.newOwner)}`;
     default:

@@ -1,11 +1,12 @@
 /**
  * A uPlot chart that sizes itself to its container. `rules` draws labelled vertical lines (failovers, fencing,
- * refusals) on the curve; `hline` a horizontal target. A text summary under it carries the same facts for
- * screen readers and tests.
+ * refusals) on the curve; `hline` a horizontal target. Labels never overprint one another (labels.ts); a text
+ * summary under it carries the same facts for screen readers and tests.
  */
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { placeRuleLabels, type Box } from "./labels.ts";
 
 export interface Rule {
   x: number;
@@ -67,38 +68,68 @@ export function Chart(p: Props) {
     plot.current?.setData(p.data);
   }, [p.data]);
 
+  // New rules or a target (the template's, once the config arrived) with the same data: draw them too.
+  const extrasKey = JSON.stringify([p.rules, p.hline]);
+  useEffect(() => {
+    plot.current?.redraw(false);
+  }, [extrasKey]);
+
   return <div className="chart" ref={box} role="img" aria-label={p.label} />;
 }
 
 function drawExtras(u: uPlot, rules: Rule[] | undefined, hline: Props["hline"]) {
   const ctx = u.ctx;
+  const dpr = devicePixelRatio;
   const { left, top, width, height } = u.bbox;
+  const area = { x0: left, x1: left + width, y0: top, y1: top + height };
   ctx.save();
-  ctx.font = `${11 * devicePixelRatio}px DejaVu Sans, sans-serif`;
-  (rules ?? []).forEach((r, i) => {
-    const x = u.valToPos(r.x, "x", true);
-    if (x < left || x > left + width) return;
-    ctx.strokeStyle = r.color;
-    ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
-    ctx.beginPath();
-    ctx.moveTo(x, top);
-    ctx.lineTo(x, top + height);
-    ctx.stroke();
-    ctx.fillStyle = r.color;
-    ctx.fillText(r.label, x + 4 * devicePixelRatio, top + 14 * (i + 1) * devicePixelRatio);
-  });
+  ctx.font = `${11 * dpr}px DejaVu Sans, sans-serif`;
+  // uPlot leaves its axes' alignment on the context: the placement below measures from the text's left end
+  ctx.textAlign = "left";
+  ctx.textBaseline = "alphabetic";
+  // The target line first: its label claims its place, the rules' labels go around it.
+  const taken: Box[] = [];
   if (hline) {
     const y = u.valToPos(hline.y, hline.scale ?? "y", true);
     if (y >= top && y <= top + height) {
       ctx.strokeStyle = "#f59e0b";
-      ctx.setLineDash([2 * devicePixelRatio, 4 * devicePixelRatio]);
+      ctx.setLineDash([2 * dpr, 4 * dpr]);
       ctx.beginPath();
       ctx.moveTo(left, y);
       ctx.lineTo(left + width, y);
       ctx.stroke();
       ctx.fillStyle = "#f59e0b";
-      ctx.fillText(hline.label, left + 6 * devicePixelRatio, y - 4 * devicePixelRatio);
+      const w = ctx.measureText(hline.label).width;
+      const x = left + width - w - 6 * dpr;
+      const below = y - 14 * dpr < top; // near the top edge: under the line
+      const base = below ? y + 13 * dpr : y - 4 * dpr;
+      ctx.fillText(hline.label, x, base);
+      taken.push({ x0: x - 2, x1: x + w + 2, y0: base - 12 * dpr, y1: base + 3 * dpr });
     }
   }
+  const shown = rules ?? [];
+  const xs = shown.map((r) => u.valToPos(r.x, "x", true));
+  const places = placeRuleLabels(
+    xs,
+    shown.map((r) => ctx.measureText(r.label).width),
+    area,
+    14 * dpr,
+    4 * dpr,
+    taken,
+  );
+  shown.forEach((r, i) => {
+    const x = xs[i];
+    if (x < left || x > left + width) return;
+    ctx.strokeStyle = r.color;
+    ctx.setLineDash([4 * dpr, 3 * dpr]);
+    ctx.beginPath();
+    ctx.moveTo(x, top);
+    ctx.lineTo(x, top + height);
+    ctx.stroke();
+    const at = places[i];
+    if (!at) return; // no free row: the list under the chart names it
+    ctx.fillStyle = r.color;
+    ctx.fillText(r.label, at.x, at.y);
+  });
   ctx.restore();
 }

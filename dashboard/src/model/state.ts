@@ -72,6 +72,10 @@ export interface ProcessView {
   name: string;
   role: "chain" | "keeper" | "verifier" | "provider" | "dashboard";
   lastSeenMs: number;
+  /** It said it stopped, or the run killed it (SIGKILL): dead, not idle. Cleared when it is heard from again. */
+  ended?: { ms: number; how: "stopped" | "killed" };
+  /** What it was last doing, when its lines say: "job 1 step 116", "idle". */
+  detail?: string;
 }
 
 export interface RunState {
@@ -87,6 +91,8 @@ export interface RunState {
   markers: Marker[];
   loss: Map<string, { ms: number; step: number; loss: number; provider: string }[]>;
   accuracy: Map<string, { step: number; accuracy: number }[]>;
+  /** Held-out loss of each accepted checkpoint (templates held to their loss), from the verifiers' decisions. */
+  heldoutLoss: Map<string, { step: number; loss: number }[]>;
   /** A language template's greedy text from each accepted checkpoint (the verifiers' "checkpoint decided"). */
   samples: Map<string, { step: number; text: string }[]>;
   reserves: { ms: number; block: number; held: bigint; owes: bigint }[];
@@ -112,6 +118,7 @@ export function emptyState(): RunState {
     markers: [],
     loss: new Map(),
     accuracy: new Map(),
+    heldoutLoss: new Map(),
     samples: new Map(),
     reserves: [],
     processes: new Map(),
@@ -141,6 +148,8 @@ export function applyEntry(s: RunState, e: Entry): void {
       if (/killed \w+ \(SIGKILL\)/.test(String(e.data))) {
         const who = /killed (\w+)/.exec(String(e.data))?.[1] ?? "a provider";
         s.markers.push({ ms: e.ms, kind: "kill", label: `${who} killed (SIGKILL)` });
+        const p = s.processes.get(who);
+        if (p) p.ended = { ms: e.ms, how: "killed" };
       }
       return;
     case "summary":
@@ -198,11 +207,17 @@ function provider(s: RunState, address: string, name?: string): ProviderView {
   return p;
 }
 
-function seen(s: RunState, name: string, role: ProcessView["role"], ms: number) {
-  const p = s.processes.get(name);
+function seen(s: RunState, name: string, role: ProcessView["role"], ms: number, detail?: string): ProcessView {
+  let p = s.processes.get(name);
   if (p) p.lastSeenMs = Math.max(p.lastSeenMs, ms);
-  else s.processes.set(name, { name, role, lastSeenMs: ms });
+  else s.processes.set(name, (p = { name, role, lastSeenMs: ms }));
+  p.ended = undefined; // heard from again: alive
+  if (detail !== undefined) p.detail = detail;
+  return p;
 }
+
+/** The lines a process writes as it exits (runner.ts, the agent, the verifier). */
+const STOPPED = new Set(["stopped", "stopped cleanly", "verifier stopped"]);
 
 function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
   if (!ev || typeof ev.name !== "string") return;
@@ -353,10 +368,13 @@ function applyLog(s: RunState, ms: number, source: string, raw: unknown) {
   if (!raw || typeof raw !== "object") return;
   const d = raw as Log;
   const component = String(d.component ?? "");
-  if (source === "keepers") seen(s, component || "keepers", "keeper", ms);
-  else if (component === "verifier" || /^verifier/.test(source)) seen(s, source, "verifier", ms);
-  else if (component === "agent") seen(s, source, "provider", ms);
   const msg = String(d.msg ?? "");
+  let proc: ProcessView | undefined;
+  // "keeper" is the process that runs them all (`keeper all`): its own lines say nothing of one keeper.
+  if (source === "keepers") proc = component === "keeper" ? undefined : seen(s, component || "keepers", "keeper", ms);
+  else if (component === "verifier" || /^verifier/.test(source)) proc = seen(s, source, "verifier", ms);
+  else if (component === "agent") proc = seen(s, source, "provider", ms, agentDetail(d, msg));
+  if (proc && STOPPED.has(msg)) proc.ended = { ms, how: "stopped" };
   if (component === "verifier" && msg === "verifier started" && d.verifier) {
     s.verifiers.set(lower(d.verifier), source);
   }
@@ -375,6 +393,7 @@ function applyLog(s: RunState, ms: number, source: string, raw: unknown) {
     const accuracy = typeof d.accuracy === "number" ? d.accuracy : null;
     c.verifiers.set(lower(d.verifier), { action: String(d.action), reasons, accuracy });
     if (accuracy !== null && d.action === "accept") addAccuracy(s, String(d.job), Number(d.step), accuracy);
+    if (typeof d.loss === "number" && d.action === "accept") addHeldoutLoss(s, String(d.job), Number(d.step), d.loss);
     if (typeof d.sample === "string" && d.action === "accept") addSample(s, String(d.job), Number(d.step), d.sample);
   }
   if (component === "collector" && (msg === "signature" || msg === "decision")) {
@@ -410,6 +429,21 @@ function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: str
     list.push({ ms, step: Number(d.step), loss: d.loss, provider: key });
     s.loss.set(job, list);
   }
+}
+
+/** What an agent's line says it is doing: training a job, or waiting for one; undefined keeps the last. */
+function agentDetail(d: Log, msg: string): string | undefined {
+  if (msg === "progress" && d.job !== undefined) return `job ${String(d.job)} step ${Number(d.step)}`;
+  if (msg === "fenced: stopped writing to this job") return "fenced off its job";
+  if (msg === "job complete: every step accepted") return "idle (its job is complete)";
+  return undefined;
+}
+
+function addHeldoutLoss(s: RunState, job: string, step: number, loss: number) {
+  const list = s.heldoutLoss.get(job) ?? [];
+  if (!list.some((p) => p.step === step)) list.push({ step, loss });
+  list.sort((a, b) => a.step - b.step);
+  s.heldoutLoss.set(job, list);
 }
 
 function addSample(s: RunState, job: string, step: number, text: string) {

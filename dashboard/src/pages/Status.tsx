@@ -1,14 +1,24 @@
-/** Status: jobs; one job's state strip, progress, budget, curves with the failure story; lanes; verification. */
+/**
+ * Status: did it work, who got paid, what went wrong — in the first screen: the job's header (template by name,
+ * state strip, what went wrong), the settlement card, the dispute window; then the curves with the failure story,
+ * provider lanes on a time axis, verification, process health and the decoded events.
+ */
 import { useMemo } from "react";
+import { describeEvent, nameFrom, shortHash } from "../../../sdk/sentences.ts";
+import { formatTime } from "../../../sdk/format.ts";
+import { KEEPER_NAMES } from "../../../sdk/keeperNames.ts";
+import { UnassignReason } from "../../../sdk/job.ts";
+import { DisputeCard, SettlementCard } from "../components/Settlement.tsx";
+import { chainNow } from "../model/clock.ts";
 import type uPlot from "uplot";
 import { Chart, type Rule } from "../components/Chart.tsx";
 import { EventFeed } from "../components/EventFeed.tsx";
 import { useNow } from "../components/TopBar.tsx";
 import type { PageProps } from "../context.ts";
-import { ago, short, usdc } from "../format.ts";
+import { ago, clock, short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
-import { ledgerOf, providerSummaries, statusName, type LedgerJob } from "../ledger.ts";
-import { nameOf, type RunState } from "../model/state.ts";
+import { ledgerOf, statusName, type LedgerJob } from "../ledger.ts";
+import { nameOf, type ProcessView, type RunState } from "../model/state.ts";
 import { templateOf, type TemplateInfo } from "../sources/config.ts";
 import { isLossRules, metricText } from "../../../workloads/metric.ts";
 import { DataTable } from "../components/DataTable.tsx";
@@ -20,12 +30,21 @@ export function StatusPage(p: PageProps) {
   const ledger = ledgerOf(state.events);
   const jobs = ledger ? [...ledger.jobs.values()] : [];
   const selected = jobs.find((j) => String(j.jobId) === p.view.job) ?? jobs[jobs.length - 1];
+  const asOf = streamAsOf(p);
   return (
-    <div className="grid">
+    <div className={`grid ${asOf ? "greyed-all" : ""}`}>
+      {asOf && (
+        <p className="card span-all stale-note" role="status" data-testid="stream-stale">
+          The dashboard server&apos;s event stream is not answering: the jobs, payments and curves below are as of{" "}
+          {asOf}, greyed until it reconnects (it retries by itself).
+        </p>
+      )}
       <section className="card span-all" aria-labelledby="jobs-h">
         <h2 id="jobs-h">Jobs</h2>
         {jobs.length === 0 ? (
-          <p className="muted">{state.entries ? "No job posted yet." : "Waiting for the event stream…"}</p>
+          <p className="muted" data-testid="no-jobs">
+            {noJobsText(ledger !== null, state)}
+          </p>
         ) : (
           <ul className="job-list">
             {jobs.map((j) => (
@@ -39,20 +58,45 @@ export function StatusPage(p: PageProps) {
         )}
       </section>
       {selected && <JobCard {...p} job={selected} />}
+      {selected && ledger && <SettlementCard state={state} ledger={ledger} job={selected} />}
+      {selected && <DisputeCard job={selected} p={p} />}
       {selected && <Curves state={state} job={selected} template={templateOf(p.config, selected.templateId)} />}
       {selected && <Lanes state={state} job={selected} />}
       {selected && <Verification state={state} job={selected} />}
+      <Health {...p} />
       <section className="card span-all" aria-labelledby="feed-h">
         <h2 id="feed-h">Event feed</h2>
         <EventFeed state={state} limit={60} id="status-feed" config={p.config} />
       </section>
-      <Health {...p} />
     </div>
   );
 }
 
-function nowSec(_p: PageProps): bigint {
-  return BigInt(Math.floor(Date.now() / 1000));
+/** Why no job is listed: none posted, nothing arrived yet, or books that cannot be rebuilt from a partial record. */
+function noJobsText(booksKnown: boolean, state: RunState): string {
+  if (!booksKnown && state.events.some((e) => e.name === "JobCreated"))
+    return (
+      "This record lacks events its books need (it starts after the escrow's first ones), so who is owed what " +
+      "cannot be rebuilt here; its events are listed below."
+    );
+  return state.entries ? "No job posted yet." : "Waiting for the event stream…";
+}
+
+/**
+ * Live, while the server's event stream is down: when its last entry came (the server's start + the entry's ms), as
+ * "2026-…Z (N s ago)"; "its start" before any entry; null while it streams, and for a recording.
+ */
+function streamAsOf(p: PageProps): string | null {
+  if (p.recorded || p.run.stream !== false) return null;
+  const { state } = p.run;
+  if (!state.entries || !p.config) return "its start (nothing arrived yet)";
+  const at = p.config.serverStartedAt + state.ms;
+  return `${formatTime(new Date(at))} (${ago(Date.now() - at)})`;
+}
+
+/** The chain's clock for the time-driven states: a recording's own moment, never the viewer's (model/clock.ts). */
+function nowSec(p: PageProps): bigint {
+  return chainNow(p.run.state, p.recorded, Date.now());
 }
 
 function stripIndex(status: string): number {
@@ -85,7 +129,9 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
     <section className="card span-all" aria-labelledby="job-h">
       <h2 id="job-h">
         Job {id}{" "}
-        <span className="muted">template {templateOf(p.config, job.templateId)?.name ?? short(job.templateId)}</span>
+        <span className="muted" data-testid="job-template">
+          {templateName(p, job.templateId)}
+        </span>
       </h2>
       <ol className="strip" aria-label={`State: ${status}`}>
         {(cancelled ? ["Open", "Cancelled"] : STRIP).map((s, i) => (
@@ -98,6 +144,10 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
           </li>
         ))}
       </ol>
+      <p className={`did-it-work ${job.verdict ? (job.verdict.passed ? "ok" : "bad") : ""}`} data-testid="did-it-work">
+        {didItWork(job, status, templateOf(p.config, job.templateId))}
+      </p>
+      <WhatWentWrong state={p.run.state} job={job} />
       <div className="facts">
         <Fact label="Accepted steps" testid="accepted-steps" value={`${job.acceptedStep} of ${job.totalSteps}`} />
         <Fact label="Trained (heartbeats)" value={loss.length ? `step ${trained}` : "no report yet"} />
@@ -144,6 +194,75 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
   );
 }
 
+/** Did it work: the verdict against the template's target, or where the job stands without one. */
+function didItWork(job: LedgerJob, status: string, template?: TemplateInfo): string {
+  if (job.verdict) {
+    const metric = template ? metricText(template, BigInt(job.verdict.metric)) : `metric ${job.verdict.metric}`;
+    return job.verdict.passed
+      ? `It worked: the final model passed the template's rules — ${metric}.`
+      : `The final model did not pass the template's rules — ${metric}.`;
+  }
+  if (status === "Cancelled")
+    return `Cancelled${job.expired ? " (expired without progress)" : ""} after ${job.acceptedStep} of ${job.totalSteps} steps accepted.`;
+  return `In progress: ${job.acceptedStep} of ${job.totalSteps} steps accepted so far; no verdict yet.`;
+}
+
+/** The template by its name; an id this software does not know is said to be one, with its hash. */
+function templateName(p: PageProps, id: string): string {
+  const t = templateOf(p.config, id);
+  if (t) return `template ${t.name}`;
+  return p.config ? `a template this dashboard does not know (${short(id)})` : `template ${short(id)}`;
+}
+
+/** Events that tell something went wrong on a job (each said in its one sentence, sdk/sentences.ts). */
+const WRONG = new Set([
+  "CheckpointRefused",
+  "ProviderSlashed",
+  "ProviderUnassigned",
+  "CheckpointLapsed",
+  "DisputeOpened",
+  "DisputeResolved",
+  "ArbiterTimedOut",
+  "JobExpired",
+]);
+
+/**
+ * What went wrong on the job, from what happened: its refusals (with the verifiers' reasons), slashes, failovers,
+ * lapses, a failed verdict and disputes — or that nothing did.
+ */
+function WhatWentWrong({ state, job }: { state: RunState; job: LedgerJob }) {
+  const name = nameFrom({}, (a) => nameOf(state, a));
+  const lines: string[] = [];
+  for (const e of job.history) {
+    if (!WRONG.has(e.event)) continue;
+    // an unassignment after a refusal is the same fencing, said once
+    if (e.event === "ProviderUnassigned" && Number(e.args.reason) === UnassignReason.Refused) continue;
+    let line = describeEvent({ name: e.event, args: e.args }, name);
+    if (e.event === "CheckpointRefused") {
+      const c = state.checkpoints.get(`${job.jobId}:${e.args.epoch}:${e.args.step}`);
+      const reasons = c ? [...new Set([...c.verifiers.values()].flatMap((v) => v.reasons))] : [];
+      // hashes cut to their first bytes here; the verification table below has them whole
+      if (reasons.length) line += ` — ${reasons.join("; ").replace(/0x[0-9a-fA-F]{64}/g, shortHash)}`;
+    }
+    lines.push(line);
+  }
+  if (job.verdict && !job.verdict.passed) lines.push("the final model did not pass the template's rules");
+  return (
+    <div className={`wrong ${lines.length ? "has-wrong" : ""}`} data-testid="what-went-wrong">
+      <h3>What went wrong</h3>
+      {lines.length === 0 ? (
+        <p className="muted">Nothing so far: no refusal, slash, failover or dispute on this job.</p>
+      ) : (
+        <ul>
+          {lines.map((l, i) => (
+            <li key={i}>{l}</li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
 function Fact({ label, value, testid }: { label: string; value: string; testid?: string }) {
   return (
     <div className="fact">
@@ -163,61 +282,130 @@ function stepRate(loss: { ms: number; step: number; provider: string }[]): numbe
   return ((last.step - first.step) * 1000) / (last.ms - first.ms);
 }
 
+/** One colour per provider, in the order they first trained (none is the accuracy's green or the target's amber). */
+const PROVIDER_COLORS = ["#60a5fa", "#fb923c", "#c084fc", "#f472b6", "#38bdf8", "#e879f9", "#a3e635", "#f87171"];
+
+type LossPoint = { ms: number; step: number; loss: number; provider: string };
+
+/**
+ * The training loss as one run per stretch a provider trained without another in between, in time order: a
+ * failover breaks the line, and each provider keeps its colour.
+ */
+function lossRuns(loss: readonly LossPoint[]): { provider: string; points: LossPoint[] }[] {
+  const runs: { provider: string; points: LossPoint[] }[] = [];
+  for (const l of [...loss].sort((x, y) => x.ms - y.ms)) {
+    const last = runs[runs.length - 1];
+    if (last && last.provider === l.provider) last.points.push(l);
+    else runs.push({ provider: l.provider, points: [l] });
+  }
+  return runs;
+}
+
 function Curves({ state, job, template }: { state: RunState; job: LedgerJob; template?: TemplateInfo }) {
   const id = String(job.jobId);
   const loss = state.loss.get(id) ?? [];
   const acc = state.accuracy.get(id) ?? [];
+  const heldout = state.heldoutLoss.get(id) ?? [];
+  const lossRules = template ? isLossRules(template.evalRules) : heldout.length > 0;
+  const runs = useMemo(() => lossRuns(loss), [loss.length]);
+  const providers = [...new Set(runs.map((r) => r.provider))];
+  const colorOf = (who: string) => PROVIDER_COLORS[providers.indexOf(who) % PROVIDER_COLORS.length];
   const data = useMemo(() => {
-    const steps = [...new Set([0, ...loss.map((l) => l.step), ...acc.map((a) => a.step)])].sort((a, b) => a - b);
-    const lossAt = new Map(loss.map((l) => [l.step, l.loss]));
+    const steps = [
+      ...new Set([0, ...loss.map((l) => l.step), ...acc.map((a) => a.step), ...heldout.map((h) => h.step)]),
+    ].sort((a, b) => a - b);
     const accAt = new Map(acc.map((a) => [a.step, a.accuracy * (a.accuracy <= 1 ? 100 : 1)]));
+    const heldAt = new Map(heldout.map((h) => [h.step, h.loss]));
     return [
       steps,
-      steps.map((s) => lossAt.get(s) ?? null),
-      steps.map((s) => accAt.get(s) ?? null),
+      ...runs.map((r) => {
+        const at = new Map(r.points.map((p) => [p.step, p.loss]));
+        return steps.map((s) => at.get(s) ?? null);
+      }),
+      steps.map((s) => (lossRules ? (heldAt.get(s) ?? null) : (accAt.get(s) ?? null))),
     ] as uPlot.AlignedData;
-  }, [loss.length, acc.length]);
+  }, [loss.length, acc.length, heldout.length, lossRules]);
+  const series: uPlot.Series[] = [
+    ...runs.map((r, i) => {
+      const first = runs.findIndex((x) => x.provider === r.provider) === i;
+      return {
+        label: `${nameOf(state, r.provider)} loss${first ? "" : " (again)"}`,
+        stroke: colorOf(r.provider),
+        width: 2,
+        spanGaps: true,
+        points: { show: true, size: 4 },
+      };
+    }),
+    lossRules
+      ? {
+          label: "held-out loss (accepted checkpoints)",
+          stroke: "#e5e7eb",
+          width: 2,
+          spanGaps: true,
+          points: { show: true, size: 7 },
+        }
+      : {
+          label: "held-out accuracy %",
+          stroke: "#34d399",
+          width: 2,
+          scale: "y2",
+          spanGaps: true,
+          points: { show: true, size: 7 },
+        },
+  ];
   const rules: Rule[] = state.markers
     .filter((m) => m.job === id && m.step !== undefined && (m.kind === "refusal" || m.kind === "failover"))
     .map((m) => ({ x: m.step!, label: m.label, color: m.kind === "refusal" ? "#f87171" : "#fbbf24" }));
-  // the verdict line is drawn on the accuracy axis only for templates judged by accuracy
-  const verdict = job.verdict && template && !isLossRules(template.evalRules) ? Number(job.verdict.metric) / 100 : null;
+  const target = targetLine(template);
   const samples = state.samples.get(id) ?? [];
   return (
     <section className="card span-all" aria-labelledby="curves-h">
-      <h2 id="curves-h">Loss and held-out accuracy against step</h2>
+      <h2 id="curves-h">{lossRules ? "Loss against step" : "Loss and held-out accuracy against step"}</h2>
       <Chart
-        label={`Loss and accuracy of job ${id}`}
+        key={`${id}-${series.length}-${lossRules}`}
+        label={`Loss${lossRules ? "" : " and accuracy"} of job ${id}, one colour per provider`}
         data={data}
-        series={[
-          { label: "loss", stroke: "#60a5fa", width: 2, spanGaps: true, points: { show: true, size: 4 } },
-          {
-            label: "held-out accuracy %",
-            stroke: "#34d399",
-            width: 2,
-            scale: "y2",
-            spanGaps: true,
-            points: { show: true, size: 7 },
-          },
-        ]}
-        axes={{ x: "step", y: "loss", y2: "accuracy %" }}
-        scales={{ x: { time: false }, y2: { range: [0, 100] } }}
+        series={series}
+        axes={{ x: "step", y: "loss", ...(lossRules ? {} : { y2: "accuracy %" }) }}
+        scales={lossRules ? { x: { time: false } } : { x: { time: false }, y2: { range: [0, 100] } }}
         rules={rules}
-        hline={verdict !== null ? { y: verdict, label: `verdict ${verdict.toFixed(2)} %`, scale: "y2" } : undefined}
+        hline={target}
       />
-      <ul className="legend-list">
+      <ul className="legend-list" data-testid="curve-legend">
+        {providers.map((w) => (
+          <li key={w} data-testid={`curve-${nameOf(state, w)}`}>
+            <span className="swatch" style={{ background: colorOf(w) }} aria-hidden="true" /> {nameOf(state, w)}:
+            training loss from its heartbeats, steps{" "}
+            {runs
+              .filter((r) => r.provider === w)
+              .map(stepSpan)
+              .join(", ")}
+          </li>
+        ))}
+        {target && (
+          <li data-testid="curve-target">
+            <span className="swatch" style={{ background: "#f59e0b" }} aria-hidden="true" /> {target.label}
+          </li>
+        )}
         {rules.map((r, i) => (
           <li key={i}>
             <span className="swatch" style={{ background: r.color }} aria-hidden="true" /> step {r.x}: {r.label}
           </li>
         ))}
-        {acc.map((a) => (
-          <li key={`a${a.step}`}>
-            accepted checkpoint at step {a.step}: held-out accuracy{" "}
-            {(a.accuracy * (a.accuracy <= 1 ? 100 : 1)).toFixed(2)} %
-          </li>
-        ))}
-        {!loss.length && <li className="muted">No loss reported yet (live: from the providers' heartbeats).</li>}
+        {!lossRules &&
+          acc.map((a) => (
+            <li key={`a${a.step}`}>
+              accepted checkpoint at step {a.step}: held-out accuracy{" "}
+              {(a.accuracy * (a.accuracy <= 1 ? 100 : 1)).toFixed(2)} %
+            </li>
+          ))}
+        {lossRules &&
+          heldout.map((h) => (
+            <li key={`h${h.step}`}>
+              accepted checkpoint at step {h.step}: held-out loss {h.loss.toFixed(4)} nats per symbol
+            </li>
+          ))}
+        {!loss.length && <li className="muted">No loss reported yet (live: from the providers&apos; heartbeats).</li>}
         {job.verdict && template && <li>verdict: {metricText(template, BigInt(job.verdict.metric))}</li>}
       </ul>
       {samples.length > 0 && (
@@ -240,19 +428,42 @@ function Curves({ state, job, template }: { state: RunState; job: LedgerJob; tem
   );
 }
 
+const stepSpan = (r: { points: LossPoint[] }) => `${r.points[0].step}–${r.points[r.points.length - 1].step}`;
+
+/** The template's target as a line: held-out accuracy on the accuracy axis, held-out loss on the loss axis. */
+function targetLine(t?: TemplateInfo): { y: number; label: string; scale?: string } | undefined {
+  if (!t) return undefined;
+  const r = t.evalRules;
+  if (isLossRules(r)) return { y: r.targetLoss, label: `target: held-out loss ≤ ${r.targetLoss}` };
+  const pct = r.targetAccuracy * 100;
+  return { y: pct, label: `target: held-out accuracy ≥ ${pct.toFixed(0)} %`, scale: "y2" };
+}
+
+/**
+ * Who held the job when, on the run's time axis: each assignment (epoch) as a bar, the heartbeats on it (the agent's
+ * progress lines as dots, its on-chain lease extensions as ticks), and where it ended: fenced (refused), failed
+ * over (missed heartbeats, lease lapsed), killed, or the verdict.
+ */
 function Lanes({ state, job }: { state: RunState; job: LedgerJob }) {
   const id = String(job.jobId);
   const lanes = state.lanes.filter((l) => l.job === id);
-  const now = useNow(2000);
   if (!lanes.length) return null;
   const t0 = lanes[0].fromMs;
   const t1 = Math.max(state.ms, ...lanes.map((l) => l.toMs ?? state.ms), t0 + 1);
+  const pos = (ms: number) => Math.min(100, Math.max(0, ((ms - t0) / (t1 - t0)) * 100));
   const who = [...new Set(lanes.map((l) => l.provider))];
-  void now;
+  const progress = state.loss.get(id) ?? [];
+  const leases = state.events.filter((e) => e.name === "LeaseExtended" && String(e.args.jobId) === id);
+  const kills = state.markers.filter((m) => m.kind === "kill" && m.ms >= t0);
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => t0 + f * (t1 - t0));
   return (
     <section className="card span-all" aria-labelledby="lanes-h">
       <h2 id="lanes-h">Provider lanes</h2>
-      <div className="lanes">
+      <p className="muted lane-key" aria-hidden="true">
+        <span className="hb-dot" /> heartbeat (progress) <span className="lease-tick" /> lease extended on chain{" "}
+        <span className="fence-mark" /> fenced or stopped
+      </p>
+      <div className="lanes" aria-hidden="true">
         {who.map((w) => (
           <div className="lane" key={w}>
             <div className="lane-name">{nameOf(state, w)}</div>
@@ -260,8 +471,8 @@ function Lanes({ state, job }: { state: RunState; job: LedgerJob }) {
               {lanes
                 .filter((l) => l.provider === w)
                 .map((l, i) => {
-                  const left = ((l.fromMs - t0) / (t1 - t0)) * 100;
-                  const width = Math.max(1, (((l.toMs ?? t1) - l.fromMs) / (t1 - t0)) * 100);
+                  const left = pos(l.fromMs);
+                  const width = Math.max(1, pos(l.toMs ?? t1) - left);
                   return (
                     <span
                       key={i}
@@ -276,20 +487,69 @@ function Lanes({ state, job }: { state: RunState; job: LedgerJob }) {
                     </span>
                   );
                 })}
+              {progress
+                .filter((x) => x.provider === w)
+                .map((x, i) => (
+                  <span key={`h${i}`} className="hb-dot" style={{ left: `${pos(x.ms)}%` }} />
+                ))}
+              {leases
+                .filter((e) => String(e.args.provider).toLowerCase() === w)
+                .map((e, i) => (
+                  <span key={`l${i}`} className="lease-tick" style={{ left: `${pos(e.ms)}%` }} />
+                ))}
+              {lanes
+                .filter((l) => l.provider === w && l.toMs !== undefined && l.end !== "verdict")
+                .map((l, i) => (
+                  <span key={`f${i}`} className="fence-mark" style={{ left: `${pos(l.toMs!)}%` }} />
+                ))}
+              {kills
+                .filter((k) => k.label.startsWith(`${nameOf(state, w)} `))
+                .map((k, i) => (
+                  <span key={`k${i}`} className="kill-mark" style={{ left: `${pos(k.ms)}%` }} title={k.label} />
+                ))}
             </div>
           </div>
         ))}
+        <div className="lane lane-axis">
+          <div />
+          <div className="lane-ticks">
+            {ticks.map((t, i) => (
+              <span key={i} style={{ left: `${pos(t)}%` }}>
+                {clock(t)}
+              </span>
+            ))}
+          </div>
+        </div>
       </div>
-      <ul className="sr-only">
-        {lanes.map((l, i) => (
-          <li key={i}>
-            {nameOf(state, l.provider)} held job {id} in epoch {l.epoch} from step {l.resumeStep}
-            {l.end ? `; ended: ${l.end} at step ${l.endStep}` : "; holding it now"}
-          </li>
-        ))}
-      </ul>
+      <details>
+        <summary>The lanes in words</summary>
+        <ul className="lane-text" data-testid="lane-text">
+          {lanes.map((l, i) => (
+            <li key={i}>
+              {nameOf(state, l.provider)} held job {id} in epoch {l.epoch} from step {l.resumeStep} at {clock(l.fromMs)}
+              {l.end ? `; ended at ${clock(l.toMs!)}: ${laneEnd(l.end)} at step ${l.endStep}` : "; holding it now"} (
+              {progress.filter((x) => x.provider === l.provider && inLane(x.ms, l)).length} heartbeats,{" "}
+              {leases.filter((e) => String(e.args.provider).toLowerCase() === l.provider && inLane(e.ms, l)).length}{" "}
+              lease extensions)
+            </li>
+          ))}
+          {kills.map((k, i) => (
+            <li key={`k${i}`}>
+              {k.label} at {clock(k.ms)}
+            </li>
+          ))}
+        </ul>
+      </details>
     </section>
   );
+}
+
+const inLane = (ms: number, l: { fromMs: number; toMs?: number }) => ms >= l.fromMs && ms <= (l.toMs ?? Infinity);
+
+function laneEnd(end: string): string {
+  if (end === "refused") return "fenced (its checkpoint was refused)";
+  if (end === "verdict") return "the verdict closed the job";
+  return `failed over (${end})`;
 }
 
 function Verification({ state, job }: { state: RunState; job: LedgerJob }) {
@@ -329,13 +589,6 @@ function Verification({ state, job }: { state: RunState; job: LedgerJob }) {
           })}
         </DataTable>
       )}
-      <p className="muted">
-        Providers paid so far:{" "}
-        {providerSummaries(job)
-          .map((s) => `${nameOf(state, s.provider)} ${usdc(s.earned)} USDC for ${s.stepsAccepted} steps`)
-          .join(" · ") || "nobody yet"}
-        {job.pricePerStep ? ` · current price ${usdc(job.pricePerStep)} USDC/step` : ""}
-      </p>
     </section>
   );
 }
@@ -354,28 +607,35 @@ function signedText(state: RunState, status: string, signers: string[]): string 
   return `${signers.length} of ${owners} signed${names ? `: ${names}` : ""}`;
 }
 
+type HealthRow = { name: string; role: string; state: string; seen: string; tone: string };
+
+/**
+ * Every keeper, verifier and provider: alive (and what it does), idle, quiet, stopped or killed — a dead process is
+ * never the amber of an idle one. Live, from the server's snapshot: when the server stopped answering, the rows stay
+ * greyed "as of" the last answer. Recorded, from the run's own lines at the moment on screen.
+ */
 function Health(p: PageProps) {
   const now = useNow(1000);
-  const { state, snapshot, snapshotAt } = p.run;
-  type Row = { name: string; role: string; seen: string; tone: string };
-  let rows: Row[];
-  if (!p.recorded && snapshot) {
-    const drift = snapshotAt ? now - snapshotAt : 0;
-    rows = snapshot.processes.map((x) => {
-      const age = x.lastSeenAt === null ? null : now - x.lastSeenAt;
-      return {
-        name: x.name,
-        role: x.role,
-        seen: age === null ? "never seen" : `${ago(age)}${x.detail ? ` · ${x.detail}` : ""}`,
-        tone: age === null ? "bad" : age > 10_000 + drift ? "warn" : "good",
-      };
-    });
-  } else {
-    rows = [...state.processes.values()].map((x) => {
-      const age = state.ms - x.lastSeenMs;
-      return { name: x.name, role: x.role, seen: `${ago(age)} (run time)`, tone: age > 10_000 ? "warn" : "good" };
+  const { state, snapshot, snapshotAt, snapshotError } = p.run;
+  let rows: HealthRow[];
+  const live = !p.recorded && snapshot !== null;
+  if (live) {
+    const asOf = snapshotError ? (snapshotAt ?? now) : now;
+    const drift = snapshotAt ? asOf - snapshotAt : 0;
+    rows = snapshot.processes.map((x) => liveRow(x, asOf, drift));
+  } else rows = [...state.processes.values()].map((x) => recordedRow(x, state.ms));
+  for (const k of KEEPER_NAMES) {
+    if (rows.some((r) => r.name === k)) continue;
+    rows.push({
+      name: k,
+      role: "keeper",
+      state: "unknown",
+      seen: live ? "no status endpoint the dashboard can ask; its transactions show in the events" : "never heard from",
+      tone: "neutral",
     });
   }
+  rows.sort((a, b) => ROLE_ORDER.indexOf(a.role) - ROLE_ORDER.indexOf(b.role));
+  const stale = live && Boolean(snapshotError);
   return (
     <section className="card span-all" aria-labelledby="health-h">
       <h2 id="health-h">Process health</h2>
@@ -385,21 +645,71 @@ function Health(p: PageProps) {
           {unconfirmed(snapshot)}
         </p>
       )}
-      {rows.length === 0 ? (
-        <p className="muted">No process heard from yet.</p>
-      ) : (
-        <ul className="health">
-          {rows.map((r) => (
-            <li key={r.name} className={`tone-${r.tone}`}>
-              <span className="dot" aria-hidden="true" /> <b>{r.name}</b> <span className="muted">{r.role}</span>
-              {" · last seen "}
-              {r.seen}
-            </li>
-          ))}
-        </ul>
+      {stale && (
+        <p className="stale-note" data-testid="health-stale">
+          The dashboard server is not answering: these rows are as of {formatTime(new Date(snapshotAt ?? now))} (
+          {ago(now - (snapshotAt ?? now))}).
+        </p>
       )}
+      <ul className={`health ${stale ? "greyed" : ""}`} data-testid="health">
+        {rows.map((r) => (
+          <li key={r.name} className={`tone-${r.tone}`} data-testid={`health-${r.name}`}>
+            <span className="dot" aria-hidden="true" /> <b>{r.name}</b> <span className="muted">{r.role}</span>{" "}
+            <span className="health-state">{r.state}</span> · {r.seen}
+          </li>
+        ))}
+      </ul>
     </section>
   );
+}
+
+const ROLE_ORDER = ["keeper", "verifier", "provider", "chain", "dashboard"];
+
+/**
+ * A row from the live snapshot. A provider beats every second, so 10 s without a beat means stopped or cut off (red);
+ * the dashboard sees a verifier only when it signs, so a quiet one is said to be quiet, not dead; a keeper or the
+ * chain that does not answer is red.
+ */
+function liveRow(
+  x: { name: string; role: string; lastSeenAt: number | null; detail?: string },
+  now: number,
+  drift: number,
+): HealthRow {
+  const row = (state: string, seen: string, tone: string) => ({ name: x.name, role: x.role, state, seen, tone });
+  const quietRole = x.role === "verifier";
+  if (x.lastSeenAt === null) {
+    const state = x.detail === "not answering" ? "not answering" : "never heard from";
+    return row(state, quietRole ? "no signature seen yet" : "never heard from", quietRole ? "neutral" : "bad");
+  }
+  const age = now - x.lastSeenAt;
+  const seen = `last seen ${ago(age)}${x.detail ? ` · ${x.detail}` : ""}`;
+  const late = age > 10_000 + drift || x.detail === "not answering";
+  if (x.role === "verifier")
+    return late
+      ? row("quiet", `${seen} (the dashboard sees a verifier only when it signs)`, "neutral")
+      : row("signing", seen, "good");
+  if (x.role === "provider") {
+    if (late) return row("no heartbeat", `${seen}: stopped or cut off`, "bad");
+    return x.detail === "idle" ? row("idle", seen, "neutral") : row("working", seen, "good");
+  }
+  return late ? row("not answering", seen, "bad") : row("alive", seen, "good");
+}
+
+/** A row from the run's own lines at the moment on screen (`at`, run milliseconds). */
+function recordedRow(x: ProcessView, at: number): HealthRow {
+  const seen = `last line ${ago(at - x.lastSeenMs)} (run time ${clock(x.lastSeenMs)})`;
+  if (x.ended?.how === "killed")
+    return { name: x.name, role: x.role, state: "killed (SIGKILL)", seen: `at ${clock(x.ended.ms)}`, tone: "bad" };
+  if (x.ended) return { name: x.name, role: x.role, state: "stopped", seen, tone: "off" };
+  // Neither stopped nor killed: running, as far as the run's own lines tell (an idle agent may write nothing).
+  const idle = x.detail?.startsWith("idle") ?? false;
+  return {
+    name: x.name,
+    role: x.role,
+    state: idle ? "running, idle" : "running",
+    seen: `${seen}${x.detail && !idle ? ` · ${x.detail}` : ""}`,
+    tone: idle ? "neutral" : "good",
+  };
 }
 
 /** The head's unconfirmed blocks, said apart from the confirmed ones (issue 22): they may still be replaced. */
