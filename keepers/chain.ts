@@ -116,17 +116,33 @@ export class SendQueue {
   }
 }
 
-/** A sender over an ethers contract with a signer (simulate with eth_call, then broadcast through `queue`). */
+/**
+ * A sender over an ethers contract with a signer (simulate with eth_call, then broadcast through `queue`).
+ * The same call sent again while its first transaction is still pending (a tick whose receipt wait timed out, then
+ * the next tick deciding the same) gets the pending one's handle, not a second transaction: the key's manager keeps
+ * speeding that one up (sdk/txManager.ts), and a second nonce for one intended call could run it twice.
+ */
 export function contractSender(contract: Contract, queue = new SendQueue()): Sender {
+  const pending = new Map<string, TxHandle>();
   return {
     async simulate(method, args) {
       await contract.getFunction(method).staticCall(...args);
     },
     send(method, args, gasLimit) {
+      const key = `${method}(${JSON.stringify(args, (_, v) => (typeof v === "bigint" ? v.toString() : v))})`;
+      const inFlight = pending.get(key);
+      if (inFlight) return Promise.resolve(inFlight);
       return queue.run(async () => {
         const fn = contract.getFunction(method);
         const tx = await fn.send(...args, { gasLimit: gasLimit ?? withGasHeadroom(await fn.estimateGas(...args)) });
-        return { hash: tx.hash, wait: () => receiptOf(() => mined(tx)) } satisfies TxHandle;
+        const receipt = receiptOf(() => mined(tx));
+        const handle = { hash: tx.hash, wait: () => receipt } satisfies TxHandle;
+        pending.set(key, handle);
+        receipt.then(
+          () => pending.delete(key),
+          () => pending.delete(key),
+        );
+        return handle;
       });
     },
     sendMany(method, calls) {

@@ -1,7 +1,8 @@
 /**
  * The keepers' senders on the transaction manager (issue 22 item 3), on a real anvil: `contractSender` (what
  * keeperContext builds for a key) through a managed wallet gets a stuck call replaced at its nonce and waits for
- * the replacement's receipt; `sendMany` hands out consecutive nonces; `execute` with a key that has no gas money
+ * the replacement's receipt; the same call sent again while pending is not a second transaction; `sendMany` hands
+ * out consecutive nonces; `execute` with a key that has no gas money
  * gives one "failed" outcome that says how to fund it, never a throw (a keeper does not crash-loop on it).
  * The called contract logs its calldata (as in test/sdk/reorg.ts), so "ran once" is a count of logs.
  */
@@ -72,6 +73,30 @@ describe("keepers: sending on a fee market (anvil)", function () {
       expect((await provider.getTransaction(receipt!.hash))!.nonce).to.equal(first.nonce);
       expect(await pings(1n)).to.equal(1);
       expect(await provider.getTransactionCount(wallet.address, "latest")).to.equal(1);
+    } finally {
+      await provider.send("evm_setAutomine", [true]);
+    }
+  });
+
+  it("the same call sent again while the first is pending gets the pending one's handle: one nonce, ran once", async function () {
+    const { wallet, contract } = await keeperKey();
+    const sender = contractSender(contract);
+    await provider.send("evm_setAutomine", [false]);
+    try {
+      const first = await sender.send("ping", [5n], 60_000n);
+      const again = await sender.send("ping", [5n], 60_000n); // a next tick, its receipt wait having timed out
+      expect(again.hash).to.equal(first.hash);
+      const other = await sender.send("ping", [6n], 60_000n); // another call is another transaction
+      expect(other.hash).to.not.equal(first.hash);
+      await provider.send("evm_mine", []);
+      expect((await again.wait())!.status).to.equal(1);
+      expect((await other.wait())!.status).to.equal(1);
+      expect(await pings(5n)).to.equal(1);
+      expect(await provider.getTransactionCount(wallet.address, "latest")).to.equal(2);
+      // Once mined, the same call is a new transaction again (a keeper that means to repeat it may).
+      await provider.send("evm_setAutomine", [true]);
+      const later = await sender.send("ping", [5n], 60_000n);
+      expect(later.hash).to.not.equal(first.hash);
     } finally {
       await provider.send("evm_setAutomine", [true]);
     }
