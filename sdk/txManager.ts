@@ -4,7 +4,8 @@
  * - **Nonces**: handed out here, one per intended call, in send order. Each send picks max(its own next nonce, the
  *   node's `pending` count) while holding the key's lock file (sdk/keyLock.ts), so another process on the same key
  *   (which picks under the same lock) is seen, never raced. A broadcast that fails leaves the next pick to the node.
- * - **Fees**: EIP-1559 with a cap, legacy gas price where the node has no base fee (rules: sdk/fees.ts).
+ * - **Fees**: EIP-1559 with a cap, legacy gas price where the node has no base fee (rules: sdk/fees.ts; the node's
+ *   answer: sdk/nodeFees.ts). A base fee above the cap: nothing is sent (`FeeAboveCapError`, retryable).
  * - **Speed-up**: `wait()` follows the transaction; a version not mined after the speed-up rule's blocks or time is
  *   signed again at the SAME nonce with fees raised 12.5 % (never above the cap), so at most one version can ever be
  *   mined and the call runs once. Whichever version is mined is the result.
@@ -33,9 +34,12 @@ import {
   type TransactionResponse,
 } from "ethers";
 import { confirmationsFor } from "./confirmations.ts";
-import { classifyError } from "./errors.ts";
+import { classifyError, describeError } from "./errors.ts";
+import { readNodeFees } from "./nodeFees.ts";
 import {
   bumped,
+  describeFees,
+  formatGwei,
   maxFeeFor,
   offer,
   speedUpDue,
@@ -230,11 +234,6 @@ export class TxManager {
       depth: this.o.confirmations ?? confirmationsFor(chainId),
     }));
     return this.chain;
-  }
-
-  /** The cap in force (undefined: none). */
-  async cap(): Promise<bigint | undefined> {
-    return (await this.settings()).cap;
   }
 
   /** Signs and broadcasts `req` at the next nonce of this key, one send at a time (in this process and across). */
@@ -479,27 +478,7 @@ export class TxManager {
 }
 
 const emptyIface = { parseError: () => null } as unknown as Parameters<typeof classifyError>[1];
-
-/** The fees the node suggests now: next block's base fee (feeHistory), its tip; gas price where no base fee. */
-export async function readNodeFees(provider: Provider): Promise<NodeFees> {
-  const rpc = rpcOf(provider);
-  const answerOrNull = async <T>(p: Promise<T>): Promise<T | null> => {
-    try {
-      return await p;
-    } catch (err) {
-      if (classifyError(err, emptyIface) === "retryable") throw err; // unknown, not "none"
-      return null; // the node has no such method
-    }
-  };
-  const history = await answerOrNull(
-    rpc.send("eth_feeHistory", ["0x1", "latest", []]) as Promise<{ baseFeePerGas?: string[] }>,
-  );
-  const next = history?.baseFeePerGas?.at(-1);
-  const baseFee = next != null ? BigInt(next) : ((await provider.getBlock("latest"))?.baseFeePerGas ?? null);
-  if (baseFee === null) return { baseFee: null, tip: 0n, gasPrice: BigInt(await rpc.send("eth_gasPrice", [])) };
-  const tip = await answerOrNull(rpc.send("eth_maxPriorityFeePerGas", []) as Promise<string>);
-  return { baseFee, tip: tip != null ? BigInt(tip) : 1_000_000_000n, gasPrice: 0n };
-}
+const msg = (err: unknown) => describeError(err, emptyIface);
 
 function checked(receipt: TransactionReceipt, tx: ManagedTx): TransactionReceipt {
   if (receipt.status !== 0) return receipt;
@@ -528,22 +507,6 @@ function isInsufficientFunds(err: unknown): boolean {
   return /insufficient funds|funds for gas|lack of funds/i.test(
     `${e?.message} ${e?.shortMessage} ${e?.error?.message}`,
   );
-}
-
-function formatGwei(wei: bigint): string {
-  const s = (Number(wei) / 1e9).toFixed(9);
-  return s.replace(/\.?0+$/, "");
-}
-
-export function describeFees(f: Fees): string {
-  return "gasPrice" in f
-    ? `gas price ${formatGwei(f.gasPrice)} gwei`
-    : `max fee ${formatGwei(f.maxFeePerGas)} gwei (tip ${formatGwei(f.maxPriorityFeePerGas)})`;
-}
-
-function msg(err: unknown): string {
-  const e = err as { shortMessage?: string; message?: string };
-  return e?.shortMessage ?? e?.message ?? String(err);
 }
 
 /** Logs each key's line once (true: logged now). */
