@@ -21,6 +21,7 @@
  * for a sent transaction the manager's way (ethers' own `tx.wait()` would wait for the first version's hash only).
  */
 import {
+  BaseWallet,
   formatEther,
   keccak256,
   makeError,
@@ -190,7 +191,7 @@ export class ManagedWallet extends Wallet {
 const managers = new WeakMap<Provider, Map<string, ManagedWallet>>();
 
 /** The one managed wallet of `wallet`'s key on `provider` in this process (the first call's options count). */
-export function managedWallet(wallet: Wallet, provider: Provider, options: TxManagerOptions = {}): ManagedWallet {
+export function managedWallet(wallet: BaseWallet, provider: Provider, options: TxManagerOptions = {}): ManagedWallet {
   if (wallet instanceof ManagedWallet && wallet.provider === provider) return wallet;
   let byKey = managers.get(provider);
   if (!byKey) managers.set(provider, (byKey = new Map()));
