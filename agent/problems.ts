@@ -39,5 +39,6 @@ export class Problems {
 
 /** Whether a failed send's description says the key cannot pay for gas. */
 export function isOutOfGasMoney(description: string): boolean {
-  return /insufficient funds|INSUFFICIENT_FUNDS|sender doesn't have enough funds/i.test(description);
+  // sdk/txManager.ts says "out of gas money: …"; a node's own words where a send bypassed it.
+  return /out of gas money|insufficient funds|INSUFFICIENT_FUNDS|sender doesn't have enough funds/i.test(description);
 }
