@@ -442,7 +442,7 @@ function targetLine(t?: TemplateInfo): { y: number; label: string; scale?: strin
 /**
  * Who held the job when, on the run's time axis: each assignment (epoch) as a bar, the heartbeats on it (the agent's
  * progress lines as dots, its on-chain lease extensions as ticks), and where it ended: fenced (refused), failed
- * over (missed heartbeats, lease lapsed), killed, or the verdict.
+ * over (taken away by the coordinator, lease lapsed), killed, or the verdict.
  */
 function Lanes({ state, job }: { state: RunState; job: LedgerJob }) {
   const id = String(job.jobId);
