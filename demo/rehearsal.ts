@@ -340,7 +340,7 @@ export class Rehearsal {
     honest: string[],
   ): Promise<RehearsalAudit> {
     const head = await this.direct.getBlockNumber();
-    const mined = new Map<string, { hash: string; block: number }>(); // from:nonce → the transaction that used it
+    const mined = new Map<string, { hash: string; block: number; call: string }>(); // from:nonce → who used it
     const reverted: { block: number; who: string; call: string; hash: string }[] = [];
     let minMargin: bigint | undefined;
     let blocks = 0;
@@ -355,7 +355,11 @@ export class Rehearsal {
         status: string;
       }[];
       for (const t of block.transactions) {
-        mined.set(`${t.from.toLowerCase()}:${Number(t.nonce)}`, { hash: t.hash, block: b });
+        mined.set(`${t.from.toLowerCase()}:${Number(t.nonce)}`, {
+          hash: t.hash,
+          block: b,
+          call: this.callName(t.input),
+        });
         const r = receipts.find((x) => x.transactionHash === t.hash);
         if (r && Number(r.status) === 0)
           reverted.push({
@@ -492,20 +496,27 @@ export interface RehearsalReport {
   moneyFalseActions: number;
 }
 
-/** The protocol's calls that move money or decide about it (a reverted or lost one counts against the target 0). */
+/**
+ * The protocol's calls that move money or decide who gets it (a reverted or lost one counts against the target 0).
+ * A report, a heartbeat, an assignment move none: a reverted one costs its sender gas (counted as a false action).
+ */
 export const MONEY_CALLS = new Set([
   "createJob",
-  "reportCheckpoint",
+  "createJobWithPermit",
   "acceptCheckpoint",
   "refuseCheckpoint",
   "refuseWithFault",
   "submitVerdict",
+  "dispute",
+  "resolveDispute",
   "settle",
+  "cancel",
+  "expire",
   "claimEarnings",
   "withdraw",
+  "depositStake",
+  "withdrawStake",
   "slashStake",
-  "dispute",
-  "createJobWithPermit",
 ]);
 
 /** Hardhat's test keys the keepers use, by address (the audit's names). */

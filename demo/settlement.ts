@@ -170,6 +170,16 @@ async function rehearsalPart(run: Run, actors: Actors, fromBlock: number, watch:
       falseActions: report.falseActions,
       moneyFalseActions: report.moneyFalseActions,
       requestsPerPart: Object.fromEntries([...r.proxies].map(([k, p]) => [k, p.counts.requests])),
+      // JSON-RPC calls (a batch is one request, several calls) and the span from a part's first to last request.
+      callsPerPart: Object.fromEntries(
+        [...r.proxies].map(([k, p]) => [k, Object.values(p.counts.methods).reduce((a, b) => a + b, 0)]),
+      ),
+      secondsPerPart: Object.fromEntries(
+        [...r.proxies].map(([k, p]) => {
+          const a = p.counts.arrivals;
+          return [k, a.length > 1 ? (a[a.length - 1] - a[0]) / 1000 : 0];
+        }),
+      ),
       jobSeconds: watch.jobWallSeconds,
     },
   };

@@ -115,6 +115,8 @@ export interface ScenarioResult {
     falseActions: number;
     moneyFalseActions: number;
     requestsPerPart: Record<string, number>;
+    callsPerPart: Record<string, number>;
+    secondsPerPart: Record<string, number>;
     jobSeconds?: number;
   };
   /** The closing lines (table, checks), printed last. */
