@@ -48,6 +48,8 @@ function usage(): string {
     "                --key FILE  --store URL  --rpc-timeout-ms N (a call, retries included)  --tx-timeout-ms N",
     "                --rpc-rps N (requests/s per RPC URL; default none on loopback, 25 elsewhere; 0 = none)",
     "                --poll-ms N (receipt/event polling, default 500)  --pretty  --dry-run  --debug (stack traces)",
+    "                --max-fee-gwei G (most paid per gas, tip included; default none locally, 5 on Base, 200 elsewhere;",
+    "                  GPUCHAIN_MAX_FEE_GWEI; a transaction not mined in 3 blocks is re-sent at its nonce, +12.5 %)",
     "                (--store: s3://BUCKET/PREFIX with the AWS_* variables, file://DIR or a folder)",
   ].join("\n");
 }

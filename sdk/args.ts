@@ -7,6 +7,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { getAddress } from "ethers";
 import { defaultDeploymentPath } from "./deployment.ts";
 import { usdcUnits } from "./format.ts";
+import { configureFees } from "./fees.ts";
 import { configureRpc } from "./rpc.ts";
 
 export const COMMON_OPTIONS = {
@@ -18,6 +19,7 @@ export const COMMON_OPTIONS = {
   "rpc-rps": { type: "string" },
   "poll-ms": { type: "string" },
   "tx-timeout-ms": { type: "string" },
+  "max-fee-gwei": { type: "string" },
   pretty: { type: "boolean", default: false },
   "dry-run": { type: "boolean", default: false },
   debug: { type: "boolean", default: false },
@@ -40,7 +42,8 @@ export class CommandError extends Error {}
 
 /**
  * Parses `argv` with the common options plus `extra`; unknown flags are an error, not silently ignored.
- * `--rpc-rps` and `--poll-ms` set the process's RPC settings (sdk/rpc.ts) for every client made after.
+ * `--rpc-rps` and `--poll-ms` set the process's RPC settings (sdk/rpc.ts) for every client made after, and
+ * `--max-fee-gwei` the fee cap of every transaction manager made after (sdk/fees.ts).
  */
 export function parseCommand<T extends Options>(argv: string[], extra: T) {
   const parsed = parseFlags(argv, { ...COMMON_OPTIONS, ...extra });
@@ -49,6 +52,11 @@ export function parseCommand<T extends Options>(argv: string[], extra: T) {
     rps: typeof v["rpc-rps"] === "string" ? parseRate(v["rpc-rps"], "rpc-rps") : undefined,
     pollingMs: typeof v["poll-ms"] === "string" ? parsePositiveInt(v["poll-ms"], "poll-ms") : undefined,
   });
+  try {
+    configureFees({ maxFeeGwei: typeof v["max-fee-gwei"] === "string" ? v["max-fee-gwei"] : undefined });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   return parsed;
 }
 

@@ -25,6 +25,8 @@ const RETRYABLE_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
   "UND_ERR_SOCKET",
+  // sdk/txManager.ts: another sender took the call's nonce, so it did not run; deciding again is safe.
+  "NONCE_TAKEN",
 ]);
 
 export interface DecodedError {
