@@ -12,6 +12,7 @@ import { connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type rpcProvid
 import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
+import { LogCursor } from "../sdk/logRange.ts";
 import { createLogger } from "../sdk/log.ts";
 import { shutdownSignal } from "../sdk/runner.ts";
 import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignatures.ts";
@@ -22,6 +23,7 @@ import {
   BEHAVIOURS,
   DEFAULT_CONFIG,
   runVerifier,
+  TRAINING_ENDS,
   Verifier,
   type BehaviourName,
   type EscrowReader,
@@ -108,6 +110,12 @@ export async function main(argv: string[]): Promise<number> {
       collector: httpCollector(values.collector),
       decisions,
       log,
+      // Blocks from now on, for reorganisations only: the events that end training (the jobs it then skips).
+      reorgs: new LogCursor(
+        provider,
+        { address: deployment.escrow, topics: eventTopics(escrow.interface, TRAINING_ENDS) },
+        await provider.getBlockNumber(),
+      ),
     },
   );
   const { signal, dispose } = shutdownSignal(log);

@@ -14,6 +14,7 @@ import type { Signer, TypedDataDomain } from "ethers";
 import { escrowDomain, signAsSafeOwner } from "../sdk/verifierSignatures.ts";
 import { isTrainingOver, jobIds, readJob, type JobReader, type JobView } from "../sdk/job.ts";
 import type { Logger } from "../sdk/log.ts";
+import type { LogCursor } from "../sdk/logRange.ts";
 import { runLoop } from "../sdk/runner.ts";
 import {
   createSampler,
@@ -115,6 +116,9 @@ export interface EscrowReader extends JobReader {
   jobCount(): Promise<bigint>;
 }
 
+/** The escrow events after which a job is past training (the verifier then stops reading it). */
+export const TRAINING_ENDS = ["VerdictSubmitted", "JobCancelled", "JobExpired"];
+
 export type VerifierDeps = {
   chain: EscrowReader;
   /** The verifier's key: signs as a Safe owner; its private key also keys the sampling salt. */
@@ -124,6 +128,11 @@ export type VerifierDeps = {
   decisions: DecisionStore;
   log: Logger;
   now?: () => number;
+  /**
+   * Follows the chain's blocks (sdk/logRange.ts LogCursor, e.g. over the events that end training): when it reports a
+   * reorganisation, the jobs remembered as past training are read again, since the block that ended one may be gone.
+   */
+  reorgs?: Pick<LogCursor, "poll">;
 };
 
 /** `abstaining`: items whose store reads have failed past the bound (logged; nothing is signed for them). */
@@ -167,7 +176,16 @@ export class Verifier {
 
   /** Reads every job still in training. Throws when the chain cannot be read (the runner retries next tick). */
   async readJobs(): Promise<JobView[]> {
-    const { chain } = this.deps;
+    const { chain, reorgs } = this.deps;
+    const r = await reorgs?.poll();
+    if (r?.reorged && this.finished.size > 0) {
+      // A verdict, a cancel or an expiry may have been in the replaced blocks: what ended is read again.
+      this.deps.log.warn("chain reorganisation: reading again the jobs that had left training", {
+        ...r.reorged,
+        jobs: this.finished.size,
+      });
+      this.finished.clear();
+    }
     const views: JobView[] = [];
     for (const jobId of jobIds(await chain.jobCount(), (id) => this.finished.has(id))) {
       const job = await readJob(chain, jobId);

@@ -19,6 +19,10 @@
  * Each tick first prunes the pool: entries whose checkpoint is no longer pending on chain (decided, overtaken,
  * lapsed, never reported, or a job that does not exist) leave the pool, the state file and `GET /claims`
  * (decide.ts poolAction). The quorum wait does not wait for owners that are silent by decide.ts `isSilent`.
+ *
+ * Reorganisations (issue 22): the pool is judged against the chain's state each tick, so it follows the new chain by
+ * itself; the one memory of the old chain is the set of digests decided ("done"). A re-post of such a digest is
+ * checked against the head once a second: pending again (its deciding block was replaced) → pooled and relayed again.
  */
 import { Contract, Signature } from "ethers";
 import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
@@ -107,8 +111,13 @@ export class Collector {
   private readonly safe: Contract;
   private readonly domain: ReturnType<typeof escrowDomain>;
   private readonly identity: StoreIdentity;
-  /** Digests decided on chain or overtaken: answered "done", never stored again. */
+  /**
+   * Digests decided on chain or overtaken: answered "done", not stored again — unless a re-post finds the decision
+   * pending on chain again (a reorganisation removed it: `undone`).
+   */
   private readonly done = new Set<string>();
+  /** When a re-posted done digest was last checked against the chain (undone). */
+  private readonly doneCheckedAt = new Map<string, number>();
   private readonly inFlight = new Set<string>();
   private readonly retryAfter = new Map<string, number>();
   private readonly jobQueues = new Map<string, Promise<unknown>>();
@@ -331,8 +340,10 @@ export class Collector {
     if (typeof s === "string") return bad(s);
     if (this.done.has(s.digest)) {
       // A late word is still a word: a valid signature by a current owner ends its silence.
-      if (!restoring && this.owners.has(s.signer.toLowerCase()) && !this.verify(s)) this.heard(s.signer);
-      return { status: 200, body: { ok: true, digest: s.digest, state: "done" } };
+      const owned = !restoring && this.owners.has(s.signer.toLowerCase()) && !this.verify(s);
+      if (owned) this.heard(s.signer);
+      if (!owned || !(await this.undone(s.decision, s.digest)))
+        return { status: 200, body: { ok: true, digest: s.digest, state: "done" } };
     }
     const wrong = this.verify(s);
     if (wrong) return bad(wrong);
@@ -365,6 +376,34 @@ export class Collector {
       if (s.decision.kind === "fault") this.scheduleJob(s.decision.message.jobId); // a claim may hold or release
     }
     return { status: 200, body: { ok: true, digest: s.digest, signatures: count, threshold, state: "pending" } };
+  }
+
+  /**
+   * Whether a digest remembered as done is pending on chain again: a reorganisation removed the block that decided
+   * it (or the report it overtook came back). "Done" is a memory of the chain as it was; an owner re-posting it is
+   * the sign to look again (at the head, at most once a second per digest: a re-post costs one job read). If so, it
+   * is forgotten as done and pooled like a fresh signature, so the decision is relayed on the new chain.
+   */
+  private async undone(d: VerifierDecision, digest: string): Promise<boolean> {
+    const now = this.ctx.nowMs();
+    if (now - (this.doneCheckedAt.get(digest) ?? -Infinity) < 1_000) return false;
+    this.doneCheckedAt.set(digest, now);
+    if (this.doneCheckedAt.size > DONE_LIMIT) this.doneCheckedAt.delete(this.doneCheckedAt.keys().next().value!);
+    let action: ReturnType<typeof poolAction>;
+    try {
+      const { job, chainTimeS } = await this.readJob(d.message.jobId);
+      action = poolAction(d, job, chainTimeS);
+    } catch {
+      return false; // unreadable now: still "done"; the next re-post looks again
+    }
+    if (action === "done") return false;
+    this.done.delete(digest);
+    this.doneCheckedAt.delete(digest);
+    this.ctx.logger.warn("a decided digest is pending on chain again (chain reorganisation): pooled again", {
+      ...describeDecision(d),
+      digest,
+    });
+    return true;
   }
 
   /** A 400/503 answer when `signer` is not a current owner of the verifier Safe (re-read at most once a second). */

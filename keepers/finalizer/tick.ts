@@ -13,7 +13,7 @@
 import type { Block, Contract } from "ethers";
 import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
 import { isSettleable, statusName, type JobStatusName } from "../../sdk/job.ts";
-import { readLogs } from "../../sdk/logRange.ts";
+import { LogCursor } from "../../sdk/logRange.ts";
 import { batchReader, valueOf } from "../../sdk/multicall.ts";
 import { nonOverlapping } from "../../sdk/runner.ts";
 import { sleep } from "../../sdk/retry.ts";
@@ -63,17 +63,42 @@ export function createFinalizer(
   /** Jobs acted on last tick: read again whatever happened to the transactions. */
   let recheck = new Set<bigint>();
   let knownJobCount = 0n;
-  let scannedTo = config.fromBlock - 1;
+  const newCursor = () => new LogCursor(ctx.provider, { address: String(escrow.target) }, config.fromBlock);
+  let cursor = newCursor();
   /** Chain time of the block the last run looked at. */
   let lastTime: bigint | undefined;
+  /** Reorganisations seen; after each, everything folded from events was forgotten and folded again. */
+  let reorgs = 0;
 
-  /** Folds the escrow's logs since the last tick; returns the jobs they name. */
+  /** Forgets everything folded from the escrow's events (a reorganisation replaced some): folded again from fromBlock. */
+  function reset(): void {
+    finished.clear();
+    providersOf.clear();
+    deadlines.clear();
+    lastStatus.clear();
+    recheck = new Set();
+    knownJobCount = 0n;
+    cursor = newCursor();
+    reorgs += 1;
+  }
+
+  /**
+   * Folds the escrow's logs since the last tick, up to `toBlock` (the confirmed block), through the one cursor
+   * (sdk/logRange.ts); returns the jobs they name. On a reported reorganisation (also at depth 0, where the head
+   * itself may be replaced) it forgets what it folded and folds again from `fromBlock`, as the coordinator's view.
+   */
   async function scan(toBlock: number): Promise<Set<bigint>> {
     const named = new Set<bigint>();
-    if (toBlock <= scannedTo) return named;
-    const filter = { address: String(escrow.target) };
-    const logs = await read(ctx, "getLogs", () => readLogs(ctx.provider, filter, scannedTo + 1, toBlock));
-    for (const l of logs) {
+    let r = await read(ctx, "getLogs", () => cursor.poll(toBlock));
+    if (r.reorged) {
+      log.warn("chain reorganisation: folding the finalizer's view again", {
+        ...r.reorged,
+        fromBlock: config.fromBlock,
+      });
+      reset();
+      r = await read(ctx, "getLogs", () => cursor.poll(toBlock));
+    }
+    for (const l of r.logs) {
       const parsed = escrow.interface.parseLog(l);
       const jobId = parsed?.args.jobId as bigint | undefined;
       if (!parsed || typeof jobId !== "bigint") continue;
@@ -85,7 +110,6 @@ export function createFinalizer(
       if (parsed.name === "VerdictSubmitted") deadlines.set(jobId, parsed.args.disputeDeadline as bigint);
       if (parsed.name === "DisputeOpened") deadlines.set(jobId, parsed.args.arbiterDeadline as bigint);
     }
-    scannedTo = toBlock;
     return named;
   }
 
@@ -252,7 +276,19 @@ export function createFinalizer(
     return staleDeadline(deadlines.values(), headTime, BigInt(Math.floor(ctx.nowMs() / 1000)));
   }
 
-  return { tick, watching, due, stale };
+  /** What the runs folded from events so far (tests compare it with a fresh finalizer's). */
+  function folded() {
+    const sorted = <V>(m: Map<bigint, V>) => [...m.entries()].sort(([a], [b]) => byId(a, b));
+    return {
+      finished: [...finished].sort(byId),
+      providersOf: sorted(providersOf).map(([id, ps]) => [id, [...ps].sort()] as const),
+      deadlines: sorted(deadlines),
+      lastStatus: sorted(lastStatus),
+      reorgs,
+    };
+  }
+
+  return { tick, watching, due, stale, folded };
 }
 
 export type Finalizer = ReturnType<typeof createFinalizer>;
