@@ -2,11 +2,12 @@
  * The agent's chain I/O: reads retried through RPC outages ("chain unreachable", backoff, never a crash loop),
  * writes serialized (one nonce sequence for the work loop and the lease heartbeat) and their reverts decoded.
  */
-import type { ContractTransactionResponse, Interface } from "ethers";
+import type { Interface, TransactionResponse } from "ethers";
 import type { Protocol } from "../sdk/contracts.ts";
 import { classifyError, decodeCustomError, describeError, type ErrorClass } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
 import { withRetry } from "../sdk/retry.ts";
+import { mined } from "../sdk/txManager.ts";
 import { jobIds, readJob, type JobView } from "../sdk/job.ts";
 import { toProviderRecord, type ProviderRecord } from "./decide.ts";
 
@@ -102,10 +103,11 @@ export class Chain {
    * Sends one transaction and waits for it, one at a time. RPC outages are retried (a repeated report or heartbeat
    * is rejected harmlessly); reverts come back decoded, never thrown.
    */
-  write(what: string, send: () => Promise<ContractTransactionResponse>): Promise<WriteResult> {
+  write(what: string, send: () => Promise<TransactionResponse>): Promise<WriteResult> {
     const run = async (): Promise<WriteResult> => {
       try {
-        const receipt = await this.withRpcRetry(what, async () => (await send()).wait());
+        // Waited for the manager's way (sdk/txManager.ts): a speed-up's or a re-broadcast's receipt counts.
+        const receipt = await this.withRpcRetry(what, () => mined(send()));
         return { ok: true, hash: receipt?.hash ?? "" };
       } catch (err) {
         return this.failure(err);

@@ -10,6 +10,7 @@ import path from "node:path";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { JsonRpcClient } from "../sdk/jsonRpc.ts";
 import { rpcSettings } from "../sdk/rpc.ts";
+import { managedWallet } from "../sdk/txManager.ts";
 import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../sdk/args.ts";
 import { connectProtocol, protocolInterfaces, rpcChainId, RpcError } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
@@ -52,6 +53,7 @@ export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP 
   --heartbeat-ms MS    off-chain heartbeat period (default ${HEARTBEAT_DEFAULTS.intervalMs}; keep it well under the
                        coordinator's --heartbeat-timeout-ms)
   --step-log           log every trained step (debug lines): an exact record of the work, even after a SIGKILL
+  --max-fee-gwei G     most paid per gas, tip included (default none locally, 5 on Base, 200 elsewhere)
   --pretty             short human log lines instead of JSON
   --dry-run            show the key, device and registration decision without sending anything`;
 
@@ -176,7 +178,7 @@ export async function main(argv: string[]): Promise<number> {
     dispose();
     return 0;
   }
-  const signer = wallet.connect(provider);
+  const signer = managedWallet(wallet, provider, { logger: logger.child({ part: "tx" }) }); // one nonce manager per key
   try {
     const result = await runAgent(args.config, {
       signer,

@@ -3,7 +3,7 @@
  * given, a signer. Everything local (flags, key file, deployment file) is checked before the network is touched;
  * then the node must answer, be on the deployment's chain and have the contracts' code.
  */
-import type { ContractTransactionReceipt, ContractTransactionResponse, JsonRpcProvider, Wallet } from "ethers";
+import type { JsonRpcProvider, TransactionReceipt, TransactionResponse, Wallet } from "ethers";
 import {
   checkRpcUrl,
   connectChecked,
@@ -15,6 +15,7 @@ import {
 import { describeError } from "../sdk/errors.ts";
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
+import { managedWallet, mined } from "../sdk/txManager.ts";
 import { CommandError, parsePositiveInt, UsageError } from "../sdk/args.ts";
 import { listTemplates, loadTemplate } from "../workloads/templates.ts";
 import type { Template } from "../workloads/types.ts";
@@ -51,7 +52,7 @@ export async function openContext(values: ContextFlags, needsKey: boolean): Prom
   const wallet = values.key ? loadKey(values.key) : undefined;
   const deployment = loadDeployment(values.deployment!);
   const { provider, chainId } = await connectChecked(values.rpc!, deployment, timeoutMs);
-  const signer = wallet?.connect(provider);
+  const signer = wallet && managedWallet(wallet, provider); // fees with a cap, speed-ups, the key's nonce lock
   const protocol = connectProtocol(deployment, signer ?? provider);
   return { deployment, protocol, provider, chainId, signer, txTimeoutMs, close: () => provider.destroy() };
 }
@@ -92,14 +93,14 @@ export const TX_TIMEOUT_MS = 120_000;
 /** Sends are progress a person waits for: say what was sent, then wait for the block (bounded). */
 export async function confirm(
   ctx: CommandContext,
-  sent: Promise<ContractTransactionResponse>,
+  sent: Promise<TransactionResponse>,
   what: string,
-): Promise<ContractTransactionReceipt> {
+): Promise<TransactionReceipt> {
   const timeoutMs = ctx.txTimeoutMs;
   const tx = await sent;
   console.log(`${what}: sent ${tx.hash}, waiting for a block …`);
   try {
-    return (await tx.wait(1, timeoutMs))!;
+    return (await mined(tx, timeoutMs))!;
   } catch (err) {
     if ((err as { code?: string }).code !== "TIMEOUT") throw err;
     throw new CommandError(

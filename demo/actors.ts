@@ -6,6 +6,7 @@ import path from "node:path";
 import type { ContractTransaction, Wallet } from "ethers";
 import type { Protocol } from "../sdk/contracts.ts";
 import { loadKey, loadOrCreateKey } from "../sdk/keys.ts";
+import { managedWallet, mined } from "../sdk/txManager.ts";
 import { freePort } from "./chain.ts";
 import type { Role } from "./network.ts";
 import type { Actors, Provider, Run } from "./types.ts";
@@ -38,11 +39,12 @@ export const priceUnits = (name: Provider["name"]) => BigInt(Math.round(Number(P
 /** The client (funded with the budget and a dispute bond) and the providers' keys (created, funded for gas). */
 export async function prepareActors(run: Run): Promise<Actors> {
   const { o, net, provider, protocol } = run;
-  const client = loadKey(net.keyFiles.client).connect(provider);
+  const client = managedWallet(loadKey(net.keyFiles.client), provider); // its sends: sdk/txManager.ts
   await net.fundClient(protocol, client, budgetOf(o.totalSteps) + (await protocol.escrow.disputeBond()));
   const providers = NAMES.map((name) => {
     const keyFile = path.join(o.runDir, "providers", name, "key");
-    return { name, keyFile, wallet: loadOrCreateKey(keyFile, true).wallet.connect(provider) };
+    // Managed: its agent (a child process) sends with the same key; the key's lock file makes them take turns.
+    return { name, keyFile, wallet: managedWallet(loadOrCreateKey(keyFile, true).wallet, provider) };
   });
   for (const p of providers) await net.fundGas(provider, p.wallet.address, run.note);
   return { client, providers, keyFiles: net.keyFiles };
@@ -149,7 +151,7 @@ export async function postJob(
   underSpike?: (tx: ContractTransaction) => Promise<{ hash: string; blockNumber: number }>,
 ): Promise<{ jobId: bigint; block: number }> {
   const budget = budgetOf(shape.totalSteps);
-  await (await protocol.usdc.connect(client).approve(await protocol.escrow.getAddress(), budget)).wait();
+  await mined(protocol.usdc.connect(client).approve(await protocol.escrow.getAddress(), budget));
   const request = {
     templateId,
     totalSteps: shape.totalSteps,
@@ -163,7 +165,7 @@ export async function postJob(
     ? await client.provider!.getTransactionReceipt(
         (await underSpike(await escrow.createJob.populateTransaction(request))).hash,
       )
-    : await (await escrow.createJob(request)).wait();
+    : await mined(escrow.createJob(request));
   const created = receipt!.logs.map((l) => protocol.escrow.interface.parseLog(l)).find((e) => e?.name === "JobCreated");
   return { jobId: created!.args.jobId as bigint, block: receipt!.blockNumber };
 }

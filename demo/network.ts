@@ -10,6 +10,7 @@ import { rpcChainId, type Protocol } from "../sdk/contracts.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { loadKey, writeKey } from "../sdk/keys.ts";
 import { sleep } from "../sdk/retry.ts";
+import { mined } from "../sdk/txManager.ts";
 import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
 import { Rehearsal } from "./rehearsal.ts";
@@ -100,7 +101,7 @@ export async function localNetwork(
       void (await provider.send(`${rpcPrefix}_setBalance`, [address, "0x56BC75E2D63100000"])),
     // TestUSDC's faucet is open to anyone on a local chain.
     fundClient: async (protocol, client, amount) =>
-      void (await (await protocol.usdc.connect(client).mint(client.address, amount)).wait()),
+      void (await mined(protocol.usdc.connect(client).mint(client.address, amount))),
     approveTemplate: async (protocol, provider, templateId) => {
       const owner = new Wallet(TEST_KEYS.owner, provider);
       await (await protocol.escrow.connect(owner).setTemplateApproval(templateId, true)).wait();
@@ -141,7 +142,7 @@ export async function rehearsalNetwork(
     canWaitDays: true,
     fundGas: (_provider, address) => rehearsal.fundGas(address),
     fundClient: async (protocol, client, amount) =>
-      void (await (await protocol.usdc.connect(client).mint(client.address, amount)).wait()),
+      void (await mined(protocol.usdc.connect(client).mint(client.address, amount))),
     approveTemplate: async (protocol, provider, templateId) => {
       const owner = new Wallet(TEST_KEYS.owner, provider);
       await (await protocol.escrow.connect(owner).setTemplateApproval(templateId, true)).wait();

@@ -7,6 +7,7 @@ import { escrowLedger } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import type { Protocol } from "../sdk/contracts.ts";
 import { statusName } from "../sdk/job.ts";
+import { mined } from "../sdk/txManager.ts";
 import { stakeBookOf, walletOf, type Ledger } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { verifierNamesOn } from "../sdk/safeOwners.ts";
@@ -201,7 +202,7 @@ async function withdrawAll(protocol: Protocol, actors: Actors, jobId: bigint): P
     const escrow = protocol.escrow.connect(w);
     // The finalizer claims too; whoever comes second gets JobEscrowNoEarnings, which is the expected race.
     if ((await escrow.earningsOf(jobId, w.address)) > 0n) await claimIfStillUnclaimed(escrow, jobId, w.address);
-    if ((await escrow.owed(w.address)) > 0n) await (await escrow.withdraw()).wait();
+    if ((await escrow.owed(w.address)) > 0n) await mined(escrow.withdraw());
   }
 }
 
@@ -224,7 +225,7 @@ function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): Pro
 
 async function claimIfStillUnclaimed(escrow: Protocol["escrow"], jobId: bigint, provider: string) {
   try {
-    await (await escrow.claimEarnings(jobId, provider)).wait();
+    await mined(escrow.claimEarnings(jobId, provider));
   } catch (err) {
     if (decodeCustomError(err, escrow.interface)?.name === "JobEscrowNoEarnings") return;
     // The finalizer may claim between our estimate and our mining: anvil's receipt of that revert carries no

@@ -8,6 +8,7 @@ import { decodeLogs } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { LogCursor } from "../sdk/logRange.ts";
 import { sleep } from "../sdk/retry.ts";
+import { mined } from "../sdk/txManager.ts";
 import { DISPUTE_WINDOW, nameBook } from "./actors.ts";
 import { chainLine, type LiveEvent } from "./render.ts";
 import { lastTrainedStep } from "./render.ts";
@@ -230,8 +231,8 @@ async function afterVerdict(run: Run, actors: Actors, jobId: bigint): Promise<vo
   const { o, net, provider, protocol, note } = run;
   if (o.dispute) {
     const bond = await protocol.escrow.disputeBond();
-    await (await protocol.usdc.connect(actors.client).approve(run.deployment.escrow, bond)).wait();
-    await (await protocol.escrow.connect(actors.client).dispute(jobId)).wait();
+    await mined(protocol.usdc.connect(actors.client).approve(run.deployment.escrow, bond));
+    await mined(protocol.escrow.connect(actors.client).dispute(jobId));
     note(`client disputed the verdict with a ${formatUsdc(bond)} bond; the arbiter stays silent`);
     await net.passTime(provider, 3 * 24 * 3600 + 1, note);
     note("the arbiter's 3-day deadline passed: anyone may settle, the verdict stands");

@@ -3,13 +3,14 @@
  * reads with timeout + retry, event scans in chunks, and `execute`, which simulates, sends and waits for one call
  * and classifies what went wrong (retryable → backoff; expected race → warning; anything else → error).
  */
-import type { Contract, Interface, Provider, Signer } from "ethers";
+import type { Contract, Interface, Provider } from "ethers";
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
 import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
 import type { Logger } from "../sdk/log.ts";
 import type { BatchReader } from "../sdk/multicall.ts";
 import { withRetry } from "../sdk/retry.ts";
 import { withGasHeadroom } from "../sdk/gas.ts";
+import { mined } from "../sdk/txManager.ts";
 
 export interface ReceiptLike {
   status: number | null;
@@ -115,34 +116,44 @@ export class SendQueue {
   }
 }
 
-/** A sender over an ethers contract with a signer (simulate with eth_call, then broadcast through `queue`). */
+/**
+ * A sender over an ethers contract with a signer (simulate with eth_call, then broadcast through `queue`).
+ * The same call sent again while its first transaction is still pending (a tick whose receipt wait timed out, then
+ * the next tick deciding the same) gets the pending one's handle, not a second transaction: the key's manager keeps
+ * speeding that one up (sdk/txManager.ts), and a second nonce for one intended call could run it twice.
+ */
 export function contractSender(contract: Contract, queue = new SendQueue()): Sender {
+  const pending = new Map<string, TxHandle>();
   return {
     async simulate(method, args) {
       await contract.getFunction(method).staticCall(...args);
     },
     send(method, args, gasLimit) {
+      const key = `${method}(${JSON.stringify(args, (_, v) => (typeof v === "bigint" ? v.toString() : v))})`;
+      const inFlight = pending.get(key);
+      if (inFlight) return Promise.resolve(inFlight);
       return queue.run(async () => {
         const fn = contract.getFunction(method);
         const tx = await fn.send(...args, { gasLimit: gasLimit ?? withGasHeadroom(await fn.estimateGas(...args)) });
-        return { hash: tx.hash, wait: () => receiptOf(tx) } satisfies TxHandle;
+        const receipt = receiptOf(() => mined(tx));
+        const handle = { hash: tx.hash, wait: () => receipt } satisfies TxHandle;
+        pending.set(key, handle);
+        receipt.then(
+          () => pending.delete(key),
+          () => pending.delete(key),
+        );
+        return handle;
       });
     },
     sendMany(method, calls) {
       return queue.run(async () => {
         const fn = contract.getFunction(method);
-        const signer = contract.runner as Signer;
         const out: (TxHandle | SendError)[] = [];
         try {
-          let nonce = await signer.getNonce("pending");
-          const fee = await signer.provider!.getFeeData();
-          const fees =
-            fee.maxFeePerGas != null
-              ? { maxFeePerGas: fee.maxFeePerGas, maxPriorityFeePerGas: fee.maxPriorityFeePerGas }
-              : { gasPrice: fee.gasPrice };
+          // The key's transaction manager (sdk/txManager.ts) hands out the nonces: consecutive within this slot.
           for (const c of calls) {
-            const tx = await fn.send(...c.args, { gasLimit: c.gasLimit, nonce: nonce++, ...fees });
-            out.push({ hash: tx.hash, wait: () => receiptOf(tx) });
+            const tx = await fn.send(...c.args, { gasLimit: c.gasLimit });
+            out.push({ hash: tx.hash, wait: () => receiptOf(() => mined(tx)) });
           }
         } catch (error) {
           // A broadcast failed: its nonce may or may not be used, so nothing after it goes out on a guess.
@@ -155,9 +166,9 @@ export function contractSender(contract: Contract, queue = new SendQueue()): Sen
 }
 
 /** The receipt, also for a reverted transaction (ethers throws CALL_EXCEPTION carrying it). */
-async function receiptOf(tx: { wait(): Promise<unknown> }): Promise<ReceiptLike | null> {
+async function receiptOf(wait: () => Promise<unknown>): Promise<ReceiptLike | null> {
   try {
-    return (await tx.wait()) as ReceiptLike | null;
+    return (await wait()) as ReceiptLike | null;
   } catch (err) {
     const e = err as { code?: string; receipt?: ReceiptLike };
     if (e?.code === "CALL_EXCEPTION" && e.receipt) return e.receipt;
@@ -297,8 +308,9 @@ export async function awaitReceipt(ctx: KeeperContext, handle: TxHandle, races?:
   }
   if (!receipt)
     return { outcome: { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" } };
+  // The receipt's hash: a speed-up (sdk/txManager.ts) may have replaced the version first sent.
   if (receipt.status === 1)
-    return { outcome: { kind: "confirmed", hash: handle.hash, block: receipt.blockNumber }, receipt };
+    return { outcome: { kind: "confirmed", hash: receipt.hash, block: receipt.blockNumber }, receipt };
   return { outcome: { kind: "failed", error: `reverted in block ${receipt.blockNumber}` }, receipt };
 }
 

@@ -42,6 +42,7 @@ export const USAGE = [
   "common:      --rpc URL  --deployment FILE  --key FILE  --pretty  --dry-run  --once",
   "             --interval-ms N  --tx-timeout-ms N (default 60000)  --rpc-timeout-ms N  --from-block N",
   "             --rpc URL,URL (failover)  --rpc-rps N (per RPC URL; 0 = no limit)  --poll-ms N (default 500)",
+  "             --max-fee-gwei G (fee cap per gas; default none locally, 5 on Base, 200 elsewhere)",
   ...KEEPERS.flatMap((k) => k.help.map((line, i) => `${pad(i === 0 ? `${k.name}:` : "", 12)} ${line}`)),
 ].join("\n");
 

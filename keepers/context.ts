@@ -1,9 +1,10 @@
 /** Builds a KeeperContext from a deployment, a provider and (optionally) a signer: the CLI and the tests share it. */
-import { Contract as EthersContract, type Contract, type Provider, type Signer } from "ethers";
+import { Contract as EthersContract, Wallet, type Contract, type Provider, type Signer } from "ethers";
 import { connectProtocol } from "../sdk/contracts.ts";
 import type { Deployment } from "../sdk/deployment.ts";
 import type { Logger } from "../sdk/log.ts";
 import { batchReader, MULTICALL3_ABI } from "../sdk/multicall.ts";
+import { managedWallet } from "../sdk/txManager.ts";
 import {
   contractSender,
   DEFAULT_RETRY,
@@ -32,6 +33,9 @@ export interface ContextOptions {
 }
 
 export async function keeperContext(o: ContextOptions): Promise<KeeperContext> {
+  // A key's sends go through its one transaction manager in this process (nonces, fees, speed-ups, reorgs).
+  const signer = o.signer instanceof Wallet ? managedWallet(o.signer, o.provider, { logger: o.logger }) : o.signer;
+  o = { ...o, signer };
   const protocol = connectProtocol(o.deployment, o.signer ?? o.provider);
   const queue = o.sendQueue ?? new SendQueue();
   const base = contractSender(protocol.escrow as unknown as Contract, queue);
