@@ -15,7 +15,7 @@ import { sleep } from "../sdk/retry.ts";
 import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { runLoop, type TickResult } from "../sdk/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
-import { assignedJobs, decideRegistration, leaseHeartbeatMs, stakeTopUp, type Offer } from "./decide.ts";
+import { assignedJobs, decideRegistration, leaseHeartbeatMs, planJob, stakeTopUp, type Offer } from "./decide.ts";
 import { registryProfile } from "./device.ts";
 import { behaviourOf } from "./faults.ts";
 import { Liveness } from "./liveness.ts";
@@ -23,7 +23,7 @@ import { badges, Progress } from "./progress.ts";
 import { TrainerPool } from "./trainers.ts";
 import { CheckpointPrefetch } from "./prefetch.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
-import { DiedError, workJob, type WorkContext } from "./work.ts";
+import { DiedError, workJob, type JobEnd, type WorkContext } from "./work.ts";
 
 export interface AgentResult {
   exitCode: number;
@@ -118,13 +118,19 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
  */
 async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<number> {
   const { config, deps } = ctx;
-  // Jobs this agent finished or declined at an epoch: skipped until the epoch changes (a restart re-decides them).
-  const settled = new Set<string>();
+  // How this agent left each job at an epoch (finished, declined, fenced): skipped until the epoch changes (a
+  // restart re-decides them), a finished one only while the chain still says every step is accepted: a
+  // reorganisation that removes the final acceptance (or the final report) gives the job back to its holder.
+  const settled = new Map<string, JobEnd>();
   let seen: JobView[] = [];
   const preloaded = new Set<string>();
+  const skipped = (j: JobView) => {
+    const end = settled.get(`${j.jobId}:${j.epoch}`);
+    return end !== undefined && (end !== "done" || planJob(j).kind === "done");
+  };
   const nextJob = async () => {
     seen = await ctx.chain.jobs();
-    return assignedJobs(seen, ctx.me).find((j) => !settled.has(`${j.jobId}:${j.epoch}`));
+    return assignedJobs(seen, ctx.me).find((j) => !skipped(j));
   };
   // What ends the agent (stopped, died, a deployment for another chain) is not a failed tick to retry: rethrown.
   let fatal: { err: unknown } | undefined;
@@ -135,7 +141,7 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
         const key = `${job.jobId}:${job.epoch}`;
         outcomes.set(key, outcome);
         if (outcome === "stopped") return { stop: true };
-        settled.add(key);
+        settled.set(key, outcome);
       }
     } catch (err) {
       fatal = { err };

@@ -81,6 +81,18 @@ interface Base extends Link {
   old?: OldCheckpoint;
 }
 
+/** A checkpoint we reported: kept until it is decided and no longer the tip (its state is the next base). */
+interface Reported extends AheadLink {
+  state: TrainingState;
+  old: OldCheckpoint;
+  accepted?: boolean;
+  blobs: Uint8Array[];
+  reportedAt: number;
+  guardedAt?: number;
+  /** The report's transaction (absent when the chain took it without ours: re-included, or sent before a restart). */
+  tx?: string;
+}
+
 /** A trained segment, uploading or stored, waiting for its base to be accepted. */
 interface Finished extends AheadLink {
   state: TrainingState;
@@ -175,14 +187,7 @@ class JobRun {
   private template: Template;
   private queue: Finished[] = [];
   /** Checkpoints we reported and have not seen decided (kept with their state to build on without a store read). */
-  private reported: (Link & {
-    state: TrainingState;
-    old: OldCheckpoint;
-    accepted?: boolean;
-    blobs: Uint8Array[];
-    reportedAt: number;
-    guardedAt?: number;
-  })[] = [];
+  private reported: Reported[] = [];
   private lastReported?: Link;
   /** The latest job view the reporter read. */
   private view: JobView;
@@ -257,13 +262,13 @@ class JobRun {
       const job = await this.ctx.chain.job(this.id);
       this.view = job;
       if (planJob(job).kind === "done") {
-        this.noticeDecisions(job);
+        await this.noticeDecisions(job);
         this.log.info("job complete: every step accepted", { step: job.acceptedStep });
         return this.finish({ outcome: "done" });
       }
       const fenced = fenceReason(job, this.epoch, this.ctx.me);
       if (fenced) return this.finish({ outcome: "fenced", reason: fenced, job });
-      this.noticeDecisions(job);
+      await this.noticeDecisions(job);
       this.reconcile(job);
       await this.guardReported();
       if (await this.reportHead(job)) continue;
@@ -271,21 +276,61 @@ class JobRun {
     }
   }
 
-  /** Logs what became of each checkpoint we reported (the moment the agent notices, for the latency figures). */
-  private noticeDecisions(job: JobView): void {
-    this.reported = this.reported.filter((r) => {
+  /**
+   * Logs what became of each checkpoint we reported (the moment the agent notices, for the latency figures). The
+   * chain decides, also backwards: an acceptance a reorganisation removed makes the checkpoint pending again (its
+   * blobs guarded again, its acceptance logged again when it comes back), and a report whose transaction is no
+   * longer on chain at all (a reorganisation removed its block; a refusal or a lapse leaves it there) goes back to
+   * the head of the queue, to be reported again as it is, with the work trained on it kept.
+   */
+  private async noticeDecisions(job: JobView): Promise<void> {
+    const vanished: Reported[] = [];
+    const kept: Reported[] = [];
+    for (const r of this.reported) {
       const outcome = reportedOutcome(job, r);
       if (outcome === "accepted" && !r.accepted) this.log.info("checkpoint accepted", { step: r.step, hash: r.hash });
-      if (outcome === "accepted") {
-        r.accepted = true;
-        r.blobs = []; // decided: nothing left to guard
-      }
-      if (outcome === "dropped") {
+      if (outcome !== "accepted" && r.accepted)
+        this.log.warn("checkpoint acceptance gone from the chain (reorganisation)", { step: r.step, hash: r.hash });
+      r.accepted = outcome === "accepted";
+      if (outcome === "dropped" && (await this.reportGone(r))) vanished.push(r);
+      else if (outcome === "dropped")
         this.log.warn("checkpoint not accepted (refused, lapsed or dropped)", { step: r.step, hash: r.hash });
-      }
       // The accepted one stays while it is the tip: the next segment may build on it without a store read.
-      return outcome === undefined || (outcome === "accepted" && job.acceptedStep === r.step);
+      else if (outcome === undefined || job.acceptedStep === r.step) kept.push(r);
+    }
+    this.reported = kept;
+    if (vanished.length === 0) return;
+    this.log.warn("report removed by a chain reorganisation: reporting it again", {
+      steps: vanished.map((r) => r.step),
     });
+    const again = vanished.map(({ step, hash, prev, state, old, blobs }) => {
+      return { step, hash, prev, state, old, blobs, stored: Promise.resolve() };
+    });
+    this.queue.unshift(...again.sort((a, b) => a.step - b.step));
+    this.kick();
+  }
+
+  /** Whether our report's transaction is no longer on chain (no receipt): removed by a reorganisation. */
+  private async reportGone(r: Reported): Promise<boolean> {
+    const provider = this.ctx.deps.signer.provider;
+    if (!r.tx || !provider) return false;
+    return (await this.ctx.chain.read("report receipt", () => provider.getTransactionReceipt(r.tx!))) === null;
+  }
+
+  /**
+   * Queued segments the chain already holds (pending or accepted: a report re-included after a reorganisation, or
+   * re-sent by the node) count as reported: never sent again.
+   */
+  private takenByChain(job: JobView): void {
+    for (let head = this.queue[0]; head; head = this.queue[0]) {
+      const pending = job.pendingStep === head.step && job.pendingHash === head.hash;
+      const accepted = job.acceptedStep === head.step && job.acceptedHash === head.hash;
+      if (!pending && !accepted) return;
+      this.queue.shift();
+      this.lastReported = { step: head.step, hash: head.hash };
+      const { step, hash, prev, state, old, blobs } = head;
+      this.reported.push({ step, hash, prev, state, old, blobs, reportedAt: this.now });
+    }
   }
 
   /**
@@ -316,6 +361,7 @@ class JobRun {
 
   /** Drops queued segments the chain's tip no longer leads to; a segment in training on a dropped base stops. */
   private reconcile(job: JobView): void {
+    this.takenByChain(job);
     const tip = chainTip(job);
     const kept = aheadKept(tip, this.queue);
     if (kept < this.queue.length) {
@@ -365,8 +411,8 @@ class JobRun {
       this.log.info("checkpoint reported", { step: head.step, hash: head.hash, tx: r.hash, queued: this.queue.length });
       this.queue.shift();
       this.lastReported = { step: head.step, hash: head.hash };
-      const { step, hash, state, old, blobs } = head;
-      this.reported.push({ step, hash, state, old, blobs, reportedAt: this.now });
+      const { step, hash, prev, state, old, blobs } = head;
+      this.reported.push({ step, hash, prev, state, old, blobs, reportedAt: this.now, tx: r.hash || undefined });
       this.kick();
       return true;
     }

@@ -6,7 +6,7 @@
 import { statusName } from "../sdk/job.ts";
 import { decodeLogs } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
-import { LogCursor } from "../sdk/logRange.ts";
+import { LogCursor, type Reorged } from "../sdk/logRange.ts";
 import { sleep } from "../sdk/retry.ts";
 import { mined } from "../sdk/txManager.ts";
 import { DISPUTE_WINDOW, nameBook } from "./actors.ts";
@@ -67,9 +67,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
       // Blocks the watch had read were replaced: the recording says so (its readers fold again without them), the
       // status line is folded again from the job's events that remain; the new chain's events follow.
       run.recorder.add("metric", "reorg", { ...reorged });
-      run.note(
-        `>>> chain reorganisation: blocks from ${reorged.from} replaced (${reorged.removed} read); folding again`,
-      );
+      for (const line of rolledBackLines(f.events, reorged, f.names)) run.note(line);
       f.events = rolledBackEvents(f.events, reorged.from);
       if (run.net.rehearsal) run.net.rehearsal.watcherRollbacks++;
       f.run.status.update({ ...watchStatus(f.events, f.names), signed: 0 });
@@ -184,6 +182,24 @@ function trackStatus(f: Follow, e: LiveEvent): void {
   if (e.name === "CheckpointAccepted" || e.name === "CheckpointRefused")
     status.update({ pendingStep: undefined, signed: 0 });
   if (e.name === "VerdictSubmitted") status.update({ phase: "verdict in, dispute window open" });
+}
+
+/**
+ * Pure: what `npm start` says about a reorganisation: which blocks were replaced and which of the job's events it
+ * had narrated are undone (each as it was told); the new chain's events follow as they are read.
+ */
+export function rolledBackLines(
+  events: readonly LiveEvent[],
+  reorged: Reorged,
+  names: Record<string, string>,
+): string[] {
+  const gone = events.filter((e) => e.blockNumber >= reorged.from);
+  const head = `>>> chain reorganisation: blocks from ${reorged.from} replaced (${reorged.removed} read)`;
+  if (gone.length === 0) return [`${head}; none of the job's events were in them`];
+  return [
+    `${head}; rolled back ${gone.length} of the job's events (every part reads the new chain; what it holds follows):`,
+    ...gone.map((e) => `    undone (block ${e.blockNumber}): ${chainLine(e, names).replace(/^\[chain\] /, "")}`),
+  ];
 }
 
 /** Pure: the events of the blocks before `from` (a reorganisation replaced the rest). */

@@ -5,12 +5,19 @@
  * moved are the new blocks' logs fetched, filtered by address and topics. No websocket and no node-side filter
  * (which a node restart or a public RPC would lose): any standard node works. Blocks are followed from the first
  * use on, so an event mined while nobody slept wakes the next sleep at once (at worst one extra re-read).
+ *
+ * A reorganisation wakes too (issue 22): the state a sleeper decided on may be gone, and a replacement block may hold
+ * the very event it waits for at a height already read. The cursor checks the blocks it read when the head moved,
+ * and every REORG_CHECK_MS while it stands still (a replacement at the same height), not on every 100 ms poll: one
+ * block request more per new block, instead of one per poll.
  */
 import type { Provider } from "ethers";
 import { LogCursor, type LogFilter } from "./logRange.ts";
 import { sleep } from "./retry.ts";
 
 export const WAKE_POLL_MS = 100;
+/** How often a standing head is checked for a replaced block (a reorganisation that kept the height). */
+export const REORG_CHECK_MS = 2_000;
 
 export interface ChainWakeOptions {
   provider: Provider;
@@ -27,6 +34,11 @@ export class ChainWake {
   private cursor?: LogCursor;
   private seen = 0;
   private consumed = 0;
+  /** The head at the last cursor poll, and when that was (`now`'s clock). */
+  private polledHead = -1;
+  private polledAt = -Infinity;
+  /** Reorganisations the cursor reported (each woke the sleepers). */
+  reorgs = 0;
 
   constructor(opts: ChainWakeOptions) {
     this.opts = opts;
@@ -47,16 +59,18 @@ export class ChainWake {
 
   /** True when a matching log arrived since the last sleep returned; a failed read is only a missed wake. */
   private async poll(): Promise<boolean> {
+    const now = this.opts.now ?? Date.now;
     try {
-      if (!this.cursor) {
-        const head = await this.opts.provider.getBlockNumber();
-        // Only wakes, folds nothing: no reorganisation check (it would add a block request to every 100 ms poll).
-        this.cursor = new LogCursor(this.opts.provider, this.opts.filter, head + 1, 0);
-      }
-      const { logs } = await this.cursor.poll();
-      if (logs.length) {
-        this.seen++;
-        this.lastWakeAt = (this.opts.now ?? Date.now)();
+      const head = await this.opts.provider.getBlockNumber();
+      this.cursor ??= new LogCursor(this.opts.provider, this.opts.filter, head + 1);
+      if (head !== this.polledHead || now() - this.polledAt >= REORG_CHECK_MS) {
+        const { logs, reorged } = await this.cursor.poll();
+        [this.polledHead, this.polledAt] = [head, now()];
+        if (reorged) this.reorgs++;
+        if (logs.length || reorged) {
+          this.seen++;
+          this.lastWakeAt = now();
+        }
       }
     } catch {
       // The chain is unreachable: the caller's own reads report it; the sleep just runs to its end.

@@ -190,7 +190,7 @@ interface Header {
  * chain by parent hash onto what it remembers, and each log's block hash must be the header's; if the chain moved
  * under the poll itself, the poll returns no logs and the next one reads again. So the logs a consumer folds after
  * rolling back to `reorged.from` are exactly those of the chain at the head it was told. `remember` 0 turns this
- * off (no block is asked for: a reader that only wakes on logs, sdk/chainWake.ts, polls every 100 ms).
+ * off (no block is asked for: a reader that only needs new logs and polls very often).
  */
 export class LogCursor {
   private next: number;

@@ -17,7 +17,7 @@ import { LiveFeed } from "../../dashboard/server/feed.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { foldNew, newLedgerFold } from "../../dashboard/src/ledger.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
-import { plain, rolledBackEvents, watchStatus } from "../../demo/watch.ts";
+import { plain, rolledBackEvents, rolledBackLines, watchStatus } from "../../demo/watch.ts";
 import type { LiveEvent } from "../../demo/render.ts";
 import { decodeLogs } from "../../sdk/events.ts";
 import { CoordinatorChainView } from "../../keepers/coordinator/chainView.ts";
@@ -180,6 +180,10 @@ describe("dashboard server: the feed across reorganisations (anvil)", function (
       await chain.send("anvil_reorg", [depth, [[tx, 0]]]);
       const r = await cursor.poll();
       expect(r.reorged).to.deep.equal({ from: head - depth + 1, removed: depth });
+      const told = rolledBackLines(events, r.reorged!, names);
+      expect(told[0]).to.contain(`blocks from ${head - depth + 1} replaced`);
+      expect(told.slice(1), "the assignment it had narrated is said to be undone").to.have.length(1);
+      expect(told[1]).to.match(/undone \(block \d+\): .*prov-0/);
       events = [...rolledBackEvents(events, r.reorged!.from), ...jobEvents(r.logs)];
 
       const fresh = jobEvents(await readLogs(chain, { address: d.escrow }, 0, await chain.getBlockNumber()));

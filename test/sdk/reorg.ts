@@ -3,11 +3,13 @@
  * reorgs of depth 1, 2 and 3 that remove a log the consumer already read or replace it with another are reported
  * from the common ancestor on, and the logs held after rolling back (`afterPoll`) equal a fresh read of the new
  * chain. An emitter contract logs its calldata, so a replacement log is distinguishable from the one it replaces.
+ * And sdk/chainWake.ts, which follows blocks with the cursor to wake sleepers, wakes on a replaced block.
  */
 import { expect } from "chai";
 import { JsonRpcProvider, Wallet, hexlify, toUtf8Bytes, type Provider } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
+import { ChainWake } from "../../sdk/chainWake.ts";
 import { afterPoll, LogCursor, readLogs, type PollResult, type RawLog } from "../../sdk/logRange.ts";
 
 /** Runtime: LOG1(topic 1) of its calldata. Init code: returns that runtime. */
@@ -131,6 +133,23 @@ describe("sdk/logRange: the cursor across reorganisations (anvil)", function () 
     const remembering = new LogCursor(counting, { address: emitter }, await provider.getBlockNumber());
     await remembering.poll();
     expect(blocks, "the default cursor does ask for blocks").to.be.greaterThan(0);
+  });
+
+  it("a ChainWake wakes on a reorganisation whose replacement block holds the event at a height it already read", async function () {
+    const wake = new ChainWake({ provider, filter: { address: emitter }, pollMs: 20 });
+    await wake.sleep(0); // follows blocks from here on
+    await emit("wake-before");
+    const elapsed = async (ms: number) => {
+      const t0 = performance.now();
+      await wake.sleep(ms);
+      return performance.now() - t0;
+    };
+    expect(await elapsed(5_000), "an event wakes it").to.be.below(5_000);
+    const tx = { from: signer.address, to: emitter, data: tag("wake-replaced"), gas: "0x30000" };
+    await provider.send("anvil_reorg", [1, [[tx, 0]]]);
+    expect(await elapsed(5_000), "the replaced block wakes it").to.be.below(5_000);
+    expect(wake.reorgs).to.equal(1);
+    expect(await elapsed(300), "then it sleeps again").to.be.at.least(299);
   });
 
   it("a log the node marks removed is never returned", async function () {
