@@ -312,7 +312,9 @@ export class TxManager {
         state.say(`rpc:${tx.hash}`, "cannot read the chain now; looking again", { hash: tx.hash, error: msg(err) });
         state.lastHead = "";
       }
-      await new Promise((r) => setTimeout(r, pollMs).unref());
+      // Not unref'd: a process whose only work left is this wait (an agent registering on a chain that mines every
+      // 2 s) must stay alive until the transaction is mined, not exit 0 with it pending (issue 22, the rehearsal).
+      await new Promise((r) => setTimeout(r, pollMs));
     }
   }
 
