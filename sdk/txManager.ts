@@ -83,10 +83,21 @@ type Body = { to?: string; data: string; value: bigint; gasLimit: bigint };
 
 /** What `follow` carries from one look to the next. */
 interface Look {
-  say: (key: string, msg: string, f: Record<string, unknown>) => void;
+  say: (key: string, msg: string, f: Record<string, unknown>) => boolean;
   lastHead: string;
   /** The receipt seen last (a version mined, maybe not yet at depth). */
   seen?: TransactionReceipt;
+}
+
+/** What this process's managers did (for a run's report: `npm start --network rehearsal`, the bench). */
+export const txStats = { sent: 0, speedUps: 0, atCap: 0, rebroadcasts: 0, nonceTaken: 0, outOfFunds: 0 };
+
+/** One line of `txStats`. */
+export function formatTxStats(s = txStats): string {
+  return (
+    `transactions: ${s.sent} sent, ${s.speedUps} sped up, ${s.atCap} held at the fee cap, ` +
+    `${s.rebroadcasts} re-broadcast, ${s.nonceTaken} lost their nonce to another sender, ${s.outOfFunds} out of gas money`
+  );
 }
 
 /** Sent hashes of this process → their managed transaction (bounded), for `mined()`. */
@@ -250,6 +261,7 @@ export class TxManager {
             throw await this.explain(err, body, fees);
           }
           if (req.nonce == null) this.next = nonce + 1;
+          txStats.sent++;
           const managed = new ManagedTx(this, nonce, body, sent.version);
           track(sent.version.hash, managed);
           return { managed, response: sent.response };
@@ -280,6 +292,7 @@ export class TxManager {
   /** A broadcast error as the caller should see it: out of gas money gets its one clear line. */
   private async explain(err: unknown, body?: Body, fees?: Fees): Promise<unknown> {
     if (!isInsufficientFunds(err)) return err;
+    txStats.outOfFunds++;
     const { chainId } = await this.settings();
     const balance = await this.provider.getBalance(this.address).catch(() => undefined);
     const need =
@@ -352,6 +365,7 @@ export class TxManager {
         return undefined;
       }
       this.next = undefined;
+      txStats.nonceTaken++;
       throw new NonceTakenError(
         `nonce ${tx.nonce} of ${this.address} was used by another transaction (another process on this key?); ` +
           `this call (${tx.hash}) did not run`,
@@ -380,18 +394,19 @@ export class TxManager {
     chainId: bigint,
     cap: bigint | undefined,
     head: number,
-    say: (key: string, msg: string, f: Record<string, unknown>) => void,
+    say: (key: string, msg: string, f: Record<string, unknown>) => boolean,
   ) {
     const last = tx.versions.at(-1)!;
     if (!speedUpDue({ block: last.sentBlock, ms: last.sentMs }, { head, ms: this.nowMs() }, this.rule)) return;
     const fees = bumped(last.fees, await readNodeFees(this.provider), cap);
     if (!fees) {
-      say(`cap:${tx.hash}`, "transaction not mined and at the fee cap: keeps waiting", {
+      const first = say(`cap:${tx.hash}`, "transaction not mined and at the fee cap: keeps waiting", {
         hash: tx.hash,
         nonce: tx.nonce,
         fees: describeFees(last.fees),
         cap: cap === undefined ? "none" : `${formatGwei(cap)} gwei`,
       });
+      if (first) txStats.atCap++;
       last.sentBlock = head; // look again after another round of the rule
       last.sentMs = this.nowMs();
       return;
@@ -400,6 +415,7 @@ export class TxManager {
       const { version } = await this.broadcast(chainId, tx.nonce, tx.body, fees);
       tx.versions.push(version);
       track(version.hash, tx);
+      txStats.speedUps++;
       this.logger.warn("transaction not mined: re-sent at the same nonce with higher fees", {
         nonce: tx.nonce,
         first: tx.hash,
@@ -419,6 +435,7 @@ export class TxManager {
   }
 
   private async rebroadcast(raw: string) {
+    txStats.rebroadcasts++;
     try {
       await this.provider.broadcastTransaction(raw);
     } catch (err) {
@@ -496,12 +513,13 @@ function msg(err: unknown): string {
   return e?.shortMessage ?? e?.message ?? String(err);
 }
 
-/** Logs each key's line once. */
+/** Logs each key's line once (true: logged now). */
 function onceLogger(logger: Logger) {
   const said = new Set<string>();
-  return (key: string, m: string, f: Record<string, unknown>) => {
-    if (said.has(key)) return;
+  return (key: string, m: string, f: Record<string, unknown>): boolean => {
+    if (said.has(key)) return false;
     said.add(key);
     logger.warn(m, f);
+    return true;
   };
 }

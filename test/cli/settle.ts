@@ -2,7 +2,8 @@
  * `gpuchain settle` and what `gpuchain withdraw` says before a job settles (issue 21 item 4), the real CLI (child
  * processes) against anvil with the protocol deployed through Ignition: a job of one checkpoint accepted and its
  * verdict signed 2 of 3 through the real Safe. Boundaries as the escrow's statusOf has them: at verdict + window the
- * window is still open (settle refuses, says from when); one second later anyone settles it.
+ * window is still open (settle refuses, says from when); one second later anyone settles it — a key without gas
+ * money is told in one line how to fund it (issue 22), and the faucet command it names works.
  */
 import { runGpuchain, safeSignatures } from "../helpers/cli.ts";
 import { expect } from "chai";
@@ -37,6 +38,7 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
   );
   const providerKey = path.join(dir, "provider.key");
   const strangerKey = path.join(dir, "stranger.key");
+  const poorKey = path.join(dir, "poor.key");
 
   before(async function () {
     const rpc = await startAnvil(group, await freePort(0), {}, "settle-chain");
@@ -126,6 +128,23 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
     expect(dry.stdout).to.contain("would settle job 1 (its dispute window has ended)");
     const w = await runGpuchain(["withdraw", ...common, "--key", providerKey, "--dry-run"]);
     expect(w.stdout).to.contain("(Settleable now; its dispute window has ended; settle it: gpuchain settle 1)");
+    // A key without gas money: one line with its address, balance, the need and the command that funds it.
+    const poor = Wallet.createRandom();
+    writeKey(poorKey, poor.privateKey);
+    const before = await chain.getBlockNumber();
+    const broke = await runGpuchain(["settle", "1", ...common, "--key", poorKey]);
+    expect(broke.code, broke.stdout).to.equal(1);
+    expect(broke.stderr.trim().split("\n")).to.have.length(1);
+    expect(broke.stderr).to.match(
+      new RegExp(
+        `^gpuchain: settle failed: out of gas money: ${poor.address} holds 0\\.0 ETH, this send needs up to [0-9.]+ ETH \\(gas limit \\d+ × max fee [0-9.]+ gwei`,
+      ),
+    );
+    expect(broke.stderr).to.contain(`fund it: gpuchain faucet ${poor.address} --rpc URL`);
+    expect(await chain.getBlockNumber()).to.equal(before);
+    const funded = await runGpuchain(["faucet", poor.address, ...common]);
+    expect(funded.code, funded.stderr).to.equal(0);
+    expect(await chain.getBalance(poor.address)).to.be.greaterThan(0n);
     const s = await runGpuchain(["settle", "1", ...common, "--key", strangerKey]);
     expect(s.code, s.stderr).to.equal(0);
     expect(s.stdout).to.match(/^job 1 settled \(tx 0x[0-9a-f]{64}\): its dispute window has ended$/m);

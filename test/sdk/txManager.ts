@@ -21,6 +21,7 @@ import {
   ManagedWallet,
   mined,
   NonceTakenError,
+  txStats,
   type TxManagerOptions,
 } from "../../sdk/txManager.ts";
 
@@ -81,6 +82,7 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
 
   it("a transaction stuck below a base-fee spike is replaced once at the same nonce and mined once", async function () {
     const w = await freshWallet({ speedUp: { afterBlocks: 2, afterMs: 600_000 } });
+    const stats = { ...txStats };
     await provider.send("evm_setAutomine", [false]);
     const data = tag("stuck-once");
     const sent = await w.sendTransaction({ to: emitter, data, gasLimit: 60_000n });
@@ -100,6 +102,8 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
     expect(await logsOf(data), "the call took effect exactly once").to.have.length(1);
     expect(await provider.getTransactionCount(w.address, "latest"), "no other nonce used").to.equal(1);
     expect(lines.filter((l) => l.includes("re-sent at the same nonce"))).to.have.length(1);
+    expect(txStats.speedUps - stats.speedUps).to.equal(1);
+    expect(txStats.sent - stats.sent).to.equal(1);
     expect(first).to.equal(w.manager);
   });
 
@@ -116,6 +120,7 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
       await sleep(120);
     }
     expect(lines.filter((l) => l.includes("at the fee cap"))).to.have.length(1);
+    expect(txStats.atCap).to.equal(1);
     // The fee falls back under the cap: the last version is mined.
     await provider.send("anvil_setNextBlockBaseFeePerGas", [String(gwei("1"))]);
     const receipt = (await mineUntil(waiting))!;
