@@ -118,8 +118,8 @@ export class Rehearsal {
   spike?: SpikeRecord;
   /** Rollbacks the run's own watcher did (it folds again from the ancestor). */
   watcherRollbacks = 0;
-  /** Structured "chain reorganisation" lines the children logged, per part. */
-  readonly partRollbacks: Record<string, number> = {};
+  /** What each child logged doing about a fault, by kind (rollbacks, re-broadcasts, speed-ups). */
+  readonly partActs: Record<string, Record<string, number>> = {};
   readonly startedAt = Date.now();
   private readonly done = new Set<string>();
   private readonly savedConfirmations = process.env.GPUCHAIN_CONFIRMATIONS;
@@ -180,11 +180,22 @@ export class Rehearsal {
     this.direct.destroy();
   }
 
-  /** A child's line: counts its own "chain reorganisation" records (what each part did about a reorg). */
+  /**
+   * A child's line: counts what it says it did about an injected fault — a transaction re-broadcast after a reorg
+   * or unknown to the node, a speed-up at the same nonce (sdk/txManager.ts), a fold rolled back (keepers, agent,
+   * verifier: their "reorganisation" records).
+   */
   childLine(name: string, line: string): void {
-    if (/reorgani[sz]ation/i.test(line) && line.startsWith("{")) {
-      this.partRollbacks[name] = (this.partRollbacks[name] ?? 0) + 1;
-    }
+    const kind = /re-broadcast/.test(line)
+      ? "re-broadcasts"
+      : /re-sent at the same nonce/.test(line)
+        ? "speed-ups"
+        : /reorgani[sz]ation/i.test(line)
+          ? "rollbacks"
+          : undefined;
+    if (!kind) return;
+    const acts = (this.partActs[name] ??= {});
+    acts[kind] = (acts[kind] ?? 0) + 1;
   }
 
   /** After the watcher saw `event` (of the job): the reorg planned for that moment, once. */
@@ -431,7 +442,11 @@ export class Rehearsal {
         ([name, p]) =>
           `  ${name}: ${p.counts.requests} requests; injected 429=${p.counts.http429} drop=${p.counts.drop} ` +
           `truncate=${p.counts.truncate} (each one retried by its RPC layer, or a call given up and tried next tick)` +
-          (this.partRollbacks[name] ? `; logged ${this.partRollbacks[name]} reorganisation(s) and folded again` : ""),
+          (this.partActs[name]
+            ? `; logged ${Object.entries(this.partActs[name])
+                .map(([k, n]) => `${n} ${k}`)
+                .join(", ")}`
+            : ""),
       );
     const lines = [
       "",
