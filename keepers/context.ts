@@ -1,5 +1,5 @@
 /** Builds a KeeperContext from a deployment, a provider and (optionally) a signer: the CLI and the tests share it. */
-import { Contract as EthersContract, Wallet, type Contract, type Provider, type Signer } from "ethers";
+import { BaseWallet, Contract as EthersContract, type Contract, type Provider, type Signer } from "ethers";
 import { connectProtocol } from "../sdk/contracts.ts";
 import type { Deployment } from "../sdk/deployment.ts";
 import type { Logger } from "../sdk/log.ts";
@@ -34,7 +34,7 @@ export interface ContextOptions {
 
 export async function keeperContext(o: ContextOptions): Promise<KeeperContext> {
   // A key's sends go through its one transaction manager in this process (nonces, fees, speed-ups, reorgs).
-  const signer = o.signer instanceof Wallet ? managedWallet(o.signer, o.provider, { logger: o.logger }) : o.signer;
+  const signer = o.signer instanceof BaseWallet ? managedWallet(o.signer, o.provider, { logger: o.logger }) : o.signer;
   o = { ...o, signer };
   const protocol = connectProtocol(o.deployment, o.signer ?? o.provider);
   const queue = o.sendQueue ?? new SendQueue();

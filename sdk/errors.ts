@@ -25,8 +25,10 @@ const RETRYABLE_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
   "UND_ERR_SOCKET",
-  // sdk/txManager.ts: another sender took the call's nonce, so it did not run; deciding again is safe.
+  // sdk/txManager.ts: another sender took the call's nonce, so it did not run; deciding again is safe. And a base
+  // fee above the cap: nothing was sent; later, with the fee lower, it is.
   "NONCE_TAKEN",
+  "FEE_ABOVE_CAP",
 ]);
 
 export interface DecodedError {

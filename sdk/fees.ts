@@ -13,7 +13,7 @@
  *   accept a replacement only at +10 % on both), or to the node's current offer if that is higher; never above the
  *   cap. A bump the cap holds under +10 % is not sent (the node would refuse it): the transaction keeps waiting.
  */
-import { parseUnits } from "ethers";
+import { formatUnits, parseUnits } from "ethers";
 
 export const MAX_FEE_ENV = "GPUCHAIN_MAX_FEE_GWEI";
 export const SPEED_UP_BLOCKS_ENV = "GPUCHAIN_SPEED_UP_BLOCKS";
@@ -146,4 +146,16 @@ export function speedUpDue(
   rule: SpeedUpRule,
 ): boolean {
   return now.head - sent.block >= rule.afterBlocks || now.ms - sent.ms >= rule.afterMs;
+}
+
+/** Wei as gwei, without trailing zeros ("5", "0.875"). */
+export function formatGwei(wei: bigint): string {
+  return formatUnits(wei, "gwei").replace(/\.0$/, "");
+}
+
+/** Fees in words, for log lines and errors. */
+export function describeFees(f: Fees): string {
+  return "gasPrice" in f
+    ? `gas price ${formatGwei(f.gasPrice)} gwei`
+    : `max fee ${formatGwei(f.maxFeePerGas)} gwei (tip ${formatGwei(f.maxPriorityFeePerGas)})`;
 }

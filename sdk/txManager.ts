@@ -4,7 +4,8 @@
  * - **Nonces**: handed out here, one per intended call, in send order. Each send picks max(its own next nonce, the
  *   node's `pending` count) while holding the key's lock file (sdk/keyLock.ts), so another process on the same key
  *   (which picks under the same lock) is seen, never raced. A broadcast that fails leaves the next pick to the node.
- * - **Fees**: EIP-1559 with a cap, legacy gas price where the node has no base fee (rules: sdk/fees.ts).
+ * - **Fees**: EIP-1559 with a cap, legacy gas price where the node has no base fee (rules: sdk/fees.ts; the node's
+ *   answer: sdk/nodeFees.ts). A base fee above the cap: nothing is sent (`FeeAboveCapError`, retryable).
  * - **Speed-up**: `wait()` follows the transaction; a version not mined after the speed-up rule's blocks or time is
  *   signed again at the SAME nonce with fees raised 12.5 % (never above the cap), so at most one version can ever be
  *   mined and the call runs once. Whichever version is mined is the result.
@@ -20,7 +21,9 @@
  * for a sent transaction the manager's way (ethers' own `tx.wait()` would wait for the first version's hash only).
  */
 import {
+  BaseWallet,
   formatEther,
+  keccak256,
   makeError,
   resolveAddress,
   SigningKey,
@@ -32,9 +35,12 @@ import {
   type TransactionResponse,
 } from "ethers";
 import { confirmationsFor } from "./confirmations.ts";
-import { classifyError } from "./errors.ts";
+import { classifyError, describeError } from "./errors.ts";
+import { readNodeFees } from "./nodeFees.ts";
 import {
   bumped,
+  describeFees,
+  formatGwei,
   maxFeeFor,
   offer,
   speedUpDue,
@@ -64,6 +70,11 @@ export interface TxManagerOptions {
 /** A send that the key's balance cannot pay for. Fatal for the call (sdk/errors.ts): fund the key, then retry. */
 export class InsufficientFundsError extends Error {
   readonly code = "INSUFFICIENT_FUNDS";
+}
+
+/** The network's base fee is above the cap: nothing was sent. Retryable: it goes out once the fee falls. */
+export class FeeAboveCapError extends Error {
+  readonly code = "FEE_ABOVE_CAP";
 }
 
 /** Another transaction took this call's nonce (another process on the key): the call did not run. Retryable. */
@@ -130,7 +141,10 @@ export async function mined(
 
 /** One intended call: the versions signed for its nonce (the first, then speed-ups), and its one outcome. */
 export class ManagedTx {
+  /** The versions the node took, oldest first (the last one is what a speed-up bumps). */
   readonly versions: Version[] = [];
+  /** Every version signed for this nonce, also one whose broadcast seemed to fail: any of them may be mined. */
+  readonly signed: Version[] = [];
   private result?: Promise<TransactionReceipt>;
   private readonly manager: TxManager;
   readonly nonce: number;
@@ -141,6 +155,7 @@ export class ManagedTx {
     this.nonce = nonce;
     this.body = body;
     this.versions.push(first);
+    this.signed.push(first);
   }
 
   /** The hash of the first version (what the caller was handed). */
@@ -176,7 +191,7 @@ export class ManagedWallet extends Wallet {
 const managers = new WeakMap<Provider, Map<string, ManagedWallet>>();
 
 /** The one managed wallet of `wallet`'s key on `provider` in this process (the first call's options count). */
-export function managedWallet(wallet: Wallet, provider: Provider, options: TxManagerOptions = {}): ManagedWallet {
+export function managedWallet(wallet: BaseWallet, provider: Provider, options: TxManagerOptions = {}): ManagedWallet {
   if (wallet instanceof ManagedWallet && wallet.provider === provider) return wallet;
   let byKey = managers.get(provider);
   if (!byKey) managers.set(provider, (byKey = new Map()));
@@ -224,11 +239,6 @@ export class TxManager {
     return this.chain;
   }
 
-  /** The cap in force (undefined: none). */
-  async cap(): Promise<bigint | undefined> {
-    return (await this.settings()).cap;
-  }
-
   /** Signs and broadcasts `req` at the next nonce of this key, one send at a time (in this process and across). */
   send(req: TransactionRequest): Promise<{ managed: ManagedTx; response: TransactionResponse }> {
     const run = () => this.sendNow(req);
@@ -240,11 +250,20 @@ export class TxManager {
   private async sendNow(req: TransactionRequest) {
     const { chainId, cap } = await this.settings();
     let body: Body, fees: Fees;
+    let node: NodeFees;
     try {
       body = await this.bodyOf(req);
-      fees = offer(await readNodeFees(this.provider), cap);
+      node = await readNodeFees(this.provider);
+      fees = offer(node, cap);
     } catch (err) {
       throw await this.explain(err); // an estimate from an empty account may already say "insufficient funds"
+    }
+    if (node.baseFee !== null && "maxFeePerGas" in fees && fees.maxFeePerGas < node.baseFee) {
+      // A node refuses (anvil) or parks (geth) a transaction under the base fee: say so instead.
+      throw new FeeAboveCapError(
+        `not sent: the network's base fee (${formatGwei(node.baseFee)} gwei) is above the fee cap ` +
+          `(${formatGwei(cap!)} gwei, --max-fee-gwei / GPUCHAIN_MAX_FEE_GWEI); it is sent once the fee falls, or raise the cap`,
+      );
     }
     return withKeyLock(
       chainId,
@@ -301,11 +320,22 @@ export class TxManager {
     return { to, data, value, gasLimit };
   }
 
-  private async broadcast(chainId: bigint, nonce: number, body: Body, fees: Fees) {
+  private async broadcast(chainId: bigint, nonce: number, body: Body, fees: Fees, signed?: Version[]) {
     const type = "gasPrice" in fees ? 0 : 2;
     const raw = await this.signer.signTransaction({ ...body, ...fees, type, chainId, nonce });
-    const [block, response] = [await this.provider.getBlockNumber(), await this.provider.broadcastTransaction(raw)];
-    return { version: { hash: response.hash, raw, fees, sentBlock: block, sentMs: this.nowMs() }, response };
+    const version = { hash: keccak256(raw), raw, fees, sentBlock: await this.provider.getBlockNumber(), sentMs: 0 };
+    signed?.push(version); // looked for even if the broadcast seems to fail (its answer may have been lost)
+    let response: TransactionResponse;
+    try {
+      response = await this.provider.broadcastTransaction(raw);
+    } catch (err) {
+      // An answer lost after the node took it: the node having it is a success.
+      const known = await this.provider.getTransaction(version.hash).catch(() => null);
+      if (!known) throw err;
+      response = known;
+    }
+    version.sentMs = this.nowMs();
+    return { version, response };
   }
 
   /** A broadcast error as the caller should see it: out of gas money gets its one clear line. */
@@ -369,7 +399,7 @@ export class TxManager {
     }
     if (state.seen) {
       // Its block was replaced: the same bytes again (same nonce: it can run only once).
-      const v = tx.versions.find((x) => x.hash === state.seen!.hash) ?? tx.versions.at(-1)!;
+      const v = tx.signed.find((x) => x.hash === state.seen!.hash) ?? tx.versions.at(-1)!;
       this.logger.warn("transaction dropped by a reorganisation; re-broadcast", { hash: v.hash, nonce: tx.nonce });
       await this.rebroadcast(v.raw);
       v.sentBlock = head.number;
@@ -390,19 +420,23 @@ export class TxManager {
           `this call (${tx.hash}) did not run`,
       );
     }
+    if (await this.maybeSpeedUp(tx, chainId, cap, head.number, state.say)) return undefined;
     const last = tx.versions.at(-1)!;
     if (!(await this.provider.getTransaction(last.hash))) {
-      // Not in the node's pool nor mined (a reorganisation took it before we saw it mined, or the pool dropped it).
-      this.logger.warn("transaction unknown to the node; re-broadcast", { hash: last.hash, nonce: tx.nonce });
+      // Not in the node's pool nor mined: a reorganisation took it before we saw it mined, or the pool dropped it
+      // (anvil drops a transaction under the base fee at the next block; the speed-up rule then re-prices it).
+      state.say(`unknown:${last.hash}`, "transaction unknown to the node; re-broadcast", {
+        hash: last.hash,
+        nonce: tx.nonce,
+      });
       await this.rebroadcast(last.raw);
     }
-    await this.maybeSpeedUp(tx, chainId, cap, head.number, state.say);
     return undefined;
   }
 
   private async receiptOf(tx: ManagedTx): Promise<TransactionReceipt | null> {
-    for (const v of [...tx.versions].reverse()) {
-      const r = await this.provider.getTransactionReceipt(v.hash);
+    for (const { hash } of [...tx.signed].reverse()) {
+      const r = await this.provider.getTransactionReceipt(hash);
       if (r) return r;
     }
     return null;
@@ -414,24 +448,27 @@ export class TxManager {
     cap: bigint | undefined,
     head: number,
     say: (key: string, msg: string, f: Record<string, unknown>) => boolean,
-  ) {
+  ): Promise<boolean> {
     const last = tx.versions.at(-1)!;
-    if (!speedUpDue({ block: last.sentBlock, ms: last.sentMs }, { head, ms: this.nowMs() }, this.rule)) return;
-    const fees = bumped(last.fees, await readNodeFees(this.provider), cap);
-    if (!fees) {
-      const first = say(`cap:${tx.hash}`, "transaction not mined and at the fee cap: keeps waiting", {
+    if (!speedUpDue({ block: last.sentBlock, ms: last.sentMs }, { head, ms: this.nowMs() }, this.rule)) return false;
+    const node = await readNodeFees(this.provider);
+    const fees = bumped(last.fees, node, cap);
+    // The cap leaves no bump a node takes: under +10 %, or under the base fee (anvil refuses it, geth parks it).
+    if (!fees || ("maxFeePerGas" in fees && node.baseFee !== null && fees.maxFeePerGas < node.baseFee)) {
+      const first = say(`cap:${tx.hash}`, "transaction not mined and held at the fee cap: keeps waiting", {
         hash: tx.hash,
         nonce: tx.nonce,
         fees: describeFees(last.fees),
-        cap: cap === undefined ? "none" : `${formatGwei(cap)} gwei`,
+        baseFee: node.baseFee === null ? "none" : `${formatGwei(node.baseFee)} gwei`,
+        cap: cap === undefined ? "none" : `${formatGwei(cap)} gwei (--max-fee-gwei)`,
       });
       if (first) txStats.atCap++;
       last.sentBlock = head; // look again after another round of the rule
       last.sentMs = this.nowMs();
-      return;
+      return false;
     }
     try {
-      const { version } = await this.broadcast(chainId, tx.nonce, tx.body, fees);
+      const { version } = await this.broadcast(chainId, tx.nonce, tx.body, fees, tx.signed);
       tx.versions.push(version);
       track(version.hash, tx);
       txStats.speedUps++;
@@ -441,6 +478,7 @@ export class TxManager {
         replacement: version.hash,
         fees: describeFees(fees),
       });
+      return true;
     } catch (err) {
       // Underpriced for the node's rule, or mined meanwhile ("nonce too low"): the next look decides.
       say(`bump:${tx.hash}`, "speed-up not accepted by the node; keeps waiting", {
@@ -450,42 +488,19 @@ export class TxManager {
       });
       last.sentBlock = head;
       last.sentMs = this.nowMs();
+      return false;
     }
   }
 
+  /** Sends signed bytes again; any error ("already known", a refusal, an outage) is for the next look to judge. */
   private async rebroadcast(raw: string) {
     txStats.rebroadcasts++;
-    try {
-      await this.provider.broadcastTransaction(raw);
-    } catch (err) {
-      if (classifyError(err, emptyIface) === "retryable") throw err;
-      // "already known" / "nonce too low": it is in the pool or mined again; the next look sees which.
-    }
+    await this.provider.broadcastTransaction(raw).catch(() => undefined);
   }
 }
 
 const emptyIface = { parseError: () => null } as unknown as Parameters<typeof classifyError>[1];
-
-/** The fees the node suggests now: next block's base fee (feeHistory), its tip; gas price where no base fee. */
-export async function readNodeFees(provider: Provider): Promise<NodeFees> {
-  const rpc = rpcOf(provider);
-  const answerOrNull = async <T>(p: Promise<T>): Promise<T | null> => {
-    try {
-      return await p;
-    } catch (err) {
-      if (classifyError(err, emptyIface) === "retryable") throw err; // unknown, not "none"
-      return null; // the node has no such method
-    }
-  };
-  const history = await answerOrNull(
-    rpc.send("eth_feeHistory", ["0x1", "latest", []]) as Promise<{ baseFeePerGas?: string[] }>,
-  );
-  const next = history?.baseFeePerGas?.at(-1);
-  const baseFee = next != null ? BigInt(next) : ((await provider.getBlock("latest"))?.baseFeePerGas ?? null);
-  if (baseFee === null) return { baseFee: null, tip: 0n, gasPrice: BigInt(await rpc.send("eth_gasPrice", [])) };
-  const tip = await answerOrNull(rpc.send("eth_maxPriorityFeePerGas", []) as Promise<string>);
-  return { baseFee, tip: tip != null ? BigInt(tip) : 1_000_000_000n, gasPrice: 0n };
-}
+const msg = (err: unknown) => describeError(err, emptyIface);
 
 function checked(receipt: TransactionReceipt, tx: ManagedTx): TransactionReceipt {
   if (receipt.status !== 0) return receipt;
@@ -514,22 +529,6 @@ function isInsufficientFunds(err: unknown): boolean {
   return /insufficient funds|funds for gas|lack of funds/i.test(
     `${e?.message} ${e?.shortMessage} ${e?.error?.message}`,
   );
-}
-
-function formatGwei(wei: bigint): string {
-  const s = (Number(wei) / 1e9).toFixed(9);
-  return s.replace(/\.?0+$/, "");
-}
-
-export function describeFees(f: Fees): string {
-  return "gasPrice" in f
-    ? `gas price ${formatGwei(f.gasPrice)} gwei`
-    : `max fee ${formatGwei(f.maxFeePerGas)} gwei (tip ${formatGwei(f.maxPriorityFeePerGas)})`;
-}
-
-function msg(err: unknown): string {
-  const e = err as { shortMessage?: string; message?: string };
-  return e?.shortMessage ?? e?.message ?? String(err);
 }
 
 /** Logs each key's line once (true: logged now). */

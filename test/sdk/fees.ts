@@ -1,7 +1,17 @@
 /** sdk/fees.ts: the pure fee rules (offer, cap, replacement bump, the speed-up timer at t−1, t, t+1). */
 import { expect } from "chai";
 import { parseUnits } from "ethers";
-import { bumped, maxFeeFor, offer, parseMaxFeeGwei, speedUpDue, speedUpRule, worstCost } from "../../sdk/fees.ts";
+import {
+  bumped,
+  describeFees,
+  formatGwei,
+  maxFeeFor,
+  offer,
+  parseMaxFeeGwei,
+  speedUpDue,
+  speedUpRule,
+  worstCost,
+} from "../../sdk/fees.ts";
 
 const gwei = (n: string) => parseUnits(n, "gwei");
 
@@ -75,6 +85,11 @@ describe("sdk/fees: the fee rules", function () {
       afterMs: 500,
     });
     expect(() => speedUpRule({ GPUCHAIN_SPEED_UP_BLOCKS: "0" })).to.throw(/whole number/);
+    expect(formatGwei(gwei("5"))).to.equal("5");
+    expect(formatGwei(4_375_000_000n)).to.equal("4.375");
+    expect(describeFees({ maxFeePerGas: gwei("3"), maxPriorityFeePerGas: gwei("1") })).to.equal(
+      "max fee 3 gwei (tip 1)",
+    );
     expect(worstCost({ maxFeePerGas: 10n, maxPriorityFeePerGas: 1n }, 21_000n, 5n)).to.equal(210_005n);
   });
 });

@@ -11,11 +11,15 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { hexlify, JsonRpcProvider, parseUnits, toUtf8Bytes, Wallet } from "ethers";
+import { hexlify, Interface, JsonRpcProvider, Network, parseUnits, toUtf8Bytes, Wallet } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
+import { classifyError } from "../../sdk/errors.ts";
+import { startFaultProxy } from "../../sdk/faultProxy.ts";
+import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { createLogger } from "../../sdk/log.ts";
 import {
+  FeeAboveCapError,
   InsufficientFundsError,
   managedWallet,
   ManagedWallet,
@@ -40,7 +44,10 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
   let emitter: string;
   let lockDir: string;
   const lines: string[] = [];
-  const logger = createLogger({ component: "tx", write: (l) => lines.push(l) });
+  const logger = createLogger({
+    component: "tx",
+    write: (l) => (lines.push(l), process.env.TX_LOGS && console.log(l)),
+  });
 
   /** A fresh key with 10 ETH and a manager on its own provider (a manager is one per key and provider). */
   async function freshWallet(o: TxManagerOptions = {}, fund = "0x8AC7230489E80000"): Promise<ManagedWallet> {
@@ -50,11 +57,12 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
   }
   const logsOf = async (data: string) =>
     (await provider.getLogs({ address: emitter, fromBlock: 0 })).filter((l) => l.data === data);
-  /** Mines a block every `ms` until `p` settles. */
-  async function mineUntil<T>(p: Promise<T>, ms = 150): Promise<T> {
+  /** Mines a block every `ms` until `p` settles (each at base fee `hold`, when given: a spike that lasts). */
+  async function mineUntil<T>(p: Promise<T>, ms = 150, hold?: bigint): Promise<T> {
     let done = false;
     const settled = p.finally(() => (done = true));
     while (!done) {
+      if (hold !== undefined) await provider.send("anvil_setNextBlockBaseFeePerGas", [String(hold)]);
       await provider.send("evm_mine", []);
       await Promise.race([settled.catch(() => undefined), sleep(ms)]);
     }
@@ -70,6 +78,8 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
   });
 
   afterEach(async function () {
+    await provider.send("anvil_setNextBlockBaseFeePerGas", [String(gwei("1"))]); // no spike left for the next test
+    await provider.send("evm_mine", []);
     await provider.send("evm_setAutomine", [true]);
     lines.length = 0;
   });
@@ -90,8 +100,7 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
     expect(sent.nonce).to.equal(0);
     const offered = sent.maxFeePerGas!;
     // The next blocks' base fee jumps above what the first version offers: it cannot be mined.
-    await provider.send("anvil_setNextBlockBaseFeePerGas", [String(offered + gwei("1"))]);
-    const receipt = (await mineUntil(mined(sent)))!;
+    const receipt = (await mineUntil(mined(sent), 150, offered + gwei("1")))!;
 
     expect(receipt.status).to.equal(1);
     expect(receipt.hash, "the replacement's receipt").to.not.equal(sent.hash);
@@ -107,9 +116,46 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
     expect(first).to.equal(w.manager);
   });
 
+  it("a speed-up whose every answer was lost (the node took it) is still the one followed: mined once, no 'nonce taken'", async function () {
+    let raws = 0;
+    const p = await startFaultProxy({
+      target: rpc,
+      script: ({ methods }) => (methods.includes("eth_sendRawTransaction") && ++raws > 1 ? "drop" : "pass"),
+    });
+    const net = Network.from(31337n);
+    const c = new JsonRpcClient(
+      p.url,
+      net,
+      { staticNetwork: net, cacheTimeout: -1, batchMaxCount: 1 },
+      { budgetMs: 1_000 },
+    );
+    try {
+      const key = Wallet.createRandom();
+      await provider.send("anvil_setBalance", [key.address, "0x8AC7230489E80000"]);
+      const w = managedWallet(new Wallet(key.privateKey), c, {
+        pollMs: 40,
+        logger,
+        lockDir,
+        speedUp: { afterBlocks: 2, afterMs: 600_000 },
+      });
+      await provider.send("evm_setAutomine", [false]);
+      const data = tag("answer-lost");
+      const sent = await w.sendTransaction({ to: emitter, data, gasLimit: 60_000n });
+      const receipt = (await mineUntil(mined(sent), 300, sent.maxFeePerGas! + gwei("1")))!;
+      expect(raws, "the replacement's broadcasts were all dropped").to.be.at.least(2);
+      expect(receipt.hash).to.not.equal(sent.hash);
+      expect(await logsOf(data)).to.have.length(1);
+      expect(await provider.getTransactionCount(w.address, "latest")).to.equal(1);
+    } finally {
+      c.destroy();
+      await p.stop();
+    }
+  });
+
   it("never offers more than the cap: at the cap it keeps waiting (said once) and is mined when the fee falls", async function () {
     const cap = gwei("6");
     const w = await freshWallet({ maxFeeWei: cap, speedUp: { afterBlocks: 1, afterMs: 600_000 } });
+    const held = txStats.atCap;
     await provider.send("evm_setAutomine", [false]);
     const data = tag("capped");
     const sent = await w.sendTransaction({ to: emitter, data, gasLimit: 60_000n });
@@ -120,7 +166,7 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
       await sleep(120);
     }
     expect(lines.filter((l) => l.includes("at the fee cap"))).to.have.length(1);
-    expect(txStats.atCap).to.equal(1);
+    expect(txStats.atCap - held).to.equal(1);
     // The fee falls back under the cap: the last version is mined.
     await provider.send("anvil_setNextBlockBaseFeePerGas", [String(gwei("1"))]);
     const receipt = (await mineUntil(waiting))!;
@@ -132,6 +178,24 @@ describe("sdk/txManager: transactions on a fee market (anvil)", function () {
       expect(Number(/max fee ([\d.]+) gwei/.exec(fee)![1]) <= 6, fee).to.equal(true);
     }
     expect(await logsOf(data)).to.have.length(1);
+  });
+
+  it("a base fee above the cap: not sent, one line saying so (retryable), sent once the fee falls", async function () {
+    const w = await freshWallet({ maxFeeWei: gwei("3") });
+    await provider.send("anvil_setNextBlockBaseFeePerGas", [String(gwei("5"))]);
+    await provider.send("evm_mine", []);
+    let error: Error | undefined;
+    await w.sendTransaction({ to: emitter, data: tag("over-cap"), gasLimit: 60_000n }).catch((e) => (error = e));
+    expect(error).to.be.instanceOf(FeeAboveCapError);
+    expect(error!.message).to.match(/^not sent: the network's base fee \(4.375 gwei\) is above the fee cap \(3 gwei/);
+    expect(classifyError(error, new Interface([]))).to.equal("retryable");
+    expect(await provider.getTransactionCount(w.address, "pending")).to.equal(0);
+    await provider.send("anvil_setNextBlockBaseFeePerGas", [String(gwei("1"))]);
+    await provider.send("evm_mine", []);
+    const sent = await w.sendTransaction({ to: emitter, data: tag("over-cap"), gasLimit: 60_000n });
+    expect(sent.nonce).to.equal(0);
+    expect(sent.maxFeePerGas! <= gwei("3")).to.equal(true);
+    expect((await mined(sent))!.status).to.equal(1);
   });
 
   it("concurrent sends from one key get consecutive nonces, all mined", async function () {
