@@ -10,7 +10,7 @@ import { loadTemplate } from "../workloads/index.ts";
 import { metricText } from "../workloads/metric.ts";
 import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
 import { openContext, type CommandContext } from "./context.ts";
-import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
+import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock, readPoint, unconfirmedLine } from "./events.ts";
 import { currentOffers } from "./fit.ts";
 import { namesFor } from "./names.ts";
 import { statusName } from "../sdk/job.ts";
@@ -38,14 +38,15 @@ export async function main(argv: string[]): Promise<number> {
   const fromBlock = parseFromBlock(values["from-block"]);
   const ctx = await openContext(values, false);
   try {
-    const ledger = await loadLedger(ctx, fromBlock, { jobIds: [jobId] });
+    const at = await readPoint(ctx); // events and state at one block
+    const ledger = await loadLedger(ctx, fromBlock, { jobIds: [jobId], toBlock: at.head });
     const job = ledger.jobs.get(jobId);
     if (!job) throw new CommandError(`job ${jobId} has no JobCreated event on escrow ${ctx.deployment.escrow}`);
     const { escrow } = ctx.protocol;
     const [onChain, chainStatus, block, names] = await Promise.all([
-      escrow.jobOf(jobId),
-      escrow.statusOf(jobId),
-      ctx.provider.getBlock("latest"),
+      escrow.jobOf(jobId, { blockTag: at.head }),
+      escrow.statusOf(jobId, { blockTag: at.head }),
+      ctx.provider.getBlock(at.head),
       namesFor(
         ctx,
         providerSummaries(job).map((s) => s.provider),
@@ -59,8 +60,13 @@ export async function main(argv: string[]): Promise<number> {
       job.epoch === onChain.epoch &&
       job.acceptedStep === Number(onChain.acceptedStep);
     const waits = status === "Open" ? await whyItWaits(ctx, job, fromBlock) : [];
+    const unconfirmed = unconfirmedLine(
+      job.history.map((h) => h.blockNumber),
+      at,
+    );
     if (values.json) {
-      const report = { jobId, status, epoch: job.epoch, paid: job.paid, waits, providers: summaries };
+      const read = { block: at.head, confirmedBlock: at.confirmed };
+      const report = { jobId, status, epoch: job.epoch, paid: job.paid, waits, providers: summaries, read };
       console.log(JSON.stringify({ ...report, history: job.history, agreesWithContract: agrees }, jsonSafe, 2));
       return agrees ? 0 : 1;
     }
@@ -70,6 +76,7 @@ export async function main(argv: string[]): Promise<number> {
         `paid ${formatUsdc(job.paid)} of ${formatUsdc(job.budget)}`,
     );
     for (const why of waits) console.log(`waiting: ${why}`);
+    if (unconfirmed) console.log(unconfirmed);
     console.log("");
     for (const line of jobNarrative(job, names, BigInt(block!.timestamp), metricWordsFor(job.templateId)))
       console.log(line);

@@ -2,7 +2,7 @@
 import { expectPositionals, parseAddress, parseCommand } from "../sdk/args.ts";
 import { openContext } from "./context.ts";
 import { namesFor } from "./names.ts";
-import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock } from "./events.ts";
+import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock, readPoint, unconfirmedLine } from "./events.ts";
 import { walletOf } from "../sdk/ledger.ts";
 import { labelOf, providerSummaries } from "../sdk/narrative.ts";
 import { formatUsdc } from "../sdk/format.ts";
@@ -24,17 +24,23 @@ export async function main(argv: string[]): Promise<number> {
   const fromBlock = parseFromBlock(values["from-block"]);
   const ctx = await openContext(values, false);
   try {
-    const ledger = await loadLedger(ctx, fromBlock, { account: who });
+    const at = await readPoint(ctx); // events and state at one block
+    const ledger = await loadLedger(ctx, fromBlock, { account: who, toBlock: at.head });
     const wallet = walletOf(ledger, who);
     const [onChain, stake, names, restake] = await Promise.all([
-      ctx.protocol.escrow.owed(who),
-      ctx.protocol.registry.stakeOf(who),
+      ctx.protocol.escrow.owed(who, { blockTag: at.head }),
+      ctx.protocol.registry.stakeOf(who, { blockTag: at.head }),
       namesFor(ctx, [who]),
       readRestake(ctx, fromBlock, who),
     ]);
     const disagree =
       onChain === wallet.withdrawable ? "" : ` (contract says ${formatUsdc(onChain)}: events and state DISAGREE)`;
     console.log(labelOf(who, names));
+    const unconfirmed = unconfirmedLine(
+      [...ledger.jobs.values()].flatMap((j) => j.history.map((h) => h.blockNumber)),
+      at,
+    );
+    if (unconfirmed) console.log(`  ${unconfirmed}`);
     console.log(`  withdrawable now: ${formatUsdc(wallet.withdrawable)}${disagree}`);
     console.log(`  withdrawn so far: ${formatUsdc(wallet.withdrawn)}`);
     for (const c of wallet.claimable) {

@@ -27,21 +27,24 @@ export async function settle(
   const { o, protocol } = run;
   const { jobId } = job;
   await withdrawAll(protocol, actors, jobId);
-  // From genesis: the global books need every event, the registry's stake events too (reserves count stakes).
-  const ledger = await escrowLedger(protocol.escrow, 0, { registry: protocol.registry });
+  // From genesis: the global books need every event, the registry's stake events too (reserves count stakes). The
+  // events and the state are read at one block: on a chain that mines on a clock (or reorganises) "latest" moves
+  // between two reads.
+  const blockTag = await run.provider.getBlockNumber();
+  const ledger = await escrowLedger(protocol.escrow, 0, { registry: protocol.registry, toBlock: blockTag });
   const ledgerJob = ledger.jobs.get(jobId)!;
   const names = await verifierNamesOn(run.provider, run.deployment.verifierSafe);
   const rows = providerRows(actors, providerSummaries(ledgerJob, names), ledger);
   const [state, verdict, [held, owes], statusCode] = await Promise.all([
-    protocol.escrow.jobOf(jobId),
-    protocol.escrow.verdictOf(jobId),
-    protocol.escrow.reserves(),
-    protocol.escrow.statusOf(jobId),
+    protocol.escrow.jobOf(jobId, { blockTag }),
+    protocol.escrow.verdictOf(jobId, { blockTag }),
+    protocol.escrow.reserves({ blockTag }),
+    protocol.escrow.statusOf(jobId, { blockTag }),
   ]);
   const refund = ledgerJob.settlement?.refund ?? 0n;
   const bondBack = ledgerJob.settlement?.bondReturned ?? 0n;
   const accounts = [...actors.providers.map((p) => p.wallet.address), actors.client.address];
-  const booksAgree = await ledgerMatchesState(protocol, ledger, accounts);
+  const booksAgree = await ledgerMatchesState(protocol, ledger, accounts, blockTag);
   const descriptor = loadTemplate(o.template).descriptor;
   const metric = metricText(descriptor, verdict.metric);
   const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
@@ -235,9 +238,14 @@ async function claimIfStillUnclaimed(escrow: Protocol["escrow"], jobId: bigint, 
 }
 
 /** Every actor's withdrawable balance as the events tell it equals the contract's `owed`. */
-async function ledgerMatchesState(protocol: Protocol, ledger: Ledger, accounts: string[]): Promise<boolean> {
+async function ledgerMatchesState(
+  protocol: Protocol,
+  ledger: Ledger,
+  accounts: string[],
+  blockTag: number,
+): Promise<boolean> {
   for (const account of accounts) {
-    if (walletOf(ledger, account).withdrawable !== (await protocol.escrow.owed(account))) return false;
+    if (walletOf(ledger, account).withdrawable !== (await protocol.escrow.owed(account, { blockTag }))) return false;
   }
   return true;
 }

@@ -28,6 +28,8 @@ export interface AnvilProtocol {
   rpc: string;
   chain: JsonRpcProvider;
   deployment: Deployment;
+  /** The deployment's addresses file (the CLI's --deployment). */
+  deploymentFile: string;
   templateId: string;
   /** The protocol as `key` sends it. */
   as(key: string): Protocol;
@@ -47,7 +49,8 @@ export async function anvilProtocol(name: string): Promise<AnvilProtocol> {
   const group = new ProcessGroup(() => {});
   const deploymentId = `${name}-${process.pid}`;
   const rpc = await startAnvil(group, await freePort(0), {}, `${name}-chain`);
-  const deployment = loadDeployment(await deployLocal(rpc, deploymentId));
+  const deploymentFile = await deployLocal(rpc, deploymentId);
+  const deployment = loadDeployment(deploymentFile);
   const chain = rpcProvider(rpc, 50);
   const as = (key: string) => connectProtocol(deployment, new Wallet(key, chain));
   const send = async (tx: Promise<ContractTransactionResponse>) => (await (await tx).wait())!;
@@ -73,6 +76,7 @@ export async function anvilProtocol(name: string): Promise<AnvilProtocol> {
     rpc,
     chain,
     deployment,
+    deploymentFile,
     templateId,
     as,
     async createJob(totalSteps, interval) {

@@ -15,10 +15,13 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `gpuchain ARGS` on this Node; resolves on "close", when both pipes are drained. */
-export function runGpuchain(args: string[]): Promise<CliResult> {
+/** Runs `gpuchain ARGS` on this Node (`env` added to this process's); resolves on "close", when both pipes are drained. */
+export function runGpuchain(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    });
     let [stdout, stderr] = ["", ""];
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));

@@ -3,7 +3,8 @@
  * state every tick, so what it plans follows the new chain by itself, except for its memory of the jobs that left
  * training (it stops reading those). A reorganisation of depth 1, 2 or 3 that removes the block which ended a job (a
  * cancel here; a verdict or an expiry alike) gives the job back; a report made on the new chain is then planned and
- * checked as by a fresh verifier (before: never looked at again). And a report it decided that a reorganisation
+ * checked as by a fresh verifier (before: never looked at again). An acceptance removed makes the checkpoint pending
+ * again, and it decides and posts it again (the same decision). And a report it decided that a reorganisation
  * removes leaves its memory and is no longer posted; the report made instead on the new chain is decided on its own.
  */
 import { expect } from "chai";
@@ -102,6 +103,27 @@ describe("verifier: across reorganisations (anvil)", function () {
       expect(summary.waiting).to.be.greaterThan(0);
     });
   }
+
+  it("an acceptance removed by a reorg: the checkpoint is pending again and it decides and posts it again", async function () {
+    const { v, posted } = await verifier(0);
+    const jobId = await p.createJob(8, 4);
+    const hash = "0x" + "e4".repeat(32);
+    await assignAndReport(jobId, hash);
+    await v.tick();
+    const about = (b: SignatureBody) => b.kind === "checkpoint" && b.message.checkpointHash === hash;
+    const digest = posted.find(about)!.digest;
+    const accepted = await p.decide(jobId, true); // the other verifiers' quorum decided it
+    await v.tick(); // no longer waited for: forgotten
+    const count = posted.length;
+    await p.reorgFrom(accepted);
+    expect((await p.as(TEST_KEYS.client).escrow.jobOf(jobId)).pendingStep).to.equal(4n);
+    await v.tick();
+    const again = posted.slice(count).filter(about);
+    expect(
+      again.map((b) => b.digest),
+      "decided again, the same decision",
+    ).to.deep.equal([digest]);
+  });
 
   it("a report it decided, removed by a reorg: the decision is dropped, the report made instead is decided anew", async function () {
     const { v, posted } = await verifier(0); // no grace: a report without blobs is refused at once
