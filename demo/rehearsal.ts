@@ -466,7 +466,7 @@ export class Rehearsal {
       `  npm start's watcher: ${this.watcherRollbacks} rollback(s) to the common ancestor, folded again`,
       ...audit.fates.map(
         (f) =>
-          `  ${f.who}'s ${f.call} (nonce ${f.nonce}), dropped by a reorganisation: ${f.fate}` +
+          `  ${possessive(f.who)} ${f.call} (nonce ${f.nonce}), dropped by a reorganisation: ${f.fate}` +
           (f.block !== undefined ? ` (block ${f.block})` : ""),
       ),
       this.spike?.replacementHash
@@ -534,6 +534,7 @@ function addressOf(key: string): string {
   return computeAddress(key).toLowerCase();
 }
 
+const possessive = (who: string) => (who.endsWith("s") ? `${who}'` : `${who}'s`);
 const toHex = (n: number | bigint) => "0x" + n.toString(16);
 const pct = (x: number) => `${Math.round(x * 100)} %`;
 const gwei = (wei: bigint) => (Number(wei) / 1e9).toFixed(2);

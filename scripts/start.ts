@@ -139,6 +139,7 @@ function rehearsalOf(v: Values): boolean {
     ["--dispute", v.dispute || undefined],
     ["--node", v.node === "hardhat" ? undefined : v.node],
   ].find(([, x]) => x !== undefined);
+  if (clash?.[0] === "--dispute") throw new UsageError("--network rehearsal has no dispute: drop --dispute");
   if (clash) throw new UsageError(`--network rehearsal runs its own anvil: drop ${clash[0]}`);
   return true;
 }
