@@ -13,6 +13,7 @@ import { benchKeepers } from "./keepers.ts";
 import { benchDashboard } from "./dashboard.ts";
 import { benchSybil } from "./sybil.ts";
 import { benchVerifierDelay } from "./verifierDelay.ts";
+import { benchRehearsal } from "./rehearsal.ts";
 import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -28,6 +29,7 @@ const parts: [string, () => Promise<Record<string, number | string>>][] = [
   ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
   ["no starving: 5 and 20 idle identities against one honest provider", () => benchSybil(progress)],
+  ["public-network rehearsal: reorgs, RPC faults, a gas spike (issue 22)", () => benchRehearsal(progress)],
   // Last: it ends with the 10-minute soak, which loads the machine on purpose.
   ["whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],
 ];

@@ -3,7 +3,7 @@
  * profile) and the off-chain processes — keepers, three verifiers, three provider agents — started as children.
  */
 import path from "node:path";
-import type { Wallet } from "ethers";
+import type { ContractTransaction, Wallet } from "ethers";
 import type { Protocol } from "../sdk/contracts.ts";
 import { loadKey, loadOrCreateKey } from "../sdk/keys.ts";
 import { managedWallet, mined } from "../sdk/txManager.ts";
@@ -58,7 +58,13 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
   const cli = "cli/gpuchain.ts";
   const store = run.storage.url;
   const env = run.storage.env;
-  const common = ["--rpc", run.net.rpc, "--deployment", run.net.deploymentFile];
+  // --network rehearsal: each part through a fault proxy of its own (its faults counted apart).
+  const common = (part: string) => [
+    "--rpc",
+    run.net.rpcFor?.(part) ?? run.net.rpc,
+    "--deployment",
+    run.net.deploymentFile,
+  ];
   // --hosts: every part on its own host; the keepers listen on the operator's (chain) host address.
   const hostNet = run.hostNet;
   const keeperIp = hostNet?.host("chain").ip ?? "127.0.0.1";
@@ -69,7 +75,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
   group.start(
     "keepers",
     [
-      ...[cli, "keeper", "all", ...common, "--key", actors.keyFiles.coordinator],
+      ...[cli, "keeper", "all", ...common("keepers"), "--key", actors.keyFiles.coordinator],
       ...["--coordinator-port", String(ports.coordinator), "--collector-port", String(ports.collector)],
       ...["--state-file", path.join(o.runDir, "collector-state.json")],
       ...(d ? ["--heartbeat-timeout-ms", String(d.timeoutMs), "--interval-ms", String(d.keeperTickMs)] : []),
@@ -84,7 +90,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
     group.start(
       `verifier${i}`,
       [
-        ...[cli, "verify", ...common, "--key", key, "--store", store],
+        ...[cli, "verify", ...common(`verifier${i}`), "--key", key, "--store", store],
         ...["--collector", collectorUrl, "--decisions", decisions],
       ],
       env,
@@ -101,7 +107,18 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
     group.start(
       p.name,
       [
-        ...[cli, "provide", ...common, "--json", "--name", p.name, "--price", PRICE[p.name], "--key", p.keyFile],
+        ...[
+          cli,
+          "provide",
+          ...common(p.name),
+          "--json",
+          "--name",
+          p.name,
+          "--price",
+          PRICE[p.name],
+          "--key",
+          p.keyFile,
+        ],
         ...["--store", store, "--coordinator", coordinatorUrl],
         // Every trained step logged (the exact work-lost figure) only by the provider this run kills or cuts off:
         // a line per step costs the trainer and this process time (issue 14's long job).
@@ -126,7 +143,13 @@ export async function createJob(
   client: Wallet,
   templateId: string,
 ): Promise<{ jobId: bigint; block: number }> {
-  return postJob(run.protocol, client, templateId, run.o);
+  return postJob(
+    run.protocol,
+    client,
+    templateId,
+    run.o,
+    run.net.rehearsal && ((tx) => run.net.rehearsal!.sendUnderSpike(client, tx, run.note)),
+  );
 }
 
 /** `client` approves the budget of a job of `shape` at MAX_PRICE and posts it; its id and block, from JobCreated. */
@@ -135,6 +158,8 @@ export async function postJob(
   client: Wallet,
   templateId: string,
   shape: { totalSteps: number; checkpointInterval: number },
+  /** --network rehearsal: sends createJob under a gas spike and speeds it up (demo/rehearsal.ts). */
+  underSpike?: (tx: ContractTransaction) => Promise<{ hash: string; blockNumber: number }>,
 ): Promise<{ jobId: bigint; block: number }> {
   const budget = budgetOf(shape.totalSteps);
   await mined(protocol.usdc.connect(client).approve(await protocol.escrow.getAddress(), budget));
@@ -146,7 +171,12 @@ export async function postJob(
     budget,
     disputeWindow: DISPUTE_WINDOW,
   };
-  const receipt = await mined(protocol.escrow.connect(client).createJob(request));
+  const escrow = protocol.escrow.connect(client);
+  const receipt = underSpike
+    ? await client.provider!.getTransactionReceipt(
+        (await underSpike(await escrow.createJob.populateTransaction(request))).hash,
+      )
+    : await mined(escrow.createJob(request));
   const created = receipt!.logs.map((l) => protocol.escrow.interface.parseLog(l)).find((e) => e?.name === "JobCreated");
   return { jobId: created!.args.jobId as bigint, block: receipt!.blockNumber };
 }

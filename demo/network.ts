@@ -14,6 +14,7 @@ import { sleep } from "../sdk/retry.ts";
 import { mined } from "../sdk/txManager.ts";
 import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
+import { Rehearsal } from "./rehearsal.ts";
 
 export type ChainNode = "hardhat" | "anvil";
 
@@ -36,6 +37,12 @@ export interface ScenarioNetwork {
   /** Lets `seconds` of chain time pass. */
   passTime(provider: JsonRpcProvider, seconds: number, note: (l: string) => void): Promise<void>;
   canWaitDays: boolean;
+  /** The URL one part (keepers, verifier1, alice, start, dashboard …) reaches the chain by (default `rpc`). */
+  rpcFor?: (part: string) => string;
+  /** `--network rehearsal`: the injector and its counters (demo/rehearsal.ts). */
+  rehearsal?: Rehearsal;
+  /** Stops what the network itself started besides the chain (the rehearsal's proxies). */
+  close?: () => Promise<void>;
 }
 
 export interface LocalOptions {
@@ -104,6 +111,46 @@ export async function localNetwork(
       await provider.send("evm_increaseTime", [seconds]);
       await provider.send("evm_mine", []);
       note(clockAdvancedNote(seconds));
+    },
+  };
+}
+
+/**
+ * `--network rehearsal` (issue 22): anvil with 2-s blocks, every part behind a fault proxy of its own, reorgs and a
+ * gas spike injected at chosen moments (demo/rehearsal.ts). The local chain's keys and test faucet; the clock
+ * advanced straight on the node.
+ */
+export async function rehearsalNetwork(
+  group: ProcessGroup,
+  o: LocalOptions,
+  note: (l: string) => void,
+): Promise<ScenarioNetwork> {
+  const { rehearsal, deploymentFile } = await Rehearsal.start(group, o, note);
+  const keyFiles = {} as Record<Role, string>;
+  for (const role of ROLES) {
+    keyFiles[role] = path.join(o.runDir, "keys", `${role}.key`);
+    writeKey(keyFiles[role], TEST_KEYS[role]);
+  }
+  return {
+    badge: "Rehearsal: anvil, 2-s blocks, RPC faults, reorganisations, a gas spike",
+    rpc: rehearsal.rpcFor("start"),
+    rpcFor: (part) => rehearsal.rpcFor(part),
+    rehearsal,
+    close: () => rehearsal.close(),
+    deploymentFile,
+    keyFiles,
+    local: true,
+    canWaitDays: true,
+    fundGas: (_provider, address) => rehearsal.fundGas(address),
+    fundClient: async (protocol, client, amount) =>
+      void (await mined(protocol.usdc.connect(client).mint(client.address, amount))),
+    approveTemplate: async (protocol, provider, templateId) => {
+      const owner = new Wallet(TEST_KEYS.owner, provider);
+      await (await protocol.escrow.connect(owner).setTemplateApproval(templateId, true)).wait();
+    },
+    passTime: async (_provider, seconds, note) => {
+      await rehearsal.passTime(seconds);
+      note(`advanced the chain's clock by ${seconds} s`);
     },
   };
 }

@@ -44,6 +44,8 @@ export interface Summary {
   checks: PromiseCheck[];
   ok: boolean;
   recording: string;
+  /** Lines before the checks (--network rehearsal: what was injected, what each part did). */
+  extra?: string[];
 }
 
 export function summaryLines(s: Summary): string[] {
@@ -56,6 +58,7 @@ export function summaryLines(s: Summary): string[] {
     "",
     `client refund: ${formatUsdc(s.refund)}${s.dispute ? `; dispute bond returned: ${formatUsdc(s.bondBack)}` : ""}`,
     failoverLine(s.watch),
+    ...(s.extra ?? []),
     "",
     ...s.checks.map((c) => `${c.held ? "✔" : "✘"} ${c.promise}: ${c.detail}`),
     "",

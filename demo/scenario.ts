@@ -25,7 +25,7 @@ import {
   providersRegistered,
   startOffChain,
 } from "./actors.ts";
-import { externalNetwork, localNetwork, type ScenarioNetwork } from "./network.ts";
+import { externalNetwork, localNetwork, rehearsalNetwork, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
 import { markLive, pruneEndedStores } from "./runDirs.ts";
@@ -57,6 +57,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const group = new ProcessGroup(
     (name, line, stream) => {
       if (isDecisionLine(name, line)) recorder.add("log", name, safeJson(line) ?? line);
+      net?.rehearsal?.childLine(name, line);
       followChild(status, name, line);
       const shown = renderChildLine(name, line, stream);
       if (shown) note(shown);
@@ -74,7 +75,9 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const at = hostNet && { address: hostNet.host("chain").ip, wrapper: hostNet.wrapper("chain") };
     net = o.external
       ? await externalNetwork(o.external.rpc, o.external.deploymentFile, o.external.keysDir)
-      : await localNetwork(group, { ...o, at }, note);
+      : o.rehearsal
+        ? await rehearsalNetwork(group, o, note)
+        : await localNetwork(group, { ...o, at }, note);
     if (o.dispute && !net.canWaitDays) {
       throw new Error("--dispute waits out the arbiter's 3 days: only on the local chain, whose clock can be advanced");
     }
@@ -84,7 +87,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     provider = run.provider;
     // dashboard hook: served for the whole run (read-only); it finds the keepers once startOffChain has chosen ports
     dashboard = await startDashboardServer({
-      rpc: net.rpc,
+      rpc: net.rpcFor?.("dashboard") ?? net.rpc,
       deploymentFile: net.deploymentFile,
       note,
       port: await freePort(8700),
@@ -116,6 +119,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     await dashboard?.close(); // dashboard hook
     const count = group.size;
     await group.stopAll(5_000, ["chain"]);
+    await net?.close?.();
     await storage?.close();
     hostNet?.destroy();
     provider?.destroy();

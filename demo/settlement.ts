@@ -16,6 +16,7 @@ import { meetsTarget, metricText } from "../workloads/metric.ts";
 import { PRICE, priceUnits } from "./actors.ts";
 import { summaryLines, type PromiseCheck, type ProviderRow } from "./report.ts";
 import type { Actors, Run, ScenarioResult, WatchResult } from "./types.ts";
+import { keeperNames, MONEY_CALLS } from "./rehearsal.ts";
 
 export async function settle(
   run: Run,
@@ -119,8 +120,11 @@ export async function settle(
       held: bondBack > 0n,
       detail: `bond returned ${formatUsdc(bondBack)}`,
     });
+  const rehearsal = await rehearsalPart(run, actors, job.fromBlock, watch);
+  if (rehearsal) checks.push(...rehearsal.checks);
   const ok = checks.every((c) => c.held);
   const summary = summaryLines({
+    extra: rehearsal?.lines,
     metric,
     passed: verdict.passed,
     rows,
@@ -147,6 +151,41 @@ export async function settle(
     lostWork: watch.lostWork,
     jobWallSeconds: watch.jobWallSeconds,
     minReserveMargin: minMargin,
+    rehearsal: rehearsal?.result,
+  };
+}
+
+/** --network rehearsal: the audit straight from the node, its checks, what was injected and what each part did. */
+async function rehearsalPart(run: Run, actors: Actors, fromBlock: number, watch: WatchResult) {
+  const r = run.net.rehearsal;
+  if (!r) return undefined;
+  const names = { ...keeperNames(), ...(run.names ?? {}), [actors.client.address.toLowerCase()]: "client" };
+  const honest = actors.providers.filter((p) => p.name !== "mallory").map((p) => p.wallet.address.toLowerCase());
+  const audit = await r.audit(run.protocol, names, fromBlock, honest);
+  const report = r.report(audit, watch.jobWallSeconds, MONEY_CALLS);
+  const inj = r.injected();
+  return {
+    checks: report.checks,
+    lines: report.lines,
+    result: {
+      lines: report.lines,
+      injected: { ...inj },
+      reorgs: r.reorgs.length,
+      falseActions: report.falseActions,
+      moneyFalseActions: report.moneyFalseActions,
+      requestsPerPart: Object.fromEntries([...r.proxies].map(([k, p]) => [k, p.counts.requests])),
+      // JSON-RPC calls (a batch is one request, several calls) and the span from a part's first to last request.
+      callsPerPart: Object.fromEntries(
+        [...r.proxies].map(([k, p]) => [k, Object.values(p.counts.methods).reduce((a, b) => a + b, 0)]),
+      ),
+      secondsPerPart: Object.fromEntries(
+        [...r.proxies].map(([k, p]) => {
+          const a = p.counts.arrivals;
+          return [k, a.length > 1 ? (a[a.length - 1] - a[0]) / 1000 : 0];
+        }),
+      ),
+      jobSeconds: watch.jobWallSeconds,
+    },
   };
 }
 

@@ -55,6 +55,8 @@ export interface ScenarioOptions {
   store?: string;
   /** Each part on a separate network host (a namespace of its own, demo/hosts.ts; Linux, as root). */
   hosts?: boolean;
+  /** `--network rehearsal`: anvil, 2-s blocks, fault proxies, reorgs and a gas spike (demo/rehearsal.ts). */
+  rehearsal?: boolean;
   /** Run against an existing deployment instead of an embedded chain (see demo/network.ts). */
   external?: { rpc: string; deploymentFile: string; keysDir: string };
   /**
@@ -105,6 +107,18 @@ export interface ScenarioResult {
   recording: string;
   jobId?: bigint;
   deployment?: Deployment;
+  /** `--network rehearsal`: what was injected and what each part did (demo/rehearsal.ts), and its figures. */
+  rehearsal?: {
+    lines: string[];
+    injected: Record<string, number>;
+    reorgs: number;
+    falseActions: number;
+    moneyFalseActions: number;
+    requestsPerPart: Record<string, number>;
+    callsPerPart: Record<string, number>;
+    secondsPerPart: Record<string, number>;
+    jobSeconds?: number;
+  };
   /** The closing lines (table, checks), printed last. */
   summary: string[];
 }

@@ -29,6 +29,8 @@ interface Follow {
   /** --hosts: what alice had trained when cut off (she keeps training, unreachable; that never counts). */
   aliceStepAtCut?: number;
   timeAdvanced: boolean;
+  /** --network rehearsal: a reorg was injected at the verdict; the clock waits for a poll that has seen it. */
+  verdictDeferred: boolean;
   /** This job's events on the chain as the watch last read it (rolled back on a reorganisation). */
   events: LiveEvent[];
 }
@@ -46,6 +48,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
     result: {},
     aliceReported: 0,
     timeAdvanced: false,
+    verdictDeferred: false,
     events: [],
   };
   // From block 0, not the job's: the recording must hold the set-up events too (FeeRecipientSet, the templates'
@@ -58,12 +61,16 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
   while (Date.now() < deadline) {
     if (o.signal?.aborted) throw new Error("stopped by the user");
     const { logs, head, reorged } = await cursor.poll();
+    // The verdict survived the reorg injected after it (or came again): now let the dispute window pass.
+    const verdictDeferred = f.verdictDeferred;
+    f.verdictDeferred = false;
     if (reorged) {
       // Blocks the watch had read were replaced: the recording says so (its readers fold again without them), the
       // status line is folded again from the job's events that remain; the new chain's events follow.
       run.recorder.add("metric", "reorg", { ...reorged });
       for (const line of rolledBackLines(f.events, reorged, f.names)) run.note(line);
       f.events = rolledBackEvents(f.events, reorged.from);
+      if (run.net.rehearsal) run.net.rehearsal.watcherRollbacks++;
       f.run.status.update({ ...watchStatus(f.events, f.names), signed: 0 });
       lastSampled = Math.min(lastSampled, reorged.from - 1);
     }
@@ -80,6 +87,10 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
       f.events.push(event);
       run.note(chainLine(event, f.names));
       if (await onEvent(f, event)) return f.result;
+    }
+    if (verdictDeferred && !f.timeAdvanced && f.events.some((e) => e.name === "VerdictSubmitted")) {
+      f.timeAdvanced = true;
+      await afterVerdict(run, f.actors, f.jobId);
     }
     // Every block, not only the heads this loop happened to see: the claim is "held ≥ owed at every block".
     for (let b = lastSampled < 0 ? fromBlock : lastSampled + 1; b <= head; b++) await sampleReserves(run, f.result, b);
@@ -133,6 +144,8 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
   const { run, result } = f;
   const byAlice = String(e.args.provider).toLowerCase() === f.alice;
   trackStatus(f, e);
+  // --network rehearsal: a reorganisation just after this event, when it is one of the chosen moments.
+  const reorged = (await run.net.rehearsal?.afterEvent(e, run.note)) === true;
   if (e.name === "CheckpointReported" && byAlice) f.aliceReported = Math.max(f.aliceReported, Number(e.args.step));
   if (e.name === "CheckpointAccepted" && byAlice && result.killedAt === undefined && run.o.kill && run.hostNet) {
     // --hosts: alice keeps running, cut off; her later steps never count.
@@ -177,9 +190,12 @@ async function onEvent(f: Follow, e: LiveEvent): Promise<boolean> {
     const [slashed, toClient] = [BigInt(e.args.slashed as bigint), BigInt(e.args.toClient as bigint)];
     result.slash = { faultStep: Number(e.args.faultStep), finder, slashed, toClient };
   } else if (e.name === "VerdictSubmitted" && !f.timeAdvanced) {
-    f.timeAdvanced = true;
-    result.jobWallSeconds = (Date.now() - f.startedAt) / 1000;
-    await afterVerdict(run, f.actors, f.jobId);
+    result.jobWallSeconds ??= (Date.now() - f.startedAt) / 1000;
+    if (reorged) f.verdictDeferred = true;
+    else {
+      f.timeAdvanced = true;
+      await afterVerdict(run, f.actors, f.jobId);
+    }
   } else if (e.name === "JobSettled") {
     return true;
   }

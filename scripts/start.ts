@@ -22,6 +22,11 @@ export const USAGE = `usage: npm start [-- options]
   --keep                 leave the network up after the settlement (try explain, wallet, the CLI) until Ctrl-C
   --port N               the embedded chain's port (default 8545, or a free one if 8545 is taken)
   --node hardhat|anvil   which embedded node to run (default hardhat)
+  --network rehearsal    the scenario on a chain that behaves like a public one: anvil with 2-s blocks, every
+                         part behind a fault proxy (50–300 ms, 5 % 429, 1 % dropped, 1 % truncated), three
+                         reorganisations (after a report, an acceptance, the verdict), a gas spike with the
+                         client's createJob stuck below it; 1 confirmation; prints what it injected and what
+                         each part did (README "Public networks")
   --steps N  --interval N  --fault KIND  --timeout DURATION (default 900 s)  --run-dir DIR
   --replay FILE          play a recording back (e.g. recordings/sample.jsonl)
   --hosts                every part on a separate network host (network namespaces; Linux, as root)
@@ -39,6 +44,7 @@ const OPTIONS = {
   keep: { type: "boolean", default: false },
   port: { type: "string" },
   node: { type: "string", default: "hardhat" },
+  network: { type: "string" },
   replay: { type: "string" },
   steps: { type: "string" },
   interval: { type: "string" },
@@ -69,6 +75,7 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
   if (checkpointInterval > totalSteps)
     throw new UsageError(`--interval (${checkpointInterval}) cannot exceed --steps (${totalSteps})`);
   if (!["hardhat", "anvil"].includes(v.node)) throw new UsageError(`--node must be hardhat or anvil, got "${v.node}"`);
+  const rehearsal = rehearsalOf(v);
   const port = v.port === undefined ? undefined : parsePositiveInt(v.port, "port");
   if (port !== undefined && port > 65_535)
     throw new UsageError(`--port must be a TCP port (1 to 65535), got "${v.port}"`);
@@ -96,6 +103,7 @@ export function buildOptions(v: Values, signal: AbortSignal): ScenarioOptions | 
     keep: v.keep,
     liveStatus: process.stdout.isTTY === true,
     external: externalTarget(v),
+    rehearsal,
     store: v.store,
     hosts: v.hosts,
   };
@@ -117,6 +125,23 @@ function templateOf(v: Values): string {
   if (!names.includes(v.template))
     throw new UsageError(`--template ${v.template}: not an approved template (${names.join(", ")})`);
   return v.template;
+}
+
+/** `--network rehearsal` (the only named network; the default is the embedded chain). */
+function rehearsalOf(v: Values): boolean {
+  if (v.network === undefined) return false;
+  if (v.network !== "rehearsal") throw new UsageError(`--network must be rehearsal, got "${v.network}"`);
+  const clash = [
+    ["--rpc", v.rpc],
+    ["--deployment", v.deployment],
+    ["--keys", v.keys],
+    ["--hosts", v.hosts || undefined],
+    ["--dispute", v.dispute || undefined],
+    ["--node", v.node === "hardhat" ? undefined : v.node],
+  ].find(([, x]) => x !== undefined);
+  if (clash?.[0] === "--dispute") throw new UsageError("--network rehearsal has no dispute: drop --dispute");
+  if (clash) throw new UsageError(`--network rehearsal runs its own anvil: drop ${clash[0]}`);
+  return true;
 }
 
 function externalTarget(v: Values) {

@@ -205,6 +205,8 @@ const rpcOf = (p: Provider) => p as unknown as JsonRpcApiProvider;
 
 export class TxManager {
   private next?: number;
+  /** This process's call at each nonce it sent (the newest TRACKED_MAX). */
+  private readonly byNonce = new Map<number, ManagedTx>();
   private queue: Promise<unknown> = Promise.resolve();
   private chain?: Promise<{ chainId: bigint; cap: bigint | undefined; depth: number }>;
   private readonly logger: Logger;
@@ -269,7 +271,7 @@ export class TxManager {
       async () => {
         for (let attempt = 1; ; attempt++) {
           const pending = await this.provider.getTransactionCount(this.address, "pending");
-          const nonce = req.nonce ?? Math.max(this.next ?? 0, pending);
+          const nonce = req.nonce ?? ((await this.forgotten(pending)) ? pending : Math.max(this.next ?? 0, pending));
           let sent;
           try {
             sent = await this.broadcast(chainId, nonce, body, fees);
@@ -283,11 +285,28 @@ export class TxManager {
           txStats.sent++;
           const managed = new ManagedTx(this, nonce, body, sent.version);
           track(sent.version.hash, managed);
+          this.byNonce.set(nonce, managed);
+          if (this.byNonce.size > TRACKED_MAX) this.byNonce.delete(this.byNonce.keys().next().value!);
           return { managed, response: sent.response };
         }
       },
       { dir: this.o.lockDir },
     );
+  }
+
+  /**
+   * Whether the node forgot our transaction at `pending` while our own count runs ahead of it: a reorganisation
+   * dropped it (anvil drops the removed blocks' transactions) and nobody follows it any more. Sending the next call
+   * at our own count would leave a nonce gap the node never mines past; the call at `pending` takes the nonce
+   * instead (the forgotten call did not run; a follower still waiting for it gets NonceTakenError). Found by the
+   * rehearsal (issue 22): the collector's acceptance sent again after a reorg sat behind such a gap.
+   */
+  private async forgotten(pending: number): Promise<boolean> {
+    if (this.next === undefined || this.next <= pending) return false;
+    const ours = this.byNonce.get(pending);
+    if (!ours) return false; // not ours to judge (another process on the key, or too old)
+    for (const v of ours.versions) if (await this.provider.getTransaction(v.hash)) return false;
+    return true;
   }
 
   private async bodyOf(req: TransactionRequest): Promise<Body> {
@@ -355,7 +374,9 @@ export class TxManager {
         state.say(`rpc:${tx.hash}`, "cannot read the chain now; looking again", { hash: tx.hash, error: msg(err) });
         state.lastHead = "";
       }
-      await new Promise((r) => setTimeout(r, pollMs).unref());
+      // Not unref'd: a process whose only work left is this wait (an agent registering on a chain that mines every
+      // 2 s) must stay alive until the transaction is mined, not exit 0 with it pending (issue 22, the rehearsal).
+      await new Promise((r) => setTimeout(r, pollMs));
     }
   }
 

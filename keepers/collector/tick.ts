@@ -234,6 +234,7 @@ export class Collector {
         }
         for (const p of entries) {
           const action = poolAction(p.decision, job, chainTimeS);
+          if (action === "done" && (await this.doneButUnconfirmed(p.decision).catch(() => true))) continue;
           if (action === "keep") {
             if (applicability(p.decision, job, chainTimeS).action === "send") this.sawPending(p.decision);
             continue;
@@ -485,6 +486,17 @@ export class Collector {
     });
   }
 
+  /**
+   * issue 22: whether a decision the head shows done is still to do at the block `depth` below it (its
+   * transaction can still be removed by a reorganisation): such an entry stays in the pool. Never at depth 0.
+   */
+  private async doneButUnconfirmed(decision: VerifierDecision): Promise<boolean> {
+    const depth = confirmationsFor(this.ctx.chainId, this.config.confirmations);
+    if (depth === 0) return false;
+    const c = await this.readJob(decision.message.jobId, depth);
+    return poolAction(decision, c.job, c.chainTimeS) === "keep";
+  }
+
   private drop(digest: string): void {
     this.remove(digest, true);
     this.persist();
@@ -579,6 +591,11 @@ export class Collector {
       readySinceMs: this.readySince.get(digest) ?? now,
       silent: this.silentOwners(),
     });
+    if (step.action === "drop" && step.remember && (await this.doneButUnconfirmed(decision))) {
+      if (this.quiet.changed(digest, "on chain, unconfirmed"))
+        l.info("on chain at the head; kept until it is confirmed", { reason: step.reason });
+      return "waiting";
+    }
     if (step.action === "drop") {
       l.info("already on chain or overtaken; dropped", { reason: step.reason });
       if (step.remember) this.drop(digest);
@@ -618,7 +635,9 @@ export class Collector {
     l.info("decision", { reason: step.reason, signers: sigs.map((s) => s.signer) });
     const outcome = this.deps.executor ? await this.deps.executor.execute(call, l) : await execute(this.ctx, call, l);
     if (outcome.kind === "confirmed" || outcome.kind === "race") {
-      this.drop(digest);
+      // Kept (signatures and all) until the decision is `depth` blocks deep: a reorganisation that removes it
+      // leaves the checkpoint pending again, and then the same decision goes out again (issue 22).
+      if (depth === 0) this.drop(digest);
       // The job moved on: its other decisions (e.g. the verdict after the final acceptance) may apply now.
       this.scheduleJob(decision.message.jobId);
       return "sent";

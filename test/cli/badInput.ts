@@ -491,6 +491,20 @@ const CASES: Case[] = [
     usage: true,
   },
   {
+    name: "npm start: an unknown network",
+    entry: "start",
+    args: "--network mainnet",
+    code: 2,
+    message: /^npm start: --network must be rehearsal, got "mainnet"$/m,
+  },
+  {
+    name: "npm start: the rehearsal with an external RPC",
+    entry: "start",
+    args: "--network rehearsal --rpc http://127.0.0.1:8545",
+    code: 2,
+    message: /^npm start: --network rehearsal runs its own anvil: drop --rpc$/m,
+  },
+  {
     name: "npm start: negative steps",
     entry: "start",
     args: "--steps -5",
