@@ -9,6 +9,7 @@ import { foldNew, newLedgerFold } from "../../dashboard/src/ledger.ts";
 import { parseRecording, type ChainEvent } from "../../sdk/recording.ts";
 import { applyEntry, emptyState, foldAll } from "../../dashboard/src/model/state.ts";
 import { foldEscrowEvents, type Ledger } from "../../sdk/ledger.ts";
+import { isStakeEvent } from "../../sdk/stake.ts";
 import { mulberry32 as random } from "../helpers/random.ts";
 
 const REGISTRY = new Set(["ProviderRegistered", "ProviderUpdated", "ProviderDeactivated", "ProviderReactivated"]);
@@ -18,7 +19,8 @@ function fromScratch(events: readonly ChainEvent[]): Ledger | null {
   try {
     return foldEscrowEvents(
       events
-        .filter((e) => e.contract !== "registry" && !REGISTRY.has(e.name))
+        // The registry's stake events are part of the books (a provider's stake, what reserves owe); its offers are not.
+        .filter((e) => isStakeEvent(e.name) || (e.contract !== "registry" && !REGISTRY.has(e.name)))
         .map((e, i) => ({ eventName: e.name, args: e.args, blockNumber: e.blockNumber, index: e.logIndex ?? i })),
     );
   } catch {

@@ -33,7 +33,11 @@ function sampleFacts() {
   const refusalSigners = (entries as Entry[]).filter(
     (e) => e.kind === "log" && e.data.msg === "checkpoint decided" && e.data.action === "refuse" && e.ms <= refusedAt,
   ).length;
-  return { end, bob: key("bob"), duration: `${clock(end)} / ${clock(end)}`, lastBlock: settledBlock, refusalSigners };
+  // The recording goes on past the settlement (the withdrawals): its last block is its last event's.
+  const events = (entries as (Entry & { data: { blockNumber?: number } })[]).filter((e) => e.kind === "event");
+  const lastBlock = Math.max(settledBlock, ...events.map((e) => e.data.blockNumber ?? 0));
+  const reports = events.filter((e) => e.data.name === "CheckpointReported").length;
+  return { end, bob: key("bob"), duration: `${clock(end)} / ${clock(end)}`, lastBlock, refusalSigners, reports };
 }
 
 describe("dashboard: the recorded run in a real browser", function () {
@@ -98,7 +102,7 @@ describe("dashboard: the recorded run in a real browser", function () {
     await page.getByText("step 100: refused: mallory's step 100").waitFor();
     await page.getByText("step 100: failover: alice taken away by the coordinator").waitFor();
     const rows = page.getByRole("region", { name: "Checkpoints and signatures" }).locator("tbody tr");
-    expect(await rows.count()).to.equal(7);
+    expect(await rows.count()).to.equal(facts.reports); // one row per reported checkpoint
     expect(await rows.first().textContent()).to.match(
       new RegExp(`mallory.*refused.*${facts.refusalSigners} of 3 signed.*replay-mismatch`),
     );
@@ -172,7 +176,11 @@ describe("dashboard: the recorded run in a real browser", function () {
     await page.getByRole("button", { name: "Check" }).click();
     const result = page.getByTestId("wallet-result");
     await result.waitFor();
-    expect(await result.textContent()).to.match(/0\.600000 USDC earned and claimable now/);
+    // The recording holds the withdrawals after the settlement: bob's 0.6 USDC was paid out.
+    expect(await page.getByTestId("wallet-withdrawn").textContent()).to.equal("0.600000 USDC");
+    expect(await result.textContent()).to.match(
+      /job 1 as provider: 500 steps accepted, 0 refused — paid for every step/,
+    );
     expect(await result.textContent()).to.contain(`From the recording's events up to block ${facts.lastBlock}`);
   });
 
