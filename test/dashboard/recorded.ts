@@ -172,6 +172,8 @@ describe("dashboard: the recorded run in a real browser", function () {
 
   it("checks a wallet from the recording's events", async function () {
     await page.goto(`${server.url}?page=onchain&run=sample.jsonl&t=${facts.end}`);
+    // The recording is fetched after the page: checked before it is in, the wallet is that of no events yet.
+    await page.locator(".pb-time", { hasText: facts.duration }).waitFor();
     await page.getByLabel("Address").fill(facts.bob);
     await page.getByRole("button", { name: "Check" }).click();
     const result = page.getByTestId("wallet-result");
