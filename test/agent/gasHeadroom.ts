@@ -113,7 +113,13 @@ describe("agent: report and heartbeat land when estimated in the second of the l
     const T = await reportAndAcceptAt(1n);
     const escrow = escrowAs(provider);
     const h20 = id("headroom:1:20");
-    const estimate = await escrow.reportCheckpoint.estimateGas(1n, 1n, 20, h20);
+    // Estimated on the block at T itself (not the pending one, whose second moves on with the wall clock).
+    const call = {
+      from: provider.address,
+      to: String(escrow.target),
+      data: escrow.interface.encodeFunctionData("reportCheckpoint", [1n, 1n, 20, h20]),
+    };
+    const estimate = BigInt(await chain.send("eth_estimateGas", [call, "latest"]));
     const statuses = await mineAt(T + 2, async () => [
       await escrow.reportCheckpoint(1n, 1n, 20, h20, { gasLimit: estimate }),
     ]);
