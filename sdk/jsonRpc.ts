@@ -135,12 +135,14 @@ export class JsonRpcClient extends JsonRpcProvider {
     const { budgetMs, baseMs, maxDelayMs, failoverAfter } = this.rpc;
     const attemptMs = this.rpc.attemptTimeoutMs ?? Math.max(1_000, Math.floor(budgetMs / 2));
     const deadline = performance.now() + budgetMs;
+    let previous: unknown; // the node's last failure, kept for when the bound itself cuts the next attempt short
     for (let attempt = 1; ; attempt++) {
       const index = this.#current;
       const endpoint = this.#endpoints[index];
       const wait = endpoint.limiter?.reserve() ?? 0;
       if (wait > 0) await sleep(wait, this.#stop.signal);
       const left = deadline - performance.now();
+      const cut = left < attemptMs;
       try {
         const answers = await this.#attempt(endpoint.url, payload, Math.max(1, Math.floor(Math.min(attemptMs, left))));
         endpoint.failures = 0;
@@ -148,6 +150,12 @@ export class JsonRpcClient extends JsonRpcProvider {
       } catch (err) {
         const fault = faultOf(err);
         if (!fault || this.#stop.signal.aborted) throw err;
+        // A timeout of the bound's own making says nothing about the node: the node's last answer is the error.
+        if (fault.kind === "timeout" && cut && previous !== undefined) {
+          this.stats.exhausted += 1;
+          throw previous;
+        }
+        previous = err;
         // A node-signed send whose request may have arrived is not sent again: the node would sign a second one.
         if (!DELIVERY_SAFE.has(fault.kind) && hasNodeSignedSend(payload)) throw err;
         this.stats.faults[fault.kind] += 1;
