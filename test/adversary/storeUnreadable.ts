@@ -105,8 +105,15 @@ describe("adversary: a reporter cannot turn its own blob into a store outage", f
       const store = new BlobStore(backend);
       const { report, verify } = await reported(store);
       expect((await verify()).accept, "control on S3").to.equal(true);
-      // 32 MiB of zeros replaces the honest bytes: larger than any checkpoint of 20 blobs-tiny steps.
-      await backend.write(report.hash.slice(2), new Uint8Array(32 * 1024 * 1024));
+      // 32 MiB of zeros replaces the honest bytes: larger than any checkpoint of 20 blobs-tiny steps. Through the
+      // content gate that write is refused (test/adversary/storeGate.ts); a store without one (any S3 the
+      // operator runs ungated) or its own host writes past it: s3rver itself.
+      const past = new S3Backend(
+        { bucket: server.bucket, prefix: "oversized" },
+        { region: "us-east-1", credentials: S3RVER_CREDENTIALS, endpoint: server.upstream },
+      );
+      await past.write(report.hash.slice(2), new Uint8Array(32 * 1024 * 1024));
+      past.close();
       const v = await verify();
       expect(v.codes).to.deep.equal(["blob-unreadable"]);
       let err: unknown;

@@ -1,7 +1,10 @@
 // The embedded S3-compatible server (s3rver, pure JS, serving a folder) that `npm start` and the tests run, so the
 // default network uses the same client code path as AWS S3, R2 or MinIO. s3rver knows one fixed key pair and
-// checks no content checksums; the client verifies every blob itself.
+// checks no content checksums; the client verifies every blob itself. By default s3rver listens on the loopback
+// only and the content gate (gate.ts) is the store's one door: whoever has the key pair can add blobs that hash
+// to their names, and nothing else (no overwrite, no delete).
 import S3rver from "s3rver";
+import { startContentGate, type ContentGate } from "./gate.ts";
 
 export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
 
@@ -13,6 +16,13 @@ export type EmbeddedS3 = {
   storeUrl: string;
   /** The AWS variables a child process needs to reach this server. */
   env: Record<string, string>;
+  /**
+   * s3rver itself, behind the gate (loopback only): for tests that model the store's own host writing past the
+   * gate. The same as `endpoint` when started with `gate: false`.
+   */
+  upstream: string;
+  /** The gate, unless started with `gate: false`. */
+  gate?: ContentGate;
   close(): Promise<void>;
 };
 
@@ -22,19 +32,30 @@ export async function startEmbeddedS3(o: {
   prefix?: string;
   address?: string;
   port?: number;
+  /** false: s3rver itself on address:port, writable in every way (the store before the gate). Default true. */
+  gate?: boolean;
 }): Promise<EmbeddedS3> {
   const bucket = o.bucket ?? "gpuchain";
   const address = o.address ?? "127.0.0.1";
+  const gated = o.gate ?? true;
   const server = new S3rver({
-    address,
-    port: o.port ?? 0,
+    address: gated ? "127.0.0.1" : address,
+    port: gated ? 0 : (o.port ?? 0),
     directory: o.dir,
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
     vhostBuckets: false,
   });
   const info = await server.run();
-  const endpoint = `http://${address}:${info.port}`;
+  const upstream = `http://${gated ? "127.0.0.1" : address}:${info.port}`;
+  let gate: ContentGate | undefined;
+  try {
+    if (gated) gate = await startContentGate({ upstream, address, port: o.port });
+  } catch (e) {
+    await server.close();
+    throw e;
+  }
+  const endpoint = gate?.endpoint ?? upstream;
   return {
     endpoint,
     bucket,
@@ -45,6 +66,11 @@ export async function startEmbeddedS3(o: {
       AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
       AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
     },
-    close: () => server.close(),
+    upstream,
+    gate,
+    close: async () => {
+      await gate?.close();
+      await server.close();
+    },
   };
 }
