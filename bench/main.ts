@@ -15,37 +15,51 @@ import { benchSybil } from "./sybil.ts";
 import { benchVerifierDelay } from "./verifierDelay.ts";
 import { benchRehearsal } from "./rehearsal.ts";
 import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
+import { listTemplates } from "../workloads/index.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
-const parts: [string, () => Promise<Record<string, number | string>>][] = [
-  ["training throughput per template", benchWorkloads],
-  ["agent time outside training", benchAgent],
-  ["verifier compute and detection", benchVerifier],
-  ["cheating against the deployed verifiers (issue 19)", benchCheat],
-  ["one malicious verifier's worst delay (issue 19)", benchVerifierDelay],
-  ["checkpoint store and segment commitments", benchStore],
-  ["gas of a full job lifecycle", benchGas],
-  ["keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
-  ["dashboard: bundle, first render, playback", () => benchDashboard(progress)],
-  ["no starving: 5 and 20 idle identities against one honest provider", () => benchSybil(progress)],
-  ["public-network rehearsal: reorgs, RPC faults, a gas spike (issue 22)", () => benchRehearsal(progress)],
+/** Each part: the key `--part` selects it by, what it measures, and the run. */
+const parts: [string, string, () => Promise<Record<string, number | string>>][] = [
+  ["workloads", "training throughput per template", () => benchWorkloads(templates)],
+  ["agent", "agent time outside training", benchAgent],
+  ["verifier", "verifier compute and detection", benchVerifier],
+  ["cheat", "cheating against the deployed verifiers (issue 19)", benchCheat],
+  ["verifier-delay", "one malicious verifier's worst delay (issue 19)", benchVerifierDelay],
+  ["store", "checkpoint store and segment commitments", benchStore],
+  ["gas", "gas of a full job lifecycle", benchGas],
+  ["keepers", "keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
+  ["dashboard", "dashboard: bundle, first render, playback", () => benchDashboard(progress)],
+  ["sybil", "no starving: 5 and 20 idle identities against one honest provider", () => benchSybil(progress)],
+  ["rehearsal", "public-network rehearsal: reorgs, RPC faults, a gas spike (issue 22)", () => benchRehearsal(progress)],
   // Last: it ends with the 10-minute soak, which loads the machine on purpose.
-  ["whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],
+  ["system", "whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],
 ];
 
-const USAGE = "usage: npm run bench [-- --debug]   (prints `name: value` lines; progress on stderr)";
+const USAGE = [
+  "usage: npm run bench [-- --part KEY[,KEY…]] [--template NAME[,NAME…]] [--debug]",
+  "  prints `name: value` lines (progress on stderr); --template limits the workloads part's per-template figures",
+  `  parts (all by default, in this order): ${parts.map(([key]) => key).join(", ")}`,
+].join("\n");
 const argv = process.argv.slice(2);
 if (wantsHelp(argv)) {
   console.log(USAGE);
   process.exit(0);
 }
 const debug = argv.includes("--debug");
+let selected = parts;
+let templates: string[] | undefined;
 try {
-  parseFlags(argv, { debug: { type: "boolean", default: false }, help: { type: "boolean", short: "h" } });
-  const stray = argv.find((a) => !a.startsWith("-"));
-  if (stray !== undefined)
-    throw new UsageError(`unexpected argument "${stray}": npm run bench takes no arguments`, true);
+  const { values, positionals } = parseFlags(argv, {
+    debug: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h" },
+    part: { type: "string" },
+    template: { type: "string" },
+  });
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}": npm run bench takes no arguments`, true);
+  if (values.part !== undefined) selected = selectParts(values.part);
+  if (values.template !== undefined) templates = selectTemplates(values.template);
 } catch (err) {
   // One line, like every command: usage errors exit 2; the stack only with --debug.
   const usage = err instanceof UsageError;
@@ -57,7 +71,7 @@ try {
 // Every part runs, also after one fails: a broken part must not hide the others' figures.
 const failed: string[] = [];
 const benchStarted = performance.now();
-for (const [name, run] of parts) {
+for (const [, name, run] of selected) {
   progress(`${name} …`);
   const started = performance.now();
   try {
@@ -72,10 +86,29 @@ for (const [name, run] of parts) {
 console.log(`bench_total_seconds: ${Math.round((performance.now() - benchStarted) / 100) / 10}`);
 console.log(`bench_failed_parts: ${failed.length}`);
 if (failed.length) {
-  console.error(`npm run bench: ${failed.length} of ${parts.length} parts failed: ${failed.join("; ")}`);
+  console.error(`npm run bench: ${failed.length} of ${selected.length} parts failed: ${failed.join("; ")}`);
   process.exit(1);
 }
 process.exit(0);
+
+/** The parts `--part` names, in the bench's own order; an unknown key is a usage error naming the known ones. */
+function selectParts(list: string): typeof parts {
+  const keys = list.split(",").map((k) => k.trim());
+  const unknown = keys.find((k) => !parts.some(([key]) => key === k));
+  if (unknown !== undefined)
+    throw new UsageError(`unknown part "${unknown}" (parts: ${parts.map(([key]) => key).join(", ")})`, false);
+  return parts.filter(([key]) => keys.includes(key));
+}
+
+/** The templates `--template` names for the workloads part; an unknown name is a usage error naming the known ones. */
+function selectTemplates(list: string): string[] {
+  const known = listTemplates().map((t) => t.descriptor.name);
+  const names = list.split(",").map((n) => n.trim());
+  const unknown = names.find((n) => !known.includes(n));
+  if (unknown !== undefined)
+    throw new UsageError(`unknown template "${unknown}" (templates: ${known.join(", ")})`, false);
+  return names;
+}
 
 function firstLine(err: unknown): string {
   return String((err as Error)?.message ?? err).split("\n")[0];

@@ -104,15 +104,17 @@ function stepMemoryInChild(name: string): number {
   return Number(out.toString().trim());
 }
 
-export async function benchWorkloads(): Promise<Record<string, number>> {
+/** `names`: only these templates' figures (and the MLP's comparisons only with mnist-mlp among them). */
+export async function benchWorkloads(names?: string[]): Promise<Record<string, number>> {
+  const templates = listTemplates().filter((t) => !names || names.includes(t.descriptor.name));
   const out: Record<string, number> = {};
-  for (const t of listTemplates()) {
+  for (const t of templates) {
     const name = t.descriptor.name;
     out[`agent_steps_per_second_${name}`] = round(await stepsPerSecond(t));
     out[`agent_steps_per_second_${name}_capped_1_atom`] = round(await stepsPerSecond(t, 1));
     out[`state_hash_ms_${name}`] = round(await stateHashMs(t));
   }
-  for (const t of listTemplates()) {
+  for (const t of templates) {
     const name = t.descriptor.name;
     const { portable, legacy: float } = await portableVsLegacy(t);
     out[`portable_step_ms_${name}`] = round(portable);
@@ -125,6 +127,7 @@ export async function benchWorkloads(): Promise<Record<string, number>> {
     out[`heldout_loss_600_steps_${name}`] = round3(mine.loss);
     out[`float_heldout_loss_600_steps_${name}`] = round3(theirs.loss);
   }
+  if (names && !names.includes("mnist-mlp")) return out;
   // what the integer products replaced: the elementwise float tree (issue 12's portable products)
   const mnist = loadTemplate("mnist-mlp");
   const tree = buildTemplate({ ...mnist.descriptor, arithmetic: undefined });

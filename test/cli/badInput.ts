@@ -579,6 +579,20 @@ const CASES: Case[] = [
     message: /^npm run bench: unexpected argument "all"/m,
     usage: true,
   },
+  {
+    name: "npm run bench: unknown part",
+    entry: "bench",
+    args: "--part workloads,gpu",
+    code: 2,
+    message: /^npm run bench: unknown part "gpu" \(parts: workloads, agent, .*, system\)$/m,
+  },
+  {
+    name: "npm run bench: unknown template",
+    entry: "bench",
+    args: "--part workloads --template gpt2",
+    code: 2,
+    message: /^npm run bench: unknown template "gpt2" \(templates: mnist-mlp, .*\)$/m,
+  },
   { ...helpCase("npm run bench: help", "--help", "npm run bench"), entry: "bench" },
   // ---- jobs nobody can take
   {
