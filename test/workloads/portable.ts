@@ -87,16 +87,17 @@ function webgpuSetupMissing(): string | undefined {
 }
 
 /**
- * The templates the software-GPU leg runs: all but char-transformer, whose 20 steps on SwiftShader (every shader
- * run on this CPU) took longer than this test's budget here. No GPU profile is proven either way: the leg shows that
- * the WebGPU provider's kernels round as the CPU's do, which the other templates' products and exps already cover.
+ * The templates the software-GPU leg runs for 20 steps: all but char-transformer, whose steps on SwiftShader (every
+ * shader run on this CPU) take about a minute each here; it runs TRANSFORMER_WEBGPU_STEPS steps in a leg of its own.
+ * No GPU profile is proven either way: the legs show that the WebGPU provider's kernels round as the CPU's do.
  */
 const WEBGPU_TEMPLATES = () =>
   listTemplates()
     .map((t) => t.descriptor.name)
     .filter((n) => n !== "char-transformer");
+const TRANSFORMER_WEBGPU_STEPS = 2;
 
-async function runWebgpu(): Promise<string> {
+async function runWebgpu(templates: string[], steps = STEPS, every = EVERY): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "gpuchain-webgpu-"));
   try {
     const env = {
@@ -104,9 +105,9 @@ async function runWebgpu(): Promise<string> {
       GPUCHAIN_EP: "webgpu",
       VK_ICD_FILENAMES: SWIFTSHADER_ICD,
       XDG_RUNTIME_DIR: dir,
-      GPUCHAIN_TEMPLATES: WEBGPU_TEMPLATES().join(","),
+      GPUCHAIN_TEMPLATES: templates.join(","),
     };
-    const args = ["workloads/referenceHashes.ts", String(STEPS), String(EVERY)];
+    const args = ["workloads/referenceHashes.ts", String(steps), String(every)];
     return (await run(NODE, args, { env, timeout: EMULATED_RUN_MS })).stdout;
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -188,7 +189,23 @@ describe("workloads: portable arithmetic", function () {
       }
       await Promise.allSettled(runs.values()); // after the x86 runs: two cores
       const expected = Object.fromEntries(WEBGPU_TEMPLATES().map((n) => [n, committedHashes()[n]]));
-      expect(JSON.parse(await runWebgpu()), "webgpu hashes").to.deep.equal(expected);
+      expect(JSON.parse(await runWebgpu(WEBGPU_TEMPLATES())), "webgpu hashes").to.deep.equal(expected);
+    });
+
+    it(`char-transformer on the WebGPU provider (SwiftShader), ${TRANSFORMER_WEBGPU_STEPS} steps: the CPU's hashes bit for bit`, async function () {
+      this.timeout(2 * EMULATED_RUN_MS);
+      const missing = webgpuSetupMissing();
+      if (missing) {
+        if (process.env.CI === "true") throw new Error(missing);
+        console.log(`      skipped: ${missing}`);
+        this.skip();
+      }
+      await Promise.allSettled(runs.values()); // after the x86 runs: two cores
+      const only = ["char-transformer"];
+      const cpu = await referenceHashes(TRANSFORMER_WEBGPU_STEPS, 1, {}, only);
+      const gpu = JSON.parse(await runWebgpu(only, TRANSFORMER_WEBGPU_STEPS, 1));
+      expect(gpu, "webgpu hashes").to.deep.equal(cpu);
+      expect(cpu["char-transformer"]).to.have.length(TRANSFORMER_WEBGPU_STEPS);
     });
 
     for (const cpu of CPUS) {
