@@ -6,7 +6,6 @@ import { GraphBuilder, attrInt } from "../../onnx/builder.ts";
 import {
   concat,
   EXP_WEIGHTS,
-  expNonPositive,
   expSquared,
   logFromOne,
   maxAxis,
@@ -73,14 +72,9 @@ export type Products = {
   };
 };
 
-const sumOver = (c: Ctx, t: string, n: number, axis: number) =>
-  c.prod.kernels ? c.prod.kernels.sum(c.g, t, axis) : sumAxis(c.g, t, n, axis);
 /** Σ over the last axis (length n) of a rank-`rank` tensor, kept with length 1. */
 const sumOverLast = (c: Ctx, t: string, n: number, rank: number) =>
   c.prod.kernels ? c.prod.kernels.sum(c.g, t, rank - 1) : sumLast(c.g, t, n, rank);
-const maxOver = (c: Ctx, t: string, n: number, axis: number) =>
-  c.prod.kernels ? c.prod.kernels.max(c.g, t, axis) : maxAxis(c.g, t, n, axis);
-const expOf = (c: Ctx, t: string) => (c.prod.kernels ? c.prod.kernels.exp(c.g, t) : expNonPositive(c.g, t));
 
 const LN_EPS = 1e-5;
 /** A score that no softmax weight can come from (its exp is then replaced by an exact 0). */
@@ -144,13 +138,14 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   const dh = D / H;
   const [q, k, v] = split(g, dense(c, a, wqkv, D, 3 * D), 1, [D, D, D]).map((t) => toHeads(c, t));
   const scale = scalar(g, 1 / Math.sqrt(dh));
-  if (c.prod.kernels) {
+  const kernels = c.prod.kernels;
+  if (kernels) {
     const scores = g.op("Mul", [c.prod.rows(g, q, [-1, H, T, dh], k, [-1, H, T, dh]), scale]);
     const causal = causalMask(g, T);
     const masked = g.op("Where", [causal, scores, scalar(g, MASKED)]);
-    const shifted = g.op("Sub", [masked, maxOver(c, masked, T, 3)]);
-    const exps = g.op("Where", [causal, expOf(c, shifted), scalar(g, 0)]);
-    const probs = g.op("Div", [exps, sumOver(c, exps, T, 3)]);
+    const shifted = g.op("Sub", [masked, kernels.max(g, masked, 3)]);
+    const exps = g.op("Where", [causal, kernels.exp(g, shifted), scalar(g, 0)]);
+    const probs = g.op("Div", [exps, kernels.sum(g, exps, 3)]);
     const heads = c.prod.rows(g, probs, [-1, H, T, T], v, [-1, H, T, dh], { bKN: true });
     return { qs: g.op("Mul", [q, scale]), ks: g.op("Mul", [k, scale]), v, probs, heads, out: fromHeads(c, heads) };
   }
@@ -203,7 +198,7 @@ function attentionBack(c: Ctx, at: Attention, dOut: string): string {
   const dV = c.prod.rows(g, at.probs, square, dO, heads, { aKM: true, bKN: true });
   // Σ_j dP_ij·p_ij = dO_i·Σ_j p_ij·v_j = dO_i·out_i: a sum over dh, not over the T keys
   const inner = c.prod.kernels
-    ? sumOver(c, g.op("Mul", [dP, at.probs]), T, 3)
+    ? c.prod.kernels.sum(g, g.op("Mul", [dP, at.probs]), 3)
     : sumLast(g, g.op("Mul", [dO, at.heads]), dh, 4);
   // scores = (q/√dh)·k: the scale rides on the dh-wide operands, not on the T×T gradient
   const dS = g.op("Mul", [at.probs, g.op("Sub", [dP, inner])]);
@@ -304,7 +299,7 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   const layerGrads = (name: string, h: string, I: number, dy: string, O: number) => {
     if (c.prod.kernels) {
       grads[name] = weightGrad(h, I, dy, O);
-      grads[`${name}_b`] = squeeze(g, sumOver(c, perAtom(dy, O), N, 1), [1]);
+      grads[`${name}_b`] = squeeze(g, c.prod.kernels.sum(g, perAtom(dy, O), 1), [1]);
       return;
     }
     const hOnes = concat(g, [perAtom(h, I), onesLike(g, perAtom(h, I), 2)], 2); // [A, N, I + 1]
