@@ -50,7 +50,9 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
   },
   {
     name: "char-transformer",
-    version: 1,
+    // v2: the faster portable attention, softmax and gradients (issue 20: ReduceMax shifts, exp by squaring, the
+    // softmax denominator and bias gradients from the integer products, column blocks); new reference hashes
+    version: 2,
     family: "transformer",
     transformer: { context: 64, width: 64, heads: 4, blocks: 2, hidden: 256 },
     layers: [64, VOCAB_SIZE],

@@ -2,8 +2,8 @@
 // Math.fround: the same bits, the stated error bound, non-finite blocks, and the rule that keeps
 // MatMulInteger to u8 × u8 with zero points 128.
 import { expect } from "chai";
-import { GraphBuilder, attrInt } from "../../workloads/onnx/builder.ts";
-import { intMatmul2d, intWeightGrad, type Limbs } from "../../workloads/onnx/integer.ts";
+import { GraphBuilder, attrInt, attrInts } from "../../workloads/onnx/builder.ts";
+import { intMatmul2d, intProductRows, intWeightGrad, type Layout, type Limbs } from "../../workloads/onnx/integer.ts";
 import { nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 import { DT } from "../../workloads/onnx/schema.ts";
 import { createSession, f32 } from "../../workloads/runtime.ts";
@@ -124,6 +124,36 @@ describe("workloads: exact integer products", function () {
     });
   }
 
+  for (const limbs of [1, 2] as const) {
+    it(`${limbs} limb(s): intProductRows (the transformer's) has the reference's bits with either operand transposed`, async function () {
+      // blocks along K are rows of a [R, K] or columns of a given as [K, R] (quantizeColumns): the same blocks, limbs
+      // and scales, so the same bits; likewise b as [K, N] or [N, K]
+      const [R, K, N] = [13, 97, 11];
+      const a = matrix(R, K, 7);
+      const b = matrix(K, N, 9, 1e-3);
+      const want = bits(referenceProduct(a, b, R, K, N, limbs).out);
+      const transposed = (t: Float32Array, rows: number, cols: number) =>
+        Float32Array.from({ length: rows * cols }, (_, i) => t[(i % rows) * cols + Math.floor(i / rows)]);
+      const layouts: Layout[] = [{}, { aKM: true }, { bKN: true }, { aKM: true, bKN: true }];
+      for (const layout of layouts) {
+        const [aDims, bDims] = [layout.aKM ? [K, R] : [R, K], layout.bKN ? [K, N] : [N, K]];
+        const g = new GraphBuilder("rows");
+        const y = intProductRows(g, g.input("a", aDims), aDims, g.input("b", bDims), bDims, limbs, layout);
+        g.output("y", y, [R, N]);
+        const model = g.encode();
+        expect(nonPortableOps(model)).to.deep.equal([]);
+        const s = await createSession(model, "cpu");
+        const feeds = {
+          a: f32(layout.aKM ? transposed(a, R, K) : a, aDims),
+          b: f32(layout.bKN ? b : transposed(b, K, N), bDims),
+        };
+        const got = (await s.run(feeds)).y.data as Float32Array;
+        await s.release();
+        expect(bits(got), JSON.stringify(layout)).to.deep.equal(want);
+      }
+    });
+  }
+
   it("two limbs are about 2^8 times closer to the float64 product than one", async function () {
     const [R, K, N] = [16, 256, 16];
     const a = matrix(R, K, 11);
@@ -163,6 +193,42 @@ describe("workloads: exact integer products", function () {
         const v = got[i * N + j];
         if (i === 1 || i === 3) expect(v, `[${i},${j}]`).to.be.NaN;
         else expect(v, `[${i},${j}]`).to.equal(clean[i * N + j]);
+      }
+    }
+  });
+
+  it("intProductRows (lean scales, blocks as rows or as columns): a block holding ∞ or NaN makes exactly its outputs NaN", async function () {
+    const [R, K, N] = [4, 32, 3];
+    const a = matrix(R, K, 17);
+    const b = matrix(K, N, 19);
+    const poisoned = a.slice();
+    poisoned[1 * K + 5] = Infinity;
+    poisoned[3 * K + 0] = NaN;
+    const bPoisoned = b.slice();
+    bPoisoned[7 * N + 2] = -Infinity; // column 2
+    const transposed = (t: Float32Array, rows: number, cols: number) =>
+      Float32Array.from({ length: rows * cols }, (_, i) => t[(i % rows) * cols + Math.floor(i / rows)]);
+    for (const aKM of [false, true]) {
+      const run = async (x: Float32Array, y: Float32Array) => {
+        const aDims = aKM ? [K, R] : [R, K];
+        const g = new GraphBuilder("rows");
+        g.output(
+          "y",
+          intProductRows(g, g.input("a", aDims), aDims, g.input("b", [K, N]), [K, N], 1, { aKM, bKN: true }),
+        );
+        const s = await createSession(g.encode(), "cpu");
+        const got = (await s.run({ a: f32(aKM ? transposed(x, R, K) : x, aDims), b: f32(y, [K, N]) })).y.data;
+        await s.release();
+        return got as Float32Array;
+      };
+      const clean = await run(a, b);
+      const got = await run(poisoned, bPoisoned);
+      for (let i = 0; i < R; i++) {
+        for (let j = 0; j < N; j++) {
+          const v = got[i * N + j];
+          if (i === 1 || i === 3 || j === 2) expect(v, `aKM ${aKM} [${i},${j}]`).to.be.NaN;
+          else expect(v, `aKM ${aKM} [${i},${j}]`).to.equal(clean[i * N + j]);
+        }
       }
     }
   });
@@ -232,9 +298,51 @@ describe("workloads: exact integer products", function () {
       expect(nonPortableOps(g.encode())).to.deep.equal([
         "Cast to type 6 (only float, or int64 of a Floor)",
         "QuantizeLinear without uint8 zero point 128 (or of an int32 sum)",
-        "ReduceMax of something other than Abs",
-        "ReduceSum of something other than x·0",
+        "ReduceMax of something other than Abs or a softmax shift",
+        "ReduceSum of something other than x·0, or not itself taken times 0 into a sum",
       ]);
+    });
+
+    it("admits ReduceMax as a softmax shift x − (max + c) and (Σ x)·0 added to a scale, and nothing near them", function () {
+      const rule = (build: (g: GraphBuilder, x: string) => string) => {
+        const g = new GraphBuilder("rule");
+        const x = g.input("x", [2, 3]);
+        g.output("y", build(g, x), [2, 3]);
+        return nonPortableOps(g.encode());
+      };
+      const max = (g: GraphBuilder, t: string) =>
+        g.op("ReduceMax", [t], [attrInts("axes", [1]), attrInt("keepdims", 1)]);
+      const c = (g: GraphBuilder, v: number) => g.constFloat([v], []);
+      const shift = (g: GraphBuilder, x: string, v = 0.01) => g.op("Sub", [x, g.op("Add", [max(g, x), c(g, v)])]);
+      expect(rule((g, x) => shift(g, x))).to.deep.equal([]);
+      const refused = ["ReduceMax of something other than Abs or a softmax shift"];
+      expect(
+        rule((g, x) => shift(g, x, 0)),
+        "c = 0 (±0 would show)",
+      ).to.deep.equal(refused);
+      expect(
+        rule((g, x) => g.op("Sub", [x, max(g, x)])),
+        "no constant",
+      ).to.deep.equal(refused);
+      expect(
+        rule((g, x) => g.op("Sub", [g.op("Neg", [x]), g.op("Add", [max(g, x), c(g, 1)])])),
+        "another x",
+      ).to.deep.equal(refused);
+      expect(
+        rule((g, x) => g.op("Mul", [x, g.op("Add", [max(g, x), c(g, 1)])])),
+        "not a Sub",
+      ).to.deep.equal(refused);
+      const sum = (g: GraphBuilder, t: string) => g.op("ReduceSum", [t, g.constInt64([1])], [attrInt("keepdims", 1)]);
+      expect(rule((g, x) => g.op("Add", [x, g.op("Mul", [sum(g, x), c(g, 0)])]))).to.deep.equal([]);
+      const notZero = ["ReduceSum of something other than x·0, or not itself taken times 0 into a sum"];
+      expect(
+        rule((g, x) => g.op("Add", [x, g.op("Mul", [sum(g, x), c(g, 2)])])),
+        "times 2",
+      ).to.deep.equal(notZero);
+      expect(
+        rule((g, x) => g.op("Div", [x, g.op("Mul", [sum(g, x), c(g, 0)])])),
+        "its sign shows in Div",
+      ).to.deep.equal(notZero);
     });
   });
 });

@@ -18,6 +18,8 @@ import { cosine, lcg, microBatchHashes, randomParams, SEED_A, trainTo } from "./
 import { buildGradientGraph, transformerParams, type Products } from "../../workloads/families/transformer/graphs.ts";
 import { floatProducts, integerProducts } from "../../workloads/families/transformer/index.ts";
 import { createSession, f32, type Feeds } from "../../workloads/runtime.ts";
+import { GraphBuilder } from "../../workloads/onnx/builder.ts";
+import { EXP_LOSS, EXP_WEIGHTS, expSquared } from "../../workloads/onnx/exact.ts";
 
 /** A tiny transformer: context 4, width 8, 2 heads, one block, 7 symbols; sized so finite differences are cheap. */
 const TINY: TemplateDescriptor = {
@@ -113,6 +115,34 @@ describe("workloads: the transformer family", function () {
     two.grads.forEach((g, i) => expect(cosine(g, float.grads[i]), fx.params[i].name).to.be.above(0.999));
     const one = await gradients(ONE_LIMB, fx);
     one.grads.forEach((g, i) => expect(cosine(g, float.grads[i]), fx.params[i].name).to.be.above(0.9));
+  });
+
+  it("expSquared stays within its stated error: 1.5·10⁻⁴ on [−80, 0] (loss), 2.3·10⁻⁴ on [−8, 0] (weights)", async function () {
+    const xs = Float32Array.from({ length: 200_001 }, (_, i) => Math.fround(-90 + (90 * i) / 200_000));
+    const extra = [0, -0, -1e-30, -0.01, -8, -80, -80.0001, -1e30, -Infinity, NaN].map(Math.fround);
+    const x = Float32Array.from([...xs, ...extra]);
+    const g = new GraphBuilder("exp");
+    const input = g.input("x", [x.length]);
+    g.output("loss", expSquared(g, input, EXP_LOSS), [x.length]);
+    g.output("weights", expSquared(g, input, EXP_WEIGHTS), [x.length]);
+    const s = await createSession(g.encode(), "cpu");
+    const out = await s.run({ x: f32(x, [x.length]) });
+    await s.release();
+    for (const [name, range, bound] of [
+      ["loss", EXP_LOSS, 1.5e-4],
+      ["weights", EXP_WEIGHTS, 2.3e-4],
+    ] as const) {
+      const e = out[name].data as Float32Array;
+      let worst = 0;
+      x.forEach((v, i) => {
+        if (Number.isNaN(v)) expect(e[i], `${name}(NaN)`).to.be.NaN;
+        else if (v < range.floor) expect(e[i], `${name}(${v})`).to.equal(0);
+        else worst = Math.max(worst, Math.abs(e[i] / Math.exp(v) - 1));
+      });
+      expect(worst, name).to.be.below(bound);
+      expect(e[xs.length], `${name}(0)`).to.equal(1);
+      expect(e[xs.length + 1], `${name}(−0)`).to.equal(1);
+    }
   });
 
   it("a transformer descriptor with a bad shape is refused", function () {

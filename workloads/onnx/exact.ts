@@ -80,6 +80,17 @@ const add =
 /** Σ over axis (length n), keeping the axis with length 1. */
 export const sumAxis = (g: GraphBuilder, t: string, n: number, axis: number): string => foldAxis(g, t, n, axis, add(g));
 
+/**
+ * Σ over the last axis (length n) of a rank-`rank` tensor, keeping it: the same tree as sumAxis (the same pairs
+ * added in the same order, so the same bits), folded with the axis moved to the front. Slices of the outermost
+ * axis are contiguous copies; those of the innermost are strided (measured ≈ 3× faster on [4096, 64]).
+ */
+export function sumLast(g: GraphBuilder, t: string, n: number, rank: number): string {
+  const front = [rank - 1, ...Array.from({ length: rank - 1 }, (_, i) => i)];
+  const back = [...Array.from({ length: rank - 1 }, (_, i) => i + 1), 0];
+  return transpose(g, foldAxis(g, transpose(g, t, front), n, 0, add(g)), back);
+}
+
 /** max over axis (length n), keeping it: Where(a > b, a, b), so ±0 ties resolve by position, not by kernel. */
 export const maxAxis = (g: GraphBuilder, t: string, n: number, axis: number): string =>
   foldAxis(g, t, n, axis, (a, b) => g.op("Where", [g.op("Greater", [a, b]), a, b]));
@@ -173,6 +184,40 @@ export function expNonPositive(g: GraphBuilder, x: string): string {
   const k = g.op("Floor", [g.op("Add", [g.op("Mul", [xc, f32(g, LOG2E)]), f32(g, 0.5)])]);
   const r = g.op("Sub", [g.op("Sub", [xc, g.op("Mul", [k, f32(g, LN2_HI)])]), g.op("Mul", [k, f32(g, LN2_LO)])]);
   return g.op("Mul", [horner(g, r, EXP_COEFFS), pow2Neg(g, g.op("Neg", [k]))]);
+}
+
+// exp of x ≤ 0 by scaling and squaring, for softmax weights (the transformer's): e^x = (e^(x/2^m))^(2^m) with
+// y = x/2^m exact (a power of two), e^y by its [3/3] Padé approximant (E + O)/(E − O), E = 1 + y²/10,
+// O = y·(1/2 + y²/120) (truncation ≤ 9.9·10⁻⁶·|y|⁷ relative, over e^y), then m squarings. Each squaring doubles the
+// relative error and adds a rounding. Below `floor` the result is an exact 0, selected after the fact (there the
+// approximant of a huge |y| may be ±∞ or NaN: it is not kept). No table lookup, no index cast: every node is one
+// correctly rounded elementwise operation. Error bounds (docs/WORKLOADS.md):
+// - EXP_LOSS (the loss's softmax): m = 7 on [−80, 0], within 1.5·10⁻⁴ relative, 19 nodes;
+// - EXP_WEIGHTS (attention weights, rounded to 1/128 afterwards): m = 3 on [−8, 0], within 2.3·10⁻⁴ relative,
+//   and 0 below −8 (an absolute error below e^−8 ≈ 3.4·10⁻⁴, a twentieth of the weights' rounding step), 15 nodes.
+export const EXP_LOSS = { squarings: 7, floor: -80 };
+export const EXP_WEIGHTS = { squarings: 3, floor: -8 };
+
+/** e^x for x in [floor, 0] (see EXP_LOSS, EXP_WEIGHTS), e^0 = 1 exactly; 0 below floor; NaN stays NaN. */
+export function expSquared(g: GraphBuilder, x: string, range = EXP_LOSS): string {
+  const y = g.op("Mul", [x, f32(g, 2 ** -range.squarings)]);
+  const y2 = g.op("Mul", [y, y]);
+  const even = g.op("Add", [g.op("Mul", [y2, f32(g, 1 / 10)]), f32(g, 1)]);
+  const odd = g.op("Mul", [y, g.op("Add", [g.op("Mul", [y2, f32(g, 1 / 120)]), f32(g, 1 / 2)])]);
+  let e = g.op("Div", [g.op("Add", [even, odd]), g.op("Sub", [even, odd])]);
+  for (let i = 0; i < range.squarings; i++) e = g.op("Mul", [e, e]);
+  return g.op("Where", [g.op("Less", [x, f32(g, range.floor)]), f32(g, 0), e]);
+}
+
+/**
+ * z − (max(z) + SHIFT_MARGIN) along `axis` (kept): ReduceMax as a softmax shift (portableOps.ts SHIFT), so the
+ * result is ≤ −SHIFT_MARGIN and a row's largest exp is e^−0.01 ≈ 0.99005, below 127/128: an 8-bit block of such
+ * weights gets the scale 1/128 (127 levels), not 1/64 (the margin, 2·10⁻³, exceeds expSquared's error).
+ */
+export const SHIFT_MARGIN = 0.01;
+export function softmaxShift(g: GraphBuilder, z: string, axis: number): string {
+  const top = g.op("ReduceMax", [z], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
+  return g.op("Sub", [z, g.op("Add", [top, f32(g, SHIFT_MARGIN)])]);
 }
 
 /**

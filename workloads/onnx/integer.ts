@@ -52,8 +52,11 @@ const zeroPoints = (g: GraphBuilder, scale: string) =>
  * significant bit (Veltkamp: γ = a·(2^23+1), R = γ + (a − γ), a power of two within a factor 4/3 of a),
  * then P = R/128, or R/64 when a > 127·R/128. A handful of IEEE operations, no search.
  */
-function blockScale(g: GraphBuilder, amax: string): string {
-  const a = g.op("Where", [g.op("Less", [amax, scalar(g, AMAX_MIN)]), scalar(g, AMAX_MIN), amax]);
+function blockScale(g: GraphBuilder, amax: string, lean = false): string {
+  // lean: a = amax + 2^−93 (one node): amax itself from 2^−68 up, and a ≥ amax keeps max|x| ≤ 127·P
+  const a = lean
+    ? g.op("Add", [amax, scalar(g, AMAX_MIN)])
+    : g.op("Where", [g.op("Less", [amax, scalar(g, AMAX_MIN)]), scalar(g, AMAX_MIN), amax]);
   const gamma = g.op("Mul", [a, scalar(g, ONE_BIT_SPLITTER)]);
   const R = g.op("Add", [gamma, g.op("Sub", [a, gamma])]);
   const over = g.op("Greater", [a, g.op("Mul", [R, scalar(g, 127 / 128)])]);
@@ -66,12 +69,28 @@ function blockScale(g: GraphBuilder, amax: string): string {
  * A block holding ±∞ or NaN gets the scale NaN (its Σ t·0 is NaN whatever the order; a finite block's is 0):
  * its limbs are whatever the device makes of NaN, but every product with them is NaN on every device, so
  * such a step's state is refused everywhere.
+ *
+ * `lean` (the transformer's products: fewer nodes on the per-block scale vectors, which cost more than their size
+ * in a step of thousands of nodes):
+ * - the poison term is (Σ t)·0, one read of t instead of a Mul pass and a read. It is the same in every case that
+ *   matters: a block holding NaN, or ±∞, sums to NaN or ±∞ in any order (finite terms cannot cancel an infinity),
+ *   so the term is NaN; a finite block below the split's limit (max|t| < 2^104, at most 2^20 elements) cannot
+ *   overflow in any order, so its sum is finite and the term ±0 — its sign may follow the order, but it is added to
+ *   a positive scale, which it leaves as it is (blocks past the limit have an infinite scale: NaN products anyway);
+ * - the block maximum is raised by 2^−93 instead of clamped to it (blockScale);
+ * - the zero points (128 per block) are made once per `lean.rows` key, from zeros of the scale's shape rather than
+ *   from the scale itself (so a poisoned scale does not reach other blocks' zero points). Every scale with the same
+ *   key must have the same length (quantizeLast: the leading dims, whose −1 is the same batch count).
  */
-export function quantizeRows(g: GraphBuilder, t: string, limbs: Limbs): Quantized {
+export function quantizeRows(g: GraphBuilder, t: string, limbs: Limbs, lean?: { rows: string }): Quantized {
   const amax = g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [1]), attrInt("keepdims", 0)]);
-  const poison = g.op("ReduceSum", [g.op("Mul", [t, scalar(g, 0)]), i64(g, [1])], [attrInt("keepdims", 0)]);
-  const scale = g.op("Add", [blockScale(g, amax), poison]);
-  const zp = zeroPoints(g, scale);
+  const poison = lean
+    ? g.op("Mul", [g.op("ReduceSum", [t, i64(g, [1])], [attrInt("keepdims", 0)]), scalar(g, 0)])
+    : g.op("ReduceSum", [g.op("Mul", [t, scalar(g, 0)]), i64(g, [1])], [attrInt("keepdims", 0)]);
+  const scale = g.op("Add", [blockScale(g, amax, Boolean(lean)), poison]);
+  const zp = lean
+    ? shared(g, `zp:${lean.rows}`, () => zeroPoints(g, g.op("Expand", [scalar(g, 0), g.op("Shape", [scale])])))
+    : zeroPoints(g, scale);
   const hi = g.op("QuantizeLinear", [t, scale, zp], [attrInt("axis", 0)]);
   if (limbs === 1) return { hi, scale };
   const back = g.op("DequantizeLinear", [hi, scale, zp], [attrInt("axis", 0)]);
@@ -177,15 +196,42 @@ export function intWeightGrad(g: GraphBuilder, h: string, d: string, S: number, 
  */
 function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
   const K = dims[dims.length - 1];
-  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs);
+  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs, { rows: dims.slice(0, -1).join(",") });
   const back = (u8: string) => g.op("Reshape", [u8, i64(g, dims)]);
   return { ...mapLimbs(q, back), scale: g.op("Reshape", [q.scale, i64(g, dims.slice(0, -1))]) };
 }
 
 /**
- * a [..., M, K] · b [..., N, K] → float [..., M, N], contracting the last axis of both (MatMul broadcasting over
- * the leading axes; b may be a 2-D weight taken as its transpose). Each operand is quantized per row along K,
- * so every output is an exact int32 sum times the two rows' power-of-two scales. dims: known shapes, the first
+ * t [..., K, M] quantized in blocks along axis −2 (one block per column, the contraction axis second to last), as
+ * quantizeRows with `lean`: the scale is [..., 1, M] and the limbs keep t's layout, so t is never transposed. t·(1/P)
+ * is exact (P a power of two and |t/P| ≤ 127), so a per-tensor QuantizeLinear with scale 1 rounds the same value
+ * as a per-axis one by P: the same limbs, without moving t (per-axis quantization wants the blocks along the
+ * outermost axis; a float transpose costs more than the Mul).
+ */
+function quantizeColumns(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
+  const axis = dims.length - 2;
+  const amax = g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
+  const poison = g.op("Mul", [g.op("ReduceSum", [t, i64(g, [axis])], [attrInt("keepdims", 1)]), scalar(g, 0)]);
+  const scale = g.op("Add", [blockScale(g, amax, true), poison]);
+  const inverse = g.op("Div", [scalar(g, 1), scale]);
+  const unit = (x: string) => g.op("QuantizeLinear", [x, scalar(g, 1), zeroPoint(g)]);
+  const hi = unit(g.op("Mul", [t, inverse]));
+  if (limbs === 1) return { hi, scale };
+  const back = g.op("Mul", [g.op("DequantizeLinear", [hi, scalar(g, 1), zeroPoint(g)]), scale]);
+  const rest = g.op("Sub", [t, back]); // exact, |rest| ≤ P/2
+  return { hi, lo: unit(g.op("Mul", [rest, g.op("Mul", [inverse, scalar(g, 128)])])), scale };
+}
+
+/** Where each operand's contraction axis is: aKM, a is [..., K, M] (else [..., M, K]); bKN, b is [..., K, N] (else [..., N, K]). */
+export type Layout = { aKM?: boolean; bKN?: boolean };
+
+const swapLastTwo = (rank: number) => [...Array.from({ length: rank - 2 }, (_, i) => i), rank - 1, rank - 2];
+
+/**
+ * a · b → float [..., M, N], contracting K (MatMul broadcasting over the leading axes; b may be a 2-D weight). Each
+ * operand is quantized in blocks along K — rows when K is its last axis, columns (quantizeColumns) when it is the
+ * second to last (`layout`) — so every output is an exact int32 sum times the two blocks' power-of-two scales. Only
+ * uint8 limbs are transposed into MatMulInteger's [..., M, K] · [..., K, N]. dims: known shapes as given, the first
  * may be −1.
  */
 export function intProductRows(
@@ -195,20 +241,28 @@ export function intProductRows(
   b: string,
   bDims: number[],
   limbs: Limbs,
+  layout: Layout = {},
 ): string {
-  const K = aDims[aDims.length - 1];
-  if (bDims[bDims.length - 1] !== K) throw new Error(`contraction lengths differ: ${K} and ${bDims.at(-1)}`);
-  const qa = quantizeLast(g, a, aDims, limbs);
-  const qb = quantizeLast(g, b, bDims, limbs);
-  const r = bDims.length;
-  const perm = [...Array.from({ length: r - 2 }, (_, i) => i), r - 1, r - 2];
-  const qbT = mapLimbs(qb, (u8) => g.op("Transpose", [u8], [attrInts("perm", perm)]));
-  const sums = integerSums(g, qa, qbT, K, aDims.length, r);
-  // a's row scales along the flattened rows in one DequantizeLinear pass, then b's by broadcasting
-  const N = bDims[r - 2];
+  const [ra, rb] = [aDims.length, bDims.length];
+  const [K, M] = layout.aKM ? [aDims[ra - 2], aDims[ra - 1]] : [aDims[ra - 1], aDims[ra - 2]];
+  const [bK, N] = layout.bKN ? [bDims[rb - 2], bDims[rb - 1]] : [bDims[rb - 1], bDims[rb - 2]];
+  if (bK !== K) throw new Error(`contraction lengths differ: ${K} and ${bK}`);
+  const transposeLimbs = (q: Quantized, rank: number) =>
+    mapLimbs(q, (u8) => g.op("Transpose", [u8], [attrInts("perm", swapLastTwo(rank))]));
+  const qa = layout.aKM ? quantizeColumns(g, a, aDims, limbs) : quantizeLast(g, a, aDims, limbs);
+  const qb = layout.bKN ? quantizeColumns(g, b, bDims, limbs) : quantizeLast(g, b, bDims, limbs);
+  const sums = integerSums(
+    g,
+    layout.aKM ? transposeLimbs(qa, ra) : qa,
+    layout.bKN ? qb : transposeLimbs(qb, rb),
+    K,
+    ra,
+    rb,
+  );
+  // a's block scales along the flattened rows in one DequantizeLinear pass, then b's by broadcasting
   const flatRows = (t: string) => g.op("Reshape", [t, i64(g, [-1, N])]);
   const byRow = scaleSums(g, sums.map(flatRows), g.op("Reshape", [qa.scale, i64(g, [-1])]));
-  const outDims = [...aDims.slice(0, -1), N];
-  const sb = g.op("Unsqueeze", [qb.scale, i64(g, [-2])]);
+  const outDims = [...aDims.slice(0, -2), M, N];
+  const sb = layout.bKN ? qb.scale : g.op("Unsqueeze", [qb.scale, i64(g, [-2])]);
   return g.op("Mul", [g.op("Reshape", [byRow, i64(g, outDims)]), sb]);
 }

@@ -26,8 +26,16 @@ const CONTROL = ["Scan"];
 /**
  * Exact integer products (onnx/integer.ts), under the conditions `integerProblems` checks: uint8 × uint8
  * MatMulInteger on QuantizeLinear limbs with zero points 128 (u8 × s8 saturates before VNNI), Cast only to
- * float (or to int64 of a Floor: a table index), ReduceMax only of magnitudes (max is exact; |x| has no −0), ReduceSum only of x·0 (0 or NaN in any
- * order), Shape (metadata).
+ * float (or to int64 of a Floor: a table index), ReduceMax only of magnitudes (max is exact; |x| has no −0) or as a
+ * softmax shift (SHIFT), ReduceSum only of x·0 (0 or NaN in any order) or taken times 0 into a sum (±0 or NaN
+ * in any order: onnx/integer.ts quantizeRows), Shape (metadata).
+ *
+ * SHIFT: x − (ReduceMax(x) + c), c a nonzero constant, the max used for nothing else. The maximum of floats is one
+ * of them whatever the order, so two kernels can differ only in (i) which zero they return when +0 and −0 tie for
+ * the maximum — +0 + c and −0 + c are the same float when c ≠ 0 — and (ii) a NaN in x: some kernels return it, some
+ * skip it. Then x − m is NaN at the NaN's own position whatever m is, the shifted row holds a NaN on every device,
+ * and whatever follows (a softmax over the row: its sum, or an integer product's poison term) is NaN there too:
+ * the step's state is non-finite and refused everywhere, as any other NaN.
  */
 const INTEGER = ["MatMulInteger", "Cast", "QuantizeLinear", "DequantizeLinear", "ReduceMax", "ReduceSum", "Shape"];
 
@@ -96,6 +104,39 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
   };
   const isNegFloor = (name: string | undefined) =>
     madeBy(name, "Neg") && madeBy(producer.get(name!)!.input?.[0], "Floor");
+  const consumers = new Map<string, Node[]>();
+  for (const n of nodes) for (const i of n.input ?? []) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+  const isNonzeroConst = (name: string | undefined): boolean => {
+    const c = name === undefined ? undefined : inits.get(name);
+    return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && c.floatData[0] !== 0;
+  };
+  // ReduceMax(x) + c (c a nonzero constant: either zero gives the same sum) used only as Sub(x, ·): see SHIFT
+  const isSoftmaxShift = (max: Node): boolean => {
+    const x = max.input?.[0];
+    const adds = consumers.get(max.output![0]) ?? [];
+    return (
+      adds.length > 0 &&
+      adds.every((s) => s.opType === "Add" && s.input?.[0] === max.output![0] && isNonzeroConst(s.input?.[1])) &&
+      adds.every((s) => {
+        const subs = consumers.get(s.output![0]) ?? [];
+        return (
+          subs.length > 0 &&
+          subs.every((u) => u.opType === "Sub" && u.input?.[0] === x && u.input?.[1] === s.output![0])
+        );
+      })
+    );
+  };
+  // (Σ x)·0 added to something (onnx/integer.ts quantizeRows, poisonOfSum): ±0, or NaN when x holds NaN or ±∞
+  const isSumTimesZero = (sum: Node): boolean => {
+    const muls = consumers.get(sum.output![0]) ?? [];
+    return (
+      muls.length > 0 &&
+      muls.every((m) => {
+        const adds = consumers.get(m.output![0]) ?? [];
+        return timesZero(m.output![0]) && adds.length > 0 && adds.every((x) => x.opType === "Add");
+      })
+    );
+  };
   for (const n of nodes) {
     const [a, b, za, zb] = n.input ?? [];
     // QuantizeLinear/DequantizeLinear: (x, scale, zero point); MatMulInteger: (a, b, a's, b's zero point)
@@ -111,8 +152,12 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     if ((n.opType === "QuantizeLinear" || n.opType === "DequantizeLinear") && !isZeroPoint(za) && !int32Sum) {
       out.push(`${n.opType} without uint8 zero point 128 (or of an int32 sum)`);
     }
-    if (n.opType === "ReduceMax" && !madeBy(a, "Abs")) out.push("ReduceMax of something other than Abs");
-    if (n.opType === "ReduceSum" && !timesZero(a)) out.push("ReduceSum of something other than x·0");
+    if (n.opType === "ReduceMax" && !madeBy(a, "Abs") && !isSoftmaxShift(n)) {
+      out.push("ReduceMax of something other than Abs or a softmax shift");
+    }
+    if (n.opType === "ReduceSum" && !timesZero(a) && !isSumTimesZero(n)) {
+      out.push("ReduceSum of something other than x·0, or not itself taken times 0 into a sum");
+    }
     for (const at of n.attribute ?? []) if (at.g) integerProblems(at.g, out);
   }
   return out;

@@ -3,10 +3,25 @@
 // or bias. Forward and backward are written out by hand in portable ops; every product goes through `Products`
 // (exact integer products in the template, float MatMul for the verifiers' rule and for gradient checks).
 import { GraphBuilder, attrInt } from "../../onnx/builder.ts";
-import { concat, expNonPositive, maxAxis, relu, scalar, split, squeeze, sumAxis, transpose } from "../../onnx/exact.ts";
+import {
+  concat,
+  EXP_WEIGHTS,
+  expSquared,
+  logFromOne,
+  maxAxis,
+  scalar,
+  slice,
+  softmaxShift,
+  split,
+  squeeze,
+  sumAxis,
+  sumLast,
+  transpose,
+} from "../../onnx/exact.ts";
+import type { Layout } from "../../onnx/integer.ts";
 import { DT } from "../../onnx/schema.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
-import { graphsWith, paramInputs, softmaxLoss } from "../mlp/graphs.ts";
+import { graphsWith, paramInputs } from "../mlp/graphs.ts";
 
 export type Shape = { T: number; D: number; H: number; blocks: number; F: number; V: number };
 
@@ -40,9 +55,12 @@ export function transformerParams(d: TemplateDescriptor): ParamSpec[] {
   return out;
 }
 
-/** How a graph multiplies: a [..., M, K] · b [..., N, K] → [..., M, N] (dims known, the first may be −1). */
+/**
+ * How a graph multiplies: a [..., M, K] · b [..., N, K] → [..., M, N] (dims known as given, the first may be −1);
+ * `layout` says when a is given as [..., K, M] or b as [..., K, N] instead (no transpose needed by the caller).
+ */
 export type Products = {
-  rows(g: GraphBuilder, a: string, aDims: number[], b: string, bDims: number[]): string;
+  rows(g: GraphBuilder, a: string, aDims: number[], b: string, bDims: number[], layout?: Layout): string;
   /**
    * Kernels in place of the portable sums, maxima and exp over an axis (kept with length 1): only the bench's float
    * formulation sets them (ReduceSum, ReduceMax, Exp), to price what the portable spelling costs.
@@ -54,11 +72,9 @@ export type Products = {
   };
 };
 
-const sumOver = (c: Ctx, t: string, n: number, axis: number) =>
-  c.prod.kernels ? c.prod.kernels.sum(c.g, t, axis) : sumAxis(c.g, t, n, axis);
-const maxOver = (c: Ctx, t: string, n: number, axis: number) =>
-  c.prod.kernels ? c.prod.kernels.max(c.g, t, axis) : maxAxis(c.g, t, n, axis);
-const expOf = (c: Ctx, t: string) => (c.prod.kernels ? c.prod.kernels.exp(c.g, t) : expNonPositive(c.g, t));
+/** Σ over the last axis (length n) of a rank-`rank` tensor, kept with length 1. */
+const sumOverLast = (c: Ctx, t: string, n: number, rank: number) =>
+  c.prod.kernels ? c.prod.kernels.sum(c.g, t, rank - 1) : sumLast(c.g, t, n, rank);
 
 const LN_EPS = 1e-5;
 /** A score that no softmax weight can come from (its exp is then replaced by an exact 0). */
@@ -72,7 +88,7 @@ type Norm = { y: string; sigma: string };
 function layerNorm(c: Ctx, x: string): Norm {
   const { g } = c;
   const D = c.s.D;
-  const mean = (t: string) => g.op("Div", [sumOver(c, t, D, 1), scalar(g, D)]);
+  const mean = (t: string) => g.op("Div", [sumOverLast(c, t, D, 2), scalar(g, D)]);
   const xc = g.op("Sub", [x, mean(x)]);
   const sigma = g.op("Sqrt", [g.op("Add", [mean(g.op("Mul", [xc, xc])), scalar(g, LN_EPS)])]);
   return { y: g.op("Div", [xc, sigma]), sigma };
@@ -82,7 +98,7 @@ function layerNorm(c: Ctx, x: string): Norm {
 function layerNormBack(c: Ctx, n: Norm, dy: string): string {
   const { g } = c;
   const D = c.s.D;
-  const mean = (t: string) => g.op("Div", [sumOver(c, t, D, 1), scalar(g, D)]);
+  const mean = (t: string) => g.op("Div", [sumOverLast(c, t, D, 2), scalar(g, D)]);
   const centred = g.op("Sub", [dy, mean(dy)]);
   const along = g.op("Mul", [n.y, mean(g.op("Mul", [dy, n.y]))]);
   return g.op("Div", [g.op("Sub", [centred, along]), n.sigma]);
@@ -90,7 +106,7 @@ function layerNormBack(c: Ctx, n: Norm, dy: string): string {
 
 /** x [R, K] · w [K, J] → [R, J]. */
 function dense(c: Ctx, x: string, w: string, K: number, J: number): string {
-  return c.prod.rows(c.g, x, [-1, K], transpose(c.g, w, [1, 0]), [J, K]);
+  return c.prod.rows(c.g, x, [-1, K], w, [K, J], { bKN: true });
 }
 
 /** dy [R, J] · wᵀ → [R, K] for w [K, J]. */
@@ -105,24 +121,58 @@ const toHeads = (c: Ctx, t: string) => {
 };
 const fromHeads = (c: Ctx, t: string) =>
   c.g.op("Reshape", [transpose(c.g, t, [0, 2, 1, 3]), c.g.constInt64([-1, c.s.D])]);
-const swapLast = (c: Ctx, t: string) => transpose(c.g, t, [0, 1, 3, 2]);
 
-type Attention = { q: string; k: string; v: string; probs: string; out: string };
+type Attention = { qs: string; ks: string; v: string; probs: string; heads: string; out: string };
 
-/** Causal self-attention of a [R, D] given qkv weights: heads' outputs merged back to [R, D]. */
+/**
+ * Causal self-attention of a [R, D] given qkv weights: heads' outputs merged back to [R, D]. The portable
+ * formulation scales q by 1/√dh before the product (dh-wide rows, not T-wide scores), masks by adding 0 or −10³⁰,
+ * shifts by the row's ReduceMax (softmaxShift), exps by expSquared (exactly 0 at masked keys), and gets the softmax
+ * denominator from the product itself: V gets a row of ones, so the integer product returns Σ_j q(e_j)·v_j and
+ * Σ_j q(e_j) (exact int32 sums of the same 8-bit weights q(e_j)) and the output is their quotient — weights that
+ * sum to 1 up to one rounding, no sum tree over the keys. `probs` (e/Σq(e)) is what backward differentiates.
+ */
 function attention(c: Ctx, a: string, wqkv: string): Attention {
   const { g } = c;
   const { T, D, H } = c.s;
   const dh = D / H;
   const [q, k, v] = split(g, dense(c, a, wqkv, D, 3 * D), 1, [D, D, D]).map((t) => toHeads(c, t));
-  const scores = g.op("Mul", [c.prod.rows(g, q, [-1, H, T, dh], k, [-1, H, T, dh]), scalar(g, 1 / Math.sqrt(dh))]);
-  const causal = causalMask(g, T);
-  const masked = g.op("Where", [causal, scores, scalar(g, MASKED)]);
-  const shifted = g.op("Sub", [masked, maxOver(c, masked, T, 3)]);
-  const exps = g.op("Where", [causal, expOf(c, shifted), scalar(g, 0)]);
-  const probs = g.op("Div", [exps, sumOver(c, exps, T, 3)]);
-  const out = c.prod.rows(g, probs, [-1, H, T, T], swapLast(c, v), [-1, H, dh, T]);
-  return { q, k, v, probs, out: fromHeads(c, out) };
+  const scale = scalar(g, 1 / Math.sqrt(dh));
+  const kernels = c.prod.kernels;
+  if (kernels) {
+    const scores = g.op("Mul", [c.prod.rows(g, q, [-1, H, T, dh], k, [-1, H, T, dh]), scale]);
+    const causal = causalMask(g, T);
+    const masked = g.op("Where", [causal, scores, scalar(g, MASKED)]);
+    const shifted = g.op("Sub", [masked, kernels.max(g, masked, 3)]);
+    const exps = g.op("Where", [causal, kernels.exp(g, shifted), scalar(g, 0)]);
+    const probs = g.op("Div", [exps, kernels.sum(g, exps, 3)]);
+    const heads = c.prod.rows(g, probs, [-1, H, T, T], v, [-1, H, T, dh], { bKN: true });
+    return { qs: g.op("Mul", [q, scale]), ks: g.op("Mul", [k, scale]), v, probs, heads, out: fromHeads(c, heads) };
+  }
+  const qs = g.op("Mul", [q, scale]);
+  const masked = g.op("Add", [c.prod.rows(g, qs, [-1, H, T, dh], k, [-1, H, T, dh]), causalBias(g, T)]);
+  const exps = expSquared(g, softmaxShift(g, masked, 3), EXP_WEIGHTS);
+  const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
+  const both = c.prod.rows(g, exps, [-1, H, T, T], vOnes, [-1, H, T, dh + 1], { bKN: true });
+  const [num, den] = split(g, both, 3, [dh, 1]);
+  const heads = g.op("Div", [num, den]);
+  return { qs, ks: g.op("Mul", [k, scale]), v, probs: g.op("Div", [exps, den]), heads, out: fromHeads(c, heads) };
+}
+
+/** Ones shaped like t's first slice along `axis` (data movement: an Expand of the constant 1 to that shape). */
+function onesLike(g: GraphBuilder, t: string, axis: number): string {
+  return g.op("Expand", [scalar(g, 1), g.op("Shape", [slice(g, t, axis, 0, 1)])]);
+}
+
+/** [T, T]: 0 where query i may attend to key j ≤ i, MASKED elsewhere (added to the scores). */
+function causalBias(g: GraphBuilder, T: number): string {
+  const key = `causal-bias:${T}`;
+  let name = g.shared.get(key);
+  if (!name) {
+    const bias = Array.from({ length: T * T }, (_, n) => (n % T <= Math.floor(n / T) ? 0 : MASKED));
+    g.shared.set(key, (name = g.constFloat(bias, [T, T])));
+  }
+  return name;
 }
 
 /** [T, T] booleans: query i may attend to key j ≤ i. */
@@ -145,11 +195,15 @@ function attentionBack(c: Ctx, at: Attention, dOut: string): string {
   const square = [-1, H, T, T];
   const dO = toHeads(c, dOut);
   const dP = c.prod.rows(g, dO, heads, at.v, heads);
-  const dV = c.prod.rows(g, swapLast(c, at.probs), square, swapLast(c, dO), [-1, H, dh, T]);
-  const inner = sumOver(c, g.op("Mul", [dP, at.probs]), T, 3);
-  const dS = g.op("Mul", [g.op("Mul", [at.probs, g.op("Sub", [dP, inner])]), scalar(g, 1 / Math.sqrt(dh))]);
-  const dQ = c.prod.rows(g, dS, square, swapLast(c, at.k), [-1, H, dh, T]);
-  const dK = c.prod.rows(g, swapLast(c, dS), square, swapLast(c, at.q), [-1, H, dh, T]);
+  const dV = c.prod.rows(g, at.probs, square, dO, heads, { aKM: true, bKN: true });
+  // Σ_j dP_ij·p_ij = dO_i·Σ_j p_ij·v_j = dO_i·out_i: a sum over dh, not over the T keys
+  const inner = c.prod.kernels
+    ? c.prod.kernels.sum(g, g.op("Mul", [dP, at.probs]), 3)
+    : sumLast(g, g.op("Mul", [dO, at.heads]), dh, 4);
+  // scores = (q/√dh)·k: the scale rides on the dh-wide operands, not on the T×T gradient
+  const dS = g.op("Mul", [at.probs, g.op("Sub", [dP, inner])]);
+  const dQ = c.prod.rows(g, dS, square, at.ks, heads, { bKN: true });
+  const dK = c.prod.rows(g, dS, square, at.qs, heads, { aKM: true, bKN: true });
   return concat(
     g,
     [dQ, dK, dV].map((t) => fromHeads(c, t)),
@@ -157,7 +211,25 @@ function attentionBack(c: Ctx, at: Attention, dOut: string): string {
   );
 }
 
-type Block = { ln1: Norm; att: Attention; ln2: Norm; pre: string; act: string };
+/**
+ * Per-row negative log-likelihood of one-hot labels y and the softmax, over the last axis (V) of logits [R, V]. The
+ * portable formulation shifts by ReduceMax and exps by expSquared; the denominator (in [e^−0.01, V]) is a fixed
+ * Add tree and its log logFromOne's series. The float formulation uses ReduceMax, Exp, ReduceSum and Log kernels.
+ */
+function headLoss(c: Ctx, logits: string, y: string): { nll: string; softmax: string } {
+  const { g } = c;
+  const V = c.s.V;
+  const k = c.prod.kernels;
+  const shifted = k ? g.op("Sub", [logits, k.max(g, logits, 1)]) : softmaxShift(g, logits, 1);
+  const exps = k ? k.exp(g, shifted) : expSquared(g, shifted);
+  const sum = k ? k.sum(g, exps, 1) : sumLast(g, exps, V, 2);
+  const log = k ? g.op("Log", [sum]) : logFromOne(g, sum, Math.ceil(Math.log2(V)));
+  const logp = g.op("Sub", [shifted, log]);
+  const picked = squeeze(g, sumOverLast(c, g.op("Mul", [y, logp]), V, 2), [1]);
+  return { nll: g.op("Neg", [picked]), softmax: g.op("Div", [exps, sum]) };
+}
+
+type Block = { ln1: Norm; att: Attention; ln2: Norm; pre: string; mask: string; act: string };
 type Forward = { onehot?: string; blocks: Block[]; final: Norm; logits: string };
 
 /** ids [B, T] (symbol numbers as floats) → logits [B·T, V] and what backward needs. */
@@ -174,9 +246,11 @@ function forward(c: Ctx, ids: string): Forward {
     h = g.op("Add", [h, dense(c, att.out, p[`b${i}_proj`], D, D)]);
     const ln2 = layerNorm(c, h);
     const pre = g.op("Add", [dense(c, ln2.y, p[`b${i}_fc`], D, F), p[`b${i}_fc_b`]]);
-    const act = relu(g, pre);
+    // ReLU as pre·[pre > 0] (−0 for negative pre: the same limbs as +0), the mask kept for backward
+    const mask = c.prod.kernels ? "" : g.op("Cast", [g.op("Greater", [pre, scalar(g, 0)])], [attrInt("to", DT.FLOAT)]);
+    const act = c.prod.kernels ? g.op("Relu", [pre]) : g.op("Mul", [pre, mask]);
     h = g.op("Add", [h, g.op("Add", [dense(c, act, p[`b${i}_out`], F, D), p[`b${i}_out_b`]])]);
-    blocks.push({ ln1, att, ln2, pre, act });
+    blocks.push({ ln1, att, ln2, pre, mask, act });
   }
   const final = layerNorm(c, h);
   const logits = g.op("Add", [dense(c, final.y, p.head, D, V), p.head_b]);
@@ -208,7 +282,7 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   const y = g.input("y", ["atoms", S, T, V]);
   const fw = forward(c, g.op("Reshape", [x, g.constInt64([-1, T])]));
   const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
-  const loss = softmaxLoss(g, fw.logits, labels, 2, V);
+  const loss = headLoss(c, fw.logits, labels);
   const perAtom = (t: string, n: number) => g.op("Reshape", [t, g.constInt64([-1, N, n])]);
   const atomSum = squeeze(g, sumAxis(g, g.op("Reshape", [loss.nll, g.constInt64([-1, N])]), N, 1), [1]);
   const dLogits = g.op("Mul", [g.op("Sub", [loss.softmax, labels]), scalar(g, 1 / (d.globalBatch * T))]);
@@ -216,24 +290,34 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   const grads: Record<string, string> = {};
   /** Σ over an atom's rows of h[r, i]·dy[r, o] → [atoms, I, O]. */
   const weightGrad = (h: string, I: number, dy: string, O: number) =>
-    c.prod.rows(g, transpose(g, perAtom(h, I), [0, 2, 1]), [-1, I, N], transpose(g, perAtom(dy, O), [0, 2, 1]), [
-      -1,
-      O,
-      N,
-    ]);
-  const biasGrad = (dy: string, O: number) => squeeze(g, sumOver(c, perAtom(dy, O), N, 1), [1]);
+    c.prod.rows(g, perAtom(h, I), [-1, N, I], perAtom(dy, O), [-1, N, O], { aKM: true, bKN: true });
+  /**
+   * The weight gradient and the bias gradient Σ_r dy[r, o] of one layer. Portable: one product, h given a column of
+   * ones (its block is exactly 64 × 1/64), so the bias gradient is the exact int32 sum of dy's own 8-bit values,
+   * as the weight gradient's are, and no sum tree over the atom's rows. Float: a ReduceSum.
+   */
+  const layerGrads = (name: string, h: string, I: number, dy: string, O: number) => {
+    if (c.prod.kernels) {
+      grads[name] = weightGrad(h, I, dy, O);
+      grads[`${name}_b`] = squeeze(g, c.prod.kernels.sum(g, perAtom(dy, O), 1), [1]);
+      return;
+    }
+    const hOnes = concat(g, [perAtom(h, I), onesLike(g, perAtom(h, I), 2)], 2); // [A, N, I + 1]
+    const both = c.prod.rows(g, hOnes, [-1, N, I + 1], perAtom(dy, O), [-1, N, O], { aKM: true, bKN: true });
+    const [w, bias] = split(g, both, 1, [I, 1]);
+    [grads[name], grads[`${name}_b`]] = [w, squeeze(g, bias, [1])];
+  };
 
-  grads.head = weightGrad(fw.final.y, D, dLogits, V);
-  grads.head_b = biasGrad(dLogits, V);
+  layerGrads("head", fw.final.y, D, dLogits, V);
   let dh = layerNormBack(c, fw.final, denseBack(c, dLogits, p.head, D, V));
   for (let i = c.s.blocks - 1; i >= 0; i--) {
     const b = fw.blocks[i];
-    grads[`b${i}_out`] = weightGrad(b.act, F, dh, D);
-    grads[`b${i}_out_b`] = biasGrad(dh, D);
+    layerGrads(`b${i}_out`, b.act, F, dh, D);
     const dAct = denseBack(c, dh, p[`b${i}_out`], F, D);
-    const dPre = g.op("Where", [g.op("Greater", [b.pre, scalar(g, 0)]), dAct, scalar(g, 0)]);
-    grads[`b${i}_fc`] = weightGrad(b.ln2.y, D, dPre, F);
-    grads[`b${i}_fc_b`] = biasGrad(dPre, F);
+    const dPre = b.mask
+      ? g.op("Mul", [dAct, b.mask])
+      : g.op("Where", [g.op("Greater", [b.pre, scalar(g, 0)]), dAct, scalar(g, 0)]);
+    layerGrads(`b${i}_fc`, b.ln2.y, D, dPre, F);
     dh = g.op("Add", [dh, layerNormBack(c, b.ln2, denseBack(c, dPre, p[`b${i}_fc`], D, F))]);
     grads[`b${i}_proj`] = weightGrad(b.att.out, D, dh, D);
     const dqkv = attentionBack(c, b.att, denseBack(c, dh, p[`b${i}_proj`], D, D));
@@ -274,7 +358,7 @@ export function buildEvalGraph(d: TemplateDescriptor, prod: Products, what = "ev
   const y = g.input("y", [n, T, V]);
   const logits = forward(c, x).logits;
   const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
-  const nll = g.op("Reshape", [softmaxLoss(g, logits, labels, 2, V).nll, g.constInt64([n, T])]);
+  const nll = g.op("Reshape", [headLoss(c, logits, labels).nll, g.constInt64([n, T])]);
   const windowLoss = g.op("Div", [squeeze(g, sumAxis(g, nll, T, 1), [1]), scalar(g, T)]);
   const labelLogit = sumAxis(g, g.op("Mul", [labels, logits]), V, 1);
   const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, logits, V, 1)]);

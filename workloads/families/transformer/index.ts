@@ -14,15 +14,17 @@ import {
 
 /** Exact integer products on 8-bit (or two-limb) block floating point rows. */
 export const integerProducts = (limbs: 1 | 2): Products => ({
-  rows: (g, a, aDims, b, bDims) => intProductRows(g, a, aDims, b, bDims, limbs),
+  rows: (g, a, aDims, b, bDims, layout) => intProductRows(g, a, aDims, b, bDims, limbs, layout),
 });
+
+const swapLastTwo = (rank: number) => [...Array.from({ length: rank - 2 }, (_, i) => i), rank - 1, rank - 2];
 
 /** Ordinary float MatMul: not portable; for the verifiers' escalation rule and gradient checks. */
 export const floatProducts: Products = {
-  rows(g, a, _aDims, b, bDims) {
-    const r = bDims.length;
-    const perm = [...Array.from({ length: r - 2 }, (_, i) => i), r - 1, r - 2];
-    return g.op("MatMul", [a, g.op("Transpose", [b], [attrInts("perm", perm)])]);
+  rows(g, a, aDims, b, bDims, layout = {}) {
+    const left = layout.aKM ? g.op("Transpose", [a], [attrInts("perm", swapLastTwo(aDims.length))]) : a;
+    const right = layout.bKN ? b : g.op("Transpose", [b], [attrInts("perm", swapLastTwo(bDims.length))]);
+    return g.op("MatMul", [left, right]);
   },
 };
 
