@@ -13,6 +13,7 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BlobStore, S3Backend } from "../../workloads/index.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3, type EmbeddedS3 } from "../../workloads/store/embedded.ts";
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
@@ -289,6 +290,42 @@ describe("adversary: breaking the store's content gate (requests the gate and s3
     expect(a.status).to.be.within(400, 499);
   });
 
+  it("(found) a key whose folders s3rver can make but whose file it cannot open (path over 4096): its open error went uncaught", async function () {
+    const other = Buffer.from(`a blob under a very deep key ${n++}`);
+    const depth = 4000 - join(dir, B).length;
+    const folders = Array.from({ length: Math.ceil(depth / 201) }, (_, i) => `${i}`.padEnd(200, "d")).join("/");
+    const a = await gate("PUT", `/${B}/${folders}/${sha256(other)}.blob`, other);
+    const honest = await honestBlob(); // the store (gate and s3rver, one process) is still up and writes
+    await honest.intact();
+    expect(a.status, "S3's own bound on a key: 1024 bytes").to.be.within(400, 499);
+  });
+
+  it("metadata a writer sets with the honest bytes (encoding, storage class, redirect, range): the honest reader still gets them", async function () {
+    const honest = Buffer.from(`a checkpoint the attacker foresees ${n++}`);
+    const key = `p/${sha256(honest)}.blob`;
+    const planted = await gate("PUT", `/${B}/${key}`, honest, {
+      "content-encoding": "gzip",
+      "content-type": "application/x-gzip",
+      "x-amz-storage-class": "GLACIER",
+      "x-amz-website-redirect-location": "/elsewhere",
+      "content-range": "bytes 0-1/2",
+      "cache-control": "no-store",
+    });
+    const store = new BlobStore(
+      new S3Backend(
+        { bucket: B, prefix: "p" },
+        { region: "us-east-1", credentials: S3RVER_CREDENTIALS, endpoint: server.endpoint },
+      ),
+    );
+    try {
+      expect(await store.put(new Uint8Array(honest))).to.equal(`0x${sha256(honest)}`);
+      expect(Buffer.from(await store.get(`0x${sha256(honest)}`)).equals(honest), "read back").to.equal(true);
+    } finally {
+      store.close();
+    }
+    expect(planted.status).to.be.oneOf([200, 400, 403]);
+  });
+
   it("what failed: method, header, query and path tricks leave the honest blob as it is", async function () {
     const honest = await honestBlob();
     const other = Buffer.from("other bytes");
@@ -324,6 +361,8 @@ describe("adversary: breaking the store's content gate (requests the gate and s3
       ["PUT", `/${B}?cors`, "<CORSConfiguration/>"],
       ["GET", `/${B}/${honest.key}?response-content-length=1`],
       ["OPTIONS", `/${B}/${honest.key}`],
+      ["PUT", `/${honest.key}`, other, { host: `${B}.localhost` }],
+      ["PUT", `/${B}/${honest.key}`, other, { expect: "100-continue" }],
     ];
     for (const [method, target, body, extra] of attempts) {
       await gate(method, target, body, extra).catch(() => null);

@@ -53,7 +53,9 @@ export function gateDecision(method: string, rawUrl: string, headers: Record<str
   }
   const [rawPath, ...rawQuery] = rawUrl.split("?");
   const m = WRITE_PATH.exec(rawPath);
-  if (!m || /_S3rver_/i.test(m[2]))
+  // S3's own bound on a key, 1024 bytes, also keeps s3rver's file path under PATH_MAX: a deeper key let s3rver
+  // make the folders and then fail to open the file, an error it does not catch (the whole process went down).
+  if (!m || /_S3rver_/i.test(m[2]) || m[2].length > 1024)
     return refuse(403, "AccessDenied", `only content-named blobs (<sha256 hex>.blob) are written, not ${rawPath}`);
   const names = [...q.keys()];
   if (!WRITE_QUERY.test(rawQuery.join("?")) || names.length > 4 || new Set(names).size !== names.length)
