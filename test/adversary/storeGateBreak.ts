@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlobStore, S3Backend } from "../../workloads/index.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3, type EmbeddedS3 } from "../../workloads/store/embedded.ts";
+import { startContentGate } from "../../workloads/store/gate.ts";
 
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
@@ -298,6 +299,49 @@ describe("adversary: breaking the store's content gate (requests the gate and s3
     const honest = await honestBlob(); // the store (gate and s3rver, one process) is still up and writes
     await honest.intact();
     expect(a.status, "S3's own bound on a key: 1024 bytes").to.be.within(400, 499);
+  });
+
+  it("(found) writes that never send their last byte: the gate held each in memory without bound (now SlowDown past a bound, reads go on)", async function () {
+    const behind = await startEmbeddedS3({ dir: join(dir, "behind"), gate: false });
+    const small = await startContentGate({ upstream: behind.endpoint, address: "127.0.0.1", maxHeldBytes: 3 << 20 });
+    const u = new URL(small.endpoint);
+    const honest = Buffer.from(`an honest blob ${n++}`);
+    const key = `p/${sha256(honest)}.blob`;
+    expect((await send(small.endpoint, "PUT", `/${B}/${key}`, honest)).status).to.equal(200);
+    /** A PUT announcing 1.2 MB that sends 1 MiB and waits: its answer, or "held" after `ms`. */
+    const stalled: ReturnType<typeof request>[] = [];
+    const stall = (ms: number) =>
+      new Promise<number | "held">((resolve) => {
+        const r = request(
+          {
+            host: u.hostname,
+            port: u.port,
+            method: "PUT",
+            path: `/${B}/p/${"0".repeat(64)}.blob`,
+            headers: { "content-length": 1_200_000 },
+          },
+          (a) => (a.resume(), resolve(a.statusCode ?? 0)),
+        );
+        r.on("error", () => resolve(0));
+        r.write(Buffer.alloc(1 << 20));
+        stalled.push(r);
+        setTimeout(() => resolve("held"), ms);
+      });
+    try {
+      expect(await stall(100)).to.equal("held");
+      expect(await stall(100)).to.equal("held");
+      expect(await stall(1000), "a third write past the bound").to.equal(503);
+      const read = await send(small.endpoint, "GET", `/${B}/${key}`);
+      expect(summary(read.body), "a read meanwhile").to.equal(summary(honest));
+      for (const r of stalled) r.destroy();
+      await new Promise((r) => setTimeout(r, 100));
+      const other = Buffer.from(`another honest blob ${n++}`);
+      expect((await send(small.endpoint, "PUT", `/${B}/p/${sha256(other)}.blob`, other)).status).to.equal(200);
+    } finally {
+      for (const r of stalled) r.destroy();
+      await small.close();
+      await behind.close();
+    }
   });
 
   it("metadata a writer sets with the honest bytes (encoding, storage class, redirect, range): the honest reader still gets them", async function () {

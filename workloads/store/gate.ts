@@ -26,6 +26,8 @@ import { gateDecision, listedParts, UPLOAD_ID, type GateDecision } from "./gateR
  * to 8 MiB and parts of 8 MiB; S3 itself allows 5 GiB, which a gate in front of it would have to spool to disk).
  */
 export const GATE_MAX_PUT_BYTES = 64 * 1024 * 1024;
+/** All the writes' bodies the gate holds in memory at once (16 of the largest; 64 of S3Backend's 8 MiB). */
+export const GATE_MAX_HELD_BYTES = 1024 * 1024 * 1024;
 /** A CompleteMultipartUpload body: 10,000 parts of about 100 bytes each. */
 const MAX_COMPLETE_BYTES = 2 * 1024 * 1024;
 
@@ -127,6 +129,8 @@ export async function startContentGate(o: {
   port?: number;
   /** Where copies of upload parts are kept until completion (default: a fresh temporary folder, removed on close). */
   spoolDir?: string;
+  /** Bytes of writes held in memory at once (default GATE_MAX_HELD_BYTES). */
+  maxHeldBytes?: number;
 }): Promise<ContentGate> {
   const upstream = new URL(o.upstream);
   const agent = new Agent({ keepAlive: true });
@@ -138,12 +142,26 @@ export async function startContentGate(o: {
     sendError(res, status, code, message);
   };
 
+  /**
+   * Bytes of writes held in memory now (each counted at its announced length, or its bound when it announces
+   * none, until its answer is sent). Unbounded, writes of 64 MiB each that never send their last byte grew the
+   * process (gate and s3rver) by 64 MiB apiece without bound (8 of them: 103 → 612 MiB RSS); past the
+   * bound a write is refused as SlowDown (the SDK retries it) and reads go on.
+   */
+  let heldBytes = 0;
+  const maxHeldBytes = o.maxHeldBytes ?? GATE_MAX_HELD_BYTES;
+
   /** The body within `max` bytes, or the refusal already sent. */
   async function bodyWithin(req: IncomingMessage, res: ServerResponse, max: number): Promise<Buffer | null> {
     const announced = Number(req.headers["content-length"] ?? NaN);
     const tooLarge = () =>
       refuse(req, res, 400, "EntityTooLarge", `a write through the gate holds at most ${max} bytes`);
     if (announced > max) return (tooLarge(), null);
+    const reserved = Number.isFinite(announced) ? announced : max;
+    if (heldBytes + reserved > maxHeldBytes)
+      return (refuse(req, res, 503, "SlowDown", "the gate holds as many bytes of writes as it may; try again"), null);
+    heldBytes += reserved;
+    res.once("close", () => (heldBytes -= reserved));
     const body = await readBody(req, max);
     if (!body) tooLarge();
     return body;
