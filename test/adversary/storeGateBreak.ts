@@ -344,6 +344,33 @@ describe("adversary: breaking the store's content gate (requests the gate and s3
     }
   });
 
+  it("a blob damaged behind the gate is still repaired by an honest put (bytes held intact are not rewritten, others are)", async function () {
+    const honest = await honestBlob();
+    expect((await send(server.upstream, "PUT", `/${B}/${honest.key}`, "damaged past the gate")).status).to.equal(200);
+    expect((await gate("PUT", `/${B}/${honest.key}`, honest.bytes)).status).to.equal(200);
+    await honest.intact();
+  });
+
+  it("a slowloris (300 connections sending headers a byte at a time) pins nothing: an honest put and read go through", async function () {
+    const u = new URL(server.endpoint);
+    const sockets = Array.from({ length: 300 }, () => {
+      const s = connect(Number(u.port), u.hostname, () => s.write("PUT /gpuchain/p/"));
+      s.on("error", () => undefined);
+      return s;
+    });
+    const drip = setInterval(() => sockets.forEach((s) => s.writable && s.write("a")), 50);
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const started = Date.now();
+      const honest = await honestBlob();
+      await honest.intact();
+      expect(Date.now() - started, "ms for an honest put and read").to.be.below(2000);
+    } finally {
+      clearInterval(drip);
+      sockets.forEach((s) => s.destroy());
+    }
+  });
+
   it("metadata a writer sets with the honest bytes (encoding, storage class, redirect, range): the honest reader still gets them", async function () {
     const honest = Buffer.from(`a checkpoint the attacker foresees ${n++}`);
     const key = `p/${sha256(honest)}.blob`;
