@@ -61,6 +61,7 @@ async function send(
   target: string,
   body?: Uint8Array | string,
   extra: Record<string, string> = {},
+  timeoutMs = 10_000,
 ): Promise<Answer> {
   const u = new URL(endpoint);
   const q = target.indexOf("?");
@@ -88,6 +89,7 @@ async function send(
       res.on("error", reject);
     });
     r.on("error", reject);
+    r.setTimeout(timeoutMs, () => r.destroy(new Error(`no whole answer within ${timeoutMs} ms`)));
     r.end(bytes);
   });
 }
@@ -342,6 +344,33 @@ describe("adversary: breaking the store's content gate (requests the gate and s3
       await small.close();
       await behind.close();
     }
+  });
+
+  it("(found) the honest bytes rewritten again and again while they are read: s3rver truncates before each rewrite", async function () {
+    const honest = await honestBlob(2 * 1024 * 1024);
+    let stop = false;
+    let rewrites = 0;
+    const flood = (async () => {
+      while (!stop) {
+        await gate("PUT", `/${B}/${honest.key}`, honest.bytes).catch(() => null);
+        rewrites++;
+      }
+    })();
+    const bad: string[] = [];
+    const until = Date.now() + 1000;
+    let reads = 0;
+    while (Date.now() < until) {
+      const got = await send(server.endpoint, "GET", `/${B}/${honest.key}`, undefined, {}, 500).then(
+        (a) => summary(a.body),
+        (e: Error) => e.message,
+      );
+      reads++;
+      if (got !== summary(honest.bytes)) bad.push(got);
+    }
+    stop = true;
+    await flood;
+    expect(rewrites, "the attacker's rewrites").to.be.above(3);
+    expect(bad, `${bad.length} of ${reads} reads`).to.deep.equal([]);
   });
 
   it("a blob damaged behind the gate is still repaired by an honest put (bytes held intact are not rewritten, others are)", async function () {
