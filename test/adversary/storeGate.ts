@@ -40,13 +40,18 @@ describe("store content gate: the rule (pure)", function () {
     expect(d("GET", `/b/p/${HEX}.blob`)).to.equal("read");
     expect(d("HEAD", `/b/p/${HEX}.blob`)).to.equal("read");
     expect(d("GET", "/b?list-type=2")).to.equal("read");
-    expect(gateDecision("PUT", `/b/p/${HEX}.blob?x-id=PutObject`, {})).to.deep.equal({ kind: "put", name: HEX });
+    expect(gateDecision("PUT", `/b/p/${HEX}.blob?x-id=PutObject`, {})).to.deep.equal({
+      kind: "put",
+      name: HEX,
+      path: `b/p/${HEX}.blob`,
+    });
     expect(d("PUT", `/b/${HEX}.blob`)).to.equal("put");
     expect(d("POST", `/b/p/${HEX}.blob?uploads&x-id=CreateMultipartUpload`)).to.equal("create-upload");
     expect(gateDecision("PUT", `/b/p/${HEX}.blob?partNumber=2&uploadId=abcdef012345`, {})).to.deep.equal({
       kind: "part",
       uploadId: "abcdef012345",
       partNumber: 2,
+      path: `b/p/${HEX}.blob`,
     });
     expect(d("POST", `/b/p/${HEX}.blob?uploadId=abcdef012345`)).to.equal("complete");
     expect(d("DELETE", `/b/p/${HEX}.blob?uploadId=abcdef012345`)).to.equal("abort");
@@ -60,7 +65,7 @@ describe("store content gate: the rule (pure)", function () {
       ["PUT", "/b", {}],
       ["PUT", `/b/p/${HEX}.blob?acl`, {}],
       ["PUT", `/b/p/${HEX}.blob?partNumber=0&uploadId=abcdef012345`, {}],
-      ["PUT", `/b/p/${HEX}.blob?partNumber=1&uploadId=../../etc`, {}],
+      ["PUT", `/b/p/${HEX}.blob?partNumber=1&uploadId=${"..%2F".repeat(2)}etc`, {}],
       ["GET", "/b?uploads", {}],
       ["GET", `/b/p/${HEX}.blob?uploadId=abcdef012345`, {}],
       ["PATCH", `/b/p/${HEX}.blob`, {}],

@@ -2,19 +2,32 @@
 // s3rver listens on the store host's loopback behind it). Whoever holds the store's credentials can then only add
 // blobs whose bytes hash to their names: no overwrite, no squatting, no delete, so a store writer cannot get an
 // honest checkpoint refused however fast it writes (issue 19, docs/THREATS.md). Reads pass through unchanged;
-// requests are forwarded byte for byte with their own signature, so the server behind checks credentials as before.
+// requests are forwarded byte for byte with their own signature, so the server behind checks credentials as before
+// (a completion excepted: the gate sends its own listing of the parts it checked). s3rver 3.7 checks no SigV4
+// signature, and takes a request with none (middleware/authentication.js): the key pair keeps nobody out, so the
+// gate's rules are all that stands between anyone who reaches it and the store.
 import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { Agent, createServer, request, type IncomingMessage, type ServerResponse } from "node:http";
+import {
+  Agent,
+  createServer,
+  request,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gateDecision, listedParts, type GateDecision } from "./gateRules.ts";
+import { gateDecision, listedParts, UPLOAD_ID, type GateDecision } from "./gateRules.ts";
 
 /**
  * The largest whole PUT or upload part the gate holds in memory while it hashes (S3Backend sends whole objects up
  * to 8 MiB and parts of 8 MiB; S3 itself allows 5 GiB, which a gate in front of it would have to spool to disk).
  */
 export const GATE_MAX_PUT_BYTES = 64 * 1024 * 1024;
+/** All the writes' bodies the gate holds in memory at once (16 of the largest; 64 of S3Backend's 8 MiB). */
+export const GATE_MAX_HELD_BYTES = 1024 * 1024 * 1024;
 /** A CompleteMultipartUpload body: 10,000 parts of about 100 bytes each. */
 const MAX_COMPLETE_BYTES = 2 * 1024 * 1024;
 
@@ -53,8 +66,8 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
   });
 }
 
-/** Sends the request on to the server behind, unchanged (Expect aside: the gate has already read the body). */
-function forward(upstream: URL, agent: Agent, req: IncomingMessage, res: ServerResponse, body?: Buffer): void {
+/** Sends a read on to the server behind, unchanged (Expect aside: the gate has already read the body). */
+function forward(upstream: URL, agent: Agent, req: IncomingMessage, res: ServerResponse): void {
   const headers = { ...req.headers };
   delete headers.expect;
   const out = request(
@@ -71,8 +84,41 @@ function forward(upstream: URL, agent: Agent, req: IncomingMessage, res: ServerR
     if (!res.headersSent) sendError(res, 502, "BadGateway", `store behind the gate: ${e.message}`);
     else res.destroy();
   });
-  if (body) out.end(body);
-  else req.pipe(out);
+  req.pipe(out);
+}
+
+type Answer = { status: number; headers: IncomingHttpHeaders; body: Buffer };
+
+/**
+ * Sends a write on with the body the gate checked and waits for the whole answer. It is never cut short when the
+ * client goes away: s3rver writes an object in place (truncating it first), so a write dropped half way through
+ * left an honest blob truncated (a client hanging up just after sending the honest bytes did that).
+ */
+function forwardWrite(upstream: URL, agent: Agent, req: IncomingMessage, body: Buffer): Promise<Answer> {
+  const headers: OutgoingHttpHeaders = { ...req.headers, "content-length": body.byteLength };
+  delete headers.expect;
+  delete headers["transfer-encoding"];
+  delete headers["content-md5"];
+  return new Promise((resolve, reject) => {
+    const target = { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent };
+    const out = request(target, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on("data", (c: Buffer) => chunks.push(c));
+      answer.on("end", () =>
+        resolve({ status: answer.statusCode ?? 502, headers: answer.headers, body: Buffer.concat(chunks) }),
+      );
+      answer.on("error", reject);
+    });
+    out.on("error", reject);
+    out.end(body);
+  });
+}
+
+function reply(res: ServerResponse, a: Answer): void {
+  const headers = { ...a.headers, "content-length": a.body.byteLength };
+  delete headers["transfer-encoding"];
+  res.writeHead(a.status, headers);
+  res.end(a.body);
 }
 
 const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
@@ -83,6 +129,8 @@ export async function startContentGate(o: {
   port?: number;
   /** Where copies of upload parts are kept until completion (default: a fresh temporary folder, removed on close). */
   spoolDir?: string;
+  /** Bytes of writes held in memory at once (default GATE_MAX_HELD_BYTES). */
+  maxHeldBytes?: number;
 }): Promise<ContentGate> {
   const upstream = new URL(o.upstream);
   const agent = new Agent({ keepAlive: true });
@@ -94,23 +142,94 @@ export async function startContentGate(o: {
     sendError(res, status, code, message);
   };
 
+  /**
+   * Bytes of writes held in memory now (each counted at its announced length, or its bound when it announces
+   * none, until its answer is sent). Unbounded, writes of 64 MiB each that never send their last byte grew the
+   * process (gate and s3rver) by 64 MiB apiece without bound (8 of them: 103 → 612 MiB RSS); past the
+   * bound a write is refused as SlowDown (the SDK retries it) and reads go on.
+   */
+  let heldBytes = 0;
+  const maxHeldBytes = o.maxHeldBytes ?? GATE_MAX_HELD_BYTES;
+
   /** The body within `max` bytes, or the refusal already sent. */
   async function bodyWithin(req: IncomingMessage, res: ServerResponse, max: number): Promise<Buffer | null> {
     const announced = Number(req.headers["content-length"] ?? NaN);
     const tooLarge = () =>
       refuse(req, res, 400, "EntityTooLarge", `a write through the gate holds at most ${max} bytes`);
     if (announced > max) return (tooLarge(), null);
+    const reserved = Number.isFinite(announced) ? announced : max;
+    if (heldBytes + reserved > maxHeldBytes)
+      return (refuse(req, res, 503, "SlowDown", "the gate holds as many bytes of writes as it may; try again"), null);
+    heldBytes += reserved;
+    res.once("close", () => (heldBytes -= reserved));
     const body = await readBody(req, max);
     if (!body) tooLarge();
     return body;
   }
 
+  /** Parts being passed on now, by upload id; an upload being completed takes no more parts. */
+  const partsInFlight = new Map<string, Set<number>>();
+  const completing = new Set<string>();
+  /** Writes of one name, one at a time (each waits for the one before it to have landed). */
+  const queues = new Map<string, Promise<unknown>>();
+  function oneAtATime<T>(path: string, write: () => Promise<T>): Promise<T> {
+    const run = (queues.get(path) ?? Promise.resolve()).then(write, write);
+    const tail = run.catch(() => undefined);
+    queues.set(path, tail);
+    void tail.then(() => queues.get(path) === tail && queues.delete(path));
+    return run;
+  }
+
+  /**
+   * Whether the server behind already holds bytes hashing to `name` under `path`. A write of them is then not
+   * passed on: s3rver rewrites an object in place, truncating it first, so an honest blob rewritten with its own
+   * bytes again and again (which hash to its name) was read short while each rewrite was under way. A blob that
+   * no longer hashes to its name is still rewritten (the repair).
+   */
+  function held(path: string, name: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      const r = request(
+        { host: upstream.hostname, port: upstream.port, method: "GET", path: `/${path}`, agent },
+        (a) => {
+          if (a.statusCode !== 200) return (a.resume(), resolve(false));
+          const h = createHash("sha256");
+          a.on("data", (c: Buffer) => h.update(c));
+          a.on("end", () => resolve(h.digest("hex") === name));
+          a.on("error", () => resolve(false));
+        },
+      );
+      r.on("error", () => resolve(false));
+      r.end();
+    });
+  }
+
+  /**
+   * Whether upload `id` was created through the gate for `path`. s3rver completes an upload under the key it was
+   * created for, whatever key the completion names, and takes parts for any id (it makes the folder): an upload
+   * created for an honest blob's name, with other bytes as its part, completed under the name of those bytes,
+   * put them under the honest name.
+   */
+  const boundTo = async (id: string, path: string) =>
+    (await readFile(join(spool, id, ".path"), "utf8").catch(() => null)) === path;
+
   async function handle(req: IncomingMessage, res: ServerResponse, d: GateDecision): Promise<void> {
     if (d.kind === "refuse") return refuse(req, res, d.status, d.code, d.message);
-    if (d.kind === "read" || d.kind === "create-upload") return forward(upstream, agent, req, res);
+    if (d.kind === "read") return forward(upstream, agent, req, res);
     if (d.kind === "abort") {
       await rm(join(spool, d.uploadId), { recursive: true, force: true });
       return forward(upstream, agent, req, res);
+    }
+    if (d.kind === "create-upload") {
+      const body = await bodyWithin(req, res, MAX_COMPLETE_BYTES);
+      if (!body) return;
+      const a = await forwardWrite(upstream, agent, req, body);
+      const id = /<UploadId>([^<]+)<\/UploadId>/.exec(a.body.toString("utf8"))?.[1];
+      if (a.status === 200) {
+        if (!id || !UPLOAD_ID.test(id)) return sendError(res, 502, "BadGateway", "the store behind gave no upload id");
+        await mkdir(join(spool, id), { recursive: true });
+        await writeFile(join(spool, id, ".path"), d.path);
+      }
+      return reply(res, a);
     }
     if (d.kind === "put") {
       const body = await bodyWithin(req, res, GATE_MAX_PUT_BYTES);
@@ -118,42 +237,88 @@ export async function startContentGate(o: {
       const actual = createHash("sha256").update(body).digest("hex");
       if (actual !== d.name)
         return refuse(req, res, 400, "BadDigest", `the bytes hash to ${actual}, not to their name ${d.name}`);
-      return forward(upstream, agent, req, res, body);
+      return oneAtATime(d.path, async () => {
+        if (await held(d.path, d.name))
+          return reply(res, { status: 200, headers: { etag: `"${md5(body)}"` }, body: Buffer.alloc(0) });
+        reply(res, await forwardWrite(upstream, agent, req, body));
+      });
     }
     if (d.kind === "part") {
       const body = await bodyWithin(req, res, GATE_MAX_PUT_BYTES);
       if (!body) return;
-      await mkdir(join(spool, d.uploadId), { recursive: true });
-      await writeFile(join(spool, d.uploadId, String(d.partNumber)), body);
-      return forward(upstream, agent, req, res, body);
+      if (!(await boundTo(d.uploadId, d.path)))
+        return refuse(req, res, 404, "NoSuchUpload", "no upload of this id for this blob came through the gate");
+      const inFlight = partsInFlight.get(d.uploadId) ?? new Set<number>();
+      // s3rver does not check the ETags a completion lists: the gate's copy of a part must be the very part
+      // s3rver holds. Two sends of one part at once landed in either order at each (or mixed at s3rver).
+      if (inFlight.has(d.partNumber) || completing.has(d.uploadId))
+        return refuse(req, res, 503, "SlowDown", `part ${d.partNumber} of this upload is being sent or completed`);
+      inFlight.add(d.partNumber);
+      partsInFlight.set(d.uploadId, inFlight);
+      try {
+        const copy = join(spool, d.uploadId, String(d.partNumber));
+        await rm(copy, { force: true }); // until s3rver holds this part whole, the gate holds no copy of it
+        const a = await forwardWrite(upstream, agent, req, body);
+        const etag = String(a.headers.etag ?? "")
+          .replace(/"/g, "")
+          .toLowerCase();
+        if (a.status === 200 && etag === md5(body)) await writeFile(copy, body);
+        return reply(res, a);
+      } finally {
+        inFlight.delete(d.partNumber);
+        if (inFlight.size === 0) partsInFlight.delete(d.uploadId);
+      }
     }
     const body = await bodyWithin(req, res, MAX_COMPLETE_BYTES);
     if (!body) return;
     const parts = listedParts(body.toString("utf8"));
     if (!parts) return refuse(req, res, 400, "MalformedXML", "no parts with PartNumber and ETag listed");
-    // The ETags are what the server behind checks its parts against: the same ETags here bind its parts to the
-    // copies hashed here (an upload's id is its uploader's secret, so nobody else wrote those parts anyway).
-    const dir = join(spool, d.uploadId);
-    const whole = createHash("sha256");
-    for (const p of parts) {
-      const copy = await readFile(join(dir, String(p.partNumber))).catch(() => null);
-      if (!copy || md5(copy) !== p.etag)
-        return refuse(req, res, 400, "InvalidPart", `part ${p.partNumber} is not the one the gate passed on`);
-      whole.update(copy);
+    if (!(await boundTo(d.uploadId, d.path)))
+      return refuse(req, res, 404, "NoSuchUpload", "no upload of this id for this blob came through the gate");
+    // s3rver assembles the parts in the order of their numbers, whatever order the completion lists them in.
+    if (parts.some((p, i) => i > 0 && p.partNumber <= parts[i - 1].partNumber))
+      return refuse(req, res, 400, "InvalidPartOrder", "the parts must be listed in ascending order, each once");
+    if (partsInFlight.has(d.uploadId) || completing.has(d.uploadId))
+      return refuse(req, res, 503, "SlowDown", "parts of this upload are still being sent, or it is being completed");
+    completing.add(d.uploadId);
+    try {
+      const dir = join(spool, d.uploadId);
+      const whole = createHash("sha256");
+      for (const p of parts) {
+        const copy = await readFile(join(dir, String(p.partNumber))).catch(() => null);
+        if (!copy || md5(copy) !== p.etag)
+          return refuse(req, res, 400, "InvalidPart", `part ${p.partNumber} is not the one the gate passed on`);
+        whole.update(copy);
+      }
+      const actual = whole.digest("hex");
+      if (actual !== d.name)
+        return refuse(req, res, 400, "BadDigest", `the parts hash to ${actual}, not to their name ${d.name}`);
+      return await oneAtATime(d.path, async () => {
+        const [bucket, ...key] = d.path.split("/");
+        if (await held(d.path, d.name)) {
+          await rm(dir, { recursive: true, force: true });
+          const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${key.join("/")}</Key><ETag>"${md5(Buffer.from(d.name))}-${parts.length}"</ETag></CompleteMultipartUploadResult>`;
+          return reply(res, { status: 200, headers: { "content-type": "application/xml" }, body: Buffer.from(xml) });
+        }
+        // The gate's own listing of the parts it checked, not the client's XML: s3rver's XML parser and the
+        // regex above read a body differently (a part in a comment, a <Part> with an attribute).
+        const xml = `<CompleteMultipartUpload>${parts.map((p) => `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>"${p.etag}"</ETag></Part>`).join("")}</CompleteMultipartUpload>`;
+        const a = await forwardWrite(upstream, agent, req, Buffer.from(xml));
+        if (a.status === 200) await rm(dir, { recursive: true, force: true });
+        reply(res, a);
+      });
+    } finally {
+      completing.delete(d.uploadId);
     }
-    const actual = whole.digest("hex");
-    if (actual !== d.name)
-      return refuse(req, res, 400, "BadDigest", `the parts hash to ${actual}, not to their name ${d.name}`);
-    res.once("finish", () => void rm(dir, { recursive: true, force: true }));
-    return forward(upstream, agent, req, res, body);
   }
 
   const server = createServer((req, res) => {
-    const decision = gateDecision(req.method ?? "", req.url ?? "/", req.headers);
-    handle(req, res, decision).catch((e: Error) => {
-      if (!res.headersSent) sendError(res, 500, "InternalError", `content gate: ${e.message}`);
-      else res.destroy();
-    });
+    Promise.resolve()
+      .then(() => handle(req, res, gateDecision(req.method ?? "", req.url ?? "/", req.headers)))
+      .catch((e: Error) => {
+        if (!res.headersSent) sendError(res, 500, "InternalError", `content gate: ${e.message}`);
+        else res.destroy();
+      });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

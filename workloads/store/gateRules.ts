@@ -7,22 +7,34 @@
 
 export type GateDecision =
   | { kind: "read" }
-  /** A PUT whose body must hash (sha256, hex) to `name` before it is passed on. */
-  | { kind: "put"; name: string }
-  /** CreateMultipartUpload of a content-named blob. */
-  | { kind: "create-upload" }
+  /** A PUT whose body must hash (sha256, hex) to `name` before it is passed on; `path` is `bucket/key`. */
+  | { kind: "put"; name: string; path: string }
+  /** CreateMultipartUpload of a content-named blob (the gate binds the upload's id to `path`). */
+  | { kind: "create-upload"; path: string }
   /** UploadPart: passed on, and a copy kept for the completion's hash. */
-  | { kind: "part"; uploadId: string; partNumber: number }
+  | { kind: "part"; uploadId: string; partNumber: number; path: string }
   /** CompleteMultipartUpload: the listed parts, in order, must hash to `name`. */
-  | { kind: "complete"; uploadId: string; name: string }
+  | { kind: "complete"; uploadId: string; name: string; path: string }
   | { kind: "abort"; uploadId: string }
   | { kind: "refuse"; status: number; code: string; message: string };
 
 /** Upload ids are used as folder names for the parts' copies: nothing but these characters. */
-const UPLOAD_ID = /^[0-9A-Za-z_-]{8,200}$/;
+export const UPLOAD_ID = /^[0-9A-Za-z_-]{8,200}$/;
 
-/** `…/<64 hex>.blob`: the names S3Backend gives blobs (prefix/name.blob). */
-const CONTENT_KEY = /(?:^|\/)([0-9a-f]{64})\.blob$/;
+/**
+ * A write's request path, as sent (not decoded, not normalised): `/bucket/prefix…/<64 hex>.blob`, the names
+ * S3Backend gives blobs, in plain characters only. The gate and s3rver must read the same key from it: s3rver
+ * decodes `%2F` and joins `..` segments into a file path (out of its folder), `\` and `%2e` are segments to the
+ * WHATWG URL parser but not to s3rver; no segment may name one of s3rver's own files (`<name>._S3rver_object`
+ * made a folder would squat a blob before it is written).
+ */
+const WRITE_PATH = /^\/([a-z0-9][a-z0-9.-]{0,62})\/((?:[A-Za-z0-9_-][A-Za-z0-9._-]*\/)*([0-9a-f]{64})\.blob)$/;
+/**
+ * A write's raw query: plain names and values (no encodings to decode differently), each name once, a handful
+ * at most: s3rver (koa's querystring) reads only the first 1000 parameters and makes an array of a repeated one,
+ * so `x-id&…×1000&uploadId=…&partNumber=1` was an upload part to the gate and a plain PUT to s3rver.
+ */
+const WRITE_QUERY = /^[A-Za-z0-9=&_.-]{0,400}$/;
 
 const refuse = (status: number, code: string, message: string): GateDecision => ({
   kind: "refuse",
@@ -30,18 +42,6 @@ const refuse = (status: number, code: string, message: string): GateDecision => 
   code,
   message,
 });
-
-/** The object key of a path-style request (`/bucket/key…`), decoded; null for the bucket itself. */
-function keyOf(pathname: string): string | null {
-  const rest = pathname.replace(/^\/+/, "");
-  const slash = rest.indexOf("/");
-  if (slash < 0 || slash === rest.length - 1) return null;
-  try {
-    return decodeURIComponent(rest.slice(slash + 1));
-  } catch {
-    return null;
-  }
-}
 
 export function gateDecision(method: string, rawUrl: string, headers: Record<string, unknown>): GateDecision {
   const url = new URL(rawUrl, "http://gate");
@@ -51,26 +51,34 @@ export function gateDecision(method: string, rawUrl: string, headers: Record<str
       return refuse(403, "AccessDenied", "the content gate does not list uploads in progress or their parts");
     return { kind: "read" };
   }
-  const key = keyOf(url.pathname);
-  const m = key === null ? null : CONTENT_KEY.exec(key);
-  if (!m)
-    return refuse(403, "AccessDenied", `only content-named blobs (<sha256 hex>.blob) are written, not ${key ?? "/"}`);
-  const name = m[1];
+  const [rawPath, ...rawQuery] = rawUrl.split("?");
+  const m = WRITE_PATH.exec(rawPath);
+  // S3's own bound on a key, 1024 bytes, also keeps s3rver's file path under PATH_MAX: a deeper key let s3rver
+  // make the folders and then fail to open the file, an error it does not catch (the whole process went down).
+  if (!m || /_S3rver_/i.test(m[2]) || m[2].length > 1024)
+    return refuse(403, "AccessDenied", `only content-named blobs (<sha256 hex>.blob) are written, not ${rawPath}`);
+  const names = [...q.keys()];
+  if (!WRITE_QUERY.test(rawQuery.join("?")) || names.length > 4 || new Set(names).size !== names.length)
+    return refuse(400, "InvalidArgument", "a write's query is a few plain parameters, each once");
+  const [, bucket, key, name] = m;
+  const path = `${bucket}/${key}`;
   const uploadId = q.get("uploadId");
   if (uploadId !== null && !UPLOAD_ID.test(uploadId)) return refuse(400, "InvalidArgument", "malformed uploadId");
   if (headers["x-amz-copy-source"] !== undefined)
     return refuse(403, "AccessDenied", "the content gate copies nothing: a copy would put other bytes under a name");
   const others = (allowed: string[]) => [...q.keys()].filter((k) => k !== "x-id" && !allowed.includes(k));
   const only = (allowed: string[]) => others(allowed).length === 0;
-  if (method === "PUT" && only([])) return { kind: "put", name };
+  if (method === "PUT" && only([])) return { kind: "put", name, path };
   if (method === "PUT" && uploadId !== null && only(["uploadId", "partNumber"])) {
+    // Written as s3rver names the part's file (the text as sent): `01` was part 1 to the gate, file "01" to
+    // s3rver, while its completion reads file "1".
     const partNumber = Number(q.get("partNumber"));
-    if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > 10_000)
+    if (!/^[1-9][0-9]{0,4}$/.test(q.get("partNumber") ?? "") || partNumber > 10_000)
       return refuse(400, "InvalidArgument", `partNumber must be 1 … 10000, not ${q.get("partNumber")}`);
-    return { kind: "part", uploadId, partNumber };
+    return { kind: "part", uploadId, partNumber, path };
   }
-  if (method === "POST" && q.has("uploads") && only(["uploads"])) return { kind: "create-upload" };
-  if (method === "POST" && uploadId !== null && only(["uploadId"])) return { kind: "complete", uploadId, name };
+  if (method === "POST" && q.has("uploads") && only(["uploads"])) return { kind: "create-upload", path };
+  if (method === "POST" && uploadId !== null && only(["uploadId"])) return { kind: "complete", uploadId, name, path };
   if (method === "DELETE" && uploadId !== null && only(["uploadId"])) return { kind: "abort", uploadId };
   if (method === "DELETE")
     return refuse(
