@@ -10,7 +10,7 @@
 import { formatEther, formatUnits, type JsonRpcProvider } from "ethers";
 import { NotADevNodeError, setDevBalance } from "../sdk/faucet.ts";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
-import { loadTemplate, localProfile } from "../workloads/index.ts";
+import { isProvenProfile, listTemplates, loadTemplate, localProfile } from "../workloads/index.ts";
 import { isRunning, isTraining, type JobView } from "../sdk/job.ts";
 import { sleep } from "../sdk/retry.ts";
 import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
@@ -62,6 +62,16 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       ...(behaviour.fault ? { fault: behaviour.fault } : {}),
       badges: tags,
     });
+    const profile = localProfile(config.device.executionProvider, config.device.providerDevice);
+    logger.info(`execution provider ${config.device.providerReason ?? config.device.executionProvider}`, {
+      executionProvider: config.device.executionProvider,
+      profile,
+    });
+    if (!listTemplates().some((t) => isProvenProfile(t, profile)))
+      logger.warn("this arithmetic profile is proven for no template: the coordinator assigns it no job", {
+        profile,
+        hint: "--device cpu works now; a GPU profile joins PROVEN_PROFILES once its reference hashes are proven",
+      });
     const local = network.chainId === LOCAL_CHAIN_ID;
     if (!(await waitForGas(config, deps, chain, local))) return { exitCode: 0, address: me, outcomes };
     if (!(await register(config, deps, chain))) return { exitCode: 1, address: me, outcomes };
@@ -70,7 +80,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     }
     if (config.dryRun) return { exitCode: 0, address: me, outcomes };
     const lease = await chain.read("leaseDuration", () => deps.protocol.escrow.leaseDuration());
-    const profile = localProfile(config.device.executionProvider);
     const liveness = new Liveness({
       wallet: deps.signer,
       chainId: network.chainId,
@@ -97,7 +106,11 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       problems,
       behaviour,
       progress: new Progress({ tags, fault: behaviour.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
-      trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
+      trainers: new TrainerPool(config.device, logger, deps.trainerFactory, () => {
+        // Steps are computed on the cpu from now on: say so in beats and checkpoints.
+        ctx.profile = liveness.opts.profile = localProfile("cpu");
+        logger.info("arithmetic profile now", { profile: ctx.profile });
+      }),
       wake: decisionWake(deps),
       prefetch: new CheckpointPrefetch(deps.store),
     };
