@@ -10,7 +10,10 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { hasVulkanLoader } from "../../agent/device.ts";
+import { hasVulkanLoader, type DeviceProfile } from "../../agent/device.ts";
+import type { TrainerFactory } from "../../agent/trainers.ts";
+import { createTrainer, decodeCheckpoint, ExecutionProviderError, localProfile } from "../../workloads/index.ts";
+import { assignedAgent, CPU_DEVICE, localProtocol, until } from "./helpers.ts";
 
 const SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
@@ -89,5 +92,52 @@ describe("agent: the execution provider it chooses, trained on for real (blobs-t
     expect(r.executionProvider).to.equal("cpu");
     // no GPU here; where one is seen, the reason names the software driver instead (the pure table covers it)
     expect(r.device.providerReason).to.match(/^cpu: /);
+  });
+});
+
+describe("agent: a GPU provider that fails to load, in the running agent (simulated chain)", function () {
+  this.timeout(60_000);
+
+  it("says which provider and why at start, warns its profile is proven for no template, and reports the cpu profile after the fallback", async function () {
+    const p = await localProtocol();
+    const jobId = await p.createJob(8, 4);
+    const reason = "webgpu on NVIDIA H200: Vulkan loader and driver /usr/share/vulkan/icd.d/nvidia_icd.json";
+    const device: DeviceProfile = {
+      ...CPU_DEVICE,
+      kind: "GPU",
+      model: "NVIDIA H200",
+      executionProvider: "webgpu",
+      providerDevice: "NVIDIA H200",
+      providerReason: reason,
+    };
+    // The real trainer on the cpu; webgpu fails as it does on a machine whose driver Dawn refuses.
+    const trainerFactory: TrainerFactory = async (t, o) => {
+      if (o?.executionProvider === "webgpu")
+        throw new ExecutionProviderError("webgpu", new Error("Failed to get a WebGPU adapter: No supported adapters"));
+      return createTrainer(t, o);
+    };
+    // Assigned directly (the coordinator would not assign an unproven profile a proven template).
+    const { agent } = await assignedAgent(p, jobId, { config: { device }, deps: { trainerFactory } });
+    try {
+      await until("first report", async () => (await p.escrow.jobOf(jobId)).pendingStep === 4n);
+      const gpuProfile = "onnxruntime-1.30.0/webgpu/nvidia-h200";
+      const start = agent.records.find((r) => r.msg.startsWith("execution provider"));
+      expect(start).to.include({ level: "info", msg: `execution provider ${reason}`, profile: gpuProfile });
+      const unproven = agent.records.find((r) => r.msg.startsWith("this arithmetic profile is proven for no template"));
+      expect(unproven).to.include({ level: "warn", profile: gpuProfile });
+      const fallback = agent.records.find((r) => r.msg.includes("failed to load"));
+      expect(fallback).to.include({
+        level: "warn",
+        msg: "webgpu execution provider failed to load; falling back to cpu",
+      });
+      expect(String(fallback!.error)).to.contain("No supported adapters");
+      // Steps computed on the cpu are committed and reported as the cpu's.
+      const c = decodeCheckpoint(await agent.store.get((await p.escrow.jobOf(jobId)).pendingHash));
+      expect(c.profile).to.equal(localProfile("cpu"));
+      expect(agent.beats[0].profile).to.equal(gpuProfile);
+      await until("a beat with the cpu profile", () => agent.beats.at(-1)?.profile === localProfile("cpu"));
+    } finally {
+      await agent.stop();
+    }
   });
 });
