@@ -84,7 +84,11 @@ export function chooseExecutionProvider(
 ): ProviderDecision {
   const gpu = facts.gpus[0];
   if (choice !== "auto") {
-    const driver = choice === "webgpu" ? (webgpuDriver(facts)?.driver ?? facts.drivers[0]) : undefined;
+    // Without a GPU's own driver, only a software driver can run it (Dawn skips drivers without their hardware).
+    const driver =
+      choice === "webgpu"
+        ? (webgpuDriver(facts)?.driver ?? facts.drivers.find((d) => d.kind === "software") ?? facts.drivers[0])
+        : undefined;
     const on = choice === "cpu" ? "" : gpu ? ` on ${gpu.name}` : driver ? ` on driver ${driver.file}` : "";
     return {
       provider: choice,

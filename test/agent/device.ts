@@ -365,6 +365,8 @@ describe("agent: choosing the execution provider (pure decision)", function () {
       `webgpu on driver ${swift.file}: asked for (GPUCHAIN_EP=webgpu)`,
     );
     expect(choose({ vulkanLoader: false }, "webgpu").provider).to.equal("webgpu"); // it will fail to load, and fall back
+    // forced without a GPU: the software driver is the one that can run it, not a hardware manifest without hardware
+    expect(choose({ drivers: [intel, radeon, lvp] }, "webgpu").driver).to.deep.equal(lvp);
   });
 });
 
