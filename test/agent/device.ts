@@ -24,6 +24,7 @@ import {
 } from "../../agent/executionProvider.ts";
 import { badges, Progress, progressLine, Terminal } from "../../agent/progress.ts";
 import { UsageError } from "../../sdk/args.ts";
+import { demoProviderEnv } from "../../demo/actors.ts";
 import { TrainerPool, type TrainerFactory } from "../../agent/trainers.ts";
 import {
   ExecutionProviderError,
@@ -456,6 +457,19 @@ describe("agent: --device and GPUCHAIN_EP", function () {
       askedBy: "--device cpu",
     });
     for (const c of ["auto", "cpu", "webgpu", "cuda"]) expect(asked(["--device", c]).device).to.equal(c);
+  });
+
+  it("npm start's providers run on the cpu unless GPUCHAIN_EP says otherwise (a GPU profile gets no job yet)", function () {
+    const saved = process.env.GPUCHAIN_EP;
+    try {
+      delete process.env.GPUCHAIN_EP;
+      expect(demoProviderEnv({ AWS_REGION: "x" })).to.deep.equal({ AWS_REGION: "x", GPUCHAIN_EP: "cpu" });
+      process.env.GPUCHAIN_EP = "webgpu";
+      expect(demoProviderEnv({}).GPUCHAIN_EP).to.equal("webgpu");
+    } finally {
+      if (saved === undefined) delete process.env.GPUCHAIN_EP;
+      else process.env.GPUCHAIN_EP = saved;
+    }
   });
 
   it("a bad value of either is a usage error naming the choices", function () {
