@@ -84,18 +84,21 @@ export function chooseExecutionProvider(
 ): ProviderDecision {
   const gpu = facts.gpus[0];
   if (choice !== "auto") {
+    const usable = webgpuDriver(facts);
+    // The GPU it can run on: CUDA only on NVIDIA; webgpu on the GPU with its driver, else the first one seen.
+    const on =
+      choice === "cuda"
+        ? facts.gpus.find((g) => g.vendor === "nvidia")
+        : choice === "webgpu"
+          ? (usable?.gpu ?? gpu)
+          : undefined;
     // Without a GPU's own driver, only a software driver can run it (Dawn skips drivers without their hardware).
     const driver =
       choice === "webgpu"
-        ? (webgpuDriver(facts)?.driver ?? facts.drivers.find((d) => d.kind === "software") ?? facts.drivers[0])
+        ? (usable?.driver ?? facts.drivers.find((d) => d.kind === "software") ?? facts.drivers[0])
         : undefined;
-    const on = choice === "cpu" ? "" : gpu ? ` on ${gpu.name}` : driver ? ` on driver ${driver.file}` : "";
-    return {
-      provider: choice,
-      gpu: choice === "cpu" ? undefined : gpu,
-      driver,
-      reason: `${choice}${on}: asked for (${askedBy})`,
-    };
+    const where = on ? ` on ${on.name}` : driver ? ` on driver ${driver.file}` : "";
+    return { provider: choice, gpu: on, driver, reason: `${choice}${where}: asked for (${askedBy})` };
   }
   if (!gpu) return { provider: "cpu", reason: "cpu: no GPU seen (no nvidia-smi answer, no GPU render node)" };
   const webgpu = webgpuDriver(facts);

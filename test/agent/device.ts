@@ -366,6 +366,11 @@ describe("agent: choosing the execution provider (pure decision)", function () {
       `webgpu on driver ${swift.file}: asked for (GPUCHAIN_EP=webgpu)`,
     );
     expect(choose({ vulkanLoader: false }, "webgpu").provider).to.equal("webgpu"); // it will fail to load, and fall back
+    // forced cuda names only an NVIDIA GPU; forced webgpu the GPU that has its driver
+    const amdAndNvidia = { gpus: [gpu("amd", "AMD GPU 0x744c"), gpu("nvidia", "NVIDIA A100")], drivers: [radeon] };
+    expect(choose(amdAndNvidia, "cuda").gpu?.name).to.equal("NVIDIA A100");
+    expect(choose({ gpus: [gpu("amd")] }, "cuda").gpu).to.equal(undefined);
+    expect(choose({ ...amdAndNvidia, drivers: [nvidia] }, "webgpu").gpu?.name).to.equal("NVIDIA A100");
     // forced without a GPU: the software driver is the one that can run it, not a hardware manifest without hardware
     expect(choose({ drivers: [intel, radeon, lvp] }, "webgpu").driver).to.deep.equal(lvp);
   });
