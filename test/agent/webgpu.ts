@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import { hasVulkanLoader, type DeviceProfile } from "../../agent/device.ts";
 import type { TrainerFactory } from "../../agent/trainers.ts";
 import { createTrainer, decodeCheckpoint, ExecutionProviderError, localProfile } from "../../workloads/index.ts";
-import { assignedAgent, CPU_DEVICE, localProtocol, until } from "./helpers.ts";
+import { assignedAgent, CPU_DEVICE, localProtocol, startAgent, until } from "./helpers.ts";
 
 const SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
@@ -95,47 +95,66 @@ describe("agent: the execution provider it chooses, trained on for real (blobs-t
   });
 });
 
-describe("agent: a GPU provider that fails to load, in the running agent (simulated chain)", function () {
+describe("agent: a GPU provider in the running agent (simulated chain, real cpu trainer)", function () {
   this.timeout(60_000);
+  const reason = "webgpu on NVIDIA H200: Vulkan loader and driver /usr/share/vulkan/icd.d/nvidia_icd.json";
+  const gpuProfile = "onnxruntime-1.30.0/webgpu/nvidia-h200";
+  const device: DeviceProfile = {
+    ...CPU_DEVICE,
+    kind: "GPU",
+    model: "NVIDIA H200",
+    executionProvider: "webgpu",
+    providerDevice: "NVIDIA H200",
+    providerReason: reason,
+  };
+  let p: Awaited<ReturnType<typeof localProtocol>>;
+  before(async () => {
+    p = await localProtocol();
+  });
 
-  it("says which provider and why at start, warns its profile is proven for no template, and reports the cpu profile after the fallback", async function () {
-    const p = await localProtocol();
-    const jobId = await p.createJob(8, 4);
-    const reason = "webgpu on NVIDIA H200: Vulkan loader and driver /usr/share/vulkan/icd.d/nvidia_icd.json";
-    const device: DeviceProfile = {
-      ...CPU_DEVICE,
-      kind: "GPU",
-      model: "NVIDIA H200",
-      executionProvider: "webgpu",
-      providerDevice: "NVIDIA H200",
-      providerReason: reason,
-    };
-    // The real trainer on the cpu; webgpu fails as it does on a machine whose driver Dawn refuses.
+  it("one that fails to load is tried at start: it falls back before the first beat, and beats and checkpoints carry the cpu profile", async function () {
+    // webgpu fails as it does on a machine whose driver Dawn refuses.
     const trainerFactory: TrainerFactory = async (t, o) => {
       if (o?.executionProvider === "webgpu")
         throw new ExecutionProviderError("webgpu", new Error("Failed to get a WebGPU adapter: No supported adapters"));
       return createTrainer(t, o);
     };
-    // Assigned directly (the coordinator would not assign an unproven profile a proven template).
+    const jobId = await p.createJob(8, 4);
     const { agent } = await assignedAgent(p, jobId, { config: { device }, deps: { trainerFactory } });
     try {
       await until("first report", async () => (await p.escrow.jobOf(jobId)).pendingStep === 4n);
-      const gpuProfile = "onnxruntime-1.30.0/webgpu/nvidia-h200";
+      const msgs = agent.records.map((r) => r.msg);
       const start = agent.records.find((r) => r.msg.startsWith("execution provider"));
       expect(start).to.include({ level: "info", msg: `execution provider ${reason}`, profile: gpuProfile });
-      const unproven = agent.records.find((r) => r.msg.startsWith("this arithmetic profile is proven for no template"));
-      expect(unproven).to.include({ level: "warn", profile: gpuProfile });
       const fallback = agent.records.find((r) => r.msg.includes("failed to load"));
       expect(fallback).to.include({
         level: "warn",
         msg: "webgpu execution provider failed to load; falling back to cpu",
       });
       expect(String(fallback!.error)).to.contain("No supported adapters");
-      // Steps computed on the cpu are committed and reported as the cpu's.
+      expect(msgs.indexOf(fallback!.msg)).to.be.lessThan(msgs.indexOf("gas balance"));
+      expect(msgs.some((m) => m.includes("proven for no template"))).to.equal(false);
       const c = decodeCheckpoint(await agent.store.get((await p.escrow.jobOf(jobId)).pendingHash));
       expect(c.profile).to.equal(localProfile("cpu"));
+      expect(agent.beats.length).to.be.greaterThan(0);
+      expect(agent.beats.every((b) => b.profile === localProfile("cpu"))).to.equal(true);
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  it("one that loads beats its own, unproven profile and warns that the coordinator assigns it no job", async function () {
+    // Stands in for a GPU whose provider loads: the trainer opens (on the cpu, the only one here).
+    const trainerFactory: TrainerFactory = async (t, o) => createTrainer(t, { ...o, executionProvider: "cpu" });
+    const wallet = await p.fundedWallet();
+    const agent = await startAgent(wallet, p.deployment, { config: { device }, deps: { trainerFactory } });
+    try {
+      await until("a beat", () => agent.beats.length > 0);
+      expect(
+        agent.records.find((r) => r.msg.startsWith("this arithmetic profile is proven for no template")),
+      ).to.include({ level: "warn", profile: gpuProfile });
+      expect(agent.records.some((r) => r.msg.includes("failed to load"))).to.equal(false);
       expect(agent.beats[0].profile).to.equal(gpuProfile);
-      await until("a beat with the cpu profile", () => agent.beats.at(-1)?.profile === localProfile("cpu"));
     } finally {
       await agent.stop();
     }
