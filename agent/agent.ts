@@ -10,7 +10,7 @@
 import { formatEther, formatUnits, type JsonRpcProvider } from "ethers";
 import { NotADevNodeError, setDevBalance } from "../sdk/faucet.ts";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
-import { loadTemplate, localProfile } from "../workloads/index.ts";
+import { isProvenProfile, listTemplates, loadTemplate, localProfile } from "../workloads/index.ts";
 import { isRunning, isTraining, type JobView } from "../sdk/job.ts";
 import { sleep } from "../sdk/retry.ts";
 import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
@@ -49,6 +49,15 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
   });
   const outcomes = new Map<string, string>();
   const behaviour = deps.behaviour ?? behaviourOf(config.fault);
+  let profile = localProfile(config.device.executionProvider, config.device.providerDevice);
+  const live: { ctx?: WorkContext; liveness?: Liveness } = {};
+  const trainers = new TrainerPool(config.device, logger, deps.trainerFactory, () => {
+    // Steps are computed on the cpu from now on: say so in beats and checkpoints.
+    profile = localProfile("cpu");
+    if (live.ctx) live.ctx.profile = profile;
+    if (live.liveness) live.liveness.opts.profile = profile;
+    logger.info("arithmetic profile now", { profile });
+  });
   try {
     const network = await chain.read("chainId", () => deps.signer.provider!.getNetwork());
     const tags = badges(config.device, behaviour.fault, network.chainId === LOCAL_CHAIN_ID);
@@ -62,6 +71,23 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       ...(behaviour.fault ? { fault: behaviour.fault } : {}),
       badges: tags,
     });
+    logger.info(`execution provider ${config.device.providerReason ?? config.device.executionProvider}`, {
+      executionProvider: config.device.executionProvider,
+      profile,
+    });
+    // A GPU provider is tried now: one that cannot open a session falls back before the first beat. Otherwise its
+    // unproven profile would never be assigned the job whose trainer would reveal the failure.
+    if (config.device.executionProvider !== "cpu")
+      await trainers
+        .get(loadTemplate("blobs-tiny"))
+        .catch((err: unknown) =>
+          logger.warn("execution provider check failed", { error: err instanceof Error ? err.message : String(err) }),
+        );
+    if (!listTemplates().some((t) => isProvenProfile(t, profile)))
+      logger.warn("this arithmetic profile is proven for no template: the coordinator assigns it no job", {
+        profile,
+        hint: "--device cpu works now; a GPU profile joins PROVEN_PROFILES once its reference hashes are proven",
+      });
     const local = network.chainId === LOCAL_CHAIN_ID;
     if (!(await waitForGas(config, deps, chain, local))) return { exitCode: 0, address: me, outcomes };
     if (!(await register(config, deps, chain))) return { exitCode: 1, address: me, outcomes };
@@ -70,7 +96,6 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     }
     if (config.dryRun) return { exitCode: 0, address: me, outcomes };
     const lease = await chain.read("leaseDuration", () => deps.protocol.escrow.leaseDuration());
-    const profile = localProfile(config.device.executionProvider);
     const liveness = new Liveness({
       wallet: deps.signer,
       chainId: network.chainId,
@@ -97,10 +122,11 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       problems,
       behaviour,
       progress: new Progress({ tags, fault: behaviour.fault, logger, terminal: deps.terminal, now: deps.clock.now }),
-      trainers: new TrainerPool(config.device, logger, deps.trainerFactory),
+      trainers,
       wake: decisionWake(deps),
       prefetch: new CheckpointPrefetch(deps.store),
     };
+    Object.assign(live, { ctx, liveness });
     liveness.start();
     try {
       return { exitCode: await loop(ctx, outcomes), address: me, outcomes };
@@ -116,6 +142,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     }
     if (err instanceof DiedError) return { exitCode: 137, address: me, outcomes };
     throw err;
+  } finally {
+    await trainers.closeAll(); // the start's probe too, on the paths that end before the work loop
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * `gpuchain provide --name NAME --price P [--rpc URL] [--deployment FILE] [--memory-cap MiB] [--key FILE]
- *  [--store URL] [--coordinator URL] [--fault KIND[:ARG]] [--faucet] [--once] [--json] [--dry-run]`
+ *  [--store URL] [--coordinator URL] [--device EP] [--fault KIND[:ARG]] [--faucet] [--once] [--json] [--dry-run]`
  *
  * Builds the agent's config once (validated, with clear errors), wires the real I/O (key file, RPC, checkpoint
  * store, coordinator HTTP, terminal, signals) and runs agent/agent.ts `runAgent`.
@@ -22,6 +22,7 @@ import { withRetry } from "../sdk/retry.ts";
 import { openStore, parseStoreUrl, StoreUrlError } from "../workloads/index.ts";
 import { runAgent } from "./agent.ts";
 import { detectDevice } from "./device.ts";
+import { DEVICE_CHOICES, isDeviceChoice, type DeviceChoice } from "./executionProvider.ts";
 import { shutdownSignal } from "../sdk/runner.ts";
 import { FaultSpecError, parseFault } from "./faults.ts";
 import { httpHeartbeatSender } from "./liveness.ts";
@@ -32,6 +33,7 @@ export const PROVIDE_OPTIONS = {
   name: { type: "string" },
   price: { type: "string" },
   "memory-cap": { type: "string" },
+  device: { type: "string" },
   coordinator: { type: "string", default: "http://127.0.0.1:8600/heartbeat" },
   fault: { type: "string" },
   once: { type: "boolean", default: false },
@@ -48,6 +50,8 @@ export const USAGE = `usage: gpuchain provide --name NAME --price USDC_PER_STEP 
   --key FILE           provider key (default .gpuchain/providers/NAME/key, created 0600)
   --store URL          checkpoint store: s3://BUCKET/PREFIX, file://DIR or a folder (default .gpuchain/store)
   --memory-cap MiB     offer less memory than the device has (capped profile; smaller micro-batches)
+  --device EP          execution provider: auto (default: webgpu on a GPU with its Vulkan driver, else cuda where
+                       its binaries are installed, else cpu), cpu, webgpu or cuda; GPUCHAIN_EP=EP does the same
   --coordinator URL    heartbeat endpoint (default http://127.0.0.1:8600/heartbeat)
   --fault KIND[:ARG]   inject a fault: garbage-weights skip-steps wrong-data nan hash-mismatch replay-old
                        write-after-fence die-at:N
@@ -73,13 +77,18 @@ export interface ProvideArgs {
 }
 
 /** Parses and validates the flags (detects the device too, since --memory-cap shapes the profile). */
-export function parseProvideArgs(argv: string[], detect = detectDevice): ProvideArgs {
+export function parseProvideArgs(
+  argv: string[],
+  detect = detectDevice,
+  env: NodeJS.ProcessEnv = process.env,
+): ProvideArgs {
   const { values } = parseCommand(argv, PROVIDE_OPTIONS);
   if (values.help) return { help: true } as ProvideArgs;
   const name = requireString(values.name, "name");
   if (!isProviderName(name)) throw new UsageError(`--name must be ${PROVIDER_NAME_RULE}, got "${name}"`);
   const pricePerStep = parseUsdc(requireString(values.price, "price"), "price");
   const cap = values["memory-cap"] === undefined ? undefined : parsePositiveInt(values["memory-cap"], "memory-cap");
+  const { device, askedBy } = parseDeviceChoice(values.device, env.GPUCHAIN_EP);
   let fault;
   try {
     fault = parseFault(values.fault);
@@ -92,7 +101,7 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
     config: {
       name,
       pricePerStep,
-      device: detect({ memoryCapMiB: cap }),
+      device: detect({ memoryCapMiB: cap, device, askedBy }),
       fault,
       once: values.once,
       dryRun: values["dry-run"],
@@ -110,6 +119,20 @@ export function parseProvideArgs(argv: string[], detect = detectDevice): Provide
     pretty: !values.json,
     help: false,
   };
+}
+
+/** `--device` wins over GPUCHAIN_EP; neither: auto. A bad value of either is a usage error. */
+export function parseDeviceChoice(
+  flag: string | undefined,
+  envValue: string | undefined,
+): { device: DeviceChoice; askedBy: string } {
+  const [value, askedBy] =
+    flag !== undefined ? [flag, `--device ${flag}`] : envValue ? [envValue, `GPUCHAIN_EP=${envValue}`] : ["auto", ""];
+  if (!isDeviceChoice(value))
+    throw new UsageError(
+      `${flag !== undefined ? "--device" : "GPUCHAIN_EP"} must be one of ${DEVICE_CHOICES.join(", ")}, got "${value}"`,
+    );
+  return { device: value, askedBy };
 }
 
 /** `--store` names a store by URL (file://DIR, s3://BUCKET/PREFIX or a folder); anything else is a usage error. */

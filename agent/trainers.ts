@@ -1,9 +1,12 @@
 /**
  * One trainer per workload template, created on first use with the device's execution provider and the
- * micro-batch that fits the offered memory. CUDA that fails to load falls back to the CPU with a clear warning.
+ * micro-batch that fits the offered memory. A GPU provider (webgpu, cuda) that fails to load falls back to the CPU
+ * with a warning naming it and why; the pool then stays on the CPU (a provider that cannot open a session on this
+ * machine will not open one for the next template either) and tells the agent, whose profile changes with it.
  */
 import type { Logger } from "../sdk/log.ts";
 import {
+  type ExecutionProvider,
   createTrainer,
   ExecutionProviderError,
   microBatchForMemory,
@@ -18,12 +21,23 @@ export class TrainerPool {
   device: DeviceProfile;
   logger: Logger;
   factory: TrainerFactory;
+  /** The provider trainers are made on now: the device's, or cpu after it failed to load. */
+  executionProvider: ExecutionProvider;
+  /** Called once when the device's provider failed to load and the pool moved to the cpu. */
+  onFallback?: (failed: ExecutionProvider) => void;
   private trainers = new Map<string, Promise<Trainer>>();
 
-  constructor(device: DeviceProfile, logger: Logger, factory: TrainerFactory = createTrainer) {
+  constructor(
+    device: DeviceProfile,
+    logger: Logger,
+    factory: TrainerFactory = createTrainer,
+    onFallback?: (failed: ExecutionProvider) => void,
+  ) {
     this.device = device;
     this.logger = logger;
     this.factory = factory;
+    this.executionProvider = device.executionProvider;
+    this.onFallback = onFallback;
   }
 
   /** Whether a trainer for `t` is loaded or loading. */
@@ -49,7 +63,7 @@ export class TrainerPool {
   private async create(t: Template): Promise<Trainer> {
     // Throws RangeError when even one atom per micro-batch does not fit the offered memory.
     const microBatchAtoms = microBatchForMemory(t, this.device.memoryMiB);
-    const ep = this.device.executionProvider;
+    const ep = this.executionProvider;
     try {
       const tr = await this.factory(t, { executionProvider: ep, microBatchAtoms });
       this.logger.info("trainer ready", {
@@ -61,10 +75,15 @@ export class TrainerPool {
       return tr;
     } catch (err) {
       if (ep === "cpu" || !(err instanceof ExecutionProviderError)) throw err;
-      this.logger.warn("cuda execution provider failed to load; falling back to cpu", {
+      this.logger.warn(`${ep} execution provider failed to load; falling back to cpu`, {
         template: t.descriptor.name,
+        executionProvider: ep,
         error: err.message,
       });
+      if (this.executionProvider === ep) {
+        this.executionProvider = "cpu";
+        this.onFallback?.(ep);
+      }
       return this.factory(t, { executionProvider: "cpu", microBatchAtoms });
     }
   }

@@ -126,10 +126,18 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
         ...(d ? ["--heartbeat-ms", String(d.beatMs)] : []),
         ...extra,
       ],
-      env,
+      demoProviderEnv(env),
       on(p.name),
     );
   }
+}
+
+/**
+ * The demo's providers train on the cpu unless GPUCHAIN_EP says otherwise: on a GPU machine the agent would choose
+ * webgpu, whose profile is proven for no template yet, and the coordinator would give the run's job to no one.
+ */
+export function demoProviderEnv(env: Record<string, string>): Record<string, string> {
+  return { ...env, GPUCHAIN_EP: process.env.GPUCHAIN_EP || "cpu" };
 }
 
 export async function providersRegistered(protocol: Protocol, providers: Provider[]): Promise<boolean> {

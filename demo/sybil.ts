@@ -18,7 +18,7 @@ import { writeKey, loadKey } from "../sdk/keys.ts";
 import { machineId } from "../sdk/machine.ts";
 import { sleep } from "../sdk/retry.ts";
 import { loadTemplate } from "../workloads/index.ts";
-import { budgetOf, DISPUTE_WINDOW, postJob as postScenarioJob } from "./actors.ts";
+import { budgetOf, demoProviderEnv, DISPUTE_WINDOW, postJob as postScenarioJob } from "./actors.ts";
 import { freePort } from "./chain.ts";
 import { localNetwork, type ScenarioNetwork } from "./network.ts";
 import { ProcessGroup } from "./processes.ts";
@@ -203,7 +203,7 @@ function startHonest(
       ],
       ...["--store", storage.url, "--coordinator", coordinatorUrl],
     ],
-    storage.env,
+    demoProviderEnv(storage.env),
   );
 }
 

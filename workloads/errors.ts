@@ -60,13 +60,18 @@ export class NotFoundError extends WorkloadError {
   }
 }
 
+const PROVIDER_HINT: Record<string, string> = {
+  cuda: "Use 'cpu', or install onnxruntime-node with CUDA binaries on a GPU machine.",
+  webgpu: "Use 'cpu', or install the Vulkan loader (libvulkan1) and the GPU's Vulkan driver.",
+};
+
 export class ExecutionProviderError extends WorkloadError {
   constructor(provider: string, cause: unknown) {
     const detail = cause instanceof Error ? cause.message : String(cause);
     super(
       "EXECUTION_PROVIDER_UNAVAILABLE",
       `execution provider '${provider}' is not available in this onnxruntime-node build/machine ` +
-        `(${detail}). Use 'cpu', or install onnxruntime-node with CUDA binaries on a GPU machine.`,
+        `(${detail}). ${PROVIDER_HINT[provider] ?? "Use 'cpu'."}`,
     );
   }
 }

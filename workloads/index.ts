@@ -64,6 +64,7 @@ export type * from "./types.ts";
 export type { ExecutionProvider } from "./runtime.ts";
 export {
   cpuFamily,
+  deviceSlug,
   localProfile,
   isProvenProfile,
   mismatchIsEvidence,

@@ -6,7 +6,10 @@ import { createRequire } from "node:module";
 import type { ExecutionProvider } from "./runtime.ts";
 import type { Template } from "./types.ts";
 
-/** `onnxruntime-<version>/<execution provider>/<cpu family | gpu>`, e.g. `onnxruntime-1.30.0/cpu/x86_64-avx512`. */
+/**
+ * `onnxruntime-<version>/<execution provider>/<cpu family | device>`, e.g. `onnxruntime-1.30.0/cpu/x86_64-avx512`,
+ * `onnxruntime-1.30.0/webgpu/nvidia-geforce-rtx-4090`. No spaces: a heartbeat signs its problem as "problem: TEXT".
+ */
 export type ArithmeticProfile = string;
 
 const ORT_VERSION: string = createRequire(import.meta.url)("onnxruntime-node/package.json").version;
@@ -32,9 +35,24 @@ function readCpuinfo(): string {
   }
 }
 
-/** This machine's profile for an execution provider (under qemu-user /proc/cpuinfo is the host's). */
-export function localProfile(ep: ExecutionProvider = "cpu"): ArithmeticProfile {
-  return `onnxruntime-${ORT_VERSION}/${ep}/${ep === "cuda" ? "gpu" : cpuFamily(readCpuinfo())}`;
+/** A device name as a profile part: lower case, runs of anything but [a-z0-9._] as one "-", at most 64 long. */
+export function deviceSlug(name: string): string {
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9._]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 64)
+    .replace(/-+$/, "");
+  return slug || "unknown-device";
+}
+
+/**
+ * This machine's profile for an execution provider (under qemu-user /proc/cpuinfo is the host's). A GPU provider
+ * names the device it computes on (agent/device.ts `providerDevice`): two GPU models need not round alike.
+ */
+export function localProfile(ep: ExecutionProvider = "cpu", device?: string): ArithmeticProfile {
+  const part = ep === "cpu" ? cpuFamily(readCpuinfo()) : deviceSlug(device ?? "unknown-device");
+  return `onnxruntime-${ORT_VERSION}/${ep}/${part}`;
 }
 
 /** Profiles whose 20-step reference hashes equal docs/WORKLOADS.md (native, qemu-x86_64, qemu-aarch64). */
@@ -45,7 +63,10 @@ const PROVEN_PORTABLE: readonly ArithmeticProfile[] = [
   "arm64-neon",
 ].map((f) => `onnxruntime-1.30.0/cpu/${f}`);
 
-/** Proven profiles per template name. CUDA is absent: not run yet (no GPU where this was built). */
+/**
+ * Proven profiles per template name. No cuda or webgpu profile: neither has been run on a real GPU (no device was
+ * lent where this was built; SwiftShader's matching hashes prove a CPU rasteriser, not a GPU).
+ */
 export const PROVEN_PROFILES: Readonly<Record<string, readonly ArithmeticProfile[]>> = {
   "mnist-mlp": PROVEN_PORTABLE,
   "blobs-tiny": PROVEN_PORTABLE,

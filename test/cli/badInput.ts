@@ -51,6 +51,8 @@ interface Case {
   stream?: "stdout" | "stderr";
   /** The entry point: `gpuchain` (default), `npm start` (scripts/start.ts) or `npm run bench` (bench/main.ts). */
   entry?: "start" | "bench";
+  /** Environment variables set for the command (on top of the test's). */
+  env?: Record<string, string>;
 }
 
 const ENTRIES = { gpuchain: CLI, start: path.resolve("scripts/start.ts"), bench: path.resolve("bench/main.ts") };
@@ -312,6 +314,26 @@ const CASES: Case[] = [
     args: "provide --name a --price 0.001 --memory-cap -3",
     code: 2,
     message: /--memory-cap must be a positive integer, got "-3"/,
+  },
+  {
+    name: "provider unknown device",
+    args: "provide --name a --price 0.001 --device gpu",
+    code: 2,
+    message: /^gpuchain: --device must be one of auto, cpu, webgpu, cuda, got "gpu"$/m,
+  },
+  {
+    name: "provider device without a value",
+    args: "provide --name a --price 0.001 --device",
+    code: 2,
+    message: /^gpuchain: --device needs a value/m,
+    usage: true,
+  },
+  {
+    name: "provider unknown GPUCHAIN_EP",
+    args: "provide --name a --price 0.001",
+    env: { GPUCHAIN_EP: "vulkan" },
+    code: 2,
+    message: /^gpuchain: GPUCHAIN_EP must be one of auto, cpu, webgpu, cuda, got "vulkan"$/m,
   },
   {
     name: "verifier negative samples",
@@ -616,9 +638,18 @@ interface Result {
   stderr: string;
 }
 
-function runCli(args: string[], cwd: string, entry: keyof typeof ENTRIES = "gpuchain"): Promise<Result> {
+function runCli(
+  args: string[],
+  cwd: string,
+  entry: keyof typeof ENTRIES = "gpuchain",
+  env: Record<string, string> = {},
+): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE, [ENTRIES[entry], ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(NODE, [ENTRIES[entry], ...args], {
+      cwd,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    });
     let stdout = "";
     let stderr = "";
     // "close", not "exit": exit can come before the pipes are drained, and a case would read an empty stderr.
@@ -772,7 +803,7 @@ describe("gpuchain: every bad input is one clear line, the right exit code, and 
         );
       const args = c.args.split(" ").filter(Boolean).map(fill);
       const diskBefore = snapshotDisk(dir);
-      const result = await runCli(args, dir, c.entry);
+      const result = await runCli(args, dir, c.entry, c.env);
       results.set(c.name, { result, diskBefore, diskAfter: snapshotDisk(dir) });
     });
     blocksAfter = await Promise.all(chains.map((c) => c.getBlockNumber()));

@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import {
   cpuFamily,
+  deviceSlug,
   isProvenProfile,
   loadTemplate,
   localProfile,
@@ -20,7 +21,15 @@ describe("workloads: arithmetic profiles (safety net until every profile is prov
     expect(cpuFamily("flags\t\t: fpu sse2\n", "x64")).to.equal("x86_64-sse2");
     expect(cpuFamily("Features\t: fp asimd\n", "arm64")).to.equal("arm64-neon");
     expect(localProfile("cpu")).to.match(/^onnxruntime-\d+\.\d+\.\d+\/cpu\/\S+$/);
-    expect(localProfile("cuda")).to.match(/\/cuda\/gpu$/);
+    expect(localProfile("cuda", "NVIDIA H200")).to.match(/^onnxruntime-\d+\.\d+\.\d+\/cuda\/nvidia-h200$/);
+    expect(localProfile("webgpu", "NVIDIA GeForce RTX 4090 (rev a1)")).to.match(
+      /\/webgpu\/nvidia-geforce-rtx-4090-rev-a1$/,
+    );
+    expect(localProfile("webgpu")).to.match(/\/webgpu\/unknown-device$/);
+    expect(deviceSlug(" ".repeat(3))).to.equal("unknown-device");
+    expect(deviceSlug("x ".repeat(80)))
+      .to.match(/^[a-z0-9._-]{1,64}$/)
+      .and.not.match(/-$/);
   });
 
   it("only profiles proven for the template may be assigned; an unknown or missing one may not", function () {
