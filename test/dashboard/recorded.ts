@@ -178,12 +178,21 @@ describe("dashboard: the recorded run in a real browser", function () {
     await page.getByRole("button", { name: "Check" }).click();
     const result = page.getByTestId("wallet-result");
     await result.waitFor();
-    // The recording holds the withdrawals after the settlement: bob's 0.6 USDC was paid out.
-    expect(await page.getByTestId("wallet-withdrawn").textContent()).to.equal("0.600000 USDC");
+    // The recording holds the withdrawals after the settlement: bob's 0.6 USDC was paid out. Waited for, not read
+    // once: the page folds the events in as they arrive, and the result follows them (CI: a click before the fold
+    // reached the end kept "0.000000 USDC" for good while naming the last block).
+    const withdrawn = page.getByTestId("wallet-withdrawn");
+    await withdrawn.filter({ hasText: "0.600000 USDC" }).waitFor({ timeout: 15_000 });
     expect(await result.textContent()).to.match(
       /job 1 as provider: 500 steps accepted, 0 refused — paid for every step/,
     );
     expect(await result.textContent()).to.contain(`From the recording's events up to block ${facts.lastBlock}`);
+    // The checked wallet follows the playback: at the recording's start nothing is withdrawn yet, at its end again
+    // the 0.6 USDC (before, the figures stayed those of the moment Check was pressed).
+    await page.locator("body").press("Home");
+    await withdrawn.filter({ hasText: "0.000000 USDC" }).waitFor({ timeout: 15_000 });
+    await page.locator("body").press("End");
+    await withdrawn.filter({ hasText: "0.600000 USDC" }).waitFor({ timeout: 15_000 });
   });
 
   it("has no serious accessibility violation on any page, wide or phone-width", async function () {
