@@ -88,7 +88,7 @@ function webgpuSetupMissing(): string | undefined {
 
 /**
  * The templates the software-GPU leg runs for 20 steps: all but char-transformer, whose steps on SwiftShader (every
- * shader run on this CPU) take about a minute each here; it runs TRANSFORMER_WEBGPU_STEPS steps in a leg of its own.
+ * shader run on this CPU) took about a minute each with v1's graphs; it runs TRANSFORMER_WEBGPU_STEPS steps in a leg of its own.
  * No GPU profile is proven either way: the legs show that the WebGPU provider's kernels round as the CPU's do.
  */
 const WEBGPU_TEMPLATES = () =>
