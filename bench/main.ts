@@ -91,23 +91,32 @@ if (failed.length) {
 }
 process.exit(0);
 
-/** The parts `--part` names, in the bench's own order; an unknown key is a usage error naming the known ones. */
-function selectParts(list: string): typeof parts {
-  const keys = list.split(",").map((k) => k.trim());
-  const unknown = keys.find((k) => !parts.some(([key]) => key === k));
-  if (unknown !== undefined)
-    throw new UsageError(`unknown part "${unknown}" (parts: ${parts.map(([key]) => key).join(", ")})`, false);
-  return parts.filter(([key]) => keys.includes(key));
-}
-
-/** The templates `--template` names for the workloads part; an unknown name is a usage error naming the known ones. */
-function selectTemplates(list: string): string[] {
-  const known = listTemplates().map((t) => t.descriptor.name);
+/** The names in a comma list, each one of `known`; an unknown one is a usage error naming the known ones. */
+function pickNames(list: string, known: string[], what: string): string[] {
   const names = list.split(",").map((n) => n.trim());
   const unknown = names.find((n) => !known.includes(n));
   if (unknown !== undefined)
-    throw new UsageError(`unknown template "${unknown}" (templates: ${known.join(", ")})`, false);
+    throw new UsageError(`unknown ${what} "${unknown}" (${what}s: ${known.join(", ")})`, false);
   return names;
+}
+
+/** The parts `--part` names, in the bench's own order. */
+function selectParts(list: string): typeof parts {
+  const keys = pickNames(
+    list,
+    parts.map(([key]) => key),
+    "part",
+  );
+  return parts.filter(([key]) => keys.includes(key));
+}
+
+/** The templates `--template` names for the workloads part. */
+function selectTemplates(list: string): string[] {
+  return pickNames(
+    list,
+    listTemplates().map((t) => t.descriptor.name),
+    "template",
+  );
 }
 
 function firstLine(err: unknown): string {

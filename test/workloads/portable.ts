@@ -86,6 +86,15 @@ function webgpuSetupMissing(): string | undefined {
   return undefined;
 }
 
+/** Skips a WebGPU leg where its setup is missing; in CI (which installs it) a missing setup fails instead. */
+function requireWebgpuSetup(ctx: Mocha.Context): void {
+  const missing = webgpuSetupMissing();
+  if (!missing) return;
+  if (process.env.CI === "true") throw new Error(missing);
+  console.log(`      skipped: ${missing}`);
+  ctx.skip();
+}
+
 /**
  * The templates the software-GPU leg runs for 20 steps: all but char-transformer, whose steps on SwiftShader (every
  * shader run on this CPU) took about a minute each with v1's graphs; it runs TRANSFORMER_WEBGPU_STEPS steps in a leg of its own.
@@ -181,12 +190,7 @@ describe("workloads: portable arithmetic", function () {
 
     it("onnxruntime's WebGPU provider on SwiftShader (software Vulkan): the same committed hashes", async function () {
       this.timeout(2 * EMULATED_RUN_MS);
-      const missing = webgpuSetupMissing();
-      if (missing) {
-        if (process.env.CI === "true") throw new Error(missing);
-        console.log(`      skipped: ${missing}`);
-        this.skip();
-      }
+      requireWebgpuSetup(this);
       await Promise.allSettled(runs.values()); // after the x86 runs: two cores
       const expected = Object.fromEntries(WEBGPU_TEMPLATES().map((n) => [n, committedHashes()[n]]));
       expect(JSON.parse(await runWebgpu(WEBGPU_TEMPLATES())), "webgpu hashes").to.deep.equal(expected);
@@ -194,12 +198,7 @@ describe("workloads: portable arithmetic", function () {
 
     it(`char-transformer on the WebGPU provider (SwiftShader), ${TRANSFORMER_WEBGPU_STEPS} steps: the CPU's hashes bit for bit`, async function () {
       this.timeout(2 * EMULATED_RUN_MS);
-      const missing = webgpuSetupMissing();
-      if (missing) {
-        if (process.env.CI === "true") throw new Error(missing);
-        console.log(`      skipped: ${missing}`);
-        this.skip();
-      }
+      requireWebgpuSetup(this);
       await Promise.allSettled(runs.values()); // after the x86 runs: two cores
       const only = ["char-transformer"];
       const cpu = await referenceHashes(TRANSFORMER_WEBGPU_STEPS, 1, {}, only);

@@ -66,17 +66,24 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
   });
 }
 
+/** The request to the server behind: the client's method, path and (given) headers. */
+const targetOf = (upstream: URL, agent: Agent, req: IncomingMessage, headers: OutgoingHttpHeaders) => ({
+  host: upstream.hostname,
+  port: upstream.port,
+  method: req.method,
+  path: req.url,
+  headers,
+  agent,
+});
+
 /** Sends a read on to the server behind, unchanged (Expect aside: the gate has already read the body). */
 function forward(upstream: URL, agent: Agent, req: IncomingMessage, res: ServerResponse): void {
   const headers = { ...req.headers };
   delete headers.expect;
-  const out = request(
-    { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
-    (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    },
-  );
+  const out = request(targetOf(upstream, agent, req, headers), (answer) => {
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(res);
+  });
   res.on("close", () => {
     if (!res.writableFinished) out.destroy(); // the client went away (a read cut off past its bound)
   });
@@ -100,8 +107,7 @@ function forwardWrite(upstream: URL, agent: Agent, req: IncomingMessage, body: B
   delete headers["transfer-encoding"];
   delete headers["content-md5"];
   return new Promise((resolve, reject) => {
-    const target = { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent };
-    const out = request(target, (answer) => {
+    const out = request(targetOf(upstream, agent, req, headers), (answer) => {
       const chunks: Buffer[] = [];
       answer.on("data", (c: Buffer) => chunks.push(c));
       answer.on("end", () =>
@@ -120,6 +126,9 @@ function reply(res: ServerResponse, a: Answer): void {
   res.writeHead(a.status, headers);
   res.end(a.body);
 }
+
+/** The decision of one kind, with its fields. */
+type Decided<K extends GateDecision["kind"]> = Extract<GateDecision, { kind: K }>;
 
 const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
 
@@ -212,69 +221,67 @@ export async function startContentGate(o: {
   const boundTo = async (id: string, path: string) =>
     (await readFile(join(spool, id, ".path"), "utf8").catch(() => null)) === path;
 
-  async function handle(req: IncomingMessage, res: ServerResponse, d: GateDecision): Promise<void> {
-    if (d.kind === "refuse") return refuse(req, res, d.status, d.code, d.message);
-    if (d.kind === "read") return forward(upstream, agent, req, res);
-    if (d.kind === "abort") {
-      await rm(join(spool, d.uploadId), { recursive: true, force: true });
-      return forward(upstream, agent, req, res);
+  const notThroughGate = (req: IncomingMessage, res: ServerResponse) =>
+    refuse(req, res, 404, "NoSuchUpload", "no upload of this id for this blob came through the gate");
+
+  async function createUpload(req: IncomingMessage, res: ServerResponse, d: Decided<"create-upload">) {
+    const body = await bodyWithin(req, res, MAX_COMPLETE_BYTES);
+    if (!body) return;
+    const a = await forwardWrite(upstream, agent, req, body);
+    const id = /<UploadId>([^<]+)<\/UploadId>/.exec(a.body.toString("utf8"))?.[1];
+    if (a.status === 200) {
+      if (!id || !UPLOAD_ID.test(id)) return sendError(res, 502, "BadGateway", "the store behind gave no upload id");
+      await mkdir(join(spool, id), { recursive: true });
+      await writeFile(join(spool, id, ".path"), d.path);
     }
-    if (d.kind === "create-upload") {
-      const body = await bodyWithin(req, res, MAX_COMPLETE_BYTES);
-      if (!body) return;
+    reply(res, a);
+  }
+
+  async function putBlob(req: IncomingMessage, res: ServerResponse, d: Decided<"put">) {
+    const body = await bodyWithin(req, res, GATE_MAX_PUT_BYTES);
+    if (!body) return;
+    const actual = createHash("sha256").update(body).digest("hex");
+    if (actual !== d.name)
+      return refuse(req, res, 400, "BadDigest", `the bytes hash to ${actual}, not to their name ${d.name}`);
+    await oneAtATime(d.path, async () => {
+      if (await held(d.path, d.name))
+        return reply(res, { status: 200, headers: { etag: `"${md5(body)}"` }, body: Buffer.alloc(0) });
+      reply(res, await forwardWrite(upstream, agent, req, body));
+    });
+  }
+
+  async function putPart(req: IncomingMessage, res: ServerResponse, d: Decided<"part">) {
+    const body = await bodyWithin(req, res, GATE_MAX_PUT_BYTES);
+    if (!body) return;
+    if (!(await boundTo(d.uploadId, d.path))) return notThroughGate(req, res);
+    const inFlight = partsInFlight.get(d.uploadId) ?? new Set<number>();
+    // s3rver does not check the ETags a completion lists: the gate's copy of a part must be the very part
+    // s3rver holds. Two sends of one part at once landed in either order at each (or mixed at s3rver).
+    if (inFlight.has(d.partNumber) || completing.has(d.uploadId))
+      return refuse(req, res, 503, "SlowDown", `part ${d.partNumber} of this upload is being sent or completed`);
+    inFlight.add(d.partNumber);
+    partsInFlight.set(d.uploadId, inFlight);
+    try {
+      const copy = join(spool, d.uploadId, String(d.partNumber));
+      await rm(copy, { force: true }); // until s3rver holds this part whole, the gate holds no copy of it
       const a = await forwardWrite(upstream, agent, req, body);
-      const id = /<UploadId>([^<]+)<\/UploadId>/.exec(a.body.toString("utf8"))?.[1];
-      if (a.status === 200) {
-        if (!id || !UPLOAD_ID.test(id)) return sendError(res, 502, "BadGateway", "the store behind gave no upload id");
-        await mkdir(join(spool, id), { recursive: true });
-        await writeFile(join(spool, id, ".path"), d.path);
-      }
-      return reply(res, a);
+      const etag = String(a.headers.etag ?? "")
+        .replace(/"/g, "")
+        .toLowerCase();
+      if (a.status === 200 && etag === md5(body)) await writeFile(copy, body);
+      reply(res, a);
+    } finally {
+      inFlight.delete(d.partNumber);
+      if (inFlight.size === 0) partsInFlight.delete(d.uploadId);
     }
-    if (d.kind === "put") {
-      const body = await bodyWithin(req, res, GATE_MAX_PUT_BYTES);
-      if (!body) return;
-      const actual = createHash("sha256").update(body).digest("hex");
-      if (actual !== d.name)
-        return refuse(req, res, 400, "BadDigest", `the bytes hash to ${actual}, not to their name ${d.name}`);
-      return oneAtATime(d.path, async () => {
-        if (await held(d.path, d.name))
-          return reply(res, { status: 200, headers: { etag: `"${md5(body)}"` }, body: Buffer.alloc(0) });
-        reply(res, await forwardWrite(upstream, agent, req, body));
-      });
-    }
-    if (d.kind === "part") {
-      const body = await bodyWithin(req, res, GATE_MAX_PUT_BYTES);
-      if (!body) return;
-      if (!(await boundTo(d.uploadId, d.path)))
-        return refuse(req, res, 404, "NoSuchUpload", "no upload of this id for this blob came through the gate");
-      const inFlight = partsInFlight.get(d.uploadId) ?? new Set<number>();
-      // s3rver does not check the ETags a completion lists: the gate's copy of a part must be the very part
-      // s3rver holds. Two sends of one part at once landed in either order at each (or mixed at s3rver).
-      if (inFlight.has(d.partNumber) || completing.has(d.uploadId))
-        return refuse(req, res, 503, "SlowDown", `part ${d.partNumber} of this upload is being sent or completed`);
-      inFlight.add(d.partNumber);
-      partsInFlight.set(d.uploadId, inFlight);
-      try {
-        const copy = join(spool, d.uploadId, String(d.partNumber));
-        await rm(copy, { force: true }); // until s3rver holds this part whole, the gate holds no copy of it
-        const a = await forwardWrite(upstream, agent, req, body);
-        const etag = String(a.headers.etag ?? "")
-          .replace(/"/g, "")
-          .toLowerCase();
-        if (a.status === 200 && etag === md5(body)) await writeFile(copy, body);
-        return reply(res, a);
-      } finally {
-        inFlight.delete(d.partNumber);
-        if (inFlight.size === 0) partsInFlight.delete(d.uploadId);
-      }
-    }
+  }
+
+  async function complete(req: IncomingMessage, res: ServerResponse, d: Decided<"complete">) {
     const body = await bodyWithin(req, res, MAX_COMPLETE_BYTES);
     if (!body) return;
     const parts = listedParts(body.toString("utf8"));
     if (!parts) return refuse(req, res, 400, "MalformedXML", "no parts with PartNumber and ETag listed");
-    if (!(await boundTo(d.uploadId, d.path)))
-      return refuse(req, res, 404, "NoSuchUpload", "no upload of this id for this blob came through the gate");
+    if (!(await boundTo(d.uploadId, d.path))) return notThroughGate(req, res);
     // s3rver assembles the parts in the order of their numbers, whatever order the completion lists them in.
     if (parts.some((p, i) => i > 0 && p.partNumber <= parts[i - 1].partNumber))
       return refuse(req, res, 400, "InvalidPartOrder", "the parts must be listed in ascending order, each once");
@@ -293,7 +300,7 @@ export async function startContentGate(o: {
       const actual = whole.digest("hex");
       if (actual !== d.name)
         return refuse(req, res, 400, "BadDigest", `the parts hash to ${actual}, not to their name ${d.name}`);
-      return await oneAtATime(d.path, async () => {
+      await oneAtATime(d.path, async () => {
         const [bucket, ...key] = d.path.split("/");
         if (await held(d.path, d.name)) {
           await rm(dir, { recursive: true, force: true });
@@ -309,6 +316,26 @@ export async function startContentGate(o: {
       });
     } finally {
       completing.delete(d.uploadId);
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, d: GateDecision): Promise<void> {
+    switch (d.kind) {
+      case "refuse":
+        return refuse(req, res, d.status, d.code, d.message);
+      case "read":
+        return forward(upstream, agent, req, res);
+      case "abort":
+        await rm(join(spool, d.uploadId), { recursive: true, force: true });
+        return forward(upstream, agent, req, res);
+      case "create-upload":
+        return createUpload(req, res, d);
+      case "put":
+        return putBlob(req, res, d);
+      case "part":
+        return putPart(req, res, d);
+      case "complete":
+        return complete(req, res, d);
     }
   }
 
