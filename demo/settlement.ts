@@ -2,12 +2,10 @@
  * After settlement: everyone pulls their money, then the books are rebuilt from the events alone (the auditor's
  * view), checked against the contract's state, and each promise of the run is checked.
  */
-import { decodeCustomError } from "../sdk/errors.ts";
 import { escrowLedger } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import type { Protocol } from "../sdk/contracts.ts";
 import { statusName } from "../sdk/job.ts";
-import { mined } from "../sdk/txManager.ts";
 import { stakeBookOf, walletOf, type Ledger } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { verifierNamesOn } from "../sdk/safeOwners.ts";
@@ -17,6 +15,7 @@ import { PRICE, priceUnits } from "./actors.ts";
 import { summaryLines, type PromiseCheck, type ProviderRow } from "./report.ts";
 import type { Actors, Run, ScenarioResult, WatchResult } from "./types.ts";
 import { keeperNames, MONEY_CALLS } from "./rehearsal.ts";
+import { FINALIZER_CLAIM_WAIT_MS, withdrawAll } from "./withdrawals.ts";
 
 export async function settle(
   run: Run,
@@ -26,7 +25,13 @@ export async function settle(
 ): Promise<ScenarioResult> {
   const { o, protocol } = run;
   const { jobId } = job;
-  await withdrawAll(protocol, actors, jobId);
+  const wallets = [...actors.providers.map((p) => p.wallet), actors.client];
+  await withdrawAll(protocol.escrow, wallets, jobId, {
+    claimWaitMs: FINALIZER_CLAIM_WAIT_MS,
+    signal: o.signal,
+    note: (line) => run.note(line),
+    names: run.names,
+  });
   // From genesis: the global books need every event, the registry's stake events too (reserves count stakes). The
   // events and the state are read at one block: on a chain that mines on a clock (or reorganises) "latest" moves
   // between two reads.
@@ -43,7 +48,7 @@ export async function settle(
   ]);
   const refund = ledgerJob.settlement?.refund ?? 0n;
   const bondBack = ledgerJob.settlement?.bondReturned ?? 0n;
-  const accounts = [...actors.providers.map((p) => p.wallet.address), actors.client.address];
+  const accounts = wallets.map((w) => w.address);
   const booksAgree = await ledgerMatchesState(protocol, ledger, accounts, blockTag);
   const descriptor = loadTemplate(o.template).descriptor;
   const metric = metricText(descriptor, verdict.metric);
@@ -199,16 +204,6 @@ function reservesDetail(w: WatchResult, minMargin: bigint, held: bigint, owes: b
   return `${during}; at settlement held ${formatUsdc(held)}, owed ${formatUsdc(owes)}`;
 }
 
-/** Providers and the client pull their money, as they would on their own machines. */
-async function withdrawAll(protocol: Protocol, actors: Actors, jobId: bigint): Promise<void> {
-  for (const w of [...actors.providers.map((p) => p.wallet), actors.client]) {
-    const escrow = protocol.escrow.connect(w);
-    // The finalizer claims too; whoever comes second gets JobEscrowNoEarnings, which is the expected race.
-    if ((await escrow.earningsOf(jobId, w.address)) > 0n) await claimIfStillUnclaimed(escrow, jobId, w.address);
-    if ((await escrow.owed(w.address)) > 0n) await mined(escrow.withdraw());
-  }
-}
-
 type Summary = ReturnType<typeof providerSummaries>[number];
 
 function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): ProviderRow[] {
@@ -224,17 +219,6 @@ function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): Pro
       why: s?.why ?? "never assigned",
     };
   });
-}
-
-async function claimIfStillUnclaimed(escrow: Protocol["escrow"], jobId: bigint, provider: string) {
-  try {
-    await mined(escrow.claimEarnings(jobId, provider));
-  } catch (err) {
-    if (decodeCustomError(err, escrow.interface)?.name === "JobEscrowNoEarnings") return;
-    // The finalizer may claim between our estimate and our mining: anvil's receipt of that revert carries no
-    // reason, so the chain's own answer decides whether this was the race (nothing left to claim) or a failure.
-    if ((await escrow.earningsOf(jobId, provider)) !== 0n) throw err;
-  }
 }
 
 /** Every actor's withdrawable balance as the events tell it equals the contract's `owed`. */
