@@ -5,6 +5,7 @@
 import type { Contract } from "ethers";
 import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
 import { confirm, openContext, requireJob, runOnChain, type CommandContext } from "./context.ts";
+import { claimUnlessClaimed } from "../sdk/claims.ts";
 import { isFinished, statusName } from "../sdk/job.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
@@ -55,8 +56,7 @@ export async function main(argv: string[]): Promise<number> {
         console.log(`job ${jobId}: would claim ${formatUsdc(earnings)}`);
         continue;
       }
-      await confirm(ctx, escrow.claimEarnings(jobId, me), `claim job ${jobId}`);
-      console.log(`job ${jobId}: claimed ${formatUsdc(earnings)}`);
+      console.log(await claimOnce(ctx, jobId, earnings));
     }
     const owed = await escrow.owed(me);
     if (owed === 0n) {
@@ -71,6 +71,34 @@ export async function main(argv: string[]): Promise<number> {
     console.log(`withdrew ${formatUsdc(owed)} to ${me}`);
     return 0;
   });
+}
+
+/** Claims the key's `earnings` on `jobId`; the line that says what became of them (a lost race included). */
+async function claimOnce(ctx: CommandContext, jobId: bigint, earnings: bigint): Promise<string> {
+  const { escrow } = ctx.protocol;
+  const me = ctx.signer!.address;
+  const amount = formatUsdc(earnings);
+  const outcome = await claimUnlessClaimed(
+    escrow,
+    jobId,
+    me,
+    () => confirm(ctx, escrow.claimEarnings(jobId, me), `claim job ${jobId}`),
+    {
+      waitMs: ctx.txTimeoutMs,
+      onWaiting: () =>
+        console.log(
+          `job ${jobId}: someone else's claim of your ${amount} is waiting to be mined (claims are permissionless; ` +
+            `the finalizer sends them after settling); waiting up to ${ctx.txTimeoutMs / 1000} s for it …`,
+        ),
+    },
+  );
+  if (outcome === "claimed") return `job ${jobId}: claimed ${amount}`;
+  if (outcome === "claimed by someone else")
+    return `job ${jobId}: ${amount} was claimed for you by someone else's transaction: it is in what the escrow owes you`;
+  return (
+    `job ${jobId}: someone else's claim of your ${amount} was not mined within ${ctx.txTimeoutMs / 1000} s; ` +
+    "run gpuchain withdraw again once it lands"
+  );
 }
 
 async function jobsWithAcceptedWork(ctx: CommandContext, me: string): Promise<bigint[]> {

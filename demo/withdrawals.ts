@@ -8,7 +8,7 @@
  * claim only what it left, then withdraw.
  */
 import type { Signer } from "ethers";
-import { decodeCustomError } from "../sdk/errors.ts";
+import { claimUnlessClaimed } from "../sdk/claims.ts";
 import type { Protocol } from "../sdk/contracts.ts";
 import { sleep } from "../sdk/retry.ts";
 import { mined } from "../sdk/txManager.ts";
@@ -37,7 +37,8 @@ export async function withdrawAll(escrow: Escrow, accounts: Account[], jobId: bi
     if (left.has(account.address)) {
       const who = o.names?.[account.address.toLowerCase()] ?? account.address;
       o.note?.(`${who} claims its own earnings: the finalizer left them unclaimed for ${o.claimWaitMs / 1000} s`);
-      await claimIfStillUnclaimed(mine, jobId, account.address);
+      const claim = () => mined(mine.claimEarnings(jobId, account.address));
+      await claimUnlessClaimed(escrow, jobId, account.address, claim, { waitMs: o.claimWaitMs });
     }
     if ((await escrow.owed(account.address)) > 0n) await mined(mine.withdraw());
   }
@@ -51,16 +52,5 @@ async function unclaimedAfter(escrow: Escrow, accounts: Account[], jobId: bigint
     for (const a of accounts) if ((await escrow.earningsOf(jobId, a.address)) > 0n) left.add(a.address);
     if (left.size === 0 || Date.now() >= deadline) return left;
     await sleep(o.pollMs ?? 250, o.signal);
-  }
-}
-
-async function claimIfStillUnclaimed(escrow: Escrow, jobId: bigint, provider: string) {
-  try {
-    await mined(escrow.claimEarnings(jobId, provider));
-  } catch (err) {
-    if (decodeCustomError(err, escrow.interface)?.name === "JobEscrowNoEarnings") return;
-    // The finalizer may claim between our estimate and our mining: anvil's receipt of that revert carries no
-    // reason, so the chain's own answer decides whether this was the race (nothing left to claim) or a failure.
-    if ((await escrow.earningsOf(jobId, provider)) !== 0n) throw err;
   }
 }

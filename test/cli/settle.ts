@@ -14,7 +14,7 @@ import { HDNodeWallet, Mnemonic, Wallet, id, type ContractTransactionResponse, t
 import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
 import { loadDeployment } from "../../sdk/deployment.ts";
 import { checkpointDecisionDigest, escrowDomain, verdictDigest } from "../../sdk/verifierSignatures.ts";
-import { formatTime } from "../../sdk/format.ts";
+import { formatTime, formatUsdc } from "../../sdk/format.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { loadTemplate } from "../../workloads/index.ts";
@@ -32,6 +32,7 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
   let chain: JsonRpcProvider;
   let common: string[];
   let windowEnd = 0n;
+  let raceWindowEnd = 0n;
   const provider = HDNodeWallet.fromMnemonic(
     Mnemonic.fromPhrase("test test test test test test test test test test test junk"),
     "m/44'/60'/0'/0/9",
@@ -58,8 +59,8 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
     await send(p.usdc.approve(d.registry, 10_000_000n));
     await send(p.registry.depositStake(10_000_000n));
     const c = as(TEST_KEYS.client);
-    await send(c.usdc.mint(new Wallet(TEST_KEYS.client).address, 100_000n));
-    await send(c.usdc.approve(d.escrow, 100_000n));
+    await send(c.usdc.mint(new Wallet(TEST_KEYS.client).address, 200_000n));
+    await send(c.usdc.approve(d.escrow, 200_000n));
     const request = {
       templateId,
       totalSteps: 10,
@@ -68,19 +69,24 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
       budget: 100_000n,
       disputeWindow: WINDOW,
     };
-    await send(c.escrow.createJob(request));
-    await send(as(TEST_KEYS.coordinator).escrow.assign(1n, provider.address));
     const domain = escrowDomain(chainId, d.escrow);
     const sign2 = (digest: string) =>
       safeSignatures(chainId, d.verifierSafe, digest, [TEST_KEYS.verifier1, TEST_KEYS.verifier2]);
-    const hash = id("settle:10");
-    await send(sendReport(p.escrow, 1n, 1n, 10, hash));
     const keeper = as(TEST_KEYS.keeper).escrow;
-    const accept = { jobId: 1n, epoch: 1n, step: 10, checkpointHash: hash, accept: true };
-    await send(keeper.acceptCheckpoint(1n, 1n, 10, hash, await sign2(checkpointDecisionDigest(domain, accept))));
-    const verdict = { jobId: 1n, modelHash: hash, metric: 9_000n, passed: true };
-    await send(keeper.submitVerdict(1n, hash, 9_000n, true, await sign2(verdictDigest(domain, verdict))));
-    windowEnd = (await p.escrow.verdictOf(1n)).submittedAt + WINDOW;
+    /** Job `jobId`: one checkpoint of 10 steps by the provider, accepted and its verdict signed 2 of 3. */
+    const jobWithVerdict = async (jobId: bigint) => {
+      await send(c.escrow.createJob(request));
+      await send(as(TEST_KEYS.coordinator).escrow.assign(jobId, provider.address));
+      const hash = id(`settle:${jobId}:10`);
+      await send(sendReport(p.escrow, jobId, 1n, 10, hash));
+      const accept = { jobId, epoch: 1n, step: 10, checkpointHash: hash, accept: true };
+      await send(keeper.acceptCheckpoint(jobId, 1n, 10, hash, await sign2(checkpointDecisionDigest(domain, accept))));
+      const verdict = { jobId, modelHash: hash, metric: 9_000n, passed: true };
+      await send(keeper.submitVerdict(jobId, hash, 9_000n, true, await sign2(verdictDigest(domain, verdict))));
+      return (await p.escrow.verdictOf(jobId)).submittedAt + WINDOW;
+    };
+    windowEnd = await jobWithVerdict(1n);
+    raceWindowEnd = await jobWithVerdict(2n);
     writeKey(providerKey, provider.privateKey);
     writeKey(strangerKey, TEST_KEYS.keeper); // any funded key: settling needs no role
   });
@@ -154,5 +160,37 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
     const claimed = await runGpuchain(["withdraw", ...common, "--key", providerKey]);
     expect(claimed.code, claimed.stderr).to.equal(0);
     expect(claimed.stdout).to.contain("job 1: claimed 0.010000 USDC");
+  });
+
+  it("the finalizer's claim is in the pool when the provider withdraws: withdraw waits for it to be mined, says so, and withdraws (issue 22)", async function () {
+    // Job 2's window ends within seconds of job 1's, which the tests above already mined past.
+    if (BigInt((await chain.getBlock("latest"))!.timestamp) <= raceWindowEnd) await mineAt(raceWindowEnd + 1n);
+    const stranger = connectProtocol(loadDeployment(common[3]), new Wallet(TEST_KEYS.keeper, chain)).escrow;
+    await (await stranger.settle(2n)).wait();
+    const owedBefore = await stranger.owed(provider.address);
+    await chain.send("evm_setAutomine", [false]);
+    try {
+      // The keeper's claim for the provider, waiting in the pool with a higher tip: it goes first in the block.
+      const tip = 50n * 10n ** 9n;
+      await stranger.claimEarnings(2n, provider.address, { maxPriorityFeePerGas: tip, maxFeePerGas: 4n * tip });
+      // The provider's own withdraw finds its claim taken in the pool (an estimate against the pending block
+      // fails) or sends it anyway (against the latest): either way the block is mined only once it says so.
+      let said!: () => void;
+      const saidIt = new Promise<void>((resolve) => (said = resolve));
+      const withdrawing = runGpuchain(["withdraw", ...common, "--key", providerKey, "--jobs", "2"], {}, (out) => {
+        if (/claim job 2: sent|waiting up to/.test(out)) said();
+      });
+      await Promise.race([saidIt, withdrawing]);
+      await chain.send("evm_mine", []);
+      await chain.send("evm_setAutomine", [true]);
+      const w = await withdrawing;
+      expect(w.code, w.stderr + w.stdout).to.equal(0);
+      expect(w.stdout).to.contain("job 2: 0.010000 USDC was claimed for you by someone else's transaction");
+      expect(w.stdout).to.contain(`withdrew ${formatUsdc(owedBefore + 10_000n)} to ${provider.address}`);
+    } finally {
+      await chain.send("evm_setAutomine", [true]);
+    }
+    expect(await stranger.queryFilter(stranger.filters.EarningsReleased(2n)), "one release").to.have.length(1);
+    expect(await stranger.owed(provider.address)).to.equal(0n);
   });
 });

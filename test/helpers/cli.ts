@@ -15,15 +15,25 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `gpuchain ARGS` on this Node (`env` added to this process's); resolves on "close", when both pipes are drained. */
-export function runGpuchain(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/**
+ * Runs `gpuchain ARGS` on this Node (`env` added to this process's); resolves on "close", when both pipes are drained.
+ * `onStdout` sees the standard output so far at each chunk (a test acting on what the command says while it runs).
+ */
+export function runGpuchain(
+  args: string[],
+  env: Record<string, string> = {},
+  onStdout?: (soFar: string) => void,
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, ...env },
     });
     let [stdout, stderr] = ["", ""];
-    child.stdout.on("data", (d) => (stdout += d));
+    child.stdout.on("data", (d) => {
+      stdout += d;
+      onStdout?.(stdout);
+    });
     child.stderr.on("data", (d) => (stderr += d));
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
