@@ -37,8 +37,13 @@ export async function referenceHashes(
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [steps, every] = [Number(process.argv[2] ?? 20), Number(process.argv[3] ?? 5)];
-  const ep = process.env.GPUCHAIN_EP;
-  const provider = ep === "cuda" || ep === "webgpu" ? ep : "cpu";
+  const ep = process.env.GPUCHAIN_EP ?? "cpu";
+  if (ep !== "cpu" && ep !== "cuda" && ep !== "webgpu") {
+    // A typo must not prove the CPU's hashes under a GPU's name.
+    console.error(`GPUCHAIN_EP must be cpu, cuda or webgpu, got "${ep}"`);
+    process.exit(2);
+  }
+  const provider = ep;
   // GPUCHAIN_TEMPLATES=a,b: only those templates (a slow device proves the others first)
   const only = process.env.GPUCHAIN_TEMPLATES?.split(",").filter(Boolean);
   console.log(JSON.stringify(await referenceHashes(steps, every, { executionProvider: provider }, only)));

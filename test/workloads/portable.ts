@@ -132,6 +132,16 @@ describe("workloads: portable arithmetic", function () {
     }
   });
 
+  it("the reference-hash script refuses an unknown GPUCHAIN_EP: a typo must not prove the CPU's hashes under a GPU's name", function () {
+    const r = spawnSync(NODE, ["workloads/referenceHashes.ts", "1", "1"], {
+      env: { ...process.env, GPUCHAIN_EP: "gpu" },
+      encoding: "utf8",
+    });
+    expect(r.status, r.stdout).to.equal(2);
+    expect(r.stderr).to.contain('GPUCHAIN_EP must be cpu, cuda or webgpu, got "gpu"');
+    expect(r.stdout).to.equal("");
+  });
+
   it("the rule rejects kernel-dependent ops, also inside a Scan body, naming them", function () {
     const g = new GraphBuilder("bad");
     const [a, b] = [g.input("a", [2, 2]), g.input("b", [2, 2])];
