@@ -89,8 +89,10 @@ export function replayUnprovenReason(t: Template, profile: ArithmeticProfile): s
 }
 
 /**
- * Whether a replay mismatch between a provider's and a verifier's profile counts against the provider:
- * only when both are proven for the template, or they are the very same profile.
+ * Whether a replay mismatch between a provider's and a verifier's profile counts against the provider: only when
+ * both are proven for the template. The same unproven profile on both sides is no evidence: a profile names a
+ * kernel family, not a proof that its kernels are deterministic (a GPU kernel that reduces with atomics differs
+ * from run to run on one machine).
  */
 export function mismatchIsEvidence(
   t: Template,
@@ -98,5 +100,5 @@ export function mismatchIsEvidence(
   verifier: ArithmeticProfile | undefined,
 ): boolean {
   if (provider === undefined || verifier === undefined) return false;
-  return provider === verifier || (isProvenProfile(t, provider) && isProvenProfile(t, verifier));
+  return isProvenProfile(t, provider) && isProvenProfile(t, verifier);
 }

@@ -44,9 +44,10 @@ describe("workloads: arithmetic profiles (safety net until every profile is prov
     expect(replayUnprovenReason(t, cuda)).to.equal(`arithmetic profile ${cuda} is not proven for template mnist-mlp`);
   });
 
-  it("a mismatch counts against a provider only between proven (or identical) profiles", function () {
+  it("a mismatch counts against a provider only between proven profiles (the same unproven one is no evidence)", function () {
     expect(mismatchIsEvidence(t, proven, "onnxruntime-1.30.0/cpu/x86_64-avx512")).to.equal(true);
-    expect(mismatchIsEvidence(t, cuda, cuda)).to.equal(true);
+    expect(mismatchIsEvidence(t, proven, proven)).to.equal(true);
+    expect(mismatchIsEvidence(t, cuda, cuda)).to.equal(false);
     expect(mismatchIsEvidence(t, cuda, proven)).to.equal(false);
     expect(mismatchIsEvidence(t, proven, undefined)).to.equal(false);
   });
