@@ -8,6 +8,7 @@ import { Contract, JsonRpcProvider, Network, type Interface } from "ethers";
 import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
 import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
 import type { Deployment } from "../../sdk/deployment.ts";
+import { deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
 import type { HeartbeatListed, UnassignNote } from "../../sdk/heartbeat.ts";
 import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
 import { LogCursor, type RawLog } from "../../sdk/logRange.ts";
@@ -142,7 +143,8 @@ export class LiveFeed {
       );
       this.escrow = connectProtocol(this.o.deployment, this.provider).escrow as unknown as Contract;
       this.safe = new Contract(this.o.deployment.verifierSafe, SAFE_ABI, this.provider);
-      this.indexedBlock = (await this.deploymentBlock()) - 1;
+      const head = await this.provider.getBlockNumber();
+      this.indexedBlock = (await deploymentStartBlock(this.provider, this.o.deployment.escrow, head)) - 1;
       const filter = { address: [this.o.deployment.escrow, this.o.deployment.registry] };
       const { maxBlocksPerQuery } = this.o;
       this.cursor = new LogCursor(this.provider, filter, this.indexedBlock + 1, undefined, maxBlocksPerQuery);
@@ -176,22 +178,6 @@ export class LiveFeed {
       this.lastReserves = key;
       this.push("metric", "reserves", { block: head, held: String(held), owes: String(owes) });
     }
-  }
-
-  /** The first block with the escrow's code (binary search), so a public chain is not read from block 0. */
-  private async deploymentBlock(): Promise<number> {
-    const head = await this.provider.getBlockNumber();
-    const hasCode = async (b: number) => (await this.provider.getCode(this.o.deployment.escrow, b)) !== "0x";
-    if (!(await hasCode(head))) throw new Error(`no escrow contract at ${this.o.deployment.escrow} on this chain`);
-    let lo = 0;
-    let hi = head;
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      if (await hasCode(mid)) hi = mid;
-      else lo = mid + 1;
-    }
-    // The registry may be deployed a few blocks earlier than the escrow.
-    return Math.max(0, lo - 50);
   }
 
   private onReorg(r: ReorgNote) {

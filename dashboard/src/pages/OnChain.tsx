@@ -68,12 +68,13 @@ function Wallet(p: PageProps) {
       if (p.chain) {
         const chain = p.chain;
         const block = await chain.read(() => chain.provider.getBlockNumber());
+        const from = await chain.deploymentStart(block);
         const [owed, stake, owners, escrowLogs, registryLogs] = await Promise.all([
           chain.read(() => chain.escrow.owed(who, { blockTag: block }) as Promise<bigint>),
           chain.read(() => chain.registry.stakeOf(who, { blockTag: block }) as Promise<WalletRead["stake"]>),
           chain.read(() => chain.safe.getOwners() as Promise<string[]>),
-          chain.read(() => readLogs(chain.provider, { address: String(chain.escrow.target) }, 0, block)),
-          chain.read(() => readLogs(chain.provider, { address: String(chain.registry.target) }, 0, block)),
+          chain.read(() => readLogs(chain.provider, { address: String(chain.escrow.target) }, from, block)),
+          chain.read(() => readLogs(chain.provider, { address: String(chain.registry.target) }, from, block)),
         ]);
         const ledger = foldEscrowEvents([
           ...decodeLogs(chain.escrow.interface, escrowLogs),

@@ -9,6 +9,7 @@ import { abi as escrowAbi } from "../../../artifacts/contracts/JobEscrow.sol/Job
 import { abi as registryAbi } from "../../../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry.json";
 import type { DashboardConfig } from "./config.ts";
 import { nextDelay } from "./backoff.ts";
+import { deploymentStartBlock } from "../../../sdk/deploymentBlock.ts";
 import { SAFE_ABI } from "../../../sdk/safeOwners.ts";
 
 export interface ChainHealth {
@@ -29,6 +30,7 @@ export class ChainReader {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private listeners = new Set<() => void>();
   private stopped = false;
+  private start: Promise<number> | undefined;
 
   constructor(config: DashboardConfig) {
     const req = new FetchRequest(config.rpc);
@@ -58,6 +60,20 @@ export class ChainReader {
       this.fail(err);
       throw err;
     }
+  }
+
+  /**
+   * The first block worth reading the deployment's events from (sdk/deploymentBlock.ts), found once: a public chain
+   * read from block 0 would cost thousands of log queries per wallet check. A failed search is tried again next time.
+   */
+  deploymentStart(head: number): Promise<number> {
+    this.start ??= this.read(() => deploymentStartBlock(this.provider, String(this.escrow.target), head)).catch(
+      (err) => {
+        this.start = undefined;
+        throw err;
+      },
+    );
+    return this.start;
   }
 
   readAgain(): void {
