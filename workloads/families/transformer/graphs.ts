@@ -151,7 +151,7 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   }
   const qs = g.op("Mul", [q, scale]);
   const masked = g.op("Add", [c.prod.rows(g, qs, [-1, H, T, dh], k, [-1, H, T, dh]), causalBias(g, T)]);
-  const exps = expSquared(g, softmaxShift(g, masked, 3), EXP_WEIGHTS);
+  const exps = expSquared(g, softmaxShift(g, masked, 3, 4), EXP_WEIGHTS);
   const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
   const both = c.prod.rows(g, exps, [-1, H, T, T], vOnes, [-1, H, T, dh + 1], { bKN: true });
   const [num, den] = split(g, both, 3, [dh, 1]);
@@ -220,10 +220,10 @@ function headLoss(c: Ctx, logits: string, y: string): { nll: string; softmax: st
   const { g } = c;
   const V = c.s.V;
   const k = c.prod.kernels;
-  const shifted = k ? g.op("Sub", [logits, k.max(g, logits, 1)]) : softmaxShift(g, logits, 1);
+  const shifted = k ? g.op("Sub", [logits, k.max(g, logits, 1)]) : softmaxShift(g, logits, 1, 2);
   const exps = k ? k.exp(g, shifted) : expSquared(g, shifted);
   const sum = k ? k.sum(g, exps, 1) : sumLast(g, exps, V, 2);
-  const log = k ? g.op("Log", [sum]) : logFromOne(g, sum, Math.ceil(Math.log2(V)));
+  const log = k ? g.op("Log", [sum]) : logFromOne(g, sum, Math.ceil(Math.log2(V)), 2);
   const logp = g.op("Sub", [shifted, log]);
   const picked = squeeze(g, sumOverLast(c, g.op("Mul", [y, logp]), V, 2), [1]);
   return { nll: g.op("Neg", [picked]), softmax: g.op("Div", [exps, sum]) };
