@@ -80,10 +80,16 @@ function blockScale(g: GraphBuilder, amax: string, lean = false): string {
  * - the block maximum is raised by 2^−93 instead of clamped to it (blockScale);
  * - the zero points (128 per block) are made once per `lean.rows` key, from zeros of the scale's shape rather than
  *   from the scale itself (so a poisoned scale does not reach other blocks' zero points). Every scale with the same
- *   key must have the same length (quantizeLast: the leading dims, whose −1 is the same batch count).
+ *   key must have the same length (quantizeLast: the leading dims, whose −1 is the same batch count);
+ * - `lean.amax`, when given, is the rows' max|t| computed by the caller (quantizeLast: from a shared Abs).
  */
-export function quantizeRows(g: GraphBuilder, t: string, limbs: Limbs, lean?: { rows: string }): Quantized {
-  const amax = g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [1]), attrInt("keepdims", 0)]);
+export function quantizeRows(
+  g: GraphBuilder,
+  t: string,
+  limbs: Limbs,
+  lean?: { rows: string; amax?: string },
+): Quantized {
+  const amax = lean?.amax ?? g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [1]), attrInt("keepdims", 0)]);
   const poison = lean
     ? g.op("Mul", [g.op("ReduceSum", [t, i64(g, [1])], [attrInt("keepdims", 0)]), scalar(g, 0)])
     : g.op("ReduceSum", [g.op("Mul", [t, scalar(g, 0)]), i64(g, [1])], [attrInt("keepdims", 0)]);
@@ -191,12 +197,23 @@ export function intWeightGrad(g: GraphBuilder, h: string, d: string, S: number, 
 }
 
 /**
+ * |t|, one Abs per tensor and graph: a tensor quantized along two axes (rows for one product, columns for another:
+ * the attention's dO and dS, q/√dh, the weights) reads the same magnitudes for both block maxima. The maximum of the
+ * same values is the same float whichever axis it is taken over (max is exact; |x| has no −0).
+ */
+const magnitudes = (g: GraphBuilder, t: string) => shared(g, `abs:${t}`, () => g.op("Abs", [t]));
+
+/**
  * t with known dims (the first may be −1) quantized in blocks along its last axis (one block per row of K):
  * limbs of t's shape, scales of t's shape without the last axis.
  */
 function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
   const K = dims[dims.length - 1];
-  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs, { rows: dims.slice(0, -1).join(",") });
+  // max|t| per row from t's own |t| (magnitudes: shared with a column quantization of the same tensor), flattened
+  const rowMax = g.op("ReduceMax", [magnitudes(g, t)], [attrInts("axes", [dims.length - 1]), attrInt("keepdims", 0)]);
+  const amax = dims.length === 2 ? rowMax : g.op("Reshape", [rowMax, i64(g, [-1])]);
+  const rows = dims.slice(0, -1).join(",");
+  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs, { rows, amax });
   const back = (u8: string) => g.op("Reshape", [u8, i64(g, dims)]);
   return { ...mapLimbs(q, back), scale: g.op("Reshape", [q.scale, i64(g, dims.slice(0, -1))]) };
 }
@@ -210,7 +227,7 @@ function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs):
  */
 function quantizeColumns(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
   const axis = dims.length - 2;
-  const amax = g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
+  const amax = g.op("ReduceMax", [magnitudes(g, t)], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
   const poison = g.op("Mul", [g.op("ReduceSum", [t, i64(g, [axis])], [attrInt("keepdims", 1)]), scalar(g, 0)]);
   const scale = g.op("Add", [blockScale(g, amax, true), poison]);
   const inverse = g.op("Div", [scalar(g, 1), scale]);

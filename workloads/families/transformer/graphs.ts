@@ -62,6 +62,12 @@ export function transformerParams(d: TemplateDescriptor): ParamSpec[] {
 export type Products = {
   rows(g: GraphBuilder, a: string, aDims: number[], b: string, bDims: number[], layout?: Layout): string;
   /**
+   * The products quantize an operand's blocks from one |x| per tensor (onnx/integer.ts magnitudes), so a gradient
+   * that is both a weight gradient's operand (per atom, [A, N, n]) and a back product's is given to both in that
+   * per-atom view: one Abs for the two. Exact integer sums: the same bits in either view.
+   */
+  sharedMagnitudes?: boolean;
+  /**
    * Kernels in place of the portable sums, maxima and exp over an axis (kept with length 1): only the bench's float
    * formulation sets them (ReduceSum, ReduceMax, Exp), to price what the portable spelling costs.
    */
@@ -283,7 +289,18 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   const fw = forward(c, g.op("Reshape", [x, g.constInt64([-1, T])]));
   const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
   const loss = headLoss(c, fw.logits, labels);
-  const perAtom = (t: string, n: number) => g.op("Reshape", [t, g.constInt64([-1, N, n])]);
+  /** t [R, n] as [atoms, N, n], one Reshape per tensor (the same name for every product that reads it). */
+  const perAtom = (t: string, n: number) => {
+    const key = `perAtom:${t}:${n}`;
+    let name = g.shared.get(key);
+    if (!name) g.shared.set(key, (name = g.op("Reshape", [t, g.constInt64([-1, N, n])])));
+    return name;
+  };
+  /** dy [R, J] · wᵀ → [R, K]; with sharedMagnitudes dy in its per-atom view (the one its weight gradient reads). */
+  const back = (dy: string, w: string, K: number, J: number) =>
+    c.prod.sharedMagnitudes
+      ? g.op("Reshape", [c.prod.rows(g, perAtom(dy, J), [-1, N, J], w, [K, J]), g.constInt64([-1, K])])
+      : denseBack(c, dy, w, K, J);
   const atomSum = squeeze(g, sumAxis(g, g.op("Reshape", [loss.nll, g.constInt64([-1, N])]), N, 1), [1]);
   const dLogits = g.op("Mul", [g.op("Sub", [loss.softmax, labels]), scalar(g, 1 / (d.globalBatch * T))]);
 
@@ -309,20 +326,20 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   };
 
   layerGrads("head", fw.final.y, D, dLogits, V);
-  let dh = layerNormBack(c, fw.final, denseBack(c, dLogits, p.head, D, V));
+  let dh = layerNormBack(c, fw.final, back(dLogits, p.head, D, V));
   for (let i = c.s.blocks - 1; i >= 0; i--) {
     const b = fw.blocks[i];
     layerGrads(`b${i}_out`, b.act, F, dh, D);
-    const dAct = denseBack(c, dh, p[`b${i}_out`], F, D);
+    const dAct = back(dh, p[`b${i}_out`], F, D);
     const dPre = b.mask
       ? g.op("Mul", [dAct, b.mask])
       : g.op("Where", [g.op("Greater", [b.pre, scalar(g, 0)]), dAct, scalar(g, 0)]);
     layerGrads(`b${i}_fc`, b.ln2.y, D, dPre, F);
-    dh = g.op("Add", [dh, layerNormBack(c, b.ln2, denseBack(c, dPre, p[`b${i}_fc`], D, F))]);
+    dh = g.op("Add", [dh, layerNormBack(c, b.ln2, back(dPre, p[`b${i}_fc`], D, F))]);
     grads[`b${i}_proj`] = weightGrad(b.att.out, D, dh, D);
-    const dqkv = attentionBack(c, b.att, denseBack(c, dh, p[`b${i}_proj`], D, D));
+    const dqkv = attentionBack(c, b.att, back(dh, p[`b${i}_proj`], D, D));
     grads[`b${i}_qkv`] = weightGrad(b.ln1.y, D, dqkv, 3 * D);
-    dh = g.op("Add", [dh, layerNormBack(c, b.ln1, denseBack(c, dqkv, p[`b${i}_qkv`], D, 3 * D))]);
+    dh = g.op("Add", [dh, layerNormBack(c, b.ln1, back(dqkv, p[`b${i}_qkv`], D, 3 * D))]);
   }
   // positions: Σ over the atom's samples; tokens: Σ over the atom's rows of onehot(symbol)ᵀ·dh
   const bySample = g.op("Reshape", [dh, g.constInt64([-1, S, T * D])]);
