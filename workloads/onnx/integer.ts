@@ -252,10 +252,30 @@ function quantizeColumns(g: GraphBuilder, t: string, dims: number[], limbs: Limb
   return { hi, lo: unit(g.op("Mul", [rest, g.op("Mul", [inverse, scalar(g, 128)])])), scale };
 }
 
-/** Where each operand's contraction axis is: aKM, a is [..., K, M] (else [..., M, K]); bKN, b is [..., K, N] (else [..., N, K]). */
-export type Layout = { aKM?: boolean; bKN?: boolean };
+/**
+ * Where each operand's contraction axis is: aKM, a is [..., K, M] (else [..., M, K]); bKN, b is [..., K, N] (else
+ * [..., N, K]). aOnes (with aKM, one limb): a as if a column of K ones were appended ([..., K, M + 1]; the output gets
+ * row M: the exact int32 sums of b's limbs times b's scales, the bias gradient's product).
+ */
+export type Layout = { aKM?: boolean; bKN?: boolean; aOnes?: boolean };
 
 const swapLastTwo = (rank: number) => [...Array.from({ length: rank - 2 }, (_, i) => i), rank - 1, rank - 2];
+
+/**
+ * The column blocks of a [..., K, M] (quantizeColumns) with a block of K ones appended, without materialising the
+ * float [..., K, M + 1]: the ones' block maximum is 1, so its scale is what blockScale makes of 1 — a = 1 + 2^−93 = 1,
+ * R = 1, 1 > 127/128, P = 1/64 (the poison Σ1·0 is 0) — and its limbs are QuantizeLinear(1, 1/64) = 64 + 128. Limbs
+ * and scales are concatenated along the last axis (uint8 and the small scale vectors, not the float operand).
+ */
+function withOnesColumn(g: GraphBuilder, a: string, q: Quantized, limbs: Limbs, layout: Layout): Quantized {
+  if (limbs !== 1 || !layout.aKM) throw new Error("aOnes needs one limb and a given as [..., K, M]");
+  const last = (t: string) => g.op("Shape", [g.op("Slice", [t, i64(g, [0]), i64(g, [1]), i64(g, [-1])])]);
+  const ones = g.op("Expand", [scalar(g, 1), last(a)]); // [..., K, 1]
+  const hi = g.op("QuantizeLinear", [ones, scalar(g, 1 / 64), zeroPoint(g)]);
+  const scale = g.op("Expand", [scalar(g, 1 / 64), last(q.scale)]); // [..., 1, 1]
+  const cat = (x: string, y: string) => g.op("Concat", [x, y], [attrInt("axis", -1)]);
+  return { hi: cat(q.hi, hi), scale: cat(q.scale, scale) };
+}
 
 /**
  * a · b → float [..., M, N], contracting K (MatMul broadcasting over the leading axes; b may be a 2-D weight). Each
@@ -279,7 +299,11 @@ export function intProductRows(
   if (bK !== K) throw new Error(`contraction lengths differ: ${K} and ${bK}`);
   const transposeLimbs = (q: Quantized, rank: number) =>
     mapLimbs(q, (u8) => g.op("Transpose", [u8], [attrInts("perm", swapLastTwo(rank))]));
-  const qa = layout.aKM ? quantizeColumns(g, a, aDims, limbs) : quantizeLast(g, a, aDims, limbs);
+  const qa = layout.aOnes
+    ? withOnesColumn(g, a, quantizeColumns(g, a, aDims, limbs), limbs, layout)
+    : layout.aKM
+      ? quantizeColumns(g, a, aDims, limbs)
+      : quantizeLast(g, a, aDims, limbs);
   const qb = layout.bKN ? quantizeColumns(g, b, bDims, limbs) : quantizeLast(g, b, bDims, limbs);
   // a [..., M, K] against a 2-D b: one 2-D product over the flattened rows (a batched MatMulInteger with a
   // broadcast b costs more: 1.90 against 1.83 ms for [8, 512, 64]·[64, 256], microbenchmark); exact sums either way
@@ -295,7 +319,7 @@ export function intProductRows(
   // a's block scales along the flattened rows in one DequantizeLinear pass, then b's by broadcasting
   const flatRows = (t: string) => g.op("Reshape", [t, i64(g, [-1, N])]);
   const byRow = scaleSums(g, sums.map(flatRows), g.op("Reshape", [qa.scale, i64(g, [-1])]));
-  const outDims = [...aDims.slice(0, -2), M, N];
+  const outDims = [...aDims.slice(0, -2), layout.aOnes ? M + 1 : M, N];
   const sb = layout.bKN ? qb.scale : g.op("Unsqueeze", [qb.scale, i64(g, [-2])]);
   return g.op("Mul", [g.op("Reshape", [byRow, i64(g, outDims)]), sb]);
 }

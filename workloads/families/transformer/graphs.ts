@@ -68,6 +68,11 @@ export type Products = {
    */
   sharedMagnitudes?: boolean;
   /**
+   * rows() takes layout.aOnes (a [..., K, M] with a column of ones appended, not materialised: onnx/integer.ts
+   * withOnesColumn): the layers' weight and bias gradients without a float Concat of h and the ones.
+   */
+  onesColumn?: boolean;
+  /**
    * Kernels in place of the portable sums, maxima and exp over an axis (kept with length 1): only the bench's float
    * formulation sets them (ReduceSum, ReduceMax, Exp), to price what the portable spelling costs.
    */
@@ -319,8 +324,16 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
       grads[`${name}_b`] = squeeze(g, c.prod.kernels.sum(g, perAtom(dy, O), 1), [1]);
       return;
     }
-    const hOnes = concat(g, [perAtom(h, I), onesLike(g, perAtom(h, I), 2)], 2); // [A, N, I + 1]
-    const both = c.prod.rows(g, hOnes, [-1, N, I + 1], perAtom(dy, O), [-1, N, O], { aKM: true, bKN: true });
+    const both = c.prod.onesColumn
+      ? c.prod.rows(g, perAtom(h, I), [-1, N, I], perAtom(dy, O), [-1, N, O], { aKM: true, bKN: true, aOnes: true })
+      : c.prod.rows(
+          g,
+          concat(g, [perAtom(h, I), onesLike(g, perAtom(h, I), 2)], 2), // [A, N, I + 1]
+          [-1, N, I + 1],
+          perAtom(dy, O),
+          [-1, N, O],
+          { aKM: true, bKN: true },
+        );
     const [w, bias] = split(g, both, 1, [I, 1]);
     [grads[name], grads[`${name}_b`]] = [w, squeeze(g, bias, [1])];
   };
