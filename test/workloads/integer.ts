@@ -124,11 +124,17 @@ describe("workloads: exact integer products", function () {
     });
   }
 
-  for (const limbs of [1, 2] as const) {
-    it(`${limbs} limb(s): intProductRows (the transformer's) has the reference's bits with either operand transposed`, async function () {
+  // K = 16: rows that short are quantized per tensor after a per-row t·(1/P) (quantizeRows lean.short, one limb)
+  for (const [limbs, K] of [
+    [1, 97],
+    [2, 97],
+    [1, 16],
+    [2, 16],
+  ] as const) {
+    it(`${limbs} limb(s), K = ${K}: intProductRows (the transformer's) has the reference's bits with either operand transposed`, async function () {
       // blocks along K are rows of a [R, K] or columns of a given as [K, R] (quantizeColumns): the same blocks, limbs
       // and scales, so the same bits; likewise b as [K, N] or [N, K]
-      const [R, K, N] = [13, 97, 11];
+      const [R, N] = [13, 11];
       const a = matrix(R, K, 7);
       const b = matrix(K, N, 9, 1e-3);
       const want = bits(referenceProduct(a, b, R, K, N, limbs).out);
@@ -197,41 +203,43 @@ describe("workloads: exact integer products", function () {
     }
   });
 
-  it("intProductRows (lean scales, blocks as rows or as columns): a block holding ∞ or NaN makes exactly its outputs NaN", async function () {
-    const [R, K, N] = [4, 32, 3];
-    const a = matrix(R, K, 17);
-    const b = matrix(K, N, 19);
-    const poisoned = a.slice();
-    poisoned[1 * K + 5] = Infinity;
-    poisoned[3 * K + 0] = NaN;
-    const bPoisoned = b.slice();
-    bPoisoned[7 * N + 2] = -Infinity; // column 2
-    const transposed = (t: Float32Array, rows: number, cols: number) =>
-      Float32Array.from({ length: rows * cols }, (_, i) => t[(i % rows) * cols + Math.floor(i / rows)]);
-    for (const aKM of [false, true]) {
-      const run = async (x: Float32Array, y: Float32Array) => {
-        const aDims = aKM ? [K, R] : [R, K];
-        const g = new GraphBuilder("rows");
-        g.output(
-          "y",
-          intProductRows(g, g.input("a", aDims), aDims, g.input("b", [K, N]), [K, N], 1, { aKM, bKN: true }),
-        );
-        const s = await createSession(g.encode(), "cpu");
-        const got = (await s.run({ a: f32(aKM ? transposed(x, R, K) : x, aDims), b: f32(y, [K, N]) })).y.data;
-        await s.release();
-        return got as Float32Array;
-      };
-      const clean = await run(a, b);
-      const got = await run(poisoned, bPoisoned);
-      for (let i = 0; i < R; i++) {
-        for (let j = 0; j < N; j++) {
-          const v = got[i * N + j];
-          if (i === 1 || i === 3 || j === 2) expect(v, `aKM ${aKM} [${i},${j}]`).to.be.NaN;
-          else expect(v, `aKM ${aKM} [${i},${j}]`).to.equal(clean[i * N + j]);
+  for (const K of [32, 16]) {
+    it(`intProductRows (lean scales, blocks as rows or as columns, K = ${K}): a block holding ∞ or NaN makes exactly its outputs NaN`, async function () {
+      const [R, N] = [4, 3];
+      const a = matrix(R, K, 17);
+      const b = matrix(K, N, 19);
+      const poisoned = a.slice();
+      poisoned[1 * K + 5] = Infinity;
+      poisoned[3 * K + 0] = NaN;
+      const bPoisoned = b.slice();
+      bPoisoned[7 * N + 2] = -Infinity; // column 2
+      const transposed = (t: Float32Array, rows: number, cols: number) =>
+        Float32Array.from({ length: rows * cols }, (_, i) => t[(i % rows) * cols + Math.floor(i / rows)]);
+      for (const aKM of [false, true]) {
+        const run = async (x: Float32Array, y: Float32Array) => {
+          const aDims = aKM ? [K, R] : [R, K];
+          const g = new GraphBuilder("rows");
+          g.output(
+            "y",
+            intProductRows(g, g.input("a", aDims), aDims, g.input("b", [K, N]), [K, N], 1, { aKM, bKN: true }),
+          );
+          const s = await createSession(g.encode(), "cpu");
+          const got = (await s.run({ a: f32(aKM ? transposed(x, R, K) : x, aDims), b: f32(y, [K, N]) })).y.data;
+          await s.release();
+          return got as Float32Array;
+        };
+        const clean = await run(a, b);
+        const got = await run(poisoned, bPoisoned);
+        for (let i = 0; i < R; i++) {
+          for (let j = 0; j < N; j++) {
+            const v = got[i * N + j];
+            if (i === 1 || i === 3 || j === 2) expect(v, `aKM ${aKM} [${i},${j}]`).to.be.NaN;
+            else expect(v, `aKM ${aKM} [${i},${j}]`).to.equal(clean[i * N + j]);
+          }
         }
       }
-    }
-  });
+    });
+  }
 
   it("a block of 1e30 is still quantized as written down; beyond about 2^105 its outputs are NaN on every device", async function () {
     const [R, K, N] = [2, 8, 2];

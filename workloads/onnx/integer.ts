@@ -80,14 +80,30 @@ function blockScale(g: GraphBuilder, amax: string, lean = false): string {
  * - the block maximum is raised by 2^−93 instead of clamped to it (blockScale);
  * - the zero points (128 per block) are made once per `lean.rows` key, from zeros of the scale's shape rather than
  *   from the scale itself (so a poisoned scale does not reach other blocks' zero points). Every scale with the same
- *   key must have the same length (quantizeLast: the leading dims, whose −1 is the same batch count).
+ *   key must have the same length (quantizeLast: the leading dims, whose −1 is the same batch count);
+ * - `lean.amax`, when given, is the rows' max|t| computed by the caller (quantizeLast: from a shared Abs);
+ * - `lean.short` (one limb): rows too short for onnxruntime's per-axis QuantizeLinear, which runs row by row (K = 16:
+ *   0.79 against 0.47 ms on [16384, 16], microbenchmark), are quantized as quantizeColumns does: t·(1/P) (exact, P a
+ *   power of two; the row scale unsqueezed to [R, 1]) rounded by a per-tensor QuantizeLinear with scale 1. The same
+ *   limbs wherever the scale is finite; a block whose scale is NaN gets limbs that may differ, but every product with
+ *   them is multiplied by that NaN scale; an infinite scale gives 1/∞ = 0, so limbs 128 as t/∞ does.
  */
-export function quantizeRows(g: GraphBuilder, t: string, limbs: Limbs, lean?: { rows: string }): Quantized {
-  const amax = g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [1]), attrInt("keepdims", 0)]);
+export function quantizeRows(
+  g: GraphBuilder,
+  t: string,
+  limbs: Limbs,
+  lean?: { rows: string; amax?: string; short?: boolean },
+): Quantized {
+  const amax = lean?.amax ?? g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [1]), attrInt("keepdims", 0)]);
   const poison = lean
     ? g.op("Mul", [g.op("ReduceSum", [t, i64(g, [1])], [attrInt("keepdims", 0)]), scalar(g, 0)])
     : g.op("ReduceSum", [g.op("Mul", [t, scalar(g, 0)]), i64(g, [1])], [attrInt("keepdims", 0)]);
   const scale = g.op("Add", [blockScale(g, amax, Boolean(lean)), poison]);
+  if (lean?.short && limbs === 1) {
+    // short rows: t·(1/P) per row, then one per-tensor QuantizeLinear (as quantizeColumns): the same limbs
+    const inverse = g.op("Unsqueeze", [g.op("Div", [scalar(g, 1), scale]), i64(g, [1])]);
+    return { hi: g.op("QuantizeLinear", [g.op("Mul", [t, inverse]), scalar(g, 1), zeroPoint(g)]), scale };
+  }
   const zp = lean
     ? shared(g, `zp:${lean.rows}`, () => zeroPoints(g, g.op("Expand", [scalar(g, 0), g.op("Shape", [scale])])))
     : zeroPoints(g, scale);
@@ -190,13 +206,27 @@ export function intWeightGrad(g: GraphBuilder, h: string, d: string, S: number, 
   return scaleSums(g, integerSums(g, hT, dS, S, 3, 3), g.op("Mul", [qh.scale, qd.scale]));
 }
 
+/** Rows of at most this length are quantized per tensor (quantizeRows `lean.short`): the attention heads' dh = 16. */
+const SHORT_ROW = 16;
+
+/**
+ * |t|, one Abs per tensor and graph: a tensor quantized along two axes (rows for one product, columns for another:
+ * the attention's dO and dS, q/√dh, the weights) reads the same magnitudes for both block maxima. The maximum of the
+ * same values is the same float whichever axis it is taken over (max is exact; |x| has no −0).
+ */
+const magnitudes = (g: GraphBuilder, t: string) => shared(g, `abs:${t}`, () => g.op("Abs", [t]));
+
 /**
  * t with known dims (the first may be −1) quantized in blocks along its last axis (one block per row of K):
  * limbs of t's shape, scales of t's shape without the last axis.
  */
 function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
   const K = dims[dims.length - 1];
-  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs, { rows: dims.slice(0, -1).join(",") });
+  // max|t| per row from t's own |t| (magnitudes: shared with a column quantization of the same tensor), flattened
+  const rowMax = g.op("ReduceMax", [magnitudes(g, t)], [attrInts("axes", [dims.length - 1]), attrInt("keepdims", 0)]);
+  const amax = dims.length === 2 ? rowMax : g.op("Reshape", [rowMax, i64(g, [-1])]);
+  const rows = dims.slice(0, -1).join(",");
+  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs, { rows, amax, short: K <= SHORT_ROW });
   const back = (u8: string) => g.op("Reshape", [u8, i64(g, dims)]);
   return { ...mapLimbs(q, back), scale: g.op("Reshape", [q.scale, i64(g, dims.slice(0, -1))]) };
 }
@@ -210,7 +240,7 @@ function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs):
  */
 function quantizeColumns(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
   const axis = dims.length - 2;
-  const amax = g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
+  const amax = g.op("ReduceMax", [magnitudes(g, t)], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
   const poison = g.op("Mul", [g.op("ReduceSum", [t, i64(g, [axis])], [attrInt("keepdims", 1)]), scalar(g, 0)]);
   const scale = g.op("Add", [blockScale(g, amax, true), poison]);
   const inverse = g.op("Div", [scalar(g, 1), scale]);
@@ -222,10 +252,30 @@ function quantizeColumns(g: GraphBuilder, t: string, dims: number[], limbs: Limb
   return { hi, lo: unit(g.op("Mul", [rest, g.op("Mul", [inverse, scalar(g, 128)])])), scale };
 }
 
-/** Where each operand's contraction axis is: aKM, a is [..., K, M] (else [..., M, K]); bKN, b is [..., K, N] (else [..., N, K]). */
-export type Layout = { aKM?: boolean; bKN?: boolean };
+/**
+ * Where each operand's contraction axis is: aKM, a is [..., K, M] (else [..., M, K]); bKN, b is [..., K, N] (else
+ * [..., N, K]). aOnes (with aKM, one limb): a as if a column of K ones were appended ([..., K, M + 1]; the output gets
+ * row M: the exact int32 sums of b's limbs times b's scales, the bias gradient's product).
+ */
+export type Layout = { aKM?: boolean; bKN?: boolean; aOnes?: boolean };
 
 const swapLastTwo = (rank: number) => [...Array.from({ length: rank - 2 }, (_, i) => i), rank - 1, rank - 2];
+
+/**
+ * The column blocks of a [..., K, M] (quantizeColumns) with a block of K ones appended, without materialising the
+ * float [..., K, M + 1]: the ones' block maximum is 1, so its scale is what blockScale makes of 1 — a = 1 + 2^−93 = 1,
+ * R = 1, 1 > 127/128, P = 1/64 (the poison Σ1·0 is 0) — and its limbs are QuantizeLinear(1, 1/64) = 64 + 128. Limbs
+ * and scales are concatenated along the last axis (uint8 and the small scale vectors, not the float operand).
+ */
+function withOnesColumn(g: GraphBuilder, a: string, q: Quantized, limbs: Limbs, layout: Layout): Quantized {
+  if (limbs !== 1 || !layout.aKM) throw new Error("aOnes needs one limb and a given as [..., K, M]");
+  const last = (t: string) => g.op("Shape", [g.op("Slice", [t, i64(g, [0]), i64(g, [1]), i64(g, [-1])])]);
+  const ones = g.op("Expand", [scalar(g, 1), last(a)]); // [..., K, 1]
+  const hi = g.op("QuantizeLinear", [ones, scalar(g, 1 / 64), zeroPoint(g)]);
+  const scale = g.op("Expand", [scalar(g, 1 / 64), last(q.scale)]); // [..., 1, 1]
+  const cat = (x: string, y: string) => g.op("Concat", [x, y], [attrInt("axis", -1)]);
+  return { hi: cat(q.hi, hi), scale: cat(q.scale, scale) };
+}
 
 /**
  * a · b → float [..., M, N], contracting K (MatMul broadcasting over the leading axes; b may be a 2-D weight). Each
@@ -249,20 +299,27 @@ export function intProductRows(
   if (bK !== K) throw new Error(`contraction lengths differ: ${K} and ${bK}`);
   const transposeLimbs = (q: Quantized, rank: number) =>
     mapLimbs(q, (u8) => g.op("Transpose", [u8], [attrInts("perm", swapLastTwo(rank))]));
-  const qa = layout.aKM ? quantizeColumns(g, a, aDims, limbs) : quantizeLast(g, a, aDims, limbs);
+  const qa = layout.aOnes
+    ? withOnesColumn(g, a, quantizeColumns(g, a, aDims, limbs), limbs, layout)
+    : layout.aKM
+      ? quantizeColumns(g, a, aDims, limbs)
+      : quantizeLast(g, a, aDims, limbs);
   const qb = layout.bKN ? quantizeColumns(g, b, bDims, limbs) : quantizeLast(g, b, bDims, limbs);
+  // a [..., M, K] against a 2-D b: one 2-D product over the flattened rows (a batched MatMulInteger with a
+  // broadcast b costs more: 1.90 against 1.83 ms for [8, 512, 64]·[64, 256], microbenchmark); exact sums either way
+  const flatA = !layout.aKM && rb === 2 && ra > 2;
   const sums = integerSums(
     g,
-    layout.aKM ? transposeLimbs(qa, ra) : qa,
+    layout.aKM ? transposeLimbs(qa, ra) : flatA ? mapLimbs(qa, (u8) => g.op("Reshape", [u8, i64(g, [-1, K])])) : qa,
     layout.bKN ? qb : transposeLimbs(qb, rb),
     K,
-    ra,
+    flatA ? 2 : ra,
     rb,
   );
   // a's block scales along the flattened rows in one DequantizeLinear pass, then b's by broadcasting
   const flatRows = (t: string) => g.op("Reshape", [t, i64(g, [-1, N])]);
   const byRow = scaleSums(g, sums.map(flatRows), g.op("Reshape", [qa.scale, i64(g, [-1])]));
-  const outDims = [...aDims.slice(0, -2), M, N];
+  const outDims = [...aDims.slice(0, -2), layout.aOnes ? M + 1 : M, N];
   const sb = layout.bKN ? qb.scale : g.op("Unsqueeze", [qb.scale, i64(g, [-2])]);
   return g.op("Mul", [g.op("Reshape", [byRow, i64(g, outDims)]), sb]);
 }

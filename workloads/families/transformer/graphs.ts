@@ -62,6 +62,17 @@ export function transformerParams(d: TemplateDescriptor): ParamSpec[] {
 export type Products = {
   rows(g: GraphBuilder, a: string, aDims: number[], b: string, bDims: number[], layout?: Layout): string;
   /**
+   * The products quantize an operand's blocks from one |x| per tensor (onnx/integer.ts magnitudes), so a gradient
+   * that is both a weight gradient's operand (per atom, [A, N, n]) and a back product's is given to both in that
+   * per-atom view: one Abs for the two. Exact integer sums: the same bits in either view.
+   */
+  sharedMagnitudes?: boolean;
+  /**
+   * rows() takes layout.aOnes (a [..., K, M] with a column of ones appended, not materialised: onnx/integer.ts
+   * withOnesColumn): the layers' weight and bias gradients without a float Concat of h and the ones.
+   */
+  onesColumn?: boolean;
+  /**
    * Kernels in place of the portable sums, maxima and exp over an axis (kept with length 1): only the bench's float
    * formulation sets them (ReduceSum, ReduceMax, Exp), to price what the portable spelling costs.
    */
@@ -151,7 +162,7 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   }
   const qs = g.op("Mul", [q, scale]);
   const masked = g.op("Add", [c.prod.rows(g, qs, [-1, H, T, dh], k, [-1, H, T, dh]), causalBias(g, T)]);
-  const exps = expSquared(g, softmaxShift(g, masked, 3), EXP_WEIGHTS);
+  const exps = expSquared(g, softmaxShift(g, masked, 3, 4), EXP_WEIGHTS);
   const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
   const both = c.prod.rows(g, exps, [-1, H, T, T], vOnes, [-1, H, T, dh + 1], { bKN: true });
   const [num, den] = split(g, both, 3, [dh, 1]);
@@ -220,10 +231,10 @@ function headLoss(c: Ctx, logits: string, y: string): { nll: string; softmax: st
   const { g } = c;
   const V = c.s.V;
   const k = c.prod.kernels;
-  const shifted = k ? g.op("Sub", [logits, k.max(g, logits, 1)]) : softmaxShift(g, logits, 1);
+  const shifted = k ? g.op("Sub", [logits, k.max(g, logits, 1)]) : softmaxShift(g, logits, 1, 2);
   const exps = k ? k.exp(g, shifted) : expSquared(g, shifted);
   const sum = k ? k.sum(g, exps, 1) : sumLast(g, exps, V, 2);
-  const log = k ? g.op("Log", [sum]) : logFromOne(g, sum, Math.ceil(Math.log2(V)));
+  const log = k ? g.op("Log", [sum]) : logFromOne(g, sum, Math.ceil(Math.log2(V)), 2);
   const logp = g.op("Sub", [shifted, log]);
   const picked = squeeze(g, sumOverLast(c, g.op("Mul", [y, logp]), V, 2), [1]);
   return { nll: g.op("Neg", [picked]), softmax: g.op("Div", [exps, sum]) };
@@ -283,7 +294,18 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   const fw = forward(c, g.op("Reshape", [x, g.constInt64([-1, T])]));
   const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
   const loss = headLoss(c, fw.logits, labels);
-  const perAtom = (t: string, n: number) => g.op("Reshape", [t, g.constInt64([-1, N, n])]);
+  /** t [R, n] as [atoms, N, n], one Reshape per tensor (the same name for every product that reads it). */
+  const perAtom = (t: string, n: number) => {
+    const key = `perAtom:${t}:${n}`;
+    let name = g.shared.get(key);
+    if (!name) g.shared.set(key, (name = g.op("Reshape", [t, g.constInt64([-1, N, n])])));
+    return name;
+  };
+  /** dy [R, J] · wᵀ → [R, K]; with sharedMagnitudes dy in its per-atom view (the one its weight gradient reads). */
+  const back = (dy: string, w: string, K: number, J: number) =>
+    c.prod.sharedMagnitudes
+      ? g.op("Reshape", [c.prod.rows(g, perAtom(dy, J), [-1, N, J], w, [K, J]), g.constInt64([-1, K])])
+      : denseBack(c, dy, w, K, J);
   const atomSum = squeeze(g, sumAxis(g, g.op("Reshape", [loss.nll, g.constInt64([-1, N])]), N, 1), [1]);
   const dLogits = g.op("Mul", [g.op("Sub", [loss.softmax, labels]), scalar(g, 1 / (d.globalBatch * T))]);
 
@@ -302,27 +324,35 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
       grads[`${name}_b`] = squeeze(g, c.prod.kernels.sum(g, perAtom(dy, O), 1), [1]);
       return;
     }
-    const hOnes = concat(g, [perAtom(h, I), onesLike(g, perAtom(h, I), 2)], 2); // [A, N, I + 1]
-    const both = c.prod.rows(g, hOnes, [-1, N, I + 1], perAtom(dy, O), [-1, N, O], { aKM: true, bKN: true });
+    const both = c.prod.onesColumn
+      ? c.prod.rows(g, perAtom(h, I), [-1, N, I], perAtom(dy, O), [-1, N, O], { aKM: true, bKN: true, aOnes: true })
+      : c.prod.rows(
+          g,
+          concat(g, [perAtom(h, I), onesLike(g, perAtom(h, I), 2)], 2), // [A, N, I + 1]
+          [-1, N, I + 1],
+          perAtom(dy, O),
+          [-1, N, O],
+          { aKM: true, bKN: true },
+        );
     const [w, bias] = split(g, both, 1, [I, 1]);
     [grads[name], grads[`${name}_b`]] = [w, squeeze(g, bias, [1])];
   };
 
   layerGrads("head", fw.final.y, D, dLogits, V);
-  let dh = layerNormBack(c, fw.final, denseBack(c, dLogits, p.head, D, V));
+  let dh = layerNormBack(c, fw.final, back(dLogits, p.head, D, V));
   for (let i = c.s.blocks - 1; i >= 0; i--) {
     const b = fw.blocks[i];
     layerGrads(`b${i}_out`, b.act, F, dh, D);
-    const dAct = denseBack(c, dh, p[`b${i}_out`], F, D);
+    const dAct = back(dh, p[`b${i}_out`], F, D);
     const dPre = b.mask
       ? g.op("Mul", [dAct, b.mask])
       : g.op("Where", [g.op("Greater", [b.pre, scalar(g, 0)]), dAct, scalar(g, 0)]);
     layerGrads(`b${i}_fc`, b.ln2.y, D, dPre, F);
-    dh = g.op("Add", [dh, layerNormBack(c, b.ln2, denseBack(c, dPre, p[`b${i}_fc`], D, F))]);
+    dh = g.op("Add", [dh, layerNormBack(c, b.ln2, back(dPre, p[`b${i}_fc`], D, F))]);
     grads[`b${i}_proj`] = weightGrad(b.att.out, D, dh, D);
-    const dqkv = attentionBack(c, b.att, denseBack(c, dh, p[`b${i}_proj`], D, D));
+    const dqkv = attentionBack(c, b.att, back(dh, p[`b${i}_proj`], D, D));
     grads[`b${i}_qkv`] = weightGrad(b.ln1.y, D, dqkv, 3 * D);
-    dh = g.op("Add", [dh, layerNormBack(c, b.ln1, denseBack(c, dqkv, p[`b${i}_qkv`], D, 3 * D))]);
+    dh = g.op("Add", [dh, layerNormBack(c, b.ln1, back(dqkv, p[`b${i}_qkv`], D, 3 * D))]);
   }
   // positions: Σ over the atom's samples; tokens: Σ over the atom's rows of onehot(symbol)ᵀ·dh
   const bySample = g.op("Reshape", [dh, g.constInt64([-1, S, T * D])]);

@@ -15,6 +15,8 @@ import {
 /** Exact integer products on 8-bit (or two-limb) block floating point rows. */
 export const integerProducts = (limbs: 1 | 2): Products => ({
   rows: (g, a, aDims, b, bDims, layout) => intProductRows(g, a, aDims, b, bDims, limbs, layout),
+  sharedMagnitudes: true,
+  onesColumn: limbs === 1,
 });
 
 const swapLastTwo = (rank: number) => [...Array.from({ length: rank - 2 }, (_, i) => i), rank - 1, rank - 2];
