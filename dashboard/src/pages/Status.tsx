@@ -19,6 +19,7 @@ import { ago, clock, short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
 import { ledgerOf, statusName, type LedgerJob } from "../ledger.ts";
 import { nameOf, type ProcessView, type RunState } from "../model/state.ts";
+import { lossRuns, type LossPoint } from "../model/lossRuns.ts";
 import { templateOf, type TemplateInfo } from "../sources/config.ts";
 import { isLossRules, metricText } from "../../../workloads/metric.ts";
 import { DataTable } from "../components/DataTable.tsx";
@@ -284,22 +285,6 @@ function stepRate(loss: { ms: number; step: number; provider: string }[]): numbe
 
 /** One colour per provider, in the order they first trained (none is the accuracy's green or the target's amber). */
 const PROVIDER_COLORS = ["#60a5fa", "#fb923c", "#c084fc", "#f472b6", "#38bdf8", "#e879f9", "#a3e635", "#f87171"];
-
-type LossPoint = { ms: number; step: number; loss: number; provider: string };
-
-/**
- * The training loss as one run per stretch a provider trained without another in between, in time order: a
- * failover breaks the line, and each provider keeps its colour.
- */
-function lossRuns(loss: readonly LossPoint[]): { provider: string; points: LossPoint[] }[] {
-  const runs: { provider: string; points: LossPoint[] }[] = [];
-  for (const l of [...loss].sort((x, y) => x.ms - y.ms)) {
-    const last = runs[runs.length - 1];
-    if (last && last.provider === l.provider) last.points.push(l);
-    else runs.push({ provider: l.provider, points: [l] });
-  }
-  return runs;
-}
 
 function Curves({ state, job, template }: { state: RunState; job: LedgerJob; template?: TemplateInfo }) {
   const id = String(job.jobId);
