@@ -75,6 +75,8 @@ export interface AnvilOptions {
   chainId?: number;
   /** Seconds between blocks (mining on a timer); automine when absent. */
   blockTime?: number;
+  /** Keep only the state of the last N blocks, as a pruned (non-archive) full node does. */
+  pruneHistory?: number;
   at?: ChainAt;
 }
 
@@ -89,6 +91,7 @@ export async function startAnvil(
   const args = ["--port", String(port), "--host", at.address, "--silent"];
   if (o.chainId !== undefined) args.push("--chain-id", String(o.chainId));
   if (o.blockTime !== undefined) args.push("--block-time", String(o.blockTime));
+  if (o.pruneHistory !== undefined) args.push("--prune-history", String(o.pruneHistory));
   group.start(name, args, {}, at.wrapper, anvilBinary());
   return waitUntilAnswering(group, name, `http://${at.address}:${port}`, 30_000);
 }

@@ -10,6 +10,8 @@ export interface Deployment {
   file?: string;
   /** The chain it was deployed on, when Ignition's journal beside the file (or the folder name) tells. */
   chainId?: bigint;
+  /** The block of the deployment's first transaction, when Ignition's journal beside the file tells. */
+  firstBlock?: number;
   escrow: string;
   registry: string;
   usdc: string;
@@ -95,10 +97,41 @@ export function loadDeployment(file: string): Deployment {
     );
   }
   try {
-    return { ...parseDeployment(addresses as Record<string, string>), file, chainId: deploymentChainId(file) };
+    const firstBlock = deploymentFirstBlock(file);
+    return {
+      ...parseDeployment(addresses as Record<string, string>),
+      file,
+      chainId: deploymentChainId(file),
+      ...(firstBlock === undefined ? {} : { firstBlock }),
+    };
   } catch (err) {
     if (err instanceof DeploymentError) throw new DeploymentError(`${file}: ${err.message}`);
     throw err;
+  }
+}
+
+/**
+ * The lowest block of any transaction receipt Ignition recorded in the journal beside the file (its
+ * TRANSACTION_CONFIRM messages): no event of the deployment's contracts is older. Unknown without a journal.
+ */
+export function deploymentFirstBlock(file: string): number | undefined {
+  const journal = path.join(path.dirname(file), "journal.jsonl");
+  if (!existsSync(journal)) return undefined;
+  let first: number | undefined;
+  for (const line of readFileSync(journal, "utf8").split("\n")) {
+    if (!line.includes('"TRANSACTION_CONFIRM"')) continue;
+    const block = receiptBlock(line);
+    if (block !== undefined && (first === undefined || block < first)) first = block;
+  }
+  return first;
+}
+
+function receiptBlock(line: string): number | undefined {
+  try {
+    const n = (JSON.parse(line) as { receipt?: { blockNumber?: unknown } }).receipt?.blockNumber;
+    return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+  } catch {
+    return undefined; // a line cut short by an interrupted deployment
   }
 }
 

@@ -144,7 +144,8 @@ export class LiveFeed {
       this.escrow = connectProtocol(this.o.deployment, this.provider).escrow as unknown as Contract;
       this.safe = new Contract(this.o.deployment.verifierSafe, SAFE_ABI, this.provider);
       const head = await this.provider.getBlockNumber();
-      this.indexedBlock = (await deploymentStartBlock(this.provider, this.o.deployment.escrow, head)) - 1;
+      const { escrow, firstBlock } = this.o.deployment;
+      this.indexedBlock = (await deploymentStartBlock(this.provider, escrow, head, firstBlock)) - 1;
       const filter = { address: [this.o.deployment.escrow, this.o.deployment.registry] };
       const { maxBlocksPerQuery } = this.o;
       this.cursor = new LogCursor(this.provider, filter, this.indexedBlock + 1, undefined, maxBlocksPerQuery);

@@ -99,6 +99,7 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
           registry: deployment.registry,
           usdc: deployment.usdc,
           verifierSafe: deployment.verifierSafe,
+          firstBlock: deployment.firstBlock,
         },
         coordinator: feed.url("coordinatorUrl") ?? "http://127.0.0.1:8600",
         collector: feed.url("collectorUrl") ?? "http://127.0.0.1:8601",

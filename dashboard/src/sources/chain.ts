@@ -31,8 +31,10 @@ export class ChainReader {
   private listeners = new Set<() => void>();
   private stopped = false;
   private start: Promise<number> | undefined;
+  private readonly firstBlock: number | undefined;
 
   constructor(config: DashboardConfig) {
+    this.firstBlock = config.deployment.firstBlock;
     const req = new FetchRequest(config.rpc);
     req.timeout = 5000;
     // One attempt per read: the page shows "Chain unreachable" and retries itself, with a visible countdown.
@@ -67,12 +69,12 @@ export class ChainReader {
    * read from block 0 would cost thousands of log queries per wallet check. A failed search is tried again next time.
    */
   deploymentStart(head: number): Promise<number> {
-    this.start ??= this.read(() => deploymentStartBlock(this.provider, String(this.escrow.target), head)).catch(
-      (err) => {
-        this.start = undefined;
-        throw err;
-      },
-    );
+    this.start ??= this.read(() =>
+      deploymentStartBlock(this.provider, String(this.escrow.target), head, this.firstBlock),
+    ).catch((err) => {
+      this.start = undefined;
+      throw err;
+    });
     return this.start;
   }
 

@@ -9,7 +9,14 @@ export interface DashboardConfig {
   chainName: string;
   rpc: string;
   deploymentFile: string;
-  deployment: { escrow: string; registry: string; usdc: string; verifierSafe: string };
+  deployment: {
+    escrow: string;
+    registry: string;
+    usdc: string;
+    verifierSafe: string;
+    /** The block of the deployment's first transaction, when Ignition's journal recorded it. */
+    firstBlock?: number;
+  };
   coordinator: string;
   collector: string;
   store: string;
