@@ -15,9 +15,9 @@ import type { CommandContext } from "./context.ts";
 
 export const FROM_BLOCK_OPTION = { "from-block": { type: "string" } } as const;
 
-/** Checked before anything is read. */
-export function parseFromBlock(value: string | undefined): number {
-  if (value === undefined) return 0;
+/** Checked before anything is read; absent: the deployment's first block (sdk/deployment.ts `eventsFrom`). */
+export function parseFromBlock(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {
     throw new UsageError(`--from-block must be a block number (0 or more), got "${value}"`);
   }

@@ -19,11 +19,13 @@ import { jobNarrative, labelOf, providerSummaries } from "../sdk/narrative.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { describeWait, jobFit } from "../sdk/jobFit.ts";
 import { restakeLine } from "../sdk/restake.ts";
+import { eventsFrom } from "../sdk/deployment.ts";
 
 export const USAGE = `usage: gpuchain explain JOB [--json] [--from-block N]
 
   a job's history rebuilt from the escrow's events, why each provider earned what it did, and whether the
-  rebuilt books agree with the contract's state (exit 1 if not); --from-block: the deployment block on a long chain
+  rebuilt books agree with the contract's state (exit 1 if not); --from-block: where its events are read from
+  (default: the deployment's first block, from Ignition's journal beside the deployment file, else 0)
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
 
 const jsonSafe = (_k: string, v: unknown) => (typeof v === "bigint" ? v.toString() : v);
@@ -35,8 +37,9 @@ export async function main(argv: string[]): Promise<number> {
   });
   expectPositionals(positionals, ["JOB"]);
   const jobId = parseJobId(positionals[0]);
-  const fromBlock = parseFromBlock(values["from-block"]);
+  const given = parseFromBlock(values["from-block"]);
   const ctx = await openContext(values, false);
+  const fromBlock = eventsFrom(given, ctx.deployment);
   try {
     const at = await readPoint(ctx); // events and state at one block
     const ledger = await loadLedger(ctx, fromBlock, { jobIds: [jobId], toBlock: at.head });

@@ -8,21 +8,24 @@ import { jobSentences, stakeSentence, walletFacts } from "../sdk/walletFacts.ts"
 import { formatUsdc } from "../sdk/format.ts";
 import { restakeLine } from "../sdk/restake.ts";
 import { readRestake } from "./restake.ts";
+import { eventsFrom } from "../sdk/deployment.ts";
 
 export const USAGE = `usage: gpuchain wallet ADDRESS [--from-block N]
 
   what ADDRESS may withdraw now, has withdrawn, and earned per job (as provider or client), from the escrow's
   events, checked against the contract's own \`owed\` (exit 1 if they disagree); a provider's stake (deposited,
   locked, unbonding, from the registry) and what was slashed, where and who found the fault, and whether it waits
-  for a re-stake (slashed with no deposit since: the coordinator assigns it nothing until then)
+  for a re-stake (slashed with no deposit since: the coordinator assigns it nothing until then); --from-block:
+  where its events are read from (default: the deployment's first block, from Ignition's journal, else 0)
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
 
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommand(argv, FROM_BLOCK_OPTION);
   expectPositionals(positionals, ["ADDRESS"]);
   const who = parseAddress(positionals[0], "ADDRESS");
-  const fromBlock = parseFromBlock(values["from-block"]);
+  const given = parseFromBlock(values["from-block"]);
   const ctx = await openContext(values, false);
+  const fromBlock = eventsFrom(given, ctx.deployment);
   try {
     const at = await readPoint(ctx); // events and state at one block
     const ledger = await loadLedger(ctx, fromBlock, {
@@ -57,7 +60,7 @@ export async function main(argv: string[]): Promise<number> {
       const { deposited, locked, unbonding } = stake; // an ethers Result: its names are not own keys to spread
       const read = { deposited, locked, unbonding, slashed: wallet.stake?.slashed ?? 0n };
       const folded = wallet.stake && stakeSentence(wallet.stake) === stakeSentence(read);
-      const differ = fromBlock ? " (the events before --from-block were not read)" : " (events and registry DISAGREE)";
+      const differ = given ? " (the events before --from-block were not read)" : " (events and registry DISAGREE)";
       console.log(`  stake in the registry: ${stakeSentence(read)}${folded ? "" : differ}`);
     }
     const waiting = restake.awaiting(who);

@@ -56,6 +56,8 @@ export const DEFAULT_RETRY: RetryPolicy = { retries: 4, baseMs: 250, maxMs: 4_00
 /** Everything a keeper's tick needs from the outside world, injected (never monkey-patched). */
 export interface KeeperContext {
   chainId: bigint;
+  /** The deployment's first block, when Ignition's journal recorded it: where event scans start by default. */
+  firstBlock?: number;
   escrow: JobEscrow;
   registry: ProviderRegistry;
   provider: Provider;

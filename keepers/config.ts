@@ -20,8 +20,8 @@ export interface SharedConfig {
   /** How long to wait for a receipt before treating a transaction as dropped (the next tick re-checks). */
   txTimeoutMs: number;
   rpcTimeoutMs: number;
-  /** Block to start event scans from (the deployment block on a long chain). */
-  fromBlock: number;
+  /** Block to start event scans from; absent: the deployment's first block (sdk/deployment.ts `eventsFrom`). */
+  fromBlock?: number;
   retry: RetryPolicy;
 }
 
@@ -34,7 +34,7 @@ export function sharedConfig(v: FlagValues): SharedConfig {
     pretty: v.pretty === true,
     txTimeoutMs: parsePositiveInt(str(v["tx-timeout-ms"]), "tx-timeout-ms", 60_000),
     rpcTimeoutMs: parsePositiveInt(str(v["rpc-timeout-ms"]), "rpc-timeout-ms", 15_000),
-    fromBlock: parseNonNegativeInt(str(v["from-block"]), "from-block", 0),
+    fromBlock: v["from-block"] === undefined ? undefined : parseNonNegativeInt(str(v["from-block"]), "from-block", 0),
     retry: DEFAULT_RETRY,
   };
 }

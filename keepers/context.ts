@@ -42,6 +42,7 @@ export async function keeperContext(o: ContextOptions): Promise<KeeperContext> {
   const multicall = new EthersContract(o.deployment.multicall3, MULTICALL3_ABI, o.signer ?? o.provider);
   return {
     chainId: o.chainId,
+    firstBlock: o.deployment.firstBlock,
     escrow: protocol.escrow,
     registry: protocol.registry,
     provider: o.provider,

@@ -110,6 +110,10 @@ export function loadDeployment(file: string): Deployment {
   }
 }
 
+/** Where event scans start: the block given (`--from-block`), else the deployment's first block, else 0. */
+export const eventsFrom = (given: number | undefined, d: Pick<Deployment, "firstBlock">): number =>
+  given ?? d.firstBlock ?? 0;
+
 /**
  * The lowest block of any transaction receipt Ignition recorded in the journal beside the file (its
  * TRANSACTION_CONFIRM messages): no event of the deployment's contracts is older. Unknown without a journal.

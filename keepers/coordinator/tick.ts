@@ -16,6 +16,7 @@ import { HeartbeatBook } from "./heartbeats.ts";
 import { registryCheck } from "./registered.ts";
 import { templateMemoryMiB, templateStepMs } from "./stepTime.ts";
 import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
+import { eventsFrom } from "../../sdk/deployment.ts";
 
 /**
  * Issue 12's safety net: a template this node knows goes only to providers whose reported arithmetic profile is
@@ -86,7 +87,7 @@ export class Coordinator {
       chainId: ctx.chainId.toString(),
       escrow: String((ctx.escrow as unknown as { target: string }).target),
     };
-    this.chain = new CoordinatorChainView(ctx, config.fromBlock);
+    this.chain = new CoordinatorChainView(ctx, eventsFrom(config.fromBlock, ctx));
     this.book = new HeartbeatBook(scope, config.maxClockSkewMs, registryCheck(ctx, this.chain.registered));
   }
 

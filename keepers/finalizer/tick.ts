@@ -33,6 +33,7 @@ import {
   type FinalizerAction,
   type FinalizerJob,
 } from "./decide.ts";
+import { eventsFrom } from "../../sdk/deployment.ts";
 
 export interface FinalizerTickReport {
   plan: FinalizerAction[][];
@@ -52,6 +53,7 @@ export function createFinalizer(
   const log = ctx.logger;
   /** Settles and claims move money: decide on the state at head − depth only (sdk/confirmations.ts). */
   const depth = confirmationsFor(ctx.chainId, config.confirmations);
+  const fromBlock = eventsFrom(config.fromBlock, ctx);
   const escrow = ctx.escrow as unknown as Contract;
   const batch = ctx.batch ?? batchReader(ctx.provider);
   const finished = new Set<bigint>();
@@ -63,7 +65,7 @@ export function createFinalizer(
   /** Jobs acted on last tick: read again whatever happened to the transactions. */
   let recheck = new Set<bigint>();
   let knownJobCount = 0n;
-  const newCursor = () => new LogCursor(ctx.provider, { address: String(escrow.target) }, config.fromBlock);
+  const newCursor = () => new LogCursor(ctx.provider, { address: String(escrow.target) }, fromBlock);
   let cursor = newCursor();
   /** Chain time of the block the last run looked at. */
   let lastTime: bigint | undefined;
@@ -93,7 +95,7 @@ export function createFinalizer(
     if (r.reorged) {
       log.warn("chain reorganisation: folding the finalizer's view again", {
         ...r.reorged,
-        fromBlock: config.fromBlock,
+        fromBlock,
       });
       reset();
       r = await read(ctx, "getLogs", () => cursor.poll(toBlock));

@@ -16,6 +16,7 @@ import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
 import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
 import { deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
 import { loadTemplate } from "../../workloads/index.ts";
+import { runGpuchain } from "../helpers/cli.ts";
 
 const KEPT_STATES = 16;
 const HISTORY_BEFORE = 200; // blocks mined before the deployment
@@ -27,6 +28,7 @@ describe("dashboard: a deployment's events on a pruned node (anvil --prune-histo
   let chain: JsonRpcProvider;
   let rpc: string;
   let d: Deployment;
+  let deploymentFile: string;
   let jobBlock: number;
   let head: number;
 
@@ -34,7 +36,8 @@ describe("dashboard: a deployment's events on a pruned node (anvil --prune-histo
     rpc = await startAnvil(group, await freePort(0), { pruneHistory: KEPT_STATES }, "pruned-chain");
     chain = rpcProvider(rpc, 50);
     await chain.send("anvil_mine", [`0x${HISTORY_BEFORE.toString(16)}`]);
-    d = loadDeployment(await deployLocal(rpc, deploymentId));
+    deploymentFile = await deployLocal(rpc, deploymentId);
+    d = loadDeployment(deploymentFile);
     const send = async (tx: Promise<ContractTransactionResponse>) => (await (await tx).wait())!;
     const as = (key: string) => connectProtocol(d, new Wallet(key, chain));
     const templateId = loadTemplate("blobs-tiny").templateId;
@@ -116,4 +119,16 @@ describe("dashboard: a deployment's events on a pruned node (anvil --prune-histo
       }
     });
   }
+
+  it("`gpuchain wallet` and `gpuchain explain`, run as a user would, read the books on it (from the journal's block)", async function () {
+    const common = ["--rpc", rpc, "--deployment", deploymentFile];
+    const wallet = await runGpuchain(["wallet", new Wallet(TEST_KEYS.client).address, ...common]);
+    expect(wallet.stderr).to.equal("");
+    expect(wallet.code).to.equal(0);
+    expect(wallet.stdout).to.include("job 1 as client: budget 0.100000 USDC");
+    const explain = await runGpuchain(["explain", "1", ...common]);
+    expect(explain.code, explain.stderr).to.equal(0);
+    expect(explain.stdout).to.match(new RegExp(`block +${jobBlock} +job 1 posted`));
+    expect(explain.stdout).to.include("rebuilt from events agrees with the contract's state");
+  });
 });

@@ -3,6 +3,10 @@
  * deployment's events — the escrow's first block with code, less a margin — so a public chain is not read from 0.
  */
 import { expect } from "chai";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { deploymentFirstBlock, eventsFrom } from "../../sdk/deployment.ts";
 import { DEPLOYMENT_MARGIN_BLOCKS, deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
 import { deployProtocol, ethers, networkHelpers } from "../helpers/fixture.ts";
 
@@ -40,5 +44,33 @@ describe("sdk: a deployment's first block", function () {
       (e: Error) => e,
     );
     expect(err?.message).to.equal(`no escrow contract at ${nobody} on this chain (block ${head})`);
+  });
+
+  it("reads the lowest receipt block from Ignition's journal; a line cut short is skipped; no journal: unknown", function () {
+    const dir = mkdtempSync(path.join(tmpdir(), "gpuchain-journal-"));
+    try {
+      const file = path.join(dir, "deployed_addresses.json");
+      expect(deploymentFirstBlock(file)).to.equal(undefined);
+      const confirm = (block: number) =>
+        JSON.stringify({ type: "TRANSACTION_CONFIRM", futureId: "M#X", receipt: { blockNumber: block, logs: [] } });
+      const lines = [
+        JSON.stringify({ type: "DEPLOYMENT_INITIALIZE", chainId: 31337 }),
+        confirm(7),
+        confirm(5),
+        confirm(9),
+        '{"type":"TRANSACTION_CONFIRM","receipt":{"blockNumber":3', // an interrupted write
+      ];
+      writeFileSync(path.join(dir, "journal.jsonl"), lines.join("\n"));
+      expect(deploymentFirstBlock(file)).to.equal(5);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("event scans start at --from-block when given (0 included), else the deployment's first block, else 0", function () {
+    expect(eventsFrom(12, { firstBlock: 40 })).to.equal(12);
+    expect(eventsFrom(0, { firstBlock: 40 })).to.equal(0);
+    expect(eventsFrom(undefined, { firstBlock: 40 })).to.equal(40);
+    expect(eventsFrom(undefined, {})).to.equal(0);
   });
 });
