@@ -97,6 +97,12 @@ export class CoordinatorChainView {
   minStake: bigint | undefined;
   private knownJobCount = 0n;
   private scannedTo: number;
+  /**
+   * Jobs and providers that events already folded (or a job count) named, whose reads have not succeeded yet: a
+   * refresh that failed after its log scan (the node down, or a pruned node refusing the scan's block after a long
+   * scan) leaves the cursor past those events, so the next refresh reads them from here.
+   */
+  private unread = { jobs: new Set<bigint>(), providers: new Set<string>() };
   /** topic0 → event, for the escrow events naming a job and the registry events naming a provider. */
   private readonly kinds: Map<string, EventKind>;
   private readonly decodeQuote: (data: string) => Record<string, unknown>;
@@ -160,6 +166,7 @@ export class CoordinatorChainView {
     this.offers.clear();
     this.knownJobCount = 0n;
     this.scannedTo = this.fromBlock - 1;
+    this.unread = { jobs: new Set(), providers: new Set() };
     this.cursor = this.newCursor();
     this.reorgs += 1;
   }
@@ -188,7 +195,7 @@ export class CoordinatorChainView {
     await this.history.resolve((n) => this.blockTime(n));
     await this.resolveSlashTimes();
     this.scannedTo = Math.max(this.scannedTo, block);
-    const ids = new Set(dirty.jobs);
+    const ids = new Set([...dirty.jobs, ...this.unread.jobs]);
     for (let id = this.knownJobCount + 1n; id <= jobCount; id++) ids.add(id);
     if (jobCount > this.knownJobCount) this.knownJobCount = jobCount;
     // A job no other event named since its JobCreated is exactly as created: Open, epoch 0, nothing accepted.
@@ -196,22 +203,26 @@ export class CoordinatorChainView {
     const toRead: bigint[] = [];
     for (const id of [...ids].sort(byId)) {
       if (this.done.has(id) || id > jobCount) continue;
-      const created = dirty.jobs.has(id) ? undefined : dirty.created.get(id);
+      const created = dirty.jobs.has(id) || this.unread.jobs.has(id) ? undefined : dirty.created.get(id);
       if (created) {
         this.jobs.set(id, created);
         fromEvents.push(id);
       } else toRead.push(id);
     }
+    const providers = [...new Set([...dirty.providers, ...this.unread.providers])];
+    this.unread = { jobs: new Set(toRead), providers: new Set(providers) };
     const t1 = performance.now();
     await this.readJobs(toRead, block);
+    this.unread.jobs.clear();
     const t2 = performance.now();
     this.stakesRead = 0;
-    await this.readProviders([...dirty.providers], block);
+    await this.readProviders(providers, block);
+    this.unread.providers.clear();
     const ms = { logs: t1 - t0, jobs: t2 - t1, providers: performance.now() - t2 };
     this.last = {
       jobsRead: toRead.length,
       jobsFromEvents: fromEvents.length,
-      providersRead: dirty.providers.size,
+      providersRead: providers.length,
       stakesRead: this.stakesRead,
       logs: logs.length,
       ms,

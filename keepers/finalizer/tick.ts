@@ -64,6 +64,12 @@ export function createFinalizer(
   const lastStatus = new Map<bigint, JobStatusName>();
   /** Jobs acted on last tick: read again whatever happened to the transactions. */
   let recheck = new Set<bigint>();
+  /**
+   * Jobs that events already folded (or the job count) named, whose reads have not succeeded yet: a run that failed
+   * after its log scan (the node down, or a pruned node refusing the scan's block after a long scan) leaves the
+   * cursor past those events, so the next run reads them from here.
+   */
+  let unread = new Set<bigint>();
   let knownJobCount = 0n;
   const newCursor = () => new LogCursor(ctx.provider, { address: String(escrow.target) }, fromBlock);
   let cursor = newCursor();
@@ -79,6 +85,7 @@ export function createFinalizer(
     deadlines.clear();
     lastStatus.clear();
     recheck = new Set();
+    unread = new Set();
     knownJobCount = 0n;
     cursor = newCursor();
     reorgs += 1;
@@ -125,6 +132,7 @@ export function createFinalizer(
     for (let id = knownJobCount + 1n; id <= jobCount; id++) toRead.add(id);
     if (jobCount > knownJobCount) knownJobCount = jobCount;
     for (const id of recheck) toRead.add(id);
+    for (const id of unread) toRead.add(id);
     const derived: Status[] = [];
     const now = BigInt(block.timestamp);
     for (const [jobId, deadline] of deadlines) {
@@ -134,6 +142,7 @@ export function createFinalizer(
       else toRead.add(jobId);
     }
     const ids = [...toRead].filter((id) => !finished.has(id) && id <= jobCount).sort(byId);
+    unread = new Set(ids);
     return { ids, derived: derived.filter((d) => !finished.has(d.jobId)) };
   }
 
@@ -208,10 +217,12 @@ export function createFinalizer(
     if (await shouldBatch(ctx, bulkSettles)) {
       const r = await settleInBulk(jobs, bulkSettles);
       recheck = new Set(r.plan.map((actions) => actions[0].jobId));
+      unread = new Set();
       return { ...r, read: readIds, derived };
     }
     const plan = planFinalizer(await withEarnings(jobs, block.number));
     recheck = new Set(plan.map((actions) => actions[0].jobId));
+    unread = new Set();
     const perJob = await mapLimit(plan, 4, async (actions) => {
       const results: { action: FinalizerAction; outcome: Outcome }[] = [];
       for (const action of actions) {

@@ -45,10 +45,11 @@ export interface AnvilProtocol {
   stop(): Promise<void>;
 }
 
-export async function anvilProtocol(name: string): Promise<AnvilProtocol> {
+/** `pruneHistory`: a pruned (non-archive) node keeping only that many recent blocks' state (anvil --prune-history). */
+export async function anvilProtocol(name: string, o: { pruneHistory?: number } = {}): Promise<AnvilProtocol> {
   const group = new ProcessGroup(() => {});
   const deploymentId = `${name}-${process.pid}`;
-  const rpc = await startAnvil(group, await freePort(0), {}, `${name}-chain`);
+  const rpc = await startAnvil(group, await freePort(0), o, `${name}-chain`);
   const deploymentFile = await deployLocal(rpc, deploymentId);
   const deployment = loadDeployment(deploymentFile);
   const chain = rpcProvider(rpc, 50);
