@@ -1,5 +1,6 @@
 /** The registry's offers (ProviderRegistered events, then each one's live quote) and the job-fit warning. */
 import type { Contract } from "ethers";
+import { eventsFrom } from "../sdk/deployment.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
 import { describeWait, jobFit, type JobTerms, type Offer } from "../sdk/jobFit.ts";
 import { usdcAmount } from "../sdk/format.ts";
@@ -8,13 +9,19 @@ import { readRestake } from "./restake.ts";
 
 /**
  * Every registered provider's offer as the registry quotes it now, with the slash it must re-stake after, if any
- * (the coordinator's rule, sdk/restake.ts; slashes from `fromBlock` on).
+ * (the coordinator's rule, sdk/restake.ts; slashes from `fromBlock` on, by default the deployment's first block).
+ * Registrations are read from the deployment's first block: none is older, and block 0 costs a public chain
+ * thousands of `eth_getLogs`.
  */
-export async function currentOffers(ctx: CommandContext, fromBlock = 0): Promise<Offer[]> {
+export async function currentOffers(
+  ctx: CommandContext,
+  fromBlock = eventsFrom(undefined, ctx.deployment),
+): Promise<Offer[]> {
   const registry = ctx.protocol.registry as unknown as Contract;
   const topic = registry.interface.getEvent("ProviderRegistered")!.topicHash;
+  const registered = eventsFrom(undefined, ctx.deployment);
   const [{ logs }, restake] = await Promise.all([
-    readLogsToHead(ctx.provider, { address: ctx.deployment.registry, topics: [topic] }),
+    readLogsToHead(ctx.provider, { address: ctx.deployment.registry, topics: [topic] }, registered),
     readRestake(ctx, fromBlock),
   ]);
   const addresses = [...new Set(logs.map((l) => registry.interface.parseLog(l)!.args.provider as string))];

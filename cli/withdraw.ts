@@ -8,6 +8,7 @@ import { confirm, openContext, requireJob, runOnChain, type CommandContext } fro
 import { claimUnlessClaimed } from "../sdk/claims.ts";
 import { isFinished, statusName } from "../sdk/job.ts";
 import { formatUsdc } from "../sdk/format.ts";
+import { eventsFrom } from "../sdk/deployment.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
 import { describeWait, readSettleTiming } from "./settle.ts";
 
@@ -101,9 +102,11 @@ async function claimOnce(ctx: CommandContext, jobId: bigint, earnings: bigint): 
   );
 }
 
+/** The jobs with a CheckpointAccepted for `me`, from the deployment's first block (none is older). */
 async function jobsWithAcceptedWork(ctx: CommandContext, me: string): Promise<bigint[]> {
   const escrow = ctx.protocol.escrow as unknown as Contract;
   const filter = await ctx.protocol.escrow.filters.CheckpointAccepted(undefined, me).getTopicFilter();
-  const { logs } = await readLogsToHead(ctx.provider, { address: ctx.deployment.escrow, topics: filter });
+  const from = eventsFrom(undefined, ctx.deployment);
+  const { logs } = await readLogsToHead(ctx.provider, { address: ctx.deployment.escrow, topics: filter }, from);
   return [...new Set(logs.map((l) => escrow.interface.parseLog(l)!.args.jobId as bigint))];
 }

@@ -77,6 +77,11 @@ export interface AnvilOptions {
   blockTime?: number;
   /** Keep only the state of the last N blocks, as a pruned (non-archive) full node does. */
   pruneHistory?: number;
+  /**
+   * A genesis.json (`anvil --init`): a `number` in it starts the chain at that height, as if that many blocks came
+   * before (their logs are empty, their headers absent): a long history without mining it.
+   */
+  init?: string;
   at?: ChainAt;
 }
 
@@ -92,6 +97,7 @@ export async function startAnvil(
   if (o.chainId !== undefined) args.push("--chain-id", String(o.chainId));
   if (o.blockTime !== undefined) args.push("--block-time", String(o.blockTime));
   if (o.pruneHistory !== undefined) args.push("--prune-history", String(o.pruneHistory));
+  if (o.init !== undefined) args.push("--init", o.init);
   group.start(name, args, {}, at.wrapper, anvilBinary());
   return waitUntilAnswering(group, name, `http://${at.address}:${port}`, 30_000);
 }

@@ -1,0 +1,127 @@
+/**
+ * The CLI on a chain with a long history before the deployment, as a public chain has (Base Sepolia: tens of
+ * millions of blocks): anvil started at block 1,000,000 (a genesis with that number, `anvil --init`: no need to mine
+ * them) and pruned to the last 16 blocks' state. Every command that reads events must start at the deployment's
+ * first block (Ignition's journal, sdk/deployment.ts `eventsFrom`), not at block 0: from 0 that is 100 more
+ * `eth_getLogs` of 10,000 blocks each here, and thousands on a public chain whose RPC caps the span. Counted at a
+ * proxy in front of the node (sdk/faultProxy.ts, no fault injected).
+ */
+import { expect } from "chai";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Wallet, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
+import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
+import { ProcessGroup } from "../../demo/processes.ts";
+import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
+import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
+import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
+import { writeKey } from "../../sdk/keys.ts";
+import { loadTemplate } from "../../workloads/index.ts";
+import { runGpuchain } from "../helpers/cli.ts";
+
+const HISTORY = 1_000_000; // blocks before the deployment
+/** eth_getLogs a command may make when it reads from the deployment's first block (each reads a few filters). */
+const FEW = 10;
+
+/** A genesis starting the chain at block `number`, every fork active (anvil's own defaults otherwise). */
+function genesis(number: number): object {
+  const forks = ["homestead", "eip150", "eip155", "eip158", "byzantium", "constantinople", "petersburg", "istanbul"];
+  return {
+    config: {
+      chainId: 31337,
+      ...Object.fromEntries([...forks, "berlin", "london"].map((f) => [`${f}Block`, 0])),
+      ...Object.fromEntries(["shanghai", "cancun", "prague"].map((f) => [`${f}Time`, 0])),
+      terminalTotalDifficulty: 0,
+      terminalTotalDifficultyPassed: true,
+    },
+    number: `0x${number.toString(16)}`,
+    timestamp: `0x${Math.floor(Date.now() / 1000).toString(16)}`,
+    gasLimit: "0x1c9c380",
+    difficulty: "0x0",
+    baseFeePerGas: "0x3b9aca00",
+    alloc: {},
+  };
+}
+
+describe("the CLI on a chain with 1,000,000 blocks before the deployment (pruned node)", function () {
+  this.timeout(240_000);
+  const group = new ProcessGroup(() => {});
+  const deploymentId = `long-history-${process.pid}`;
+  const dir = mkdtempSync(path.join(tmpdir(), "gpuchain-long-history-"));
+  const clientKey = path.join(dir, "client.key");
+  let chain: JsonRpcProvider;
+  let proxy: FaultProxy;
+  let d: Deployment;
+  let common: string[];
+
+  before(async function () {
+    const init = path.join(dir, "genesis.json");
+    writeFileSync(init, JSON.stringify(genesis(HISTORY)));
+    const rpc = await startAnvil(group, await freePort(0), { init, pruneHistory: 16 }, "long-history-chain");
+    chain = rpcProvider(rpc, 50);
+    const deploymentFile = await deployLocal(rpc, deploymentId);
+    d = loadDeployment(deploymentFile);
+    const send = async (tx: Promise<ContractTransactionResponse>) => (await (await tx).wait())!;
+    const as = (key: string) => connectProtocol(d, new Wallet(key, chain));
+    const templateId = loadTemplate("blobs-tiny").templateId;
+    await send(as(TEST_KEYS.owner).escrow.setTemplateApproval(templateId, true));
+    const client = as(TEST_KEYS.client);
+    await send(client.usdc.mint(new Wallet(TEST_KEYS.client).address, 1_000_000n));
+    await send(client.usdc.approve(d.escrow, 1_000_000n));
+    const request = {
+      templateId,
+      totalSteps: 10,
+      checkpointInterval: 10,
+      maxPricePerStep: 1_000n,
+      budget: 100_000n,
+      disputeWindow: 3_600n,
+    };
+    await send(client.escrow.createJob(request)); // job 1, Open: explain says why it waits (the providers' offers)
+    await chain.send("anvil_mine", ["0x40"]);
+    writeKey(clientKey, TEST_KEYS.client);
+    proxy = await startFaultProxy({ target: rpc });
+    common = ["--rpc", proxy.url, "--deployment", deploymentFile];
+  });
+
+  after(async function () {
+    chain?.destroy();
+    await proxy?.stop();
+    await group.stopAll(3_000);
+    rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Runs `gpuchain ARGS` through the proxy: its result and the eth_getLogs it made. */
+  async function counted(args: string[]) {
+    const before = proxy.counts.methods.eth_getLogs ?? 0;
+    const r = await runGpuchain([...args, ...common]);
+    return { ...r, getLogs: (proxy.counts.methods.eth_getLogs ?? 0) - before };
+  }
+
+  it("the premise: the deployment's first block (the journal's) is past the history", async function () {
+    expect(d.firstBlock).to.be.greaterThan(HISTORY);
+  });
+
+  it("`gpuchain withdraw` finds the key's jobs from the deployment's first block, not block 0", async function () {
+    const r = await counted(["withdraw", "--key", clientKey, "--dry-run"]);
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.contain("is owed nothing right now");
+    expect(r.getLogs, "eth_getLogs made").to.be.at.most(FEW);
+  });
+
+  it("`gpuchain explain` of an Open job reads the providers' offers from the deployment's first block", async function () {
+    const r = await counted(["explain", "1"]);
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.contain("job 1 posted");
+    expect(r.getLogs, "eth_getLogs made").to.be.at.most(FEW);
+  });
+
+  it("`gpuchain job create --dry-run` reads the providers' offers from the deployment's first block", async function () {
+    const args = ["job", "create", "--template", "blobs-tiny", "--steps", "10", "--max-price", "0.001"];
+    const r = await counted([...args, "--key", clientKey, "--dry-run"]);
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stderr).to.contain("no active provider can take this job");
+    expect(r.getLogs, "eth_getLogs made").to.be.at.most(FEW);
+  });
+});
