@@ -42,19 +42,20 @@ export async function main(argv: string[]): Promise<number> {
   const fromBlock = eventsFrom(given, ctx.deployment);
   try {
     const at = await readPoint(ctx); // events and state at one block
-    const ledger = await loadLedger(ctx, fromBlock, { jobIds: [jobId], toBlock: at.head });
-    const job = ledger.jobs.get(jobId);
-    if (!job) throw new CommandError(`job ${jobId} has no JobCreated event on escrow ${ctx.deployment.escrow}`);
+    // The state first: a pruned node keeps only recent blocks' state, and the scan may take longer than that.
     const { escrow } = ctx.protocol;
-    const [onChain, chainStatus, block, names] = await Promise.all([
+    const [onChain, chainStatus, block] = await Promise.all([
       escrow.jobOf(jobId, { blockTag: at.head }),
       escrow.statusOf(jobId, { blockTag: at.head }),
       ctx.provider.getBlock(at.head),
-      namesFor(
-        ctx,
-        providerSummaries(job).map((s) => s.provider),
-      ),
     ]);
+    const ledger = await loadLedger(ctx, fromBlock, { jobIds: [jobId], toBlock: at.head });
+    const job = ledger.jobs.get(jobId);
+    if (!job) throw new CommandError(`job ${jobId} has no JobCreated event on escrow ${ctx.deployment.escrow}`);
+    const names = await namesFor(
+      ctx,
+      providerSummaries(job).map((s) => s.provider),
+    );
     const summaries = providerSummaries(job, names);
     const status = statusName(statusAt(job, BigInt(block!.timestamp)));
     const agrees =

@@ -28,17 +28,17 @@ export async function main(argv: string[]): Promise<number> {
   const fromBlock = eventsFrom(given, ctx.deployment);
   try {
     const at = await readPoint(ctx); // events and state at one block
+    // The state first: a pruned node keeps only recent blocks' state, and the scan may take longer than that.
+    const [onChain, stake] = await Promise.all([
+      ctx.protocol.escrow.owed(who, { blockTag: at.head }),
+      ctx.protocol.registry.stakeOf(who, { blockTag: at.head }),
+    ]);
     const ledger = await loadLedger(ctx, fromBlock, {
       account: who,
       registry: ctx.protocol.registry,
       toBlock: at.head,
     });
-    const [onChain, stake, names, restake] = await Promise.all([
-      ctx.protocol.escrow.owed(who, { blockTag: at.head }),
-      ctx.protocol.registry.stakeOf(who, { blockTag: at.head }),
-      namesFor(ctx, [who]),
-      readRestake(ctx, fromBlock, who),
-    ]);
+    const [names, restake] = await Promise.all([namesFor(ctx, [who]), readRestake(ctx, fromBlock, who)]);
     const wallet = walletFacts(ledger, who, names);
     const disagree =
       onChain === wallet.withdrawable ? "" : ` (contract says ${formatUsdc(onChain)}: events and state DISAGREE)`;

@@ -7,7 +7,7 @@
  * proxy in front of the node (sdk/faultProxy.ts, no fault injected).
  */
 import { expect } from "chai";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Wallet, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
@@ -53,14 +53,14 @@ describe("the CLI on a chain with 1,000,000 blocks before the deployment (pruned
   let chain: JsonRpcProvider;
   let proxy: FaultProxy;
   let d: Deployment;
-  let common: string[];
+  let deploymentFile: string;
 
   before(async function () {
     const init = path.join(dir, "genesis.json");
     writeFileSync(init, JSON.stringify(genesis(HISTORY)));
     const rpc = await startAnvil(group, await freePort(0), { init, pruneHistory: 16 }, "long-history-chain");
     chain = rpcProvider(rpc, 50);
-    const deploymentFile = await deployLocal(rpc, deploymentId);
+    deploymentFile = await deployLocal(rpc, deploymentId);
     d = loadDeployment(deploymentFile);
     const send = async (tx: Promise<ContractTransactionResponse>) => (await (await tx).wait())!;
     const as = (key: string) => connectProtocol(d, new Wallet(key, chain));
@@ -81,7 +81,6 @@ describe("the CLI on a chain with 1,000,000 blocks before the deployment (pruned
     await chain.send("anvil_mine", ["0x40"]);
     writeKey(clientKey, TEST_KEYS.client);
     proxy = await startFaultProxy({ target: rpc });
-    common = ["--rpc", proxy.url, "--deployment", deploymentFile];
   });
 
   after(async function () {
@@ -93,9 +92,9 @@ describe("the CLI on a chain with 1,000,000 blocks before the deployment (pruned
   });
 
   /** Runs `gpuchain ARGS` through the proxy: its result and the eth_getLogs it made. */
-  async function counted(args: string[]) {
+  async function counted(args: string[], deployment?: string) {
     const before = proxy.counts.methods.eth_getLogs ?? 0;
-    const r = await runGpuchain([...args, ...common]);
+    const r = await runGpuchain([...args, "--rpc", proxy.url, "--deployment", deployment ?? deploymentFile]);
     return { ...r, getLogs: (proxy.counts.methods.eth_getLogs ?? 0) - before };
   }
 
@@ -124,4 +123,32 @@ describe("the CLI on a chain with 1,000,000 blocks before the deployment (pruned
     expect(r.stderr).to.contain("no active provider can take this job");
     expect(r.getLogs, "eth_getLogs made").to.be.at.most(FEW);
   });
+
+  /**
+   * Without Ignition's journal (only deployed_addresses.json: on a pruned node the eth_getCode search cannot run) the
+   * ledger commands read every event from block 0 up to the head they began with, and the contract's state at that
+   * head. The scan takes long enough (here: 10 ms per request at the proxy, a block mined every 20 ms) for the node
+   * to drop that head's state: the state must be read before the scan, not after, or the command can never succeed.
+   */
+  for (const command of ["wallet", "explain"] as const) {
+    it(`\`gpuchain ${command}\` without the journal reads the state at its head before the scan from block 0`, async function () {
+      const bare = path.join(dir, "no-journal");
+      mkdirSync(bare, { recursive: true });
+      const file = path.join(bare, "deployed_addresses.json");
+      copyFileSync(deploymentFile, file);
+      expect(loadDeployment(file).firstBlock, "no journal beside it").to.equal(undefined);
+      const args = command === "wallet" ? ["wallet", new Wallet(TEST_KEYS.client).address] : ["explain", "1"];
+      proxy.set({ latencyMs: [10, 10] });
+      const miner = setInterval(() => void chain.send("evm_mine", []).catch(() => {}), 20);
+      try {
+        const r = await counted(args, file);
+        expect(r.code, r.stderr).to.equal(0);
+        expect(r.getLogs, "the scan from block 0").to.be.greaterThan(100);
+        expect(r.stdout).to.contain(command === "wallet" ? "job 1 as client" : "job 1 posted");
+      } finally {
+        clearInterval(miner);
+        proxy.set({ latencyMs: [0, 0] });
+      }
+    });
+  }
 });
