@@ -2,9 +2,9 @@
  * After settlement: everyone pulls their money, then the books are rebuilt from the events alone (the auditor's
  * view), checked against the contract's state, and each promise of the run is checked.
  */
+import { eventsFrom } from "../sdk/deployment.ts";
 import { escrowLedger } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
-import type { Protocol } from "../sdk/contracts.ts";
 import { statusName } from "../sdk/job.ts";
 import { stakeBookOf, walletOf, type Ledger } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
@@ -32,24 +32,28 @@ export async function settle(
     note: (line) => run.note(line),
     names: run.names,
   });
-  // From genesis: the global books need every event, the registry's stake events too (reserves count stakes). The
-  // events and the state are read at one block: on a chain that mines on a clock (or reorganises) "latest" moves
-  // between two reads.
+  // The events and the state are read at one block: on a chain that mines on a clock (or reorganises) "latest"
+  // moves between two reads. The state first: on a pruned node a block's state is gone a few minutes later, and a
+  // long event scan could outlast it (gpuchain wallet's rule).
+  const accounts = wallets.map((w) => w.address);
   const blockTag = await run.provider.getBlockNumber();
-  const ledger = await escrowLedger(protocol.escrow, 0, { registry: protocol.registry, toBlock: blockTag });
-  const ledgerJob = ledger.jobs.get(jobId)!;
-  const names = await verifierNamesOn(run.provider, run.deployment.verifierSafe);
-  const rows = providerRows(actors, providerSummaries(ledgerJob, names), ledger);
-  const [state, verdict, [held, owes], statusCode] = await Promise.all([
+  const [state, verdict, [held, owes], statusCode, owed] = await Promise.all([
     protocol.escrow.jobOf(jobId, { blockTag }),
     protocol.escrow.verdictOf(jobId, { blockTag }),
     protocol.escrow.reserves({ blockTag }),
     protocol.escrow.statusOf(jobId, { blockTag }),
+    Promise.all(accounts.map((a) => protocol.escrow.owed(a, { blockTag }))),
   ]);
+  // From the deployment's first block: the global books need every event, the registry's stake events too
+  // (reserves count stakes).
+  const from = eventsFrom(undefined, run.deployment);
+  const ledger = await escrowLedger(protocol.escrow, from, { registry: protocol.registry, toBlock: blockTag });
+  const ledgerJob = ledger.jobs.get(jobId)!;
+  const names = await verifierNamesOn(run.provider, run.deployment.verifierSafe);
+  const rows = providerRows(actors, providerSummaries(ledgerJob, names), ledger);
   const refund = ledgerJob.settlement?.refund ?? 0n;
   const bondBack = ledgerJob.settlement?.bondReturned ?? 0n;
-  const accounts = wallets.map((w) => w.address);
-  const booksAgree = await ledgerMatchesState(protocol, ledger, accounts, blockTag);
+  const booksAgree = accounts.every((a, i) => walletOf(ledger, a).withdrawable === owed[i]);
   const descriptor = loadTemplate(o.template).descriptor;
   const metric = metricText(descriptor, verdict.metric);
   const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
@@ -219,17 +223,4 @@ function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): Pro
       why: s?.why ?? "never assigned",
     };
   });
-}
-
-/** Every actor's withdrawable balance as the events tell it equals the contract's `owed`. */
-async function ledgerMatchesState(
-  protocol: Protocol,
-  ledger: Ledger,
-  accounts: string[],
-  blockTag: number,
-): Promise<boolean> {
-  for (const account of accounts) {
-    if (walletOf(ledger, account).withdrawable !== (await protocol.escrow.owed(account, { blockTag }))) return false;
-  }
-  return true;
 }

@@ -3,6 +3,7 @@
  * its events, kills alice after her first accepted checkpoint, times the failover, measures the work lost, tracks
  * proof of reserves at every block, and lets the dispute window (or the arbiter's 3 days) pass after the verdict.
  */
+import { eventsFrom } from "../sdk/deployment.ts";
 import { statusName } from "../sdk/job.ts";
 import { decodeLogs, type DecodedLog } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
@@ -51,11 +52,16 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
     verdictDeferred: false,
     events: [],
   };
-  // From block 0, not the job's: the recording must hold the set-up events too (FeeRecipientSet, the templates'
-  // approval), or its books cannot be folded at the first slash and the page plays back "No job posted yet".
+  // From the deployment's first block (sdk/deployment.ts eventsFrom), not the job's: the recording must hold the
+  // set-up events too (FeeRecipientSet, the templates' approval), or its books cannot be folded at the first slash
+  // and the page plays back "No job posted yet".
   // Only this job's events are narrated and acted on; reserves are sampled from the job's block.
   // The registry's too: its stake events are a provider's stake books on a played-back "Check any wallet".
-  const cursor = new LogCursor(provider, { address: [run.deployment.escrow, run.deployment.registry] }, 0);
+  const cursor = new LogCursor(
+    provider,
+    { address: [run.deployment.escrow, run.deployment.registry] },
+    eventsFrom(undefined, run.deployment),
+  );
   const deadline = Date.now() + o.timeoutMs;
   let lastSampled = -1;
   while (Date.now() < deadline) {
