@@ -10,14 +10,14 @@ import { expect } from "chai";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Wallet, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
+import { Wallet, type JsonRpcProvider } from "ethers";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
+import { rpcProvider } from "../../sdk/contracts.ts";
 import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
 import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
 import { writeKey } from "../../sdk/keys.ts";
-import { loadTemplate } from "../../workloads/index.ts";
+import { postOpenJob } from "../helpers/anvilChain.ts";
 import { runGpuchain } from "../helpers/cli.ts";
 
 const HISTORY = 1_000_000; // blocks before the deployment
@@ -62,22 +62,7 @@ describe("the CLI on a chain with 1,000,000 blocks before the deployment (pruned
     chain = rpcProvider(rpc, 50);
     deploymentFile = await deployLocal(rpc, deploymentId);
     d = loadDeployment(deploymentFile);
-    const send = async (tx: Promise<ContractTransactionResponse>) => (await (await tx).wait())!;
-    const as = (key: string) => connectProtocol(d, new Wallet(key, chain));
-    const templateId = loadTemplate("blobs-tiny").templateId;
-    await send(as(TEST_KEYS.owner).escrow.setTemplateApproval(templateId, true));
-    const client = as(TEST_KEYS.client);
-    await send(client.usdc.mint(new Wallet(TEST_KEYS.client).address, 1_000_000n));
-    await send(client.usdc.approve(d.escrow, 1_000_000n));
-    const request = {
-      templateId,
-      totalSteps: 10,
-      checkpointInterval: 10,
-      maxPricePerStep: 1_000n,
-      budget: 100_000n,
-      disputeWindow: 3_600n,
-    };
-    await send(client.escrow.createJob(request)); // job 1, Open: explain says why it waits (the providers' offers)
+    await postOpenJob(d, chain); // job 1, Open: explain says why it waits (the providers' offers)
     await chain.send("anvil_mine", ["0x40"]);
     writeKey(clientKey, TEST_KEYS.client);
     proxy = await startFaultProxy({ target: rpc });

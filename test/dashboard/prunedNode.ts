@@ -7,15 +7,15 @@
 import { expect } from "chai";
 import { rmSync } from "node:fs";
 import path from "node:path";
-import { Wallet, type ContractTransactionResponse, type JsonRpcProvider, type Provider } from "ethers";
+import { Wallet, type JsonRpcProvider, type Provider } from "ethers";
 import { LiveFeed } from "../../dashboard/server/feed.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
+import { rpcProvider } from "../../sdk/contracts.ts";
 import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
 import { deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
-import { loadTemplate } from "../../workloads/index.ts";
+import { postOpenJob } from "../helpers/anvilChain.ts";
 import { runGpuchain } from "../helpers/cli.ts";
 
 const KEPT_STATES = 16;
@@ -38,22 +38,7 @@ describe("dashboard: a deployment's events on a pruned node (anvil --prune-histo
     await chain.send("anvil_mine", [`0x${HISTORY_BEFORE.toString(16)}`]);
     deploymentFile = await deployLocal(rpc, deploymentId);
     d = loadDeployment(deploymentFile);
-    const send = async (tx: Promise<ContractTransactionResponse>) => (await (await tx).wait())!;
-    const as = (key: string) => connectProtocol(d, new Wallet(key, chain));
-    const templateId = loadTemplate("blobs-tiny").templateId;
-    await send(as(TEST_KEYS.owner).escrow.setTemplateApproval(templateId, true));
-    const client = as(TEST_KEYS.client);
-    await send(client.usdc.mint(new Wallet(TEST_KEYS.client).address, 1_000_000n));
-    await send(client.usdc.approve(d.escrow, 1_000_000n));
-    const request = {
-      templateId,
-      totalSteps: 10,
-      checkpointInterval: 10,
-      maxPricePerStep: 1_000n,
-      budget: 100_000n,
-      disputeWindow: 3_600n,
-    };
-    jobBlock = (await send(client.escrow.createJob(request))).blockNumber;
+    jobBlock = (await postOpenJob(d, chain)).blockNumber;
     await chain.send("anvil_mine", ["0x64"]); // the deployment's blocks fall out of the kept state
     head = await chain.getBlockNumber();
   });

@@ -132,3 +132,26 @@ export async function anvilProtocol(name: string, o: { pruneHistory?: number } =
 export async function mine(chain: JsonRpcProvider, n: number): Promise<void> {
   for (let i = 0; i < n; i++) await chain.send("evm_mine", []);
 }
+
+/**
+ * On a chain the tests started themselves (`deployLocal`): approves blobs-tiny, funds the client and posts one Open
+ * job (10 steps, one checkpoint); its receipt (job 1 on a fresh deployment).
+ */
+export async function postOpenJob(deployment: Deployment, chain: JsonRpcProvider) {
+  const send = async (tx: Promise<ContractTransactionResponse>) => (await (await tx).wait())!;
+  const as = (key: string) => connectProtocol(deployment, new Wallet(key, chain));
+  const templateId = loadTemplate("blobs-tiny").templateId;
+  await send(as(TEST_KEYS.owner).escrow.setTemplateApproval(templateId, true));
+  const client = as(TEST_KEYS.client);
+  await send(client.usdc.mint(new Wallet(TEST_KEYS.client).address, 1_000_000n));
+  await send(client.usdc.approve(deployment.escrow, 1_000_000n));
+  const request = {
+    templateId,
+    totalSteps: 10,
+    checkpointInterval: 10,
+    maxPricePerStep: 1_000n,
+    budget: 100_000n,
+    disputeWindow: 3_600n,
+  };
+  return send(client.escrow.createJob(request));
+}
