@@ -57,6 +57,16 @@ export interface RawLog {
 }
 
 /**
+ * How far a read got: the logs of [its start, `reached`], appended span by span as the node answers. A read that then
+ * fails leaves here what it had read, so a caller can go on from `reached + 1` instead of from the start (a long scan
+ * through a rate-limited endpoint would otherwise restart on every failure and might never finish).
+ */
+export interface ReadProgress {
+  logs: RawLog[];
+  reached: number;
+}
+
+/**
  * The one way to read logs: those matching `filter` in [from, to], inclusive, in spans the node accepts. Over
  * JSON-RPC the answers are taken as sent (ethers formats, checksums and freezes every log, ≈ 0.7 ms each on a
  * loaded core, 2 s for a cold scan of 3,000); any other provider gives the same logs through `getLogs`. Decode
@@ -68,6 +78,7 @@ export async function readLogs(
   from: number,
   to: number,
   maxSpan = DEFAULT_MAX_SPAN,
+  progress: ReadProgress = { logs: [], reached: from - 1 },
 ): Promise<RawLog[]> {
   const send = (provider as { send?: (method: string, params: unknown[]) => Promise<unknown> }).send;
   if (typeof send !== "function") {
@@ -87,6 +98,7 @@ export async function readLogs(
       from,
       to,
       maxSpan,
+      progress,
     );
   }
   return inSpans(
@@ -109,30 +121,36 @@ export async function readLogs(
     from,
     to,
     maxSpan,
+    progress,
   );
 }
 
-/** Runs `fetch` over [from, to] in spans, halving the span on a node's "range too large" refusal. */
-async function inSpans<T>(
-  fetch: (range: BlockRange) => Promise<T[]>,
+/**
+ * Runs `fetch` over [from, to] in spans, halving the span on a node's "range too large" refusal; each answered span's
+ * logs go to `progress` as they come (what it returns: only this call's, when progress held some already).
+ */
+async function inSpans(
+  fetch: (range: BlockRange) => Promise<RawLog[]>,
   from: number,
   to: number,
   maxSpan: number,
-): Promise<T[]> {
-  const out: T[] = [];
+  progress: ReadProgress,
+): Promise<RawLog[]> {
+  const before = progress.logs.length;
   let span = maxSpan;
   let start = from;
   while (start <= to) {
     const [range] = blockRanges(start, to, span);
     try {
-      out.push(...(await fetch(range)));
+      progress.logs.push(...(await fetch(range)));
+      progress.reached = range.toBlock;
       start = range.toBlock + 1;
     } catch (err) {
       if (!isRangeRefusal(err) || span === 1) throw err;
       span = Math.max(1, Math.floor(span / 2));
     }
   }
-  return out;
+  return progress.logs.slice(before);
 }
 
 /** Every log matching `filter` from `from` up to the current head. */
@@ -191,6 +209,10 @@ interface Header {
  * under the poll itself, the poll returns no logs and the next one reads again. So the logs a consumer folds after
  * rolling back to `reorged.from` are exactly those of the chain at the head it was told. `remember` 0 turns this
  * off (no block is asked for: a reader that only needs new logs and polls very often).
+ *
+ * A poll that fails part way (a 429 storm after the retries, a dropped connection) throws, and the cursor stays where
+ * it was; it keeps the spans it did read, and the next poll asks only for the rest (unless a reorganisation came in
+ * between). A long catch-up through a rate-limited endpoint therefore finishes, however often single requests fail.
  */
 export class LogCursor {
   private next: number;
@@ -201,6 +223,8 @@ export class LogCursor {
   private readonly maxSpan: number;
   /** block number → hash, for the last `remember` blocks read. */
   private readonly hashes = new Map<number, string>();
+  /** What a failed poll had read, from `next` on: the next poll goes on after it rather than from `next` again. */
+  private carried?: ReadProgress;
 
   constructor(
     provider: Provider,
@@ -228,19 +252,25 @@ export class LogCursor {
     const reorged = await this.checkAncestry(chainHead);
     const head = Math.min(chainHead, upTo ?? chainHead);
     const more = reorged ? { reorged } : {};
+    // what an earlier poll read before it failed stands unless blocks were replaced or it reaches past this head
+    const carried = !reorged && this.carried && this.carried.reached <= head ? this.carried : undefined;
+    this.carried = undefined;
     if (this.next > head) return { logs: [], head, ...more };
+    const progress: ReadProgress = { logs: [...(carried?.logs ?? [])], reached: carried?.reached ?? this.next - 1 };
     try {
       const first = Math.max(this.next, head - this.remember + 1);
-      const [logs, headers] = await Promise.all([
-        readLogs(this.provider, this.filter, this.next, head, this.maxSpan),
+      const [, headers] = await Promise.all([
+        readLogs(this.provider, this.filter, progress.reached + 1, head, this.maxSpan, progress),
         this.headers(first, head),
       ]);
+      const logs = progress.logs;
       if (!this.consistent(headers, logs)) return { logs: [], head: this.next - 1, ...more };
       for (const h of headers) if (h) this.hashes.set(h.number, h.hash);
       for (const n of this.hashes.keys()) if (n <= head - this.remember) this.hashes.delete(n);
       this.next = head + 1;
       return { logs, head, ...more };
     } catch (err) {
+      if (progress.reached >= this.next) this.carried = progress;
       // The head we were told and the range we were refused disagree (a lagging backend): ask again next time.
       if (isRangeRefusal(err)) return { logs: [], head: this.next - 1, ...more };
       throw err;

@@ -6,17 +6,23 @@ import { expect } from "chai";
 import { JsonRpcProvider, Wallet } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
+import { startFaultProxy } from "../../sdk/faultProxy.ts";
 import { blockRanges, isRangeRefusal, LogCursor, readLogs } from "../../sdk/logRange.ts";
 import { sleep } from "../../sdk/retry.ts";
+
+/** Creation code of a contract whose every call emits one LOG0 (runtime 0x60006000a000: LOG0(0, 0); STOP). */
+const EMITS_A_LOG = "0x6560006000a0006000526006601af3";
 
 describe("sdk/logRange: reading logs from any standard node", function () {
   this.timeout(60_000);
   const group = new ProcessGroup(() => {});
   let provider: JsonRpcProvider;
   let timed: JsonRpcProvider;
+  let automineUrl: string;
 
   before(async function () {
-    provider = new JsonRpcProvider(await startAnvil(group, await freePort(0), {}, "automine"), undefined, {
+    automineUrl = await startAnvil(group, await freePort(0), {}, "automine");
+    provider = new JsonRpcProvider(automineUrl, undefined, {
       staticNetwork: true,
       cacheTimeout: -1,
     });
@@ -67,6 +73,43 @@ describe("sdk/logRange: reading logs from any standard node", function () {
     const head = await provider.getBlockNumber();
     const all = await provider.getLogs({ fromBlock: 0, toBlock: head });
     expect(await readLogs(provider, {}, 0, head, 1)).to.have.length(all.length);
+  });
+
+  it("a poll that fails part way keeps what it read: the next poll goes on from there, and returns each log once", async function () {
+    const signer = new Wallet(TEST_KEYS.client, provider);
+    const created = (await (await signer.sendTransaction({ data: EMITS_A_LOG })).wait())!;
+    const emitter = created.contractAddress!;
+    const blocks: number[] = [];
+    for (let i = 0; i < 12; i++)
+      blocks.push((await (await signer.sendTransaction({ to: emitter })).wait())!.blockNumber);
+    // 12 blocks in spans of 2: six eth_getLogs; the fourth answered 503 once (what a rate-limited endpoint does)
+    let getLogs = 0;
+    const proxy = await startFaultProxy({
+      target: automineUrl,
+      script: ({ methods }) => (methods.includes("eth_getLogs") && ++getLogs === 4 ? "http5xx" : "pass"),
+    });
+    const through = new JsonRpcProvider(proxy.url, undefined, {
+      staticNetwork: true,
+      cacheTimeout: -1,
+      batchMaxCount: 1,
+    });
+    try {
+      const cursor = new LogCursor(through, { address: emitter }, created.blockNumber + 1, 0, 2);
+      const failed = await cursor.poll().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(failed, "the 503 reached the caller").to.not.equal(undefined);
+      expect(cursor.position, "the cursor did not move past what it could not read").to.equal(created.blockNumber + 1);
+      const { logs, head } = await cursor.poll();
+      expect(logs.map((l) => l.blockNumber)).to.deep.equal(blocks);
+      expect(head).to.equal(blocks[11]);
+      // 3 spans read, 1 refused, then the 3 spans left: 7 requests (from scratch again it would be 3 + 1 + 6 = 10)
+      expect(getLogs).to.equal(7);
+    } finally {
+      through.destroy();
+      await proxy.stop();
+    }
   });
 
   it("follows a chain that mines on a timer", async function () {
