@@ -62,10 +62,37 @@ export function classifyError(err: unknown, iface: Interface): ErrorClass {
   return "fatal";
 }
 
+/**
+ * What nodes say when they no longer keep the state of the block asked for (a pruned, non-archive node): anvil
+ * `BlockOutOfRangeError` (-32602), geth and its forks "missing trie node" / "header not found", Erigon "old data not
+ * available due to pruning", reth "state at block … is pruned", and "historical state … is not available".
+ */
+const STATE_PRUNED =
+  /BlockOutOfRange|missing trie node|header not found|old data not available|state at block \S+ is pruned|(historical )?state (\S+ )*is not available/i;
+
+/**
+ * The node's own message when the call failed because the node no longer keeps that block's state, else undefined.
+ * ethers reports such an `eth_call` as "missing revert data", which reads like a revert: it is not one, and asking
+ * again will not help (ask a node that keeps history, or read at a recent block).
+ */
+export function prunedStateMessage(err: unknown, depth = 0): string | undefined {
+  if (!err || typeof err !== "object" || depth > 5) return undefined;
+  const e = err as Record<string, unknown>;
+  // the node's own words first: ethers' wrapper quotes them in a longer message
+  for (const key of ["error", "info", "cause"]) {
+    const found = prunedStateMessage(e[key], depth + 1);
+    if (found) return found;
+  }
+  return typeof e.message === "string" && STATE_PRUNED.test(e.message) ? e.message : undefined;
+}
+
 /** One line describing the error: the custom error and its values when there is one. */
 export function describeError(err: unknown, iface: Interface): string {
   const decoded = decodeCustomError(err, iface);
   if (decoded) return `${decoded.name}(${decoded.args.map(String).join(", ")})`;
+  const pruned = prunedStateMessage(err);
+  if (pruned)
+    return `the node no longer keeps the state of the block asked for (a pruned, non-archive node): ${pruned}`;
   const e = err as { shortMessage?: string; message?: string };
   return e?.shortMessage ?? e?.message ?? String(err);
 }

@@ -7,12 +7,13 @@
 import { expect } from "chai";
 import { rmSync } from "node:fs";
 import path from "node:path";
-import { Wallet, type JsonRpcProvider, type Provider } from "ethers";
+import { Contract, Wallet, type JsonRpcProvider, type Provider } from "ethers";
 import { LiveFeed } from "../../dashboard/server/feed.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { rpcProvider } from "../../sdk/contracts.ts";
+import { protocolInterfaces, rpcProvider } from "../../sdk/contracts.ts";
+import { classifyError, describeError } from "../../sdk/errors.ts";
 import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
 import { deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
 import { postOpenJob } from "../helpers/anvilChain.ts";
@@ -56,6 +57,26 @@ describe("dashboard: a deployment's events on a pruned node (anvil --prune-histo
       (e: Error) => e,
     );
     expect(err, "a pruned node answering old state would not test anything").to.be.instanceOf(Error);
+  });
+
+  it("a read of pruned state is described as that, not as the revert ethers calls it ('missing revert data')", async function () {
+    const iface = protocolInterfaces().escrow;
+    const escrow = new Contract(d.escrow, iface, chain);
+    const refused = await escrow.jobCount({ blockTag: jobBlock }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(refused, "eth_call at a pruned block").to.be.instanceOf(Error);
+    expect(describeError(refused, iface)).to.match(
+      /^the node no longer keeps the state of the block asked for .*BlockOutOfRange/,
+    );
+    expect(classifyError(refused, iface), "asking the same node again will not help").to.equal("fatal");
+    // a real revert, at the head, keeps its own description
+    const reverted = await escrow.withdraw.staticCall({ from: Wallet.createRandom().address }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(describeError(reverted, iface)).to.match(/^JobEscrow\w+\(/);
   });
 
   it("Ignition's journal gives the deployment's first block: after the history mined before it, no log earlier", async function () {
