@@ -16,6 +16,7 @@ import { summaryLines, type PromiseCheck, type ProviderRow } from "./report.ts";
 import type { Actors, Run, ScenarioResult, WatchResult } from "./types.ts";
 import { keeperNames, MONEY_CALLS } from "./rehearsal.ts";
 import { FINALIZER_CLAIM_WAIT_MS, withdrawAll } from "./withdrawals.ts";
+import { sampledSpan, sampleReservesTo, type SampledSpan } from "./watch.ts";
 
 export async function settle(
   run: Run,
@@ -37,13 +38,18 @@ export async function settle(
   // long event scan could outlast it (gpuchain wallet's rule).
   const accounts = wallets.map((w) => w.address);
   const blockTag = await run.provider.getBlockNumber();
-  const [state, verdict, [held, owes], statusCode, owed] = await Promise.all([
+  // "At settlement" is read at the settlement's block (the watch saw its JobSettled), not after the withdrawals.
+  const settledBlock = sampledSpan(watch)?.settledBlock;
+  const [state, verdict, [held, owes], statusCode, owed, atSettlement] = await Promise.all([
     protocol.escrow.jobOf(jobId, { blockTag }),
     protocol.escrow.verdictOf(jobId, { blockTag }),
     protocol.escrow.reserves({ blockTag }),
     protocol.escrow.statusOf(jobId, { blockTag }),
     Promise.all(accounts.map((a) => protocol.escrow.owed(a, { blockTag }))),
+    settledBlock === undefined ? undefined : protocol.escrow.reserves({ blockTag: settledBlock }),
   ]);
+  // The claim covers the withdrawals too: every block after the watch's last sample up to the one read here.
+  const span = await sampleReservesTo(run, watch, blockTag);
   // From the deployment's first block: the global books need every event, the registry's stake events too
   // (reserves count stakes).
   const from = eventsFrom(undefined, run.deployment);
@@ -113,9 +119,9 @@ export async function settle(
       detail: `owed ${formatUsdc(ledger.owes)} from events, ${formatUsdc(owes)} from state`,
     },
     {
-      promise: "proof of reserves held at every block of the run",
+      promise: reservesPromise(span),
       held: minMargin >= 0n && held >= owes,
-      detail: reservesDetail(watch, minMargin, held, owes),
+      detail: reservesDetail(watch, minMargin, settlementFigures(atSettlement, settledBlock, { held, owes, blockTag })),
     },
     {
       promise: "the final model beats the job's target",
@@ -199,13 +205,33 @@ async function rehearsalPart(run: Run, actors: Actors, fromBlock: number, watch:
 }
 
 /** The figure that proves something is the one during the run: the smallest margin while the most was owed. */
-function reservesDetail(w: WatchResult, minMargin: bigint, held: bigint, owes: bigint): string {
+function reservesDetail(w: WatchResult, minMargin: bigint, figures: string): string {
   const during = w.blocksSampled
     ? `${w.blocksSampled} blocks, smallest margin held − owed ${formatUsdc(minMargin)} ` +
       `(block ${w.minReserveBlock}), ` +
       `most owed ${formatUsdc(w.maxOwed ?? 0n)} (block ${w.maxOwedBlock})`
     : "no block sampled";
-  return `${during}; at settlement held ${formatUsdc(held)}, owed ${formatUsdc(owes)}`;
+  return `${during}; ${figures}`;
+}
+
+/** Which blocks the claim covers: every one from the job's creation through the withdrawals (the blocks sampled). */
+function reservesPromise(span: SampledSpan | undefined): string {
+  if (!span || span.last < span.first) return "proof of reserves held at the block read after the withdrawals";
+  return (
+    `proof of reserves held at every block from the job's creation (block ${span.first}) ` +
+    `through the withdrawals (block ${span.last})`
+  );
+}
+
+/** Reserves at the settlement's block; failing that (no JobSettled block known), labelled as read after. */
+function settlementFigures(
+  at: readonly [bigint, bigint] | undefined,
+  settledBlock: number | undefined,
+  after: { held: bigint; owes: bigint; blockTag: number },
+): string {
+  if (at !== undefined && settledBlock !== undefined)
+    return `at settlement (block ${settledBlock}) held ${formatUsdc(at[0])}, owed ${formatUsdc(at[1])}`;
+  return `after the withdrawals (block ${after.blockTag}) held ${formatUsdc(after.held)}, owed ${formatUsdc(after.owes)}`;
 }
 
 type Summary = ReturnType<typeof providerSummaries>[number];

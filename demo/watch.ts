@@ -55,7 +55,8 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
   // From the deployment's first block (sdk/deployment.ts eventsFrom), not the job's: the recording must hold the
   // set-up events too (FeeRecipientSet, the templates' approval), or its books cannot be folded at the first slash
   // and the page plays back "No job posted yet".
-  // Only this job's events are narrated and acted on; reserves are sampled from the job's block.
+  // Only this job's events are narrated and acted on; reserves are sampled from the job's block (settle() goes on
+  // through the withdrawals, sampleReservesTo).
   // The registry's too: its stake events are a provider's stake books on a played-back "Check any wallet".
   const cursor = new LogCursor(
     provider,
@@ -64,6 +65,8 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
   );
   const deadline = Date.now() + o.timeoutMs;
   let lastSampled = -1;
+  const span: SampledSpan = { first: fromBlock, last: fromBlock - 1 };
+  sampledSpans.set(f.result, span);
   while (Date.now() < deadline) {
     if (o.signal?.aborted) throw new Error("stopped by the user");
     const { logs, head, reorged } = await cursor.poll();
@@ -87,20 +90,28 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
       contract,
     }));
     run.recordedTo = cursor.position;
+    let settled = false;
     for (const { event, contract } of recorded) {
       if (contract === "registry") continue; // recorded for the books; not part of the job's story
       if (event.args.jobId === undefined || BigInt(event.args.jobId as bigint) !== jobId) continue; // set-up events
       f.events.push(event);
       run.note(chainLine(event, f.names));
-      if (await onEvent(f, event)) return f.result;
+      if (await onEvent(f, event)) {
+        span.settledBlock = event.blockNumber;
+        settled = true;
+        break;
+      }
     }
     if (verdictDeferred && !f.timeAdvanced && f.events.some((e) => e.name === "VerdictSubmitted")) {
       f.timeAdvanced = true;
       await afterVerdict(run, f.actors, f.jobId);
     }
     // Every block, not only the heads this loop happened to see: the claim is "held ≥ owed at every block".
+    // The settlement's batch too (its block and any after it in the batch): sampled before returning.
     for (let b = lastSampled < 0 ? fromBlock : lastSampled + 1; b <= head; b++) await sampleReserves(run, f.result, b);
     lastSampled = Math.max(lastSampled, head);
+    span.last = Math.max(span.last, lastSampled);
+    if (settled) return f.result;
     await sleep(250, o.signal);
   }
   const status = statusName(await run.protocol.escrow.statusOf(jobId));
@@ -275,6 +286,38 @@ export function watchStatus(events: readonly LiveEvent[], names: Record<string, 
     if (e.name === "VerdictSubmitted") s.phase = "verdict in, dispute window open";
   }
   return s;
+}
+
+/** The blocks whose reserves the watch sampled (first to last, every one between) and the job's settlement block. */
+export interface SampledSpan {
+  first: number;
+  last: number;
+  settledBlock?: number;
+}
+
+const sampledSpans = new WeakMap<WatchResult, SampledSpan>();
+
+/** The span watchJob sampled for this result (undefined for a result it did not produce). */
+export function sampledSpan(result: WatchResult): SampledSpan | undefined {
+  return sampledSpans.get(result);
+}
+
+/**
+ * Samples reserves at every block after the watch's last sampled block up to `toBlock` (the withdrawals after the
+ * settlement), so the run's claim covers them too; returns the span now sampled.
+ */
+export async function sampleReservesTo(
+  run: Run,
+  result: WatchResult,
+  toBlock: number,
+): Promise<SampledSpan | undefined> {
+  const span = sampledSpans.get(result);
+  if (!span) return undefined;
+  for (let b = span.last + 1; b <= toBlock; b++) {
+    await sampleReserves(run, result, b);
+    span.last = b;
+  }
+  return span;
 }
 
 /** Proof of reserves at `block`: the smallest margin over the run is the figure that proves something. */
