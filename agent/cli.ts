@@ -11,8 +11,15 @@ import { JsonRpcProvider, Network, Wallet } from "ethers";
 import { JsonRpcClient } from "../sdk/jsonRpc.ts";
 import { rpcSettings } from "../sdk/rpc.ts";
 import { managedWallet } from "../sdk/txManager.ts";
-import { parseCommand, parsePositiveInt, parseUsdc, requireString, UsageError } from "../sdk/args.ts";
-import { connectProtocol, protocolInterfaces, rpcChainId, RpcError } from "../sdk/contracts.ts";
+import {
+  expectPositionals,
+  parseCommand,
+  parsePositiveInt,
+  parseUsdc,
+  requireString,
+  UsageError,
+} from "../sdk/args.ts";
+import { checkDeploymentOn, connectProtocol, protocolInterfaces, rpcChainId, RpcError } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { classifyError, describeError } from "../sdk/errors.ts";
 import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
@@ -82,8 +89,10 @@ export function parseProvideArgs(
   detect = detectDevice,
   env: NodeJS.ProcessEnv = process.env,
 ): ProvideArgs {
-  const { values } = parseCommand(argv, PROVIDE_OPTIONS);
+  const { values, positionals } = parseCommand(argv, PROVIDE_OPTIONS);
   if (values.help) return { help: true } as ProvideArgs;
+  // `--name my gpu` would otherwise register "my" and drop "gpu" without a word
+  expectPositionals(positionals, []);
   const name = requireString(values.name, "name");
   if (!isProviderName(name)) throw new UsageError(`--name must be ${PROVIDER_NAME_RULE}, got "${name}"`);
   const pricePerStep = parseUsdc(requireString(values.price, "price"), "price");
@@ -204,6 +213,31 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   });
   if (!provider) {
+    dispose();
+    return 0;
+  }
+  // a deployment file from a restarted chain (no code at its addresses) is the person's to fix, said plainly: every
+  // call through it would fail later with "could not decode result data"; an outage meanwhile is waited out
+  const { chainId } = await provider.getNetwork();
+  const checked = await withRetry(() => checkDeploymentOn(provider, deployment, args.rpc, chainId), {
+    retries: Infinity,
+    baseMs: 500,
+    maxMs: 15_000,
+    signal,
+    isRetryable: (err) => err instanceof RpcError,
+    onRetry: (err, attempt, delayMs) =>
+      logger.warn("chain unreachable", { rpc: args.rpc, attempt, retryInMs: delayMs, error: (err as Error).message }),
+  }).then(
+    () => true,
+    (err) => {
+      if (signal.aborted) return false;
+      provider.destroy();
+      dispose();
+      throw err;
+    },
+  );
+  if (!checked) {
+    provider.destroy();
     dispose();
     return 0;
   }

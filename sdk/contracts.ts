@@ -3,7 +3,15 @@
  * generated TypeChain types are used for types only, so plain Node can run this file).
  */
 import { readFileSync } from "node:fs";
-import { Contract, FetchRequest, Interface, JsonRpcProvider, Network, type ContractRunner } from "ethers";
+import {
+  Contract,
+  FetchRequest,
+  Interface,
+  JsonRpcProvider,
+  Network,
+  type ContractRunner,
+  type Provider,
+} from "ethers";
 import { JsonRpcClient } from "./jsonRpc.ts";
 import { backoffWithJitter, parseRetryAfter, rpcSettings, splitRpcUrls, statusFault } from "./rpc.ts";
 import { sleep } from "./retry.ts";
@@ -176,6 +184,27 @@ export async function connectChecked(
 ): Promise<{ provider: JsonRpcProvider; chainId: bigint }> {
   checkRpcUrl(url);
   const chainId = await rpcChainId(url, timeoutMs);
+  const provider = staticProvider(url, chainId, timeoutMs, pollingMs);
+  try {
+    await checkDeploymentOn(provider, deployment, url, chainId);
+  } catch (err) {
+    provider.destroy();
+    throw err;
+  }
+  return { provider, chainId };
+}
+
+/**
+ * The deployment belongs to the chain behind `provider` (chain id `chainId`, reached at `url`): made on that chain id,
+ * and its escrow, registry and token have code there. A deployment file left over from a restarted chain points at
+ * empty addresses; every call through it would fail later with a puzzle ("could not decode result data").
+ */
+export async function checkDeploymentOn(
+  provider: Provider,
+  deployment: Deployment,
+  url: string,
+  chainId: bigint,
+): Promise<void> {
   const file = deployment.file ?? "the deployment file";
   if (deployment.chainId !== undefined && deployment.chainId !== chainId) {
     throw new DeploymentError(
@@ -183,22 +212,18 @@ export async function connectChecked(
         "pass the deployment made on this chain (or the RPC of that chain)",
     );
   }
-  const provider = staticProvider(url, chainId, timeoutMs, pollingMs);
   const parts = { escrow: deployment.escrow, registry: deployment.registry, token: deployment.usdc };
   for (const [name, address] of Object.entries(parts)) {
     const code = await provider.getCode(address).catch((err: unknown) => {
-      provider.destroy();
       throw new RpcError(`the RPC at ${url} failed eth_getCode: ${(err as Error).message.split("\n")[0]}`);
     });
     if (code === "0x") {
-      provider.destroy();
       throw new DeploymentError(
         `no contract code at the ${name} address ${address} on chain ${chainId} (${url}): ${file} is stale ` +
           "(was the chain restarted?); deploy again",
       );
     }
   }
-  return { provider, chainId };
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import path from "node:path";
 import { Contract } from "ethers";
-import { parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/args.ts";
+import { expectPositionals, parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/args.ts";
 import { connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type rpcProvider } from "../sdk/contracts.ts";
 import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
@@ -55,11 +55,12 @@ export const HELP = `usage: gpuchain verify --key FILE [options]
   --pretty            human-readable log lines instead of JSON`;
 
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, OPTIONS);
+  const { values, positionals } = parseCommand(argv, OPTIONS);
   if (values.help) {
     console.log(HELP);
     return 0;
   }
+  expectPositionals(positionals, []);
   const behaviour = values.behaviour as BehaviourName;
   if (!BEHAVIOURS.includes(behaviour))
     throw new UsageError(`--behaviour must be one of ${BEHAVIOURS.join(", ")}, got "${values.behaviour}"`);

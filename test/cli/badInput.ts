@@ -223,6 +223,20 @@ const CASES: Case[] = [
     usage: true,
   },
   {
+    name: "provider name in two words (would register the first only)",
+    args: "provide --name my gpu --price 0.001",
+    code: 2,
+    message: /unexpected argument "gpu": it takes no arguments/,
+    usage: true,
+  },
+  {
+    name: "verifier with a stray argument",
+    args: "verify extra --key {dir}/owner.key --once --dry-run",
+    code: 2,
+    message: /unexpected argument "extra": it takes no arguments/,
+    usage: true,
+  },
+  {
     name: "short address",
     args: "wallet 0x1234",
     code: 2,
@@ -464,6 +478,12 @@ const CASES: Case[] = [
     args: "keeper reserves --once --rpc {stale} --deployment {dep}",
     code: 1,
     message: /^gpuchain: no contract code at the escrow address/m,
+  },
+  {
+    name: "provider against a stale deployment (not 'could not decode result data' later)",
+    args: "provide --name a --price 0.001 --key {dir}/owner.key --rpc {stale} --deployment {dep}",
+    code: 1,
+    message: /^gpuchain: no contract code at the escrow address .* is stale \(was the chain restarted/m,
   },
   {
     name: "keeper with the RPC down",
