@@ -13,10 +13,10 @@ import { loadTemplate } from "../workloads/index.ts";
 import { meetsTarget, metricText } from "../workloads/metric.ts";
 import { PRICE, priceUnits } from "./actors.ts";
 import { summaryLines, type PromiseCheck, type ProviderRow } from "./report.ts";
-import type { Actors, Run, ScenarioResult, WatchResult } from "./types.ts";
+import type { Actors, Run, SampledSpan, ScenarioResult, WatchResult } from "./types.ts";
 import { keeperNames, MONEY_CALLS } from "./rehearsal.ts";
 import { FINALIZER_CLAIM_WAIT_MS, withdrawAll } from "./withdrawals.ts";
-import { sampledSpan, sampleReservesTo, type SampledSpan } from "./watch.ts";
+import { sampleReservesTo } from "./watch.ts";
 
 export async function settle(
   run: Run,
@@ -39,7 +39,7 @@ export async function settle(
   const accounts = wallets.map((w) => w.address);
   const blockTag = await run.provider.getBlockNumber();
   // "At settlement" is read at the settlement's block (the watch saw its JobSettled), not after the withdrawals.
-  const settledBlock = sampledSpan(watch)?.settledBlock;
+  const settledBlock = watch.sampled?.settledBlock;
   const [state, verdict, [held, owes], statusCode, owed, atSettlement] = await Promise.all([
     protocol.escrow.jobOf(jobId, { blockTag }),
     protocol.escrow.verdictOf(jobId, { blockTag }),

@@ -160,6 +160,12 @@ export interface Run {
 }
 
 /** What following the job told: the kill, the failover, lost work, reserves at every block. */
+export interface SampledSpan {
+  first: number;
+  last: number;
+  settledBlock?: number;
+}
+
 export interface WatchResult {
   killedAt?: number;
   failoverSeconds?: number;
@@ -171,6 +177,8 @@ export interface WatchResult {
   maxOwed?: bigint;
   maxOwedBlock?: number;
   blocksSampled?: number;
+  /** The blocks whose reserves were sampled (every one from `first` to `last`) and the job's settlement block. */
+  sampled?: SampledSpan;
   /** The faulty provider's slash (ProviderSlashed): the fault step, who found it, what it cost. */
   slash?: { faultStep: number; finder: string; slashed: bigint; toClient: bigint };
 }

@@ -15,7 +15,7 @@ import { chainLine, type LiveEvent } from "./render.ts";
 import { lastTrainedStep } from "./render.ts";
 import type { HostNet } from "./hosts.ts";
 import type { LiveStatus } from "./status.ts";
-import type { Actors, Run, WatchResult } from "./types.ts";
+import type { Actors, Run, SampledSpan, WatchResult } from "./types.ts";
 
 interface Follow {
   run: Run;
@@ -66,7 +66,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
   const deadline = Date.now() + o.timeoutMs;
   let lastSampled = -1;
   const span: SampledSpan = { first: fromBlock, last: fromBlock - 1 };
-  sampledSpans.set(f.result, span);
+  f.result.sampled = span;
   while (Date.now() < deadline) {
     if (o.signal?.aborted) throw new Error("stopped by the user");
     const { logs, head, reorged } = await cursor.poll();
@@ -288,20 +288,6 @@ export function watchStatus(events: readonly LiveEvent[], names: Record<string, 
   return s;
 }
 
-/** The blocks whose reserves the watch sampled (first to last, every one between) and the job's settlement block. */
-export interface SampledSpan {
-  first: number;
-  last: number;
-  settledBlock?: number;
-}
-
-const sampledSpans = new WeakMap<WatchResult, SampledSpan>();
-
-/** The span watchJob sampled for this result (undefined for a result it did not produce). */
-export function sampledSpan(result: WatchResult): SampledSpan | undefined {
-  return sampledSpans.get(result);
-}
-
 /**
  * Samples reserves at every block after the watch's last sampled block up to `toBlock` (the withdrawals after the
  * settlement), so the run's claim covers them too; returns the span now sampled.
@@ -311,7 +297,7 @@ export async function sampleReservesTo(
   result: WatchResult,
   toBlock: number,
 ): Promise<SampledSpan | undefined> {
-  const span = sampledSpans.get(result);
+  const span = result.sampled;
   if (!span) return undefined;
   for (let b = span.last + 1; b <= toBlock; b++) {
     await sampleReserves(run, result, b);
