@@ -195,21 +195,21 @@ export async function externalNetwork(rpc: string, deploymentFile: string, keysD
   };
 }
 
-/** Asks once, then checks the balance at every new block until the address can pay for gas. */
+/**
+ * Asks once, then checks the balance every 2 s until the address can pay for gas: not only at new blocks, since a
+ * development node's faucet (hardhat_setBalance) changes a balance without mining one.
+ */
 async function waitForGas(provider: JsonRpcProvider, address: string, note: (l: string) => void): Promise<void> {
   if ((await provider.getBalance(address)) > 0n) return;
+  const rpc = provider._getConnection().url;
   note(
-    `fund ${address} with test ETH for gas (a development node: npx gpuchain faucet ${address} --rpc URL); ` +
-      "watching its balance at every block …",
+    `fund ${address} with test ETH for gas (a development node: npx gpuchain faucet ${address} --rpc ${rpc}); ` +
+      "checking its balance every 2 s …",
   );
-  let seen = await provider.getBlockNumber();
   for (;;) {
-    await sleep(1_000);
-    const head = await provider.getBlockNumber();
-    if (head === seen) continue;
-    seen = head;
-    if ((await provider.getBalance(address, head)) > 0n) {
-      note(`${address} funded (block ${head})`);
+    await sleep(2_000);
+    if ((await provider.getBalance(address, "latest")) > 0n) {
+      note(`${address} funded`);
       return;
     }
   }
