@@ -22,7 +22,8 @@ export const USAGE = `usage: gpuchain dashboard [--port P] [--rpc URL] [--deploy
   --deployment FILE   Ignition deployed_addresses.json (default: the local chain's)
   --coordinator URL   the coordinator keeper's HTTP server (default http://127.0.0.1:8600)
   --collector URL     the verdict collector's HTTP server (default http://127.0.0.1:8601)
-  --store DIR         checkpoint store shown in the provider command (default .gpuchain/store)`;
+  --store URL         the network's checkpoint store (file://DIR, s3://BUCKET/PREFIX or a folder), shown in the
+                      provider command; without it the command says STORE_URL, to be filled in`;
 
 export async function main(argv: string[]): Promise<number> {
   const { values } = parseCommand(argv, OPTIONS);

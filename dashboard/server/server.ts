@@ -103,7 +103,8 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
         },
         coordinator: feed.url("coordinatorUrl") ?? "http://127.0.0.1:8600",
         collector: feed.url("collectorUrl") ?? "http://127.0.0.1:8601",
-        store: o.store ?? ".gpuchain/store",
+        // unknown unless given: a guessed default sends providers to a store the verifiers never read
+        store: o.store ?? null,
         storeEnv: o.storeEnv ?? {},
         stakeRules: feed.stakeRules,
         recordings: recordings().map(({ name, entries, date }) => ({ name, entries, date })),

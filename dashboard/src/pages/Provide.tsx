@@ -12,31 +12,7 @@ import type { ProviderView, RunState } from "../model/state.ts";
 import { DataTable } from "../components/DataTable.tsx";
 import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/restake.ts";
 import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/providerName.ts";
-
-export function provideCommand(c: PageProps["config"], name: string, priceText: string, cap: string): string {
-  // The store's endpoint and test key pair first (issue 21: without them every upload failed).
-  const env = Object.entries(c?.storeEnv ?? {}).map(([k, v]) => `${k}=${v}`);
-  const parts = [...env, "npx gpuchain provide", `--name ${name}`, `--price ${priceText}`];
-  if (cap) parts.push(`--memory-cap ${cap}`);
-  if (c) {
-    parts.push(
-      `--rpc ${c.rpc}`,
-      `--deployment ${c.deploymentFile}`,
-      `--coordinator ${c.coordinator}/heartbeat`,
-      `--store ${c.store}`,
-    );
-    // A development chain's own faucet: the copied command gets its gas with no hand step (issue 21).
-    if (c.chainId === LOCAL_CHAIN) parts.push("--faucet");
-  }
-  return parts.join(" ");
-}
-
-const LOCAL_CHAIN = "31337";
-
-/** Words of the command that hold this machine's loopback address or a local path: replaced on another machine. */
-export function machineLocal(word: string): boolean {
-  return /127\.0\.0\.1|localhost|\[::1\]/.test(word) || /--deployment /.test(word);
-}
+import { machineLocal, provideCommand, STORE_UNKNOWN } from "../model/provideCommand.ts";
 
 /** The command with the words to replace on another machine marked (its text is the command, unchanged). */
 function MarkedCommand({ command }: { command: string }) {
@@ -162,6 +138,13 @@ export function ProvidePage(p: PageProps) {
           network and a copy of the file.
         </p>
         <StakeNote rules={config?.stakeRules ?? null} />
+        {config && config.store === null && (
+          <p className="tone-warn" data-testid="store-unknown">
+            This dashboard was started without <code>--store</code>, so it does not know where this network keeps its
+            checkpoints: replace <code>{STORE_UNKNOWN}</code> with the network&apos;s store (ask its operator). A
+            provider writing anywhere else has its checkpoints refused by the verifiers.
+          </p>
+        )}
         <div className="command">
           <pre data-testid="provide-command" aria-label="The command for this network">
             <MarkedCommand command={command} />

@@ -19,7 +19,8 @@ export interface DashboardConfig {
   };
   coordinator: string;
   collector: string;
-  store: string;
+  /** The network's checkpoint store (`gpuchain dashboard --store`); null when the dashboard was not told it. */
+  store: string | null;
   /** The environment the store needs (VAR → value), written in front of the Provide compute command. */
   storeEnv?: Record<string, string>;
   explorer?: string;
