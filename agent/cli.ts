@@ -20,7 +20,7 @@ import {
   UsageError,
 } from "../sdk/args.ts";
 import { checkDeploymentOn, connectProtocol, protocolInterfaces, rpcChainId, RpcError } from "../sdk/contracts.ts";
-import { loadDeployment } from "../sdk/deployment.ts";
+import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { classifyError, describeError } from "../sdk/errors.ts";
 import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
 import { KeyFileError, loadOrCreateKey } from "../sdk/keys.ts";
@@ -155,18 +155,29 @@ function checkStoreUrl(spec: string): string {
   }
 }
 
-/** Asks the RPC for its chain id, retrying (with "chain unreachable" logs) until it answers or we are stopped. */
-export async function connectRpc(url: string, logger: Logger, signal: AbortSignal): Promise<JsonRpcProvider> {
+/**
+ * Asks the RPC for its chain id and, given a deployment, checks the deployment belongs to that chain
+ * (sdk/contracts.ts checkDeploymentOn), retrying an outage (with "chain unreachable" logs) until it answers or we are
+ * stopped. A stale deployment (a restarted chain: no code at its addresses) is the person's to fix, thrown at once:
+ * every call through it would fail later with "could not decode result data".
+ */
+export async function connectRpc(
+  url: string,
+  logger: Logger,
+  signal: AbortSignal,
+  deployment?: Deployment,
+): Promise<JsonRpcProvider> {
   const iface = protocolInterfaces().escrow;
-  const chainId = await withRetry(() => rpcChainId(url, 5_000), {
+  const untilAnswered = {
     retries: Infinity,
     baseMs: 500,
     maxMs: 15_000,
     signal,
-    isRetryable: (err) => err instanceof RpcError || classifyError(err, iface) === "retryable",
-    onRetry: (err, attempt, delayMs) =>
+    isRetryable: (err: unknown) => err instanceof RpcError || classifyError(err, iface) === "retryable",
+    onRetry: (err: unknown, attempt: number, delayMs: number) =>
       logger.warn("chain unreachable", { rpc: url, attempt, retryInMs: delayMs, error: describeError(err, iface) }),
-  });
+  };
+  const chainId = await withRetry(() => rpcChainId(url, 5_000), untilAnswered);
   // A static network: an RPC outage later fails calls (and they are retried) instead of hanging the provider.
   const network = Network.from(chainId);
   const provider = new JsonRpcClient(url, network, {
@@ -174,6 +185,12 @@ export async function connectRpc(url: string, logger: Logger, signal: AbortSigna
     pollingInterval: rpcSettings({ pollingMs: 500 }).pollingMs,
     cacheTimeout: -1,
   });
+  if (deployment) {
+    await withRetry(() => checkDeploymentOn(provider, deployment, url, chainId), untilAnswered).catch((err) => {
+      provider.destroy();
+      throw err;
+    });
+  }
   return provider;
 }
 
@@ -208,36 +225,12 @@ export async function main(argv: string[]): Promise<number> {
   logger.info(key.created ? "created provider key" : "using provider key", keyFields);
   const deployment = loadDeployment(args.deployment);
   const { signal, dispose } = shutdownSignal(logger, "stopping (finishing or abandoning the current step)");
-  const provider = await connectRpc(args.rpc, logger, signal).catch((err) => {
+  const provider = await connectRpc(args.rpc, logger, signal, deployment).catch((err) => {
     if (signal.aborted) return undefined;
+    dispose();
     throw err;
   });
   if (!provider) {
-    dispose();
-    return 0;
-  }
-  // a deployment file from a restarted chain (no code at its addresses) is the person's to fix, said plainly: every
-  // call through it would fail later with "could not decode result data"; an outage meanwhile is waited out
-  const { chainId } = await provider.getNetwork();
-  const checked = await withRetry(() => checkDeploymentOn(provider, deployment, args.rpc, chainId), {
-    retries: Infinity,
-    baseMs: 500,
-    maxMs: 15_000,
-    signal,
-    isRetryable: (err) => err instanceof RpcError,
-    onRetry: (err, attempt, delayMs) =>
-      logger.warn("chain unreachable", { rpc: args.rpc, attempt, retryInMs: delayMs, error: (err as Error).message }),
-  }).then(
-    () => true,
-    (err) => {
-      if (signal.aborted) return false;
-      provider.destroy();
-      dispose();
-      throw err;
-    },
-  );
-  if (!checked) {
-    provider.destroy();
     dispose();
     return 0;
   }

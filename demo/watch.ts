@@ -64,7 +64,6 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
     eventsFrom(undefined, run.deployment),
   );
   const deadline = Date.now() + o.timeoutMs;
-  let lastSampled = -1;
   const span: SampledSpan = { first: fromBlock, last: fromBlock - 1 };
   f.result.sampled = span;
   while (Date.now() < deadline) {
@@ -81,7 +80,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
       f.events = rolledBackEvents(f.events, reorged.from);
       if (run.net.rehearsal) run.net.rehearsal.watcherRollbacks++;
       f.run.status.update({ ...watchStatus(f.events, f.names), signed: 0 });
-      lastSampled = Math.min(lastSampled, reorged.from - 1);
+      span.last = Math.max(span.first - 1, Math.min(span.last, reorged.from - 1)); // sample the new blocks again
     }
     // The whole batch is recorded first (the recording's books need every event, also those after the settlement
     // in the same blocks), then the job's events are acted on.
@@ -108,9 +107,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
     }
     // Every block, not only the heads this loop happened to see: the claim is "held ≥ owed at every block".
     // The settlement's batch too (its block and any after it in the batch): sampled before returning.
-    for (let b = lastSampled < 0 ? fromBlock : lastSampled + 1; b <= head; b++) await sampleReserves(run, f.result, b);
-    lastSampled = Math.max(lastSampled, head);
-    span.last = Math.max(span.last, lastSampled);
+    await sampleReservesTo(run, f.result, head);
     if (settled) return f.result;
     await sleep(250, o.signal);
   }
