@@ -7,7 +7,8 @@
  * lowest one until it is done, fenced or the signal stops the agent. All I/O is injected (deps), so tests run the
  * agent in-process against a simulated chain.
  */
-import { formatEther, formatUnits, type JsonRpcProvider } from "ethers";
+import { formatEther, type JsonRpcProvider } from "ethers";
+import { formatPrice, formatUsdc } from "../sdk/format.ts";
 import { NotADevNodeError, setDevBalance } from "../sdk/faucet.ts";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
 import { isProvenProfile, listTemplates, loadTemplate, localProfile } from "../workloads/index.ts";
@@ -321,7 +322,7 @@ async function depositStake(config: AgentConfig, deps: AgentDeps, chain: Chain, 
     async () => [await registry.stakeOf(me), await registry.minStake()] as const,
   );
   const amount = stakeTopUp(stake, minStake);
-  const fields = { deposited: formatUnits(stake.deposited, 6), topUp: formatUnits(amount, 6) };
+  const fields = { deposited: formatUsdc(stake.deposited), topUp: formatUsdc(amount) };
   if (amount === 0n) {
     deps.logger.info("stake in place; nothing sent", fields);
     return true;
@@ -355,7 +356,7 @@ async function register(config: AgentConfig, deps: AgentDeps, chain: Chain): Pro
   for (const note of plan.notes) deps.logger.warn(note);
   const fields = {
     name: offer.name,
-    price: formatUnits(offer.pricePerStep, 6),
+    price: formatPrice(offer.pricePerStep),
     device: offer.deviceModel,
     memoryMiB: offer.memoryMiB,
   };

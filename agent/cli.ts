@@ -26,7 +26,8 @@ import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
 import { KeyFileError, loadOrCreateKey } from "../sdk/keys.ts";
 import { createLogger, type Logger } from "../sdk/log.ts";
 import { withRetry } from "../sdk/retry.ts";
-import { openStore, parseStoreUrl, StoreUrlError } from "../workloads/index.ts";
+import { openStore } from "../workloads/index.ts";
+import { storeUrlArg } from "../sdk/storeArg.ts";
 import { runAgent } from "./agent.ts";
 import { detectDevice } from "./device.ts";
 import { DEVICE_CHOICES, isDeviceChoice, type DeviceChoice } from "./executionProvider.ts";
@@ -122,7 +123,7 @@ export function parseProvideArgs(
     rpc: values.rpc,
     deployment: values.deployment,
     keyFile: values.key ?? path.join(".gpuchain", "providers", safeName, "key"),
-    store: checkStoreUrl(values.store),
+    store: storeUrlArg(values.store),
     coordinator: values.coordinator,
     // Human lines by default (issue 21: a person runs the copied command); --json for machines (npm start reads them).
     pretty: !values.json,
@@ -142,17 +143,6 @@ export function parseDeviceChoice(
       `${flag !== undefined ? "--device" : "GPUCHAIN_EP"} must be one of ${DEVICE_CHOICES.join(", ")}, got "${value}"`,
     );
   return { device: value, askedBy };
-}
-
-/** `--store` names a store by URL (file://DIR, s3://BUCKET/PREFIX or a folder); anything else is a usage error. */
-function checkStoreUrl(spec: string): string {
-  try {
-    parseStoreUrl(spec);
-    return spec;
-  } catch (err) {
-    if (err instanceof StoreUrlError) throw new UsageError(err.message);
-    throw err;
-  }
 }
 
 /**

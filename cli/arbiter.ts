@@ -1,6 +1,6 @@
 /** `gpuchain arbiter resolve JOB --uphold|--reject --key FILE`: the arbiter decides a dispute before the deadline. */
 import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
-import { confirm, openContext, requireJob, runOnChain } from "./context.ts";
+import { confirm, openContext, requireJob, requireKeyIs, runOnChain } from "./context.ts";
 import { statusName } from "../sdk/job.ts";
 
 export const USAGE = `usage: gpuchain arbiter resolve JOB --uphold|--reject --key FILE
@@ -33,6 +33,7 @@ export async function main(argv: string[]): Promise<number> {
       );
       return 1;
     }
+    requireKeyIs(ctx, await escrow.arbiter(), "the escrow's arbiter", "resolve a dispute");
     if (values["dry-run"]) {
       console.log(`would ${values.uphold ? "uphold" : "reject"} the dispute on job ${jobId}`);
       return 0;

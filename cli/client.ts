@@ -12,7 +12,17 @@ import {
   requireString,
   UsageError,
 } from "../sdk/args.ts";
-import { confirm, openContext, requireJob, runOnChain, templateArg, type CommandContext } from "./context.ts";
+import {
+  approveIfNeeded,
+  confirm,
+  openContext,
+  requireBalance,
+  requireJob,
+  requireKeyIs,
+  runOnChain,
+  templateArg,
+  type CommandContext,
+} from "./context.ts";
 import { statusName } from "../sdk/job.ts";
 import { signPermit } from "../sdk/permit.ts";
 import { formatDuration, formatPrice, formatUsdc } from "../sdk/format.ts";
@@ -126,6 +136,7 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
       `dispute window ${formatDuration(r.disputeWindow)}`,
   );
   await warnIfNobodyFits(ctx, r);
+  await requireBalance(ctx, r.budget, "the job's budget");
   if (dryRun) return 0;
   const permit = await permitFor(ctx, r.budget).catch(() => undefined);
   const receipt = await confirm(
@@ -143,7 +154,7 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
 }
 
 async function approveThen<T>(ctx: CommandContext, amount: bigint, send: () => Promise<T>): Promise<T> {
-  await confirm(ctx, ctx.protocol.usdc.approve(ctx.deployment.escrow, amount), "approve the budget");
+  await approveIfNeeded(ctx, amount, "approve the budget");
   return send();
 }
 
@@ -166,6 +177,7 @@ async function cancel(ctx: CommandContext, jobId: bigint, dryRun: boolean): Prom
     console.error(`gpuchain: job ${jobId} is ${status}: only an Open job (no provider assigned) can be cancelled`);
     return 1;
   }
+  requireKeyIs(ctx, (await escrow.jobOf(jobId)).client, `job ${jobId}'s client`, "cancel it");
   if (dryRun) {
     console.log(`would cancel job ${jobId}`);
     return 0;
@@ -182,6 +194,7 @@ async function approveTemplate(
   t: ReturnType<typeof templateArg>,
   dryRun: boolean,
 ): Promise<number> {
+  requireKeyIs(ctx, await ctx.protocol.escrow.owner(), "the escrow's owner", "approve a template");
   if (dryRun) {
     console.log(`would approve template ${t.descriptor.name} (${t.templateId})`);
     return 0;

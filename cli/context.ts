@@ -9,14 +9,15 @@ import {
   connectChecked,
   connectProtocol,
   DEFAULT_RPC_TIMEOUT_MS,
-  protocolInterfaces,
+  protocolErrors,
   type Protocol,
 } from "../sdk/contracts.ts";
-import { describeError } from "../sdk/errors.ts";
+import { explainError } from "../sdk/errors.ts";
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { managedWallet, mined } from "../sdk/txManager.ts";
 import { CommandError, parsePositiveInt, UsageError } from "../sdk/args.ts";
+import { formatUsdc } from "../sdk/format.ts";
 import { listTemplates, loadTemplate } from "../workloads/templates.ts";
 import type { Template } from "../workloads/types.ts";
 import { UnknownTemplateError } from "../workloads/errors.ts";
@@ -64,6 +65,35 @@ export async function requireJob(ctx: CommandContext, jobId: bigint): Promise<vo
     const has = count === 0n ? "has no jobs yet" : `has jobs 1 to ${count}`;
     throw new CommandError(`job ${jobId} does not exist: escrow ${ctx.deployment.escrow} ${has}`);
   }
+}
+
+/** Only `holder` (the job's client, the arbiter, the owner: `who`) may `act`; checked before anything is sent. */
+export function requireKeyIs(ctx: CommandContext, holder: string, who: string, act: string): void {
+  const me = ctx.signer!.address;
+  if (holder.toLowerCase() !== me.toLowerCase()) {
+    throw new CommandError(`only ${who} ${holder} may ${act}; this key is ${me}`);
+  }
+}
+
+/**
+ * The key must hold `amount` of the token before anything is sent for `what`: a short balance is said in one line,
+ * before an approval's gas is spent on a transfer that would fail.
+ */
+export async function requireBalance(ctx: CommandContext, amount: bigint, what: string): Promise<void> {
+  const me = ctx.signer!.address;
+  const held = await ctx.protocol.usdc.balanceOf(me);
+  if (held < amount) {
+    throw new CommandError(
+      `${what} needs ${formatUsdc(amount)} and ${me} holds ${formatUsdc(held)} ` +
+        `(on a development chain: gpuchain faucet ${me} --usdc N)`,
+    );
+  }
+}
+
+/** Lets the escrow take `amount` of the key's token, unless it already may (an approval is a transaction). */
+export async function approveIfNeeded(ctx: CommandContext, amount: bigint, what: string): Promise<void> {
+  const allowance = await ctx.protocol.usdc.allowance(ctx.signer!.address, ctx.deployment.escrow);
+  if (allowance < amount) await confirm(ctx, ctx.protocol.usdc.approve(ctx.deployment.escrow, amount), what);
 }
 
 /** A workload template by name or templateId, or a one-line error listing the known ones. */
@@ -116,7 +146,7 @@ export async function runOnChain(ctx: CommandContext, what: string, body: () => 
     return await body();
   } catch (err) {
     if (err instanceof CommandError) throw err;
-    console.error(`gpuchain: ${what} failed: ${describeError(err, protocolInterfaces().escrow)}`);
+    console.error(`gpuchain: ${what} failed: ${explainError(err, protocolErrors())}`);
     return 1;
   } finally {
     ctx.close();

@@ -1,8 +1,17 @@
 /** `gpuchain dispute JOB --key FILE`: the client disputes the verdict during the window, posting the bond. */
 import { expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
-import { confirm, openContext, requireJob, runOnChain } from "./context.ts";
+import {
+  approveIfNeeded,
+  confirm,
+  openContext,
+  requireBalance,
+  requireJob,
+  requireKeyIs,
+  runOnChain,
+} from "./context.ts";
 import { statusName } from "../sdk/job.ts";
 import { formatDeadline, formatUsdc } from "../sdk/format.ts";
+import { chainNow } from "./settle.ts";
 
 export const USAGE = `usage: gpuchain dispute JOB --key FILE
 
@@ -15,7 +24,7 @@ export async function main(argv: string[]): Promise<number> {
   expectPositionals(positionals, ["JOB"]);
   const jobId = parseJobId(positionals[0]);
   const ctx = await openContext(values, true);
-  const { escrow, usdc: token } = ctx.protocol;
+  const { escrow } = ctx.protocol;
   return runOnChain(ctx, "dispute", async () => {
     await requireJob(ctx, jobId);
     const status = statusName(await escrow.statusOf(jobId));
@@ -23,15 +32,19 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`gpuchain: job ${jobId} is ${status}: a dispute is only possible during the dispute window`);
       return 1;
     }
+    // Everything the escrow will check is checked here first, so a wrong key or a short balance costs no gas
+    // (the bond's approval is a transaction of its own, sent before the dispute).
+    requireKeyIs(ctx, (await escrow.jobOf(jobId)).client, `job ${jobId}'s client`, "dispute it");
     const bond = await escrow.disputeBond();
+    await requireBalance(ctx, bond, "the dispute bond");
     if (values["dry-run"]) {
       console.log(`would dispute job ${jobId}, posting a bond of ${formatUsdc(bond)}`);
       return 0;
     }
-    await confirm(ctx, token.approve(ctx.deployment.escrow, bond), "approve the bond");
+    await approveIfNeeded(ctx, bond, "approve the bond");
     const receipt = await confirm(ctx, escrow.dispute(jobId), `dispute job ${jobId}`);
     const deadline = (await escrow.disputeOf(jobId)).openedAt + (await escrow.ARBITER_TIMEOUT());
-    const now = (await ctx.provider.getBlock("latest"))!.timestamp;
+    const now = await chainNow(ctx);
     console.log(`job ${jobId} disputed (tx ${receipt!.hash}); bond ${formatUsdc(bond)}`);
     console.log(
       `the arbiter may decide until ${formatDeadline(deadline, now)}; ` +

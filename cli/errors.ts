@@ -3,9 +3,9 @@
  * unless --debug. Exit 2 for a usage error, 1 for anything else.
  */
 import { CommandError, UsageError } from "../sdk/args.ts";
-import { protocolInterfaces, RpcError } from "../sdk/contracts.ts";
+import { protocolErrors, RpcError } from "../sdk/contracts.ts";
 import { DeploymentError } from "../sdk/deployment.ts";
-import { describeError } from "../sdk/errors.ts";
+import { explainError } from "../sdk/errors.ts";
 import { KeyFileError } from "../sdk/keys.ts";
 
 /** Errors whose message is already the whole story for a person. */
@@ -30,7 +30,7 @@ function oneLine(err: unknown): string {
   if (/ECONNREFUSED/.test(String(e?.message)))
     return "lost the connection to the RPC (connection refused): is the node still running?";
   try {
-    return firstLine(describeError(err, protocolInterfaces().escrow));
+    return firstLine(explainError(err, protocolErrors()));
   } catch {
     return firstLine(String(e?.message ?? err));
   }

@@ -12,9 +12,10 @@ import { classifyError } from "../sdk/errors.ts";
 
 export const USAGE = `usage: gpuchain reserves [--watch]
 
-  the escrow's token balance (held) against what it owes (locked budgets + bonds + withdrawable); exit 1 if it
-  holds less. --watch: one line per new block until Ctrl-C, then the smallest margin seen (exit 1 if ever short,
-  or if no block could be read); an unreachable RPC is said once and read again
+  what the escrow and the registry hold in the token (held) against what they owe (locked budgets + bonds +
+  withdrawable balances + providers' stakes); exit 1 if they hold less. --watch: one line per new block until
+  Ctrl-C, then the smallest margin seen (exit 1 if ever short, or if no block could be read); an unreachable RPC
+  is said once and read again
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
 
 export async function main(argv: string[]): Promise<number> {

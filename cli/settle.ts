@@ -5,7 +5,7 @@
  */
 import { expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
 import { confirm, openContext, requireJob, runOnChain, type CommandContext } from "./context.ts";
-import { statusName } from "../sdk/job.ts";
+import { statusName, type JobStatusName } from "../sdk/job.ts";
 import { formatDeadline } from "../sdk/format.ts";
 import { settleTiming, type SettleTiming } from "../sdk/settleTiming.ts";
 
@@ -38,14 +38,20 @@ export async function main(argv: string[]): Promise<number> {
   });
 }
 
-/** The settlement rule's answer for `jobId` at the chain's latest block. */
+/**
+ * The settlement rule's answer for `jobId` as of the block a transaction sent now would land in: the node's pending
+ * block. Read at the latest block instead, a development chain that mines nothing while a person waits would say
+ * "in 1 min" for ever, though a settle sent then lands in a new block past the window. A node without a pending
+ * block is read at its latest.
+ */
 export async function readSettleTiming(ctx: CommandContext, jobId: bigint): Promise<SettleTiming> {
   const { escrow } = ctx.protocol;
+  const blockTag = await nextBlockTag(ctx);
   const [status, job, verdict, dispute, arbiterTimeout] = await Promise.all([
-    escrow.statusOf(jobId),
-    escrow.jobOf(jobId),
-    escrow.verdictOf(jobId),
-    escrow.disputeOf(jobId),
+    escrow.statusOf(jobId, { blockTag }),
+    escrow.jobOf(jobId, { blockTag }),
+    escrow.verdictOf(jobId, { blockTag }),
+    escrow.disputeOf(jobId, { blockTag }),
     escrow.ARBITER_TIMEOUT(),
   ]);
   return settleTiming({
@@ -60,6 +66,22 @@ export async function readSettleTiming(ctx: CommandContext, jobId: bigint): Prom
 /** "when its dispute window ends: from 2026-… (in 5 min)", or the rule's reason alone. */
 export async function describeWait(ctx: CommandContext, timing: SettleTiming): Promise<string> {
   if (timing.kind !== "at") return timing.why;
-  const now = (await ctx.provider.getBlock("latest"))!.timestamp;
-  return `${timing.why}: from ${formatDeadline(timing.from, now)}`;
+  return `${timing.why}: from ${formatDeadline(timing.from, await chainNow(ctx))}`;
+}
+
+/** The chain's "now": the time of the block a transaction sent now would land in (the pending one), else the latest. */
+export async function chainNow(ctx: CommandContext): Promise<number> {
+  const pending = await ctx.provider.getBlock("pending").catch(() => null);
+  return (pending ?? (await ctx.provider.getBlock("latest")))!.timestamp;
+}
+
+/** The job's status as a transaction sent now would find it (see readSettleTiming). */
+export async function statusNow(ctx: CommandContext, jobId: bigint): Promise<JobStatusName> {
+  return statusName(await ctx.protocol.escrow.statusOf(jobId, { blockTag: await nextBlockTag(ctx) }));
+}
+
+/** "pending" where the node answers for its pending block (anvil, Hardhat, geth), else "latest". */
+async function nextBlockTag(ctx: CommandContext): Promise<"pending" | "latest"> {
+  const pending = await ctx.provider.getBlock("pending").catch(() => null);
+  return pending ? "pending" : "latest";
 }

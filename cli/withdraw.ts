@@ -2,15 +2,15 @@
  * `gpuchain withdraw --key FILE [--jobs 1,2,…]`: claims the key's earnings on settled jobs (found from
  * CheckpointAccepted events when --jobs is not given), then withdraws everything owed.
  */
-import type { Contract } from "ethers";
+import type { Contract, TopicFilter } from "ethers";
 import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
 import { confirm, openContext, requireJob, runOnChain, type CommandContext } from "./context.ts";
 import { claimUnlessClaimed } from "../sdk/claims.ts";
-import { isFinished, statusName } from "../sdk/job.ts";
+import { isFinished } from "../sdk/job.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { eventsFrom } from "../sdk/deployment.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
-import { describeWait, readSettleTiming } from "./settle.ts";
+import { describeWait, readSettleTiming, statusNow } from "./settle.ts";
 
 export const USAGE = `usage: gpuchain withdraw --key FILE [--jobs 1,2,…]
 
@@ -42,8 +42,8 @@ export async function main(argv: string[]): Promise<number> {
     for (const jobId of listed ?? []) await requireJob(ctx, jobId);
     for (const jobId of listed ?? (await jobsWithAcceptedWork(ctx, me))) {
       const earnings = await escrow.earningsOf(jobId, me);
-      const status = statusName(await escrow.statusOf(jobId));
       if (earnings === 0n) continue;
+      const status = await statusNow(ctx, jobId);
       if (!isFinished(status)) {
         const when = await describeWait(ctx, await readSettleTiming(ctx, jobId));
         const hint =
@@ -59,6 +59,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       console.log(await claimOnce(ctx, jobId, earnings));
     }
+    if (!listed) for (const line of await pendingRefunds(ctx, me)) console.log(line);
     const owed = await escrow.owed(me);
     if (owed === 0n) {
       console.log(`${me} is owed nothing right now`);
@@ -104,9 +105,33 @@ async function claimOnce(ctx: CommandContext, jobId: bigint, earnings: bigint): 
 
 /** The jobs with a CheckpointAccepted for `me`, from the deployment's first block (none is older). */
 async function jobsWithAcceptedWork(ctx: CommandContext, me: string): Promise<bigint[]> {
+  return jobIdsOf(ctx, await ctx.protocol.escrow.filters.CheckpointAccepted(undefined, me).getTopicFilter());
+}
+
+/**
+ * A client's budget left unspent on jobs not settled yet: one line each, so a client who withdraws during the
+ * dispute window is told the refund is coming and from when, rather than only "owed nothing".
+ */
+async function pendingRefunds(ctx: CommandContext, me: string): Promise<string[]> {
+  const { escrow } = ctx.protocol;
+  const lines: string[] = [];
+  for (const jobId of await jobIdsOf(ctx, await escrow.filters.JobCreated(undefined, me).getTopicFilter())) {
+    const status = await statusNow(ctx, jobId);
+    const job = await escrow.jobOf(jobId);
+    if (isFinished(status) || job.budget === job.paid) continue;
+    const when = await describeWait(ctx, await readSettleTiming(ctx, jobId));
+    lines.push(
+      `job ${jobId}: ${formatUsdc(job.budget - job.paid)} of your budget is unspent so far; it comes back ` +
+        `when the job settles (${status} now; ${when})`,
+    );
+  }
+  return lines;
+}
+
+/** The job ids of the escrow's events matching `topics`, from the deployment's first block. */
+async function jobIdsOf(ctx: CommandContext, topics: TopicFilter): Promise<bigint[]> {
   const escrow = ctx.protocol.escrow as unknown as Contract;
-  const filter = await ctx.protocol.escrow.filters.CheckpointAccepted(undefined, me).getTopicFilter();
   const from = eventsFrom(undefined, ctx.deployment);
-  const { logs } = await readLogsToHead(ctx.provider, { address: ctx.deployment.escrow, topics: filter }, from);
+  const { logs } = await readLogsToHead(ctx.provider, { address: ctx.deployment.escrow, topics }, from);
   return [...new Set(logs.map((l) => escrow.interface.parseLog(l)!.args.jobId as bigint))];
 }

@@ -3,6 +3,7 @@
  * generated TypeChain types are used for types only, so plain Node can run this file).
  */
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import {
   Contract,
   FetchRequest,
@@ -40,6 +41,22 @@ export function protocolInterfaces() {
     usdc: abiOf("test/TestUSDC.sol", "TestUSDC"),
   };
   return cached;
+}
+
+let errorsCached: Interface | undefined;
+
+/**
+ * Every custom error a command's transaction may revert with, from any of the three contracts: the escrow's own,
+ * the registry's (reached through the escrow) and the token's (OpenZeppelin's ERC20 errors on a transfer or
+ * permit). One interface, so a revert from any of them decodes to its name and values.
+ */
+export function protocolErrors(): Interface {
+  if (errorsCached) return errorsCached;
+  const bySelector = new Map<string, string>();
+  for (const iface of Object.values(protocolInterfaces())) {
+    iface.forEachError((e) => bySelector.set(e.selector, e.format("full")));
+  }
+  return (errorsCached = new Interface([...bySelector.values()]));
 }
 
 export interface Protocol {
@@ -220,10 +237,42 @@ export async function checkDeploymentOn(
     if (code === "0x") {
       throw new DeploymentError(
         `no contract code at the ${name} address ${address} on chain ${chainId} (${url}): ${file} is stale ` +
-          "(was the chain restarted?); deploy again",
+          `(was the chain restarted?); ${redeployAdvice(deployment.file, url, chainId)}`,
       );
     }
   }
+}
+
+/** Hardhat's `localhost` network URL when GPUCHAIN_RPC_URL is not set (hardhat.config.ts). */
+const HARDHAT_LOCALHOST_URL = "http://127.0.0.1:8545";
+
+/**
+ * What to run, from the project folder, to deploy the local protocol again on a restarted chain at `url`: README's
+ * deploy command with `--reset` (Ignition otherwise reuses the old journal, or on a node without `hardhat_metadata`
+ * takes every contract as already deployed). When `file` is an Ignition deployment folder of this project, the
+ * command writes over it (its `--deployment-id` when not the default `chain-ID`); else it says which file to pass.
+ */
+export function redeployAdvice(file: string | undefined, url: string, chainId: bigint): string {
+  const deployments = path.resolve("ignition", "deployments");
+  const resolved = file === undefined ? undefined : path.resolve(file);
+  const id =
+    resolved !== undefined &&
+    path.basename(resolved) === "deployed_addresses.json" &&
+    path.dirname(path.dirname(resolved)) === deployments
+      ? path.basename(path.dirname(resolved))
+      : undefined;
+  const defaultId = `chain-${chainId}`;
+  const command = [
+    url === HARDHAT_LOCALHOST_URL ? [] : [`GPUCHAIN_RPC_URL=${url}`],
+    "npx hardhat ignition deploy ignition/modules/GPUChainLocal.ts --network localhost",
+    "--parameters ignition/parameters/local.json",
+    id === undefined || id === defaultId ? [] : ["--deployment-id", id],
+    "--reset",
+  ].flat();
+  const advice = `deploy again with \`${command.join(" ")}\``;
+  return id === undefined
+    ? `${advice}, then pass --deployment ignition/deployments/${defaultId}/deployed_addresses.json`
+    : advice;
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import type { Interface } from "ethers";
 import { faultOf } from "./rpc.ts";
+import { formatUsdc } from "./format.ts";
 
 export type ErrorClass = "retryable" | "race" | "fatal";
 
@@ -95,6 +96,46 @@ export function describeError(err: unknown, iface: Interface): string {
     return `the node no longer keeps the state of the block asked for (a pruned, non-archive node): ${pruned}`;
   const e = err as { shortMessage?: string; message?: string };
   return e?.shortMessage ?? e?.message ?? String(err);
+}
+
+/**
+ * For a person at a command line: describeError, and after it what the error means in their terms when it is one a
+ * person causes (the wrong key for a role, too little USDC): "JobEscrowNotArbiter(0xab…, 0xcd…): only the
+ * escrow's arbiter 0xcd… may resolve a dispute; this key is 0xab…". The error's own name and values stay first, as
+ * an auditor reads them in the contract.
+ */
+export function explainError(err: unknown, iface: Interface): string {
+  const decoded = decodeCustomError(err, iface);
+  const hint = decoded && revertHint(decoded);
+  return hint ? `${describeError(err, iface)}: ${hint}` : describeError(err, iface);
+}
+
+/** What a role or funds error means for whoever sent the transaction; undefined for the others. Pure. */
+export function revertHint({ name, args }: DecodedError): string | undefined {
+  const a = args.map(String);
+  const usdc = (i: number) => formatUsdc(BigInt(a[i]));
+  switch (name) {
+    case "JobEscrowNotClient":
+      return `only job ${a[0]}'s client ${a[2]} may do this; this key is ${a[1]}`;
+    case "JobEscrowNotArbiter":
+      return `only the escrow's arbiter ${a[1]} may resolve a dispute; this key is ${a[0]}`;
+    case "JobEscrowNotCoordinator":
+      return `only the coordinator keeper ${a[1]} may do this; this key is ${a[0]}`;
+    case "JobEscrowNotAssignee":
+      return `only job ${a[0]}'s current provider ${a[2]} may do this; this key is ${a[1]}`;
+    case "OwnableUnauthorizedAccount":
+      return `only the contract's owner may do this; this key is ${a[0]}`;
+    case "ERC20InsufficientBalance":
+      return `${a[0]} holds ${usdc(1)} and this needs ${usdc(2)} (on a development chain: gpuchain faucet)`;
+    case "ERC20InsufficientAllowance":
+      return `the escrow may spend ${usdc(1)} of this key's USDC and this needs ${usdc(2)}`;
+    case "JobEscrowBondNotApproved":
+      return `the escrow may spend ${usdc(1)} of this key's USDC and the dispute bond is ${usdc(2)}`;
+    case "ProviderRegistryNotRegistered":
+      return `${a[0]} is not a registered provider (gpuchain provide registers it)`;
+    default:
+      return undefined;
+  }
 }
 
 function findRevertData(err: unknown, depth = 0): string | undefined {

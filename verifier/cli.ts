@@ -16,7 +16,8 @@ import { LogCursor } from "../sdk/logRange.ts";
 import { createLogger } from "../sdk/log.ts";
 import { shutdownSignal } from "../sdk/runner.ts";
 import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignatures.ts";
-import { openStore, StoreUrlError } from "../workloads/index.ts";
+import { openStore } from "../workloads/index.ts";
+import { storeUrlArg } from "../sdk/storeArg.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
 import {
@@ -69,16 +70,12 @@ export async function main(argv: string[]): Promise<number> {
     throw new UsageError(`--samples must be a non-negative integer, got "${values.samples}"`);
   const pollMs = parsePositiveInt(values["poll-ms"], "poll-ms", DEFAULT_CONFIG.pollMs);
 
+  const storeUrl = storeUrlArg(values.store);
   const wallet = loadKey(requireString(values.key, "key"));
   const deployment = loadDeployment(values.deployment);
   const { provider, chainId } = await connectChecked(values.rpc, deployment, DEFAULT_RPC_TIMEOUT_MS);
   const log = createLogger({ component: "verifier", pretty: values.pretty }, { verifier: wallet.address });
-  let store;
-  try {
-    store = openStore(values.store, { onEvent: (e) => log.warn(`store ${e.kind}`, { ...e, store: values.store }) });
-  } catch (err) {
-    throw err instanceof StoreUrlError ? new UsageError(err.message) : err;
-  }
+  const store = openStore(storeUrl, { onEvent: (e) => log.warn(`store ${e.kind}`, { ...e, store: storeUrl }) });
   const { escrow } = connectProtocol(deployment, provider);
 
   await checkSetup(escrow as unknown as Contract, deployment.verifierSafe, chainId, wallet.address, provider);

@@ -18,6 +18,7 @@
  */
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
+import { formatPrice } from "../../sdk/format.ts";
 import type { JobView } from "../../sdk/job.ts";
 import { restakeLine, type SlashMark } from "../../sdk/restake.ts";
 
@@ -650,7 +651,7 @@ function decideOpen(job: CoordinatorJob, view: CoordinatorView, tick: Assignment
     action: "assign",
     provider: best.address,
     pricePerStep: best.pricePerStep,
-    reason: `${provenOnly && isProven(best, view.records) ? "held idle before: cheapest proven" : "cheapest"} eligible of ${eligible} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${record(best, view)})`,
+    reason: `${provenOnly && isProven(best, view.records) ? "held idle before: cheapest proven" : "cheapest"} eligible of ${eligible} (${formatPrice(best.pricePerStep)}, ${best.memoryMiB} MiB${record(best, view)})`,
   };
 }
 

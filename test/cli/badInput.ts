@@ -498,6 +498,12 @@ const CASES: Case[] = [
     message: /^gpuchain: cannot reach the RPC at/m,
   },
   {
+    name: "verifier with a bad store and the RPC down: the store is named, not the RPC",
+    args: "verify --key {dir}/owner.key --store bogus://x --rpc {down} --deployment {dep}",
+    code: 2,
+    message: /^gpuchain: unsupported store URL bogus:\/\/x \(expected file:\/\/DIR or s3:\/\/BUCKET\/PREFIX\)$/m,
+  },
+  {
     name: "job that does not exist",
     args: "job cancel 99 --rpc {rpc} --deployment {dep} --key {dir}/client.key",
     code: 1,

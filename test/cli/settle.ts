@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { HDNodeWallet, Mnemonic, Wallet, id, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
-import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
+import { connectProtocol, protocolErrors, rpcProvider } from "../../sdk/contracts.ts";
+import { explainError } from "../../sdk/errors.ts";
 import { loadDeployment } from "../../sdk/deployment.ts";
 import { checkpointDecisionDigest, escrowDomain, verdictDigest } from "../../sdk/verifierSignatures.ts";
 import { formatTime, formatUsdc } from "../../sdk/format.ts";
@@ -40,6 +41,8 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
   const providerKey = path.join(dir, "provider.key");
   const strangerKey = path.join(dir, "stranger.key");
   const poorKey = path.join(dir, "poor.key");
+  const clientKey = path.join(dir, "client.key");
+  const arbiterKey = path.join(dir, "arbiter.key");
 
   before(async function () {
     const rpc = await startAnvil(group, await freePort(0), {}, "settle-chain");
@@ -87,7 +90,12 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
     };
     windowEnd = await jobWithVerdict(1n);
     raceWindowEnd = await jobWithVerdict(2n);
+    await send(c.usdc.mint(new Wallet(TEST_KEYS.client).address, 100_000n));
+    await send(c.usdc.approve(d.escrow, 100_000n));
+    await jobWithVerdict(3n); // disputed below; the client's balance is 0 after it
     writeKey(providerKey, provider.privateKey);
+    writeKey(clientKey, TEST_KEYS.client);
+    writeKey(arbiterKey, TEST_KEYS.arbiter);
     writeKey(strangerKey, TEST_KEYS.keeper); // any funded key: settling needs no role
   });
 
@@ -118,8 +126,64 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
     );
   });
 
+  it("the client is told its unspent budget comes back at settlement; a wrong key or a short balance disputes nothing and sends nothing", async function () {
+    const w = await runGpuchain(["withdraw", ...common, "--key", clientKey]);
+    expect(w.code, w.stderr).to.equal(0);
+    expect(w.stdout).to.contain(
+      "job 1: 0.090000 USDC of your budget is unspent so far; it comes back when the job settles " +
+        `(DisputeWindow now; when its dispute window ends: from ${formatTime(windowEnd + 1n)}`,
+    );
+    const before = await chain.getBlockNumber();
+    const client = new Wallet(TEST_KEYS.client).address;
+    const stranger = await runGpuchain(["dispute", "3", ...common, "--key", strangerKey]);
+    expect(stranger.code, stranger.stdout).to.equal(1);
+    expect(stranger.stderr.trim()).to.equal(
+      `gpuchain: only job 3's client ${client} may dispute it; this key is ${new Wallet(TEST_KEYS.keeper).address}`,
+    );
+    for (const extra of [[], ["--dry-run"]]) {
+      const poor = await runGpuchain(["dispute", "3", ...common, "--key", clientKey, ...extra]);
+      expect(poor.code, poor.stdout).to.equal(1);
+      expect(poor.stderr.trim()).to.equal(
+        `gpuchain: the dispute bond needs 50.000000 USDC and ${client} holds 0.000000 USDC ` +
+          `(on a development chain: gpuchain faucet ${client} --usdc N)`,
+      );
+    }
+    expect(await chain.getBlockNumber(), "no approval sent").to.equal(before);
+  });
+
+  it("the client disputes with the bond; the arbiter's role is checked before sending, also in a dry run", async function () {
+    const client = new Wallet(TEST_KEYS.client).address;
+    expect((await runGpuchain(["faucet", client, "--usdc", "50", ...common])).code).to.equal(0);
+    const d = await runGpuchain(["dispute", "3", ...common, "--key", clientKey]);
+    expect(d.code, d.stderr).to.equal(0);
+    expect(d.stdout).to.match(/^job 3 disputed \(tx 0x[0-9a-f]{64}\); bond 50\.000000 USDC$/m);
+    const before = await chain.getBlockNumber();
+    const arbiter = new Wallet(TEST_KEYS.arbiter).address;
+    for (const extra of [[], ["--dry-run"]]) {
+      const wrong = await runGpuchain(["arbiter", "resolve", "3", "--reject", ...common, "--key", clientKey, ...extra]);
+      expect(wrong.code, wrong.stdout).to.equal(1);
+      expect(wrong.stderr.trim()).to.equal(
+        `gpuchain: only the escrow's arbiter ${arbiter} may resolve a dispute; this key is ${client}`,
+      );
+    }
+    const dry = await runGpuchain(["arbiter", "resolve", "3", "--reject", ...common, "--key", arbiterKey, "--dry-run"]);
+    expect(dry.stdout, dry.stderr).to.contain("would reject the dispute on job 3");
+    expect(await chain.getBlockNumber()).to.equal(before);
+    // Sent anyway (another tool, an old CLI), the escrow's revert reads in a person's terms after its own name.
+    const escrow = connectProtocol(loadDeployment(common[3]), new Wallet(TEST_KEYS.client, chain)).escrow;
+    const reverted = await escrow.resolveDispute(3n, false).then(
+      () => "sent",
+      (err: unknown) => explainError(err, protocolErrors()),
+    );
+    expect(reverted).to.equal(
+      `JobEscrowNotArbiter(${client}, ${arbiter}): only the escrow's arbiter ${arbiter} may resolve a dispute; ` +
+        `this key is ${client}`,
+    );
+  });
+
   it("at verdict + window exactly: still the window, nothing sent", async function () {
-    await mineAt(windowEnd);
+    // The next block's time is what a settle sent now would see: here, the window's last second.
+    await chain.send("evm_setNextBlockTimestamp", [Number(windowEnd)]);
     const before = await chain.getBlockNumber();
     const s = await runGpuchain(["settle", "1", ...common, "--key", strangerKey]);
     expect(s.code, s.stdout).to.equal(1);
@@ -128,7 +192,10 @@ describe("gpuchain settle, and withdraw before a job settles (anvil)", function 
   });
 
   it("one second later: --dry-run sends nothing; a stranger settles it; the provider then claims", async function () {
-    await mineAt(windowEnd + 1n);
+    // The latest block is the window's last second and none is mined after it (a development chain with no
+    // traffic): a settle sent now lands one second later, so the command must not wait for a block that no one mines.
+    await mineAt(windowEnd);
+    await chain.send("evm_setNextBlockTimestamp", [Number(windowEnd + 1n)]);
     const dry = await runGpuchain(["settle", "1", ...common, "--key", strangerKey, "--dry-run"]);
     expect(dry.code, dry.stderr).to.equal(0);
     expect(dry.stdout).to.contain("would settle job 1 (its dispute window has ended)");

@@ -145,7 +145,7 @@ describe("keepers: coordinator no starving on chain", function () {
     const r = await k.keeper.tick();
     expect(actions(r)).to.deep.equal([[first, "assign", P2.address]]);
     expect(r.sent[0].decision.reason).to.equal(
-      "cheapest eligible of 2 (price 1000, 23034 MiB, track record 10 accepted steps)",
+      "cheapest eligible of 2 (0.001000 USDC/step, 23034 MiB, track record 10 accepted steps)",
     );
   });
 });

@@ -272,7 +272,9 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
       // Without the record the price alone decides, as before.
       expect(pick([newcomer, proven(2, 101n)]).provider).to.equal(addr(1));
       const d = pick([newcomer, proven(2, 110n)], records(2));
-      expect(d.reason).to.equal("cheapest eligible of 2 (price 110, 1024 MiB, track record 40 accepted steps)");
+      expect(d.reason).to.equal(
+        "cheapest eligible of 2 (0.000110 USDC/step, 1024 MiB, track record 40 accepted steps)",
+      );
     });
 
     it("the same pick in every listing order (a total order: two coordinators agree)", function () {
@@ -315,7 +317,7 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
       const d = pick([...idle, at(2, 100n)], [[2, rec(40)]], [9]);
       expect(d.provider).to.equal(addr(2));
       expect(d.reason).to.equal(
-        "held idle before: cheapest proven eligible of 4 (price 100, 1024 MiB, track record 40 accepted steps)",
+        "held idle before: cheapest proven eligible of 4 (0.000100 USDC/step, 1024 MiB, track record 40 accepted steps)",
       );
     });
 
@@ -340,7 +342,7 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
     it("no proven provider fits: the job still goes to the cheapest eligible (no one starves it)", function () {
       expect(pick([at(1, 1n), at(2, 100n)], [], [9]).provider).to.equal(addr(1));
       const d = pick([at(1, 1n), at(2, 100n)], [], [9]);
-      expect(d.reason).to.equal("cheapest eligible of 2 (price 1, 1024 MiB)");
+      expect(d.reason).to.equal("cheapest eligible of 2 (0.000001 USDC/step, 1024 MiB)");
     });
   });
 

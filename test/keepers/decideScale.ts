@@ -23,6 +23,7 @@ import {
 } from "../../keepers/coordinator/decide.ts";
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { restakeLine, type SlashMark } from "../../sdk/restake.ts";
+import { formatPrice } from "../../sdk/format.ts";
 import { mulberry32 as rng } from "../helpers/random.ts";
 
 /** The rule as stated (keepers/README.md), one job at a time over every candidate. */
@@ -93,7 +94,7 @@ function referencePlan(view: CoordinatorView): Decision[] {
       action: "assign",
       provider: best.address,
       pricePerStep: best.pricePerStep,
-      reason: `${provenFirst && isProven(best) ? "held idle before: cheapest proven" : "cheapest"} eligible of ${eligible.length} (price ${best.pricePerStep}, ${best.memoryMiB} MiB${rec})`,
+      reason: `${provenFirst && isProven(best) ? "held idle before: cheapest proven" : "cheapest"} eligible of ${eligible.length} (${formatPrice(best.pricePerStep)}, ${best.memoryMiB} MiB${rec})`,
     });
   }
   return decisions;
