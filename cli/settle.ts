@@ -71,8 +71,7 @@ export async function describeWait(ctx: CommandContext, timing: SettleTiming): P
 
 /** The chain's "now": the time of the block a transaction sent now would land in (the pending one), else the latest. */
 export async function chainNow(ctx: CommandContext): Promise<number> {
-  const pending = await ctx.provider.getBlock("pending").catch(() => null);
-  return (pending ?? (await ctx.provider.getBlock("latest")))!.timestamp;
+  return (await pendingTime(ctx)) ?? (await ctx.provider.getBlock("latest"))!.timestamp;
 }
 
 /** The job's status as a transaction sent now would find it (see readSettleTiming). */
@@ -82,6 +81,16 @@ export async function statusNow(ctx: CommandContext, jobId: bigint): Promise<Job
 
 /** "pending" where the node answers for its pending block (anvil, Hardhat, geth), else "latest". */
 async function nextBlockTag(ctx: CommandContext): Promise<"pending" | "latest"> {
-  const pending = await ctx.provider.getBlock("pending").catch(() => null);
-  return pending ? "pending" : "latest";
+  return (await pendingTime(ctx)) === undefined ? "latest" : "pending";
+}
+
+/**
+ * The pending block's time, read raw: ethers' block parser refuses Hardhat's pending block (its `number` is null),
+ * and a node without one answers null or an error.
+ */
+async function pendingTime(ctx: CommandContext): Promise<number | undefined> {
+  const raw = (await ctx.provider.send("eth_getBlockByNumber", ["pending", false]).catch(() => null)) as {
+    timestamp?: string;
+  } | null;
+  return raw?.timestamp ? Number(raw.timestamp) : undefined;
 }

@@ -526,7 +526,9 @@ function isNonceUsed(err: unknown): boolean {
 function isInsufficientFunds(err: unknown): boolean {
   const e = err as { code?: string; message?: string; shortMessage?: string; error?: { message?: string } };
   if (e?.code === "INSUFFICIENT_FUNDS") return true;
-  return /insufficient funds|funds for gas|lack of funds/i.test(
+  // geth and anvil say "insufficient funds"; Hardhat's node "Sender doesn't have enough funds to send tx" (which
+  // ethers cannot classify: "could not coalesce error").
+  return /insufficient funds|funds for gas|lack of funds|doesn't have enough funds/i.test(
     `${e?.message} ${e?.shortMessage} ${e?.error?.message}`,
   );
 }
