@@ -36,17 +36,27 @@ export const FAST_DETECTION = { beatMs: 250, timeoutMs: 2_500, keeperTickMs: 250
 export const budgetOf = (totalSteps: number) => MAX_PRICE * BigInt(totalSteps);
 export const priceUnits = (name: Provider["name"]) => BigInt(Math.round(Number(PRICE[name]) * 1e6));
 
-/** The client (funded with the budget and a dispute bond) and the providers' keys (created, funded for gas). */
+/**
+ * Whether the client is given (and must hold) the dispute bond besides the budget: only when it will dispute — this
+ * run (--dispute), or by hand on a local chain left up (--keep), whose test USDC is free. An existing deployment's
+ * run without --dispute needs the budget alone.
+ */
+export function clientHoldsBond(o: { dispute: boolean; keep?: boolean }, local: boolean): boolean {
+  return o.dispute || (o.keep === true && local);
+}
+
+/** The client (funded with the budget, and the bond when it disputes) and the providers' keys (funded for gas). */
 export async function prepareActors(run: Run): Promise<Actors> {
   const { o, net, provider, protocol } = run;
   const client = managedWallet(loadKey(net.keyFiles.client), provider); // its sends: sdk/txManager.ts
-  await net.fundClient(protocol, client, budgetOf(o.totalSteps) + (await protocol.escrow.disputeBond()));
+  const bond = clientHoldsBond(o, net.local) ? await protocol.escrow.disputeBond() : 0n;
+  await net.fundClient(protocol, client, budgetOf(o.totalSteps) + bond);
   const providers = NAMES.map((name) => {
     const keyFile = path.join(o.runDir, "providers", name, "key");
     // Managed: its agent (a child process) sends with the same key; the key's lock file makes them take turns.
     return { name, keyFile, wallet: managedWallet(loadOrCreateKey(keyFile, true).wallet, provider) };
   });
-  for (const p of providers) await net.fundGas(provider, p.wallet.address, run.note);
+  for (const p of providers) await net.fundGas(provider, p.wallet.address, run.note, o.signal);
   return { client, providers, keyFiles: net.keyFiles };
 }
 

@@ -27,10 +27,12 @@ export interface ScenarioNetwork {
   rpc: string;
   deploymentFile: string;
   keyFiles: Record<Role, string>;
+  /** The arbiter's key file, where the run has the key (a local chain: the deployment's arbiter, Hardhat's #2). */
+  arbiterKeyFile?: string;
   /** Whether the run started the chain (and its deployment is its own to remove). */
   local: boolean;
-  /** Makes sure `address` can pay for gas. */
-  fundGas(provider: JsonRpcProvider, address: string, note: (l: string) => void): Promise<void>;
+  /** Makes sure `address` can pay for gas (a wait for funding ends when `signal` aborts: Ctrl-C). */
+  fundGas(provider: JsonRpcProvider, address: string, note: (l: string) => void, signal?: AbortSignal): Promise<void>;
   /** Makes sure the client holds `amount` test USDC. */
   fundClient(protocol: Protocol, client: Wallet, amount: bigint): Promise<void>;
   approveTemplate(protocol: Protocol, provider: JsonRpcProvider, templateId: string): Promise<void>;
@@ -85,17 +87,14 @@ export async function localNetwork(
     node === "anvil" ? await startAnvil(group, port, { at: o.at }) : await startChain(group, port, undefined, o.at);
   note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
   const deploymentFile = await deployLocal(rpc, o.deploymentId);
-  const keyFiles = {} as Record<Role, string>;
-  for (const role of ROLES) {
-    keyFiles[role] = path.join(o.runDir, "keys", `${role}.key`);
-    writeKey(keyFiles[role], TEST_KEYS[role]);
-  }
+  const { keyFiles, arbiterKeyFile } = writeTestKeys(o.runDir);
   const rpcPrefix = node === "anvil" ? "anvil" : "hardhat";
   return {
     badge: `Local chain (${node === "anvil" ? "anvil" : "Hardhat node"})`,
     rpc,
     deploymentFile,
     keyFiles,
+    arbiterKeyFile,
     local: true,
     canWaitDays: true,
     fundGas: async (provider, address) =>
@@ -116,6 +115,22 @@ export async function localNetwork(
 }
 
 /**
+ * A local chain's key files under `<runDir>/keys`, from Hardhat's test accounts: every role the scenario needs, and
+ * the arbiter's (the deployment's, Hardhat's #2), so that `gpuchain arbiter resolve … --key` works on a kept run.
+ */
+export function writeTestKeys(runDir: string): { keyFiles: Record<Role, string>; arbiterKeyFile: string } {
+  const file = (name: string) => path.join(runDir, "keys", `${name}.key`);
+  const keyFiles = {} as Record<Role, string>;
+  for (const role of ROLES) {
+    keyFiles[role] = file(role);
+    writeKey(keyFiles[role], TEST_KEYS[role]);
+  }
+  const arbiterKeyFile = file("arbiter");
+  writeKey(arbiterKeyFile, TEST_KEYS.arbiter);
+  return { keyFiles, arbiterKeyFile };
+}
+
+/**
  * `--network rehearsal` (issue 22): anvil with 2-s blocks, every part behind a fault proxy of its own, reorgs and a
  * gas spike injected at chosen moments (demo/rehearsal.ts). The local chain's keys and test faucet; the clock
  * advanced straight on the node.
@@ -126,11 +141,7 @@ export async function rehearsalNetwork(
   note: (l: string) => void,
 ): Promise<ScenarioNetwork> {
   const { rehearsal, deploymentFile } = await Rehearsal.start(group, o, note);
-  const keyFiles = {} as Record<Role, string>;
-  for (const role of ROLES) {
-    keyFiles[role] = path.join(o.runDir, "keys", `${role}.key`);
-    writeKey(keyFiles[role], TEST_KEYS[role]);
-  }
+  const { keyFiles, arbiterKeyFile } = writeTestKeys(o.runDir);
   return {
     badge: "Rehearsal: anvil, 2-s blocks, RPC faults, reorganisations, a gas spike",
     rpc: rehearsal.rpcFor("start"),
@@ -139,6 +150,7 @@ export async function rehearsalNetwork(
     close: () => rehearsal.close(),
     deploymentFile,
     keyFiles,
+    arbiterKeyFile,
     local: true,
     canWaitDays: true,
     fundGas: (_provider, address) => rehearsal.fundGas(address),
@@ -170,7 +182,7 @@ export async function externalNetwork(rpc: string, deploymentFile: string, keysD
     keyFiles,
     local: false,
     canWaitDays: false,
-    fundGas: (provider, address, note) => waitForGas(provider, address, note),
+    fundGas: (provider, address, note, signal) => waitForGas(provider, address, note, signal),
     fundClient: async (protocol, client, amount) => {
       const balance = await protocol.usdc.balanceOf(client.address);
       if (balance < amount) {
@@ -199,7 +211,12 @@ export async function externalNetwork(rpc: string, deploymentFile: string, keysD
  * Asks once, then checks the balance every 2 s until the address can pay for gas: not only at new blocks, since a
  * development node's faucet (hardhat_setBalance) changes a balance without mining one.
  */
-async function waitForGas(provider: JsonRpcProvider, address: string, note: (l: string) => void): Promise<void> {
+async function waitForGas(
+  provider: JsonRpcProvider,
+  address: string,
+  note: (l: string) => void,
+  signal?: AbortSignal,
+): Promise<void> {
   if ((await provider.getBalance(address)) > 0n) return;
   const rpc = provider._getConnection().url;
   note(
@@ -207,7 +224,8 @@ async function waitForGas(provider: JsonRpcProvider, address: string, note: (l: 
       "checking its balance every 2 s …",
   );
   for (;;) {
-    await sleep(2_000);
+    await sleep(2_000, signal);
+    if (signal?.aborted) throw new Error("stopped by the user");
     if ((await provider.getBalance(address, "latest")) > 0n) {
       note(`${address} funded`);
       return;

@@ -10,11 +10,25 @@ export type LineHandler = (name: string, line: string, stream: "stdout" | "stder
 /** The niceness a child starts with (`nice -n`), by its name; undefined: the group's own. */
 export type NiceOf = (name: string) => number | undefined;
 
-/** Told when a child exits: its name, and its exit code or the signal that ended it. */
-export type ExitHandler = (name: string, code: number | null, signal: NodeJS.Signals | null) => void;
+/** Told when a child exits: its name, its exit code or the signal that ended it, and how it ended. */
+export type ExitHandler = (name: string, code: number | null, signal: NodeJS.Signals | null, how: ExitInfo) => void;
+
+export interface ExitInfo {
+  /** This group asked it to stop (kill, stopAll): not news. */
+  requested: boolean;
+  /** Its last lines on stderr (at most STDERR_TAIL), oldest first: why it ended, when it says so. */
+  stderr: string[];
+}
+
+/** How many of a child's last stderr lines are kept for its exit. */
+export const STDERR_TAIL = 8;
 
 export class ProcessGroup {
   private readonly children = new Map<string, ChildProcess>();
+  /** The children this group asked to stop. */
+  private readonly stopping = new WeakSet<ChildProcess>();
+  /** Per child: settled once it exited and its owner was told (onExit). */
+  private readonly ended = new WeakMap<ChildProcess, Promise<void>>();
   private readonly onLine: LineHandler;
   private readonly niceOf: NiceOf;
   /** Set by the owner (npm start --keep tells the user when a part of the network dies). */
@@ -45,13 +59,30 @@ export class ProcessGroup {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.children.set(name, child);
+    const stderr: string[] = [];
     for (const stream of ["stdout", "stderr"] as const) {
-      createInterface({ input: child[stream]! }).on("line", (line) => this.onLine(name, line, stream));
+      createInterface({ input: child[stream]! }).on("line", (line) => {
+        if (stream === "stderr" && line.trim()) keepLast(stderr, line, STDERR_TAIL);
+        this.onLine(name, line, stream);
+      });
     }
-    child.on("exit", (code, signal) => {
-      this.children.delete(name);
-      this.onExit?.(name, code, signal);
+    const ended = new Promise<void>((resolve) => {
+      child.once("exit", (code, signal) => {
+        this.children.delete(name);
+        // Told once its last words are read ("close": its pipes are drained), or a second after its exit when a
+        // grandchild holds a pipe open.
+        let told = false;
+        const tell = () => {
+          if (told) return;
+          told = true;
+          this.onExit?.(name, code, signal, { requested: this.stopping.has(child), stderr: [...stderr] });
+          resolve();
+        };
+        child.once("close", tell);
+        setTimeout(tell, 1_000).unref();
+      });
     });
+    this.ended.set(child, ended);
     return child;
   }
 
@@ -64,13 +95,13 @@ export class ProcessGroup {
     return this.children.has(name);
   }
 
-  /** Sends `signal` to one child; resolves when it has exited. */
+  /** Sends `signal` to one child; resolves when it has exited (and the owner was told). */
   async kill(name: string, signal: NodeJS.Signals): Promise<void> {
     const child = this.children.get(name);
     if (!child) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    this.stopping.add(child);
     child.kill(signal);
-    await exited;
+    await this.ended.get(child);
   }
 
   /**
@@ -86,14 +117,19 @@ export class ProcessGroup {
     const pending = [...this.children.entries()]
       .filter(([name]) => select(name))
       .map(async ([name, child]) => {
-        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        this.stopping.add(child);
         child.kill("SIGTERM");
         const timer = setTimeout(() => this.children.get(name)?.kill("SIGKILL"), graceMs);
-        await exited;
+        await this.ended.get(child);
         clearTimeout(timer);
       });
     await Promise.all(pending);
   }
+}
+
+function keepLast(lines: string[], line: string, max: number): void {
+  lines.push(line);
+  if (lines.length > max) lines.shift();
 }
 
 /** Runs `node <args>` to completion and returns its exit code and output (for deploy steps). */

@@ -27,6 +27,17 @@ export class Recorder {
   }
 }
 
+/**
+ * Pure: a recorded line as the playback shows it. What pointed at the recording machine's run is not shown as if it
+ * were here: its dashboard URL (nothing serves it during a playback) is left out, and the recording it names is the
+ * file being played.
+ */
+export function playedLine(line: string, file: string): string | undefined {
+  if (/^dashboard: https?:\/\//.test(line)) return undefined;
+  if (line.startsWith("recording: ")) return `recording: ${file}`;
+  return line;
+}
+
 /** Plays a recording back, printing what a live run printed, `speed` times faster. */
 export async function replay(file: string, print: (line: string) => void, speed = 20): Promise<number> {
   print(`[Recorded] playing back ${file} (${speed}× speed)`);
@@ -40,7 +51,10 @@ export async function replay(file: string, print: (line: string) => void, speed 
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     if (entry.kind === "note" || entry.kind === "summary") {
       const lines = Array.isArray(entry.data) ? entry.data : [String(entry.data)];
-      for (const line of lines) print(`[Recorded] ${line}`);
+      for (const line of lines) {
+        const shown = playedLine(String(line), file);
+        if (shown !== undefined) print(`[Recorded] ${shown}`);
+      }
       if (entry.kind === "summary" && lines.some((l: string) => l.includes("BROKEN"))) failed = true;
     }
   }

@@ -1,4 +1,5 @@
 /** Pure: the closing lines `npm start` ends with — the settlement table (rows from sdk/narrative.ts), the checks. */
+import path from "node:path";
 import { formatUsdc, usdcAmount } from "../sdk/format.ts";
 import type { PromiseCheck, ProviderRow, WatchResult } from "./types.ts";
 
@@ -11,7 +12,7 @@ export function formatTable(rows: ProviderRow[]): string[] {
     "refused",
     "earned USDC",
     "withdrawn USDC",
-    "stake USDC deposited/locked/slashed",
+    "stake USDC deposited/slashed/left",
     "why",
   ];
   const body = rows.map((r) => [
@@ -20,7 +21,7 @@ export function formatTable(rows: ProviderRow[]): string[] {
     String(r.checkpointsRefused),
     usdcAmount(r.earned),
     usdcAmount(r.withdrawn),
-    [r.stake.deposited, r.stake.locked, r.stake.slashed].map(usdcAmount).join(" / "),
+    stakeCell(r),
     r.why,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
@@ -32,12 +33,23 @@ export function formatTable(rows: ProviderRow[]): string[] {
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)];
 }
 
+/**
+ * A provider's stake over the run: what it deposited, what was slashed, what the registry holds for it now (and
+ * the part of that a job still locks, when any).
+ */
+export function stakeCell(r: Pick<ProviderRow, "stake">): string {
+  const cell = [r.stake.paidIn, r.stake.slashed, r.stake.deposited].map(usdcAmount).join(" / ");
+  return r.stake.locked > 0n ? `${cell} (${usdcAmount(r.stake.locked)} locked)` : cell;
+}
+
 export interface Summary {
   /** The verdict's metric in words (workloads/metric.ts). */
   metric: string;
   passed: boolean;
   rows: ProviderRow[];
   refund: bigint;
+  /** The client's share of slashed stakes on this job (ProviderSlashed's toClient). */
+  compensation: bigint;
   bondBack: bigint;
   dispute: boolean;
   watch: WatchResult;
@@ -56,7 +68,7 @@ export function summaryLines(s: Summary): string[] {
     "",
     ...formatTable(s.rows),
     "",
-    `client refund: ${formatUsdc(s.refund)}${s.dispute ? `; dispute bond returned: ${formatUsdc(s.bondBack)}` : ""}`,
+    clientLine(s),
     failoverLine(s.watch),
     ...(s.extra ?? []),
     "",
@@ -65,6 +77,13 @@ export function summaryLines(s: Summary): string[] {
     s.ok ? "every promise held" : "a promise was BROKEN",
     `recording: ${s.recording}`,
   ];
+}
+
+/** What the client got back: the unspent budget, its slash compensation, the bond of a dispute. */
+export function clientLine(s: Pick<Summary, "refund" | "compensation" | "dispute" | "bondBack">): string {
+  const compensation = s.compensation > 0n ? `; slash compensation: ${formatUsdc(s.compensation)}` : "";
+  const bond = s.dispute ? `; dispute bond returned: ${formatUsdc(s.bondBack)}` : "";
+  return `client refund: ${formatUsdc(s.refund)}${compensation}${bond}`;
 }
 
 /** The failover time and the work it cost, from the chain and the killed agent's own progress record. */
@@ -78,4 +97,33 @@ export function failoverLine(w: WatchResult): string {
     `${head}; work lost: ${l.steps} steps (alice trained to step ${l.trainedStep}${reported}; ` +
     `the replacement resumed from step ${l.resumeStep}, the last accepted checkpoint)`
   );
+}
+
+/** --keep: how to look around the network left up, every command ready to paste (the keys named by their files). */
+export function keptHowTo(k: {
+  jobId: bigint;
+  rpc: string;
+  deploymentFile: string;
+  clientKeyFile: string;
+  /** Absent on an existing deployment: the run has no arbiter key there. */
+  arbiterKeyFile?: string;
+}): string[] {
+  const common = `--rpc ${k.rpc} --deployment ${k.deploymentFile}`;
+  const keys = path.dirname(k.clientKeyFile);
+  const arbiter = k.arbiterKeyFile
+    ? [
+        `  npx gpuchain dispute JOB --key ${k.clientKeyFile} ${common}   (within a job's dispute window)`,
+        `  npx gpuchain arbiter resolve JOB --uphold|--reject --key ${k.arbiterKeyFile} ${common}   (a disputed job)`,
+      ]
+    : [];
+  return [
+    "",
+    "the network stays up (chain, keepers, verifiers, providers) until Ctrl-C. Try, in another terminal:",
+    `  npx gpuchain explain ${k.jobId} ${common}`,
+    `  npx gpuchain wallet ADDRESS ${common}   (ADDRESS: a provider's, from the explain output)`,
+    `  npx gpuchain reserves --watch ${common}`,
+    `  npx gpuchain job create --template blobs-tiny --steps 40 --max-price 0.0015 --key ${k.clientKeyFile} ${common}`,
+    ...arbiter,
+    `  keys of this run: ${keys} (${k.arbiterKeyFile ? "the arbiter's too: arbiter.key" : "the roles' key files"})`,
+  ];
 }

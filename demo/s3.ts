@@ -6,7 +6,9 @@
  * environment its children need, and closes the store at the end.
  */
 import path from "node:path";
+import { UsageError } from "../sdk/args.ts";
 import { sleep } from "../sdk/retry.ts";
+import { parseStoreUrl, StoreUrlError } from "../workloads/store/url.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3 } from "../workloads/store/embedded.ts";
 import type { HostNet } from "./hosts.ts";
 import type { ProcessGroup } from "./processes.ts";
@@ -19,6 +21,22 @@ export type RunStore = {
   describe: string;
   close(): Promise<void>;
 };
+
+/**
+ * `--store URL` checked before anything starts, by the parser every verifier and provider runs on it
+ * (workloads/store/url.ts): a URL they would refuse is a usage error now, not six children exiting after the
+ * deployment.
+ */
+export function checkStoreOption(given: string | undefined): void {
+  if (given === undefined) return;
+  try {
+    parseStoreUrl(given);
+  } catch (err) {
+    const reason = (err as Error)?.message ?? String(err);
+    if (!(err instanceof StoreUrlError)) throw new UsageError(`--store ${given}: ${reason}`); // new URL's own
+    throw new UsageError(reason.startsWith("--store") ? reason : `--store: ${reason}`);
+  }
+}
 
 export async function runStore(
   runDir: string,

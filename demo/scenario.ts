@@ -30,7 +30,9 @@ import { ProcessGroup } from "./processes.ts";
 import { Recorder } from "./recording.ts";
 import { markLive, pruneEndedStores } from "./runDirs.ts";
 import { chainLine, renderChildLine } from "./render.ts";
-import { runStore, type RunStore } from "./s3.ts";
+import { keptHowTo } from "./report.ts";
+import { checkStoreOption, runStore, type RunStore } from "./s3.ts";
+import { exitEndsRun, exitReport } from "./childExit.ts";
 import { scenarioHosts, type HostNet } from "./hosts.ts";
 import { settle } from "./settlement.ts";
 import { StatusLine } from "./status.ts";
@@ -42,7 +44,12 @@ import { startDashboardServer, type DashboardServer } from "../dashboard/server/
 
 export type { ScenarioOptions, ScenarioResult } from "./types.ts";
 
-export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
+export async function runScenario(given: ScenarioOptions): Promise<ScenarioResult> {
+  checkStoreOption(given.store); // before anything is started or deployed
+  // A child that exits on its own stops the run's waiting (its own abort) as Ctrl-C does (the caller's).
+  const childDied = new AbortController();
+  const signals = [given.signal, childDied.signal].filter((s) => s !== undefined);
+  const o: ScenarioOptions = { ...given, signal: AbortSignal.any(signals) };
   pruneEndedStores(path.dirname(o.runDir), o.runDir);
   rmSync(o.runDir, { recursive: true, force: true });
   mkdirSync(o.runDir, { recursive: true });
@@ -64,6 +71,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     },
     (name) => (PROVIDER_NAMES.includes(name) ? undefined : o.backgroundNice),
   );
+  const guard = guardChildren(group, o.fault, childDied, note);
   let provider: JsonRpcProvider | undefined;
   let net: ScenarioNetwork | undefined;
   let result: ScenarioResult | undefined;
@@ -100,7 +108,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     note(`dashboard: ${dashboard.url}`);
     const up = { provider, protocol: run.protocol, rpc: net.rpc, deploymentFile: net.deploymentFile, runDir: o.runDir };
     await o.onNetworkUp?.(up);
-    result = await playJob(run);
+    result = await guard.race(playJob(run));
+    guard.disarm(); // from here on the run stops them itself (or --keep narrates their exits)
     await o.beforeStop?.({
       provider,
       protocol: run.protocol,
@@ -114,6 +123,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     }
     return result;
   } finally {
+    guard.disarm();
     quiet = true;
     status.stop();
     await dashboard?.close(); // dashboard hook
@@ -131,6 +141,34 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     // The result stays the last thing on screen.
     for (const line of result?.summary ?? []) o.print(line);
   }
+}
+
+/**
+ * Until disarmed: a child that exits when the run did not ask it to (exitEndsRun) ends the run. Its last stderr
+ * lines are shown, `stop` aborts whatever the run was waiting for, and `race(p)` rejects with the one line that
+ * names the child and its last words, instead of `p` waiting out a timeout.
+ */
+function guardChildren(group: ProcessGroup, fault: string, stop: AbortController, note: (line: string) => void) {
+  let armed = true;
+  let fail!: (err: Error) => void;
+  const died = new Promise<never>((_, reject) => (fail = reject));
+  died.catch(() => {}); // raced later, or never (a death before the race still ends it at once)
+  group.onExit = (name, code, signal, how) => {
+    const exit = { name, code, signal, ...how };
+    if (!armed || !exitEndsRun(exit, fault)) return;
+    armed = false;
+    const report = exitReport(exit);
+    for (const line of report.lines) note(line);
+    fail(new Error(report.message));
+    stop.abort();
+  };
+  return {
+    race<T>(p: Promise<T>): Promise<T> {
+      p.catch(() => {}); // the loser of the race: stopped by the abort, its error is not the news
+      return Promise.race([p, died]);
+    },
+    disarm: () => void (armed = false),
+  };
 }
 
 /** Connects (checked: chain id, contract code) and approves the template: the run's shared handles. */
@@ -192,15 +230,14 @@ async function keepUp(run: Run, result: ScenarioResult): Promise<void> {
   const { o, net } = run;
   run.status.stop();
   for (const line of result.summary) o.print(line);
-  const common = `--rpc ${net.rpc} --deployment ${net.deploymentFile}`;
-  o.print("");
-  o.print("the network stays up (chain, keepers, verifiers, providers) until Ctrl-C. Try, in another terminal:");
-  o.print(`  npx gpuchain explain ${result.jobId} ${common}`);
-  o.print(`  npx gpuchain wallet ADDRESS ${common}   (ADDRESS: a provider's, from the explain output)`);
-  o.print(`  npx gpuchain reserves --watch ${common}`);
-  o.print(
-    `  keys of this run: ${path.join(o.runDir, "keys")} (client.key posts jobs: npx gpuchain job create … --key …)`,
-  );
+  const howTo = keptHowTo({
+    jobId: result.jobId!,
+    rpc: net.rpc,
+    deploymentFile: net.deploymentFile,
+    clientKeyFile: net.keyFiles.client,
+    arbiterKeyFile: net.arbiterKeyFile,
+  });
+  for (const line of howTo) o.print(line);
   o.print("what happens from here on (new jobs, failovers, slashes, a part of the network that stops) shows below");
   o.print("");
   await narrateKept(run);

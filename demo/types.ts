@@ -23,8 +23,12 @@ export interface ProviderRow {
   checkpointsRefused: number;
   earned: bigint;
   withdrawn: bigint;
-  /** The provider's stake books in the registry at settlement (slashed: over the whole run). */
-  stake: { deposited: bigint; locked: bigint; slashed: bigint };
+  /**
+   * The provider's stake books in the registry at settlement, as its `stakeOf` reads them: `deposited` is what the
+   * registry still holds for it (after slashes and stake withdrawals), `locked` the part a job holds; `slashed` is
+   * what faults cost it over the whole run, `paidIn` what it deposited (Σ StakeDeposited).
+   */
+  stake: { deposited: bigint; locked: bigint; slashed: bigint; paidIn: bigint };
   why: string;
 }
 

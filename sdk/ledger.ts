@@ -162,7 +162,13 @@ export function statusAt(job: LedgerJob, now: bigint): JobStatus {
 /** An account's stake books in the registry (zeros when it never staked). */
 export function stakeBookOf(ledger: Ledger, account: string): Omit<StakeBook, "locks"> {
   const st = ledger.stakes.get(getAddress(account)) ?? emptyStakeBook();
-  return { deposited: st.deposited, locked: st.locked, unbonding: st.unbonding, slashed: st.slashed };
+  return {
+    deposited: st.deposited,
+    locked: st.locked,
+    unbonding: st.unbonding,
+    paidIn: st.paidIn,
+    slashed: st.slashed,
+  };
 }
 
 /** What an account is owed now, and what it may still claim per settled or cancelled job. */

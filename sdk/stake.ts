@@ -36,8 +36,12 @@ export interface Stake {
   unbonding: bigint;
 }
 
-/** A provider's books: its stake, what was slashed from it so far, and its current lock per job id. */
+/**
+ * A provider's books: its stake, what it ever paid in (Σ StakeDeposited: `deposited` is what is left of it after
+ * slashes and withdrawals), what was slashed from it so far, and its current lock per job id.
+ */
 export interface StakeBook extends Stake {
+  paidIn: bigint;
   slashed: bigint;
   locks: Map<bigint, bigint>;
 }
@@ -46,6 +50,7 @@ export const emptyStakeBook = (): StakeBook => ({
   deposited: 0n,
   locked: 0n,
   unbonding: 0n,
+  paidIn: 0n,
   slashed: 0n,
   locks: new Map(),
 });
@@ -63,6 +68,7 @@ export function applyStakeEvent(st: StakeBook, e: StakeEvent): bigint {
   switch (e.name) {
     case "StakeDeposited":
       st.deposited = e.deposited ?? st.deposited + amount;
+      st.paidIn += amount;
       return amount;
     case "UnbondingStarted":
       st.unbonding = e.unbonding ?? st.unbonding + amount;

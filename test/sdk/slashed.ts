@@ -81,19 +81,26 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
     expect(slashLine).to.match(/provider1 slashed: fault at step 17, found by verifier[123];/);
     expect(slashLine).to.contain(`${formatUsdc(10n * PRICE.provider1)} of unclaimed earnings voided`);
     const book = stakeBookOf(ledger, p.provider1.address);
-    expect(book).to.deep.equal({ deposited: STAKE - MIN_STAKE, locked: 0n, unbonding: 0n, slashed: MIN_STAKE });
+    expect(book).to.deep.equal({
+      deposited: STAKE - MIN_STAKE,
+      locked: 0n,
+      unbonding: 0n,
+      paidIn: STAKE,
+      slashed: MIN_STAKE,
+    });
     const onChain = await p.registry.stakeOf(p.provider1.address);
     expect([onChain.deposited, onChain.locked]).to.deep.equal([book.deposited, book.locked]);
     expect(stakeBookOf(ledger, p.provider2.address)).to.deep.equal({
       deposited: STAKE,
       locked: 0n,
       unbonding: 0n,
+      paidIn: STAKE,
       slashed: 0n,
     });
     expect(stakeBookOf(ledger, p.stranger.address).deposited).to.equal(0n);
   });
 
-  it("the settlement table has a stake column: deposited / locked / slashed per provider", async function () {
+  it("the settlement table has a stake column: deposited / slashed / left per provider (deposited is what was paid in, not what is left)", async function () {
     const { p, jobId, ledger } = await slashedJob();
     const names = await verifierNamesOn(p.escrow.runner!, p.safeAddress);
     const [s] = providerSummaries(ledger.jobs.get(jobId)!, names);
@@ -110,8 +117,8 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
       row("mallory", p.provider1.address, s.why),
       row("bob", p.provider2.address, "never assigned"),
     ]);
-    expect(table[0]).to.match(/withdrawn USDC {2}stake USDC deposited\/locked\/slashed {2}why$/);
-    expect(table[2]).to.match(/^mallory .* 9\.000000 \/ 0\.000000 \/ 1\.000000 +slashed: fault at step 17, found by/);
-    expect(table[3]).to.match(/^bob .* 10\.000000 \/ 0\.000000 \/ 0\.000000 +never assigned$/);
+    expect(table[0]).to.match(/withdrawn USDC {2}stake USDC deposited\/slashed\/left {2}why$/);
+    expect(table[2]).to.match(/^mallory .* 10\.000000 \/ 1\.000000 \/ 9\.000000 +slashed: fault at step 17, found by/);
+    expect(table[3]).to.match(/^bob .* 10\.000000 \/ 0\.000000 \/ 10\.000000 +never assigned$/);
   });
 });
