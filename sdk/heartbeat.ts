@@ -48,6 +48,8 @@ export interface HeartbeatListed {
   profile?: string | null;
   /** The provider's own last problem (signed with the beat), or null when it reported none. */
   problem?: string | null;
+  /** The beat's machine identity (sdk/machine.ts, signed with the beat), or null: the dashboard's separate-machine badge. */
+  machine?: string | null;
   ageMs: number;
 }
 

@@ -6,13 +6,13 @@
  */
 import { Contract, JsonRpcProvider, Network, type Interface } from "ethers";
 import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
-import { connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
-import type { Deployment } from "../../sdk/deployment.ts";
+import { checkDeploymentOn, connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
+import { DeploymentError, loadDeployment, type Deployment } from "../../sdk/deployment.ts";
 import { deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
 import type { HeartbeatListed, UnassignNote } from "../../sdk/heartbeat.ts";
 import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
 import { LogCursor, type RawLog } from "../../sdk/logRange.ts";
-import { capDeviceModel } from "../../sdk/machine.ts";
+import { capDeviceModel, machineBadge, machineId } from "../../sdk/machine.ts";
 import { verifierNames } from "../../sdk/narrative.ts";
 import { rolledBack, type Entry, type ReorgNote } from "../../sdk/recording.ts";
 import { SAFE_ABI } from "../../sdk/safeOwners.ts";
@@ -29,6 +29,13 @@ export interface FeedSources {
 
 export interface FeedOptions extends FeedSources {
   deployment: Deployment;
+  /**
+   * The file `deployment` was read from: read again each time the feed connects anew (after a stale deployment,
+   * so a redeploy that wrote new addresses into it is picked up without restarting the dashboard).
+   */
+  deploymentFile?: string;
+  /** This machine's identity (default sdk/machine.ts machineId()): a provider beating from another is "separate". */
+  machine?: string;
   pollMs?: number;
   maxBlocksPerQuery?: number;
   /** Entries kept in memory (oldest reserves samples are dropped first). */
@@ -47,23 +54,37 @@ export interface ProcessSeen {
 export class LiveFeed {
   readonly startedAt = Date.now();
   entries: Entry[] = [];
+  /** The chain the feed reads, once connected: it answered and the deployment is on it. */
   chainId: bigint | null = null;
+  /** The chain id the RPC last answered, deployment or not (null until it first answers). */
+  answeredChainId: bigint | null = null;
+  /**
+   * Why the deployment cannot be read on the chain that answers: sdk/contracts.ts checkDeploymentOn's one line (a
+   * stale deployment file: no contract code at its addresses, with the redeploy command; or one made on another
+   * chain). Null when it is there, or when the chain does not answer (then nothing is known of the deployment).
+   */
+  deploymentProblem: string | null = null;
+  /** The deployment read: the file's, read again on each new connection. */
+  deployment: Deployment;
   indexedBlock = -1;
   headBlock: number | null = null;
   /** The highest block with the confirmation depth on top of it; blocks above it may still be replaced. */
   confirmedBlock: number | null = null;
   /** Reorganisations seen (each also an entry: metric "reorg"). */
   readonly reorgs: ReorgNote[] = [];
-  private readonly o: Required<Omit<FeedOptions, "confirmations">> & Pick<FeedOptions, "confirmations">;
+  private readonly o: Required<Omit<FeedOptions, "confirmations" | "deploymentFile" | "machine">> &
+    Pick<FeedOptions, "confirmations" | "deploymentFile" | "machine">;
   private cursor!: LogCursor;
   private depth = 0;
-  private provider!: JsonRpcProvider;
+  private provider: JsonRpcProvider | undefined;
   private escrow!: Contract;
   private safe!: Contract;
   private readonly interfaces: { escrow: Interface; registry: Interface };
   private readonly listeners = new Set<(e: Entry) => void>();
   private readonly lastBeat = new Map<string, string>();
   private readonly lastProblem = new Map<string, string | null>();
+  /** Per provider: whether its signed beats came from another machine than this one (undefined: not said yet). */
+  private readonly lastMachine = new Map<string, boolean>();
   private readonly unassignsSeen = new Set<string>();
   private readonly names = new Map<string, string>();
   private readonly signersSeen = new Map<string, Set<string>>();
@@ -83,6 +104,7 @@ export class LiveFeed {
 
   constructor(o: FeedOptions) {
     this.o = { pollMs: 1000, maxBlocksPerQuery: 2000, maxEntries: 200_000, ...o };
+    this.deployment = o.deployment;
     const i = protocolInterfaces();
     this.interfaces = { escrow: i.escrow, registry: i.registry };
   }
@@ -101,7 +123,7 @@ export class LiveFeed {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.ticking?.catch(() => {});
-    if (this.chainId !== null) this.provider.destroy();
+    this.provider?.destroy();
   }
 
   subscribe(f: (e: Entry) => void): () => void {
@@ -125,33 +147,105 @@ export class LiveFeed {
 
   /** One round: chain first (events, reserves), then the keepers' views; each failure is recorded, none stops it. */
   async tick(): Promise<void> {
-    await this.readChain().catch(() => {});
+    await this.readChain().catch(() => this.checkStillDeployed());
     await Promise.all([this.readCoordinator(), this.readCollector()]);
   }
 
-  private async readChain() {
-    if (this.chainId === null) {
-      // Ask the chain id first, plainly: an ethers provider on a chain that is down retries and logs forever.
-      const chainId = await rpcChainId(this.o.rpc, 5000);
-      const network = Network.from(chainId);
-      // Each read retried within 5 s (sdk/rpc.ts), then failed: the tick records it, the next one reads again.
-      this.provider = new JsonRpcClient(
-        this.o.rpc,
-        network,
-        { staticNetwork: network, polling: false, cacheTimeout: -1, batchMaxCount: 1 },
-        { budgetMs: 5_000 },
-      );
-      this.escrow = connectProtocol(this.o.deployment, this.provider).escrow as unknown as Contract;
-      this.safe = new Contract(this.o.deployment.verifierSafe, SAFE_ABI, this.provider);
-      const head = await this.provider.getBlockNumber();
-      const { escrow, firstBlock } = this.o.deployment;
-      this.indexedBlock = (await deploymentStartBlock(this.provider, escrow, head, firstBlock)) - 1;
-      const filter = { address: [this.o.deployment.escrow, this.o.deployment.registry] };
-      const { maxBlocksPerQuery } = this.o;
-      this.cursor = new LogCursor(this.provider, filter, this.indexedBlock + 1, undefined, maxBlocksPerQuery);
+  /**
+   * Connects to the chain: it answers (its chain id), the deployment is on it (sdk/contracts.ts checkDeploymentOn,
+   * the CLI's own check), then where its events start. Any failure leaves the feed unconnected, to try again next
+   * tick; a stale deployment is said (`deploymentProblem`), with the file read again each time, so a redeploy is
+   * picked up by itself.
+   */
+  private async connect(): Promise<void> {
+    // Ask the chain id first, plainly: an ethers provider on a chain that is down retries and logs forever.
+    const chainId = await rpcChainId(this.o.rpc, 5000).catch((err: unknown) => {
+      this.deploymentProblem = null; // a chain that does not answer says nothing of the deployment
+      throw err;
+    });
+    this.answeredChainId = chainId;
+    if (this.o.deploymentFile) {
+      try {
+        this.deployment = loadDeployment(this.o.deploymentFile);
+      } catch {
+        // being rewritten (a redeploy under way) or removed: keep the last one read; the check below says the rest
+      }
+    }
+    const d = this.deployment;
+    const network = Network.from(chainId);
+    // Each read retried within 5 s (sdk/rpc.ts), then failed: the tick records it, the next one reads again.
+    const provider = new JsonRpcClient(
+      this.o.rpc,
+      network,
+      { staticNetwork: network, polling: false, cacheTimeout: -1, batchMaxCount: 1 },
+      { budgetMs: 5_000 },
+    );
+    try {
+      await this.checkDeployment(provider, d, chainId);
+      const head = await provider.getBlockNumber();
+      const start = await deploymentStartBlock(provider, d.escrow, head, d.firstBlock);
+      this.provider = provider;
+      this.escrow = connectProtocol(d, provider).escrow as unknown as Contract;
+      this.safe = new Contract(d.verifierSafe, SAFE_ABI, provider);
+      this.indexedBlock = start - 1;
+      const filter = { address: [d.escrow, d.registry] };
+      this.cursor = new LogCursor(provider, filter, start, undefined, this.o.maxBlocksPerQuery);
       this.depth = confirmationsFor(chainId, this.o.confirmations);
       this.chainId = chainId;
+    } catch (err) {
+      provider.destroy();
+      throw err;
     }
+  }
+
+  /** The CLI's deployment check; its DeploymentError (stale file, other chain) becomes `deploymentProblem`. */
+  private async checkDeployment(provider: JsonRpcProvider, d: Deployment, chainId: bigint): Promise<void> {
+    try {
+      await checkDeploymentOn(provider, d, this.o.rpc, chainId);
+      this.deploymentProblem = null;
+    } catch (err) {
+      if (err instanceof DeploymentError) {
+        this.deploymentProblem = err.message;
+        this.seen("chain (RPC)", "chain", Date.now(), "answers, but the deployment file is stale");
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * After a failed read on a connected chain: is the deployment still there? A chain restarted under the dashboard
+   * answers, with no contract code at the deployment's addresses: what the feed read from it is gone (a
+   * reorganisation from block 0 for the viewers), and the feed connects anew (reading the file again) each tick.
+   */
+  private async checkStillDeployed(): Promise<void> {
+    if (this.chainId === null || !this.provider || this.stopped) return;
+    try {
+      await this.checkDeployment(this.provider, this.deployment, this.chainId);
+    } catch (err) {
+      if (err instanceof DeploymentError) this.forgetChain();
+    }
+  }
+
+  /** Back to unconnected: what the old chain said is rolled back, and every read made once is made again. */
+  private forgetChain(): void {
+    this.provider?.destroy();
+    this.provider = undefined;
+    this.chainId = null;
+    this.indexedBlock = -1;
+    this.headBlock = null;
+    this.confirmedBlock = null;
+    this.stakeRules = null;
+    this.owners = [];
+    this.threshold = 0;
+    this.names.clear();
+    this.unassignsSeen.clear();
+    this.signersSeen.clear();
+    this.onReorg({ from: 0, removed: this.entries.filter((e) => e.kind === "event").length });
+  }
+
+  private async readChain() {
+    if (this.chainId === null) await this.connect();
+    if (!this.provider) return;
     // The escrow's and registry's events; a reorganisation drops what the replaced blocks said, then folds the
     // new chain's (sdk/logRange.ts finds it; viewers get a "reorg" entry and fold their history again).
     const { logs, head, reorged } = await this.cursor.poll();
@@ -162,7 +256,7 @@ export class LiveFeed {
     this.confirmedBlock = confirmedBlock(head, this.depth);
     this.seen("chain (RPC)", "chain", Date.now(), `head ${head}`);
     if (!this.stakeRules) {
-      const { registry } = connectProtocol(this.o.deployment, this.provider);
+      const { registry } = connectProtocol(this.deployment, this.provider);
       const [minStake, delay] = await Promise.all([registry.minStake(), registry.unbondingDelay()]);
       this.stakeRules = { minStake: minStake.toString(), unbondingDelay: Number(delay), locks: STAKE_LOCKS.toString() };
     }
@@ -189,7 +283,7 @@ export class LiveFeed {
   }
 
   private onLog(log: RawLog) {
-    const isEscrow = log.address.toLowerCase() === this.o.deployment.escrow.toLowerCase();
+    const isEscrow = log.address.toLowerCase() === this.deployment.escrow.toLowerCase();
     const iface = isEscrow ? this.interfaces.escrow : this.interfaces.registry;
     let parsed;
     try {
@@ -233,6 +327,20 @@ export class LiveFeed {
     });
   }
 
+  /**
+   * Whether a provider's signed beats come from another machine than this dashboard server's (sdk/machine.ts), as a
+   * log entry when it is first known or changes: the page's "Real, separate machine" badge (with a registered GPU).
+   * A coordinator whose GET /heartbeats does not list the beat's machine identity leaves it unknown: nothing said.
+   */
+  private machineChanged(name: string, b: HeartbeatListed) {
+    if (typeof b.machine !== "string" || !/^0x[0-9a-f]{1,64}$/i.test(b.machine)) return;
+    const separate = machineBadge(b.machine, this.o.machine ?? machineId()) === "Real, separate machine";
+    const key = b.provider.toLowerCase();
+    if (this.lastMachine.get(key) === separate) return;
+    this.lastMachine.set(key, separate);
+    this.push("log", name, { component: "agent", msg: "machine", provider: b.provider, separateMachine: separate });
+  }
+
   private async readCoordinator() {
     const now = Date.now();
     const base = this.url("coordinatorUrl");
@@ -258,6 +366,7 @@ export class LiveFeed {
         const doing = b.jobId === "0" ? "idle" : `job ${b.jobId} step ${b.step}`;
         this.seen(name, "provider", now - b.ageMs, b.problem ? `${doing}; ${b.problem}` : doing);
         this.problemChanged(name, b);
+        this.machineChanged(name, b);
         const key = `${b.jobId}:${b.epoch}:${b.step}`;
         if (this.lastBeat.get(b.provider) === key) continue;
         this.lastBeat.set(b.provider, key);
@@ -387,6 +496,9 @@ export class LiveFeed {
       indexedBlock: this.indexedBlock,
       headBlock: this.headBlock,
       confirmedBlock: this.confirmedBlock,
+      deploymentProblem: this.deploymentProblem,
+      escrow: this.deployment.escrow,
+      chainId: this.answeredChainId?.toString() ?? null,
     };
   }
 }

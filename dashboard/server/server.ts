@@ -62,10 +62,10 @@ const CHAINS: Record<string, { name: string; explorer?: string }> = {
 
 export async function startDashboardServer(o: DashboardOptions): Promise<DashboardServer> {
   await ensureBuilt(o.note);
-  const deployment = loadDeployment(o.deploymentFile);
   const feed = new LiveFeed({
     rpc: o.rpc,
-    deployment,
+    deployment: loadDeployment(o.deploymentFile),
+    deploymentFile: o.deploymentFile,
     coordinatorUrl: o.coordinatorUrl,
     collectorUrl: o.collectorUrl,
   });
@@ -85,15 +85,20 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
   async function answer(d: Decision, req: IncomingMessage, res: ServerResponse) {
     if (d.kind === "error") return json(res, d.status, { ok: false, reason: d.reason });
     if (d.kind === "config") {
-      const id = feed.chainId?.toString() ?? (await waitForChainId(feed));
+      // The chain that answers, even when the deployment is not on it (then deploymentProblem says why).
+      const id = feed.answeredChainId?.toString() ?? (await waitForChainId(feed));
       // The stake rules are read right after the chain id; a page loaded at start still gets them.
-      for (let i = 0; i < 30 && id && !feed.stakeRules; i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 30 && id && !feed.stakeRules && !feed.deploymentProblem; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const deployment = feed.deployment;
       return json(res, 200, {
         chainId: id ?? "unknown",
         chainName: CHAINS[id ?? ""]?.name ?? (id ? `Chain ${id}` : "Chain not answering"),
         explorer: CHAINS[id ?? ""]?.explorer,
         rpc: o.rpc,
         deploymentFile: o.deploymentFile,
+        deploymentProblem: feed.deploymentProblem,
         deployment: {
           escrow: deployment.escrow,
           registry: deployment.registry,
@@ -181,8 +186,10 @@ function interfaceAddresses(host: string | undefined): string[] {
 
 /** Right after start the first chain read may still be on its way; later, a chain that is down is not waited for. */
 async function waitForChainId(feed: LiveFeed): Promise<string | undefined> {
-  while (feed.chainId === null && Date.now() - feed.startedAt < 3000) await new Promise((r) => setTimeout(r, 100));
-  return feed.chainId?.toString();
+  while (feed.answeredChainId === null && Date.now() - feed.startedAt < 3000) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return feed.answeredChainId?.toString();
 }
 
 function json(res: ServerResponse, status: number, body: unknown) {

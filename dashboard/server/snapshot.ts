@@ -36,4 +36,13 @@ export interface Snapshot {
   headBlock: number | null;
   /** Blocks above it are not confirmed yet (sdk/confirmations.ts); absent from servers before issue 22. */
   confirmedBlock?: number | null;
+  /**
+   * Why the deployment cannot be read on the chain, which answers (a stale deployment file, with the CLI's redeploy
+   * advice), or null; absent from older servers.
+   */
+  deploymentProblem?: string | null;
+  /** The escrow address the server reads now (the deployment file is read again after a stale one). */
+  escrow?: string;
+  /** The chain id the RPC last answered (null until it first answers). */
+  chainId?: string | null;
 }

@@ -8,6 +8,7 @@ import { TopBar } from "./components/TopBar.tsx";
 import type { PageProps } from "./context.ts";
 import { useChainHealth } from "./hooks.ts";
 import { keyAction } from "./keyboard.ts";
+import { configBehind } from "./model/deploymentProblem.ts";
 import { HelpPage } from "./pages/Help.tsx";
 import { OnChainPage } from "./pages/OnChain.tsx";
 import { ProvidePage } from "./pages/Provide.tsx";
@@ -69,6 +70,16 @@ export function App() {
     writeView(next, false);
     viewRef.current = next;
   });
+
+  // The server's deployment changed (stale, fixed by a redeploy, new addresses) or its chain answered since the
+  // config was read: read it again (at most every 2 s), so the page follows without a reload.
+  const configAskedAt = useRef(0);
+  useEffect(() => {
+    if (recorded || !configBehind(config, run.snapshot)) return;
+    if (Date.now() - configAskedAt.current < 2000) return;
+    configAskedAt.current = Date.now();
+    void loadConfig().then((c) => c && setConfig(c));
+  }, [config, run.snapshot, recorded]);
 
   // Keyboard shortcuts (ignored while typing).
   const prevKey = useRef<{ key: string; at: number } | null>(null);

@@ -40,6 +40,7 @@ export class HeartbeatView {
         typeof b.stepsPerSecond === "number" && Number.isFinite(b.stepsPerSecond) ? b.stepsPerSecond : null,
       profile: typeof b.profile === "string" ? b.profile : null, // verifiers' fault-claim rule (verifier/profiles.ts)
       problem: typeof b.problem === "string" ? b.problem : null, // the dashboard's "what is in the way"
+      machine: typeof b.machine === "string" ? b.machine : null, // the dashboard's "Real, separate machine"
       receivedAt,
     });
     if (this.latest.size > this.max) this.latest.delete(this.latest.keys().next().value!);

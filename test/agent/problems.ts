@@ -57,7 +57,7 @@ describe("agent: its own last problem rides in its signed heartbeat", function (
     }
   });
 
-  it("the coordinator lists a beat's problem (GET /heartbeats) and refuses one that is not short printable text", async function () {
+  it("the coordinator lists a beat's problem and machine (GET /heartbeats) and refuses one that is not short printable text", async function () {
     const wallet = new Wallet(Wallet.createRandom().privateKey);
     const base: Heartbeat = {
       chainId: "31337",
@@ -75,8 +75,12 @@ describe("agent: its own last problem rides in its signed heartbeat", function (
     expect(parseHeartbeat(JSON.parse(JSON.stringify(signed)))).to.be.an("object");
     const view = new HeartbeatView();
     view.record(signed as unknown as Record<string, unknown>, 1_000);
-    const listed = view.route(() => 1_500)(undefined) as { body: { beats: { problem: string | null }[] } };
+    const listed = view.route(() => 1_500)(undefined) as {
+      body: { beats: { problem: string | null; machine: string | null }[] };
+    };
     expect(listed.body.beats.map((b) => b.problem)).to.deep.equal([base.problem]);
+    // and its signed machine identity: the dashboard's "Real, separate machine" compares it with its own
+    expect(listed.body.beats.map((b) => b.machine)).to.deep.equal([base.machine]);
     for (const problem of ["x".repeat(201), "line\nbreak", ""]) {
       expect(parseHeartbeat({ ...signed, problem }), JSON.stringify(problem)).to.equal(
         "problem must be printable text of at most 200 characters",

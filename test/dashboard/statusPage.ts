@@ -49,10 +49,14 @@ function runFacts() {
   return { ledger, job, names, verdict: at("VerdictSubmitted"), advance, kill, summary, end };
 }
 
+/** A table's fixed 6-decimal USDC figure ("4.000000") in base units. */
+const units = (cell: string) => BigInt(cell.replace(".", ""));
+
 /** The run's own settlement table (`npm start`'s report, demo/report.ts) by provider name. */
-function reportRows(summary: string[]): Map<string, string[]> {
+function reportRows(summary: string[]): Map<string, string[]> & { newStakeColumn: boolean } {
   const head = summary.findIndex((l) => l.startsWith("provider  steps accepted"));
-  const rows = new Map<string, string[]>();
+  const newStakeColumn = summary[head].includes("stake USDC deposited/slashed/left");
+  const rows = Object.assign(new Map<string, string[]>(), { newStakeColumn });
   for (const line of summary.slice(head + 2)) {
     if (!line.trim()) break;
     const cells = line.split(/ {2,}/);
@@ -105,16 +109,21 @@ describe("dashboard: the Status page answers did it work, who got paid, what wen
         usdcAmount(s.earned),
         usdcAmount(withdrawn),
         usdcAmount(s.slashed),
-        `${usdcAmount(book.deposited)} / ${usdcAmount(book.locked)}`,
+        `${usdcAmount(book.paidIn)} / ${usdcAmount(book.deposited)}`,
         s.why,
       ]);
-      // npm start's own table: steps, refusals, earnings, withdrawn, the stake (deposited / locked / slashed), why
+      // npm start's own table: steps, refusals, earnings, withdrawn, the stake, why. Its stake column is
+      // "deposited/slashed/left"; a run recorded before that had "deposited/locked/slashed", where deposited was
+      // what was left (no stake is withdrawn during a run, so what was paid in is left + slashed).
       const [, steps, refused, earned, paidOut, stake, why] = report.get(name)!;
-      const [deposited, locked, slashed] = stake.split(" / ");
+      const parts = stake.split(" / ");
+      const [paidIn, slashed, left] = report.newStakeColumn
+        ? parts
+        : [usdcAmount(units(parts[0]) + units(parts[2])), parts[2], parts[0]];
       expect(
         [cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]],
         `${name} vs the run's table`,
-      ).to.deep.equal([steps, refused, earned, paidOut, slashed, `${deposited} / ${locked}`, why]);
+      ).to.deep.equal([steps, refused, earned, paidOut, slashed, `${paidIn} / ${left}`, why]);
     }
     const outcome = await page.getByTestId("settlement-outcome").textContent();
     const settled = facts.job.settlement!;

@@ -1,8 +1,12 @@
 import type { PageProps } from "../context.ts";
 import { formatTime } from "../../../sdk/format.ts";
+import { deploymentProblemOf, deploymentProblemTitle } from "../model/deploymentProblem.ts";
 import { coordinatorUp, useNow } from "./TopBar.tsx";
 
-/** "Coordinator offline" and "Chain unreachable", with the actions the help page names. */
+/**
+ * "Coordinator offline" and "Chain unreachable", with the actions the help page names; a chain that answers while
+ * the deployment file is stale gets that said instead (the page's failed reads are the missing contracts).
+ */
 export function Banners(p: PageProps) {
   const now = useNow(1000);
   const out = [];
@@ -24,7 +28,18 @@ export function Banners(p: PageProps) {
       </div>,
     );
   }
-  if (!p.recorded && p.health.reachable === false) {
+  const problem = deploymentProblemOf(p.recorded, p.run.snapshot, p.config);
+  if (problem) {
+    out.push(
+      <div className="banner banner-warn" role="alert" key="deployment" data-testid="deployment-problem">
+        <strong>{deploymentProblemTitle(problem)}</strong>
+        <span>
+          The chain at {p.config?.rpc ?? "the RPC"} answers, but {problem}. This page checks again by itself and reads
+          the contracts once they are there.
+        </span>
+      </div>,
+    );
+  } else if (!p.recorded && p.health.reachable === false) {
     const wait = p.health.retryAt ? Math.max(0, Math.ceil((p.health.retryAt - now) / 1000)) : null;
     out.push(
       <div className="banner banner-warn" role="alert" key="chain">

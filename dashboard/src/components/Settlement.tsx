@@ -55,7 +55,7 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
             "Earned USDC",
             "Withdrawn USDC",
             "Stake slashed USDC",
-            ...(stakes ? ["Stake deposited / locked USDC"] : []),
+            ...(stakes ? ["Stake deposited / left USDC"] : []),
             "Why",
           ]}
         >
@@ -69,11 +69,7 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
                 <td className="num">{usdc(r.earned)}</td>
                 <td className="num">{usdc(walletOf(ledger, r.provider).withdrawn)}</td>
                 <td className={`num ${r.slashed > 0n ? "bad-text" : ""}`}>{usdc(r.slashed)}</td>
-                {stakes && (
-                  <td className="num">
-                    {usdc(book.deposited)} / {usdc(book.locked)}
-                  </td>
-                )}
+                {stakes && <td className="num">{stakeCell(book)}</td>}
                 <td className="reason">{r.why}</td>
               </tr>
             );
@@ -82,12 +78,21 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
       )}
       {!stakes && rows.length > 0 && (
         <p className="muted">
-          This record carries no registry stake events, so deposits and locks are not shown; slashes come from the
-          escrow&apos;s ProviderSlashed events.
+          This record carries no registry stake events, so deposits and what is left are not shown; slashes come from
+          the escrow&apos;s ProviderSlashed events.
         </p>
       )}
     </section>
   );
+}
+
+/**
+ * What the provider paid into its stake over the records shown and what the registry holds for it now (after
+ * slashes), with the part a job still locks: npm start's table has the same figures (demo/report.ts stakeCell).
+ */
+function stakeCell(book: { paidIn: bigint; deposited: bigint; locked: bigint }): string {
+  const cell = `${usdc(book.paidIn)} / ${usdc(book.deposited)}`;
+  return book.locked > 0n ? `${cell} (${usdc(book.locked)} locked)` : cell;
 }
 
 /** The client's share of every slash on this job (the escrow's ProviderSlashed split, 50 %). */

@@ -19,6 +19,11 @@ export interface ProviderView {
   registeredMs?: number;
   /** What the agent said about itself (recordings) or the registry says (live). */
   badges: Set<string>;
+  /**
+   * Whether its signed heartbeats name another machine than the dashboard server's (sdk/machine.ts, compared by the
+   * server: a "machine" line); undefined while nobody said.
+   */
+  separateMachine?: boolean;
   fault?: string;
   lastSeenMs?: number;
   accepted: number;
@@ -241,6 +246,7 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
       // A GPU the provider reported to the registry; CPU work is the synthetic stand-in.
       if (p.kind === "GPU") p.badges.add("Real GPU");
       else p.badges.add("Synthetic");
+      separateMachineBadge(p);
       return;
     }
     case "ProviderAssigned": {
@@ -420,6 +426,8 @@ function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: str
       p.deviceModel = String(d.device ?? p.deviceModel ?? "");
       p.memoryMiB = Number(d.memoryMiB ?? p.memoryMiB);
     }
+    if (msg === "machine" && typeof d.separateMachine === "boolean") p.separateMachine = d.separateMachine;
+    if (msg === "provider agent" || msg === "machine") separateMachineBadge(p);
     if (msg === "registry register sent" && d.price) p.pricePerStep ??= String(Math.round(Number(d.price) * 1e6));
   }
   if (msg === "progress" && typeof d.loss === "number" && d.job !== undefined) {
@@ -429,6 +437,17 @@ function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: str
     list.push({ ms, step: Number(d.step), loss: d.loss, provider: key });
     s.loss.set(job, list);
   }
+}
+
+export const SEPARATE_MACHINE = "Real, separate machine";
+
+/**
+ * "Real, separate machine" (a physical GPU on another computer): only for a provider that reported a GPU and whose
+ * signed heartbeats name another machine than the dashboard server's; taken away when either stops being true.
+ */
+function separateMachineBadge(p: ProviderView) {
+  if (p.kind === "GPU" && p.separateMachine === true) p.badges.add(SEPARATE_MACHINE);
+  else p.badges.delete(SEPARATE_MACHINE);
 }
 
 /** What an agent's line says it is doing: training a job, or waiting for one; undefined keeps the last. */

@@ -3,6 +3,7 @@
  * actually is (a local or Base Sepolia deployment, Node.js agents, onnxruntime training).
  */
 import { BADGE_MEANING } from "../badges.ts";
+import { DEVICE_CHOICE, GPU_NOT_PROVEN } from "../model/deviceChoice.ts";
 import type { PageProps } from "../context.ts";
 import { ShortcutList } from "../components/ShortcutsOverlay.tsx";
 
@@ -28,9 +29,9 @@ const QA: [string, string][] = [
   [
     "How do I rent out my device?",
     "Open Provide compute, set a name and a price per step, and copy the one command it shows. It creates a " +
-      "provider key on your machine, detects the device (the first NVIDIA GPU nvidia-smi reports, else the " +
-      "CPU), registers the offer on chain and starts taking work. Today's templates train with onnxruntime " +
-      "on the CPU; a GPU is detected and reported, and then shows the Real GPU badge.",
+      `provider key on your machine, ${DEVICE_CHOICE}, registers the offer on chain and starts taking work. ` +
+      "A provider training on a GPU reports it to the registry and shows the Real GPU badge. " +
+      GPU_NOT_PROVEN,
   ],
   [
     "How do I get paid?",
@@ -111,8 +112,9 @@ export function HelpPage(_p: PageProps) {
                 {m}
                 {b === "Real GPU" && " Shown only for a provider whose agent reported a GPU to the registry."}
                 {b === "Real, separate machine" &&
-                  " The dashboard cannot tell where a provider runs from the chain or its heartbeats, so it " +
-                    "never shows this badge today."}
+                  " Shown only for a provider that reported a GPU to the registry and whose signed heartbeats name " +
+                    "another machine than the one this dashboard's server runs on; it needs a coordinator that " +
+                    "lists each beat's machine identity (GET /heartbeats), and is never shown without one."}
               </dd>
             </div>
           ))}
@@ -141,6 +143,11 @@ export function HelpPage(_p: PageProps) {
             <b>"Chain unreachable"</b>: the RPC is limiting requests (HTTP 429, common on the public Base Sepolia RPC)
             or is down. Wait a few seconds and read again; on-chain values keep their last good value and its block
             meanwhile.
+          </li>
+          <li>
+            <b>"Deployment file is stale"</b>: the chain answers, but there is no contract code at the addresses in the
+            deployment file (the chain was restarted since it was deployed). The banner gives the command to deploy
+            again; the dashboard reads the file again by itself and follows the new deployment without a restart.
           </li>
           <li>
             <b>A provider command fails</b>: it needs Node.js 20 or later and this repository installed (

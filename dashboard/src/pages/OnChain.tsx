@@ -10,6 +10,7 @@ import { EventFeed } from "../components/EventFeed.tsx";
 import type { PageProps } from "../context.ts";
 import { short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
+import { chainDownWords, deploymentProblemOf } from "../model/deploymentProblem.ts";
 import { ledgerOf, type Ledger } from "../ledger.ts";
 import { jobSentences, stakeSentence, walletFacts, type WalletFacts } from "../../../sdk/walletFacts.ts";
 import { verifierNames } from "../../../sdk/narrative.ts";
@@ -89,9 +90,9 @@ function Wallet(p: PageProps) {
         setRecordedWho(who);
       }
     } catch (err) {
-      setError(
-        `could not read the chain: ${String((err as Error).message ?? err).slice(0, 160)}; the last result stays below`,
-      );
+      const problem = deploymentProblemOf(p.recorded, p.run.snapshot, p.config);
+      const why = problem ? chainDownWords(problem) : String((err as Error).message ?? err).slice(0, 160);
+      setError(`could not read the chain: ${why}; the last result stays below`);
     } finally {
       setBusy(false);
     }
@@ -247,6 +248,7 @@ function FragmentKV({ k, v }: { k: string; v: string }) {
 
 function Reserves(p: PageProps) {
   const live = useChainRead(p, "reserves", (chain, block) => readReserves(chain as unknown as ReservesSource, block));
+  const problem = deploymentProblemOf(p.recorded, p.run.snapshot, p.config);
   const samples = p.run.state.reserves;
   const data = useMemo(() => {
     const byBlock = new Map<number, { held: number; owes: number }>();
@@ -271,7 +273,11 @@ function Reserves(p: PageProps) {
       <h2 id="reserves-h">Proof of reserves, live</h2>
       {holds === null ? (
         <p className="muted">
-          {p.health.reachable === false ? "Unknown: the chain is not answering." : "Reading reserves()…"}
+          {problem
+            ? `Unknown: ${chainDownWords(problem)}.`
+            : p.health.reachable === false
+              ? "Unknown: the chain is not answering."
+              : "Reading reserves()…"}
         </p>
       ) : (
         <>
@@ -280,7 +286,7 @@ function Reserves(p: PageProps) {
               ? "The escrow holds at least what it owes"
               : "PROOF OF RESERVES FAILED: the escrow holds less than it owes"}{" "}
             at block {block}
-            {live.stale ? " (last good read; the chain is not answering)" : ""}
+            {live.stale ? ` (last good read; ${chainDownWords(problem)})` : ""}
           </p>
           <dl className={`kv ${live.stale ? "stale" : ""}`}>
             <dt>Held</dt>
@@ -321,6 +327,7 @@ function Contracts(p: PageProps) {
     return { owners: [...owners] as string[], threshold: Number(threshold) };
   });
   const d = p.config?.deployment;
+  const problem = deploymentProblemOf(p.recorded, p.run.snapshot, p.config);
   const link = (a: string) =>
     p.config?.explorer ? <a href={`${p.config.explorer}/address/${a}`}>{a}</a> : <code>{a}</code>;
   return (
@@ -347,7 +354,9 @@ function Contracts(p: PageProps) {
                     .join(", ")
                 : p.recorded
                   ? "2 of 3 owners (recorded run: not read live)"
-                  : "reading getOwners() and getThreshold()…"}
+                  : problem
+                    ? `unknown: ${chainDownWords(problem)}`
+                    : "reading getOwners() and getThreshold()…"}
             </div>
           </dd>
         </dl>

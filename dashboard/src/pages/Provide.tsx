@@ -13,6 +13,7 @@ import { DataTable } from "../components/DataTable.tsx";
 import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/restake.ts";
 import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/providerName.ts";
 import { machineLocal, provideCommand, STORE_UNKNOWN } from "../model/provideCommand.ts";
+import { DEVICE_CHOICE, GPU_NOT_PROVEN } from "../model/deviceChoice.ts";
 
 /** The command with the words to replace on another machine marked (its text is the command, unchanged). */
 function MarkedCommand({ command }: { command: string }) {
@@ -127,15 +128,15 @@ export function ProvidePage(p: PageProps) {
         )}
         <p>
           Run this on the machine that will train. It creates a provider key (<code>.gpuchain/providers/NAME/key</code>,
-          0600), detects the device (the first NVIDIA GPU <code>nvidia-smi</code> reports, else the CPU), registers the
-          offer on chain and starts taking work. It needs this repository installed (Node.js and <code>npm ci</code>;
-          onnxruntime comes with it) and a little test ETH for gas: a new key prints its address and waits until it is
-          funded. The variables in front, when there are any, reach this run's checkpoint store (an embedded S3 server
-          with a fixed test key pair). On a local development chain <code>--faucet</code> takes that gas from the node
-          itself (or fund any key with <code>npx gpuchain faucet ADDRESS --rpc URL</code>); on a public test network,
-          send test ETH from a funded key. Joining from another machine: replace the <mark>marked</mark> parts (this
-          machine&apos;s loopback address and the deployment file&apos;s path) with this machine&apos;s address on your
-          network and a copy of the file.
+          0600), <span data-testid="device-choice">{DEVICE_CHOICE}</span>, registers the offer on chain and starts
+          taking work. {GPU_NOT_PROVEN} It needs this repository installed (Node.js and <code>npm ci</code>; onnxruntime
+          comes with it) and a little test ETH for gas: a new key prints its address and waits until it is funded. The
+          variables in front, when there are any, reach this run's checkpoint store (an embedded S3 server with a fixed
+          test key pair). On a local development chain <code>--faucet</code> takes that gas from the node itself (or
+          fund any key with <code>npx gpuchain faucet ADDRESS --rpc URL</code>); on a public test network, send test ETH
+          from a funded key. Joining from another machine: replace the <mark>marked</mark> parts (this machine&apos;s
+          loopback address and the deployment file&apos;s path) with this machine&apos;s address on your network and a
+          copy of the file.
         </p>
         <StakeNote rules={config?.stakeRules ?? null} />
         {config && config.store === null && (

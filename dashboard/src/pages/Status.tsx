@@ -20,6 +20,7 @@ import { useChainRead } from "../hooks.ts";
 import { ledgerOf, statusName, type LedgerJob } from "../ledger.ts";
 import { nameOf, type ProcessView, type RunState } from "../model/state.ts";
 import { lossRuns, type LossPoint } from "../model/lossRuns.ts";
+import { chainDownWords, deploymentProblemOf } from "../model/deploymentProblem.ts";
 import { templateOf, type TemplateInfo } from "../sources/config.ts";
 import { isLossRules, metricText } from "../../../workloads/metric.ts";
 import { DataTable } from "../components/DataTable.tsx";
@@ -44,7 +45,7 @@ export function StatusPage(p: PageProps) {
         <h2 id="jobs-h">Jobs</h2>
         {jobs.length === 0 ? (
           <p className="muted" data-testid="no-jobs">
-            {noJobsText(ledger !== null, state)}
+            {noJobsText(ledger !== null, state, deploymentProblemOf(p.recorded, p.run.snapshot, p.config))}
           </p>
         ) : (
           <ul className="job-list">
@@ -74,12 +75,13 @@ export function StatusPage(p: PageProps) {
 }
 
 /** Why no job is listed: none posted, nothing arrived yet, or books that cannot be rebuilt from a partial record. */
-function noJobsText(booksKnown: boolean, state: RunState): string {
+function noJobsText(booksKnown: boolean, state: RunState, deploymentProblem: string | null): string {
   if (!booksKnown && state.events.some((e) => e.name === "JobCreated"))
     return (
       "This record lacks events its books need (it starts after the escrow's first ones), so who is owed what " +
       "cannot be rebuilt here; its events are listed below."
     );
+  if (deploymentProblem && !state.events.length) return `No job can be read: ${chainDownWords(deploymentProblem)}.`;
   return state.entries ? "No job posted yet." : "Waiting for the event stream…";
 }
 
@@ -173,7 +175,10 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
             <>
               Read by this page at block {chainRead.block}: <code>jobOf({id})</code> accepted step{" "}
               <b>{c.acceptedStep}</b>, paid <b>{usdc(c.paid)}</b> USDC, epoch {String(c.epoch)}
-              {chainRead.stale ? ` (as of block ${chainRead.block}; the chain is not answering)` : ""}
+              {chainRead.stale
+                ? ` (as of block ${chainRead.block}; ` +
+                  `${chainDownWords(deploymentProblemOf(p.recorded, p.run.snapshot, p.config))})`
+                : ""}
             </>
           ) : (
             "reading jobOf from the chain…"

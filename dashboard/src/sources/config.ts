@@ -9,6 +9,11 @@ export interface DashboardConfig {
   chainName: string;
   rpc: string;
   deploymentFile: string;
+  /**
+   * Why the deployment cannot be read on the chain, which answers (sdk/contracts.ts checkDeploymentOn's line: a
+   * stale file, with the redeploy advice), or null; absent from older servers.
+   */
+  deploymentProblem?: string | null;
   deployment: {
     escrow: string;
     registry: string;
