@@ -174,6 +174,10 @@ describe("gpuchain explain / wallet after a real slash", function () {
     // A client posting another job is told the same, not given price advice (the terms are not the problem).
     const clientKey = path.join(mkdtempSync(path.join(tmpdir(), "gpuchain-slashed-client-")), "client.key");
     writeKey(clientKey, TEST_KEYS.client);
+    // (a dry run checks the budget's balance too: the client holds it, so the warning is the only thing said)
+    const client = new Wallet(TEST_KEYS.client).address;
+    const funded = await runGpuchain(["faucet", client, "--usdc", "1", "--rpc", rpc, "--deployment", file]);
+    expect(funded.code, funded.stderr).to.equal(0);
     const create = await runGpuchain([
       ...["job", "create", "--template", "blobs-tiny", "--steps", "20", "--interval", "10"],
       ...["--max-price", "0.01", "--key", clientKey, "--dry-run", "--rpc", rpc, "--deployment", file],
