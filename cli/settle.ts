@@ -22,9 +22,10 @@ export async function main(argv: string[]): Promise<number> {
   const ctx = await openContext(values, true);
   return runOnChain(ctx, "settle", async () => {
     await requireJob(ctx, jobId);
-    const timing = await readSettleTiming(ctx, jobId);
+    const reading = await readSettleTiming(ctx, jobId);
+    const { timing } = reading;
     if (timing.kind !== "now") {
-      console.error(`gpuchain: job ${jobId} cannot be settled now: ${await describeWait(ctx, timing)}`);
+      console.error(`gpuchain: job ${jobId} cannot be settled now: ${describeWait(reading)}`);
       return 1;
     }
     if (values["dry-run"]) {
@@ -38,50 +39,56 @@ export async function main(argv: string[]): Promise<number> {
   });
 }
 
+/** One read of a job as a settle sent now would find it: the rule's answer, the status and the job behind it. */
+export interface SettleReading {
+  timing: SettleTiming;
+  status: JobStatusName;
+  job: Awaited<ReturnType<CommandContext["protocol"]["escrow"]["jobOf"]>>;
+  /** The chain's "now" for that read (Unix seconds): the pending block's time, else the latest block's. */
+  now: number;
+}
+
 /**
  * The settlement rule's answer for `jobId` as of the block a transaction sent now would land in: the node's pending
  * block. Read at the latest block instead, a development chain that mines nothing while a person waits would say
  * "in 1 min" for ever, though a settle sent then lands in a new block past the window. A node without a pending
- * block is read at its latest.
+ * block is read at its latest. The pending block is asked for once per reading.
  */
-export async function readSettleTiming(ctx: CommandContext, jobId: bigint): Promise<SettleTiming> {
+export async function readSettleTiming(ctx: CommandContext, jobId: bigint): Promise<SettleReading> {
   const { escrow } = ctx.protocol;
-  const blockTag = await nextBlockTag(ctx);
-  const [status, job, verdict, dispute, arbiterTimeout] = await Promise.all([
+  const pending = await pendingTime(ctx);
+  const blockTag = pending === undefined ? "latest" : "pending";
+  const [status, job, verdict, dispute, arbiterTimeout, now] = await Promise.all([
     escrow.statusOf(jobId, { blockTag }),
     escrow.jobOf(jobId, { blockTag }),
     escrow.verdictOf(jobId, { blockTag }),
     escrow.disputeOf(jobId, { blockTag }),
     escrow.ARBITER_TIMEOUT(),
+    pending ?? latestTime(ctx),
   ]);
-  return settleTiming({
+  const timing = settleTiming({
     status: statusName(status),
     verdictAt: verdict.submittedAt,
     disputeWindow: job.disputeWindow,
     disputeOpenedAt: dispute.openedAt,
     arbiterTimeout,
   });
+  return { timing, status: statusName(status), job, now };
 }
 
 /** "when its dispute window ends: from 2026-… (in 5 min)", or the rule's reason alone. */
-export async function describeWait(ctx: CommandContext, timing: SettleTiming): Promise<string> {
+export function describeWait({ timing, now }: SettleReading): string {
   if (timing.kind !== "at") return timing.why;
-  return `${timing.why}: from ${formatDeadline(timing.from, await chainNow(ctx))}`;
+  return `${timing.why}: from ${formatDeadline(timing.from, now)}`;
 }
 
 /** The chain's "now": the time of the block a transaction sent now would land in (the pending one), else the latest. */
 export async function chainNow(ctx: CommandContext): Promise<number> {
-  return (await pendingTime(ctx)) ?? (await ctx.provider.getBlock("latest"))!.timestamp;
+  return (await pendingTime(ctx)) ?? (await latestTime(ctx));
 }
 
-/** The job's status as a transaction sent now would find it (see readSettleTiming). */
-export async function statusNow(ctx: CommandContext, jobId: bigint): Promise<JobStatusName> {
-  return statusName(await ctx.protocol.escrow.statusOf(jobId, { blockTag: await nextBlockTag(ctx) }));
-}
-
-/** "pending" where the node answers for its pending block (anvil, Hardhat, geth), else "latest". */
-async function nextBlockTag(ctx: CommandContext): Promise<"pending" | "latest"> {
-  return (await pendingTime(ctx)) === undefined ? "latest" : "pending";
+async function latestTime(ctx: CommandContext): Promise<number> {
+  return (await ctx.provider.getBlock("latest"))!.timestamp;
 }
 
 /**

@@ -10,7 +10,7 @@ import { isFinished } from "../sdk/job.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { eventsFrom } from "../sdk/deployment.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
-import { describeWait, readSettleTiming, statusNow } from "./settle.ts";
+import { describeWait, readSettleTiming } from "./settle.ts";
 
 export const USAGE = `usage: gpuchain withdraw --key FILE [--jobs 1,2,…]
 
@@ -43,9 +43,10 @@ export async function main(argv: string[]): Promise<number> {
     for (const jobId of listed ?? (await jobsWithAcceptedWork(ctx, me))) {
       const earnings = await escrow.earningsOf(jobId, me);
       if (earnings === 0n) continue;
-      const status = await statusNow(ctx, jobId);
+      const reading = await readSettleTiming(ctx, jobId);
+      const { status } = reading;
       if (!isFinished(status)) {
-        const when = await describeWait(ctx, await readSettleTiming(ctx, jobId));
+        const when = describeWait(reading);
         const hint =
           status === "Settleable" || status === "ArbiterTimedOut" ? `; settle it: gpuchain settle ${jobId}` : "";
         console.log(
@@ -116,10 +117,10 @@ async function pendingRefunds(ctx: CommandContext, me: string): Promise<string[]
   const { escrow } = ctx.protocol;
   const lines: string[] = [];
   for (const jobId of await jobIdsOf(ctx, await escrow.filters.JobCreated(undefined, me).getTopicFilter())) {
-    const status = await statusNow(ctx, jobId);
-    const job = await escrow.jobOf(jobId);
+    const reading = await readSettleTiming(ctx, jobId);
+    const { status, job } = reading;
     if (isFinished(status) || job.budget === job.paid) continue;
-    const when = await describeWait(ctx, await readSettleTiming(ctx, jobId));
+    const when = describeWait(reading);
     lines.push(
       `job ${jobId}: ${formatUsdc(job.budget - job.paid)} of your budget is unspent so far; it comes back ` +
         `when the job settles (${status} now; ${when})`,

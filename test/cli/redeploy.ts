@@ -8,13 +8,12 @@
  * deployments artifacts"), `--reset` included: the Safe artifacts from npm were Hardhat 2's format.
  */
 import { expect } from "chai";
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { freePort, HARDHAT_CLI, startChain } from "../../demo/chain.ts";
 import { ProcessGroup, runToEnd } from "../../demo/processes.ts";
+import { runGpuchain } from "../helpers/cli.ts";
 
-const CLI = path.resolve("cli/gpuchain.ts");
 const README_DEPLOY = [
   HARDHAT_CLI,
   "ignition",
@@ -25,22 +24,6 @@ const README_DEPLOY = [
   "--parameters",
   "ignition/parameters/local.json",
 ];
-
-function gpuchain(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-  });
-}
 
 /** `VAR=value … npx hardhat ARGS` (the advised command) as this Node's hardhat CLI and its environment. */
 function asHardhatRun(command: string): { args: string[]; env: Record<string, string> } {
@@ -81,7 +64,7 @@ describe("deploy, restart the chain, deploy again as the stale-deployment messag
     // The chain restarted: same port, same chain id, nothing deployed.
     await group.kill("chain", "SIGTERM");
     expect(await startChain(group, port)).to.equal(url);
-    const stale = await gpuchain(["reserves", "--rpc", url, "--deployment", file]);
+    const stale = await runGpuchain(["reserves", "--rpc", url, "--deployment", file]);
     expect(stale.code, stale.stderr).to.equal(1);
     const line = stale.stderr.trim();
     expect(line.split("\n"), line).to.have.length(1);
@@ -98,7 +81,7 @@ describe("deploy, restart the chain, deploy again as the stale-deployment messag
     expect(again.output).to.not.match(/HHE\d+/);
     // The same file, now naming contracts on the new chain (same deployer, same nonces: the same addresses).
     expect(JSON.parse(readFileSync(file, "utf8"))["GPUChainLocal#JobEscrow"]).to.equal(escrowBefore);
-    const fresh = await gpuchain(["reserves", "--rpc", url, "--deployment", file]);
+    const fresh = await runGpuchain(["reserves", "--rpc", url, "--deployment", file]);
     expect(fresh.code, fresh.stderr).to.equal(0);
     expect(fresh.stderr).to.not.match(/is stale/);
   });
