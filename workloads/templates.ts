@@ -51,8 +51,10 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
   {
     name: "char-transformer",
     // v2: the faster portable attention, softmax and gradients (issue 20: ReduceMax shifts, exp by squaring, the
-    // softmax denominator and bias gradients from the integer products, column blocks); new reference hashes
-    version: 2,
+    // softmax denominator and bias gradients from the integer products, column blocks); new reference hashes.
+    // v3: attention backward from the forward's own blocks (the T×T operands quantized once, along rows: their scales
+    // and 1/den folded into the dh-wide sides), the weights' fixed 1/128 blocks; new reference hashes
+    version: 3,
     family: "transformer",
     transformer: { context: 64, width: 64, heads: 4, blocks: 2, hidden: 256 },
     layers: [64, VOCAB_SIZE],

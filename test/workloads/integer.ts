@@ -1,9 +1,17 @@
 // Exact integer products (workloads/onnx/integer.ts) against an independent reference written here with
 // Math.fround: the same bits, the stated error bound, non-finite blocks, and the rule that keeps
-// MatMulInteger to u8 × u8 with zero points 128.
+// MatMulInteger to u8 × u8 with zero points 128 (or 127: values of magnitude ≤ 128 either way).
 import { expect } from "chai";
 import { GraphBuilder, attrInt, attrInts } from "../../workloads/onnx/builder.ts";
-import { intMatmul2d, intProductRows, intWeightGrad, type Layout, type Limbs } from "../../workloads/onnx/integer.ts";
+import {
+  intMatmul2d,
+  intProductFolded,
+  intProductRows,
+  intWeightGrad,
+  quantizeUnitRows,
+  type Layout,
+  type Limbs,
+} from "../../workloads/onnx/integer.ts";
 import { nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 import { DT } from "../../workloads/onnx/schema.ts";
 import { createSession, f32 } from "../../workloads/runtime.ts";
@@ -279,6 +287,106 @@ describe("workloads: exact integer products", function () {
     expect(bits(second)).to.deep.equal(bits(ref));
   });
 
+  for (const [limbs, M] of [
+    [1, 40],
+    [1, 16],
+    [2, 40],
+  ] as const) {
+    it(`${limbs} limb(s), M = ${M}: intProductFolded reuses a's row blocks and folds their scales into b, as written down`, async function () {
+      // (a ⊙ f)ᵀ·b for a [K, M]: a's rows quantized along M (as its own forward product does), b' = b ⊙ (P_k·f_k)
+      // quantized in columns along K, exact int32 sums times b's column scale
+      const [K, N] = [24, 5];
+      const a = matrix(K, M, 41);
+      const b = matrix(K, N, 43, 1e-2);
+      const fk = Float32Array.from({ length: K }, (_, k) => f(1 / (1 + k / 3)));
+      for (const withF of [false, true]) {
+        const rows = Array.from({ length: K }, (_, k) => limbsOf(a.subarray(k * M, (k + 1) * M), limbs));
+        const folded = Float32Array.from(b, (v, i) => {
+          const k = Math.floor(i / N);
+          return f(v * (withF ? f(rows[k].P * fk[k]) : rows[k].P));
+        });
+        const cols = Array.from({ length: N }, (_, n) =>
+          limbsOf(
+            Float32Array.from({ length: K }, (_, k) => folded[k * N + n]),
+            limbs,
+          ),
+        );
+        const want = new Float32Array(M * N);
+        for (let m = 0; m < M; m++) {
+          for (let n = 0; n < N; n++) {
+            let [hh, cross] = [0, 0];
+            for (let k = 0; k < K; k++) {
+              hh += rows[k].hi[m] * cols[n].hi[k];
+              if (limbs === 2) cross += rows[k].hi[m] * cols[n].lo[k] + rows[k].lo[m] * cols[n].hi[k];
+            }
+            let v = f(f(hh) * cols[n].P);
+            if (limbs === 2) v = f(v + f(f(cross) * f(cols[n].P / 128)));
+            want[m * N + n] = v;
+          }
+        }
+        const g = new GraphBuilder("folded");
+        const fIn = withF ? g.input("f", [K, 1]) : undefined;
+        g.output("y", intProductFolded(g, g.input("a", [K, M]), [K, M], fIn, g.input("b", [K, N]), [K, N], limbs), [
+          M,
+          N,
+        ]);
+        const model = g.encode();
+        expect(nonPortableOps(model)).to.deep.equal([]);
+        const s = await createSession(model, "cpu");
+        const feeds = { a: f32(a, [K, M]), b: f32(b, [K, N]), ...(withF ? { f: f32(fk, [K, 1]) } : {}) };
+        const got = (await s.run(feeds)).y.data as Float32Array;
+        await s.release();
+        expect(bits(got), `f: ${withF}`).to.deep.equal(bits(want));
+      }
+    });
+  }
+
+  it("a NaN in a folded operand's row makes every output of intProductFolded NaN (every output sums over all rows)", async function () {
+    const [K, M, N] = [8, 20, 3];
+    const g = new GraphBuilder("folded-nan");
+    g.output("y", intProductFolded(g, g.input("a", [K, M]), [K, M], undefined, g.input("b", [K, N]), [K, N], 1));
+    const s = await createSession(g.encode(), "cpu");
+    const a = matrix(K, M, 47);
+    a[5 * M + 3] = NaN;
+    const got = (await s.run({ a: f32(a, [K, M]), b: f32(matrix(K, N, 53), [K, N]) })).y.data as Float32Array;
+    await s.release();
+    expect(Array.from(got).every(Number.isNaN)).to.equal(true);
+  });
+
+  it("quantizeUnitRows: weights in [0, 1] give quantizeRows' bits (a row of ones too, unsaturated); a NaN poisons its row", async function () {
+    // softmax weights after the shift's margin: each row's largest is e^−0.01, so quantizeRows' scale is 1/128 too
+    const [R, K, N] = [6, 64, 5];
+    const unit = Float32Array.from({ length: R * K }, (_, i) => f((((i * 7919) % 1000) / 1000) * 0.98));
+    for (let r = 0; r < R; r++) unit[r * K + ((r * 5) % K)] = f(Math.exp(-0.01));
+    const b = matrix(K, N, 59, 1e-2);
+    const run = async (a: Float32Array, registered: boolean) => {
+      const g = new GraphBuilder("unit");
+      const x = g.input("a", [R, K]);
+      if (registered) quantizeUnitRows(g, x, [R, K]);
+      g.output("y", intProductRows(g, x, [R, K], g.input("b", [K, N]), [K, N], 1, { bKN: true }), [R, N]);
+      const model = g.encode();
+      expect(nonPortableOps(model)).to.deep.equal([]);
+      const s = await createSession(model, "cpu");
+      const y = (await s.run({ a: f32(a, [R, K]), b: f32(b, [K, N]) })).y.data as Float32Array;
+      await s.release();
+      return y;
+    };
+    const clean = await run(unit, true);
+    expect(bits(clean)).to.deep.equal(bits(await run(unit, false)));
+    expect(bits(clean)).to.deep.equal(bits(referenceProduct(unit, b, R, K, N, 1).out));
+    // a row of ones (the shift gave 0: a maximum past 2^17): 128 steps of 1/128 with zero point 127, no saturation
+    const ones = unit.slice();
+    ones.fill(1, 2 * K, 3 * K);
+    expect(bits(await run(ones, true))).to.deep.equal(bits(referenceProduct(ones, b, R, K, N, 1).out));
+    const poisoned = unit.slice();
+    poisoned[4 * K + 9] = NaN;
+    const got = await run(poisoned, true);
+    for (let i = 0; i < R; i++)
+      for (let j = 0; j < N; j++)
+        if (i === 4) expect(got[i * N + j], `[${i},${j}]`).to.be.NaN;
+        else expect(got[i * N + j], `[${i},${j}]`).to.equal(clean[i * N + j]);
+  });
+
   describe("the integer rule", function () {
     const u8Input = (g: GraphBuilder, name: string, dims: number[]) => g.input(name, dims, DT.UINT8);
     const zp = (g: GraphBuilder, v: number) => g.constInt([v], [], DT.UINT8);
@@ -290,7 +398,7 @@ describe("workloads: exact integer products", function () {
       g.output("y", g.op("MatMulInteger", [a, b, zp(g, 128), g.constInt([0], [], 3)]), [2, 2], DT.INT32);
       expect(nonPortableOps(g.encode())).to.include.members([
         "MatMulInteger on an operand that is not QuantizeLinear limbs",
-        "MatMulInteger without uint8 zero points 128",
+        "MatMulInteger without uint8 zero points 128 (or 127)",
       ]);
     });
 
@@ -305,7 +413,7 @@ describe("workloads: exact integer products", function () {
       g.output("r", g.op("ReduceSum", [x], [attrInt("keepdims", 0)]), []);
       expect(nonPortableOps(g.encode())).to.deep.equal([
         "Cast to type 6 (only float, or int64 of a Floor)",
-        "QuantizeLinear without uint8 zero point 128 (or of an int32 sum)",
+        "QuantizeLinear without uint8 zero point 128 or 127 (or of an int32 sum)",
         "ReduceMax of something other than Abs or a softmax shift",
         "ReduceSum of something other than x·0, or not itself taken times 0 into a sum",
       ]);

@@ -224,15 +224,20 @@ export function expNonPositive(g: GraphBuilder, x: string): string {
 export const EXP_LOSS = { squarings: 7, floor: -80 };
 export const EXP_WEIGHTS = { squarings: 3, floor: -8 };
 
-/** e^x for x in [floor, 0] (see EXP_LOSS, EXP_WEIGHTS), e^0 = 1 exactly; 0 below floor; NaN stays NaN. */
-export function expSquared(g: GraphBuilder, x: string, range = EXP_LOSS): string {
-  const y = g.op("Mul", [x, f32(g, 2 ** -range.squarings)]);
+/**
+ * e^x for x in [floor, 0] (see EXP_LOSS, EXP_WEIGHTS), e^0 = 1 exactly; 0 below floor; NaN stays NaN. `prescaled`:
+ * the input is already y = x/2^m (a caller that can fold the power of two into an earlier product saves a pass; the
+ * same floats, scaling by 2^−m being exact), compared with floor/2^m.
+ */
+export function expSquared(g: GraphBuilder, x: string, range = EXP_LOSS, prescaled = false): string {
+  const y = prescaled ? x : g.op("Mul", [x, f32(g, 2 ** -range.squarings)]);
   const y2 = g.op("Mul", [y, y]);
   const even = g.op("Add", [g.op("Mul", [y2, f32(g, 1 / 10)]), f32(g, 1)]);
   const odd = g.op("Mul", [y, g.op("Add", [g.op("Mul", [y2, f32(g, 1 / 120)]), f32(g, 1 / 2)])]);
   let e = g.op("Div", [g.op("Add", [even, odd]), g.op("Sub", [even, odd])]);
   for (let i = 0; i < range.squarings; i++) e = g.op("Mul", [e, e]);
-  return g.op("Where", [g.op("Less", [x, f32(g, range.floor)]), f32(g, 0), e]);
+  const floor = prescaled ? range.floor * 2 ** -range.squarings : range.floor;
+  return g.op("Where", [g.op("Less", [x, f32(g, floor)]), f32(g, 0), e]);
 }
 
 /**
@@ -241,9 +246,9 @@ export function expSquared(g: GraphBuilder, x: string, range = EXP_LOSS): string
  * weights gets the scale 1/128 (127 levels), not 1/64 (the margin, 2·10⁻³, exceeds expSquared's error).
  */
 export const SHIFT_MARGIN = 0.01;
-export function softmaxShift(g: GraphBuilder, z: string, axis: number, rank = 0): string {
+export function softmaxShift(g: GraphBuilder, z: string, axis: number, rank = 0, margin = SHIFT_MARGIN): string {
   const top = g.op("ReduceMax", [z], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
-  return g.op("Sub", [z, g.op("Add", [top, scalarOfRank(g, SHIFT_MARGIN, rank)])]);
+  return g.op("Sub", [z, g.op("Add", [top, scalarOfRank(g, margin, rank)])]);
 }
 
 /**

@@ -13,8 +13,11 @@ import { scalar } from "./exact.ts";
 /** Limbs per operand: 1 (8-bit block floating point) or 2 (about 15 bits, three integer products' work). */
 export type Limbs = 1 | 2;
 
-/** A 2-D operand as uint8 limbs (value + 128) and its power-of-two block scales (1-D). */
-export type Quantized = { hi: string; lo?: string; scale: string };
+/**
+ * An operand as uint8 limbs (value + 128) and its power-of-two block scales; zp: the zero point of `hi` when it is
+ * not 128 (a uint8 scalar; one limb only: quantizeUnitRows).
+ */
+export type Quantized = { hi: string; lo?: string; scale: string; zp?: string };
 
 /** Zero point of every integer operand: uint8 v stands for v − 128. */
 export const ZERO_POINT = 128;
@@ -130,12 +133,13 @@ export function blockRoundRows(g: GraphBuilder, t: string, limbs: Limbs): string
 
 /** Limbs of a quantized operand moved by the same data movement (they are uint8: cheap to move). */
 export const mapLimbs = (q: Quantized, f: (u8: string) => string): Quantized => ({
+  ...q,
   hi: f(q.hi),
   lo: q.lo && f(q.lo),
-  scale: q.scale,
 });
 
-const mmi = (g: GraphBuilder, a: string, b: string) => g.op("MatMulInteger", [a, b, zeroPoint(g), zeroPoint(g)]);
+const mmi = (g: GraphBuilder, a: string, b: string, aZp = zeroPoint(g)) =>
+  g.op("MatMulInteger", [a, b, aZp, zeroPoint(g)]);
 
 /**
  * Σ_k a_k·b_k of limbs a [..., M, K] and b [..., K, N] (MatMul broadcasting) in int32, returned as the terms
@@ -152,9 +156,10 @@ export function integerSums(
   bRank: number,
 ): string[] {
   if (Boolean(a.lo) !== Boolean(b.lo)) throw new Error("both operands need the same number of limbs");
+  if ((a.zp && a.lo) || b.zp) throw new Error("only a one-limb left operand may have its own zero point");
   const maxK = a.lo ? MAX_K_TWO_LIMBS : MAX_K_ONE_LIMB;
   if (K > maxK) throw new Error(`contraction length ${K} exceeds ${maxK}: the int32 sum could overflow`);
-  const hh = mmi(g, a.hi, b.hi);
+  const hh = mmi(g, a.hi, b.hi, a.zp);
   if (!a.lo) return [hh];
   const cat = (x: string, y: string, axis: number) => g.op("Concat", [x, y], [attrInt("axis", axis)]);
   return [hh, mmi(g, cat(a.hi, a.lo, aRank - 1), cat(b.lo!, b.hi, bRank - 2))];
@@ -218,9 +223,45 @@ const magnitudes = (g: GraphBuilder, t: string) => shared(g, `abs:${t}`, () => g
 
 /**
  * t with known dims (the first may be −1) quantized in blocks along its last axis (one block per row of K):
- * limbs of t's shape, scales of t's shape without the last axis.
+ * limbs of t's shape, scales of t's shape without the last axis. Once per graph, tensor and dims: every product
+ * that reads t along its rows gets the same blocks.
  */
-function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
+export function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
+  const key = `${t}|${dims.join(",")}|${limbs}`;
+  const memo = lastQuantized.get(g) ?? new Map<string, Quantized>();
+  lastQuantized.set(g, memo);
+  const known = memo.get(key);
+  if (known) return known;
+  const q = quantizeLastOnce(g, t, dims, limbs);
+  memo.set(key, q);
+  return q;
+}
+
+/** Row quantizations per graph and tensor: a tensor's forward blocks are reused by its backward (intProductFolded). */
+const lastQuantized = new WeakMap<GraphBuilder, Map<string, Quantized>>();
+
+/**
+ * Registers t's row blocks for the products that read it (intProductRows, intProductFolded) when every value of t
+ * lies in [0, 1] or is NaN — softmax weights e^(z − max − margin): the block scale is 1/128 whatever the row's
+ * maximum, and the limbs are round(t·128) + 127 (zero point 127: 0 to 128 fit a uint8 without saturating), one
+ * per-tensor QuantizeLinear, exact (t·128 is). No |t| and no row maxima: only the poison (Σ t)·0 of each row,
+ * which no order can change (a sum of at most 2^20 values in [0, 1] cannot overflow). With the softmax shift's
+ * margin (onnx/exact.ts SHIFT_MARGIN) a row's largest weight is below 127/128, so the blocks quantizeRows makes
+ * are these same 1/128 blocks: the same products, bit for bit, in every row.
+ */
+export function quantizeUnitRows(g: GraphBuilder, t: string, dims: number[]): void {
+  const memo = lastQuantized.get(g) ?? new Map<string, Quantized>();
+  lastQuantized.set(g, memo);
+  const key = `${t}|${dims.join(",")}|1`;
+  if (memo.has(key)) throw new Error(`${t} is already quantized`);
+  const last = dims.length - 1;
+  const poison = g.op("Mul", [g.op("ReduceSum", [t, i64(g, [last])], [attrInt("keepdims", 0)]), scalar(g, 0)]);
+  const zp = shared(g, "u8:zp127", () => g.constInt([127], [], DT.UINT8));
+  const hi = g.op("QuantizeLinear", [t, scalar(g, 1 / 128), zp]);
+  memo.set(key, { hi, zp, scale: g.op("Add", [poison, scalar(g, 1 / 128)]) });
+}
+
+function quantizeLastOnce(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
   const K = dims[dims.length - 1];
   // max|t| per row from t's own |t| (magnitudes: shared with a column quantization of the same tensor), flattened
   const rowMax = g.op("ReduceMax", [magnitudes(g, t)], [attrInts("axes", [dims.length - 1]), attrInt("keepdims", 0)]);
@@ -322,4 +363,33 @@ export function intProductRows(
   const outDims = [...aDims.slice(0, -2), layout.aOnes ? M + 1 : M, N];
   const sb = layout.bKN ? qb.scale : g.op("Unsqueeze", [qb.scale, i64(g, [-2])]);
   return g.op("Mul", [g.op("Reshape", [byRow, i64(g, outDims)]), sb]);
+}
+
+/**
+ * (a ⊙ f)ᵀ · b → float [..., M, N] for a [..., K, M], f [..., K, 1] (optional) and b [..., K, N], contracting K,
+ * with a in the row blocks its own product along M already quantized it into (quantizeLast, reused: no second
+ * quantization of a along K). a = P_k·q[k, m] per row k, so Σ_k a[k, m]·f_k·b[k, n] = Σ_k q[k, m]·(P_k·f_k·b[k, n]):
+ * a's row scales (and f) fold into b, whose columns are then quantized along K as usual, and the int32 sums of a's
+ * limbs with b's are exact. The backward of an attention product uses it: the T×T operand (exps, dS) is
+ * quantized once along its rows, and only the dh-wide operand is scaled and quantized again. A NaN or ∞ in a
+ * poisons its row scale, hence b's column scales, hence the products.
+ */
+export function intProductFolded(
+  g: GraphBuilder,
+  a: string,
+  aDims: number[],
+  f: string | undefined,
+  b: string,
+  bDims: number[],
+  limbs: Limbs,
+): string {
+  const ra = aDims.length;
+  if (aDims[ra - 2] !== bDims[bDims.length - 2])
+    throw new Error(`contraction lengths differ: ${aDims[ra - 2]} and ${bDims[bDims.length - 2]}`);
+  const qa = quantizeLast(g, a, aDims, limbs); // limbs [..., K, M], scale [..., K]
+  const rowScale = g.op("Unsqueeze", [qa.scale, i64(g, [-1])]);
+  const folded = g.op("Mul", [b, f ? g.op("Mul", [rowScale, f]) : rowScale]);
+  const qb = quantizeColumns(g, folded, bDims, limbs); // limbs [..., K, N], scale [..., 1, N]
+  const aT = mapLimbs(qa, (u8) => g.op("Transpose", [u8], [attrInts("perm", swapLastTwo(ra))]));
+  return scaleSumsBy(g, integerSums(g, aT, qb, aDims[ra - 2], ra, bDims.length), qb.scale);
 }

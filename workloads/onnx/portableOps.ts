@@ -25,7 +25,7 @@ const MOVEMENT = [
 const CONTROL = ["Scan"];
 /**
  * Exact integer products (onnx/integer.ts), under the conditions `integerProblems` checks: uint8 × uint8
- * MatMulInteger on QuantizeLinear limbs with zero points 128 (u8 × s8 saturates before VNNI), Cast only to
+ * MatMulInteger on QuantizeLinear limbs with zero points 128 or 127 (u8 × s8 saturates before VNNI), Cast only to
  * float (or to int64 of a Floor: a table index), ReduceMax only of magnitudes (max is exact; |x| has no −0) or as a
  * softmax shift (SHIFT), ReduceSum only of x·0 (0 or NaN in any order) or taken times 0 into a sum (±0 or NaN
  * in any order: onnx/integer.ts quantizeRows), Shape (metadata).
@@ -74,16 +74,21 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
   const producer = new Map<string, Node>();
   for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
   const inits = new Map(((graph.initializer ?? []) as Initializer[]).map((t) => [t.name, t]));
-  const isConst128 = (name: string | undefined): boolean => {
+  // 128, or 127 (onnx/integer.ts quantizeUnitRows): either way every limb stands for a value of magnitude ≤ 128
+  const isZeroPointConst = (name: string | undefined): boolean => {
     const t = name === undefined ? undefined : inits.get(name);
+    const v = t?.int32Data?.[0];
     return (
-      t?.dataType === DT.UINT8 && (t.dims ?? []).length === 0 && t.int32Data?.length === 1 && t.int32Data[0] === 128
+      t?.dataType === DT.UINT8 && (t.dims ?? []).length === 0 && t.int32Data?.length === 1 && (v === 128 || v === 127)
     );
   };
   const isZeroPoint = (name: string | undefined): boolean => {
     const n = name === undefined ? undefined : producer.get(name);
     // the constant, or 128s shaped like a scale: QuantizeLinear(scale·0, 1, 128) (onnx/integer.ts zeroPoints)
-    return isConst128(name) || (n?.opType === "QuantizeLinear" && timesZero(n.input?.[0]) && isConst128(n.input?.[2]));
+    return (
+      isZeroPointConst(name) ||
+      (n?.opType === "QuantizeLinear" && timesZero(n.input?.[0]) && isZeroPointConst(n.input?.[2]))
+    );
   };
   const isLimb = (name: string): boolean => {
     const n = producer.get(name);
@@ -146,11 +151,12 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     }
     if (n.opType === "MatMulInteger") {
       if (!isLimb(a) || !isLimb(b)) out.push("MatMulInteger on an operand that is not QuantizeLinear limbs");
-      if (!isConst128(za) || !isConst128(zb)) out.push("MatMulInteger without uint8 zero points 128");
+      if (!isZeroPointConst(za) || !isZeroPointConst(zb))
+        out.push("MatMulInteger without uint8 zero points 128 (or 127)");
     }
     const int32Sum = n.opType === "DequantizeLinear" && za === undefined && isInt32Sum(a);
     if ((n.opType === "QuantizeLinear" || n.opType === "DequantizeLinear") && !isZeroPoint(za) && !int32Sum) {
-      out.push(`${n.opType} without uint8 zero point 128 (or of an int32 sum)`);
+      out.push(`${n.opType} without uint8 zero point 128 or 127 (or of an int32 sum)`);
     }
     if (n.opType === "ReduceMax" && !madeBy(a, "Abs") && !isSoftmaxShift(n)) {
       out.push("ReduceMax of something other than Abs or a softmax shift");

@@ -7,6 +7,7 @@ import {
   concat,
   EXP_WEIGHTS,
   expSquared,
+  SHIFT_MARGIN,
   logFromOne,
   maxAxis,
   scalar,
@@ -61,6 +62,17 @@ export function transformerParams(d: TemplateDescriptor): ParamSpec[] {
  */
 export type Products = {
   rows(g: GraphBuilder, a: string, aDims: number[], b: string, bDims: number[], layout?: Layout): string;
+  /**
+   * (a ⊙ f)ᵀ · b → [..., M, N] for a [..., K, M] that a forward product quantized along M (rows), f [..., K, 1]
+   * optional, b [..., K, N]: portable, a's row blocks are reused and its scales folded into b (onnx/integer.ts
+   * intProductFolded), so the T×T operand of an attention gradient is quantized once.
+   */
+  foldedT(g: GraphBuilder, a: string, aDims: number[], f: string | undefined, b: string, bDims: number[]): string;
+  /**
+   * Integer products only: t's rows hold values in [0, 1] (the attention weights), quantized with the fixed block
+   * scale 1/128 (onnx/integer.ts quantizeUnitRows) instead of one from their row maxima.
+   */
+  unitRows?(g: GraphBuilder, t: string, dims: number[]): void;
   /**
    * The products quantize an operand's blocks from one |x| per tensor (onnx/integer.ts magnitudes), so a gradient
    * that is both a weight gradient's operand (per atom, [A, N, n]) and a back product's is given to both in that
@@ -133,7 +145,8 @@ const toHeads = (c: Ctx, t: string) => {
 const fromHeads = (c: Ctx, t: string) =>
   c.g.op("Reshape", [transpose(c.g, t, [0, 2, 1, 3]), c.g.constInt64([-1, c.s.D])]);
 
-type Attention = { qs: string; ks: string; v: string; probs: string; heads: string; out: string };
+/** The softmax weights are exps ⊙ invDen (the float formulation: exps are the weights, no invDen). */
+type Attention = { qs: string; ks: string; v: string; exps: string; invDen?: string; heads: string; out: string };
 
 /**
  * Causal self-attention of a [R, D] given qkv weights: heads' outputs merged back to [R, D]. The portable
@@ -141,7 +154,8 @@ type Attention = { qs: string; ks: string; v: string; probs: string; heads: stri
  * shifts by the row's ReduceMax (softmaxShift), exps by expSquared (exactly 0 at masked keys), and gets the softmax
  * denominator from the product itself: V gets a row of ones, so the integer product returns Σ_j q(e_j)·v_j and
  * Σ_j q(e_j) (exact int32 sums of the same 8-bit weights q(e_j)) and the output is their quotient — weights that
- * sum to 1 up to one rounding, no sum tree over the keys. `probs` (e/Σq(e)) is what backward differentiates.
+ * sum to 1 up to one rounding, no sum tree over the keys. Backward differentiates e/Σq(e), the division by the
+ * (dh-wide) denominators folded into the products' dh-wide sides: no T×T tensor of probabilities.
  */
 function attention(c: Ctx, a: string, wqkv: string): Attention {
   const { g } = c;
@@ -158,16 +172,23 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
     const exps = g.op("Where", [causal, kernels.exp(g, shifted), scalar(g, 0)]);
     const probs = g.op("Div", [exps, kernels.sum(g, exps, 3)]);
     const heads = c.prod.rows(g, probs, [-1, H, T, T], v, [-1, H, T, dh], { bKN: true });
-    return { qs: g.op("Mul", [q, scale]), ks: g.op("Mul", [k, scale]), v, probs, heads, out: fromHeads(c, heads) };
+    const [qs, ks] = [g.op("Mul", [q, scale]), g.op("Mul", [k, scale])];
+    return { qs, ks, v, exps: probs, heads, out: fromHeads(c, heads) };
   }
+  // the scores, their mask and shift all divided by 2^m, exactly: expSquared's first scaling rides on q's (dh-wide)
+  const pre = 2 ** -EXP_WEIGHTS.squarings;
+  const qPre = g.op("Mul", [q, scalar(g, pre / Math.sqrt(dh))]);
+  const masked = g.op("Add", [c.prod.rows(g, qPre, [-1, H, T, dh], k, [-1, H, T, dh]), causalBias(g, T, pre)]);
+  const shifted = softmaxShift(g, masked, 3, 4, Math.fround(SHIFT_MARGIN) * pre);
+  const exps = expSquared(g, shifted, EXP_WEIGHTS, true); // in [0, 1], NaN where masked is NaN
   const qs = g.op("Mul", [q, scale]);
-  const masked = g.op("Add", [c.prod.rows(g, qs, [-1, H, T, dh], k, [-1, H, T, dh]), causalBias(g, T)]);
-  const exps = expSquared(g, softmaxShift(g, masked, 3, 4), EXP_WEIGHTS);
+  c.prod.unitRows?.(g, exps, [-1, H, T, T]);
   const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
   const both = c.prod.rows(g, exps, [-1, H, T, T], vOnes, [-1, H, T, dh + 1], { bKN: true });
   const [num, den] = split(g, both, 3, [dh, 1]);
   const heads = g.op("Div", [num, den]);
-  return { qs, ks: g.op("Mul", [k, scale]), v, probs: g.op("Div", [exps, den]), heads, out: fromHeads(c, heads) };
+  const invDen = g.op("Div", [scalar(g, 1), den]);
+  return { qs, ks: g.op("Mul", [k, scale]), v, exps, invDen, heads, out: fromHeads(c, heads) };
 }
 
 /** Ones shaped like t's first slice along `axis` (data movement: an Expand of the constant 1 to that shape). */
@@ -175,12 +196,13 @@ function onesLike(g: GraphBuilder, t: string, axis: number): string {
   return g.op("Expand", [scalar(g, 1), g.op("Shape", [slice(g, t, axis, 0, 1)])]);
 }
 
-/** [T, T]: 0 where query i may attend to key j ≤ i, MASKED elsewhere (added to the scores). */
-function causalBias(g: GraphBuilder, T: number): string {
-  const key = `causal-bias:${T}`;
+/** [T, T]: 0 where query i may attend to key j ≤ i, MASKED·scale elsewhere (added to the scores). */
+function causalBias(g: GraphBuilder, T: number, scale = 1): string {
+  const key = `causal-bias:${T}:${scale}`;
   let name = g.shared.get(key);
   if (!name) {
-    const bias = Array.from({ length: T * T }, (_, n) => (n % T <= Math.floor(n / T) ? 0 : MASKED));
+    const masked = Math.fround(MASKED) * scale;
+    const bias = Array.from({ length: T * T }, (_, n) => (n % T <= Math.floor(n / T) ? 0 : masked));
     g.shared.set(key, (name = g.constFloat(bias, [T, T])));
   }
   return name;
@@ -206,18 +228,21 @@ function attentionBack(c: Ctx, at: Attention, dOut: string): string {
   const square = [-1, H, T, T];
   const dO = toHeads(c, dOut);
   const dP = c.prod.rows(g, dO, heads, at.v, heads);
-  const dV = c.prod.rows(g, at.probs, square, dO, heads, { aKM: true, bKN: true });
+  // probsᵀ·dO from the exps' own forward blocks, 1/den folded into dO (never a column quantization of a T×T tensor)
+  const dV = c.prod.foldedT(g, at.exps, square, at.invDen, dO, heads);
   // Σ_j dP_ij·p_ij = dO_i·Σ_j p_ij·v_j = dO_i·out_i: a sum over dh, not over the T keys
   const inner = c.prod.kernels
-    ? c.prod.kernels.sum(g, g.op("Mul", [dP, at.probs]), 3)
+    ? c.prod.kernels.sum(g, g.op("Mul", [dP, at.exps]), 3)
     : sumLast(g, g.op("Mul", [dO, at.heads]), dh, 4);
-  // scores = (q/√dh)·k: the scale rides on the dh-wide operands, not on the T×T gradient
-  const dS = g.op("Mul", [at.probs, g.op("Sub", [dP, inner])]);
+  // dS = e ⊙ (dP − inner) ⊙ invDen, invDen (per query row) applied on the dh-wide sides of dS's two products;
+  // scores = (q/√dh)·k: that scale rides on the dh-wide operands too, not on the T×T gradient
+  const dS = g.op("Mul", [at.exps, g.op("Sub", [dP, inner])]);
   const dQ = c.prod.rows(g, dS, square, at.ks, heads, { bKN: true });
-  const dK = c.prod.rows(g, dS, square, at.qs, heads, { aKM: true, bKN: true });
+  const dK = c.prod.foldedT(g, dS, square, at.invDen, at.qs, heads); // dS's blocks from dQ
+  const dQn = at.invDen ? g.op("Mul", [dQ, at.invDen]) : dQ;
   return concat(
     g,
-    [dQ, dK, dV].map((t) => fromHeads(c, t)),
+    [dQn, dK, dV].map((t) => fromHeads(c, t)),
     1,
   );
 }

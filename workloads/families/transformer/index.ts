@@ -1,6 +1,6 @@
 // The transformer family: a decoder-only character model (graphs.ts) trained on next-symbol prediction.
 import { attrInt, attrInts } from "../../onnx/builder.ts";
-import { intProductRows } from "../../onnx/integer.ts";
+import { intProductFolded, intProductRows, quantizeUnitRows } from "../../onnx/integer.ts";
 import { assertPortable } from "../../onnx/portableOps.ts";
 import type { ModelFamily, TemplateDescriptor } from "../../types.ts";
 import {
@@ -15,6 +15,8 @@ import {
 /** Exact integer products on 8-bit (or two-limb) block floating point rows. */
 export const integerProducts = (limbs: 1 | 2): Products => ({
   rows: (g, a, aDims, b, bDims, layout) => intProductRows(g, a, aDims, b, bDims, limbs, layout),
+  foldedT: (g, a, aDims, f, b, bDims) => intProductFolded(g, a, aDims, f, b, bDims, limbs),
+  unitRows: limbs === 1 ? (g, t, dims) => quantizeUnitRows(g, t, dims) : undefined,
   sharedMagnitudes: true,
   onesColumn: limbs === 1,
 });
@@ -27,6 +29,9 @@ export const floatProducts: Products = {
     const left = layout.aKM ? g.op("Transpose", [a], [attrInts("perm", swapLastTwo(aDims.length))]) : a;
     const right = layout.bKN ? b : g.op("Transpose", [b], [attrInts("perm", swapLastTwo(bDims.length))]);
     return g.op("MatMul", [left, right]);
+  },
+  foldedT(g, a, aDims, f, b, bDims) {
+    return floatProducts.rows(g, f ? g.op("Mul", [a, f]) : a, aDims, b, bDims, { aKM: true, bKN: true });
   },
 };
 
