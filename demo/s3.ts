@@ -8,7 +8,7 @@
 import path from "node:path";
 import { UsageError } from "../sdk/args.ts";
 import { sleep } from "../sdk/retry.ts";
-import { parseStoreUrl, StoreUrlError } from "../workloads/store/url.ts";
+import { storeUrlArg } from "../sdk/storeArg.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3 } from "../workloads/store/embedded.ts";
 import type { HostNet } from "./hosts.ts";
 import type { ProcessGroup } from "./processes.ts";
@@ -30,10 +30,10 @@ export type RunStore = {
 export function checkStoreOption(given: string | undefined): void {
   if (given === undefined) return;
   try {
-    parseStoreUrl(given);
+    storeUrlArg(given); // what `gpuchain provide` and `verify` run on their --store
   } catch (err) {
     const reason = (err as Error)?.message ?? String(err);
-    if (!(err instanceof StoreUrlError)) throw new UsageError(`--store ${given}: ${reason}`); // new URL's own
+    if (!(err instanceof UsageError)) throw new UsageError(`--store ${given}: ${reason}`); // new URL's own
     throw new UsageError(reason.startsWith("--store") ? reason : `--store: ${reason}`);
   }
 }
