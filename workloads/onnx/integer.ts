@@ -227,9 +227,8 @@ const magnitudes = (g: GraphBuilder, t: string) => shared(g, `abs:${t}`, () => g
  * that reads t along its rows gets the same blocks.
  */
 export function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
-  const key = `${t}|${dims.join(",")}|${limbs}`;
-  const memo = lastQuantized.get(g) ?? new Map<string, Quantized>();
-  lastQuantized.set(g, memo);
+  const memo = rowBlocksOf(g);
+  const key = rowBlocksKey(t, dims, limbs);
   const known = memo.get(key);
   if (known) return known;
   const q = quantizeLastOnce(g, t, dims, limbs);
@@ -238,7 +237,12 @@ export function quantizeLast(g: GraphBuilder, t: string, dims: number[], limbs: 
 }
 
 /** Row quantizations per graph and tensor: a tensor's forward blocks are reused by its backward (intProductFolded). */
-const lastQuantized = new WeakMap<GraphBuilder, Map<string, Quantized>>();
+const rowBlocks = new WeakMap<GraphBuilder, Map<string, Quantized>>();
+const rowBlocksOf = (g: GraphBuilder) => {
+  if (!rowBlocks.has(g)) rowBlocks.set(g, new Map());
+  return rowBlocks.get(g)!;
+};
+const rowBlocksKey = (t: string, dims: number[], limbs: Limbs) => `${t}|${dims.join(",")}|${limbs}`;
 
 /**
  * Registers t's row blocks for the products that read it (intProductRows, intProductFolded) when every value of t
@@ -250,9 +254,8 @@ const lastQuantized = new WeakMap<GraphBuilder, Map<string, Quantized>>();
  * are these same 1/128 blocks: the same products, bit for bit, in every row.
  */
 export function quantizeUnitRows(g: GraphBuilder, t: string, dims: number[]): void {
-  const memo = lastQuantized.get(g) ?? new Map<string, Quantized>();
-  lastQuantized.set(g, memo);
-  const key = `${t}|${dims.join(",")}|1`;
+  const memo = rowBlocksOf(g);
+  const key = rowBlocksKey(t, dims, 1);
   if (memo.has(key)) throw new Error(`${t} is already quantized`);
   const last = dims.length - 1;
   const poison = g.op("Mul", [g.op("ReduceSum", [t, i64(g, [last])], [attrInt("keepdims", 0)]), scalar(g, 0)]);
