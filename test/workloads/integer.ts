@@ -42,15 +42,19 @@ function limbsOf(row: Float32Array, limbs: Limbs): { hi: number[]; lo: number[];
   return { hi, lo, P };
 }
 
-/** a [R, K] · b [K, N] as the graph computes it: exact integer sums, one cast, power-of-two scales. */
-function referenceProduct(a: Float32Array, b: Float32Array, R: number, K: number, N: number, limbs: Limbs) {
-  const rows = Array.from({ length: R }, (_, i) => limbsOf(a.subarray(i * K, (i + 1) * K), limbs));
-  const cols = Array.from({ length: N }, (_, j) =>
+/** The N columns of b [K, N], each one block along K. */
+const columnLimbs = (b: Float32Array, K: number, N: number, limbs: Limbs) =>
+  Array.from({ length: N }, (_, j) =>
     limbsOf(
       Float32Array.from({ length: K }, (_, k) => b[k * N + j]),
       limbs,
     ),
   );
+
+/** a [R, K] · b [K, N] as the graph computes it: exact integer sums, one cast, power-of-two scales. */
+function referenceProduct(a: Float32Array, b: Float32Array, R: number, K: number, N: number, limbs: Limbs) {
+  const rows = Array.from({ length: R }, (_, i) => limbsOf(a.subarray(i * K, (i + 1) * K), limbs));
+  const cols = columnLimbs(b, K, N, limbs);
   const out = new Float32Array(R * N);
   for (let i = 0; i < R; i++) {
     for (let j = 0; j < N; j++) {
@@ -305,12 +309,7 @@ describe("workloads: exact integer products", function () {
           const k = Math.floor(i / N);
           return f(v * (withF ? f(rows[k].P * fk[k]) : rows[k].P));
         });
-        const cols = Array.from({ length: N }, (_, n) =>
-          limbsOf(
-            Float32Array.from({ length: K }, (_, k) => folded[k * N + n]),
-            limbs,
-          ),
-        );
+        const cols = columnLimbs(folded, K, N, limbs);
         const want = new Float32Array(M * N);
         for (let m = 0; m < M; m++) {
           for (let n = 0; n < N; n++) {
