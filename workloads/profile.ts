@@ -64,8 +64,9 @@ const PROVEN_PORTABLE: readonly ArithmeticProfile[] = [
 ].map((f) => `onnxruntime-1.30.0/cpu/${f}`);
 
 /**
- * Proven profiles per template name. No cuda or webgpu profile: neither has been run on a real GPU (no device was
- * lent where this was built; SwiftShader's matching hashes prove a CPU rasteriser, not a GPU).
+ * Proven profiles per template name (`npm run prove-profile` on the machine, then its profile here). No cuda or
+ * webgpu profile: on an NVIDIA H200 (webgpu over its Vulkan driver, 2026-12-04) every template's hashes differ at
+ * step 5 (its Div and Sqrt are not correctly rounded); SwiftShader's matching hashes prove a CPU rasteriser.
  */
 export const PROVEN_PROFILES: Readonly<Record<string, readonly ArithmeticProfile[]>> = {
   "mnist-mlp": PROVEN_PORTABLE,

@@ -8,8 +8,43 @@ import { pathToFileURL } from "node:url";
 import { listTemplates } from "./templates.ts";
 import { createTrainer, type TrainerOptions } from "./trainer.ts";
 import { stateHash } from "./state.ts";
+import type { Template } from "./types.ts";
 
 export const REFERENCE_SEED = "0x" + "11".repeat(32);
+
+/** The reference hashes a document commits (docs/WORKLOADS.md): rows `| \`template\` | step | \`0x…\` |`, in order. */
+export function parseReferenceTable(doc: string): Record<string, { step: number; hash: string }[]> {
+  const out: Record<string, { step: number; hash: string }[]> = {};
+  for (const m of doc.matchAll(/^\| `([\w-]+)` \| (\d+) \| `(0x[0-9a-f]{64})` \|/gm))
+    (out[m[1]] ??= []).push({ step: Number(m[2]), hash: m[3] });
+  return out;
+}
+
+/** One hash of a reference run: after `step` steps, and the mean time of the steps since the last hash (ms). */
+export type ReferencePoint = { step: number; hash: string; stepMs: number };
+
+/** Trains one template `steps` steps from REFERENCE_SEED, yielding the state hash after every `every` steps. */
+export async function* referenceRun(
+  t: Template,
+  steps = 20,
+  every = 5,
+  opts: TrainerOptions = {},
+): AsyncGenerator<ReferencePoint> {
+  const tr = await createTrainer(t, opts);
+  try {
+    let s = tr.initialState(REFERENCE_SEED);
+    let since = performance.now(); // session creation excluded
+    for (let step = 1; step <= steps; step++) {
+      s = (await tr.trainStep(s, REFERENCE_SEED, step)).state;
+      if (step % every !== 0) continue;
+      const stepMs = (performance.now() - since) / every;
+      yield { step, hash: stateHash(s), stepMs };
+      since = performance.now(); // hashing and the caller's work excluded
+    }
+  } finally {
+    await tr.close();
+  }
+}
 
 /** Trains every template `steps` steps from REFERENCE_SEED; hashes after every `every` steps. */
 export async function referenceHashes(
@@ -20,17 +55,8 @@ export async function referenceHashes(
 ): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
   for (const t of listTemplates().filter((x) => !only || only.includes(x.descriptor.name))) {
-    const tr = await createTrainer(t, opts);
-    try {
-      let s = tr.initialState(REFERENCE_SEED);
-      out[t.descriptor.name] = [];
-      for (let step = 1; step <= steps; step++) {
-        s = (await tr.trainStep(s, REFERENCE_SEED, step)).state;
-        if (step % every === 0) out[t.descriptor.name].push(stateHash(s));
-      }
-    } finally {
-      await tr.close();
-    }
+    out[t.descriptor.name] = [];
+    for await (const p of referenceRun(t, steps, every, opts)) out[t.descriptor.name].push(p.hash);
   }
   return out;
 }

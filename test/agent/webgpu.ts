@@ -6,16 +6,15 @@
  */
 import { expect } from "chai";
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { hasVulkanLoader, type DeviceProfile } from "../../agent/device.ts";
+import type { DeviceProfile } from "../../agent/device.ts";
 import type { TrainerFactory } from "../../agent/trainers.ts";
 import { createTrainer, decodeCheckpoint, ExecutionProviderError, localProfile } from "../../workloads/index.ts";
+import { requireWebgpuSetup, SWIFTSHADER_ICD } from "../helpers/webgpu.ts";
 import { assignedAgent, CPU_DEVICE, localProtocol, startAgent, until } from "./helpers.ts";
-
-const SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json";
 
 interface ChildRun {
   executionProvider: string;
@@ -51,16 +50,7 @@ describe("agent: the execution provider it chooses, trained on for real (blobs-t
   });
 
   it("--device webgpu on SwiftShader opens on the WebGPU provider and gives the cpu's state hash", async function () {
-    const missing = !existsSync(SWIFTSHADER_ICD)
-      ? `${SWIFTSHADER_ICD} not found: install Debian's chromium`
-      : !hasVulkanLoader()
-        ? "the Vulkan loader is missing: install libvulkan1"
-        : undefined;
-    if (missing) {
-      if (process.env.CI === "true") throw new Error(missing); // .ci/run installs both
-      console.log(`      skipped: ${missing}`);
-      this.skip();
-    }
+    requireWebgpuSetup(this);
     const r = await train(["--device", "webgpu"], { VK_ICD_FILENAMES: SWIFTSHADER_ICD });
     console.log(`      webgpu on SwiftShader: 3 steps in ${r.ms} ms (session included), hash ${r.hash}`);
     expect(r.executionProvider).to.equal("webgpu");

@@ -9,20 +9,19 @@ import { promisify } from "node:util";
 import { listTemplates } from "../../workloads/index.ts";
 import { GraphBuilder, attrGraph, attrInt } from "../../workloads/onnx/builder.ts";
 import { assertPortable, nonPortableOps } from "../../workloads/onnx/portableOps.ts";
-import { referenceHashes } from "../../workloads/referenceHashes.ts";
+import { parseReferenceTable, referenceHashes } from "../../workloads/referenceHashes.ts";
 import { buildGraphs as legacyGraphs } from "../../bench/legacyGraphs.ts";
+import { requireWebgpuSetup, SWIFTSHADER_ICD } from "../helpers/webgpu.ts";
 
 const run = promisify(execFile);
 const NODE = "node_modules/node/bin/node"; // the real ELF binary (node_modules/.bin/node is a link to it)
 const STEPS = 20;
 const EVERY = 5;
 
-/** Reference hashes committed in docs/WORKLOADS.md: rows `| template | step | 0x… |`. */
+/** Reference hashes committed in docs/WORKLOADS.md. */
 function committedHashes(): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  const doc = readFileSync("docs/WORKLOADS.md", "utf8");
-  for (const m of doc.matchAll(/^\| `([\w-]+)` \| (\d+) \| `(0x[0-9a-f]{64})` \|/gm)) (out[m[1]] ??= []).push(m[3]);
-  return out;
+  const table = parseReferenceTable(readFileSync("docs/WORKLOADS.md", "utf8"));
+  return Object.fromEntries(Object.entries(table).map(([name, rows]) => [name, rows.map((r) => r.hash)]));
 }
 
 function qemuAvailable(): boolean {
@@ -74,31 +73,10 @@ async function runArm(): Promise<string> {
 }
 
 /**
- * A GPU's execution provider without a GPU: onnxruntime's WebGPU provider (Dawn over Vulkan) on SwiftShader, the
- * software Vulkan driver Debian's chromium package ships, through the Vulkan loader (libvulkan1).
- */
-const SWIFTSHADER_ICD = "/usr/lib/chromium/vk_swiftshader_icd.json";
-
-function webgpuSetupMissing(): string | undefined {
-  if (!existsSync(SWIFTSHADER_ICD)) return `${SWIFTSHADER_ICD} not found: install Debian's chromium`;
-  if (!existsSync("/usr/lib/x86_64-linux-gnu/libvulkan.so.1"))
-    return "the Vulkan loader is missing: install libvulkan1";
-  return undefined;
-}
-
-/** Skips a WebGPU leg where its setup is missing; in CI (which installs it) a missing setup fails instead. */
-function requireWebgpuSetup(ctx: Mocha.Context): void {
-  const missing = webgpuSetupMissing();
-  if (!missing) return;
-  if (process.env.CI === "true") throw new Error(missing);
-  console.log(`      skipped: ${missing}`);
-  ctx.skip();
-}
-
-/**
  * The templates the software-GPU leg runs for 20 steps: all but char-transformer, whose steps on SwiftShader (every
  * shader run on this CPU) took about a minute each with v1's graphs; it runs TRANSFORMER_WEBGPU_STEPS steps in a leg of its own.
- * No GPU profile is proven either way: the legs show that the WebGPU provider's kernels round as the CPU's do.
+ * No GPU profile is proven either way: the legs show that the WebGPU provider's kernels, run on a driver that rounds
+ * as the CPU does, give the CPU's bits (a real GPU's division and square root need not: test/helpers/webgpu.ts).
  */
 const WEBGPU_TEMPLATES = () =>
   listTemplates()
