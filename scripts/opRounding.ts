@@ -5,6 +5,7 @@
  * The inputs: uniform in (−1, 1), wide exponents (2^±30), subnormal-sized, and halves (rounding ties).
  */
 import { GraphBuilder, attrInt, attrInts } from "../workloads/onnx/builder.ts";
+import { inverseSqrt, reciprocal } from "../workloads/onnx/exact.ts";
 import { DT } from "../workloads/onnx/schema.ts";
 import { ort, sessionOptions, type ExecutionProvider } from "../workloads/runtime.ts";
 
@@ -56,6 +57,9 @@ export const PROBES: readonly Probe[] = [
     }),
   },
   { op: "Where(x<y)", arity: 2, build: (g, [x, y]) => ({ y: g.op("Where", [g.op("Less", [x, y]), x, y]) }) },
+  // The Div- and Sqrt-free replacements (workloads/onnx/exact.ts), on |x|: the same bits wherever + − × are exact?
+  { op: "reciprocal(|x|)", arity: 1, build: (g, [x]) => ({ y: reciprocal(g, g.op("Abs", [x])) }) },
+  { op: "inverseSqrt(|x|)", arity: 1, build: (g, [x]) => ({ y: inverseSqrt(g, g.op("Abs", [x])) }) },
 ];
 
 async function runOn(bytes: Uint8Array, feeds: Float32Array[], ep: ExecutionProvider): Promise<ArrayLike<number>> {

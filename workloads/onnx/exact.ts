@@ -285,3 +285,49 @@ export function logSumExp(
   const sum = sumAxis(g, exps, C, rank - 1); // ≥ 1: the max's own term is e^0 = 1 exactly
   return { shifted, exps, sum, lse: logFromOne(g, sum, Math.ceil(Math.log2(C))) };
 }
+
+/**
+ * x = m·s⁻¹ with m in [1, base) and s a power of `base`^½… exactly: for x in [base^−lim, base^lim), halving the
+ * exponent range per level (base^16, ^8, …, ^1 up, then down), each scaling by an exact power of two. Comparisons,
+ * Where and products by powers of two: the same bits on every device (no Div, no Sqrt: a GPU rounds those its own
+ * way, docs/WORKLOADS.md "The GPU path on an H200"). Returns m and s (x·s = m).
+ */
+function normalise(g: GraphBuilder, x: string, base: 2 | 4, rank: number): { m: string; s: string } {
+  const c = (v: number) => scalarOfRank(g, v, rank);
+  let m = x;
+  let s = "";
+  const scale = (cond: string, by: number) => {
+    m = g.op("Where", [cond, g.op("Mul", [m, c(by)]), m]);
+    const step = g.op("Where", [cond, c(base === 2 ? by : Math.sqrt(by)), c(1)]);
+    s = s ? g.op("Mul", [s, step]) : step;
+  };
+  for (const k of [16, 8, 4, 2, 1]) scale(g.op("GreaterOrEqual", [m, c(base ** k)]), base ** -k);
+  for (const k of [16, 8, 4, 2, 1]) scale(g.op("Less", [m, c(base ** (1 - k))]), base ** k);
+  return { m, s };
+}
+
+/**
+ * 1/x for x in [2^−31, 2^32) without Div: x normalised to m in [1, 2), the seed 24/17 − 8/17·m (relative error
+ * ≤ 1/17), three Newton steps y·(2 − m·y) (error (1/17)^8 < 2^−32 before rounding), scaled back exactly. Within
+ * 2 ulp of 1/x (test/workloads/exactDivision.ts), and every node an exact +, −, ×, comparison or Where.
+ */
+export function reciprocal(g: GraphBuilder, x: string, rank = 0): string {
+  const c = (v: number) => scalarOfRank(g, v, rank);
+  const { m, s } = normalise(g, x, 2, rank);
+  let y = g.op("Sub", [c(24 / 17), g.op("Mul", [m, c(8 / 17)])]);
+  for (let i = 0; i < 3; i++) y = g.op("Mul", [y, g.op("Sub", [c(2), g.op("Mul", [m, y])])]);
+  return g.op("Mul", [y, s]);
+}
+
+/**
+ * 1/√x for x in [4^−15, 4^16) without Sqrt or Div: x normalised to m in [1, 4) by powers of 4, a linear seed
+ * (relative error ≤ 0.18), four Newton steps y·(3/2 − m/2·y²), scaled back by the matching powers of 2.
+ */
+export function inverseSqrt(g: GraphBuilder, x: string, rank = 0): string {
+  const c = (v: number) => scalarOfRank(g, v, rank);
+  const { m, s } = normalise(g, x, 4, rank);
+  const half = g.op("Mul", [m, c(0.5)]);
+  let y = g.op("Sub", [c(7 / 6), g.op("Mul", [m, c(1 / 6)])]); // the chord through (1, 1) and (4, ½)
+  for (let i = 0; i < 4; i++) y = g.op("Mul", [y, g.op("Sub", [c(1.5), g.op("Mul", [half, g.op("Mul", [y, y])])])]);
+  return g.op("Mul", [y, s]);
+}
