@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { listTemplates } from "../../workloads/index.ts";
 import { GraphBuilder, attrGraph, attrInt } from "../../workloads/onnx/builder.ts";
-import { assertPortable, nonPortableOps } from "../../workloads/onnx/portableOps.ts";
+import { assertPortable, gpuInexactOps, nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 import { parseReferenceTable, referenceHashes } from "../../workloads/referenceHashes.ts";
 import { buildGraphs as legacyGraphs } from "../../bench/legacyGraphs.ts";
 import { requireWebgpuSetup, SWIFTSHADER_ICD } from "../helpers/webgpu.ts";
@@ -140,6 +140,23 @@ describe("workloads: portable arithmetic", function () {
     const old = legacyGraphs(listTemplates()[0].descriptor);
     expect(nonPortableOps(old.gradient)).to.include.members(["MatMul", "Softmax", "LogSoftmax"]);
     expect(nonPortableOps(old.evaluate)).to.include.members(["MatMul", "LogSoftmax", "ReduceMean"]);
+  });
+
+  it("the GPU rule: only char-transformer still divides (other than by a constant power of two) or takes a square root", function () {
+    const g = new GraphBuilder("gpu");
+    const x = g.input("x", [4]);
+    const by = (v: number) => g.op("Div", [x, g.constFloat([v], [])]);
+    g.output(
+      "y",
+      g.op("Add", [g.op("Add", [by(8), by(0.25)]), g.op("Add", [by(3), g.op("Sqrt", [g.op("Div", [x, x])])])]),
+      [4],
+    );
+    expect(gpuInexactOps(g.encode())).to.deep.equal({ "Div (not by a constant power of two)": 2, Sqrt: 1 });
+    for (const t of listTemplates()) {
+      const found = Object.values(t.graphs).map((bytes) => gpuInexactOps(bytes));
+      if (t.descriptor.name === "char-transformer") expect(found.some((f) => Object.keys(f).length > 0)).to.equal(true);
+      else expect(found, t.descriptor.name).to.deep.equal([{}, {}, {}, {}]);
+    }
   });
 
   it("docs/WORKLOADS.md commits reference hashes for every template", function () {

@@ -1,7 +1,9 @@
 // Portable arithmetic: building blocks whose every float result is fixed by IEEE 754 alone.
 // Each node is one correctly rounded elementwise operation (or pure data movement), and every sum
-// over an axis is a fixed tree of elementwise Adds, so no kernel, SIMD width, FMA or device can
-// change a bit (the rule and its reasons are in workloads/README.md).
+// over an axis is a fixed tree of elementwise Adds, so no CPU kernel, SIMD width or FMA can change a
+// bit (the rule and its reasons are in workloads/README.md). A GPU's WGSL Div and Sqrt are not
+// correctly rounded (an H200's were not): reciprocal and inverseSqrt below are made of + − × and
+// selections alone, which it does round correctly (portableOps.ts gpuInexactOps lists what remains).
 import { GraphBuilder, attrInt, attrInts } from "./builder.ts";
 import { DT } from "./schema.ts";
 
@@ -252,23 +254,23 @@ export function softmaxShift(g: GraphBuilder, z: string, axis: number, rank = 0,
 }
 
 /**
- * ln s for s in [1, 2^maxExp]: s = 2^e·m with m in [√½, √2) (e counted by comparisons, 2^e an exact
- * product), ln m = 2·atanh(z), z = (m−1)/(m+1), |z| ≤ 0.172, by its odd series to z⁹. `rank`: s's rank, for
+ * ln s for s in [1, 2^maxExp]: s = 2^e·m with m in [√½, √2) (e counted by comparisons, 2^−e an exact
+ * product), ln m = 2·atanh(z), z = (m−1)·reciprocal(m+1), |z| ≤ 0.172, by its odd series to z⁹. `rank`: s's rank, for
  * constants of that rank (scalarOfRank; 0: scalars), the same values.
  */
 export function logFromOne(g: GraphBuilder, s: string, maxExp: number, rank = 0): string {
   const c = (v: number) => scalarOfRank(g, v, rank);
   let e = "";
-  let p2 = "";
+  let half = ""; // 2^−e, a product of exact halvings (no Div: a GPU divides its own way)
   for (let j = 0; j < maxExp; j++) {
     const set = g.op("GreaterOrEqual", [s, c(Math.SQRT2 * 2 ** j)]);
     const one = g.op("Where", [set, c(1), c(0)]);
-    const two = g.op("Where", [set, c(2), c(1)]);
+    const halving = g.op("Where", [set, c(0.5), c(1)]);
     e = e ? g.op("Add", [e, one]) : one;
-    p2 = p2 ? g.op("Mul", [p2, two]) : two;
+    half = half ? g.op("Mul", [half, halving]) : halving;
   }
-  const m = maxExp > 0 ? g.op("Div", [s, p2]) : s;
-  const z = g.op("Div", [g.op("Sub", [m, c(1)]), g.op("Add", [m, c(1)])]);
+  const m = maxExp > 0 ? g.op("Mul", [s, half]) : s;
+  const z = g.op("Mul", [g.op("Sub", [m, c(1)]), reciprocal(g, g.op("Add", [m, c(1)]), rank, [0, 2])]);
   const series = g.op("Mul", [z, horner(g, g.op("Mul", [z, z]), [2 / 9, 2 / 7, 2 / 5, 2 / 3, 2], rank)]);
   return maxExp > 0 ? g.op("Add", [g.op("Mul", [e, c(Math.LN2)]), series]) : series;
 }
@@ -287,47 +289,58 @@ export function logSumExp(
 }
 
 /**
- * x = m·s⁻¹ with m in [1, base) and s a power of `base`^½… exactly: for x in [base^−lim, base^lim), halving the
- * exponent range per level (base^16, ^8, …, ^1 up, then down), each scaling by an exact power of two. Comparisons,
- * Where and products by powers of two: the same bits on every device (no Div, no Sqrt: a GPU rounds those its own
- * way, docs/WORKLOADS.md "The GPU path on an H200"). Returns m and s (x·s = m).
+ * x = m/s exactly, m in [1, base), for x in [base^lo, base^hi): the exponent range halved per level (down by
+ * base^2^j while above, then up while below), each level scaling by an exact power of two. Comparisons, Where and
+ * products by powers of two: the same bits on every device (no Div, no Sqrt: a GPU rounds those its own way,
+ * docs/WORKLOADS.md "The GPU path on an H200"). Only the levels the range needs are built. For base 4, s is the
+ * matching power of 2 (1/√x = s/√m).
  */
-function normalise(g: GraphBuilder, x: string, base: 2 | 4, rank: number): { m: string; s: string } {
+function normalise(g: GraphBuilder, x: string, base: 2 | 4, rank: number, [lo, hi]: Range): { m: string; s?: string } {
   const c = (v: number) => scalarOfRank(g, v, rank);
   let m = x;
-  let s = "";
+  let s: string | undefined;
   const scale = (cond: string, by: number) => {
     m = g.op("Where", [cond, g.op("Mul", [m, c(by)]), m]);
     const step = g.op("Where", [cond, c(base === 2 ? by : Math.sqrt(by)), c(1)]);
     s = s ? g.op("Mul", [s, step]) : step;
   };
-  for (const k of [16, 8, 4, 2, 1]) scale(g.op("GreaterOrEqual", [m, c(base ** k)]), base ** -k);
-  for (const k of [16, 8, 4, 2, 1]) scale(g.op("Less", [m, c(base ** (1 - k))]), base ** k);
+  for (const k of levels(hi - 1)) scale(g.op("GreaterOrEqual", [m, c(base ** k)]), base ** -k);
+  for (const k of levels(-lo)) scale(g.op("Less", [m, c(base ** (1 - k))]), base ** k);
   return { m, s };
 }
 
-/**
- * 1/x for x in [2^−31, 2^32) without Div: x normalised to m in [1, 2), the seed 24/17 − 8/17·m (relative error
- * ≤ 1/17), three Newton steps y·(2 − m·y) (error (1/17)^8 < 2^−32 before rounding), scaled back exactly. Within
- * 2 ulp of 1/x (test/workloads/exactDivision.ts), and every node an exact +, −, ×, comparison or Where.
- */
-export function reciprocal(g: GraphBuilder, x: string, rank = 0): string {
-  const c = (v: number) => scalarOfRank(g, v, rank);
-  const { m, s } = normalise(g, x, 2, rank);
-  let y = g.op("Sub", [c(24 / 17), g.op("Mul", [m, c(8 / 17)])]);
-  for (let i = 0; i < 3; i++) y = g.op("Mul", [y, g.op("Sub", [c(2), g.op("Mul", [m, y])])]);
-  return g.op("Mul", [y, s]);
+/** x in [base^lo, base^hi), lo ≤ 0 < hi, whole numbers. */
+export type Range = [lo: number, hi: number];
+
+/** Powers of two, largest first, that sum to at least n (none for n ≤ 0): the levels covering n exponent steps. */
+function levels(n: number): number[] {
+  const out: number[] = [];
+  for (let k = 1; n > 0 && k <= n; k *= 2) out.unshift(k);
+  return out;
 }
 
 /**
- * 1/√x for x in [4^−15, 4^16) without Sqrt or Div: x normalised to m in [1, 4) by powers of 4, a linear seed
+ * 1/x for x in [2^lo, 2^hi) (default [2^−31, 2^32)) without Div: x normalised to m in [1, 2), the seed 24/17 − 8/17·m (relative error
+ * ≤ 1/17), three Newton steps y·(2 − m·y) (error (1/17)^8 < 2^−32 before rounding), scaled back exactly. Within
+ * 2 ulp of 1/x (test/workloads/exactDivision.ts), and every node an exact +, −, ×, comparison or Where.
+ */
+export function reciprocal(g: GraphBuilder, x: string, rank = 0, range: Range = [-31, 32]): string {
+  const c = (v: number) => scalarOfRank(g, v, rank);
+  const { m, s } = normalise(g, x, 2, rank, range);
+  let y = g.op("Sub", [c(24 / 17), g.op("Mul", [m, c(8 / 17)])]);
+  for (let i = 0; i < 3; i++) y = g.op("Mul", [y, g.op("Sub", [c(2), g.op("Mul", [m, y])])]);
+  return s ? g.op("Mul", [y, s]) : y;
+}
+
+/**
+ * 1/√x for x in [4^lo, 4^hi) (default [4^−15, 4^16)) without Sqrt or Div: x normalised to m in [1, 4) by powers of 4, a linear seed
  * (relative error ≤ 0.18), four Newton steps y·(3/2 − m/2·y²), scaled back by the matching powers of 2.
  */
-export function inverseSqrt(g: GraphBuilder, x: string, rank = 0): string {
+export function inverseSqrt(g: GraphBuilder, x: string, rank = 0, range: Range = [-15, 16]): string {
   const c = (v: number) => scalarOfRank(g, v, rank);
-  const { m, s } = normalise(g, x, 4, rank);
+  const { m, s } = normalise(g, x, 4, rank, range);
   const half = g.op("Mul", [m, c(0.5)]);
   let y = g.op("Sub", [c(7 / 6), g.op("Mul", [m, c(1 / 6)])]); // the chord through (1, 1) and (4, ½)
   for (let i = 0; i < 4; i++) y = g.op("Mul", [y, g.op("Sub", [c(1.5), g.op("Mul", [half, g.op("Mul", [y, y])])])]);
-  return g.op("Mul", [y, s]);
+  return s ? g.op("Mul", [y, s]) : y;
 }

@@ -181,3 +181,34 @@ export function assertPortable(what: string, model: Uint8Array): void {
   const bad = nonPortableOps(model);
   if (bad.length) throw new Error(`${what} uses ops outside the portable set: ${bad.join(", ")}`);
 }
+
+/**
+ * The GPU rule (docs/WORKLOADS.md, "The GPU path on an H200"): a GPU's WGSL division and square root need not be
+ * correctly rounded (the H200's were not: 1 ulp off in 14–69 % of results), while its +, −, ×, comparisons and
+ * selections were. So `Sqrt`, and `Div` by anything but a constant power of two (exact everywhere), are listed here:
+ * a template without them can give the CPU's bits on such a GPU (exact.ts `reciprocal`, `inverseSqrt` replace them).
+ * Counts per kind, body graphs included; {} when the graph has none.
+ */
+export function gpuInexactOps(model: Uint8Array): Record<string, number> {
+  const out: Record<string, number> = {};
+  const visit = (graph: GraphProtoObj) => {
+    const nodes = (graph.node ?? []) as Node[];
+    const inits = new Map(((graph.initializer ?? []) as Initializer[]).map((t) => [t.name, t]));
+    const powerOfTwo = (name: string | undefined) => {
+      const v = name === undefined ? undefined : inits.get(name)?.floatData;
+      return v?.length === 1 && v[0] !== 0 && Number.isInteger(Math.log2(Math.abs(v[0])));
+    };
+    for (const n of nodes) {
+      const kind =
+        n.opType === "Sqrt"
+          ? "Sqrt"
+          : n.opType === "Div" && !powerOfTwo(n.input?.[1])
+            ? "Div (not by a constant power of two)"
+            : undefined;
+      if (kind) out[kind] = (out[kind] ?? 0) + 1;
+      for (const a of n.attribute ?? []) if (a.g) visit(a.g);
+    }
+  };
+  visit(decodeModel(model).graph);
+  return out;
+}

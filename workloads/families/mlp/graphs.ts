@@ -7,6 +7,7 @@ import {
   contract,
   groupRows,
   logSumExp,
+  reciprocal,
   matmulRows,
   maxAxis,
   relu,
@@ -94,7 +95,10 @@ export function softmaxLoss(g: GraphBuilder, logits: string, y: string, rank: nu
   const { shifted, exps, sum, lse } = logSumExp(g, logits, rank, C);
   const logp = g.op("Sub", [shifted, lse]);
   const picked = squeeze(g, sumAxis(g, g.op("Mul", [y, logp]), C, rank - 1), [rank - 1]);
-  return { nll: g.op("Neg", [picked]), softmax: g.op("Div", [exps, sum]) };
+  return {
+    nll: g.op("Neg", [picked]),
+    softmax: g.op("Mul", [exps, reciprocal(g, sum, 0, [0, Math.floor(Math.log2(C)) + 1])]),
+  }; // Σ in [1, C]
 }
 
 /** A graph named for `d` and `what` whose first inputs are the parameters; F features in, C classes out. */
@@ -173,7 +177,7 @@ export function lossHead(g: GraphBuilder, d: TemplateDescriptor, logits: string,
   const S = d.atomSize;
   const loss = softmaxLoss(g, logits, y, 3, C);
   const atomSum = squeeze(g, sumAxis(g, transpose(g, loss.nll, [1, 0]), S, 0), [0]);
-  const atomLoss = g.op("Div", [atomSum, scalar(g, S)]);
+  const atomLoss = g.op("Mul", [atomSum, scalar(g, Math.fround(1 / S))]);
   const dLogits = g.op("Mul", [g.op("Sub", [loss.softmax, y]), scalar(g, 1 / d.globalBatch)]);
   return { atomLoss, dLogits };
 }
@@ -272,7 +276,7 @@ export function buildEvalGraph(d: TemplateDescriptor): Uint8Array {
  * is the largest; exact ties count as correct), as fixed trees.
  */
 export function evalOutputs(g: GraphBuilder, logits: string, y: string, n: number, C: number): void {
-  const mean = (t: string) => g.op("Div", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, n)]);
+  const mean = (t: string) => g.op("Mul", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, Math.fround(1 / n))]);
   const labelLogit = sumAxis(g, g.op("Mul", [y, logits]), C, 1);
   const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, logits, C, 1)]);
   const correct = squeeze(g, g.op("Where", [top, scalar(g, 1), scalar(g, 0)]), [1]);
