@@ -37,6 +37,28 @@ export const PROBES: readonly Probe[] = [
   { op: "Div(1,x)", arity: 1, build: (g, [x]) => ({ y: g.op("Div", [g.constFloat([1], []), x]) }) },
   { op: "Div(x,8)", arity: 1, build: (g, [x]) => ({ y: g.op("Div", [x, g.constFloat([8], [])]) }) },
   { op: "Div(x,3)", arity: 1, build: (g, [x]) => ({ y: g.op("Div", [x, g.constFloat([3], [])]) }) },
+  // 1/P for a block scale P (onnx/integer.ts): a power of two as a tensor, 2^k with k from x (|k| ≤ 100)
+  {
+    op: "Div(1,2^k)",
+    arity: 1,
+    build: (g, [x]) => {
+      const k = g.op("Floor", [g.op("Mul", [x, g.constFloat([1 / 3], [])])]);
+      const table = g.constFloat(
+        Array.from({ length: 201 }, (_, i) => 2 ** (i - 100)),
+        [201],
+      );
+      const clamped = g.op("Add", [
+        g.op("Where", [
+          g.op("Less", [k, g.constFloat([-100], [])]),
+          g.constFloat([-100], []),
+          g.op("Where", [g.op("Greater", [k, g.constFloat([100], [])]), g.constFloat([100], []), k]),
+        ]),
+        g.constFloat([100], []),
+      ]);
+      const p2 = g.op("Gather", [table, g.op("Cast", [clamped], [attrInt("to", DT.INT64)])]);
+      return { y: g.op("Div", [g.constFloat([1], []), p2]) };
+    },
+  },
   {
     op: "QuantizeLinear(x,0.0123,128)",
     arity: 1,

@@ -146,7 +146,8 @@ describe("dashboard: the recorded run in a real browser", function () {
     expect(await page.locator("h1").textContent()).to.equal("Provide compute");
     await page.keyboard.press("/");
     expect(await page.locator("h1").textContent()).to.equal("On-chain");
-    expect(await page.evaluate("document.activeElement?.id")).to.equal("wallet-input");
+    // the page renders, then its effect focuses the field: wait for it (a fixed read raced the render under load)
+    await page.waitForFunction(`document.activeElement?.id === "wallet-input"`, undefined, { timeout: 5_000 });
     await page.keyboard.type("0x12?");
     expect(await page.getByLabel("Address").inputValue()).to.equal("0x12?");
     expect(await page.getByRole("dialog").count()).to.equal(0);

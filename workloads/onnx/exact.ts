@@ -61,9 +61,10 @@ type Combine = (a: string, b: string) => string;
 function foldAxis(g: GraphBuilder, t: string, n: number, axis: number, combine: Combine): string {
   while (n > 1) {
     const h = Math.floor(n / 2);
-    let s = combine(slice(g, t, axis, 0, h), slice(g, t, axis, h, 2 * h));
-    if (n % 2) s = concat(g, [s, slice(g, t, axis, 2 * h, n)], axis);
-    t = s;
+    // one Split per level, not two or three Slices: the same halves, fewer nodes (node overhead dominates small sums)
+    const [a, b, rest] = split(g, t, axis, n % 2 ? [h, h, 1] : [h, h]);
+    t = combine(a, b);
+    if (rest) t = concat(g, [t, rest], axis);
     n = h + (n % 2);
   }
   return t;
@@ -215,28 +216,36 @@ export function expNonPositive(g: GraphBuilder, x: string): string {
 }
 
 // exp of x ≤ 0 by scaling and squaring, for softmax weights (the transformer's): e^x = (e^(x/2^m))^(2^m) with
-// y = x/2^m exact (a power of two), e^y by its [3/3] Padé approximant (E + O)/(E − O), E = 1 + y²/10,
-// O = y·(1/2 + y²/120) (truncation ≤ 9.9·10⁻⁶·|y|⁷ relative, over e^y), then m squarings. Each squaring doubles the
-// relative error and adds a rounding. Below `floor` the result is an exact 0, selected after the fact (there the
-// approximant of a huge |y| may be ±∞ or NaN: it is not kept). No table lookup, no index cast: every node is one
-// correctly rounded elementwise operation. Error bounds (docs/WORKLOADS.md):
-// - EXP_LOSS (the loss's softmax): m = 7 on [−80, 0], within 1.5·10⁻⁴ relative, 19 nodes;
-// - EXP_WEIGHTS (attention weights, rounded to 1/128 afterwards): m = 3 on [−8, 0], within 2.3·10⁻⁴ relative,
-//   and 0 below −8 (an absolute error below e^−8 ≈ 3.4·10⁻⁴, a twentieth of the weights' rounding step), 15 nodes.
-export const EXP_LOSS = { squarings: 7, floor: -80 };
-export const EXP_WEIGHTS = { squarings: 3, floor: -8 };
+// y = x/2^m exact (a power of two), e^y by a polynomial 1 + c₁y + … + c_n·yⁿ fitted for relative error on
+// [floor/2^m, 0] (Horner: n products and n sums), then m squarings. Each squaring doubles the relative error and adds
+// a rounding. Below `floor` the result is an exact 0, selected after the fact (there the polynomial of a large |y| is
+// not kept). No Div (a GPU's is not correctly rounded; the [3/3] Padé quotient of v1–v3 was one), no table lookup, no
+// index cast: every node is one correctly rounded +, −, × or selection. Error bounds (docs/WORKLOADS.md,
+// test/workloads/transformer.ts):
+// - EXP_LOSS (the loss's softmax): m = 7 on [−80, 0], degree 5 (fit 7.4·10⁻⁸ on [−0.625, 0]), 19 nodes;
+// - EXP_WEIGHTS (attention weights, rounded to 1/128 afterwards): m = 4 on [−8, 0], degree 4 (fit 5.9·10⁻⁷ on
+//   [−0.5, 0]), and 0 below −8 (an absolute error below e^−8 ≈ 3.4·10⁻⁴, a twentieth of the weights' rounding
+//   step), 14 nodes.
+// The coefficients are float32 values (the fit rounded), so the graph holds exactly these.
+export const EXP_LOSS = {
+  squarings: 7,
+  floor: -80,
+  coeffs: [1, 0.9999970197677612, 0.49993523955345154, 0.16620324552059174, 0.04018716141581535, 0.006110958755016327],
+};
+export const EXP_WEIGHTS = {
+  squarings: 4,
+  floor: -8,
+  coeffs: [1, 0.9999663233757019, 0.49937060475349426, 0.16291941702365875, 0.03258311748504639],
+};
 
 /**
- * e^x for x in [floor, 0] (see EXP_LOSS, EXP_WEIGHTS), e^0 = 1 exactly; 0 below floor; NaN stays NaN. `prescaled`:
- * the input is already y = x/2^m (a caller that can fold the power of two into an earlier product saves a pass; the
- * same floats, scaling by 2^−m being exact), compared with floor/2^m.
+ * e^x for x in [floor, 0] (see EXP_LOSS, EXP_WEIGHTS); 0 below floor; NaN stays NaN. `prescaled`: the input is
+ * already y = x/2^m (a caller that can fold the power of two into an earlier product saves a pass; the same floats,
+ * scaling by 2^−m being exact), compared with floor/2^m.
  */
 export function expSquared(g: GraphBuilder, x: string, range = EXP_LOSS, prescaled = false): string {
   const y = prescaled ? x : g.op("Mul", [x, f32(g, 2 ** -range.squarings)]);
-  const y2 = g.op("Mul", [y, y]);
-  const even = g.op("Add", [g.op("Mul", [y2, f32(g, 1 / 10)]), f32(g, 1)]);
-  const odd = g.op("Mul", [y, g.op("Add", [g.op("Mul", [y2, f32(g, 1 / 120)]), f32(g, 1 / 2)])]);
-  let e = g.op("Div", [g.op("Add", [even, odd]), g.op("Sub", [even, odd])]);
+  let e = horner(g, y, [...range.coeffs].reverse());
   for (let i = 0; i < range.squarings; i++) e = g.op("Mul", [e, e]);
   const floor = prescaled ? range.floor * 2 ** -range.squarings : range.floor;
   return g.op("Where", [g.op("Less", [x, f32(g, floor)]), f32(g, 0), e]);

@@ -185,25 +185,49 @@ export function assertPortable(what: string, model: Uint8Array): void {
 /**
  * The GPU rule (docs/WORKLOADS.md, "The GPU path on an H200"): a GPU's WGSL division and square root need not be
  * correctly rounded (the H200's were not: 1 ulp off in 14–69 % of results), while its +, −, ×, comparisons and
- * selections were. So `Sqrt`, and `Div` by anything but a constant power of two (exact everywhere), are listed here:
- * a template without them can give the CPU's bits on such a GPU (exact.ts `reciprocal`, `inverseSqrt` replace them).
- * Counts per kind, body graphs included; {} when the graph has none.
+ * selections were, and so was its division by a power of two (`Div(x, 8)`: every bit as the CPU's). So `Sqrt`, and
+ * `Div` by anything but a power of two, are listed here: a template without them can give the CPU's bits on such a
+ * GPU (exact.ts `reciprocal`, `inverseSqrt` replace them). A power of two is a constant one, or a block scale
+ * (onnx/integer.ts `blockScale`: a rounded to one bit, R = γ + (a − γ), times a Where of two powers of two, plus the
+ * poison term). Counts per kind, body graphs included; {} when the graph has none.
  */
 export function gpuInexactOps(model: Uint8Array): Record<string, number> {
   const out: Record<string, number> = {};
   const visit = (graph: GraphProtoObj) => {
     const nodes = (graph.node ?? []) as Node[];
+    const producer = new Map<string, Node>();
+    for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
     const inits = new Map(((graph.initializer ?? []) as Initializer[]).map((t) => [t.name, t]));
-    const powerOfTwo = (name: string | undefined) => {
+    const constPowerOfTwo = (name: string | undefined) => {
       const v = name === undefined ? undefined : inits.get(name)?.floatData;
       return v?.length === 1 && v[0] !== 0 && Number.isInteger(Math.log2(Math.abs(v[0])));
     };
+    const made = (name: string | undefined): Node => (name === undefined ? undefined : producer.get(name)) ?? {};
+    const roundedToOneBit = (name: string | undefined) => {
+      const n = made(name);
+      const sub = made(n.input?.[1]);
+      return n.opType === "Add" && sub.opType === "Sub" && sub.input?.[1] === n.input?.[0];
+    };
+    const blockScale = (name: string | undefined) => {
+      const add = made(name);
+      const mul = made(add.input?.[0]);
+      const pick = made(mul.input?.[1]);
+      return (
+        add.opType === "Add" &&
+        mul.opType === "Mul" &&
+        roundedToOneBit(mul.input?.[0]) &&
+        pick.opType === "Where" &&
+        constPowerOfTwo(pick.input?.[1]) &&
+        constPowerOfTwo(pick.input?.[2])
+      );
+    };
     for (const n of nodes) {
+      const divisor = n.input?.[1];
       const kind =
         n.opType === "Sqrt"
           ? "Sqrt"
-          : n.opType === "Div" && !powerOfTwo(n.input?.[1])
-            ? "Div (not by a constant power of two)"
+          : n.opType === "Div" && !constPowerOfTwo(divisor) && !blockScale(divisor)
+            ? "Div (not by a power of two)"
             : undefined;
       if (kind) out[kind] = (out[kind] ?? 0) + 1;
       for (const a of n.attribute ?? []) if (a.g) visit(a.g);

@@ -7,6 +7,8 @@ import {
   concat,
   EXP_WEIGHTS,
   expSquared,
+  inverseSqrt,
+  reciprocal,
   SHIFT_MARGIN,
   logFromOne,
   maxAxis,
@@ -105,26 +107,34 @@ const MASKED = -1e30;
 
 type Ctx = { g: GraphBuilder; d: TemplateDescriptor; s: Shape; p: Record<string, string>; prod: Products };
 
-type Norm = { y: string; sigma: string };
+/** y, and 1/σ (σ = √(var + ε)), which the backward pass multiplies by. */
+type Norm = { y: string; invSigma: string };
 
-/** Layer norm over the last axis (length D) of [R, D], no gain or bias: (x − mean)/√(var + ε). */
+/** The mean over the last axis (length D) of [R, D]: the sum times fl(1/D) (no Div: exact.ts `reciprocal`). */
+const meanLast = (c: Ctx, t: string, D: number) =>
+  c.g.op("Mul", [sumOverLast(c, t, D, 2), scalar(c.g, Math.fround(1 / D))]);
+
+/**
+ * Layer norm over the last axis (length D) of [R, D], no gain or bias: (x − mean)·(var + ε)^−½. The inverse square
+ * root is exact.ts `inverseSqrt` (no Sqrt, no Div: a GPU rounds those its own way); the float formulation's is
+ * 1/Sqrt, as ordinary kernels compute it.
+ */
 function layerNorm(c: Ctx, x: string): Norm {
   const { g } = c;
   const D = c.s.D;
-  const mean = (t: string) => g.op("Div", [sumOverLast(c, t, D, 2), scalar(g, D)]);
-  const xc = g.op("Sub", [x, mean(x)]);
-  const sigma = g.op("Sqrt", [g.op("Add", [mean(g.op("Mul", [xc, xc])), scalar(g, LN_EPS)])]);
-  return { y: g.op("Div", [xc, sigma]), sigma };
+  const xc = g.op("Sub", [x, meanLast(c, x, D)]);
+  const variance = g.op("Add", [meanLast(c, g.op("Mul", [xc, xc]), D), scalar(g, LN_EPS)]);
+  const invSigma = c.prod.kernels ? g.op("Div", [scalar(g, 1), g.op("Sqrt", [variance])]) : inverseSqrt(g, variance, 2);
+  return { y: g.op("Mul", [xc, invSigma]), invSigma };
 }
 
 /** dx of layer norm from dy: (dy − mean(dy) − ŷ·mean(dy·ŷ))/σ. */
 function layerNormBack(c: Ctx, n: Norm, dy: string): string {
   const { g } = c;
   const D = c.s.D;
-  const mean = (t: string) => g.op("Div", [sumOverLast(c, t, D, 2), scalar(g, D)]);
-  const centred = g.op("Sub", [dy, mean(dy)]);
-  const along = g.op("Mul", [n.y, mean(g.op("Mul", [dy, n.y]))]);
-  return g.op("Div", [g.op("Sub", [centred, along]), n.sigma]);
+  const centred = g.op("Sub", [dy, meanLast(c, dy, D)]);
+  const along = g.op("Mul", [n.y, meanLast(c, g.op("Mul", [dy, n.y]), D)]);
+  return g.op("Mul", [g.op("Sub", [centred, along]), n.invSigma]);
 }
 
 /** x [R, K] · w [K, J] → [R, J]. */
@@ -186,8 +196,9 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
   const both = c.prod.rows(g, exps, [-1, H, T, T], vOnes, [-1, H, T, dh + 1], { bKN: true });
   const [num, den] = split(g, both, 3, [dh, 1]);
-  const heads = g.op("Div", [num, den]);
-  const invDen = g.op("Div", [scalar(g, 1), den]);
+  // den in [127/128, T]: the row's largest weight is e^−0.01 (softmaxShift), quantized to 127/128 (quantizeUnitRows)
+  const invDen = reciprocal(g, den, 4, [-1, Math.floor(Math.log2(T)) + 1]);
+  const heads = g.op("Mul", [num, invDen]);
   return { qs, ks: g.op("Mul", [k, scale]), v, exps, invDen, heads, out: fromHeads(c, heads) };
 }
 
@@ -262,7 +273,8 @@ function headLoss(c: Ctx, logits: string, y: string): { nll: string; softmax: st
   const log = k ? g.op("Log", [sum]) : logFromOne(g, sum, Math.ceil(Math.log2(V)), 2);
   const logp = g.op("Sub", [shifted, log]);
   const picked = squeeze(g, sumOverLast(c, g.op("Mul", [y, logp]), V, 2), [1]);
-  return { nll: g.op("Neg", [picked]), softmax: g.op("Div", [exps, sum]) };
+  const inv = k ? g.op("Div", [scalar(g, 1), sum]) : reciprocal(g, sum, 2, [-1, Math.floor(Math.log2(V)) + 1]);
+  return { nll: g.op("Neg", [picked]), softmax: g.op("Mul", [exps, inv]) };
 }
 
 type Block = { ln1: Norm; att: Attention; ln2: Norm; pre: string; mask: string; act: string };
@@ -385,7 +397,7 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   grads.wte = weightGrad(oneHot(g, g.op("Reshape", [x, g.constInt64([-1])]), V), V, dh, D);
 
   for (const s of transformerParams(d)) g.output(`g_${s.name}`, grads[s.name], ["atoms", ...s.dims]);
-  g.output("atom_loss", g.op("Div", [atomSum, scalar(g, N)]), ["atoms"]);
+  g.output("atom_loss", g.op("Mul", [atomSum, scalar(g, Math.fround(1 / N))]), ["atoms"]);
   return g.encode();
 }
 
@@ -414,13 +426,14 @@ export function buildEvalGraph(d: TemplateDescriptor, prod: Products, what = "ev
   const logits = forward(c, x).logits;
   const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
   const nll = g.op("Reshape", [headLoss(c, logits, labels).nll, g.constInt64([n, T])]);
-  const windowLoss = g.op("Div", [squeeze(g, sumAxis(g, nll, T, 1), [1]), scalar(g, T)]);
+  const perT = scalar(g, Math.fround(1 / T));
+  const windowLoss = g.op("Mul", [squeeze(g, sumAxis(g, nll, T, 1), [1]), perT]);
   const labelLogit = sumAxis(g, g.op("Mul", [labels, logits]), V, 1);
   const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, logits, V, 1)]);
   const correct = g.op("Reshape", [g.op("Where", [top, scalar(g, 1), scalar(g, 0)]), g.constInt64([n, T])]);
-  const mean = (t: string) => g.op("Div", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, n)]);
+  const mean = (t: string) => g.op("Mul", [squeeze(g, sumAxis(g, t, n, 0), [0]), scalar(g, Math.fround(1 / n))]);
   g.output("loss", mean(windowLoss), []);
-  g.output("accuracy", mean(g.op("Div", [squeeze(g, sumAxis(g, correct, T, 1), [1]), scalar(g, T)])), []);
+  g.output("accuracy", mean(g.op("Mul", [squeeze(g, sumAxis(g, correct, T, 1), [1]), perT])), []);
   g.output("window_loss", windowLoss, [n]);
   return g.encode();
 }
