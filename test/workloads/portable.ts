@@ -145,22 +145,24 @@ describe("workloads: portable arithmetic", function () {
   it("the GPU rule: no template divides but by a power of two or takes a square root; the rule sees them", function () {
     const g = new GraphBuilder("gpu");
     const x = g.input("x", [4]);
+    const k = (v: number) => g.constFloat([v], []);
     const by = (d: string) => g.op("Div", [x, d]);
-    const pick = g.op("Where", [
-      g.op("Less", [x, g.constFloat([1], [])]),
-      g.constFloat([1 / 64], []),
-      g.constFloat([1 / 128], []),
-    ]);
-    const gamma = g.op("Mul", [x, g.constFloat([4097], [])]);
-    const oneBit = g.op("Add", [gamma, g.op("Sub", [x, gamma])]);
-    const scale = (r: string) => g.op("Add", [g.op("Mul", [r, pick]), g.op("Mul", [x, g.constFloat([0], [])])]);
+    const pick = g.op("Where", [g.op("Less", [x, k(1)]), k(1 / 64), k(1 / 128)]);
+    const gammaOf = (a: string, splitter = 2 ** 23 + 1) => g.op("Mul", [a, k(splitter)]);
+    const rounded = (a: string, gamma = gammaOf(a), minuend = a) => g.op("Add", [gamma, g.op("Sub", [minuend, gamma])]);
+    const zeroed = g.op("Mul", [x, k(0)]);
+    const scale = (r: string, poison = zeroed) => g.op("Add", [g.op("Mul", [r, pick]), poison]);
     const divided = [
-      by(g.constFloat([8], [])), // a constant power of two: exact everywhere
-      by(g.constFloat([0.25], [])),
-      by(scale(oneBit)), // a block scale: a one-bit rounding times a power of two
-      by(g.constFloat([3], [])),
+      by(k(8)), // a constant power of two: exact everywhere
+      by(k(0.25)),
+      by(scale(rounded(x))), // a block scale: a one-bit rounding times a power of two, plus the poison term
+      by(k(3)),
       by(x),
       by(scale(x)), // the same shape without the one-bit rounding: not a power of two
+      by(scale(rounded(x), k(0.3))), // a constant where the poison term belongs
+      by(scale(rounded(x, zeroed))), // γ = x·0, not x·(2^23 + 1): R is x itself
+      by(scale(rounded(x, gammaOf(x, 4097)))), // another splitter: R keeps 12 bits
+      by(scale(rounded(x, gammaOf(x), g.op("Neg", [x])))), // (−x − γ) + γ: not the same a
       g.op("Sqrt", [x]),
     ];
     g.output(
@@ -168,7 +170,7 @@ describe("workloads: portable arithmetic", function () {
       divided.reduce((a, b) => g.op("Add", [a, b])),
       [4],
     );
-    expect(gpuInexactOps(g.encode())).to.deep.equal({ "Div (not by a power of two)": 3, Sqrt: 1 });
+    expect(gpuInexactOps(g.encode())).to.deep.equal({ "Div (not by a power of two)": 7, Sqrt: 1 });
     for (const t of listTemplates())
       for (const [name, bytes] of Object.entries(t.graphs))
         expect(gpuInexactOps(bytes), `${t.descriptor.name} ${name}`).to.deep.equal({});

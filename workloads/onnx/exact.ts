@@ -254,7 +254,9 @@ export function expSquared(g: GraphBuilder, x: string, range = EXP_LOSS, prescal
 /**
  * z − (max(z) + SHIFT_MARGIN) along `axis` (kept): ReduceMax as a softmax shift (portableOps.ts SHIFT), so the
  * result is ≤ −SHIFT_MARGIN and a row's largest exp is e^−0.01 ≈ 0.99005, below 127/128: an 8-bit block of such
- * weights gets the scale 1/128 (127 levels), not 1/64 (the margin, 2·10⁻³, exceeds expSquared's error).
+ * weights gets the scale 1/128 (127 levels), not 1/64 (the margin, 2·10⁻³, exceeds expSquared's error). For row
+ * maxima of 2^16 and more the margin is lost to rounding and the largest weight nears 1 (level 128 from 2^18):
+ * quantizeUnitRows, which the transformer uses, holds it either way (128 fits its zero point 127).
  */
 export const SHIFT_MARGIN = 0.01;
 export function softmaxShift(g: GraphBuilder, z: string, axis: number, rank = 0, margin = SHIFT_MARGIN): string {
@@ -331,7 +333,9 @@ function levels(n: number): number[] {
 /**
  * 1/x for x in [2^lo, 2^hi) (default [2^−31, 2^32)) without Div: x normalised to m in [1, 2), the seed 24/17 − 8/17·m (relative error
  * ≤ 1/17), three Newton steps y·(2 − m·y) (error (1/17)^8 < 2^−32 before rounding), scaled back exactly. Within
- * 2 ulp of 1/x (test/workloads/exactDivision.ts), and every node an exact +, −, ×, comparison or Where.
+ * 2 ulp of 1/x (test/workloads/exactDivision.ts), and every node an exact +, −, ×, comparison or Where. NaN stays
+ * NaN; outside the range (0, ∞, negatives, beyond 2^hi) the result is wrong, and finite: callers pass a range their
+ * inputs cannot leave (a softmax's Σ is in [1, C] because its largest term is e^0 or e^−0.01).
  */
 export function reciprocal(g: GraphBuilder, x: string, rank = 0, range: Range = [-31, 32]): string {
   const c = (v: number) => scalarOfRank(g, v, rank);
@@ -342,10 +346,10 @@ export function reciprocal(g: GraphBuilder, x: string, rank = 0, range: Range = 
 }
 
 /**
- * 1/√x for x in [4^lo, 4^hi) (default [4^−15, 4^16)) without Sqrt or Div: x normalised to m in [1, 4) by powers of 4, a linear seed
+ * 1/√x for x in [4^lo, 4^hi) (default [4^−15, 4^32): a layer norm's variance up to 1.8·10¹⁹) without Sqrt or Div: x normalised to m in [1, 4) by powers of 4, a linear seed
  * (relative error ≤ 0.18), four Newton steps y·(3/2 − m/2·y²), scaled back by the matching powers of 2.
  */
-export function inverseSqrt(g: GraphBuilder, x: string, rank = 0, range: Range = [-15, 16]): string {
+export function inverseSqrt(g: GraphBuilder, x: string, rank = 0, range: Range = [-15, 32]): string {
   const c = (v: number) => scalarOfRank(g, v, rank);
   const { m, s } = normalise(g, x, 4, rank, range);
   const half = g.op("Mul", [m, c(0.5)]);

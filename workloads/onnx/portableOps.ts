@@ -203,10 +203,32 @@ export function gpuInexactOps(model: Uint8Array): Record<string, number> {
       return v?.length === 1 && v[0] !== 0 && Number.isInteger(Math.log2(Math.abs(v[0])));
     };
     const made = (name: string | undefined): Node => (name === undefined ? undefined : producer.get(name)) ?? {};
+    const constant = (name: string | undefined, v: number) => {
+      const data = name === undefined ? undefined : inits.get(name)?.floatData;
+      return data?.length === 1 && data[0] === v;
+    };
+    // R = γ + (a − γ) with γ = a·(2^23 + 1): a rounded to one significant bit (onnx/integer.ts blockScale)
     const roundedToOneBit = (name: string | undefined) => {
       const n = made(name);
       const sub = made(n.input?.[1]);
-      return n.opType === "Add" && sub.opType === "Sub" && sub.input?.[1] === n.input?.[0];
+      const gamma = made(n.input?.[0]);
+      const a = gamma.input?.[0];
+      return (
+        n.opType === "Add" &&
+        sub.opType === "Sub" &&
+        gamma.opType === "Mul" &&
+        constant(gamma.input?.[1], 2 ** 23 + 1) &&
+        sub.input?.[0] === a &&
+        sub.input?.[1] === n.input?.[0]
+      );
+    };
+    // the poison term: (Σ t)·0 or Σ (t·0), zero for a finite block, NaN otherwise
+    const timesZero = (name: string | undefined) => {
+      const n = made(name);
+      if (n.opType === "Mul") return constant(n.input?.[1], 0);
+      return (
+        n.opType === "ReduceSum" && made(n.input?.[0]).opType === "Mul" && constant(made(n.input?.[0]).input?.[1], 0)
+      );
     };
     const blockScale = (name: string | undefined) => {
       const add = made(name);
@@ -214,6 +236,7 @@ export function gpuInexactOps(model: Uint8Array): Record<string, number> {
       const pick = made(mul.input?.[1]);
       return (
         add.opType === "Add" &&
+        timesZero(add.input?.[1]) &&
         mul.opType === "Mul" &&
         roundedToOneBit(mul.input?.[0]) &&
         pick.opType === "Where" &&

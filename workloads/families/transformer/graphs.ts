@@ -196,7 +196,7 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
   const both = c.prod.rows(g, exps, [-1, H, T, T], vOnes, [-1, H, T, dh + 1], { bKN: true });
   const [num, den] = split(g, both, 3, [dh, 1]);
-  // den in [127/128, T]: the row's largest weight is e^−0.01 (softmaxShift), quantized to 127/128 (quantizeUnitRows)
+  // den in [126/128, T]: the row's largest weight is e^−0.01 (softmaxShift), quantized to 126 or 127 of 128
   const invDen = reciprocal(g, den, 4, [-1, Math.floor(Math.log2(T)) + 1]);
   const heads = g.op("Mul", [num, invDen]);
   return { qs, ks: g.op("Mul", [k, scale]), v, exps, invDen, heads, out: fromHeads(c, heads) };
