@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { detectDevice } from "../agent/device.ts";
 import { isDeviceChoice, type DeviceChoice } from "../agent/executionProvider.ts";
 // Not workloads/index.ts: it also loads the S3 store's SDK, which a bare GPU machine's copy need not carry.
-import { localProfile } from "../workloads/profile.ts";
+import { localProfile, PROVEN_PROFILES } from "../workloads/profile.ts";
 import type { ExecutionProvider } from "../workloads/runtime.ts";
 import { listTemplates } from "../workloads/templates.ts";
 import { parseReferenceTable, referenceRun } from "../workloads/referenceHashes.ts";
@@ -65,12 +65,22 @@ export function summaryLines(profile: string, proofs: readonly TemplateProof[]):
   return lines;
 }
 
-/** What to do with the result, in one line. */
-export function verdict(profile: string, proofs: readonly TemplateProof[]): string {
+/** What to do with the result, in one line (`listed`: the templates PROVEN_PROFILES already lists it for). */
+export function verdict(profile: string, proofs: readonly TemplateProof[], listed: readonly string[] = []): string {
   const proven = proofs.filter(isProven).map((p) => p.template);
-  if (proven.length === proofs.length)
-    return `every template gives the reference bits: ${profile} may join PROVEN_PROFILES (workloads/profile.ts) for ${proven.join(", ")}`;
   const failed = proofs.filter((p) => !isProven(p)).map((p) => p.template);
+  const lost = failed.filter((t) => listed.includes(t));
+  if (lost.length)
+    return (
+      `${lost.join(", ")}: ${profile} is in PROVEN_PROFILES but did not give the reference bits here ` +
+      `(a changed driver, onnxruntime or table?): its replay mismatches would be wrongly taken as evidence`
+    );
+  if (failed.length === 0) {
+    const add = proven.filter((t) => !listed.includes(t));
+    return add.length
+      ? `every template gives the reference bits: ${profile} may join PROVEN_PROFILES (workloads/profile.ts) for ${add.join(", ")}`
+      : `every template gives the reference bits: ${profile} is already in PROVEN_PROFILES for ${proven.join(", ")}`;
+  }
   return (
     `${failed.join(", ")}: not the reference bits on ${profile}; keep it out of PROVEN_PROFILES for ` +
     `${failed.length === 1 ? "it" : "them"} (its providers stay behind the safety net). --ops shows which ops round differently`
@@ -189,7 +199,13 @@ export async function proveProfile(argv: string[], print: (line: string) => void
   const proofs: TemplateProof[] = [];
   for (const name of chosen) proofs.push(await proveTemplate(name, table[name], provider, print));
   for (const line of summaryLines(profile, proofs)) print(line);
-  print(verdict(profile, proofs));
+  print(
+    verdict(
+      profile,
+      proofs,
+      chosen.filter((name) => PROVEN_PROFILES[name]?.includes(profile)),
+    ),
+  );
   const report: Report = { device: device.model, provider, reason: device.providerReason ?? "", profile, proofs };
   if (values.json) writeFileSync(values.json, JSON.stringify(report, null, 2) + "\n");
   return proofs.every(isProven) ? 0 : 1;

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compareBits } from "../../scripts/opRounding.ts";
-import { parsePlacements } from "../../scripts/proveProfile.ts";
+import { parsePlacements, verdict, type TemplateProof } from "../../scripts/proveProfile.ts";
 import { parseReferenceTable } from "../../workloads/referenceHashes.ts";
 import { requireWebgpuSetup, SWIFTSHADER_ICD } from "../helpers/webgpu.ts";
 
@@ -38,7 +38,7 @@ describe("prove-profile: does this machine compute the reference bits", function
     expect(r.out).to.match(/^blobs-tiny: gradient graph's (\d+) nodes on CPUExecutionProvider \1$/m);
     expect(r.out).to.match(/^reference_bits_blobs-tiny: yes$/m);
     expect(r.out).to.match(/^step_ms_blobs-tiny: \d+\.\d$/m);
-    expect(r.out).to.match(/may join PROVEN_PROFILES .* for blobs-tiny$/m);
+    expect(r.out).to.match(/is already in PROVEN_PROFILES for blobs-tiny$/m); // this CPU family is proven
     const report = JSON.parse(readFileSync(join(dir, "cpu.json"), "utf8"));
     expect(report.provider).to.equal("cpu");
     expect(report.proofs[0]).to.include({ template: "blobs-tiny", compared: 4 });
@@ -56,7 +56,8 @@ describe("prove-profile: does this machine compute the reference bits", function
     expect(r.out).to.include(`blobs-tiny: step 10/20 ${want.slice(0, 10)}… DIFFERS (want ${flipped})`);
     expect(r.out).to.not.match(/step 15\/20/); // a state that differed once is not compared again
     expect(r.out).to.match(/^reference_bits_blobs-tiny: no$/m);
-    expect(r.out).to.match(/keep it out of PROVEN_PROFILES/);
+    // a listed profile that no longer gives the bits is an alarm, not a "keep it out"
+    expect(r.out).to.match(/blobs-tiny: .* is in PROVEN_PROFILES but did not give the reference bits here/);
   });
 
   it("bad input: a usage line and exit 2, nothing trained", function () {
@@ -91,6 +92,18 @@ describe("prove-profile: does this machine compute the reference bits", function
       CPUExecutionProvider: 181,
     });
     expect(parsePlacements("no verbose log")).to.deep.equal({});
+  });
+
+  it("verdict: a new profile may join, a listed one is already there, a failing unlisted one stays out", function () {
+    const ok = (template: string): TemplateProof => ({ template, compared: 4, stepMs: 1, placements: {} });
+    const bad: TemplateProof = { ...ok("mnist-mlp"), firstMismatch: { step: 5, got: "0x1", want: "0x2" } };
+    const gpu = "onnxruntime-1.30.0/webgpu/nvidia-h200";
+    expect(verdict(gpu, [ok("blobs-tiny")])).to.equal(
+      `every template gives the reference bits: ${gpu} may join PROVEN_PROFILES (workloads/profile.ts) for blobs-tiny`,
+    );
+    expect(verdict(gpu, [ok("blobs-tiny"), ok("mnist-mlp")], ["blobs-tiny"])).to.match(/may join .* for mnist-mlp$/);
+    expect(verdict(gpu, [ok("blobs-tiny"), bad])).to.match(/^mnist-mlp: not the reference bits on .*keep it out/);
+    expect(verdict(gpu, [bad], ["mnist-mlp"])).to.match(/^mnist-mlp: .* is in PROVEN_PROFILES but did not give/);
   });
 
   it("compareBits counts bits, not values: −0 against +0 differs, the same NaN does not", function () {
