@@ -16,7 +16,7 @@ import { isDeviceChoice, type DeviceChoice } from "../agent/executionProvider.ts
 // Not workloads/index.ts: it also loads the S3 store's SDK, which a bare GPU machine's copy need not carry.
 import { localProfile, PROVEN_PROFILES } from "../workloads/profile.ts";
 import type { ExecutionProvider } from "../workloads/runtime.ts";
-import { listTemplates } from "../workloads/templates.ts";
+import { listTemplates, loadTemplate } from "../workloads/templates.ts";
 import { parseReferenceTable, referenceRun } from "../workloads/referenceHashes.ts";
 import { opRounding } from "./opRounding.ts";
 
@@ -99,9 +99,9 @@ const median = (xs: number[]): number => {
 async function gradientPlacements(template: string, provider: ExecutionProvider): Promise<Record<string, number>> {
   const url = (file: string) => JSON.stringify(new URL(`../workloads/${file}`, import.meta.url).href);
   const code = `
-    import { listTemplates } from ${url("templates.ts")};
+    import { buildTemplate, DESCRIPTORS } from ${url("templates.ts")};
     import { ort, sessionOptions } from ${url("runtime.ts")};
-    const t = listTemplates().find((x) => x.descriptor.name === ${JSON.stringify(template)});
+    const t = buildTemplate(DESCRIPTORS.find((d) => d.name === ${JSON.stringify(template)})); // this one only
     const s = await ort.InferenceSession.create(t.graphs.gradient,
       { ...sessionOptions(${JSON.stringify(provider)}), logSeverityLevel: 0, logVerbosityLevel: 0 });
     await s.release();`;
@@ -119,7 +119,7 @@ async function proveTemplate(
   provider: ExecutionProvider,
   print: (line: string) => void,
 ): Promise<TemplateProof> {
-  const t = listTemplates().find((x) => x.descriptor.name === name)!;
+  const t = loadTemplate(name);
   const proof: TemplateProof = { template: name, compared: 0, stepMs: NaN, placements: {} };
   proof.placements = await gradientPlacements(name, provider);
   const total = Object.values(proof.placements).reduce((a, b) => a + b, 0);
