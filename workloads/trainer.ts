@@ -1,6 +1,7 @@
 // The trainer: runs logical steps as micro-batches of atoms through the template's ONNX graphs.
 import { gather, labelDims, loadDatasetAsync } from "./data.ts";
 import { StepOrderError } from "./errors.ts";
+import { atomLosses } from "./loss.ts";
 import { GROUP_ELEMENTS } from "./onnx/exact.ts";
 import { batchIndices } from "./order.ts";
 import { createSession, f32, type ExecutionProvider, type Feeds } from "./runtime.ts";
@@ -102,12 +103,13 @@ export async function createTrainer(t: Template, opts: TrainerOptions = {}): Pro
     const S = d.atomSize;
     for (let a0 = 0; a0 < t.atomsPerStep; a0 += m) {
       const A = Math.min(m, t.atomsPerStep - a0);
+      const labels = y.slice(a0 * S * Y, (a0 + A) * S * Y);
       const out = await grad.run({
         ...w,
         x: f32(x.slice(a0 * S * F, (a0 + A) * S * F), [A, S, F]),
-        y: f32(y.slice(a0 * S * Y, (a0 + A) * S * Y), labelDims(ds, [A, S])),
+        y: f32(labels, labelDims(ds, [A, S])),
       });
-      losses.push(...(out.atom_loss.data as Float32Array));
+      losses.push(...atomLosses(out, labels, A));
       const feeds: Feeds = { ...acc };
       for (const p of t.params) feeds[`g_${p.name}`] = out[`g_${p.name}`];
       const sums = await reduce.run(feeds);

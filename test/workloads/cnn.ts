@@ -16,6 +16,7 @@ import {
   integerProducts,
   type Products,
 } from "../../workloads/families/cnn/products.ts";
+import { atomLosses } from "../../workloads/loss.ts";
 import { nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 import { createSession, f32, type Feeds } from "../../workloads/runtime.ts";
 import { cosine, lcg, microBatchHashes, randomParams, SEED_A, trainTo } from "./helpers.ts";
@@ -58,7 +59,7 @@ async function gradients(p: Products, fx: Fixture) {
       const g = out[`g_${name}`].data as Float32Array; // [atoms, …]: the full gradient is the sum over atoms
       return Float64Array.from({ length: size }, (_, i) => g[i] + g[size + i]);
     };
-    const loss = Array.from(out.atom_loss.data as Float32Array).reduce((a, b) => a + b, 0) / 2;
+    const loss = atomLosses(out, fx.y, 2).reduce((a, b) => a + b, 0) / 2;
     return { loss, grads: fx.params.map((t) => total(t.name, t.data.length)) };
   } finally {
     await s.release();

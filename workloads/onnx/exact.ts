@@ -286,17 +286,23 @@ export function logFromOne(g: GraphBuilder, s: string, maxExp: number, rank = 0)
   return maxExp > 0 ? g.op("Add", [g.op("Mul", [e, c(Math.LN2)]), series]) : series;
 }
 
-/** Shifted logits t = z − max(z), their exps, Σ exp and its log, along the last axis (length C) of z. */
+/** Shifted logits t = z − max(z), their exps and Σ exp (kept, length 1), along the last axis (length C) of z. */
+export function softmaxParts(g: GraphBuilder, z: string, rank: number, C: number) {
+  const shifted = g.op("Sub", [z, maxAxis(g, z, C, rank - 1)]);
+  const exps = expNonPositive(g, shifted);
+  const sum = sumAxis(g, exps, C, rank - 1); // ≥ 1: the max's own term is e^0 = 1 exactly
+  return { shifted, exps, sum };
+}
+
+/** softmaxParts and the log of the sum. */
 export function logSumExp(
   g: GraphBuilder,
   z: string,
   rank: number,
   C: number,
 ): { shifted: string; exps: string; sum: string; lse: string } {
-  const shifted = g.op("Sub", [z, maxAxis(g, z, C, rank - 1)]);
-  const exps = expNonPositive(g, shifted);
-  const sum = sumAxis(g, exps, C, rank - 1); // ≥ 1: the max's own term is e^0 = 1 exactly
-  return { shifted, exps, sum, lse: logFromOne(g, sum, Math.ceil(Math.log2(C))) };
+  const parts = softmaxParts(g, z, rank, C);
+  return { ...parts, lse: logFromOne(g, parts.sum, Math.ceil(Math.log2(C))) };
 }
 
 /**

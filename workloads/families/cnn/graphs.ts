@@ -7,7 +7,14 @@ import { GraphBuilder, attrInt, attrInts, attrString } from "../../onnx/builder.
 import { concat, relu, scalar, sumAxis } from "../../onnx/exact.ts";
 import { heldoutPerClass } from "../../metric.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
-import { graphsWith, evalOutputs, lossHead, paramInputs, paramSpecs as denseSpecs } from "../mlp/graphs.ts";
+import {
+  graphsWith,
+  evalOutputs,
+  lossHead,
+  outputLossParts,
+  paramInputs,
+  paramSpecs as denseSpecs,
+} from "../mlp/graphs.ts";
 import type { Products } from "./products.ts";
 import { i64, reshape, transpose, window } from "./ops.ts";
 import { convStages, type ConvStage } from "./stages.ts";
@@ -116,7 +123,7 @@ export function buildCnnGradientGraph(d: TemplateDescriptor, p: Products): Uint8
     if (i > 0) dPooled = p.convBack(g, params[2 * i], dPre, s);
   }
   specs.forEach((sp, i) => g.output(`g_${sp.name}`, grads[i], ["atoms", ...sp.dims]));
-  g.output("atom_loss", head.atomLoss, ["atoms"]);
+  outputLossParts(g, d, head, C);
   return g.encode();
 }
 

@@ -7,6 +7,7 @@ import {
   contract,
   groupRows,
   logSumExp,
+  softmaxParts,
   reciprocal,
   matmulRows,
   maxAxis,
@@ -88,17 +89,11 @@ function product(
   return g.op("Reshape", [intMatmul2d(g, rows, w, K, limbs), g.constInt64([-1, d.atomSize, J])]);
 }
 
-type Loss = { nll: string; softmax: string };
-
-/** Per-row negative log-likelihood of one-hot labels y, and the softmax, along the last axis (C classes). */
-export function softmaxLoss(g: GraphBuilder, logits: string, y: string, rank: number, C: number): Loss {
-  const { shifted, exps, sum, lse } = logSumExp(g, logits, rank, C);
+/** Per-row negative log-likelihood of one-hot labels y along the last axis (C classes). */
+function softmaxNll(g: GraphBuilder, logits: string, y: string, rank: number, C: number): string {
+  const { shifted, lse } = logSumExp(g, logits, rank, C);
   const logp = g.op("Sub", [shifted, lse]);
-  const picked = squeeze(g, sumAxis(g, g.op("Mul", [y, logp]), C, rank - 1), [rank - 1]);
-  return {
-    nll: g.op("Neg", [picked]),
-    softmax: g.op("Mul", [exps, reciprocal(g, sum, 0, [0, Math.floor(Math.log2(C)) + 1])]),
-  }; // Σ in [1, C]
+  return g.op("Neg", [squeeze(g, sumAxis(g, g.op("Mul", [y, logp]), C, rank - 1), [rank - 1])]);
 }
 
 /** A graph named for `d` and `what` whose first inputs are the parameters; F features in, C classes out. */
@@ -142,7 +137,7 @@ function weightGrad(
 /**
  * Gradient graph. Inputs: params, x [atoms, atomSize, F], y [atoms, atomSize, C] (one-hot).
  * Outputs: g_<param> [atoms, ...param dims] (each atom's share of the gradient of the global-batch
- * mean loss) and atom_loss [atoms] (mean loss over the atom's samples).
+ * mean loss) and the reported loss's parts (outputLossParts).
  * Every output element is a fixed tree over its own atom's rows, so it does not depend on how many
  * atoms share the call; only portable ops are used (onnx/exact.ts).
  */
@@ -165,21 +160,29 @@ export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
     }
   }
   specs.forEach((p, i) => g.output(`g_${p.name}`, grads[i], ["atoms", ...p.dims]));
-  g.output("atom_loss", head.atomLoss, ["atoms"]);
+  outputLossParts(g, d, head, C);
   return g.encode();
 }
 
 /**
- * Softmax cross-entropy over logits [atoms, S, C]: each atom's mean loss [atoms] and the gradient of the
- * global-batch mean loss with respect to the logits, (softmax − y)/globalBatch.
+ * Softmax cross-entropy over logits [atoms, S, C]: the gradient of the global-batch mean loss with respect to the
+ * logits, (softmax − y)/globalBatch, and the outputs the step's reported loss is made of (outputLossParts).
  */
 export function lossHead(g: GraphBuilder, d: TemplateDescriptor, logits: string, y: string, C: number) {
-  const S = d.atomSize;
-  const loss = softmaxLoss(g, logits, y, 3, C);
-  const atomSum = squeeze(g, sumAxis(g, transpose(g, loss.nll, [1, 0]), S, 0), [0]);
-  const atomLoss = g.op("Mul", [atomSum, scalar(g, Math.fround(1 / S))]);
-  const dLogits = g.op("Mul", [g.op("Sub", [loss.softmax, y]), scalar(g, 1 / d.globalBatch)]);
-  return { atomLoss, dLogits };
+  const { shifted, exps, sum } = softmaxParts(g, logits, 3, C);
+  const softmax = g.op("Mul", [exps, reciprocal(g, sum, 0, [0, Math.floor(Math.log2(C)) + 1])]); // Σ in [1, C]
+  const dLogits = g.op("Mul", [g.op("Sub", [softmax, y]), scalar(g, 1 / d.globalBatch)]);
+  return { dLogits, shifted, sum };
+}
+
+/**
+ * The reported loss's parts, per row: the shifted logits z − max z [atoms, S, C] and Σ e^(z − max z) [atoms, S, 1].
+ * The trainer takes the log and the atoms' means in float64 (workloads/loss.ts): the loss is shown, never trained on
+ * or verified, and a portable log in the graph was a fifth of a small model's nodes (each costs ≈ 1 µs).
+ */
+export function outputLossParts(g: GraphBuilder, d: TemplateDescriptor, head: ReturnType<typeof lossHead>, C: number) {
+  g.output("loss_shifted", head.shifted, ["atoms", d.atomSize, C]);
+  g.output("loss_exp_sum", head.sum, ["atoms", d.atomSize, 1]);
 }
 
 /**
@@ -280,7 +283,7 @@ export function evalOutputs(g: GraphBuilder, logits: string, y: string, n: numbe
   const labelLogit = sumAxis(g, g.op("Mul", [y, logits]), C, 1);
   const top = g.op("GreaterOrEqual", [labelLogit, maxAxis(g, logits, C, 1)]);
   const correct = squeeze(g, g.op("Where", [top, scalar(g, 1), scalar(g, 0)]), [1]);
-  g.output("loss", mean(softmaxLoss(g, logits, y, 2, C).nll), []);
+  g.output("loss", mean(softmaxNll(g, logits, y, 2, C)), []);
   g.output("accuracy", mean(correct), []);
 }
 
