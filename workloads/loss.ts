@@ -5,7 +5,7 @@
 type Outputs = Record<string, { data: unknown }>;
 
 /**
- * Each atom's mean loss from a gradient graph's outputs: its own `atom_loss [atoms]` when it has one (the transformer),
+ * Each atom's mean loss from a gradient graph's outputs: its own `atom_loss [atoms]` when it has one (the bench's float MLP graphs: LogSoftmax),
  * else from `loss_shifted [atoms, S, C]` (z − max z) and `loss_exp_sum [atoms, S, 1]` (Σ e^(z − max z)): a row's loss
  * is ln Σ − Σ_c y_c·(z_c − max z), with y the rows' label distributions [atoms, S, C] (one-hot).
  */

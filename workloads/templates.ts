@@ -17,7 +17,7 @@ const MNIST: TemplateDescriptor["data"] = {
 export const DESCRIPTORS: readonly TemplateDescriptor[] = [
   {
     name: "mnist-mlp",
-    version: 3,
+    version: 4,
     family: "mlp",
     layers: [784, 64, 10],
     globalBatch: 64,
@@ -32,7 +32,7 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
   },
   {
     name: "mnist-cnn",
-    version: 2,
+    version: 3,
     family: "cnn",
     conv: { image: [28, 28, 1], channels: [16, 32] },
     layers: [1568, 10],
@@ -54,7 +54,7 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
     // softmax denominator and bias gradients from the integer products, column blocks); new reference hashes.
     // v3: attention backward from the forward's own blocks (the T×T operands quantized once, along rows: their scales
     // and 1/den folded into the dh-wide sides), the weights' fixed 1/128 blocks; new reference hashes
-    version: 4,
+    version: 5,
     family: "transformer",
     transformer: { context: 64, width: 64, heads: 4, blocks: 2, hidden: 256 },
     layers: [64, VOCAB_SIZE],
@@ -78,7 +78,7 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
   },
   {
     name: "blobs-tiny",
-    version: 2,
+    version: 3,
     family: "mlp",
     layers: [8, 16, 4],
     globalBatch: 16,

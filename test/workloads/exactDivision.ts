@@ -5,7 +5,7 @@
  */
 import { expect } from "chai";
 import { GraphBuilder, decodeModel } from "../../workloads/onnx/builder.ts";
-import { inverseSqrt, reciprocal } from "../../workloads/onnx/exact.ts";
+import { inverseSqrt, reciprocal, reciprocalOn } from "../../workloads/onnx/exact.ts";
 import { ort, sessionOptions } from "../../workloads/runtime.ts";
 
 const N = 1 << 16;
@@ -55,9 +55,16 @@ describe("workloads: division and square root without Div or Sqrt", function () 
       exact: (x: number) => 1 / x,
       range: [0, 4],
     },
+    // a small softmax's 1/Σ without normalising (reciprocalOn), Σ in [0.99, C]: blobs-tiny's C = 4, the MNIST ones' 10
+    ...[4, 10].map((C) => ({
+      name: `reciprocalOn [0.99, ${C}]`,
+      build: (g: GraphBuilder, x: string) => reciprocalOn(g, x, 0, 0.99, C),
+      exact: (x: number) => 1 / x,
+      range: [Math.log2(0.99), Math.log2(C)],
+    })),
   ] as const;
   for (const c of cases) {
-    it(`${c.name}: within 2 ulp of the correctly rounded result over 2^${c.range[0]} … 2^${c.range[1]}, no Div or Sqrt node`, async function () {
+    it(`${c.name}: within 2 ulp of the correctly rounded result over 2^${+c.range[0].toFixed(3)} … 2^${+c.range[1].toFixed(3)}, no Div or Sqrt node`, async function () {
       const x = sample(c.range[0], c.range[1]);
       const { y, ops } = await evaluate(c.build, x);
       expect([...ops].filter((op) => op === "Div" || op === "Sqrt")).to.deep.equal([]);

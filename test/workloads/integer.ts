@@ -25,12 +25,15 @@ function roundEven(x: number): number {
 }
 const saturate = (q: number) => Math.max(-128, Math.min(127, q));
 
-/** The block scale as docs/WORKLOADS.md states it: a = max(amax, 2^−93), R = a to one bit, P = R/128 or R/64. */
+/**
+ * The block scale as docs/WORKLOADS.md states it: a = max(amax, 2^−93), z = a·fl(1.5·2^7/127·(1 + 2^−20)), R = z to
+ * one bit, P = R·2^−7.
+ */
 function blockScale(amax: number): number {
   const a = Math.max(2 ** -93, amax);
-  const gamma = f(a * (2 ** 23 + 1));
-  const R = f(gamma + f(a - gamma));
-  return a > f(R * f(127 / 128)) ? f(R / 64) : f(R / 128);
+  const z = f(a * f(((1.5 * 2 ** 7) / 127) * (1 + 2 ** -20)));
+  const gamma = f(z * (2 ** 23 + 1));
+  return f(f(gamma + f(z - gamma)) * 2 ** -7);
 }
 
 /** One block (a row of length K) as signed limbs and its scale. */

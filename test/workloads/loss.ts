@@ -17,12 +17,13 @@ async function firstStepLoss(t: Template, microBatchAtoms?: number): Promise<num
 describe("workloads: the reported training loss", function () {
   this.timeout(60_000);
 
-  it("equals the loss of onnxruntime's LogSoftmax kernel on the same step (blobs-tiny: float products both ways)", async function () {
+  it("equals the loss of onnxruntime's LogSoftmax kernel on the same step within 10⁻⁴ (blobs-tiny: float products)", async function () {
     const t = loadTemplate("blobs-tiny");
     const mine = await firstStepLoss(t);
     const kernel = await firstStepLoss({ ...t, graphs: legacyGraphs(t.descriptor) });
     expect(mine).to.be.greaterThan(0.1);
-    expect(Math.abs(mine - kernel) / kernel).to.be.below(1e-6);
+    // the portable softmax's exp is within 4·10⁻⁵ (EXP_LOSS), the kernel's within an ulp or so
+    expect(Math.abs(mine - kernel) / kernel).to.be.below(1e-4);
   });
 
   it("is the same number whatever the micro-batch (atoms are averaged in order)", async function () {

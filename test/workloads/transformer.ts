@@ -11,6 +11,7 @@ import {
   type TemplateDescriptor,
 } from "../../workloads/index.ts";
 import { loadDataset } from "../../workloads/data.ts";
+import { atomLosses } from "../../workloads/loss.ts";
 import { meetsTarget, metricText } from "../../workloads/metric.ts";
 import { VOCAB_SIZE, decodeSymbols, encodeText } from "../../workloads/text.ts";
 import { evaluationProblem, finalMetric, lossTolerance } from "../../verifier/checks.ts";
@@ -19,7 +20,11 @@ import { buildGradientGraph, transformerParams, type Products } from "../../work
 import { floatProducts, integerProducts } from "../../workloads/families/transformer/index.ts";
 import { createSession, f32, type Feeds } from "../../workloads/runtime.ts";
 import { GraphBuilder } from "../../workloads/onnx/builder.ts";
-import { EXP_LOSS, EXP_WEIGHTS, expSquared } from "../../workloads/onnx/exact.ts";
+import { EXP_LOSS, EXP_WEIGHTS, EXP_WEIGHTS_PRESCALE, expSquared, expWeights } from "../../workloads/onnx/exact.ts";
+import { quantizeUnitRows } from "../../workloads/onnx/integer.ts";
+
+/** A masked key's score in expWeights' units (graphs.ts MASKED·EXP_WEIGHTS_PRESCALE). */
+const MASKED_TIMES_PRESCALE = -1e30 * EXP_WEIGHTS_PRESCALE;
 
 /** A tiny transformer: context 4, width 8, 2 heads, one block, 7 symbols; sized so finite differences are cheap. */
 const TINY: TemplateDescriptor = {
@@ -79,7 +84,7 @@ async function gradients(p: Products, fx: Fixture) {
     const g = out[`g_${name}`].data as Float32Array; // [atoms, …]: the full gradient is the sum over atoms
     return Float64Array.from({ length: size }, (_, i) => g[i] + g[size + i]);
   };
-  const loss = Array.from(out.atom_loss.data as Float32Array).reduce((a, b) => a + b, 0) / 2;
+  const loss = atomLosses(out, fx.y, 2).reduce((a, b) => a + b, 0) / 2;
   return { loss, grads: fx.params.map((t) => total(t.name, t.data.length)) };
 }
 
@@ -117,33 +122,70 @@ describe("workloads: the transformer family", function () {
     one.grads.forEach((g, i) => expect(cosine(g, float.grads[i]), fx.params[i].name).to.be.above(0.9));
   });
 
-  it("expSquared stays within its stated error: 4·10⁻⁵ on [−80, 0] (loss), 2·10⁻⁵ on [−8, 0] (weights)", async function () {
+  it("expSquared stays within its stated error on [−80, 0]: 4·10⁻⁵ (the loss's softmax)", async function () {
     const xs = Float32Array.from({ length: 200_001 }, (_, i) => Math.fround(-90 + (90 * i) / 200_000));
     const extra = [0, -0, -1e-30, -0.01, -8, -80, -80.0001, -1e30, -Infinity, NaN].map(Math.fround);
     const x = Float32Array.from([...xs, ...extra]);
     const g = new GraphBuilder("exp");
     const input = g.input("x", [x.length]);
     g.output("loss", expSquared(g, input, EXP_LOSS), [x.length]);
-    g.output("weights", expSquared(g, input, EXP_WEIGHTS), [x.length]);
     const s = await createSession(g.encode(), "cpu");
-    const out = await s.run({ x: f32(x, [x.length]) });
+    const e = (await s.run({ x: f32(x, [x.length]) })).loss.data as Float32Array;
     await s.release();
-    for (const [name, range, bound] of [
-      ["loss", EXP_LOSS, 4e-5],
-      ["weights", EXP_WEIGHTS, 2e-5],
-    ] as const) {
-      const e = out[name].data as Float32Array;
-      let worst = 0;
-      x.forEach((v, i) => {
-        if (Number.isNaN(v)) expect(e[i], `${name}(NaN)`).to.be.NaN;
-        else if (v < range.floor) expect(e[i], `${name}(${v})`).to.equal(0);
-        else worst = Math.max(worst, Math.abs(e[i] / Math.exp(v) - 1));
-      });
-      console.log(`      expSquared ${name}: worst relative error ${worst.toExponential(2)}`);
-      expect(worst, name).to.be.below(bound);
-      expect(e[xs.length], `${name}(0)`).to.equal(1);
-      expect(e[xs.length + 1], `${name}(−0)`).to.equal(1);
+    let worst = 0;
+    x.forEach((v, i) => {
+      if (Number.isNaN(v)) expect(e[i], `exp(NaN)`).to.be.NaN;
+      else if (v < EXP_LOSS.floor) expect(e[i], `exp(${v})`).to.equal(0);
+      else worst = Math.max(worst, Math.abs(e[i] / Math.exp(v) - 1));
+    });
+    console.log(`      expSquared: worst relative error ${worst.toExponential(2)}`);
+    expect(worst).to.be.below(4e-5);
+    expect(e[xs.length], "exp(0)").to.equal(1);
+    expect(e[xs.length + 1], "exp(−0)").to.equal(1);
+  });
+
+  it("attention weights: expWeights within 4.5·10⁻⁴ on [−8, 0]; rounded to 1/128, 0 below, NaN rows NaN", async function () {
+    // rows of 64 scores (already shifted, ≤ 0), in expWeights' units; the last rows hold NaN, −∞, a masked key
+    const C = 64;
+    const sweep = Array.from({ length: 64 * C * 8 }, (_, i) => -10 + (10 * i) / (64 * C * 8 - 1));
+    const special = [
+      [NaN, ...new Array(C - 1).fill(-1)],
+      [-Infinity, ...new Array(C - 1).fill(-1)],
+      [MASKED_TIMES_PRESCALE, -0, ...new Array(C - 2).fill(-3)],
+    ].flat();
+    const x = Float32Array.from([...sweep, ...special]);
+    const R = x.length / C;
+    const t = x.map((v) => Math.fround(v * EXP_WEIGHTS_PRESCALE));
+    const g = new GraphBuilder("weights");
+    const input = g.input("t", [R, C]);
+    const raw = expWeights(g, input);
+    g.output("raw", raw, [R, C]);
+    g.output("rounded", quantizeUnitRows(g, raw, [R, C], input), [R, C]);
+    const s = await createSession(g.encode(), "cpu");
+    const out = await s.run({ t: f32(t, [R, C]) });
+    await s.release();
+    const [raws, rounded] = [out.raw.data as Float32Array, out.rounded.data as Float32Array];
+    let worst = 0;
+    let offByOneStep = 0;
+    for (let i = 0; i < sweep.length; i++) {
+      const exact = Math.exp(t[i] / EXP_WEIGHTS_PRESCALE);
+      if (x[i] >= EXP_WEIGHTS.floor) worst = Math.max(worst, Math.abs(raws[i] / exact - 1));
+      else expect(rounded[i], `weight(${x[i]})`).to.equal(0);
+      const step = Math.abs(rounded[i] - Math.round(exact * 128) / 128);
+      expect(step, `weight(${x[i]})`).to.be.at.most(1 / 128);
+      if (step > 0) offByOneStep++;
     }
+    console.log(
+      `      expWeights: worst relative error ${worst.toExponential(2)}; ${offByOneStep} of ${sweep.length} weights one step from round(128·e^x)/128`,
+    );
+    expect(worst).to.be.below(4.5e-4);
+    expect(offByOneStep / sweep.length).to.be.below(0.01);
+    const row = (r: number) => Array.from(rounded.subarray(r * C, (r + 1) * C));
+    const last = sweep.length / C;
+    expect(row(last).every(Number.isNaN), "a row holding NaN").to.equal(true);
+    expect(row(last + 1).every(Number.isNaN), "a row holding −∞").to.equal(true);
+    const e3 = Math.round(128 * Math.exp(-3)) / 128;
+    expect(row(last + 2).slice(0, 3), "a masked key, −0, e^−3").to.deep.equal([0, 1, e3]);
   });
 
   it("a transformer descriptor with a bad shape is refused", function () {

@@ -5,7 +5,6 @@
 // correctly rounded (an H200's were not): reciprocal and inverseSqrt below are made of + − × and
 // selections alone, which it does round correctly (portableOps.ts gpuInexactOps lists what remains).
 import { GraphBuilder, attrInt, attrInts } from "./builder.ts";
-import { DT } from "./schema.ts";
 
 /**
  * Elements one product tensor of a contraction should hold (at the largest micro-batch): small enough
@@ -168,18 +167,20 @@ export function matmulRows(
 /** Rows of axis 0 per group when one row of the product holds `rowElements` elements. */
 export const groupRows = (rowElements: number): number => Math.max(1, Math.floor(GROUP_ELEMENTS / rowElements));
 
-/** max(x, 0) as a selection: Relu kernels may return −0 or +0 for −0. */
-export const relu = (g: GraphBuilder, x: string): string =>
-  g.op("Where", [g.op("Greater", [x, f32(g, 0)]), x, f32(g, 0)]);
+/** x > 0, one node per tensor and graph: ReLU's forward and its gradient's mask share it. */
+export function positive(g: GraphBuilder, x: string): string {
+  const key = `positive:${x}`;
+  let name = g.shared.get(key);
+  if (!name) g.shared.set(key, (name = g.op("Greater", [x, f32(g, 0)])));
+  return name;
+}
 
-// exp on [−80, 0]: x = k·ln2 + r, k = ⌊x·log₂e + ½⌋ (Floor is exact), |r| ≤ ½ln2 + ε, ln2 split
-// in two (Cody–Waite; k·LN2_HI is exact), a degree-7 Taylor polynomial in Horner form, then 2^k
-// built from exact power-of-two factors chosen by comparing k's bits.
-const EXP_MIN = -80;
-const LOG2E = 1.4426950408889634;
-const LN2_HI = 0.693359375;
-const LN2_LO = -2.1219444e-4;
-const EXP_COEFFS = [1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 1 / 2, 1, 1]; // x⁷ … x⁰
+/** max(x, 0) as a selection: Relu kernels may return −0 or +0 for −0. */
+export const relu = (g: GraphBuilder, x: string): string => g.op("Where", [positive(g, x), x, f32(g, 0)]);
+
+/** ReLU's gradient: dy where the pre-activation x was positive, else 0. */
+export const reluGrad = (g: GraphBuilder, x: string, dy: string): string =>
+  g.op("Where", [positive(g, x), dy, f32(g, 0)]);
 
 /** Horner evaluation c[0]·xⁿ + … + c[n], one Mul and one Add node per coefficient (no fused multiply-add). */
 function horner(g: GraphBuilder, x: string, coeffs: number[], rank = 0): string {
@@ -188,67 +189,59 @@ function horner(g: GraphBuilder, x: string, coeffs: number[], rank = 0): string 
   return p;
 }
 
-/**
- * 2^−n for integer-valued n in [0, −EXP_MIN·log₂e + 1]: n cast to an index (exact: n is a whole number)
- * and looked up in a table of exact powers of two.
- */
-function pow2Neg(g: GraphBuilder, n: string): string {
-  const size = Math.ceil(-EXP_MIN * LOG2E) + 2;
-  const key = `pow2neg:${size}`;
-  let table = g.shared.get(key);
-  if (!table)
-    g.shared.set(
-      key,
-      (table = g.constFloat(
-        Array.from({ length: size }, (_, i) => 2 ** -i),
-        [size],
-      )),
-    );
-  return g.op("Gather", [table, g.op("Cast", [n], [attrInt("to", DT.INT64)])]);
-}
-
-/** e^x for x ≤ 0 (inputs below −80 are taken as −80; e^−80 ≈ 2e−35 is still a normal float). */
-export function expNonPositive(g: GraphBuilder, x: string): string {
-  const xc = g.op("Where", [g.op("Less", [x, f32(g, EXP_MIN)]), f32(g, EXP_MIN), x]);
-  const k = g.op("Floor", [g.op("Add", [g.op("Mul", [xc, f32(g, LOG2E)]), f32(g, 0.5)])]);
-  const r = g.op("Sub", [g.op("Sub", [xc, g.op("Mul", [k, f32(g, LN2_HI)])]), g.op("Mul", [k, f32(g, LN2_LO)])]);
-  return g.op("Mul", [horner(g, r, EXP_COEFFS), pow2Neg(g, g.op("Neg", [k]))]);
-}
-
-// exp of x ≤ 0 by scaling and squaring, for softmax weights (the transformer's): e^x = (e^(x/2^m))^(2^m) with
-// y = x/2^m exact (a power of two), e^y by a polynomial 1 + c₁y + … + c_n·yⁿ fitted for relative error on
-// [floor/2^m, 0] (Horner: n products and n sums), then m squarings. Each squaring doubles the relative error and adds
-// a rounding. Below `floor` the result is an exact 0, selected after the fact (there the polynomial of a large |y| is
-// not kept). No Div (a GPU's is not correctly rounded; the [3/3] Padé quotient of v1–v3 was one), no table lookup, no
-// index cast: every node is one correctly rounded +, −, × or selection. Error bounds (docs/WORKLOADS.md,
-// test/workloads/transformer.ts):
-// - EXP_LOSS (the loss's softmax): m = 7 on [−80, 0], degree 5 (fit 7.4·10⁻⁸ on [−0.625, 0]), 19 nodes;
-// - EXP_WEIGHTS (attention weights, rounded to 1/128 afterwards): m = 4 on [−8, 0], degree 4 (fit 5.9·10⁻⁷ on
-//   [−0.5, 0]), and 0 below −8 (an absolute error below e^−8 ≈ 3.4·10⁻⁴, a twentieth of the weights' rounding
-//   step), 14 nodes.
-// The coefficients are float32 values (the fit rounded), so the graph holds exactly these.
+// exp of x ≤ 0 by scaling and squaring, for softmaxes: e^x = (e^(x/2^m))^(2^m) with y = x/2^m exact (a power of
+// two), e^y by a polynomial 1 + c₁y + … + c_n·yⁿ fitted for relative error on [floor/2^m, 0] (Horner: n products and
+// n sums), then m squarings. Each squaring doubles the relative error and adds a rounding. Below `floor` the result
+// is an exact 0, selected after the fact (there the polynomial of a large |y| is not kept). No Div (a GPU's is not
+// correctly rounded; the [3/3] Padé quotient of v1–v3 was one), no table lookup, no index cast: every node is one
+// correctly rounded +, −, × or selection. EXP_LOSS (every loss softmax, since v5): m = 5 on [−16, 0], degree 4 (fit
+// 5.9·10⁻⁷ on [−0.5, 0]), 16 nodes; a probability below e^−16 ≈ 1.1·10⁻⁷ of the row's largest is 0 (v4: m = 7 on
+// [−80, 0], degree 5, 20 nodes). The coefficients are float32 values (the fit rounded), so the graph holds exactly
+// these. Error bound: test/workloads/transformer.ts.
 export const EXP_LOSS = {
-  squarings: 7,
-  floor: -80,
-  coeffs: [1, 0.9999970197677612, 0.49993523955345154, 0.16620324552059174, 0.04018716141581535, 0.006110958755016327],
-};
-export const EXP_WEIGHTS = {
-  squarings: 4,
-  floor: -8,
+  squarings: 5,
+  floor: -16,
   coeffs: [1, 0.9999663233757019, 0.49937060475349426, 0.16291941702365875, 0.03258311748504639],
 };
 
 /**
- * e^x for x in [floor, 0] (see EXP_LOSS, EXP_WEIGHTS); 0 below floor; NaN stays NaN. `prescaled`: the input is
- * already y = x/2^m (a caller that can fold the power of two into an earlier product saves a pass; the same floats,
- * scaling by 2^−m being exact), compared with floor/2^m.
+ * The attention weights' exp (expWeights), which an 8-bit rounding to 1/128 follows: e^x for x in [−8, 0] as
+ * (M(t))^16 with t = x/(16·scale) and M(t) = t³ + a₂t² + a₁t + 1 the cubic 1 + c₁y + c₂y² + c₃y³ fitted on y in
+ * [−0.5, 0] (2.4·10⁻⁵ relative) rewritten in t = y/scale, scale = c₃^(−1/3), so that its leading coefficient is 1:
+ * Horner then takes 3 sums and 2 products. The 1/(16·scale) rides on the caller's own scaling of q (not exact, one
+ * correctly rounded product). Relative error 3.9·10⁻⁴ before roundings (5 % of the weights' rounding step).
  */
-export function expSquared(g: GraphBuilder, x: string, range = EXP_LOSS, prescaled = false): string {
-  const y = prescaled ? x : g.op("Mul", [x, f32(g, 2 ** -range.squarings)]);
+export const EXP_WEIGHTS = {
+  squarings: 4,
+  floor: -8,
+  scale: 1.9700411927166304,
+  monic: [1.9005883932113647, 1.9683165550231934, 1], // a₂, a₁, a₀
+};
+/** What the caller multiplies x by to give expWeights its t: 1/(2^squarings·scale). */
+export const EXP_WEIGHTS_PRESCALE = 2 ** -EXP_WEIGHTS.squarings / EXP_WEIGHTS.scale;
+
+/**
+ * e^x for t = x·EXP_WEIGHTS_PRESCALE, x ≤ 0, without a selection over the tensor (a Where costs about four products
+ * here, onnxruntime's being slow): t is clipped below at the floor's t, so the result is e^x for x in [−8, 0] and
+ * e^−8·(1 ± 4·10⁻⁴) ≈ 3.4·10⁻⁴ below it — not 0: the caller's rounding to 1/128 makes it 0 (quantizeUnitRows), or a
+ * Where does. Clip's NaN is a kernel's choice (kept or replaced by the floor): the caller catches NaN in t before the
+ * clip (quantizeUnitRows' nanOf; portableOps.ts CLIP).
+ */
+export function expWeights(g: GraphBuilder, t: string): string {
+  const [a2, a1, a0] = EXP_WEIGHTS.monic;
+  const y = g.op("Clip", [t, f32(g, Math.fround(EXP_WEIGHTS.floor * EXP_WEIGHTS_PRESCALE))]);
+  let e = g.op("Add", [g.op("Mul", [g.op("Add", [y, f32(g, a2)]), y]), f32(g, a1)]);
+  e = g.op("Add", [g.op("Mul", [e, y]), f32(g, a0)]);
+  for (let i = 0; i < EXP_WEIGHTS.squarings; i++) e = g.op("Mul", [e, e]);
+  return e;
+}
+
+/** e^x for x in [floor, 0] (see EXP_LOSS); 0 below floor; NaN stays NaN. */
+export function expSquared(g: GraphBuilder, x: string, range = EXP_LOSS): string {
+  const y = g.op("Mul", [x, f32(g, 2 ** -range.squarings)]);
   let e = horner(g, y, [...range.coeffs].reverse());
   for (let i = 0; i < range.squarings; i++) e = g.op("Mul", [e, e]);
-  const floor = prescaled ? range.floor * 2 ** -range.squarings : range.floor;
-  return g.op("Where", [g.op("Less", [x, f32(g, floor)]), f32(g, 0), e]);
+  return g.op("Where", [g.op("Less", [x, f32(g, range.floor)]), f32(g, 0), e]);
 }
 
 /**
@@ -286,13 +279,19 @@ export function logFromOne(g: GraphBuilder, s: string, maxExp: number, rank = 0)
   return maxExp > 0 ? g.op("Add", [g.op("Mul", [e, c(Math.LN2)]), series]) : series;
 }
 
-/** Shifted logits t = z − max(z), their exps and Σ exp (kept, length 1), along the last axis (length C) of z. */
+/**
+ * Shifted logits t = z − (max(z) + SHIFT_MARGIN) (softmaxShift: one ReduceMax), their exps and Σ exp (kept, length 1),
+ * along the last axis (length C) of z. Σ is in [e^−0.01, C]: the max's own term is e^−0.01 (SOFTMAX_SUM_MIN).
+ */
 export function softmaxParts(g: GraphBuilder, z: string, rank: number, C: number) {
-  const shifted = g.op("Sub", [z, maxAxis(g, z, C, rank - 1)]);
-  const exps = expNonPositive(g, shifted);
-  const sum = sumAxis(g, exps, C, rank - 1); // ≥ 1: the max's own term is e^0 = 1 exactly
-  return { shifted, exps, sum };
+  if (C < 1) throw new RangeError(`a softmax over ${C} classes`);
+  const shifted = softmaxShift(g, z, rank - 1, rank);
+  const exps = expSquared(g, shifted);
+  return { shifted, exps, sum: sumAxis(g, exps, C, rank - 1) };
 }
+
+/** A softmax's Σ is at least this (softmaxParts: the max's term e^−SHIFT_MARGIN, EXP_LOSS within 3·10⁻⁵). */
+export const SOFTMAX_SUM_MIN = 0.99;
 
 /** softmaxParts and the log of the sum. */
 export function logSumExp(
@@ -349,6 +348,21 @@ export function reciprocal(g: GraphBuilder, x: string, rank = 0, range: Range = 
   let y = g.op("Sub", [c(24 / 17), g.op("Mul", [m, c(8 / 17)])]);
   for (let i = 0; i < 3; i++) y = g.op("Mul", [y, g.op("Sub", [c(2), g.op("Mul", [m, y])])]);
   return s ? g.op("Mul", [y, s]) : y;
+}
+
+/**
+ * 1/x for x in [lo, hi], a short range (a small softmax's Σ in [1, C]), without normalising x: the linear seed
+ * α − β·x of least relative error on [lo, hi] (it equioscillates: 1 − x·(α − βx) is ε₀ at both ends and −ε₀ between,
+ * for β = 2/(lo·hi + (lo + hi)²/4), α = β·(lo + hi), ε₀ = 1 − β·lo·hi), then Newton steps y·(2 − x·y) until
+ * ε₀^(2^k) < 2^−28. For C = 4: 14 nodes where reciprocal's levels take 22; within 2 ulp (test/workloads/exactDivision.ts).
+ */
+export function reciprocalOn(g: GraphBuilder, x: string, rank: number, lo: number, hi: number): string {
+  const c = (v: number) => scalarOfRank(g, v, rank);
+  const beta = 2 / (lo * hi + (lo + hi) ** 2 / 4);
+  const eps = 1 - beta * lo * hi;
+  let y = g.op("Sub", [c(Math.fround(beta * (lo + hi))), g.op("Mul", [x, c(Math.fround(beta))])]);
+  for (let e = eps; e >= 2 ** -28; e *= e) y = g.op("Mul", [y, g.op("Sub", [c(2), g.op("Mul", [x, y])])]);
+  return y;
 }
 
 /**

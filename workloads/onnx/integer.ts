@@ -23,12 +23,17 @@ export type Quantized = { hi: string; lo?: string; scale: string; zp?: string };
 export const ZERO_POINT = 128;
 /**
  * Block maxima below 2^−93 are taken as 2^−93, so scales (and scales over 128) stay normal floats: devices
- * that flush subnormals agree. Above about 2^104 the one-bit split overflows: the scale is ∞ and the block's
+ * that flush subnormals agree. Above about 2^104 the one-bit split overflows: the scale is NaN and the block's
  * products NaN on every device (a value that large means the run has diverged; its state is refused).
  */
 const AMAX_MIN = 2 ** -93;
 /** Veltkamp's splitter for one significant bit of a float32 (2^(24−1) + 1). */
 const ONE_BIT_SPLITTER = 2 ** 23 + 1;
+/**
+ * 1.5·2^7/127, raised by 2^−20 so that fl(a·it) ≥ 1.5·2^7·a/127 despite its own rounding (blockScale): a float32
+ * constant, so every device multiplies by the same value.
+ */
+const ONE_BIT_TARGET = Math.fround(((1.5 * 2 ** 7) / 127) * (1 + 2 ** -20));
 /** Every int32 sum stays exact: Σ hi·hi while K·128² < 2^31, the cross sum Σ (hi·lo + lo·hi) while 2·K·128² < 2^31. */
 export const MAX_K_ONE_LIMB = Math.floor((2 ** 31 - 1) / 128 ** 2);
 export const MAX_K_TWO_LIMBS = Math.floor(MAX_K_ONE_LIMB / 2);
@@ -51,19 +56,20 @@ const zeroPoints = (g: GraphBuilder, scale: string) =>
   g.op("QuantizeLinear", [g.op("Mul", [scale, scalar(g, 0)]), scalar(g, 1), zeroPoint(g)]);
 
 /**
- * The smallest power of two P with a ≤ 127·P for a = max(amax, AMAX_MIN), per element: R = a rounded to one
- * significant bit (Veltkamp: γ = a·(2^23+1), R = γ + (a − γ), a power of two within a factor 4/3 of a),
- * then P = R/128, or R/64 when a > 127·R/128. A handful of IEEE operations, no search.
+ * A power of two P with a ≤ 127·P for a = max(amax, AMAX_MIN), per element — the smallest one but within a relative
+ * 2^−20 above a = 127·2^k: a·ONE_BIT_TARGET (≈ 1.5·a/127·2^7) rounded to one significant bit (Veltkamp: γ = z·(2^23+1),
+ * R = γ + (z − γ), the power of two nearest z: z/1.5 < R ≤ z·4/3), times 2^−7. R ≥ z/1.5 gives 127·P ≥ a; for
+ * a/127 in (2^(k−1), 2^k], z/2^7 lies in (1.5·2^(k−1), 1.5·2^k]: R·2^−7 = 2^k, so |x/P| uses (63.5, 127]. Four
+ * IEEE operations and the clamp, no selection. The split overflows for a ≥ 2^104.4: R, hence P, is then NaN.
  */
 function blockScale(g: GraphBuilder, amax: string, lean = false): string {
   // lean: a = amax + 2^−93 (one node): amax itself from 2^−68 up, and a ≥ amax keeps max|x| ≤ 127·P
   const a = lean
     ? g.op("Add", [amax, scalar(g, AMAX_MIN)])
     : g.op("Where", [g.op("Less", [amax, scalar(g, AMAX_MIN)]), scalar(g, AMAX_MIN), amax]);
-  const gamma = g.op("Mul", [a, scalar(g, ONE_BIT_SPLITTER)]);
-  const R = g.op("Add", [gamma, g.op("Sub", [a, gamma])]);
-  const over = g.op("Greater", [a, g.op("Mul", [R, scalar(g, 127 / 128)])]);
-  return g.op("Mul", [R, g.op("Where", [over, scalar(g, 1 / 64), scalar(g, 1 / 128)])]);
+  const z = g.op("Mul", [a, scalar(g, ONE_BIT_TARGET)]);
+  const gamma = g.op("Mul", [z, scalar(g, ONE_BIT_SPLITTER)]);
+  return g.op("Mul", [g.op("Add", [gamma, g.op("Sub", [z, gamma])]), scalar(g, 2 ** -7)]);
 }
 
 /**
@@ -73,13 +79,13 @@ function blockScale(g: GraphBuilder, amax: string, lean = false): string {
  * its limbs are whatever the device makes of NaN, but every product with them is NaN on every device, so
  * such a step's state is refused everywhere.
  *
- * `lean` (the transformer's products: fewer nodes on the per-block scale vectors, which cost more than their size
- * in a step of thousands of nodes):
+ * `lean` (the transformer's and the MLP's products: fewer nodes on the per-block scale vectors, which cost more
+ * than their size in a step of hundreds or thousands of nodes):
  * - the poison term is (Σ t)·0, one read of t instead of a Mul pass and a read. It is the same in every case that
  *   matters: a block holding NaN, or ±∞, sums to NaN or ±∞ in any order (finite terms cannot cancel an infinity),
- *   so the term is NaN; a finite block below the split's limit (max|t| < 2^104, at most 2^20 elements) cannot
+ *   so the term is NaN; a finite block below the split's limit (max|t| < 2^104.4, at most 2^20 elements) cannot
  *   overflow in any order, so its sum is finite and the term ±0 — its sign may follow the order, but it is added to
- *   a positive scale, which it leaves as it is (blocks past the limit have an infinite scale: NaN products anyway);
+ *   a positive scale, which it leaves as it is (blocks past the limit have a NaN scale: NaN products anyway);
  * - the block maximum is raised by 2^−93 instead of clamped to it (blockScale);
  * - the zero points (128 per block) are made once per `lean.rows` key, from zeros of the scale's shape rather than
  *   from the scale itself (so a poisoned scale does not reach other blocks' zero points). Every scale with the same
@@ -89,7 +95,7 @@ function blockScale(g: GraphBuilder, amax: string, lean = false): string {
  *   0.79 against 0.47 ms on [16384, 16], microbenchmark), are quantized as quantizeColumns does: t·(1/P) (exact, P a
  *   power of two; the row scale unsqueezed to [R, 1]) rounded by a per-tensor QuantizeLinear with scale 1. The same
  *   limbs wherever the scale is finite; a block whose scale is NaN gets limbs that may differ, but every product with
- *   them is multiplied by that NaN scale; an infinite scale gives 1/∞ = 0, so limbs 128 as t/∞ does.
+ *   them is multiplied by that NaN scale.
  */
 export function quantizeRows(
   g: GraphBuilder,
@@ -188,23 +194,36 @@ const transpose2d = (g: GraphBuilder, t: string) => g.op("Transpose", [t], [attr
 
 /**
  * a [R, K] · b [K, N] → float [R, N]: a quantized per row, b per column (as rows of bᵀ), the exact integer
- * sums scaled by a's row scale in one pass, then by b's column scale (both powers of two: exact).
+ * sums scaled by a's row scale in one pass, then by b's column scale (both powers of two: exact). `rows`: keys
+ * naming a's R and b's N for quantizeRows' `lean` (scales of the same key are as long: their zero points are one).
+ * `bGivenTransposed`: b is passed as bᵀ [N, K] (a backward product by a weight: no transpose there and back).
  */
-export function intMatmul2d(g: GraphBuilder, a: string, b: string, K: number, limbs: Limbs): string {
-  const qa = quantizeRows(g, a, limbs);
-  const qb = mapLimbs(quantizeRows(g, transpose2d(g, b), limbs), (u8) => transpose2d(g, u8));
+export function intMatmul2d(
+  g: GraphBuilder,
+  a: string,
+  b: string,
+  K: number,
+  limbs: Limbs,
+  rows?: { a: string; b: string },
+  bGivenTransposed = false,
+): string {
+  const lean = (key?: string) => (key ? { rows: key } : undefined);
+  const qa = quantizeRows(g, a, limbs, lean(rows?.a));
+  const bT = bGivenTransposed ? b : transpose2d(g, b);
+  const qb = mapLimbs(quantizeRows(g, bT, limbs, lean(rows?.b)), (u8) => transpose2d(g, u8));
   return g.op("Mul", [scaleSums(g, integerSums(g, qa, qb, K, 2, 2), qa.scale), qb.scale]);
 }
 
 /**
  * Per-atom Σ_s h[a, s, i]·d[a, s, o] → float [A, I, O] (a weight gradient): h and d each quantized with one
  * block per atom (the atom's rows), so the product's scale is one per atom and the A integer products
- * (one batched call) are dequantized in one pass.
+ * (one batched call) are dequantized in one pass. `lean`: quantizeRows' lean form, the atoms' row key "atoms".
  */
-export function intWeightGrad(g: GraphBuilder, h: string, d: string, S: number, limbs: Limbs): string {
+export function intWeightGrad(g: GraphBuilder, h: string, d: string, S: number, limbs: Limbs, lean = false): string {
   const flat = (t: string) => g.op("Reshape", [t, i64(g, [0, -1])]); // [A, S·n]: one block per atom
-  const qh = quantizeRows(g, flat(h), limbs);
-  const qd = quantizeRows(g, flat(d), limbs);
+  const perAtom = lean ? { rows: "atoms" } : undefined;
+  const qh = quantizeRows(g, flat(h), limbs, perAtom);
+  const qd = quantizeRows(g, flat(d), limbs, perAtom);
   const unflat = (u8: string, like: string) => g.op("Reshape", [u8, g.op("Shape", [like])]);
   const hT = mapLimbs(qh, (u8) => g.op("Transpose", [unflat(u8, h)], [attrInts("perm", [0, 2, 1])])); // [A, I, S]
   const dS = mapLimbs(qd, (u8) => unflat(u8, d)); // [A, S, O]
@@ -245,23 +264,37 @@ const rowBlocksOf = (g: GraphBuilder) => {
 const rowBlocksKey = (t: string, dims: number[], limbs: Limbs) => `${t}|${dims.join(",")}|${limbs}`;
 
 /**
- * Registers t's row blocks for the products that read it (intProductRows, intProductFolded) when every value of t
- * lies in [0, 1] or is NaN — softmax weights e^(z − max − margin): the block scale is 1/128 whatever the row's
- * maximum, and the limbs are round(t·128) + 127 (zero point 127: 0 to 128 fit a uint8 without saturating), one
- * per-tensor QuantizeLinear, exact (t·128 is). No |t| and no row maxima: only the poison (Σ t)·0 of each row,
- * which no order can change (a sum of at most 2^20 values in [0, 1] cannot overflow). With the softmax shift's
- * margin (onnx/exact.ts SHIFT_MARGIN) a row's largest weight is below 127/128, so the blocks quantizeRows makes
- * are these same 1/128 blocks: the same products, bit for bit, in every row.
+ * Registers row blocks for the products that read them when every value of t lies in [0, 1] or is NaN — softmax
+ * weights e^(z − max − margin): the block scale is 1/128 whatever the row's maximum, and the limbs are
+ * round(t·128) + 127 (zero point 127: 0 to 128 fit a uint8 without saturating), one per-tensor QuantizeLinear, exact
+ * (t·128 is). No |t| and no row maxima. With the softmax shift's margin (onnx/exact.ts SHIFT_MARGIN) a row's largest
+ * weight is below 127/128, so the blocks quantizeRows makes are these same 1/128 blocks, in every row.
+ *
+ * Returns the weights as the products see them, limbs·1/128 (0 where t < 1/256: expWeights' values below its floor),
+ * a float tensor of t's shape under whose name the blocks are registered (products of it reuse them; its own row
+ * blocks would be the same). Each row's scale carries a poison, 0 or NaN, from `nanOf` (default t): Σ(nanOf·0) along
+ * the row, NaN in any order when the row of nanOf holds a NaN or ±∞ (no overflow: a sum of zeros). expWeights
+ * passes its input before the clip, whose NaN a kernel may keep or drop: the row is NaN on every device either way.
  */
-export function quantizeUnitRows(g: GraphBuilder, t: string, dims: number[]): void {
+export function quantizeUnitRows(g: GraphBuilder, t: string, dims: number[], nanOf = t): string {
   const memo = rowBlocksOf(g);
-  const key = rowBlocksKey(t, dims, 1);
-  if (memo.has(key)) throw new Error(`${t} is already quantized`);
   const last = dims.length - 1;
-  const poison = g.op("Mul", [g.op("ReduceSum", [t, i64(g, [last])], [attrInt("keepdims", 0)]), scalar(g, 0)]);
+  const poison = g.op("ReduceSum", [g.op("Mul", [nanOf, scalar(g, 0)]), i64(g, [last])], [attrInt("keepdims", 0)]);
   const zp = shared(g, "u8:zp127", () => g.constInt([127], [], DT.UINT8));
   const hi = g.op("QuantizeLinear", [t, scalar(g, 1 / 128), zp]);
-  memo.set(key, { hi, zp, scale: g.op("Add", [poison, scalar(g, 1 / 128)]) });
+  const scale = g.op("Add", [poison, scalar(g, 1 / 128)]);
+  // the values: one per-axis DequantizeLinear over the flattened rows, the poisoned scale per row
+  const rows = g.op("Reshape", [scale, i64(g, [-1])]);
+  const zps = g.op("QuantizeLinear", [g.op("Mul", [rows, scalar(g, 0)]), scalar(g, 1), zp]);
+  const flat = g.op("Reshape", [hi, i64(g, [-1, dims[last]])]);
+  const values = g.op("Reshape", [
+    g.op("DequantizeLinear", [flat, rows, zps], [attrInt("axis", 0)]),
+    g.op("Shape", [t]),
+  ]);
+  const key = rowBlocksKey(values, dims, 1);
+  if (memo.has(key)) throw new Error(`${values} is already quantized`);
+  memo.set(key, { hi, zp, scale });
+  return values;
 }
 
 function quantizeLastOnce(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {

@@ -38,6 +38,13 @@ const CONTROL = ["Scan"];
  * the step's state is non-finite and refused everywhere, as any other NaN.
  */
 const INTEGER = ["MatMulInteger", "Cast", "QuantizeLinear", "DequantizeLinear", "ReduceMax", "ReduceSum", "Shape"];
+/**
+ * CLIP: Clip(x, lo) with lo a float constant and no upper bound, where x is also checked for NaN by Σ(x·0) (a
+ * ReduceSum of x·0: onnx/integer.ts quantizeUnitRows' nanOf). max(x, lo) is one of its operands, so it is exact and
+ * the same on every device for every x but NaN, which a kernel may keep or replace by lo (SIMD max instructions
+ * differ); the NaN check makes every block that the clipped values reach NaN on every device instead.
+ */
+const CONDITIONAL = ["Clip"];
 
 export const PORTABLE_OPS: ReadonlySet<string> = new Set([
   ...ARITHMETIC,
@@ -45,6 +52,7 @@ export const PORTABLE_OPS: ReadonlySet<string> = new Set([
   ...MOVEMENT,
   ...CONTROL,
   ...INTEGER,
+  ...CONDITIONAL,
 ]);
 
 type Attribute = { name?: string; i?: number | { toNumber(): number }; g?: GraphProtoObj };
@@ -111,6 +119,10 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     madeBy(name, "Neg") && madeBy(producer.get(name!)!.input?.[0], "Floor");
   const consumers = new Map<string, Node[]>();
   for (const n of nodes) for (const i of n.input ?? []) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+  const isFloatConst = (name: string | undefined): boolean => {
+    const c = name === undefined ? undefined : inits.get(name);
+    return c?.dataType === DT.FLOAT && c.floatData?.length === 1;
+  };
   const isNonzeroConst = (name: string | undefined): boolean => {
     const c = name === undefined ? undefined : inits.get(name);
     return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && c.floatData[0] !== 0;
@@ -142,8 +154,20 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
       })
     );
   };
+  // Σ(x·0) of x exists: a NaN check of x (see CLIP)
+  const nanChecked = (x: string | undefined): boolean =>
+    (consumers.get(x ?? "") ?? []).some(
+      (m) =>
+        m.opType === "Mul" &&
+        m.input?.[0] === x &&
+        timesZero(m.output![0]) &&
+        (consumers.get(m.output![0]) ?? []).some((r) => r.opType === "ReduceSum"),
+    );
   for (const n of nodes) {
     const [a, b, za, zb] = n.input ?? [];
+    if (n.opType === "Clip" && !((n.input ?? []).length === 2 && isFloatConst(b) && nanChecked(a))) {
+      out.push("Clip other than Clip(x, constant lower bound) of an x checked for NaN by Σ(x·0)");
+    }
     // QuantizeLinear/DequantizeLinear: (x, scale, zero point); MatMulInteger: (a, b, a's, b's zero point)
     const wholeIndex = intAttr(n, "to") === DT.INT64 && (madeBy(a, "Floor") || isNegFloor(a));
     if (n.opType === "Cast" && intAttr(n, "to") !== DT.FLOAT && !wholeIndex) {
@@ -188,7 +212,7 @@ export function assertPortable(what: string, model: Uint8Array): void {
  * selections were, and so was its division by a power of two (`Div(x, 8)`: every bit as the CPU's). So `Sqrt`, and
  * `Div` by anything but a power of two, are listed here: a template without them can give the CPU's bits on such a
  * GPU (exact.ts `reciprocal`, `inverseSqrt` replace them). A power of two is a constant one, or a block scale
- * (onnx/integer.ts `blockScale`: a rounded to one bit, R = γ + (a − γ), times a Where of two powers of two, plus the
+ * (onnx/integer.ts `blockScale`: z rounded to one bit, R = γ + (z − γ), times a constant power of two, plus the
  * poison term). Counts per kind, body graphs included; {} when the graph has none.
  */
 export function gpuInexactOps(model: Uint8Array): Record<string, number> {
@@ -233,15 +257,12 @@ export function gpuInexactOps(model: Uint8Array): Record<string, number> {
     const blockScale = (name: string | undefined) => {
       const add = made(name);
       const mul = made(add.input?.[0]);
-      const pick = made(mul.input?.[1]);
       return (
         add.opType === "Add" &&
         timesZero(add.input?.[1]) &&
         mul.opType === "Mul" &&
         roundedToOneBit(mul.input?.[0]) &&
-        pick.opType === "Where" &&
-        constPowerOfTwo(pick.input?.[1]) &&
-        constPowerOfTwo(pick.input?.[2])
+        constPowerOfTwo(mul.input?.[1])
       );
     };
     for (const n of nodes) {

@@ -4,7 +4,7 @@
 // products.ts (exact integer products for the template's own graphs). Pooling is written with comparisons and selection; its gradient goes to the first maximum in the order
 // (0,0), (0,1), (1,0), (1,1) of each 2×2 window and is put back in place by DepthToSpace (data movement).
 import { GraphBuilder, attrInt, attrInts, attrString } from "../../onnx/builder.ts";
-import { concat, relu, scalar, sumAxis } from "../../onnx/exact.ts";
+import { concat, relu, reluGrad, scalar, sumAxis } from "../../onnx/exact.ts";
 import { heldoutPerClass } from "../../metric.ts";
 import type { ParamSpec, TemplateDescriptor, TemplateGraphs } from "../../types.ts";
 import {
@@ -83,9 +83,6 @@ function forward(g: GraphBuilder, d: TemplateDescriptor, params: string[], x: st
   }
   return { stages: saved, head, logits: h };
 }
-
-const reluGrad = (g: GraphBuilder, pre: string, grad: string) =>
-  g.op("Where", [g.op("Greater", [pre, scalar(g, 0)]), grad, scalar(g, 0)]);
 
 /** The gradient graph (inputs and outputs as every family's: workloads/README.md). */
 export function buildCnnGradientGraph(d: TemplateDescriptor, p: Products): Uint8Array {

@@ -8,10 +8,12 @@ import {
   groupRows,
   logSumExp,
   softmaxParts,
-  reciprocal,
+  reciprocalOn,
+  SOFTMAX_SUM_MIN,
   matmulRows,
   maxAxis,
   relu,
+  reluGrad,
   scalar,
   slice,
   squeeze,
@@ -71,7 +73,10 @@ function forward(
   return mlpForward(params.length / 2, x, affine, (p) => relu(g, p));
 }
 
-/** h [...rows, K] · w [K, J] → [...rows, J]: exact integer products, or the float tree when the descriptor has no limbs. */
+/**
+ * h [...rows, K] · w [K, J] → [...rows, J]: exact integer products, or the float tree when the descriptor has no limbs.
+ * `wT`: w is given as wᵀ [J, K] (the backward product by a layer's weight).
+ */
 function product(
   g: GraphBuilder,
   d: TemplateDescriptor,
@@ -81,12 +86,15 @@ function product(
   K: number,
   J: number,
   maxRows: number,
+  wT = false,
 ): string {
   const limbs = d.arithmetic?.limbs;
-  if (!limbs) return matmulRows(g, h, rank, w, K, J, maxRows);
-  if (rank === 2) return intMatmul2d(g, h, w, K, limbs);
+  if (!limbs) return matmulRows(g, h, rank, wT ? transpose(g, w, [1, 0]) : w, K, J, maxRows);
+  // lean quantization: a's rows are the batch's (all as many), b's rows (wᵀ's) are J
+  const keys = { a: "batch", b: `out:${J}` };
+  if (rank === 2) return intMatmul2d(g, h, w, K, limbs, keys, wT);
   const rows = g.op("Reshape", [h, g.constInt64([-1, K])]);
-  return g.op("Reshape", [intMatmul2d(g, rows, w, K, limbs), g.constInt64([-1, d.atomSize, J])]);
+  return g.op("Reshape", [intMatmul2d(g, rows, w, K, limbs, keys, wT), g.constInt64([-1, d.atomSize, J])]);
 }
 
 /** Per-row negative log-likelihood of one-hot labels y along the last axis (C classes). */
@@ -122,7 +130,7 @@ function weightGrad(
 ) {
   const S = d.atomSize;
   const limbs = d.arithmetic?.limbs;
-  if (limbs) return intWeightGrad(g, h, dp, S, limbs);
+  if (limbs) return intWeightGrad(g, h, dp, S, limbs, true);
   const hs = unsqueeze(g, transpose(g, h, [1, 0, 2]), [3]); // [S, atoms, in, 1]
   const ds = unsqueeze(g, transpose(g, dp, [1, 0, 2]), [2]); // [S, atoms, 1, out]
   const block = groupRows((maxRows / S) * nOut);
@@ -155,8 +163,8 @@ export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
     grads[2 * l] = weightGrad(g, d, fw.inputs[l], dp, nIn, nOut, d.globalBatch);
     grads[2 * l + 1] = squeeze(g, sumAxis(g, transpose(g, dp, [1, 0, 2]), S, 0), [0]);
     if (l > 0) {
-      const dh = product(g, d, dp, 3, transpose(g, params[2 * l], [1, 0]), nOut, nIn, d.globalBatch);
-      dp = g.op("Where", [g.op("Greater", [fw.pre[l - 1], scalar(g, 0)]), dh, scalar(g, 0)]);
+      const dh = product(g, d, dp, 3, params[2 * l], nOut, nIn, d.globalBatch, true); // dp · wᵀ
+      dp = reluGrad(g, fw.pre[l - 1], dh);
     }
   }
   specs.forEach((p, i) => g.output(`g_${p.name}`, grads[i], ["atoms", ...p.dims]));
@@ -170,7 +178,7 @@ export function buildGradientGraph(d: TemplateDescriptor): Uint8Array {
  */
 export function lossHead(g: GraphBuilder, d: TemplateDescriptor, logits: string, y: string, C: number) {
   const { shifted, exps, sum } = softmaxParts(g, logits, 3, C);
-  const softmax = g.op("Mul", [exps, reciprocal(g, sum, 0, [0, Math.floor(Math.log2(C)) + 1])]); // Σ in [1, C]
+  const softmax = g.op("Mul", [exps, reciprocalOn(g, sum, 0, SOFTMAX_SUM_MIN, C)]);
   const dLogits = g.op("Mul", [g.op("Sub", [softmax, y]), scalar(g, 1 / d.globalBatch)]);
   return { dLogits, shifted, sum };
 }

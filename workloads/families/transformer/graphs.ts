@@ -6,7 +6,9 @@ import { GraphBuilder, attrInt } from "../../onnx/builder.ts";
 import {
   concat,
   EXP_WEIGHTS,
+  EXP_WEIGHTS_PRESCALE,
   expSquared,
+  expWeights,
   inverseSqrt,
   reciprocal,
   SHIFT_MARGIN,
@@ -72,9 +74,10 @@ export type Products = {
   foldedT(g: GraphBuilder, a: string, aDims: number[], f: string | undefined, b: string, bDims: number[]): string;
   /**
    * Integer products only: t's rows hold values in [0, 1] (the attention weights), quantized with the fixed block
-   * scale 1/128 (onnx/integer.ts quantizeUnitRows) instead of one from their row maxima.
+   * scale 1/128 (onnx/integer.ts quantizeUnitRows) instead of one from their row maxima; returns the rounded weights
+   * (what products of them multiply), NaN in every row where `nanOf` holds a NaN or ±∞.
    */
-  unitRows?(g: GraphBuilder, t: string, dims: number[]): void;
+  unitRows?(g: GraphBuilder, t: string, dims: number[], nanOf: string): string;
   /**
    * The products quantize an operand's blocks from one |x| per tensor (onnx/integer.ts magnitudes), so a gradient
    * that is both a weight gradient's operand (per atom, [A, N, n]) and a back product's is given to both in that
@@ -161,11 +164,12 @@ type Attention = { qs: string; ks: string; v: string; exps: string; invDen?: str
 /**
  * Causal self-attention of a [R, D] given qkv weights: heads' outputs merged back to [R, D]. The portable
  * formulation scales q by 1/√dh before the product (dh-wide rows, not T-wide scores), masks by adding 0 or −10³⁰,
- * shifts by the row's ReduceMax (softmaxShift), exps by expSquared (exactly 0 at masked keys), and gets the softmax
- * denominator from the product itself: V gets a row of ones, so the integer product returns Σ_j q(e_j)·v_j and
- * Σ_j q(e_j) (exact int32 sums of the same 8-bit weights q(e_j)) and the output is their quotient — weights that
- * sum to 1 up to one rounding, no sum tree over the keys. Backward differentiates e/Σq(e), the division by the
- * (dh-wide) denominators folded into the products' dh-wide sides: no T×T tensor of probabilities.
+ * shifts by the row's ReduceMax (softmaxShift), exps by expWeights, rounds them to 8-bit q(e) in steps of 1/128
+ * (exactly 0 at masked keys and below e^−8), and gets the softmax denominator from the product itself: V gets a row
+ * of ones, so the integer product returns Σ_j q(e_j)·v_j and Σ_j q(e_j) (exact int32 sums of the same 8-bit weights)
+ * and the output is their quotient — weights that sum to 1 up to one rounding, no sum tree over the keys. Backward
+ * differentiates q(e)/Σq(e) as if the rounding were the identity, at the rounded weights the forward used, the
+ * division by the (dh-wide) denominators folded into the products' dh-wide sides: no T×T tensor of probabilities.
  */
 function attention(c: Ctx, a: string, wqkv: string): Attention {
   const { g } = c;
@@ -185,16 +189,20 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
     const [qs, ks] = [g.op("Mul", [q, scale]), g.op("Mul", [k, scale])];
     return { qs, ks, v, exps: probs, heads, out: fromHeads(c, heads) };
   }
-  // the scores, their mask and shift all divided by 2^m, exactly: expSquared's first scaling rides on q's (dh-wide)
-  const pre = 2 ** -EXP_WEIGHTS.squarings;
-  const qPre = g.op("Mul", [q, scalar(g, pre / Math.sqrt(dh))]);
+  // the scores, their mask and shift in expWeights' units (x·EXP_WEIGHTS_PRESCALE): its scaling rides on q's (dh-wide)
+  const pre = EXP_WEIGHTS_PRESCALE;
+  const qPre = g.op("Mul", [q, scalar(g, Math.fround(pre / Math.sqrt(dh)))]);
   const masked = g.op("Add", [c.prod.rows(g, qPre, [-1, H, T, dh], k, [-1, H, T, dh]), causalBias(g, T, pre)]);
-  const shifted = softmaxShift(g, masked, 3, 4, Math.fround(SHIFT_MARGIN) * pre);
-  const exps = expSquared(g, shifted, EXP_WEIGHTS, true); // in [0, 1], NaN where masked is NaN
+  const shifted = softmaxShift(g, masked, 3, 4, Math.fround(SHIFT_MARGIN * pre));
+  // e^x clipped at e^−8: rounded to 1/128 (unitRows) that is 0, masked keys included; else 0 by a selection
+  const raw = expWeights(g, shifted);
+  const weightDims = [-1, H, T, T];
+  const exps = c.prod.unitRows
+    ? c.prod.unitRows(g, raw, weightDims, shifted)
+    : g.op("Where", [g.op("Less", [shifted, scalar(g, Math.fround(EXP_WEIGHTS.floor * pre))]), scalar(g, 0), raw]);
   const qs = g.op("Mul", [q, scale]);
-  c.prod.unitRows?.(g, exps, [-1, H, T, T]);
   const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
-  const both = c.prod.rows(g, exps, [-1, H, T, T], vOnes, [-1, H, T, dh + 1], { bKN: true });
+  const both = c.prod.rows(g, exps, weightDims, vOnes, [-1, H, T, dh + 1], { bKN: true });
   const [num, den] = split(g, both, 3, [dh, 1]);
   // den in [126/128, T]: the row's largest weight is e^−0.01 (softmaxShift), quantized to 126 or 127 of 128
   const invDen = reciprocal(g, den, 4, [-1, Math.floor(Math.log2(T)) + 1]);
@@ -259,22 +267,28 @@ function attentionBack(c: Ctx, at: Attention, dOut: string): string {
 }
 
 /**
- * Per-row negative log-likelihood of one-hot labels y and the softmax, over the last axis (V) of logits [R, V]. The
- * portable formulation shifts by ReduceMax and exps by expSquared; the denominator (in [e^−0.01, V]) is a fixed
- * Add tree and its log logFromOne's series. The float formulation uses ReduceMax, Exp, ReduceSum and Log kernels.
+ * The softmax over the last axis (V) of logits [R, V], with the shifted logits and the denominator it is made of. The
+ * portable formulation shifts by ReduceMax and exps by expSquared; the denominator (in [e^−0.01, V]) is a fixed Add
+ * tree. The float formulation uses ReduceMax, Exp and ReduceSum kernels.
  */
-function headLoss(c: Ctx, logits: string, y: string): { nll: string; softmax: string } {
+function headSoftmax(c: Ctx, logits: string): { shifted: string; sum: string; softmax: string } {
   const { g } = c;
   const V = c.s.V;
   const k = c.prod.kernels;
   const shifted = k ? g.op("Sub", [logits, k.max(g, logits, 1)]) : softmaxShift(g, logits, 1, 2);
   const exps = k ? k.exp(g, shifted) : expSquared(g, shifted);
   const sum = k ? k.sum(g, exps, 1) : sumLast(g, exps, V, 2);
-  const log = k ? g.op("Log", [sum]) : logFromOne(g, sum, Math.ceil(Math.log2(V)), 2);
-  const logp = g.op("Sub", [shifted, log]);
-  const picked = squeeze(g, sumOverLast(c, g.op("Mul", [y, logp]), V, 2), [1]);
   const inv = k ? g.op("Div", [scalar(g, 1), sum]) : reciprocal(g, sum, 2, [-1, Math.floor(Math.log2(V)) + 1]);
-  return { nll: g.op("Neg", [picked]), softmax: g.op("Mul", [exps, inv]) };
+  return { shifted, sum, softmax: g.op("Mul", [exps, inv]) };
+}
+
+/** Per-row negative log-likelihood of one-hot labels y [R, V] (the log: logFromOne's series, or a Log kernel). */
+function headNll(c: Ctx, h: { shifted: string; sum: string }, y: string): string {
+  const { g } = c;
+  const V = c.s.V;
+  const log = c.prod.kernels ? g.op("Log", [h.sum]) : logFromOne(g, h.sum, Math.ceil(Math.log2(V)), 2);
+  const logp = g.op("Sub", [h.shifted, log]);
+  return g.op("Neg", [squeeze(g, sumOverLast(c, g.op("Mul", [y, logp]), V, 2), [1])]);
 }
 
 type Block = { ln1: Norm; att: Attention; ln2: Norm; pre: string; mask: string; act: string };
@@ -317,7 +331,7 @@ function transformerGraph(d: TemplateDescriptor, what: string, prod: Products): 
 /**
  * Gradient graph. Inputs: params, x [atoms, S, T] (symbols), y [atoms, S, T, V] (one-hot next symbols).
  * Outputs: g_<param> [atoms, ...dims], each atom's share of the gradient of the mean loss over the global batch's
- * tokens, and atom_loss [atoms], the mean loss over the atom's tokens. Every product that sums over tokens sums
+ * tokens, and the reported loss's parts per token (loss_shifted, loss_exp_sum). Every product that sums over tokens sums
  * only its own atom's rows, so outputs do not depend on how many atoms share a call.
  */
 export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8Array {
@@ -330,7 +344,7 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   const y = g.input("y", ["atoms", S, T, V]);
   const fw = forward(c, g.op("Reshape", [x, g.constInt64([-1, T])]));
   const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
-  const loss = headLoss(c, fw.logits, labels);
+  const head = headSoftmax(c, fw.logits);
   /** t [R, n] as [atoms, N, n], one Reshape per tensor (the same name for every product that reads it). */
   const perAtom = (t: string, n: number) => {
     const key = `perAtom:${t}:${n}`;
@@ -343,8 +357,7 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
     c.prod.sharedMagnitudes
       ? g.op("Reshape", [c.prod.rows(g, perAtom(dy, J), [-1, N, J], w, [K, J]), g.constInt64([-1, K])])
       : denseBack(c, dy, w, K, J);
-  const atomSum = squeeze(g, sumAxis(g, g.op("Reshape", [loss.nll, g.constInt64([-1, N])]), N, 1), [1]);
-  const dLogits = g.op("Mul", [g.op("Sub", [loss.softmax, labels]), scalar(g, 1 / (d.globalBatch * T))]);
+  const dLogits = g.op("Mul", [g.op("Sub", [head.softmax, labels]), scalar(g, 1 / (d.globalBatch * T))]);
 
   const grads: Record<string, string> = {};
   /** Σ over an atom's rows of h[r, i]·dy[r, o] → [atoms, I, O]. */
@@ -397,7 +410,9 @@ export function buildGradientGraph(d: TemplateDescriptor, prod: Products): Uint8
   grads.wte = weightGrad(oneHot(g, g.op("Reshape", [x, g.constInt64([-1])]), V), V, dh, D);
 
   for (const s of transformerParams(d)) g.output(`g_${s.name}`, grads[s.name], ["atoms", ...s.dims]);
-  g.output("atom_loss", g.op("Mul", [atomSum, scalar(g, Math.fround(1 / N))]), ["atoms"]);
+  // the reported loss's parts per token (workloads/loss.ts takes the log and each atom's mean, in float64)
+  g.output("loss_shifted", g.op("Reshape", [head.shifted, g.constInt64([-1, N, V])]), ["atoms", N, V]);
+  g.output("loss_exp_sum", g.op("Reshape", [head.sum, g.constInt64([-1, N, 1])]), ["atoms", N, 1]);
   return g.encode();
 }
 
@@ -408,7 +423,7 @@ function oneHot(g: GraphBuilder, ids: string, V: number): string {
     [V],
   );
   const hit = g.op("Equal", [g.op("Unsqueeze", [ids, g.constInt64([1])]), symbols]);
-  return g.op("Where", [hit, scalar(g, 1), scalar(g, 0)]);
+  return g.op("Cast", [hit], [attrInt("to", DT.FLOAT)]); // a Where would cost about four times as much
 }
 
 /**
@@ -425,7 +440,7 @@ export function buildEvalGraph(d: TemplateDescriptor, prod: Products, what = "ev
   const y = g.input("y", [n, T, V]);
   const logits = forward(c, x).logits;
   const labels = g.op("Reshape", [y, g.constInt64([-1, V])]);
-  const nll = g.op("Reshape", [headLoss(c, logits, labels).nll, g.constInt64([n, T])]);
+  const nll = g.op("Reshape", [headNll(c, headSoftmax(c, logits), labels), g.constInt64([n, T])]);
   const perT = scalar(g, Math.fround(1 / T));
   const windowLoss = g.op("Mul", [squeeze(g, sumAxis(g, nll, T, 1), [1]), perT]);
   const labelLogit = sumAxis(g, g.op("Mul", [labels, logits]), V, 1);

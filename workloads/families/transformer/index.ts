@@ -16,7 +16,7 @@ import {
 export const integerProducts = (limbs: 1 | 2): Products => ({
   rows: (g, a, aDims, b, bDims, layout) => intProductRows(g, a, aDims, b, bDims, limbs, layout),
   foldedT: (g, a, aDims, f, b, bDims) => intProductFolded(g, a, aDims, f, b, bDims, limbs),
-  unitRows: limbs === 1 ? (g, t, dims) => quantizeUnitRows(g, t, dims) : undefined,
+  unitRows: limbs === 1 ? (g, t, dims, nanOf) => quantizeUnitRows(g, t, dims, nanOf) : undefined,
   sharedMagnitudes: true,
   onesColumn: limbs === 1,
 });
