@@ -8,6 +8,7 @@ import {
   intProductFolded,
   intProductRows,
   intWeightGrad,
+  quantizeRows,
   quantizeUnitRows,
   type Layout,
   type Limbs,
@@ -421,6 +422,43 @@ describe("workloads: exact integer products", function () {
       ]);
     });
 
+    it("admits Clip(x, constant) of an x checked for NaN by Σ(x·0), and nothing near it", function () {
+      const rule = (build: (g: GraphBuilder, x: string, y: string) => string) => {
+        const g = new GraphBuilder("clip");
+        const [x, y] = [g.input("x", [2, 3]), g.input("y", [2, 3])];
+        g.output("out", build(g, x, y), [2, 3]);
+        return nonPortableOps(g.encode());
+      };
+      const c = (g: GraphBuilder, v: number) => g.constFloat([v], []);
+      const check = (g: GraphBuilder, t: string) =>
+        g.op("ReduceSum", [g.op("Mul", [t, c(g, 0)]), g.constInt64([1])], [attrInt("keepdims", 1)]);
+      const poisoned = (g: GraphBuilder, clipped: string, checked: string) => g.op("Add", [clipped, check(g, checked)]);
+      expect(rule((g, x) => poisoned(g, g.op("Clip", [x, c(g, -8)]), x))).to.deep.equal([]);
+      const refused = ["Clip other than Clip(x, constant lower bound) of an x checked for NaN by Σ(x·0)"];
+      expect(
+        rule((g, x) => g.op("Clip", [x, c(g, -8)])),
+        "no NaN check",
+      ).to.deep.equal(refused);
+      expect(
+        rule((g, x, y) => poisoned(g, g.op("Clip", [x, c(g, -8)]), y)),
+        "the check of another tensor",
+      ).to.deep.equal(refused);
+      expect(
+        rule((g, x) => poisoned(g, g.op("Clip", [x, c(g, -8), c(g, 8)]), x)),
+        "an upper bound too",
+      ).to.deep.equal(refused);
+      expect(
+        rule((g, x, y) => poisoned(g, g.op("Clip", [x, g.op("ReduceMax", [g.op("Abs", [y])], [])]), x)),
+        "a bound that is not a constant",
+      ).to.deep.equal(refused);
+      const sumTimesZero = (g: GraphBuilder, x: string) =>
+        g.op("Mul", [g.op("ReduceSum", [x, g.constInt64([1])], [attrInt("keepdims", 1)]), c(g, 0)]);
+      expect(
+        rule((g, x) => g.op("Add", [g.op("Clip", [x, c(g, -8)]), sumTimesZero(g, x)])),
+        "(Σ x)·0, which a large finite row could overflow in some orders",
+      ).to.deep.equal(refused);
+    });
+
     it("admits ReduceMax as a softmax shift x − (max + c) and (Σ x)·0 added to a scale, and nothing near them", function () {
       const rule = (build: (g: GraphBuilder, x: string) => string) => {
         const g = new GraphBuilder("rule");
@@ -463,6 +501,35 @@ describe("workloads: exact integer products", function () {
       ).to.deep.equal(notZero);
     });
   });
+});
+
+describe("workloads: block scales at their boundaries", function () {
+  // block maxima at a = 127·2^k and its neighbours (where a one-bit rounding could land on either power), the clamp
+  // and the split's overflow; the scale of a row [a, −a/3] from quantizeRows, plain and lean
+  const maxima = [0, 2 ** -100, 2 ** -93, 2 ** -70, 2 ** 104, 2 ** 104.3, 2 ** 104.5];
+  for (const k of [-80, -20, -7, 0, 1, 5, 60, 96])
+    for (const e of [-2, -1, 0, 1, 2]) maxima.push(f(127 * 2 ** k * (1 + e * 2 ** -23)));
+  for (const lean of [false, true])
+    it(`${lean ? "lean" : "plain"}: P is a power of two with a ≤ 127·P, as written down; NaN past the split's limit`, async function () {
+      const a = Float32Array.from(maxima.map(f));
+      const R = a.length;
+      const x = Float32Array.from({ length: 2 * R }, (_, i) => (i % 2 ? -a[i >> 1] / 3 : a[i >> 1]));
+      const g = new GraphBuilder("scales");
+      const input = g.input("x", [R, 2]);
+      g.output("scale", quantizeRows(g, input, 1, lean ? { rows: "r" } : undefined).scale, [R]);
+      const s = await createSession(g.encode(), "cpu");
+      const P = (await s.run({ x: f32(x, [R, 2]) })).scale.data as Float32Array;
+      await s.release();
+      a.forEach((ai, i) => {
+        if (ai >= 2 ** 104.4) return expect(P[i], `a = ${ai}`).to.be.NaN;
+        // lean raises a by 2^−93 instead of clamping: the same from 2^−68 up
+        const ref = lean ? blockScale(f(ai + 2 ** -93)) : blockScale(ai);
+        expect(P[i], `a = ${ai}`).to.equal(ref);
+        expect(Number.isInteger(Math.log2(P[i])), `a = ${ai}: a power of two`).to.equal(true);
+        expect(ai, `a = ${ai}`).to.be.at.most(127 * P[i]);
+        if (ai > 2 ** -80) expect(ai / P[i], `a = ${ai}: no bit wasted`).to.be.above(63.49);
+      });
+    });
 });
 
 /** hT [I, S] · d [S, O] with one block for all of hT and one for all of d (a weight gradient's atom). */
