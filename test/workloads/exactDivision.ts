@@ -78,4 +78,15 @@ describe("workloads: division and square root without Div or Sqrt", function () 
       if (c.name === "reciprocal") expect(Array.from(y.slice(2, 4)), "1/1, 1/2: exact").to.deep.equal([1, 0.5]);
     });
   }
+
+  it("reciprocalOn refuses a range it was not made for (0 or below, or wider than 64: use reciprocal)", function () {
+    const g = new GraphBuilder("range");
+    const x = g.input("x", [1]);
+    for (const [lo, hi] of [
+      [0, 4],
+      [-1, 4],
+      [1, 65],
+    ])
+      expect(() => reciprocalOn(g, x, 0, lo, hi), `[${lo}, ${hi}]`).to.throw(RangeError, /reciprocalOn wants/);
+  });
 });

@@ -434,10 +434,32 @@ describe("workloads: exact integer products", function () {
         g.op("ReduceSum", [g.op("Mul", [t, c(g, 0)]), g.constInt64([1])], [attrInt("keepdims", 1)]);
       const poisoned = (g: GraphBuilder, clipped: string, checked: string) => g.op("Add", [clipped, check(g, checked)]);
       expect(rule((g, x) => poisoned(g, g.op("Clip", [x, c(g, -8)]), x))).to.deep.equal([]);
-      const refused = ["Clip other than Clip(x, constant lower bound) of an x checked for NaN by Σ(x·0)"];
+      const refused = [
+        "Clip other than Clip(x, finite nonzero constant) of an x whose NaN check Σ(x·0) meets its output",
+      ];
       expect(
         rule((g, x) => g.op("Clip", [x, c(g, -8)])),
         "no NaN check",
+      ).to.deep.equal(refused);
+      // a zero bound ties with ±0 (x86 returns the first operand, ARM's FMAX +0); a NaN bound is kept or ignored
+      for (const lo of [0, -0, NaN, -Infinity])
+        expect(
+          rule((g, x) => poisoned(g, g.op("Clip", [x, c(g, lo)]), x)),
+          `a bound of ${Object.is(lo, -0) ? "-0" : lo}`,
+        ).to.deep.equal(refused);
+      expect(
+        rule((g, x) => {
+          check(g, x); // a check that goes nowhere
+          return g.op("Clip", [x, c(g, -3)]);
+        }),
+        "a check that the clipped values never meet",
+      ).to.deep.equal(refused);
+      expect(
+        rule((g, x, y) => {
+          g.op("Add", [g.op("Clip", [x, c(g, -3)]), y]); // the clipped values go one way
+          return g.op("Add", [y, check(g, x)]); // the check another
+        }),
+        "a check added into something else",
       ).to.deep.equal(refused);
       expect(
         rule((g, x, y) => poisoned(g, g.op("Clip", [x, c(g, -8)]), y)),
@@ -516,7 +538,7 @@ describe("workloads: block scales at their boundaries", function () {
       const x = Float32Array.from({ length: 2 * R }, (_, i) => (i % 2 ? -a[i >> 1] / 3 : a[i >> 1]));
       const g = new GraphBuilder("scales");
       const input = g.input("x", [R, 2]);
-      g.output("scale", quantizeRows(g, input, 1, lean ? { rows: "r" } : undefined).scale, [R]);
+      g.output("scale", quantizeRows(g, input, 1, lean ? { rows: "r", length: 2 } : undefined).scale, [R]);
       const s = await createSession(g.encode(), "cpu");
       const P = (await s.run({ x: f32(x, [R, 2]) })).scale.data as Float32Array;
       await s.release();
@@ -530,6 +552,15 @@ describe("workloads: block scales at their boundaries", function () {
         if (ai > 2 ** -80) expect(ai / P[i], `a = ${ai}: no bit wasted`).to.be.above(63.49);
       });
     });
+});
+
+describe("workloads: lean blocks", function () {
+  it("a lean block past 2^20 elements is refused when the graph is built (its (Σ t)·0 could overflow in some orders)", function () {
+    const g = new GraphBuilder("big");
+    const t = g.input("t", ["rows", 2 ** 20 + 1]);
+    expect(() => quantizeRows(g, t, 1, { rows: "r", length: 2 ** 20 + 1 })).to.throw(/could overflow its poison sum/);
+    expect(() => quantizeRows(g, t, 1, { rows: "r", length: 2 ** 20 })).not.to.throw();
+  });
 });
 
 /** hT [I, S] · d [S, O] with one block for all of hT and one for all of d (a weight gradient's atom). */

@@ -151,18 +151,24 @@ describe("workloads: portable arithmetic", function () {
     const rounded = (a: string, gamma = gammaOf(a), minuend = a) => g.op("Add", [gamma, g.op("Sub", [minuend, gamma])]);
     const zeroed = g.op("Mul", [x, k(0)]);
     const scale = (r: string, poison = zeroed, by2k = k(2 ** -7)) => g.op("Add", [g.op("Mul", [r, by2k]), poison]);
+    // z = a·c for a block maximum clamped at 2^−93 (onnx/integer.ts blockScale), as the templates build it
+    const z = (c = 1.51, a = g.op("Add", [g.op("Abs", [x]), k(2 ** -93)])) => g.op("Mul", [a, k(c)]);
     const divided = [
       by(k(8)), // a constant power of two: exact everywhere
       by(k(0.25)),
-      by(scale(rounded(x))), // a block scale: a one-bit rounding times a power of two, plus the poison term
+      by(scale(rounded(z()))), // a block scale: a one-bit rounding times a power of two, plus the poison term
       by(k(3)),
       by(x),
-      by(scale(x)), // the same shape without the one-bit rounding: not a power of two
-      by(scale(rounded(x), k(0.3))), // a constant where the poison term belongs
-      by(scale(rounded(x, zeroed))), // γ = x·0, not x·(2^23 + 1): R is x itself
-      by(scale(rounded(x, gammaOf(x, 4097)))), // another splitter: R keeps 12 bits
-      by(scale(rounded(x, gammaOf(x), g.op("Neg", [x])))), // (−x − γ) + γ: not the same a
-      by(scale(rounded(x), zeroed, k(3 / 128))), // R times a constant that is not a power of two
+      by(scale(z())), // the same shape without the one-bit rounding: not a power of two
+      by(scale(rounded(z()), k(0.3))), // a constant where the poison term belongs
+      by(scale(rounded(z(), zeroed))), // γ = x·0, not x·(2^23 + 1): R is x itself
+      by(scale(rounded(z(), gammaOf(z(), 4097)))), // another splitter: R keeps 12 bits
+      by(scale(rounded(z(), gammaOf(z()), g.op("Neg", [x])))), // (−x − γ) + γ: not the same z
+      by(scale(rounded(z()), zeroed, k(3 / 128))), // R times a constant that is not a power of two
+      by(scale(rounded(x))), // the rounding of a raw x, which may be 0: a division by zero
+      by(scale(rounded(z(0)))), // z = a·0
+      by(scale(rounded(z(1.51, x)))), // a not clamped at 2^−93
+      by(k(2 ** -140)), // a subnormal power of two: 0 where subnormals are flushed
       g.op("Sqrt", [x]),
     ];
     g.output(
@@ -170,7 +176,7 @@ describe("workloads: portable arithmetic", function () {
       divided.reduce((a, b) => g.op("Add", [a, b])),
       [4],
     );
-    expect(gpuInexactOps(g.encode())).to.deep.equal({ "Div (not by a power of two)": 8, Sqrt: 1 });
+    expect(gpuInexactOps(g.encode())).to.deep.equal({ "Div (not by a power of two)": 12, Sqrt: 1 });
     for (const t of listTemplates())
       for (const [name, bytes] of Object.entries(t.graphs))
         expect(gpuInexactOps(bytes), `${t.descriptor.name} ${name}`).to.deep.equal({});

@@ -16,12 +16,18 @@ import { meetsTarget, metricText } from "../../workloads/metric.ts";
 import { VOCAB_SIZE, decodeSymbols, encodeText } from "../../workloads/text.ts";
 import { evaluationProblem, finalMetric, lossTolerance } from "../../verifier/checks.ts";
 import { cosine, lcg, microBatchHashes, randomParams, SEED_A, trainTo } from "./helpers.ts";
-import { buildGradientGraph, transformerParams, type Products } from "../../workloads/families/transformer/graphs.ts";
+import {
+  buildGradientGraph,
+  buildTransformerGraphs,
+  transformerParams,
+  type Products,
+} from "../../workloads/families/transformer/graphs.ts";
 import { floatProducts, integerProducts } from "../../workloads/families/transformer/index.ts";
 import { createSession, f32, type Feeds } from "../../workloads/runtime.ts";
 import { GraphBuilder } from "../../workloads/onnx/builder.ts";
 import { EXP_LOSS, EXP_WEIGHTS, EXP_WEIGHTS_PRESCALE, expSquared, expWeights } from "../../workloads/onnx/exact.ts";
 import { quantizeUnitRows } from "../../workloads/onnx/integer.ts";
+import { nonPortableOps } from "../../workloads/onnx/portableOps.ts";
 
 /** A masked key's score in expWeights' units (graphs.ts MASKED·EXP_WEIGHTS_PRESCALE). */
 const MASKED_TIMES_PRESCALE = -1e30 * EXP_WEIGHTS_PRESCALE;
@@ -186,6 +192,11 @@ describe("workloads: the transformer family", function () {
     expect(row(last + 1).every(Number.isNaN), "a row holding −∞").to.equal(true);
     const e3 = Math.round(128 * Math.exp(-3)) / 128;
     expect(row(last + 2).slice(0, 3), "a masked key, −0, e^−3").to.deep.equal([0, 1, e3]);
+  });
+
+  it("a two-limb transformer template builds and passes the rules (its attention weights' NaN check included)", function () {
+    const graphs = buildTransformerGraphs({ ...TINY, arithmetic: { limbs: 2 } }, TWO_LIMBS);
+    for (const [kind, bytes] of Object.entries(graphs)) expect(nonPortableOps(bytes), kind).to.deep.equal([]);
   });
 
   it("a transformer descriptor with a bad shape is refused", function () {

@@ -357,6 +357,7 @@ export function reciprocal(g: GraphBuilder, x: string, rank = 0, range: Range = 
  * ε₀^(2^k) < 2^−28. For C = 4: 14 nodes where reciprocal's levels take 22; within 2 ulp (test/workloads/exactDivision.ts).
  */
 export function reciprocalOn(g: GraphBuilder, x: string, rank: number, lo: number, hi: number): string {
+  if (!(lo > 0 && hi / lo <= 64)) throw new RangeError(`reciprocalOn wants 0 < lo, hi ≤ 64·lo; got [${lo}, ${hi}]`);
   const c = (v: number) => scalarOfRank(g, v, rank);
   const beta = 2 / (lo * hi + (lo + hi) ** 2 / 4);
   const eps = 1 - beta * lo * hi;

@@ -90,6 +90,7 @@ function blockScale(g: GraphBuilder, amax: string, lean = false): string {
  * - the zero points (128 per block) are made once per `lean.rows` key, from zeros of the scale's shape rather than
  *   from the scale itself (so a poisoned scale does not reach other blocks' zero points). Every scale with the same
  *   key must have the same length (quantizeLast: the leading dims, whose −1 is the same batch count);
+ * - `lean.length` is a block's element count, at most MAX_LEAN_BLOCK (checked: the poison's no-overflow bound);
  * - `lean.amax`, when given, is the rows' max|t| computed by the caller (quantizeLast: from a shared Abs);
  * - `lean.short` (one limb): rows too short for onnxruntime's per-axis QuantizeLinear, which runs row by row (K = 16:
  *   0.79 against 0.47 ms on [16384, 16], microbenchmark), are quantized as quantizeColumns does: t·(1/P) (exact, P a
@@ -97,12 +98,20 @@ function blockScale(g: GraphBuilder, amax: string, lean = false): string {
  *   limbs wherever the scale is finite; a block whose scale is NaN gets limbs that may differ, but every product with
  *   them is multiplied by that NaN scale.
  */
+/** A lean block's poison (Σ t)·0 cannot overflow in any order below the split's limit only for this many elements. */
+export const MAX_LEAN_BLOCK = 2 ** 20;
+function checkLeanBlock(length: number): void {
+  if (!(length <= MAX_LEAN_BLOCK))
+    throw new Error(`a lean block of ${length} elements (over ${MAX_LEAN_BLOCK}) could overflow its poison sum`);
+}
+
 export function quantizeRows(
   g: GraphBuilder,
   t: string,
   limbs: Limbs,
-  lean?: { rows: string; amax?: string; short?: boolean },
+  lean?: { rows: string; length: number; amax?: string; short?: boolean },
 ): Quantized {
+  if (lean) checkLeanBlock(lean.length);
   const amax = lean?.amax ?? g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [1]), attrInt("keepdims", 0)]);
   const poison = lean
     ? g.op("Mul", [g.op("ReduceSum", [t, i64(g, [1])], [attrInt("keepdims", 0)]), scalar(g, 0)])
@@ -207,7 +216,7 @@ export function intMatmul2d(
   rows?: { a: string; b: string },
   bGivenTransposed = false,
 ): string {
-  const lean = (key?: string) => (key ? { rows: key } : undefined);
+  const lean = (key?: string) => (key ? { rows: key, length: K } : undefined);
   const qa = quantizeRows(g, a, limbs, lean(rows?.a));
   const bT = bGivenTransposed ? b : transpose2d(g, b);
   const qb = mapLimbs(quantizeRows(g, bT, limbs, lean(rows?.b)), (u8) => transpose2d(g, u8));
@@ -217,13 +226,21 @@ export function intMatmul2d(
 /**
  * Per-atom Σ_s h[a, s, i]·d[a, s, o] → float [A, I, O] (a weight gradient): h and d each quantized with one
  * block per atom (the atom's rows), so the product's scale is one per atom and the A integer products
- * (one batched call) are dequantized in one pass. `lean`: quantizeRows' lean form, the atoms' row key "atoms".
+ * (one batched call) are dequantized in one pass. `lean`: quantizeRows' lean form (the atoms' row key "atoms"),
+ * given h's and d's widths (a block is an atom's S rows of them).
  */
-export function intWeightGrad(g: GraphBuilder, h: string, d: string, S: number, limbs: Limbs, lean = false): string {
+export function intWeightGrad(
+  g: GraphBuilder,
+  h: string,
+  d: string,
+  S: number,
+  limbs: Limbs,
+  lean?: { hWidth: number; dWidth: number },
+): string {
   const flat = (t: string) => g.op("Reshape", [t, i64(g, [0, -1])]); // [A, S·n]: one block per atom
-  const perAtom = lean ? { rows: "atoms" } : undefined;
-  const qh = quantizeRows(g, flat(h), limbs, perAtom);
-  const qd = quantizeRows(g, flat(d), limbs, perAtom);
+  const perAtom = (width: number) => (lean ? { rows: "atoms", length: S * width } : undefined);
+  const qh = quantizeRows(g, flat(h), limbs, perAtom(lean?.hWidth ?? 0));
+  const qd = quantizeRows(g, flat(d), limbs, perAtom(lean?.dWidth ?? 0));
   const unflat = (u8: string, like: string) => g.op("Reshape", [u8, g.op("Shape", [like])]);
   const hT = mapLimbs(qh, (u8) => g.op("Transpose", [unflat(u8, h)], [attrInts("perm", [0, 2, 1])])); // [A, I, S]
   const dS = mapLimbs(qd, (u8) => unflat(u8, d)); // [A, S, O]
@@ -303,7 +320,12 @@ function quantizeLastOnce(g: GraphBuilder, t: string, dims: number[], limbs: Lim
   const rowMax = g.op("ReduceMax", [magnitudes(g, t)], [attrInts("axes", [dims.length - 1]), attrInt("keepdims", 0)]);
   const amax = dims.length === 2 ? rowMax : g.op("Reshape", [rowMax, i64(g, [-1])]);
   const rows = dims.slice(0, -1).join(",");
-  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs, { rows, amax, short: K <= SHORT_ROW });
+  const q = quantizeRows(g, g.op("Reshape", [t, i64(g, [-1, K])]), limbs, {
+    rows,
+    length: K,
+    amax,
+    short: K <= SHORT_ROW,
+  });
   const back = (u8: string) => g.op("Reshape", [u8, i64(g, dims)]);
   return { ...mapLimbs(q, back), scale: g.op("Reshape", [q.scale, i64(g, dims.slice(0, -1))]) };
 }
@@ -317,6 +339,7 @@ function quantizeLastOnce(g: GraphBuilder, t: string, dims: number[], limbs: Lim
  */
 function quantizeColumns(g: GraphBuilder, t: string, dims: number[], limbs: Limbs): Quantized {
   const axis = dims.length - 2;
+  checkLeanBlock(dims[axis]); // its poison is the lean (Σ t)·0 over a column
   const amax = g.op("ReduceMax", [magnitudes(g, t)], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
   const poison = g.op("Mul", [g.op("ReduceSum", [t, i64(g, [axis])], [attrInt("keepdims", 1)]), scalar(g, 0)]);
   const scale = g.op("Add", [blockScale(g, amax, true), poison]);

@@ -39,10 +39,12 @@ const CONTROL = ["Scan"];
  */
 const INTEGER = ["MatMulInteger", "Cast", "QuantizeLinear", "DequantizeLinear", "ReduceMax", "ReduceSum", "Shape"];
 /**
- * CLIP: Clip(x, lo) with lo a float constant and no upper bound, where x is also checked for NaN by Σ(x·0) (a
- * ReduceSum of x·0: onnx/integer.ts quantizeUnitRows' nanOf). max(x, lo) is one of its operands, so it is exact and
- * the same on every device for every x but NaN, which a kernel may keep or replace by lo (SIMD max instructions
- * differ); the NaN check makes every block that the clipped values reach NaN on every device instead.
+ * CLIP: Clip(x, lo) with lo a finite nonzero float constant and no upper bound, where x is also checked for NaN by
+ * Σ(x·0) (a ReduceSum of x·0: onnx/integer.ts quantizeUnitRows' nanOf) whose result is added into something that
+ * the clipped values also reach. For finite x, max(x, lo) is x or lo, exact and the same on every device (a zero lo
+ * would tie with ±0, which x86 and ARM resolve differently; a NaN lo is returned by some kernels, ignored by
+ * others); a NaN x a kernel may keep or replace by lo, and onnxruntime's CPU clips +∞ to the largest float: Σ(x·0)
+ * is NaN for NaN and ±∞ alike, so what the clipped values reach is NaN on every device.
  */
 const CONDITIONAL = ["Clip"];
 
@@ -119,9 +121,10 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     madeBy(name, "Neg") && madeBy(producer.get(name!)!.input?.[0], "Floor");
   const consumers = new Map<string, Node[]>();
   for (const n of nodes) for (const i of n.input ?? []) consumers.set(i, [...(consumers.get(i) ?? []), n]);
-  const isFloatConst = (name: string | undefined): boolean => {
+  const isFiniteNonzeroConst = (name: string | undefined): boolean => {
     const c = name === undefined ? undefined : inits.get(name);
-    return c?.dataType === DT.FLOAT && c.floatData?.length === 1;
+    const v = c?.floatData?.[0];
+    return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && Number.isFinite(v) && v !== 0;
   };
   const isNonzeroConst = (name: string | undefined): boolean => {
     const c = name === undefined ? undefined : inits.get(name);
@@ -154,19 +157,42 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
       })
     );
   };
-  // Σ(x·0) of x exists: a NaN check of x (see CLIP)
-  const nanChecked = (x: string | undefined): boolean =>
-    (consumers.get(x ?? "") ?? []).some(
+  // every tensor reachable from `from` (its consumers' outputs, transitively)
+  const reachable = (from: string): Set<string> => {
+    const seen = new Set<string>();
+    const todo = [from];
+    while (todo.length) {
+      for (const n of consumers.get(todo.pop()!) ?? [])
+        for (const o of n.output ?? []) if (!seen.has(o)) (seen.add(o), todo.push(o));
+    }
+    return seen;
+  };
+  // x's NaN check Σ(x·0), added into a tensor that the clip's output also reaches (see CLIP)
+  const nanChecked = (x: string | undefined, clipped: string): boolean => {
+    const reach = reachable(clipped);
+    return (consumers.get(x ?? "") ?? []).some(
       (m) =>
         m.opType === "Mul" &&
         m.input?.[0] === x &&
         timesZero(m.output![0]) &&
-        (consumers.get(m.output![0]) ?? []).some((r) => r.opType === "ReduceSum"),
+        (consumers.get(m.output![0]) ?? []).some(
+          (r) =>
+            r.opType === "ReduceSum" &&
+            (consumers.get(r.output![0]) ?? []).some(
+              (add) =>
+                add.opType === "Add" &&
+                (reach.has(add.output![0]) || [...reachable(add.output![0])].some((t) => reach.has(t))),
+            ),
+        ),
     );
+  };
   for (const n of nodes) {
     const [a, b, za, zb] = n.input ?? [];
-    if (n.opType === "Clip" && !((n.input ?? []).length === 2 && isFloatConst(b) && nanChecked(a))) {
-      out.push("Clip other than Clip(x, constant lower bound) of an x checked for NaN by Σ(x·0)");
+    if (
+      n.opType === "Clip" &&
+      !((n.input ?? []).length === 2 && isFiniteNonzeroConst(b) && nanChecked(a, n.output![0]))
+    ) {
+      out.push("Clip other than Clip(x, finite nonzero constant) of an x whose NaN check Σ(x·0) meets its output");
     }
     // QuantizeLinear/DequantizeLinear: (x, scale, zero point); MatMulInteger: (a, b, a's, b's zero point)
     const wholeIndex = intAttr(n, "to") === DT.INT64 && (madeBy(a, "Floor") || isNegFloor(a));
@@ -222,28 +248,53 @@ export function gpuInexactOps(model: Uint8Array): Record<string, number> {
     const producer = new Map<string, Node>();
     for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
     const inits = new Map(((graph.initializer ?? []) as Initializer[]).map((t) => [t.name, t]));
+    // a normal power of two: a subnormal one is 0 on a device that flushes subnormals
     const constPowerOfTwo = (name: string | undefined) => {
       const v = name === undefined ? undefined : inits.get(name)?.floatData;
-      return v?.length === 1 && v[0] !== 0 && Number.isInteger(Math.log2(Math.abs(v[0])));
+      const e = v?.length === 1 ? Math.log2(Math.abs(v[0])) : NaN;
+      return Number.isInteger(e) && e >= -126 && e <= 127;
     };
     const made = (name: string | undefined): Node => (name === undefined ? undefined : producer.get(name)) ?? {};
     const constant = (name: string | undefined, v: number) => {
       const data = name === undefined ? undefined : inits.get(name)?.floatData;
       return data?.length === 1 && data[0] === v;
     };
-    // R = γ + (a − γ) with γ = a·(2^23 + 1): a rounded to one significant bit (onnx/integer.ts blockScale)
+    // a constant in [2^−8, 2^8]: z = a·c stays a normal float for a ≥ 2^−93
+    const modestConst = (name: string | undefined) => {
+      const v = name === undefined ? undefined : inits.get(name)?.floatData;
+      return v?.length === 1 && v[0] >= 2 ** -8 && v[0] <= 2 ** 8;
+    };
+    // a block maximum kept at or above 2^−93: amax + 2^−93, or Where(amax < 2^−93, 2^−93, amax) (never 0)
+    const clampedMax = (name: string | undefined) => {
+      const n = made(name);
+      if (n.opType === "Add") return constant(n.input?.[1], 2 ** -93);
+      const less = made(n.input?.[0]);
+      return (
+        n.opType === "Where" &&
+        less.opType === "Less" &&
+        constant(less.input?.[1], 2 ** -93) &&
+        constant(n.input?.[1], 2 ** -93) &&
+        n.input?.[2] === less.input?.[0]
+      );
+    };
+    // R = γ + (z − γ) with γ = z·(2^23 + 1), z = a·c for a clamped maximum a: z rounded to one significant bit, a
+    // nonzero normal power of two (onnx/integer.ts blockScale)
     const roundedToOneBit = (name: string | undefined) => {
       const n = made(name);
       const sub = made(n.input?.[1]);
       const gamma = made(n.input?.[0]);
-      const a = gamma.input?.[0];
+      const z = gamma.input?.[0];
+      const zMade = made(z);
       return (
         n.opType === "Add" &&
         sub.opType === "Sub" &&
         gamma.opType === "Mul" &&
         constant(gamma.input?.[1], 2 ** 23 + 1) &&
-        sub.input?.[0] === a &&
-        sub.input?.[1] === n.input?.[0]
+        sub.input?.[0] === z &&
+        sub.input?.[1] === n.input?.[0] &&
+        zMade.opType === "Mul" &&
+        clampedMax(zMade.input?.[0]) &&
+        modestConst(zMade.input?.[1])
       );
     };
     // the poison term: (Σ t)·0 or Σ (t·0), zero for a finite block, NaN otherwise

@@ -130,7 +130,7 @@ function weightGrad(
 ) {
   const S = d.atomSize;
   const limbs = d.arithmetic?.limbs;
-  if (limbs) return intWeightGrad(g, h, dp, S, limbs, true);
+  if (limbs) return intWeightGrad(g, h, dp, S, limbs, { hWidth: nIn, dWidth: nOut });
   const hs = unsqueeze(g, transpose(g, h, [1, 0, 2]), [3]); // [S, atoms, in, 1]
   const ds = unsqueeze(g, transpose(g, dp, [1, 0, 2]), [2]); // [S, atoms, 1, out]
   const block = groupRows((maxRows / S) * nOut);

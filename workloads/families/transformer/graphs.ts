@@ -199,7 +199,7 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   const weightDims = [-1, H, T, T];
   const exps = c.prod.unitRows
     ? c.prod.unitRows(g, raw, weightDims, shifted)
-    : g.op("Where", [g.op("Less", [shifted, scalar(g, Math.fround(EXP_WEIGHTS.floor * pre))]), scalar(g, 0), raw]);
+    : exactZeros(g, shifted, raw, Math.fround(EXP_WEIGHTS.floor * pre));
   const qs = g.op("Mul", [q, scale]);
   const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
   const both = c.prod.rows(g, exps, weightDims, vOnes, [-1, H, T, dh + 1], { bKN: true });
@@ -208,6 +208,21 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   const invDen = reciprocal(g, den, 4, [-1, Math.floor(Math.log2(T)) + 1]);
   const heads = g.op("Mul", [num, invDen]);
   return { qs, ks: g.op("Mul", [k, scale]), v, exps, invDen, heads, out: fromHeads(c, heads) };
+}
+
+/**
+ * The clipped exps `raw` of `shifted` [..., T] with exact zeros below the floor (products without quantizeUnitRows:
+ * two limbs), plus each row's NaN check Σ(shifted·0) (−0, or NaN where the row holds NaN or ±∞: the clip may have
+ * kept or dropped a NaN, the row is NaN either way).
+ */
+function exactZeros(g: GraphBuilder, shifted: string, raw: string, floor: number): string {
+  const nanCheck = g.op(
+    "ReduceSum",
+    [g.op("Mul", [shifted, scalar(g, 0)]), g.constInt64([-1])],
+    [attrInt("keepdims", 1)],
+  );
+  const zeroed = g.op("Where", [g.op("Less", [shifted, scalar(g, floor)]), scalar(g, 0), raw]);
+  return g.op("Add", [zeroed, nanCheck]);
 }
 
 /** Ones shaped like t's first slice along `axis` (data movement: an Expand of the constant 1 to that shape). */
