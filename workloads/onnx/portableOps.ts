@@ -163,7 +163,11 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     const todo = [from];
     while (todo.length) {
       for (const n of consumers.get(todo.pop()!) ?? [])
-        for (const o of n.output ?? []) if (!seen.has(o)) (seen.add(o), todo.push(o));
+        for (const o of n.output ?? []) {
+          if (seen.has(o)) continue;
+          seen.add(o);
+          todo.push(o);
+        }
     }
     return seen;
   };
