@@ -241,8 +241,9 @@ export function assertPortable(what: string, model: Uint8Array): void {
  * correctly rounded (the H200's were not: 1 ulp off in 14–69 % of results), while its +, −, ×, comparisons and
  * selections were, and so was its division by a power of two (`Div(x, 8)`: every bit as the CPU's). So `Sqrt`, and
  * `Div` by anything but a power of two, are listed here: a template without them can give the CPU's bits on such a
- * GPU (exact.ts `reciprocal`, `inverseSqrt` replace them). A power of two is a constant one, or a block scale
- * (onnx/integer.ts `blockScale`: z rounded to one bit, R = γ + (z − γ), times a constant power of two, plus the
+ * GPU (exact.ts `reciprocal`, `inverseSqrt` replace them). A power of two is a constant normal one, or a block scale
+ * (onnx/integer.ts `blockScale`: z = a·c for a block maximum a clamped at 2^−93 and c in [2^−8, 2^8], rounded to one
+ * bit, R = γ + (z − γ), times a constant power of two, plus the
  * poison term). Counts per kind, body graphs included; {} when the graph has none.
  */
 export function gpuInexactOps(model: Uint8Array): Record<string, number> {
