@@ -560,6 +560,7 @@ describe("workloads: lean blocks", function () {
     const t = g.input("t", ["rows", 2 ** 20 + 1]);
     expect(() => quantizeRows(g, t, 1, { rows: "r", length: 2 ** 20 + 1 })).to.throw(/could overflow its poison sum/);
     expect(() => quantizeRows(g, t, 1, { rows: "r", length: 2 ** 20 })).not.to.throw();
+    expect(() => quantizeRows(g, t, 1, { rows: "r", length: -1 }), "an unknown length").to.throw(/length known/);
   });
 });
 

@@ -51,6 +51,21 @@ export const concat = (g: GraphBuilder, ts: string[], axis: number): string =>
   ts.length === 1 ? ts[0] : g.op("Concat", ts, [attrInt("axis", axis)]);
 export const scalar = f32;
 
+/**
+ * Σ(t·0) along `axis`: ±0, or NaN where that slice of t holds a NaN or ±∞ — in any order, and no overflow (a sum
+ * of zeros). Added to a block scale (or to values), it makes what it reaches NaN on every device.
+ */
+export const nanCheck = (g: GraphBuilder, t: string, axis: number, keepdims = false): string =>
+  g.op("ReduceSum", [g.op("Mul", [t, f32(g, 0)]), i64(g, [axis])], [attrInt("keepdims", keepdims ? 1 : 0)]);
+
+/**
+ * (Σ t)·0 along `axis`: one read of t instead of nanCheck's product pass. The same as nanCheck only while the sum
+ * cannot overflow in any order (onnx/integer.ts quantizeRows `lean`: blocks of at most MAX_LEAN_BLOCK values below
+ * the split's limit); otherwise its NaN may follow the order.
+ */
+export const sumTimesZero = (g: GraphBuilder, t: string, axis: number, keepdims = false): string =>
+  g.op("Mul", [g.op("ReduceSum", [t, i64(g, [axis])], [attrInt("keepdims", keepdims ? 1 : 0)]), f32(g, 0)]);
+
 type Combine = (a: string, b: string) => string;
 
 /**
@@ -219,6 +234,8 @@ export const EXP_WEIGHTS = {
 };
 /** What the caller multiplies x by to give expWeights its t: 1/(2^squarings·scale). */
 export const EXP_WEIGHTS_PRESCALE = 2 ** -EXP_WEIGHTS.squarings / EXP_WEIGHTS.scale;
+/** expWeights' floor, −8, in its units t (a float32 constant: the clip, and the two-limb path's exact zeros). */
+export const EXP_WEIGHTS_FLOOR = Math.fround(EXP_WEIGHTS.floor * EXP_WEIGHTS_PRESCALE);
 
 /**
  * e^x for t = x·EXP_WEIGHTS_PRESCALE, x ≤ 0, without a selection over the tensor (a Where costs about four products
@@ -229,7 +246,7 @@ export const EXP_WEIGHTS_PRESCALE = 2 ** -EXP_WEIGHTS.squarings / EXP_WEIGHTS.sc
  */
 export function expWeights(g: GraphBuilder, t: string): string {
   const [a2, a1, a0] = EXP_WEIGHTS.monic;
-  const y = g.op("Clip", [t, f32(g, Math.fround(EXP_WEIGHTS.floor * EXP_WEIGHTS_PRESCALE))]);
+  const y = g.op("Clip", [t, f32(g, EXP_WEIGHTS_FLOOR)]);
   let e = g.op("Add", [g.op("Mul", [g.op("Add", [y, f32(g, a2)]), y]), f32(g, a1)]);
   e = g.op("Add", [g.op("Mul", [e, y]), f32(g, a0)]);
   for (let i = 0; i < EXP_WEIGHTS.squarings; i++) e = g.op("Mul", [e, e]);

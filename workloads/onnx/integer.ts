@@ -8,7 +8,7 @@
 // alone. Format, error analysis and measurements: docs/WORKLOADS.md.
 import { GraphBuilder, attrInt, attrInts } from "./builder.ts";
 import { DT } from "./schema.ts";
-import { scalar } from "./exact.ts";
+import { nanCheck, scalar, sumTimesZero } from "./exact.ts";
 
 /** Limbs per operand: 1 (8-bit block floating point) or 2 (about 15 bits, three integer products' work). */
 export type Limbs = 1 | 2;
@@ -101,7 +101,9 @@ function blockScale(g: GraphBuilder, amax: string, lean = false): string {
 /** A lean block's poison (Σ t)·0 cannot overflow in any order below the split's limit only for this many elements. */
 export const MAX_LEAN_BLOCK = 2 ** 20;
 function checkLeanBlock(length: number): void {
-  if (!(length <= MAX_LEAN_BLOCK))
+  if (!Number.isInteger(length) || length < 1)
+    throw new Error(`a lean block needs its length known (got ${length}): its poison sum's bound depends on it`);
+  if (length > MAX_LEAN_BLOCK)
     throw new Error(`a lean block of ${length} elements (over ${MAX_LEAN_BLOCK}) could overflow its poison sum`);
 }
 
@@ -113,9 +115,7 @@ export function quantizeRows(
 ): Quantized {
   if (lean) checkLeanBlock(lean.length);
   const amax = lean?.amax ?? g.op("ReduceMax", [g.op("Abs", [t])], [attrInts("axes", [1]), attrInt("keepdims", 0)]);
-  const poison = lean
-    ? g.op("Mul", [g.op("ReduceSum", [t, i64(g, [1])], [attrInt("keepdims", 0)]), scalar(g, 0)])
-    : g.op("ReduceSum", [g.op("Mul", [t, scalar(g, 0)]), i64(g, [1])], [attrInt("keepdims", 0)]);
+  const poison = lean ? sumTimesZero(g, t, 1) : nanCheck(g, t, 1);
   const scale = g.op("Add", [blockScale(g, amax, Boolean(lean)), poison]);
   if (lean?.short && limbs === 1) {
     // short rows: t·(1/P) per row, then one per-tensor QuantizeLinear (as quantizeColumns): the same limbs
@@ -296,7 +296,7 @@ const rowBlocksKey = (t: string, dims: number[], limbs: Limbs) => `${t}|${dims.j
 export function quantizeUnitRows(g: GraphBuilder, t: string, dims: number[], nanOf = t): string {
   const memo = rowBlocksOf(g);
   const last = dims.length - 1;
-  const poison = g.op("ReduceSum", [g.op("Mul", [nanOf, scalar(g, 0)]), i64(g, [last])], [attrInt("keepdims", 0)]);
+  const poison = nanCheck(g, nanOf, last);
   const zp = shared(g, "u8:zp127", () => g.constInt([127], [], DT.UINT8));
   const hi = g.op("QuantizeLinear", [t, scalar(g, 1 / 128), zp]);
   const scale = g.op("Add", [poison, scalar(g, 1 / 128)]);
@@ -341,7 +341,7 @@ function quantizeColumns(g: GraphBuilder, t: string, dims: number[], limbs: Limb
   const axis = dims.length - 2;
   checkLeanBlock(dims[axis]); // its poison is the lean (Σ t)·0 over a column
   const amax = g.op("ReduceMax", [magnitudes(g, t)], [attrInts("axes", [axis]), attrInt("keepdims", 1)]);
-  const poison = g.op("Mul", [g.op("ReduceSum", [t, i64(g, [axis])], [attrInt("keepdims", 1)]), scalar(g, 0)]);
+  const poison = sumTimesZero(g, t, axis, true);
   const scale = g.op("Add", [blockScale(g, amax, true), poison]);
   const inverse = g.op("Div", [scalar(g, 1), scale]);
   const unit = (x: string) => g.op("QuantizeLinear", [x, scalar(g, 1), zeroPoint(g)]);

@@ -75,15 +75,37 @@ const intAttr = (n: Node, name: string): number | undefined => {
   return v === undefined ? undefined : Number(v);
 };
 
+/** A graph's wiring, for the pattern rules: who makes each tensor, who reads it, and its float scalar constants. */
+function indexGraph(graph: GraphProtoObj) {
+  const nodes = (graph.node ?? []) as Node[];
+  const producer = new Map<string, Node>();
+  const readers = new Map<string, Node[]>();
+  for (const n of nodes) {
+    for (const o of n.output ?? []) producer.set(o, n);
+    for (const i of n.input ?? []) {
+      if (!readers.has(i)) readers.set(i, []);
+      readers.get(i)!.push(n);
+    }
+  }
+  const inits = new Map(((graph.initializer ?? []) as Initializer[]).map((t) => [t.name, t]));
+  /** The node that makes `name` ({} for an input, a constant or nothing). */
+  const made = (name: string | undefined): Node => (name === undefined ? undefined : producer.get(name)) ?? {};
+  /** The nodes that read `name`. */
+  const consumers = (name: string | undefined): Node[] => (name === undefined ? undefined : readers.get(name)) ?? [];
+  /** The value of a float scalar constant (undefined for anything else). */
+  const floatConst = (name: string | undefined): number | undefined => {
+    const c = name === undefined ? undefined : inits.get(name);
+    return c?.dataType === DT.FLOAT && c.floatData?.length === 1 ? c.floatData[0] : undefined;
+  };
+  return { nodes, inits, made, consumers, floatConst };
+}
+
 /**
  * Where a graph (and its bodies) uses an integer-rule op outside its conditions (see INTEGER): each breach
  * named. Limbs may pass through data movement (Concat, Transpose, Reshape) on their way to MatMulInteger.
  */
 export function integerProblems(graph: GraphProtoObj, out: string[] = []): string[] {
-  const nodes = (graph.node ?? []) as Node[];
-  const producer = new Map<string, Node>();
-  for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
-  const inits = new Map(((graph.initializer ?? []) as Initializer[]).map((t) => [t.name, t]));
+  const { nodes, inits, made, consumers, floatConst } = indexGraph(graph);
   // 128, or 127 (onnx/integer.ts quantizeUnitRows): either way every limb stands for a value of magnitude ≤ 128
   const isZeroPointConst = (name: string | undefined): boolean => {
     const t = name === undefined ? undefined : inits.get(name);
@@ -93,52 +115,47 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     );
   };
   const isZeroPoint = (name: string | undefined): boolean => {
-    const n = name === undefined ? undefined : producer.get(name);
+    const n = made(name);
     // the constant, or 128s shaped like a scale: QuantizeLinear(scale·0, 1, 128) (onnx/integer.ts zeroPoints)
     return (
       isZeroPointConst(name) ||
-      (n?.opType === "QuantizeLinear" && timesZero(n.input?.[0]) && isZeroPointConst(n.input?.[2]))
+      (n.opType === "QuantizeLinear" && timesZero(n.input?.[0]) && isZeroPointConst(n.input?.[2]))
     );
   };
   const isLimb = (name: string): boolean => {
-    const n = producer.get(name);
-    if (n?.opType === "Concat") return (n.input ?? []).every(isLimb);
-    if (n?.opType === "Transpose" || n?.opType === "Reshape") return isLimb(n.input![0]);
-    return n?.opType === "QuantizeLinear";
+    const n = made(name);
+    if (n.opType === "Concat") return (n.input ?? []).every(isLimb);
+    if (n.opType === "Transpose" || n.opType === "Reshape") return isLimb(n.input![0]);
+    return n.opType === "QuantizeLinear";
   };
-  const madeBy = (name: string | undefined, op: string) => name !== undefined && producer.get(name)?.opType === op;
+  const madeBy = (name: string | undefined, op: string) => made(name).opType === op;
   const timesZero = (name: string | undefined): boolean => {
-    const n = name === undefined ? undefined : producer.get(name);
-    const c = n?.opType === "Mul" ? inits.get(n.input?.[1]) : undefined;
-    return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && c.floatData[0] === 0;
+    const n = made(name);
+    return n.opType === "Mul" && floatConst(n.input?.[1]) === 0;
   };
   // an exact int32 sum: MatMulInteger's output, or the same reshaped (data movement)
   const isInt32Sum = (name: string | undefined): boolean => {
-    const n = name === undefined ? undefined : producer.get(name);
-    return n?.opType === "MatMulInteger" || (n?.opType === "Reshape" && isInt32Sum(n.input?.[0]));
+    const n = made(name);
+    return n.opType === "MatMulInteger" || (n.opType === "Reshape" && isInt32Sum(n.input?.[0]));
   };
-  const isNegFloor = (name: string | undefined) =>
-    madeBy(name, "Neg") && madeBy(producer.get(name!)!.input?.[0], "Floor");
-  const consumers = new Map<string, Node[]>();
-  for (const n of nodes) for (const i of n.input ?? []) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+  const isNegFloor = (name: string | undefined) => madeBy(name, "Neg") && madeBy(made(name).input?.[0], "Floor");
   const isFiniteNonzeroConst = (name: string | undefined): boolean => {
-    const c = name === undefined ? undefined : inits.get(name);
-    const v = c?.floatData?.[0];
-    return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && Number.isFinite(v) && v !== 0;
+    const v = floatConst(name);
+    return v !== undefined && Number.isFinite(v) && v !== 0;
   };
   const isNonzeroConst = (name: string | undefined): boolean => {
-    const c = name === undefined ? undefined : inits.get(name);
-    return c?.dataType === DT.FLOAT && c.floatData?.length === 1 && c.floatData[0] !== 0;
+    const v = floatConst(name);
+    return v !== undefined && v !== 0;
   };
   // ReduceMax(x) + c (c a nonzero constant: either zero gives the same sum) used only as Sub(x, ·): see SHIFT
   const isSoftmaxShift = (max: Node): boolean => {
     const x = max.input?.[0];
-    const adds = consumers.get(max.output![0]) ?? [];
+    const adds = consumers(max.output![0]);
     return (
       adds.length > 0 &&
       adds.every((s) => s.opType === "Add" && s.input?.[0] === max.output![0] && isNonzeroConst(s.input?.[1])) &&
       adds.every((s) => {
-        const subs = consumers.get(s.output![0]) ?? [];
+        const subs = consumers(s.output![0]);
         return (
           subs.length > 0 &&
           subs.every((u) => u.opType === "Sub" && u.input?.[0] === x && u.input?.[1] === s.output![0])
@@ -148,11 +165,11 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
   };
   // (Σ x)·0 added to something (onnx/integer.ts quantizeRows, poisonOfSum): ±0, or NaN when x holds NaN or ±∞
   const isSumTimesZero = (sum: Node): boolean => {
-    const muls = consumers.get(sum.output![0]) ?? [];
+    const muls = consumers(sum.output![0]);
     return (
       muls.length > 0 &&
       muls.every((m) => {
-        const adds = consumers.get(m.output![0]) ?? [];
+        const adds = consumers(m.output![0]);
         return timesZero(m.output![0]) && adds.length > 0 && adds.every((x) => x.opType === "Add");
       })
     );
@@ -162,7 +179,7 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
     const seen = new Set<string>();
     const todo = [from];
     while (todo.length) {
-      for (const n of consumers.get(todo.pop()!) ?? [])
+      for (const n of consumers(todo.pop()))
         for (const o of n.output ?? []) {
           if (seen.has(o)) continue;
           seen.add(o);
@@ -174,19 +191,16 @@ export function integerProblems(graph: GraphProtoObj, out: string[] = []): strin
   // x's NaN check Σ(x·0), added into a tensor that the clip's output also reaches (see CLIP)
   const nanChecked = (x: string | undefined, clipped: string): boolean => {
     const reach = reachable(clipped);
-    return (consumers.get(x ?? "") ?? []).some(
+    const meetsClipped = (t: string) => reach.has(t) || [...reachable(t)].some((u) => reach.has(u));
+    return consumers(x).some(
       (m) =>
         m.opType === "Mul" &&
         m.input?.[0] === x &&
         timesZero(m.output![0]) &&
-        (consumers.get(m.output![0]) ?? []).some(
+        consumers(m.output![0]).some(
           (r) =>
             r.opType === "ReduceSum" &&
-            (consumers.get(r.output![0]) ?? []).some(
-              (add) =>
-                add.opType === "Add" &&
-                (reach.has(add.output![0]) || [...reachable(add.output![0])].some((t) => reach.has(t))),
-            ),
+            consumers(r.output![0]).some((add) => add.opType === "Add" && meetsClipped(add.output![0])),
         ),
     );
   };
@@ -249,25 +263,17 @@ export function assertPortable(what: string, model: Uint8Array): void {
 export function gpuInexactOps(model: Uint8Array): Record<string, number> {
   const out: Record<string, number> = {};
   const visit = (graph: GraphProtoObj) => {
-    const nodes = (graph.node ?? []) as Node[];
-    const producer = new Map<string, Node>();
-    for (const n of nodes) for (const o of n.output ?? []) producer.set(o, n);
-    const inits = new Map(((graph.initializer ?? []) as Initializer[]).map((t) => [t.name, t]));
+    const { nodes, made, floatConst } = indexGraph(graph);
     // a normal power of two: a subnormal one is 0 on a device that flushes subnormals
     const constPowerOfTwo = (name: string | undefined) => {
-      const v = name === undefined ? undefined : inits.get(name)?.floatData;
-      const e = v?.length === 1 ? Math.log2(Math.abs(v[0])) : NaN;
+      const e = Math.log2(Math.abs(floatConst(name) ?? NaN));
       return Number.isInteger(e) && e >= -126 && e <= 127;
     };
-    const made = (name: string | undefined): Node => (name === undefined ? undefined : producer.get(name)) ?? {};
-    const constant = (name: string | undefined, v: number) => {
-      const data = name === undefined ? undefined : inits.get(name)?.floatData;
-      return data?.length === 1 && data[0] === v;
-    };
+    const constant = (name: string | undefined, v: number) => floatConst(name) === v;
     // a constant in [2^−8, 2^8]: z = a·c stays a normal float for a ≥ 2^−93
     const modestConst = (name: string | undefined) => {
-      const v = name === undefined ? undefined : inits.get(name)?.floatData;
-      return v?.length === 1 && v[0] >= 2 ** -8 && v[0] <= 2 ** 8;
+      const v = floatConst(name);
+      return v !== undefined && v >= 2 ** -8 && v <= 2 ** 8;
     };
     // a block maximum kept at or above 2^−93: amax + 2^−93, or Where(amax < 2^−93, 2^−93, amax) (never 0)
     const clampedMax = (name: string | undefined) => {

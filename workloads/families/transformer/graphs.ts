@@ -5,8 +5,9 @@
 import { GraphBuilder, attrInt } from "../../onnx/builder.ts";
 import {
   concat,
-  EXP_WEIGHTS,
+  EXP_WEIGHTS_FLOOR,
   EXP_WEIGHTS_PRESCALE,
+  nanCheck,
   expSquared,
   expWeights,
   inverseSqrt,
@@ -197,9 +198,7 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
   // e^x clipped at e^−8: rounded to 1/128 (unitRows) that is 0, masked keys included; else 0 by a selection
   const raw = expWeights(g, shifted);
   const weightDims = [-1, H, T, T];
-  const exps = c.prod.unitRows
-    ? c.prod.unitRows(g, raw, weightDims, shifted)
-    : exactZeros(g, shifted, raw, Math.fround(EXP_WEIGHTS.floor * pre));
+  const exps = c.prod.unitRows ? c.prod.unitRows(g, raw, weightDims, shifted) : exactZeros(g, shifted, raw);
   const qs = g.op("Mul", [q, scale]);
   const vOnes = concat(g, [v, onesLike(g, v, 3)], 3); // [B, H, T, dh + 1]
   const both = c.prod.rows(g, exps, weightDims, vOnes, [-1, H, T, dh + 1], { bKN: true });
@@ -212,17 +211,12 @@ function attention(c: Ctx, a: string, wqkv: string): Attention {
 
 /**
  * The clipped exps `raw` of `shifted` [..., T] with exact zeros below the floor (products without quantizeUnitRows:
- * two limbs), plus each row's NaN check Σ(shifted·0) (−0, or NaN where the row holds NaN or ±∞: the clip may have
- * kept or dropped a NaN, the row is NaN either way).
+ * two limbs), plus each row's nanCheck of `shifted` (the clip may have kept or dropped a NaN: the row is NaN either
+ * way).
  */
-function exactZeros(g: GraphBuilder, shifted: string, raw: string, floor: number): string {
-  const nanCheck = g.op(
-    "ReduceSum",
-    [g.op("Mul", [shifted, scalar(g, 0)]), g.constInt64([-1])],
-    [attrInt("keepdims", 1)],
-  );
-  const zeroed = g.op("Where", [g.op("Less", [shifted, scalar(g, floor)]), scalar(g, 0), raw]);
-  return g.op("Add", [zeroed, nanCheck]);
+function exactZeros(g: GraphBuilder, shifted: string, raw: string): string {
+  const zeroed = g.op("Where", [g.op("Less", [shifted, scalar(g, EXP_WEIGHTS_FLOOR)]), scalar(g, 0), raw]);
+  return g.op("Add", [zeroed, nanCheck(g, shifted, -1, true)]);
 }
 
 /** Ones shaped like t's first slice along `axis` (data movement: an Expand of the constant 1 to that shape). */
