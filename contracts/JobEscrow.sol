@@ -101,6 +101,9 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     mapping(uint256 jobId => mapping(address provider => uint128)) private _earnings;
     mapping(uint256 jobId => mapping(address provider => bool)) private _fenced;
     mapping(address account => uint256) private _withdrawable;
+    /// @dev Providers with an accepted checkpoint. Before it a provider is on probation: a hold it ends without an
+    /// accepted checkpoint forfeits its lock to the client, so trying (and failing) is never free.
+    mapping(address provider => bool) private _proven;
 
     constructor(
         IERC20 token_,
@@ -260,7 +263,10 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
             if (block.timestamp <= lease) revert JobEscrowLeaseActive(jobId, lease, block.timestamp);
             reason = UnassignReason.LeaseLapsed;
         }
-        _unassign(jobId, job, reason);
+        address provider = _reopen(jobId, job, reason);
+        // A checkpoint of the holder's that lapsed undecided ended its hold first (and says so).
+        _dropLapsed(jobId, job);
+        _endHold(jobId, job, provider, reason == UnassignReason.Coordinator ? HoldEnd.Unassigned : HoldEnd.LeaseLapsed);
     }
 
     // ------------------------------------------------------------------ provider
@@ -269,6 +275,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     function heartbeat(uint256 jobId, uint64 epoch) external {
         JobRecord storage job = _jobs[jobId];
         _checkAssignee(jobId, job, epoch);
+        _checkNotLapsed(jobId, job, epoch);
         // Waiting for the verifiers (bounded by DECISION_TIMEOUT) is not the provider's stall; otherwise it must
         // make progress within its job's timeout.
         uint256 stalledAfter = uint256(job.lastProgressAt) + _progressTimeout(job.checkpointInterval);
@@ -285,6 +292,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         // Checks
         _checkAssignee(jobId, job, epoch);
         if (_pendingLive(job)) revert JobEscrowCheckpointPending(jobId, job.pendingStep);
+        _checkNotLapsed(jobId, job, epoch);
         // Summed in 256 bits: two uint32 values near the top of their range would overflow and brick the job.
         uint256 reach = uint256(job.acceptedStep) + job.checkpointInterval;
         uint32 maxStep = reach > job.totalSteps ? job.totalSteps : uint32(reach);
@@ -337,6 +345,10 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
             _extendLease(job);
         }
         emit CheckpointAccepted(jobId, provider, epoch, step, checkpointHash, steps, amount);
+        if (!_proven[provider]) {
+            _proven[provider] = true;
+            emit ProbationEnded(provider, jobId);
+        }
         // Interactions: a reporter that no longer holds the job gets its stake lock back.
         _releaseIfIdle(jobId, job, provider);
     }
@@ -354,7 +366,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         _checkPending(jobId, job, epoch, step, checkpointHash);
         _authorizeVerifiers(checkpointDecisionDigest(jobId, epoch, step, checkpointHash, false), signatures);
         address provider = _refuse(jobId, job, epoch, step, checkpointHash);
-        _releaseIfIdle(jobId, job, provider);
+        _endHold(jobId, job, provider, HoldEnd.Refused);
     }
 
     /// @inheritdoc IJobEscrow
@@ -485,6 +497,11 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     }
 
     // ------------------------------------------------------------------ views
+
+    /// @inheritdoc IJobEscrow
+    function isProven(address provider) external view returns (bool) {
+        return _proven[provider];
+    }
 
     /// @inheritdoc IJobEscrow
     function isApprovedTemplate(bytes32 templateId) external view returns (bool) {
@@ -621,13 +638,6 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         token.safeTransferFrom(msg.sender, address(this), request.budget);
     }
 
-    /// @dev A pending checkpoint stays: it is its reporter's, decided on its own epoch. The holder's stake lock
-    /// comes back unless that checkpoint is its own and still decidable.
-    function _unassign(uint256 jobId, JobRecord storage job, UnassignReason reason) private {
-        address provider = _reopen(jobId, job, reason);
-        _releaseIfIdle(jobId, job, provider);
-    }
-
     function _reopen(uint256 jobId, JobRecord storage job, UnassignReason reason) private returns (address provider) {
         provider = job.provider;
         uint48 epoch = job.epoch + 1;
@@ -684,14 +694,14 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         emit JobCancelled(jobId, refund);
     }
 
-    /// @dev Drops a pending checkpoint whose decision window closed, and returns its reporter's stake lock if the
-    /// reporter no longer holds the job.
+    /// @dev Drops a pending checkpoint whose decision window closed, and ends its reporter's hold if the reporter
+    /// no longer holds the job.
     function _dropLapsed(uint256 jobId, JobRecord storage job) private {
         if (job.pendingStep == 0 || _pendingLive(job)) return;
         address provider = job.pendingProvider;
         emit CheckpointLapsed(jobId, provider, job.pendingEpoch, job.pendingStep, job.pendingHash);
         _clearPending(job);
-        _releaseIfIdle(jobId, job, provider);
+        _endHold(jobId, job, provider, HoldEnd.ReportLapsed);
     }
 
     /// @dev Only the step goes to 0: the other pending fields stay as they are (no slot is zeroed and set again
@@ -703,10 +713,30 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     /// @dev Releases `provider`'s stake lock on the job unless it still holds the job or has a decidable
     /// checkpoint on it. Safe to repeat: the registry ignores a release without a lock.
     function _releaseIfIdle(uint256 jobId, JobRecord storage job, address provider) private {
-        if (provider == address(0)) return;
-        if (job.phase == JobStatus.Running && job.provider == provider) return;
-        if (job.pendingProvider == provider && _pendingLive(job)) return;
+        if (_holding(job, provider)) return;
         registry.releaseStake(provider, jobId);
+    }
+
+    /// @dev A hold that ended without an accepted checkpoint: a proven provider's lock comes back (an honest crash
+    /// costs it only the unaccepted work); a provider on probation forfeits it to the client for the delay. Safe to
+    /// repeat: without a lock nothing moves.
+    function _endHold(uint256 jobId, JobRecord storage job, address provider, HoldEnd how) private {
+        if (_holding(job, provider)) return;
+        if (_proven[provider]) return registry.releaseStake(provider, jobId);
+        uint128 amount = registry.lockOf(provider, jobId);
+        if (amount == 0) return;
+        _withdrawable[job.client] += amount;
+        totalWithdrawable += amount;
+        emit HoldForfeited(jobId, provider, amount, how);
+        // Interactions: the registry (fixed at construction) sends exactly that lock here.
+        registry.forfeitStake(provider, jobId);
+    }
+
+    /// @dev Whether `provider` still holds the job or has a decidable checkpoint on it (its lock stays).
+    function _holding(JobRecord storage job, address provider) private view returns (bool) {
+        if (provider == address(0)) return true;
+        if (job.phase == JobStatus.Running && job.provider == provider) return true;
+        return job.pendingProvider == provider && _pendingLive(job);
     }
 
     function _pendingLive(JobRecord storage job) private view returns (bool) {
@@ -782,6 +812,14 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         if (msg.sender != job.provider) revert JobEscrowNotAssignee(jobId, msg.sender, job.provider);
         uint64 lease = _leaseOf(job);
         if (block.timestamp > lease) revert JobEscrowLeaseLapsed(jobId, lease, block.timestamp);
+    }
+
+    /// @dev The assignee's own checkpoint of this epoch lapsed undecided: its hold is over, it must not report or
+    /// beat again in the epoch (it would hold the job another decision window at no cost).
+    function _checkNotLapsed(uint256 jobId, JobRecord storage job, uint64 epoch) private view {
+        if (job.pendingStep != 0 && job.pendingEpoch == epoch && !_pendingLive(job)) {
+            revert JobEscrowReportLapsed(jobId, epoch, job.pendingStep);
+        }
     }
 
     function _checkPending(

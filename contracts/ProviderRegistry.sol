@@ -122,17 +122,19 @@ contract ProviderRegistry is IProviderRegistry {
 
     /// @inheritdoc IProviderRegistry
     function slashStake(address provider, uint256 jobId) external onlyEscrow returns (uint128 amount) {
-        // Checks
-        amount = _locks[provider][jobId];
+        amount = _take(provider, jobId);
         if (amount == 0) return 0;
-        // Effects
-        Stake storage st = _stakes[provider];
-        _locks[provider][jobId] = 0;
-        st.locked -= amount;
-        st.deposited -= amount;
-        totalStaked -= amount;
         emit StakeSlashed(provider, jobId, amount);
         // Interactions: to the escrow, which books the split before calling here.
+        stakeToken.safeTransfer(msg.sender, amount);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function forfeitStake(address provider, uint256 jobId) external onlyEscrow returns (uint128 amount) {
+        amount = _take(provider, jobId);
+        if (amount == 0) return 0;
+        emit StakeForfeited(provider, jobId, amount);
+        // Interactions: to the escrow, which credits the client before calling here.
         stakeToken.safeTransfer(msg.sender, amount);
     }
 
@@ -223,6 +225,17 @@ contract ProviderRegistry is IProviderRegistry {
     /// @inheritdoc IProviderRegistry
     function reserves() external view returns (uint256 held, uint256 owes) {
         return (stakeToken.balanceOf(address(this)), totalStaked);
+    }
+
+    /// @dev Removes `provider`'s whole lock on the job from its stake (the effects of a slash or a forfeit).
+    function _take(address provider, uint256 jobId) private returns (uint128 amount) {
+        amount = _locks[provider][jobId];
+        if (amount == 0) return 0;
+        Stake storage st = _stakes[provider];
+        _locks[provider][jobId] = 0;
+        st.locked -= amount;
+        st.deposited -= amount;
+        totalStaked -= amount;
     }
 
     function _free(Stake storage st) private view returns (uint128) {

@@ -64,6 +64,22 @@ export function unassignReason(
   );
 }
 
+/** IJobEscrow.HoldEnd, numbered as on chain: how a hold ended without an accepted checkpoint. */
+export const HoldEnd = { Unassigned: 0, LeaseLapsed: 1, Refused: 2, ReportLapsed: 3 } as const;
+
+/** How a forfeited hold ended, inside a sentence ("forfeited its 1.000000 USDC lock: …"). */
+const HOLD_ENDS = [
+  "the coordinator took the job away before an accepted checkpoint",
+  "its lease lapsed before an accepted checkpoint",
+  "its checkpoint was refused",
+  "its checkpoint lapsed undecided",
+] as const;
+
+/** The sentence part for a HoldEnd value; one this code does not know says so. */
+export function holdEndText(how: unknown): string {
+  return HOLD_ENDS[Number(how)] ?? `hold end ${String(how)}, unknown to this code`;
+}
+
 // ---------------------------------------------------------------- predicates (one meaning each, repo-wide)
 
 /** Waiting for a provider. */

@@ -86,6 +86,8 @@ export interface LedgerJob {
     /** The client's share of the slashed stake (its compensation). */
     toClient: bigint;
   }[];
+  /** Locks of providers on probation whose hold ended without an accepted checkpoint, paid to the client. */
+  forfeits: { provider: string; amount: bigint; how: number }[];
   expired: boolean;
   verdict: { modelHash: string; metric: bigint; passed: boolean; disputeDeadline: bigint } | null;
   dispute: { bond: bigint; arbiterDeadline: bigint; resolved: boolean; upheld: boolean; timedOut: boolean } | null;
@@ -168,6 +170,7 @@ export function stakeBookOf(ledger: Ledger, account: string): Omit<StakeBook, "l
     unbonding: st.unbonding,
     paidIn: st.paidIn,
     slashed: st.slashed,
+    forfeited: st.forfeited,
   };
 }
 
@@ -291,6 +294,15 @@ const HANDLERS: Record<string, (l: Ledger, e: EscrowEvent, x: Args) => void> = {
     credit(l, addr("finder"), big("toFinder"));
     credit(l, feeRecipientOf(l, e), big("toFeeRecipient"));
   },
+  HoldForfeited: (l, _e, { big, num, addr, job }) => {
+    const j = job();
+    const amount = big("amount");
+    j.forfeits.push({ provider: addr("provider"), amount, how: num("how") });
+    credit(l, j.client, amount);
+  },
+  ProbationEnded: (_l, _e, { job }) => {
+    job();
+  },
   JobExpired: (_l, _e, { job }) => {
     job().expired = true; // JobCancelled follows in the same transaction with the refund
   },
@@ -391,8 +403,9 @@ function foldStake(l: Ledger, name: StakeEventName, a: Record<string, unknown>):
     unbonding: opt("unbonding"),
   });
   l.totalStaked += moved;
-  // A slash moves the tokens from the registry to the escrow (held stays); ProviderSlashed credits the split.
-  if (name !== "StakeSlashed") l.held += moved;
+  // A slash or a forfeit moves the tokens from the registry to the escrow (held stays); ProviderSlashed credits
+  // the split, HoldForfeited the client.
+  if (name !== "StakeSlashed" && name !== "StakeForfeited") l.held += moved;
 }
 
 function clearPending(j: LedgerJob): void {
@@ -437,6 +450,7 @@ function newJob(jobId: bigint, client: string, a: Record<string, unknown>): Ledg
     released: new Map(),
     fenced: new Set(),
     slashes: [],
+    forfeits: [],
     expired: false,
     verdict: null,
     dispute: null,

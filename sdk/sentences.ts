@@ -7,7 +7,7 @@
  * Arguments may be ethers' decoded values (bigints) or a recording's (bigints as decimal strings).
  */
 import { formatDeadline, formatPrice, formatTime, formatUsdc } from "./format.ts";
-import { unassignReason } from "./job.ts";
+import { holdEndText, unassignReason } from "./job.ts";
 
 /** A decoded event as the describer needs it. */
 export interface EventLike {
@@ -81,6 +81,8 @@ export function describeEvent(e: EventLike, name: NameOf, now?: bigint, metric?:
       return `${name(a.provider)}'s ${usdc("amount")} lock on ${job} released`;
     case "StakeSlashed":
       return `${name(a.provider)}'s ${usdc("amount")} lock on ${job} slashed`;
+    case "StakeForfeited":
+      return `${name(a.provider)}'s ${usdc("amount")} lock on ${job} forfeited (probation)`;
     case "EscrowBound":
       return `the registry is bound to escrow ${name(a.escrow)}`;
     // ------------------------------------------------------------------ escrow: a job's life
@@ -118,6 +120,13 @@ export function describeEvent(e: EventLike, name: NameOf, now?: bigint, metric?:
         `${usdc("slashed")} of stake to the client (${usdc("toClient")}), the finder (${usdc("toFinder")}) and ` +
         `the fee recipient (${usdc("toFeeRecipient")}) on ${job}; ${usdc("earningsVoided")} of unclaimed earnings voided`
       );
+    case "HoldForfeited":
+      return (
+        `${name(a.provider)} forfeited its ${usdc("amount")} lock on ${job} to the client: on probation (no ` +
+        `accepted checkpoint yet), ${holdEndText(a.how)}`
+      );
+    case "ProbationEnded":
+      return `${name(a.provider)}'s first checkpoint was accepted (${job}): its probation is over`;
     case "VerdictSubmitted":
       return (
         `verdict for ${job}: model ${shortHash(a.modelHash)}, ${metric?.(a.jobId, big("metric")) ?? `metric ${a.metric}`}, ` +

@@ -13,6 +13,7 @@ export const STAKE_EVENTS = [
   "StakeLocked", // job; (amount: the job's whole lock after)
   "StakeReleased", // job; (amount: the job's lock, now 0)
   "StakeSlashed", // job; (amount: the job's lock, now 0, gone from the deposit)
+  "StakeForfeited", // job; (amount: the job's lock, now 0, gone from the deposit to the job's client: probation)
 ] as const;
 
 export type StakeEventName = (typeof STAKE_EVENTS)[number];
@@ -38,11 +39,13 @@ export interface Stake {
 
 /**
  * A provider's books: its stake, what it ever paid in (Σ StakeDeposited: `deposited` is what is left of it after
- * slashes and withdrawals), what was slashed from it so far, and its current lock per job id.
+ * slashes, forfeits and withdrawals), what was slashed from it (proven faults) and forfeited (holds that ended
+ * without an accepted checkpoint while on probation) so far, and its current lock per job id.
  */
 export interface StakeBook extends Stake {
   paidIn: bigint;
   slashed: bigint;
+  forfeited: bigint;
   locks: Map<bigint, bigint>;
 }
 
@@ -52,6 +55,7 @@ export const emptyStakeBook = (): StakeBook => ({
   unbonding: 0n,
   paidIn: 0n,
   slashed: 0n,
+  forfeited: 0n,
   locks: new Map(),
 });
 
@@ -60,7 +64,7 @@ export const freeStake = (st: Stake): bigint => st.deposited - st.locked - st.un
 
 /**
  * Folds one stake event of the book's provider into it, in chain order. Returns how the registry's total staked
- * (Σ deposits) moved: + a deposit, − a withdrawal or a slash.
+ * (Σ deposits) moved: + a deposit, − a withdrawal, a slash or a forfeit.
  */
 export function applyStakeEvent(st: StakeBook, e: StakeEvent): bigint {
   const amount = e.amount ?? 0n;
@@ -86,10 +90,12 @@ export function applyStakeEvent(st: StakeBook, e: StakeEvent): bigint {
       st.locks.delete(jobId);
       return 0n;
     case "StakeSlashed":
+    case "StakeForfeited":
       st.locked -= amount;
       st.locks.delete(jobId);
       st.deposited -= amount;
-      st.slashed += amount;
+      if (e.name === "StakeSlashed") st.slashed += amount;
+      else st.forfeited += amount;
       return -amount;
   }
 }

@@ -51,6 +51,15 @@ interface IJobEscrow is IVerifierQuorum {
         Refused // the verifier multisig refused its checkpoint; it is fenced off this job
     }
 
+    /// @notice How a provider's hold on a job ended without an accepted checkpoint (a probationary provider's lock
+    /// is forfeited to the client for each of these).
+    enum HoldEnd {
+        Unassigned, // the coordinator took the job away (no progress)
+        LeaseLapsed, // its lease lapsed and someone unassigned it
+        Refused, // the verifier multisig refused its checkpoint without a fault
+        ReportLapsed // its checkpoint's decision window closed undecided
+    }
+
     /// @notice What a client asks for when creating a job.
     struct JobRequest {
         bytes32 templateId; // approved workload template (content hash of its graphs and rules)
@@ -262,6 +271,17 @@ interface IJobEscrow is IVerifierQuorum {
         uint128 toFeeRecipient,
         uint128 earningsVoided
     );
+    /// @notice Emitted when a hold of a provider on probation (no accepted checkpoint yet) ended without an accepted
+    /// checkpoint: its lock on the job went to the job's client for the delay.
+    /// @param jobId The job.
+    /// @param provider The provider.
+    /// @param amount Test USDC taken from its stake and credited to the client's withdrawable balance.
+    /// @param how How the hold ended.
+    event HoldForfeited(uint256 indexed jobId, address indexed provider, uint128 amount, HoldEnd how);
+    /// @notice Emitted when a provider's first checkpoint was accepted: its probation ended for good.
+    /// @param provider The provider.
+    /// @param jobId The job of that checkpoint.
+    event ProbationEnded(address indexed provider, uint256 indexed jobId);
     /// @notice Emitted when anyone expired an Open job that saw no acceptance for more than STALL_EXPIRY.
     /// @param jobId The job.
     /// @param refund The unspent budget, moved to the client's withdrawable balance.
@@ -421,6 +441,12 @@ interface IJobEscrow is IVerifierQuorum {
     /// @param jobId The job.
     /// @param pendingStep Its step.
     error JobEscrowCheckpointPending(uint256 jobId, uint32 pendingStep);
+    /// @notice The assignee's own checkpoint of this epoch lapsed undecided: the hold is over (it may neither
+    /// report again nor heartbeat in this epoch).
+    /// @param jobId The job.
+    /// @param epoch The epoch.
+    /// @param lapsedStep The lapsed checkpoint's step.
+    error JobEscrowReportLapsed(uint256 jobId, uint64 epoch, uint32 lapsedStep);
     /// @notice The step is not in (acceptedStep, maxStep].
     /// @param jobId The job.
     /// @param step The step given.
@@ -547,6 +573,9 @@ interface IJobEscrow is IVerifierQuorum {
     /// @notice Whether new jobs may use `templateId`.
     /// @param templateId The template.
     function isApprovedTemplate(bytes32 templateId) external view returns (bool);
+
+    /// @notice Whether `provider` has had a checkpoint accepted (its probation is over).
+    function isProven(address provider) external view returns (bool);
 
     // ----- owner -----
 

@@ -107,6 +107,12 @@ interface IProviderRegistry {
     /// @param jobId The job.
     /// @param amount Test USDC slashed.
     event StakeSlashed(address indexed provider, uint256 indexed jobId, uint128 amount);
+    /// @notice Emitted when the escrow took a probationary provider's lock on a job for a hold that ended without
+    /// an accepted checkpoint (sent to the escrow, which credits the job's client).
+    /// @param provider The provider.
+    /// @param jobId The job.
+    /// @param amount Test USDC taken from its stake.
+    event StakeForfeited(address indexed provider, uint256 indexed jobId, uint128 amount);
 
     /// @notice `provider` is already registered.
     /// @param provider The caller.
@@ -208,6 +214,12 @@ interface IProviderRegistry {
     /// @param jobId The job.
     /// @return amount Test USDC slashed (0 when there was no lock).
     function slashStake(address provider, uint256 jobId) external returns (uint128 amount);
+
+    /// @notice Escrow only: like `slashStake`, for a probationary hold that ended without an accepted checkpoint
+    /// (no fault is claimed: the lock pays the client for the delay). Returns the amount sent to the escrow.
+    /// @param provider The provider.
+    /// @param jobId The job.
+    function forfeitStake(address provider, uint256 jobId) external returns (uint128 amount);
 
     /// @notice `provider`'s stake.
     /// @param provider The provider.

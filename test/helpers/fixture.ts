@@ -58,6 +58,7 @@ export type JobRequest = typeof DEFAULT_REQUEST;
 /** The numbering of IJobEscrow's enums, kept once in sdk/ledger.ts. */
 import { JobStatus as Status, UnassignReason as Reason } from "../../sdk/ledger.ts";
 export { Status, Reason };
+export { HoldEnd } from "../../sdk/job.ts";
 /** bit i = JobStatus(i), as in JobEscrowUnexpectedStatus's `allowed`. */
 export const bits = (...statuses: number[]) => statuses.reduce((acc, s) => acc | (1n << BigInt(s)), 0n);
 export const DeviceKind = { CPU: 0, GPU: 1 } as const;
@@ -134,6 +135,17 @@ export async function pendingCheckpoint() {
   const hash = ckpt(jobId, 10);
   await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
   return { ...p, jobId, hash };
+}
+
+/**
+ * Ends `provider`'s probation the only way there is: one of its checkpoints accepted (on a job of its own, which
+ * it then leaves with its lock back). Returns that job.
+ */
+export async function proveProvider(p: Protocol, provider = p.provider1): Promise<bigint> {
+  const jobId = await startJob(p, {}, provider);
+  await reportAndAccept(p, jobId, provider, 10);
+  await p.escrow.connect(p.coordinator).unassign(jobId);
+  return jobId;
 }
 
 /** Mints test USDC to a (registered) provider and deposits it as stake (default STAKE). */

@@ -133,12 +133,16 @@ contract EscrowInvariants is InvariantTest {
         }
     }
 
-    /// @notice Σ stakes is conserved: the registry's total is exactly deposits − withdrawals − slashes, and each
+    /// @notice Σ stakes is conserved: the registry's total is exactly deposits − withdrawals − slashes − probation
+    /// forfeits, and each
     /// provider's stake equals the model's.
     function invariant_stakesAreConserved() public {
         uint256 expected =
-            handler.ghost_stakeDeposited() - handler.ghost_stakeWithdrawn() - handler.ghost_stakeSlashed();
-        assertEq(registry.totalStaked(), expected, "totalStaked != deposited - withdrawn - slashed");
+            handler.ghost_stakeDeposited() -
+                handler.ghost_stakeWithdrawn() -
+                handler.ghost_stakeSlashed() -
+                handler.ghost_stakeForfeited();
+        assertEq(registry.totalStaked(), expected, "totalStaked != deposited - withdrawn - slashed - forfeited");
         address[4] memory providers = handler.providers();
         uint256 sum = 0;
         for (uint256 i = 0; i < providers.length; ++i) {
@@ -177,6 +181,16 @@ contract EscrowInvariants is InvariantTest {
             for (uint256 i = 0; i < providers.length; ++i) {
                 assertLte(handler.ghost_slashes(jobId, providers[i]), 1, "slashed twice on one job");
             }
+        }
+    }
+
+    /// @notice Probation ends exactly at a provider's first accepted checkpoint, and never comes back: the escrow's
+    /// `isProven` equals the model's for every provider (the stake books above then show that only providers on
+    /// probation forfeited, and each forfeit went to its job's client).
+    function invariant_probationEndsOnlyAtAnAcceptance() public {
+        address[4] memory providers = handler.providers();
+        for (uint256 i = 0; i < providers.length; ++i) {
+            assertEq(escrow.isProven(providers[i]), handler.ghost_proven(providers[i]), "isProven != model");
         }
     }
 

@@ -55,9 +55,11 @@ async function badInputWorld() {
   await escrow.connect(p.provider1).reportCheckpoint(handedOver, 1n, 10, fx.ckpt(handedOver, 10));
   await escrow.connect(p.coordinator).unassign(handedOver);
   await escrow.connect(p.coordinator).assign(handedOver, p.provider3.address); // epoch 3
-  // provider4 registers without stake; provider2 asks all of its free stake back.
+  // provider4 registers without stake; provider2 (its refused hold on probation forfeited one lock) asks all of
+  // its free stake back.
   await p.registry.connect(p.provider4).register("unstaked", 900n, 1, "GPU", 8_192);
-  await p.registry.connect(p.provider2).requestUnbond(fx.STAKE);
+  const p2 = await p.registry.stakeOf(p.provider2.address);
+  await p.registry.connect(p.provider2).requestUnbond(p2.deposited - p2.locked - p2.unbonding);
   const unbondReadyAt = (await p.registry.stakeOf(p.provider2.address)).unbondingReadyAt;
   const { reportedAt } = await escrow.jobOf(pending);
   const stallSince = (await escrow.jobOf(open)).stallSince;

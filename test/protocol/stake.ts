@@ -55,8 +55,9 @@ describe("stake: deposit, lock, release, unbond", function () {
       .withArgs(other, p.provider4.address, 0n, fx.MIN_STAKE);
   });
 
-  it("a lock comes back when its holder is unassigned with nothing of its own pending, and at the verdict", async function () {
+  it("a proven provider's lock comes back when it is unassigned with nothing of its own pending, and at the verdict", async function () {
     const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+    await fx.proveProvider(p);
     const jobId = await fx.startJob(p);
     await expect(p.escrow.connect(p.coordinator).unassign(jobId))
       .to.emit(p.registry, "StakeReleased")
@@ -182,12 +183,17 @@ describe("slashing: a refusal carrying a fault signed 2 of 3", function () {
       .withArgs(jobId, 1n, 20, hash);
   });
 
-  it("a plain refusal (no proven fault: a missing blob, an accuracy dip) never slashes: the lock comes back", async function () {
-    const p = await fx.pendingCheckpoint();
-    const sigs = await fx.signDecision(p, p.jobId, 1n, 10, p.hash, false);
-    const tx = p.escrow.refuseCheckpoint(p.jobId, 1n, 10, p.hash, sigs);
-    await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, p.jobId, fx.MIN_STAKE);
+  it("a plain refusal (no proven fault: a missing blob, an accuracy dip) never slashes: a proven provider's lock comes back", async function () {
+    const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+    await fx.proveProvider(p);
+    const jobId = await fx.startJob(p);
+    const hash = fx.ckpt(jobId, 10);
+    await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
+    const sigs = await fx.signDecision(p, jobId, 1n, 10, hash, false);
+    const tx = p.escrow.refuseCheckpoint(jobId, 1n, 10, hash, sigs);
+    await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, jobId, fx.MIN_STAKE);
     await expect(tx).to.not.emit(p.registry, "StakeSlashed");
+    await expect(tx).to.not.emit(p.escrow, "HoldForfeited");
     expect(await stakeOf(p, p.provider1)).to.deep.equal({ deposited: fx.STAKE, locked: 0n, unbonding: 0n });
   });
 
@@ -303,15 +309,19 @@ describe("pay cannot be redirected: a checkpoint stays its reporter's (finding, 
     });
   }
 
-  it("a lapsed checkpoint is dropped by the next assignment and its reporter's lock comes back", async function () {
-    const p = await fx.pendingCheckpoint();
-    await p.escrow.connect(p.coordinator).unassign(p.jobId);
-    const { reportedAt } = await p.escrow.jobOf(p.jobId);
+  it("a lapsed checkpoint is dropped by the next assignment and its (proven) reporter's lock comes back", async function () {
+    const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+    await fx.proveProvider(p);
+    const jobId = await fx.startJob(p);
+    const hash = fx.ckpt(jobId, 10);
+    await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
+    await p.escrow.connect(p.coordinator).unassign(jobId);
+    const { reportedAt } = await p.escrow.jobOf(jobId);
     await time.setNextBlockTimestamp(reportedAt + fx.DECISION_TIMEOUT + 1n);
-    const tx = p.escrow.connect(p.coordinator).assign(p.jobId, p.provider2.address);
-    await expect(tx).to.emit(p.escrow, "CheckpointLapsed").withArgs(p.jobId, p.provider1.address, 1n, 10, p.hash);
-    await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, p.jobId, fx.MIN_STAKE);
-    expect((await p.escrow.jobOf(p.jobId)).pendingStep).to.equal(0n);
+    const tx = p.escrow.connect(p.coordinator).assign(jobId, p.provider2.address);
+    await expect(tx).to.emit(p.escrow, "CheckpointLapsed").withArgs(jobId, p.provider1.address, 1n, 10, hash);
+    await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, jobId, fx.MIN_STAKE);
+    expect((await p.escrow.jobOf(jobId)).pendingStep).to.equal(0n);
   });
 });
 
@@ -404,6 +414,9 @@ describe("hold bound: no identity holds a job longer than a bound tied to the jo
     const { leaseExpiresAt } = await p.escrow.jobOf(jobId);
     expect(leaseExpiresAt - lastProgressAt).to.be.at.most(progressTimeout + 120n);
     await time.setNextBlockTimestamp(leaseExpiresAt + 1n);
-    await expect(p.escrow.connect(p.stranger).unassign(jobId)).to.emit(p.registry, "StakeReleased");
+    // On probation (no accepted checkpoint yet): the idle hold costs it its lock, paid to the client.
+    await expect(p.escrow.connect(p.stranger).unassign(jobId))
+      .to.emit(p.escrow, "HoldForfeited")
+      .withArgs(jobId, p.provider4.address, fx.MIN_STAKE, fx.HoldEnd.LeaseLapsed);
   });
 });

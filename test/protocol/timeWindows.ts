@@ -152,14 +152,18 @@ describe("JobEscrow: time windows at t-1, t, t+1", function () {
 
     for (const offset of [-1n, 0n, 1n]) {
       const live = offset <= 0n;
-      it(`while a checkpoint is pending the wait does not count, up to reportedAt + DECISION_TIMEOUT${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: heartbeat ${live ? "succeeds" : "reverts with JobEscrowNoProgress"}`, async function () {
+      it(`while a checkpoint is pending the wait does not count, up to reportedAt + DECISION_TIMEOUT${offset < 0n ? "-1" : offset > 0n ? "+1" : ""}: heartbeat ${live ? "succeeds" : "reverts with JobEscrowReportLapsed (its own report lapsed: the hold is over)"}`, async function () {
         const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
         const jobId = await fx.startJob(p);
         await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, fx.ckpt(jobId, 10));
         const { reportedAt, lastProgressAt } = await p.escrow.jobOf(jobId);
         const t = reportedAt + fx.DECISION_TIMEOUT + offset;
         await heartbeatUntil(p, jobId, t);
-        await heartbeatAt(p, jobId, t, live, lastProgressAt);
+        if (live) return heartbeatAt(p, jobId, t, live, lastProgressAt);
+        await time.setNextBlockTimestamp(t);
+        await expect(p.escrow.connect(p.provider1).heartbeat(jobId, 1n))
+          .to.be.revertedWithCustomError(p.escrow, "JobEscrowReportLapsed")
+          .withArgs(jobId, 1n, 10);
       });
     }
 

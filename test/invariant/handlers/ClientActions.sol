@@ -33,7 +33,10 @@ abstract contract ClientActions is HandlerBase {
         bool expected = _status(g) == OPEN && caller == g.client && !_pendingLive(g);
         uint256 owedBefore = escrow.owed(g.client);
         if (_call(caller, address(escrow), abi.encodeCall(escrow.cancel, (jobId)), expected, "cancel")) {
+            // A lapsed report dropped here may forfeit its (probationary) reporter's lock to the client first.
+            uint256 forfeited = ghost_stakeForfeited;
             _dropLapsed(jobId, g);
+            owedBefore += ghost_stakeForfeited - forfeited;
             g.phase = CANCELLED;
             _credit(g.client, owedBefore, g.budget - g.paid, "cancel: refund");
             _succeeded("cancel");

@@ -37,7 +37,8 @@ abstract contract CoordinatorActions is HandlerBase {
         if (_call(caller, address(escrow), abi.encodeCall(escrow.unassign, (jobId)), expected, "unassign")) {
             address holder = g.assignee;
             _reopen(g);
-            _releaseIfIdle(jobId, g, holder);
+            _dropLapsed(jobId, g);
+            _endHold(jobId, g, holder);
             _succeeded(caller == COORDINATOR ? bytes32("unassign:coordinator") : bytes32("unassign:lapsed"));
         }
         _record(jobId);

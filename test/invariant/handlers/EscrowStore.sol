@@ -65,6 +65,10 @@ abstract contract EscrowStore {
     uint256 public ghost_stakeDeposited;
     uint256 public ghost_stakeWithdrawn;
     uint256 public ghost_stakeSlashed;
+    /// @notice Locks forfeited to clients by providers on probation (holds ended without an accepted checkpoint).
+    uint256 public ghost_stakeForfeited;
+    /// @notice Providers with an accepted checkpoint: off probation for good.
+    mapping(address provider => bool) public ghost_proven;
 
     // ------------------------------------------------------------------ per job
 

@@ -205,7 +205,7 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
         if (g.pending == 0 || _pendingLive(g)) return;
         address reporter = g.pendingProvider;
         _clearPending(g);
-        _releaseIfIdle(jobId, g, reporter);
+        _endHold(jobId, g, reporter);
         _succeeded("lapsedCheckpoints");
     }
 
@@ -217,6 +217,27 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
         if (g.pendingProvider == provider && _pendingLive(g)) return;
         _ghostStakes[provider].locked -= ghost_lock[jobId][provider];
         ghost_lock[jobId][provider] = 0;
+    }
+
+    /// @dev The spec's probation rule: a hold that ended without an accepted checkpoint returns a proven provider's
+    /// lock and forfeits a newcomer's to the job's client (only once it neither holds nor has a decidable report).
+    function _endHold(uint256 jobId, GhostJob storage g, address provider) internal {
+        if (provider == address(0) || ghost_proven[provider]) return _releaseIfIdle(jobId, g, provider);
+        if (g.phase == RUNNING && g.assignee == provider) return;
+        if (g.pendingProvider == provider && _pendingLive(g)) return;
+        uint128 amount = ghost_lock[jobId][provider];
+        GhostStake storage st = _ghostStakes[provider];
+        st.deposited -= amount;
+        st.locked -= amount;
+        ghost_lock[jobId][provider] = 0;
+        ghost_stakeForfeited += amount;
+        ghost_owed[g.client] += amount;
+        if (amount != 0) _succeeded("probationForfeits");
+    }
+
+    /// @dev The holder's own report of this epoch lapsed undecided: its hold is over (no report, no beat).
+    function _ownReportLapsed(GhostJob storage g, uint64 epoch) internal view returns (bool) {
+        return g.pending != 0 && g.pendingEpoch == epoch && !_pendingLive(g);
     }
 
     /// @dev What a lock for `price` on the job still needs from the provider: max(MIN_STAKE, price × interval)

@@ -56,7 +56,10 @@ abstract contract ProviderActions is HandlerBase {
         uint64 epoch = g.epoch;
         bool live = _isLiveAssignee(g, sender, epoch);
         // A live assignee that made no progress within its job's timeout, with nothing decidable, is refused.
-        bool stalled = live && !_pendingLive(g) && currentTime > uint256(g.progress) + g.progressTimeout;
+        bool stalled =
+            live &&
+                (_ownReportLapsed(g, epoch) ||
+                    (!_pendingLive(g) && currentTime > uint256(g.progress) + g.progressTimeout));
         (bool ok, ) = _rawCall(sender, address(escrow), abi.encodeCall(escrow.heartbeat, (jobId, epoch)));
         if (ok && !live) _staleWriteSucceeded("heartbeat");
         else if (ok && stalled) _unexpected("heartbeat succeeded without progress");
@@ -77,7 +80,7 @@ abstract contract ProviderActions is HandlerBase {
         if (step == g.accepted) step += 1; // nothing left to report: the call must revert
         bytes32 checkpointHash = keccak256(abi.encode(jobId, step, hashSeed));
         bool live = _isLiveAssignee(g, sender, epoch);
-        bool expected = live && !_pendingLive(g) && step <= maxStep;
+        bool expected = live && !_pendingLive(g) && !_ownReportLapsed(g, epoch) && step <= maxStep;
         bytes memory data = abi.encodeCall(escrow.reportCheckpoint, (jobId, epoch, step, checkpointHash));
         (bool ok, ) = _rawCall(sender, address(escrow), data);
         if (ok && !live) {

@@ -69,7 +69,10 @@ abstract contract SettlementActions is HandlerBase {
         bool expected = _status(g) == OPEN && currentTime > uint256(g.stallSince) + STALL_EXPIRY && !_pendingLive(g);
         uint256 owedBefore = escrow.owed(g.client);
         if (_call(_actor(callerSeed), address(escrow), abi.encodeCall(escrow.expire, (jobId)), expected, "expire")) {
+            // A lapsed report dropped here may forfeit its (probationary) reporter's lock to the client first.
+            uint256 forfeited = ghost_stakeForfeited;
             _dropLapsed(jobId, g);
+            owedBefore += ghost_stakeForfeited - forfeited;
             g.phase = CANCELLED;
             _credit(g.client, owedBefore, g.budget - g.paid, "expire: refund");
             _succeeded("expire");

@@ -33,6 +33,7 @@ abstract contract VerifierActions is HandlerBase {
                 g.lease = uint64(currentTime) + LEASE;
                 g.progress = uint64(currentTime);
             }
+            ghost_proven[reporter] = true;
             _releaseIfIdle(jobId, g, reporter);
             _succeeded(g.assignee == reporter ? bytes32("acceptCheckpoint") : bytes32("acceptCheckpoint:orphan"));
         }
@@ -45,7 +46,7 @@ abstract contract VerifierActions is HandlerBase {
         (bool ok, , ) = _safeDecision(jobId, g, jobSeed, false);
         if (ok) {
             address reporter = _refuse(g, jobId);
-            _releaseIfIdle(jobId, g, reporter);
+            _endHold(jobId, g, reporter);
             _succeeded("refuseCheckpoint");
         }
         _record(jobId);
