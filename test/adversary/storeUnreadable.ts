@@ -82,7 +82,8 @@ describe("adversary: a reporter cannot turn its own blob into a store outage", f
     }
     const v = await checkerFor(scratch.trainer, store)(job, report, seedOf(2));
     expect(v.accept).to.equal(false);
-    expect(v.codes, `segments of ${c.segmentSteps}`).to.deep.equal(["blob-unreadable"]);
+    // One code per unreadable state the check reads (all of them, or one sampled segment's): the same reason.
+    expect([...new Set(v.codes)], `segments of ${c.segmentSteps}`).to.deep.equal(["blob-unreadable"]);
   });
 
   describe("on S3", function () {

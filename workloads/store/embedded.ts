@@ -3,8 +3,10 @@
 // checks no content checksums; the client verifies every blob itself. By default s3rver listens on the loopback
 // only and the content gate (gate.ts) is the store's one door: whoever has the key pair can add blobs that hash
 // to their names, and nothing else (no overwrite, no delete).
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import S3rver from "s3rver";
-import { startContentGate, type ContentGate } from "./gate.ts";
+import { startContentGate, type ContentGate, type GateOptions } from "./gate.ts";
 
 export const S3RVER_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
 
@@ -34,6 +36,8 @@ export async function startEmbeddedS3(o: {
   port?: number;
   /** false: s3rver itself on address:port, writable in every way (the store before the gate). Default true. */
   gate?: boolean;
+  /** The gate's bounds, where a test or an operator wants other ones than gateBounds.ts's defaults. */
+  bounds?: Pick<GateOptions, "budget" | "uploadTtlMs" | "minFreeBytes" | "maxHeldBytes">;
 }): Promise<EmbeddedS3> {
   const bucket = o.bucket ?? "gpuchain";
   const address = o.address ?? "127.0.0.1";
@@ -50,7 +54,16 @@ export async function startEmbeddedS3(o: {
   const upstream = `http://${gated ? "127.0.0.1" : address}:${info.port}`;
   let gate: ContentGate | undefined;
   try {
-    if (gated) gate = await startContentGate({ upstream, address, port: o.port });
+    if (gated)
+      gate = await startContentGate({
+        upstream,
+        address,
+        port: o.port,
+        ...o.bounds,
+        diskDirs: [o.dir],
+        // s3rver implements no abort: an upload's parts stay in its folder until removed here.
+        dropUpload: (b, id) => rm(join(o.dir, b, "._S3rver_uploads", id), { recursive: true, force: true }),
+      });
   } catch (e) {
     await server.close();
     throw e;

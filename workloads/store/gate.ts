@@ -1,13 +1,15 @@
 // The content gate: an HTTP front for an S3-compatible server that is reachable by nobody else (the embedded
 // s3rver listens on the store host's loopback behind it). Whoever holds the store's credentials can then only add
 // blobs whose bytes hash to their names: no overwrite, no squatting, no delete, so a store writer cannot get an
-// honest checkpoint refused however fast it writes (issue 19, docs/THREATS.md). Reads pass through unchanged;
-// requests are forwarded byte for byte with their own signature, so the server behind checks credentials as before
-// (a completion excepted: the gate sends its own listing of the parts it checked). s3rver 3.7 checks no SigV4
+// honest checkpoint refused however fast it writes (docs/THREATS.md). Reads are passed on and answered with a
+// reader's headers only; a write reaches the server as the checked body with the few headers a content-named blob
+// needs (writeHeaders: no client metadata, encoding, expiry, storage class or redirect is ever stored), and the
+// client's signature fields (a completion's body is the gate's own listing of the parts it checked). s3rver 3.7 checks no SigV4
 // signature, and takes a request with none (middleware/authentication.js): the key pair keeps nobody out, so the
-// gate's rules are all that stands between anyone who reaches it and the store.
+// gate's rules are all that stands between anyone who reaches it and the store. What a writer may add is bounded
+// (gateBounds.ts): a budget per writer, an expiry for uploads never completed, a free-space floor on the disk.
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import {
   Agent,
   createServer,
@@ -19,7 +21,27 @@ import {
 } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gateDecision, listedParts, UPLOAD_ID, type GateDecision } from "./gateRules.ts";
+import {
+  chargeWrite,
+  diskRefusal,
+  GATE_MIN_FREE_BYTES,
+  GATE_UPLOAD_TTL_MS,
+  GATE_WRITE_BUDGET,
+  uploadExpired,
+  writerOf,
+  type Allowance,
+  type WriteBudget,
+} from "./gateBounds.ts";
+import {
+  answerHeaders,
+  emptyUploadsXml,
+  gateDecision,
+  listedParts,
+  storedExtras,
+  UPLOAD_ID,
+  writeHeaders,
+  type GateDecision,
+} from "./gateRules.ts";
 
 /**
  * The largest whole PUT or upload part the gate holds in memory while it hashes (S3Backend sends whole objects up
@@ -30,6 +52,11 @@ export const GATE_MAX_PUT_BYTES = 64 * 1024 * 1024;
 export const GATE_MAX_HELD_BYTES = 1024 * 1024 * 1024;
 /** A CompleteMultipartUpload body: 10,000 parts of about 100 bytes each. */
 const MAX_COMPLETE_BYTES = 2 * 1024 * 1024;
+/**
+ * The largest header block the gate reads from the server behind (Node's default is 16 KiB): an object stored with
+ * a client's metadata before the gate stripped it, or past the gate, is still read, its metadata left out.
+ */
+const UPSTREAM_MAX_HEADER_BYTES = 1024 * 1024;
 
 export type ContentGate = {
   /** http://ADDRESS:PORT, the store's endpoint for every other part. */
@@ -39,9 +66,9 @@ export type ContentGate = {
   close(): Promise<void>;
 };
 
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+function sendError(res: ServerResponse, status: number, code: string, message: string, extra = {}): void {
   const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${escapeXml(message)}</Message></Error>`;
-  res.writeHead(status, { "content-type": "application/xml", "content-length": Buffer.byteLength(body) });
+  res.writeHead(status, { "content-type": "application/xml", "content-length": Buffer.byteLength(body), ...extra });
   res.end(body);
 }
 
@@ -74,14 +101,18 @@ const targetOf = (upstream: URL, agent: Agent, req: IncomingMessage, headers: Ou
   path: req.url,
   headers,
   agent,
+  maxHeaderSize: UPSTREAM_MAX_HEADER_BYTES,
 });
 
-/** Sends a read on to the server behind, unchanged (Expect aside: the gate has already read the body). */
+/**
+ * Sends a read on to the server behind (Expect aside: the gate has already read the body); its answer comes back
+ * with the headers a reader needs only (answerHeaders).
+ */
 function forward(upstream: URL, agent: Agent, req: IncomingMessage, res: ServerResponse): void {
   const headers = { ...req.headers };
   delete headers.expect;
   const out = request(targetOf(upstream, agent, req, headers), (answer) => {
-    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    res.writeHead(answer.statusCode ?? 502, answerHeaders(answer.headers));
     answer.pipe(res);
   });
   res.on("close", () => {
@@ -102,10 +133,7 @@ type Answer = { status: number; headers: IncomingHttpHeaders; body: Buffer };
  * left an honest blob truncated (a client hanging up just after sending the honest bytes did that).
  */
 function forwardWrite(upstream: URL, agent: Agent, req: IncomingMessage, body: Buffer): Promise<Answer> {
-  const headers: OutgoingHttpHeaders = { ...req.headers, "content-length": body.byteLength };
-  delete headers.expect;
-  delete headers["transfer-encoding"];
-  delete headers["content-md5"];
+  const headers = writeHeaders(req.headers, body.byteLength);
   return new Promise((resolve, reject) => {
     const out = request(targetOf(upstream, agent, req, headers), (answer) => {
       const chunks: Buffer[] = [];
@@ -121,9 +149,7 @@ function forwardWrite(upstream: URL, agent: Agent, req: IncomingMessage, body: B
 }
 
 function reply(res: ServerResponse, a: Answer): void {
-  const headers = { ...a.headers, "content-length": a.body.byteLength };
-  delete headers["transfer-encoding"];
-  res.writeHead(a.status, headers);
+  res.writeHead(a.status, { ...answerHeaders(a.headers), "content-length": a.body.byteLength });
   res.end(a.body);
 }
 
@@ -132,7 +158,7 @@ type Decided<K extends GateDecision["kind"]> = Extract<GateDecision, { kind: K }
 
 const md5 = (b: Buffer) => createHash("md5").update(b).digest("hex");
 
-export async function startContentGate(o: {
+export type GateOptions = {
   upstream: string;
   address: string;
   port?: number;
@@ -140,16 +166,61 @@ export async function startContentGate(o: {
   spoolDir?: string;
   /** Bytes of writes held in memory at once (default GATE_MAX_HELD_BYTES). */
   maxHeldBytes?: number;
-}): Promise<ContentGate> {
+  /** What one writer may add (default GATE_WRITE_BUDGET). */
+  budget?: WriteBudget;
+  /** Uploads not completed within this are aborted and their parts removed (default GATE_UPLOAD_TTL_MS). */
+  uploadTtlMs?: number;
+  /** Folders on the disks writes land on (the server's and the spool's); writes keep `minFreeBytes` free there. */
+  diskDirs?: string[];
+  /** Default GATE_MIN_FREE_BYTES. */
+  minFreeBytes?: number;
+  /** Removes the server's own parts of an expired or aborted upload (s3rver keeps them: it implements no abort). */
+  dropUpload?: (bucket: string, uploadId: string) => Promise<void>;
+};
+
+export async function startContentGate(o: GateOptions): Promise<ContentGate> {
   const upstream = new URL(o.upstream);
   const agent = new Agent({ keepAlive: true });
   const spool = o.spoolDir ?? (await mkdtemp(join(tmpdir(), "gpuchain-gate-")));
+  const budget = o.budget ?? GATE_WRITE_BUDGET;
+  const uploadTtlMs = o.uploadTtlMs ?? GATE_UPLOAD_TTL_MS;
+  const minFreeBytes = o.minFreeBytes ?? GATE_MIN_FREE_BYTES;
+  const diskDirs = [...new Set([...(o.diskDirs ?? []), spool])];
   const refused: Record<string, number> = {};
-  const refuse = (req: IncomingMessage, res: ServerResponse, status: number, code: string, message: string) => {
+  const refuse = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    code: string,
+    message: string,
+    extra = {},
+  ) => {
     refused[code] = (refused[code] ?? 0) + 1;
     req.resume(); // drain what the client still sends; the answer is already decided
-    sendError(res, status, code, message);
+    sendError(res, status, code, message, extra);
   };
+
+  /** Each writer's allowance left (gateBounds.ts chargeWrite). */
+  const allowances = new Map<string, Allowance>();
+  /** Takes a write from its writer's budget, or sends the refusal (SlowDown with Retry-After) and says false. */
+  function charged(req: IncomingMessage, res: ServerResponse, cost: { bytes: number; objects: number }): boolean {
+    const who = writerOf(req.socket.remoteAddress);
+    const c = chargeWrite(allowances.get(who), Date.now(), cost, budget);
+    if (c.ok) return (allowances.set(who, c.left), true);
+    const retryAfter = Number.isFinite(c.retryAfterS) ? { "retry-after": String(c.retryAfterS) } : {};
+    refuse(req, res, 503, "SlowDown", `write budget: ${c.why}`, retryAfter);
+    return false;
+  }
+
+  /** Whether a write of `incoming` bytes leaves every store disk above its floor; else the refusal is sent. */
+  async function roomFor(req: IncomingMessage, res: ServerResponse, incoming: number): Promise<boolean> {
+    for (const dir of diskDirs) {
+      const fs = await statfs(dir);
+      const why = diskRefusal(fs.bavail * fs.bsize, heldBytes, incoming, minFreeBytes);
+      if (why) return (refuse(req, res, 507, "InsufficientStorage", `${dir}: ${why}`), false);
+    }
+    return true;
+  }
 
   /**
    * Bytes of writes held in memory now (each counted at its announced length, or its bound when it announces
@@ -167,6 +238,7 @@ export async function startContentGate(o: {
       refuse(req, res, 400, "EntityTooLarge", `a write through the gate holds at most ${max} bytes`);
     if (announced > max) return (tooLarge(), null);
     const reserved = Number.isFinite(announced) ? announced : max;
+    if (!(await roomFor(req, res, reserved))) return null;
     if (heldBytes + reserved > maxHeldBytes)
       return (refuse(req, res, 503, "SlowDown", "the gate holds as many bytes of writes as it may; try again"), null);
     heldBytes += reserved;
@@ -193,14 +265,22 @@ export async function startContentGate(o: {
    * Whether the server behind already holds bytes hashing to `name` under `path`. A write of them is then not
    * passed on: s3rver rewrites an object in place, truncating it first, so an honest blob rewritten with its own
    * bytes again and again (which hash to its name) was read short while each rewrite was under way. A blob that
-   * no longer hashes to its name is still rewritten (the repair).
+   * no longer hashes to its name, or carries stored metadata, is still rewritten (the repair).
    */
   function held(path: string, name: string): Promise<boolean> {
     return new Promise((resolve) => {
       const r = request(
-        { host: upstream.hostname, port: upstream.port, method: "GET", path: `/${path}`, agent },
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: "GET",
+          path: `/${path}`,
+          agent,
+          maxHeaderSize: UPSTREAM_MAX_HEADER_BYTES,
+        },
         (a) => {
-          if (a.statusCode !== 200) return (a.resume(), resolve(false));
+          // Stored metadata (an object from before the gate stripped it, or from past it) is rewritten away.
+          if (a.statusCode !== 200 || storedExtras(a.headers).length > 0) return (a.resume(), resolve(false));
           const h = createHash("sha256");
           a.on("data", (c: Buffer) => h.update(c));
           a.on("end", () => resolve(h.digest("hex") === name));
@@ -218,16 +298,56 @@ export async function startContentGate(o: {
    * created for an honest blob's name, with other bytes as its part, completed under the name of those bytes,
    * put them under the honest name.
    */
-  const boundTo = async (id: string, path: string) =>
-    (await readFile(join(spool, id, ".path"), "utf8").catch(() => null)) === path;
+  const boundTo = async (id: string, path: string) => (await uploadOf(id))?.path === path;
+
+  /** Upload `id` as the gate created it: its `bucket/key` and since when; null when unknown or expired. */
+  async function uploadOf(id: string, nowMs = Date.now()): Promise<{ path: string; createdMs: number } | null> {
+    const file = join(spool, id, ".path");
+    const [path, st] = await Promise.all([readFile(file, "utf8"), stat(file)]).catch(() => [null, null]);
+    if (path === null || st === null || uploadExpired(st.mtimeMs, nowMs, uploadTtlMs)) return null;
+    return { path, createdMs: st.mtimeMs };
+  }
+
+  /** Forgets an upload: the gate's copies of its parts and the server's (abort, and the server's own folder). */
+  async function dropUpload(id: string): Promise<void> {
+    const path = await readFile(join(spool, id, ".path"), "utf8").catch(() => null);
+    await rm(join(spool, id), { recursive: true, force: true });
+    if (path === null) return;
+    const bucket = path.split("/")[0];
+    await new Promise<void>((resolve) => {
+      const r = request(
+        { host: upstream.hostname, port: upstream.port, method: "DELETE", path: `/${path}?uploadId=${id}`, agent },
+        (a) => (a.resume(), a.on("end", resolve), a.on("error", () => resolve())),
+      );
+      r.on("error", () => resolve());
+      r.end();
+    });
+    await o.dropUpload?.(bucket, id);
+  }
+
+  /** Uploads past their time, not being written or completed now: dropped (each sweep, every ttl/4 up to 1 min). */
+  async function sweepUploads(): Promise<void> {
+    const now = Date.now();
+    for (const id of await readdir(spool).catch(() => [] as string[])) {
+      if (partsInFlight.has(id) || completing.has(id)) continue;
+      const st = await stat(join(spool, id, ".path")).catch(() => null);
+      if (st && uploadExpired(st.mtimeMs, now, uploadTtlMs)) await dropUpload(id);
+    }
+  }
+  let sweeping = Promise.resolve();
+  const sweeper = setInterval(
+    () => (sweeping = sweeping.then(sweepUploads).catch(() => undefined)),
+    Math.max(50, Math.min(60_000, uploadTtlMs / 4)),
+  );
+  sweeper.unref();
 
   const notThroughGate = (req: IncomingMessage, res: ServerResponse) =>
     refuse(req, res, 404, "NoSuchUpload", "no upload of this id for this blob came through the gate");
 
   async function createUpload(req: IncomingMessage, res: ServerResponse, d: Decided<"create-upload">) {
     const body = await bodyWithin(req, res, MAX_COMPLETE_BYTES);
-    if (!body) return;
-    const a = await forwardWrite(upstream, agent, req, body);
+    if (!body || !charged(req, res, { bytes: 0, objects: 1 })) return;
+    const a = await forwardWrite(upstream, agent, req, Buffer.alloc(0));
     const id = /<UploadId>([^<]+)<\/UploadId>/.exec(a.body.toString("utf8"))?.[1];
     if (a.status === 200) {
       if (!id || !UPLOAD_ID.test(id)) return sendError(res, 502, "BadGateway", "the store behind gave no upload id");
@@ -246,6 +366,7 @@ export async function startContentGate(o: {
     await oneAtATime(d.path, async () => {
       if (await held(d.path, d.name))
         return reply(res, { status: 200, headers: { etag: `"${md5(body)}"` }, body: Buffer.alloc(0) });
+      if (!charged(req, res, { bytes: body.byteLength, objects: 1 })) return;
       reply(res, await forwardWrite(upstream, agent, req, body));
     });
   }
@@ -254,6 +375,7 @@ export async function startContentGate(o: {
     const body = await bodyWithin(req, res, GATE_MAX_PUT_BYTES);
     if (!body) return;
     if (!(await boundTo(d.uploadId, d.path))) return notThroughGate(req, res);
+    if (!charged(req, res, { bytes: body.byteLength, objects: 0 })) return;
     const inFlight = partsInFlight.get(d.uploadId) ?? new Set<number>();
     // s3rver does not check the ETags a completion lists: the gate's copy of a part must be the very part
     // s3rver holds. Two sends of one part at once landed in either order at each (or mixed at s3rver).
@@ -326,8 +448,16 @@ export async function startContentGate(o: {
       case "read":
         return forward(upstream, agent, req, res);
       case "abort":
-        await rm(join(spool, d.uploadId), { recursive: true, force: true });
-        return forward(upstream, agent, req, res);
+        await dropUpload(d.uploadId);
+        req.resume();
+        res.writeHead(204, { "content-length": 0 });
+        return void res.end();
+      case "list-uploads": {
+        req.resume();
+        const xml = Buffer.from(emptyUploadsXml(d.bucket, d.prefix));
+        res.writeHead(200, { "content-type": "application/xml", "content-length": xml.byteLength });
+        return void res.end(xml);
+      }
       case "create-upload":
         return createUpload(req, res, d);
       case "put":
@@ -357,6 +487,7 @@ export async function startContentGate(o: {
     refused,
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(sweeper);
         server.closeAllConnections();
         server.close(() => resolve());
         agent.destroy(); // the server behind waits for no kept-alive socket of ours

@@ -3,7 +3,14 @@
 // and writes of content-named blobs whose bytes it hashes first (a whole PUT, or a multipart upload whose parts it
 // keeps a copy of and hashes in order at completion). Deletes, copies, ACL/tagging/bucket calls and listings of
 // uploads in progress are refused: none is needed to store a blob, and each could put other bytes under a name or
-// take a blob away (an upload's id stays the uploader's secret).
+// take a blob away (an upload's id stays the uploader's secret). A listing of uploads in progress is answered by the
+// gate itself with an empty list: standard clients (minio's) ask for it before a multipart write.
+//
+// The gate stores bytes, not requests: what reaches the server behind with a write is the checked body and the few
+// headers a content-named blob needs (writeHeaders), never the client's metadata, encoding, expiry, storage class
+// or redirect, which s3rver keeps and returns with every read (a 16 kB x-amz-meta-* header on correct bytes made
+// every later read, existence check and re-put of the name fail at the gate's own client).
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 
 export type GateDecision =
   | { kind: "read" }
@@ -16,6 +23,8 @@ export type GateDecision =
   /** CompleteMultipartUpload: the listed parts, in order, must hash to `name`. */
   | { kind: "complete"; uploadId: string; name: string; path: string }
   | { kind: "abort"; uploadId: string }
+  /** ListMultipartUploads on a bucket: answered by the gate, empty (ids stay their uploaders' secret). */
+  | { kind: "list-uploads"; bucket: string; prefix: string }
   | { kind: "refuse"; status: number; code: string; message: string };
 
 /** Upload ids are used as folder names for the parts' copies: nothing but these characters. */
@@ -47,6 +56,9 @@ export function gateDecision(method: string, rawUrl: string, headers: Record<str
   const url = new URL(rawUrl, "http://gate");
   const q = url.searchParams;
   if (method === "GET" || method === "HEAD") {
+    const bucket = /^\/([a-z0-9][a-z0-9.-]{0,62})\/?$/.exec(url.pathname)?.[1];
+    if (method === "GET" && bucket && q.has("uploads") && !q.has("uploadId"))
+      return { kind: "list-uploads", bucket, prefix: q.get("prefix") ?? "" };
     if (q.has("uploads") || q.has("uploadId"))
       return refuse(403, "AccessDenied", "the content gate does not list uploads in progress or their parts");
     return { kind: "read" };
@@ -102,4 +114,68 @@ export function listedParts(xml: string): { partNumber: number; etag: string }[]
   });
   if (parts.length === 0 || parts.some((p) => p === null)) return null;
   return parts as { partNumber: number; etag: string }[];
+}
+
+/**
+ * The headers a write is passed on with: the checked body's length, a fixed content type, and the client's
+ * signature fields (for a server that checks them; stored by none). Everything else the client sent stays out.
+ */
+export function writeHeaders(client: IncomingHttpHeaders, contentLength: number): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { "content-length": contentLength, "content-type": "application/octet-stream" };
+  for (const h of ["host", "authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"])
+    if (typeof client[h] === "string") out[h] = client[h];
+  return out;
+}
+
+/** Headers of the server's answer that a reader may need; the rest (stored metadata above all) is not passed on. */
+const ANSWER_HEADERS = [
+  "content-length",
+  "content-range",
+  "accept-ranges",
+  "etag",
+  "last-modified",
+  "date",
+  "x-amz-request-id",
+  "x-amz-id-2",
+];
+/** A content type longer than this is not a type but stored junk. */
+const MAX_CONTENT_TYPE = 200;
+
+/** The answer's headers a reader gets through the gate (an object stored before the gate, or past it, included). */
+export function answerHeaders(upstream: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const h of ANSWER_HEADERS) if (upstream[h] !== undefined) out[h] = upstream[h];
+  const type = upstream["content-type"];
+  if (type !== undefined) out["content-type"] = type.length <= MAX_CONTENT_TYPE ? type : "application/octet-stream";
+  return out;
+}
+
+/** Stored headers a blob written through the gate never has: their names (empty for a clean object). */
+export function storedExtras(upstream: IncomingHttpHeaders): string[] {
+  return Object.keys(upstream).filter(
+    (h) =>
+      h.startsWith("x-amz-meta-") ||
+      [
+        "content-encoding",
+        "content-disposition",
+        "content-language",
+        "cache-control",
+        "expires",
+        "x-amz-storage-class",
+        "x-amz-website-redirect-location",
+        "x-amz-tagging-count",
+      ].includes(h) ||
+      (h === "content-type" && (upstream[h] ?? "").length > MAX_CONTENT_TYPE),
+  );
+}
+
+/** The empty ListMultipartUploadsResult: valid for the AWS SDK and minio's client, naming no upload. */
+export function emptyUploadsXml(bucket: string, prefix: string): string {
+  const esc = (s: string) => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return (
+    `<?xml version="1.0" encoding="UTF-8"?>\n<ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">` +
+    `<Bucket>${esc(bucket)}</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>` +
+    `<NextKeyMarker></NextKeyMarker><NextUploadIdMarker></NextUploadIdMarker><Prefix>${esc(prefix)}</Prefix>` +
+    `<MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated></ListMultipartUploadsResult>`
+  );
 }

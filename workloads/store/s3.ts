@@ -1,7 +1,10 @@
 // S3-compatible backend (AWS S3, Cloudflare R2, MinIO, s3rver): one object per blob under `<prefix>/<hex>.blob`.
 // Uploads above PART_BYTES go through lib-storage as multipart (a multi-GB state never sits in one request);
 // reads stream the body and check its length against Content-Length (a cut-off body is a retryable failure).
-// The SDK's own retries are off: the verified store above retries with its own bound and backoff.
+// The SDK's own retries are off: the verified store above retries with its own bound and backoff. A failure for
+// one key while the bucket answers for another (stored headers no client parses, an archived or customer-key
+// object) is that blob's: UnreadableBlobError, not an outage (readFaults.ts).
+import { randomBytes } from "node:crypto";
 import {
   GetObjectCommand,
   HeadObjectCommand,
@@ -11,7 +14,8 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { ShortReadError, type BlobBackend } from "./backend.ts";
-import { StoreConfigError } from "./errors.ts";
+import { describe, StoreConfigError } from "./errors.ts";
+import { blame, s3ReadFault } from "./readFaults.ts";
 import { UnreadableBlobError } from "../errors.ts";
 
 export const PART_BYTES = 8 * 1024 * 1024;
@@ -30,10 +34,6 @@ export type S3Options = {
 type SdkError = Error & { $metadata?: { httpStatusCode?: number }; Code?: string };
 
 const statusOf = (e: unknown) => (e as SdkError).$metadata?.httpStatusCode;
-const isNotFound = (e: unknown) => {
-  const name = (e as Error).name;
-  return name === "NoSuchKey" || name === "NotFound" || (statusOf(e) === 404 && name !== "NoSuchBucket");
-};
 
 /** 4xx other than timeout/throttling means the request itself is wrong (credentials, bucket): retrying is futile. */
 function asConfigError(e: unknown, url: string): Error {
@@ -75,13 +75,33 @@ export class S3Backend implements BlobBackend {
     return this.loc.prefix ? `${this.loc.prefix}/${name}.blob` : `${name}.blob`;
   }
 
+  /** Whether the bucket answers for a key nobody can have written (random): then a failure for one key is its own. */
+  private async otherKeyAnswers(): Promise<boolean> {
+    const probe = this.key(randomBytes(32).toString("hex"));
+    try {
+      await this.client.send(new HeadObjectCommand({ Bucket: this.loc.bucket, Key: probe }));
+      return true;
+    } catch (e) {
+      return s3ReadFault(e) === "missing";
+    }
+  }
+
+  /** "missing" for a missing blob; UnreadableBlobError for a failure that is this key's alone; else the error. */
+  private async judged(name: string, e: unknown): Promise<"missing"> {
+    const fault = s3ReadFault(e);
+    if (fault === "missing") return fault;
+    if (fault === "this-name" && blame(fault, await this.otherKeyAnswers()) === "this-name")
+      throw new UnreadableBlobError(name, `the store answers for other keys, not this one: ${describe(e)}`);
+    throw asConfigError(e, this.url);
+  }
+
   async read(name: string, maxBytes = Infinity): Promise<Uint8Array | null> {
     let out;
     try {
       out = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(name) }));
     } catch (e) {
-      if (isNotFound(e)) return null;
-      throw asConfigError(e, this.url);
+      await this.judged(name, e);
+      return null;
     }
     const announced = out.ContentLength ?? -1;
     if (announced > maxBytes) {
@@ -127,13 +147,19 @@ export class S3Backend implements BlobBackend {
     }
   }
 
+  /** True also for a key whose object cannot be read (a put then replaces it). */
   async exists(name: string): Promise<boolean> {
     try {
       await this.client.send(new HeadObjectCommand({ Bucket: this.loc.bucket, Key: this.key(name) }));
       return true;
     } catch (e) {
-      if (isNotFound(e)) return false;
-      throw asConfigError(e, this.url);
+      return this.judged(name, e).then(
+        () => false,
+        (err: unknown) => {
+          if (err instanceof UnreadableBlobError) return true;
+          throw err;
+        },
+      );
     }
   }
 

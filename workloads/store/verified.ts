@@ -94,20 +94,39 @@ export class BlobStore implements CheckpointStore {
   async put(bytes: Uint8Array): Promise<string> {
     const hash = blobHash(bytes);
     const name = nameOf(hash);
-    let found: string | undefined;
-    if (await this.retry("exists", name, () => this.backend.exists(name))) {
-      const there = await this.retry("read", name, () => this.backend.read(name));
-      if (there && blobHash(there) === hash) return hash;
-      found = there ? `${there.byteLength} bytes hashing to ${blobHash(there)}` : "an object that vanished";
-    }
+    const found = await this.foundUnder(name, hash);
+    if (found === "the same bytes") return hash;
     await this.retry("write", name, () => this.backend.write(name, bytes));
     if (found === undefined) return hash;
     // A squatted name: read back what we wrote, so a store that keeps the wrong bytes is reported, not trusted.
-    const after = await this.retry("read", name, () => this.backend.read(name));
+    const after = await this.retry("read", name, () => this.backend.read(name)).catch((e: unknown) => {
+      if (e instanceof UnreadableBlobError) return null; // what the write was to replace is still there
+      throw e;
+    });
     if (!after || blobHash(after) !== hash)
       throw new StoreCorruptionError(this.url, name, `still holds other bytes (found ${found})`);
     this.onEvent({ kind: "repaired", name, found });
     return hash;
+  }
+
+  /**
+   * What a put finds under `name`: nothing (undefined), the right bytes, or a description of what it must replace.
+   * A name that cannot be read (an object no reader can parse, stored before the content gate stripped its
+   * metadata, or past the gate), or whose existence check itself fails, is put again: the write is the test, and
+   * the read-back after it tells whether the store keeps the right bytes. Before, such a name was the maker's dead
+   * end: every put stopped at the failed check.
+   */
+  private async foundUnder(name: string, hash: string): Promise<string | undefined> {
+    let there: Uint8Array | null;
+    try {
+      if (!(await this.retry("exists", name, () => this.backend.exists(name)))) return undefined;
+      there = await this.retry("read", name, () => this.backend.read(name));
+    } catch (e) {
+      if (!(e instanceof UnreadableBlobError || e instanceof StoreUnavailableError)) throw e;
+      return `an object that cannot be read (${describe(e)})`;
+    }
+    if (there && blobHash(there) === hash) return "the same bytes";
+    return there ? `${there.byteLength} bytes hashing to ${blobHash(there)}` : "an object that vanished";
   }
 
   async get(hash: string, maxBytes?: number): Promise<Uint8Array> {
