@@ -7,9 +7,10 @@
  * 1. integrity: the blob's sha256 equals the reported hash, it decodes, holds no NaN/Inf, names the job's template
  *    and seed, ends at the reported step and links to the job's accepted checkpoint (an old checkpoint replayed
  *    links elsewhere);
- * 2. hash chain: it starts at the accepted state's hash, its segments are no longer than the template default
- *    (about interval/10), and the state at every segment boundary is stored (its last hash equals the embedded
- *    state's hash, which decoding checks);
+ * 2. hash chain: it starts at the accepted state's hash, its segments are exactly the template default long
+ *    (about interval/20: longer would cost more to check, shorter would thin the sample), and the state at every
+ *    segment boundary is stored, readable and well formed (decodes, the template's shapes, labelled with its
+ *    step, finite); a defective one is proven by replaying up to it, so it is a fault, not a plain refusal;
  * 3. replay: whole segments, k/m of them on average for a budget of k steps (chosen by the verifier's own
  *    salt, so the provider cannot guess them), plus the last step, each replayed from its stored start state,
  *    reproduce every committed hash bit for bit (workloads/segments.ts);
@@ -27,11 +28,13 @@ import {
   decodeCheckpoint,
   isProvenProfile,
   replayUnprovenReason,
-  getState,
   HashMismatchError,
   initialState,
   NonFiniteError,
   maxSegmentSteps,
+  decodeState,
+  checkNumbers,
+  getState,
   defaultSegmentSteps,
   NotFoundError,
   replayStep,
@@ -51,6 +54,8 @@ import {
 } from "../workloads/index.ts";
 import { ruleEvaluator } from "./ruleEval.ts";
 import { heldoutPerClass } from "../workloads/metric.ts";
+import { checkStateShape } from "../workloads/state.ts";
+import { minSegmentSteps } from "../workloads/segments.ts";
 
 /** Why a checkpoint was refused. Tests and logs branch on these codes, never on the detail text. */
 export type ReasonCode =
@@ -66,7 +71,7 @@ export type ReasonCode =
   | "wrong-link" // previous-checkpoint link is not the job's accepted checkpoint (old checkpoint replayed)
   | "wrong-start" // segment does not start at the job's accepted step (skipped steps)
   | "chain-start" // first committed hash is not the accepted state's hash
-  | "bad-segments" // segments longer than the template default: checking them would cost more than allowed
+  | "bad-segments" // segments of another length than the template default (longer cost more to check, shorter thin the sample)
   | "wrong-maker" // the checkpoint names another maker than its reporter (a copied checkpoint pays nobody)
   | "unproven-profile" // committed with an arithmetic profile not proven for the template: its replay proves nothing
   | "chain-gap" // a committed segment-boundary state blob is missing from the store
@@ -342,14 +347,11 @@ function headerProblems(
     out.push(new Refusal("wrong-start", `segment starts at step ${c.startStep}, accepted step is ${job.acceptedStep}`));
   if (!sameHex(c.startStateHash, startHash))
     out.push(new Refusal("chain-start", `segment starts at state ${c.startStateHash}, accepted state is ${startHash}`));
-  const longest = maxSegmentSteps(c.step - c.startStep);
-  if (c.segmentSteps > longest) {
-    out.push(
-      new Refusal(
-        "bad-segments",
-        `segments of ${c.segmentSteps} steps, at most ${longest} for ${c.step - c.startStep} steps`,
-      ),
-    );
+  const n = c.step - c.startStep;
+  const [shortest, longest] = [minSegmentSteps(n), maxSegmentSteps(n)];
+  if (c.segmentSteps < shortest || c.segmentSteps > longest) {
+    const allowed = shortest === longest ? `exactly ${longest}` : `${shortest} to ${longest}`;
+    out.push(new Refusal("bad-segments", `segments of ${c.segmentSteps} steps, ${allowed} for ${n} steps`));
   }
   return out;
 }
@@ -394,32 +396,176 @@ export function stepsToReplay(
   );
 }
 
+/** Checks one boundary state's bytes, pure: the decoded state, or the defect they prove. */
+export function boundaryDefect(
+  t: Template,
+  bytes: Uint8Array,
+  step: number,
+): { state: TrainingState } | { code: ReasonCode; why: string } {
+  let state: TrainingState;
+  try {
+    state = decodeState(bytes);
+    checkStateShape(t, state);
+  } catch (err) {
+    if (err instanceof NonFiniteError) return { code: "non-finite", why: err.message };
+    if (err instanceof CheckpointFormatError) {
+      const code: ReasonCode = err.code === "INCONSISTENT" ? "inconsistent" : "undecodable";
+      return { code, why: `${err.code} ${err.message}` };
+    }
+    throw err;
+  }
+  if (state.step !== step) return { code: "replay-mismatch", why: `is labelled step ${state.step}` };
+  return { state };
+}
+
+/** Whether every weight and momentum value is finite. */
+export function isFiniteState(s: TrainingState): boolean {
+  try {
+    checkNumbers(s);
+    return true;
+  } catch (err) {
+    if (err instanceof NonFiniteError) return false;
+    throw err;
+  }
+}
+
 /**
- * Replays each span from its stored start state, comparing every step with its committed hash; pushes each
- * replayed step's CPU ms to `costs`; throws a Refusal at the first mismatch.
+ * What the boundary scan found. `usable`: the steps a replay may start from, ascending (the start state, then every
+ * boundary that is stored, readable and well formed); `states`: the ones kept in memory (the start and the sampled
+ * spans' starts; others are read again if a proof needs them); `plain`: blobs missing, unreadable or holding other
+ * bytes (the store may have lost them, so never a fault); `defect`: the first state whose own bytes (they hash to the
+ * committed hash, so they are the provider's commitment) do not decode, hold other shapes than the template's,
+ * another step label or a non-finite value.
  */
-async function replay(
-  trainer: Trainer,
+type Scan = {
+  usable: number[];
+  states: Map<number, TrainingState>;
+  plain: Refusal[];
+  defect?: { step: number; problem: Refusal };
+};
+
+/**
+ * Every verifier reads EVERY committed boundary state and checks its form, not only those its sample replays from:
+ * a defect is found by each verifier with certainty instead of with the sample's probability (the reads and hashing
+ * cost about one segment's replay of one step each).
+ */
+async function scanBoundaries(
+  t: Template,
   store: CheckpointStore,
   c: Checkpoint,
   start: TrainingState,
-  spans: Span[],
-  costs: number[],
-): Promise<void> {
-  for (const span of spans) {
-    let state: TrainingState;
+  keep: Set<number>,
+): Promise<Scan> {
+  const scan: Scan = { usable: [c.startStep], states: new Map([[c.startStep, start]]), plain: [] };
+  for (const step of storedSteps(c.startStep, c.step, c.segmentSteps)) {
+    const context = `state after step ${step}`;
+    let bytes: Uint8Array;
     try {
-      state =
-        span.from === c.startStep
-          ? start
-          : await getState(store, committedAt(c, span.from), stateBytesOf(trainer.template));
+      bytes = await store.get(committedAt(c, step), stateBytesOf(t));
     } catch (err) {
-      throw refusalOf(err, `state after step ${span.from}`);
+      scan.plain.push(refusalOf(err, context));
+      continue;
     }
-    if (state.step !== span.from)
-      throw new Refusal("replay-mismatch", `state committed after step ${span.from} is labelled step ${state.step}`);
-    for (let step = span.from + 1; step <= span.to; step++) state = await replayChecked(trainer, c, state, step, costs);
+    const r = boundaryDefect(t, bytes, step);
+    if ("state" in r) {
+      scan.usable.push(step);
+      if (keep.has(step)) scan.states.set(step, r.state);
+    } else scan.defect ??= { step, problem: new Refusal(r.code, `${context} ${r.why}`) };
   }
+  return scan;
+}
+
+/** What replays need: the checkpoint, the scan's usable states, and where each replayed step's CPU ms go. */
+type Replayer = {
+  trainer: Trainer;
+  store: CheckpointStore;
+  c: Checkpoint;
+  scan: Scan;
+  costs: number[];
+};
+
+/** A usable committed state: kept by the scan, or read again (it passed the scan, so a failure now is the store's). */
+async function usableState(r: Replayer, step: number): Promise<TrainingState> {
+  const kept = r.scan.states.get(step);
+  if (kept) return kept;
+  try {
+    return await getState(r.store, committedAt(r.c, step), stateBytesOf(r.trainer.template));
+  } catch (err) {
+    throw refusalOf(err, `state after step ${step}`);
+  }
+}
+
+/**
+ * Replays (from, to] from the committed state after `from`. Throws the fault at a finite mismatch; returns
+ * "diverged" when a replayed state is not finite (its NaN bits are the device's, so no hash comparison with it is
+ * evidence), "reproduced" when every step hashes to its committed state.
+ */
+async function replayRange(r: Replayer, from: number, to: number): Promise<"reproduced" | "diverged"> {
+  let state = await usableState(r, from);
+  try {
+    for (let step = from + 1; step <= to; step++) state = await replayChecked(r.trainer, r.c, state, step, r.costs);
+  } catch (err) {
+    if (err instanceof Diverged) return "diverged";
+    throw err;
+  }
+  return "reproduced";
+}
+
+/**
+ * Proves the committed chain wrong at or before step `to`, replaying from the usable state at `usable[i]`, and
+ * while a replay diverges, one usable state further back up to the previous start (so a finite, well-labelled
+ * "bomb" state whose next step overflows cannot hide the fabricated steps before it: honest training from the
+ * accepted state never diverges in a checkpoint whose final state decodes finite). Throws the fault; returns why
+ * nothing was proven: "reproduced" (honest training made the states up to `to`) or "diverged" (from the start).
+ * Cost: each state walked back replays only the segment before it, so at most the interval once.
+ */
+async function proveUpTo(r: Replayer, i: number, to: number): Promise<"reproduced" | "diverged"> {
+  for (let j = i; j >= 0; j--) {
+    const from = r.scan.usable[j];
+    if ((await replayRange(r, from, to)) === "reproduced") return "reproduced";
+    to = from;
+  }
+  return "diverged";
+}
+
+/** Index of the last usable state before `step` (the start state at worst). */
+const usableBefore = (scan: Scan, step: number) => scan.usable.findLastIndex((s) => s < step);
+
+/**
+ * Turns the scan's defective state into a fault, or finds it honest. A replay always yields a decodable state of the
+ * template's shapes labelled with its step, so unless it reproduces the committed bytes some step up to the defect
+ * replays to another hash than the committed one: a replay mismatch from a committed input, which the finder
+ * publishes and the others re-check with one step (verifier/claims.ts) and the escrow slashes. A reproduced state
+ * can only be a non-finite one honest training made (a diverged template): a plain refusal, never a slash.
+ */
+async function proveDefect(r: Replayer, d: NonNullable<Scan["defect"]>): Promise<Refusal> {
+  try {
+    const why = await proveUpTo(r, usableBefore(r.scan, d.step), d.step);
+    return new Refusal(
+      d.problem.code,
+      `${d.problem.message}, and its replay ${why === "reproduced" ? "reproduces it" : "diverges"}`,
+    );
+  } catch (err) {
+    const e = refusalOf(err, `replay up to step ${d.step}`);
+    return e.fault ? new Refusal("replay-mismatch", `${d.problem.message}; proven: ${e.message}`, e.fault) : e;
+  }
+}
+
+/**
+ * Replays each sampled span whose start state the scan found usable (the others' problems are listed already),
+ * comparing every step with its committed hash. Throws the first fault; returns the plain problems (a span whose
+ * replay diverged and whose start no earlier replay disproves).
+ */
+async function replaySampled(r: Replayer, spans: Span[]): Promise<Refusal[]> {
+  const plain: Refusal[] = [];
+  for (const span of spans) {
+    const i = r.scan.usable.indexOf(span.from);
+    if (i < 0) continue;
+    if ((await replayRange(r, span.from, span.to)) === "reproduced") continue;
+    if (i > 0 && (await proveUpTo(r, i - 1, span.from)) === "diverged") continue;
+    plain.push(new Refusal("non-finite", `the span (${span.from}, ${span.to}] replays to a non-finite state`));
+  }
+  return plain;
 }
 
 /**
@@ -431,7 +577,21 @@ async function replaySequential(trainer: Trainer, c: Checkpoint, start: Training
   for (let step = c.startStep + 1; step <= c.step; step++) state = await replayChecked(trainer, c, state, step, costs);
 }
 
-/** Replays `step` from `state` (its CPU time into `costs`) and refuses unless it hashes to the committed state. */
+/**
+ * A replay that left the finite numbers: its NaN bits are the device's, so comparing its hash proves nothing (two
+ * proven devices may differ there). Honest training whose state turns non-finite ends non-finite, and such a
+ * checkpoint is refused at decoding, so a checkpoint that reached replay diverges only where it was not trained.
+ */
+class Diverged extends Refusal {
+  constructor(step: number) {
+    super("non-finite", `step ${step} replays to a non-finite state`);
+  }
+}
+
+/**
+ * Replays `step` from `state` (its CPU time into `costs`) and refuses unless it hashes to the committed state: a
+ * fault when the replayed state is finite, Diverged when it is not.
+ */
 async function replayChecked(
   trainer: Trainer,
   c: Checkpoint,
@@ -448,6 +608,7 @@ async function replayChecked(
   }
   const actual = stateHash(next);
   costs.push(cpuMsSince(t0));
+  if (!isFiniteState(next)) throw new Diverged(step);
   const committed = committedAt(c, step);
   if (!sameHex(actual, committed)) {
     const inputHash = committedAt(c, step - 1);
@@ -511,6 +672,7 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
   if (gaps.length) return done(gaps);
 
   const sampled = sampleSpans(input.sampleSalt, c.startStep, c.step, c.segmentSteps, input.samples);
+  const scan = await scanBoundaries(template, store, c, start.state, new Set(sampled.map((s) => s.from)));
   const costs: number[] = [];
   const account = () => {
     metrics.replayedSteps = costs.length;
@@ -518,13 +680,18 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
     metrics.stepCpuMs = costs.length ? costs.reduce((a, b) => a + b, 0) / costs.length : null;
     metrics.trainingCpuMsEstimate = metrics.stepCpuMs === null ? null : metrics.stepCpuMs * metrics.intervalSteps;
   };
+  // A fault goes first (it is what a claim carries); the plain problems stay listed after it.
+  const problems = [...scan.plain];
+  const r: Replayer = { trainer, store, c, scan, costs };
   try {
-    await replay(trainer, store, c, start.state, sampled, costs);
+    if (scan.defect) problems.unshift(await proveDefect(r, scan.defect));
+    if (!problems[0]?.fault) problems.push(...(await replaySampled(r, sampled)));
   } catch (err) {
-    return done([refusalOf(err, "replay")]);
+    problems.unshift(refusalOf(err, "replay"));
   } finally {
     account();
   }
+  if (problems.length) return done(problems);
 
   // If this checkpoint is accepted, its state is the job's next baseline: remember it under its blob hash.
   cache?.states.set(report.hash.toLowerCase(), { state: c.state, hash: finalHashOf(c) });

@@ -4,9 +4,11 @@
  * stores the committed input state and its recomputed output state under their state hashes (the store is content
  * addressed, so `inputHash` and `replayedHash` are where they lie).
  *
- * Only a provable, deterministic fault makes a claim: a replay mismatch from the committed input state, on a
- * provider whose arithmetic profile is proven bit-compatible with this verifier's. A missing blob, an unreachable
- * store, a blob that hashes wrong or an accuracy dip never do (they refuse, or abstain, as before).
+ * Only a provable, deterministic fault makes a claim: a replay mismatch from the committed input state to a finite
+ * state, on a provider whose arithmetic profile is proven bit-compatible with this verifier's. A committed state
+ * whose own bytes are defective (undecodable, other shapes, another step label, non-finite where honest training
+ * does not make it) becomes such a mismatch: the finder replays up to it (verifier/checks.ts proveDefect). A missing
+ * blob, an unreachable store, a blob that hashes wrong or an accuracy dip never do (they refuse, or abstain).
  */
 import {
   committedAt,
@@ -24,6 +26,7 @@ import {
 } from "../workloads/index.ts";
 import {
   acceptedState,
+  isFiniteState,
   loadReported,
   stateBytesOf,
   StoreOutageError,
@@ -109,7 +112,9 @@ export async function recheckClaim(input: RecheckInput): Promise<RecheckResult> 
     return no(`committed hash ${f.committedHash} is not the checkpoint's ${committedAt(c, f.step)}`);
   const state = await inputState(input, i === 0, f.inputHash);
   if (typeof state === "string") return no(state);
-  const replayed = stateHash(await replayStep(trainer, state, workSeedOf(c), f.step));
+  const next = await replayStep(trainer, state, workSeedOf(c), f.step);
+  if (!isFiniteState(next)) return no(`step ${f.step} replays to a non-finite state: its NaN bits are no evidence`);
+  const replayed = stateHash(next);
   if (same(replayed, f.committedHash)) return no(`step ${f.step} replays to the committed hash ${replayed}`);
   if (!same(replayed, f.replayedHash))
     return no(`step ${f.step} replays to ${replayed}, neither the committed nor the claimed ${f.replayedHash}`);

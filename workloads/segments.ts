@@ -27,6 +27,17 @@ export function defaultSegmentSteps(n: number): number {
 /** The longest segment a verifier accepts for an n-step checkpoint (longer would make checks cost more). */
 export const maxSegmentSteps = defaultSegmentSteps;
 
+/**
+ * The shortest segment a verifier accepts: the default too, so m is fixed by n. Were it the provider's choice,
+ * short segments would thin every verifier's sample (one of ≈ n/m segments replayed) while a fabricated span kept
+ * its length. Fixed, the pool is at most POOL_SEGMENTS_MAX segments for every n, and each verifier replays a given
+ * pool segment with probability at least 1/POOL_SEGMENTS_MAX whatever the provider does.
+ */
+export const minSegmentSteps = defaultSegmentSteps;
+
+/** The most pool segments (all but the last one-step segment) any interval has at its fixed segment length. */
+export const POOL_SEGMENTS_MAX = 20;
+
 /** Steps whose state is stored as its own blob, ascending. */
 export function storedSteps(start: number, end: number, m: number): number[] {
   if (!Number.isSafeInteger(m) || m < 1) throw new RangeError(`segment length must be a positive integer, got ${m}`);

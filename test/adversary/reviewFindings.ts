@@ -28,6 +28,7 @@ import { recheckClaim } from "../../verifier/claims.ts";
 import { DEPLOYMENT, randomSalt, simulateInterval } from "../../verifier/economics.ts";
 import type { CheckpointItem, FaultRefusalJson } from "../../verifier/work.ts";
 import { segmentTarget } from "../../agent/decide.ts";
+import { honestUpload } from "../../agent/segment.ts";
 import { mulberry32 } from "../helpers/random.ts";
 import { useScratch } from "../helpers/scratch.ts";
 import { afterAccept, checkerFor, firstJob, Provider, seedOf, TEST_PROFILE } from "../verifier/helpers.ts";
@@ -205,15 +206,17 @@ describe("adversary: review of the issue-19 defences", function () {
       }
     });
 
-    it("m = 1 on an interval where the default is larger is accepted (only an upper bound), but its economics still lose", async function () {
-      // A cheater may pick any m ≤ default; the Monte Carlo's headline covers the default. Run it at m = 1 and 2
-      // with the real sampler (interval 100, deployed samples and prices): every strategy still has EV < 0.
-      const rand = mulberry32(77);
-      for (const m of [1, 2]) {
-        for (const r of simulateInterval(100, 300, rand, DEPLOYMENT, m)) {
-          expect(r.evOneColluding, `${r.strategy} f=${r.fabricated} m=${m}`).to.be.below(0);
-          expect(r.ev).to.be.below(0);
-        }
+    it("m = 1 on an interval where the default is larger is refused (the length is fixed), and no chosen m pays", async function () {
+      // The segment length is fixed by the interval (workloads/segments.ts minSegmentSteps): a shorter one would thin
+      // every verifier's sample. The Monte Carlo lets the provider choose m: every strategy still has EV < 0.
+      const alice = new Provider(scratch.trainer, scratch.store, ALICE);
+      const job = firstJob(template, seedOf(19_009));
+      const seg = await alice.train(await alice.startOf(job), 100);
+      const short = await alice.put(honestUpload(seg, 1));
+      expect((await verify(job, short, seedOf(4))).codes).to.deep.equal(["bad-segments"]);
+      for (const r of simulateInterval(100, 300, mulberry32(77), DEPLOYMENT)) {
+        expect(r.evOneColluding, `${r.strategy} f=${r.fabricated} m=${r.segmentSteps}`).to.be.below(0);
+        expect(r.ev).to.be.below(0);
       }
     });
 

@@ -380,19 +380,22 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
     expect(msgs(w.host.lines)).to.include("fault claim not reproduced");
   });
 
-  it("a checkpoint committing an unproven profile never slashes: a plain refusal, stake intact", async function () {
+  it("a checkpoint committing an unproven profile never slashes: a plain refusal (a newcomer forfeits only its hold's lock)", async function () {
     const w = await world("unproven", UNPROVEN);
     const j = await w.p.escrow.jobOf(w.p.jobId);
     const facts = { seed: j.seed, templateId: j.templateId, acceptedStep: 0, acceptedHash: j.acceptedHash };
     const { report } = await w.provider.produce(facts, INTERVAL, "garbage-weights"); // every verifier replays it
     await w.p.escrow.connect(w.p.provider1).reportCheckpoint(w.p.jobId, j.epoch, report.step, report.hash);
     const stake = await w.p.registry.stakeOf(w.p.provider1.address);
+    const lock = await w.p.registry.lockOf(w.p.provider1.address, w.p.jobId);
     const { vs, logs } = verifiers(w, ["honest", "honest", "honest"]);
     for (const v of vs) await v.tick();
     await w.host.tick();
     expect(await slashes(w)).to.have.length(0);
     expect(await w.p.escrow.isFenced(w.p.jobId, w.p.provider1.address)).to.equal(true); // refused all the same
-    expect((await w.p.registry.stakeOf(w.p.provider1.address)).deposited).to.equal(stake.deposited);
+    // Not a slash: provider1 is on probation (nothing accepted yet), so the plain refusal costs exactly its lock.
+    expect(await w.p.escrow.isProven(w.p.provider1.address)).to.equal(false);
+    expect((await w.p.registry.stakeOf(w.p.provider1.address)).deposited).to.equal(stake.deposited - lock);
     for (const lines of logs) {
       const line = lines.find((l) => l.msg === "checkpoint decided");
       expect(line?.action).to.equal("refuse");

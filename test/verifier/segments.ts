@@ -1,7 +1,8 @@
-/** The verifier's segment rules: segment length bound (t, t+1), and a bad step caught by its segment's replay. */
+/** The verifier's segment rules: the fixed segment length (t−1, t, t+1), and a bad step caught by its segment's replay. */
 import { expect } from "chai";
 import { honestUpload } from "../../agent/segment.ts";
-import { FsCheckpointStore, loadTemplate, maxSegmentSteps } from "../../workloads/index.ts";
+import { FsCheckpointStore, loadTemplate, maxSegmentSteps, segmentSpans } from "../../workloads/index.ts";
+import { minSegmentSteps, POOL_SEGMENTS_MAX } from "../../workloads/segments.ts";
 import { newVerifyCache, verifyCheckpoint } from "../../verifier/checks.ts";
 import { firstJob, Provider, seedOf } from "./helpers.ts";
 import { useScratch } from "../helpers/scratch.ts";
@@ -30,15 +31,22 @@ describe("verifier: segment commitments", function () {
     });
   }
 
-  it("accepts segments up to the template default (t−1, t) and refuses longer ones (t+1) as bad-segments", async function () {
-    const max = maxSegmentSteps(60);
-    expect(max).to.equal(3);
-    for (const m of [max - 1, max]) {
-      const v = await withSegments(40 + m, m);
-      expect(v.accept, `m=${m}: ${v.reasons.join("; ")}`).to.equal(true);
+  it("accepts segments of exactly the template default (t) and refuses shorter (t−1, 1) and longer (t+1) ones as bad-segments", async function () {
+    const m = maxSegmentSteps(60);
+    expect([m, minSegmentSteps(60)]).to.deep.equal([3, 3]);
+    const v = await withSegments(40 + m, m);
+    expect(v.accept, `m=${m}: ${v.reasons.join("; ")}`).to.equal(true);
+    for (const other of [1, m - 1, m + 1]) {
+      const w = await withSegments(50 + other, other);
+      expect(w.codes, `m=${other}`).to.deep.equal(["bad-segments"]);
+      expect(w.metrics.replayedSteps, "refused before any replay").to.equal(0);
     }
-    const v = await withSegments(50, max + 1);
-    expect(v.codes).to.deep.equal(["bad-segments"]);
+  });
+
+  it("the fixed length leaves at most 20 pool segments at every interval from 1 to 5,000 (each sampled with p ≥ 1/20)", function () {
+    let most = 0;
+    for (let n = 1; n <= 5000; n++) most = Math.max(most, segmentSpans(0, n, minSegmentSteps(n)).length - 1);
+    expect(most).to.equal(POOL_SEGMENTS_MAX);
   });
 
   it("a replayed segment checks every step in it, not only its end", async function () {
