@@ -15,12 +15,16 @@ import { isOutOfGasMoney, type Problems } from "./problems.ts";
 export type WriteResult =
   { ok: true; hash: string } | { ok: false; class: ErrorClass; error?: string; description: string };
 
-/** Reverts that mean "you are no longer the assignee at this epoch": the agent stops writing. */
+/**
+ * Reverts that mean "you are no longer the assignee at this epoch" (or your own report lapsed undecided, which
+ * ends the hold): the agent stops writing.
+ */
 export const FENCE_ERRORS = new Set([
   "JobEscrowStaleEpoch",
   "JobEscrowNotAssignee",
   "JobEscrowUnexpectedStatus",
   "JobEscrowLeaseLapsed",
+  "JobEscrowReportLapsed",
 ]);
 
 export interface ChainOptions {

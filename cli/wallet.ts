@@ -58,7 +58,13 @@ export async function main(argv: string[]): Promise<number> {
     if (wallet.stake || stake.deposited > 0n) {
       // The registry's own numbers; the events' fold must agree (a --from-block after the deposits cannot see them).
       const { deposited, locked, unbonding } = stake; // an ethers Result: its names are not own keys to spread
-      const read = { deposited, locked, unbonding, slashed: wallet.stake?.slashed ?? 0n };
+      const read = {
+        deposited,
+        locked,
+        unbonding,
+        slashed: wallet.stake?.slashed ?? 0n,
+        forfeited: wallet.stake?.forfeited ?? 0n,
+      };
       const folded = wallet.stake && stakeSentence(wallet.stake) === stakeSentence(read);
       const differ = given ? " (the events before --from-block were not read)" : " (events and registry DISAGREE)";
       console.log(`  stake in the registry: ${stakeSentence(read)}${folded ? "" : differ}`);

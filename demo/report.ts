@@ -39,7 +39,11 @@ export function formatTable(rows: ProviderRow[]): string[] {
  */
 export function stakeCell(r: Pick<ProviderRow, "stake">): string {
   const cell = [r.stake.paidIn, r.stake.slashed, r.stake.deposited].map(usdcAmount).join(" / ");
-  return r.stake.locked > 0n ? `${cell} (${usdcAmount(r.stake.locked)} locked)` : cell;
+  const notes = [
+    ...(r.stake.forfeited > 0n ? [`${usdcAmount(r.stake.forfeited)} forfeited`] : []),
+    ...(r.stake.locked > 0n ? [`${usdcAmount(r.stake.locked)} locked`] : []),
+  ];
+  return notes.length ? `${cell} (${notes.join(", ")})` : cell;
 }
 
 export interface Summary {
@@ -79,9 +83,10 @@ export function summaryLines(s: Summary): string[] {
   ];
 }
 
-/** What the client got back: the unspent budget, its slash compensation, the bond of a dispute. */
+/** What the client got back: the unspent budget, its compensation (slashes, forfeits), the bond of a dispute. */
 export function clientLine(s: Pick<Summary, "refund" | "compensation" | "dispute" | "bondBack">): string {
-  const compensation = s.compensation > 0n ? `; slash compensation: ${formatUsdc(s.compensation)}` : "";
+  const compensation =
+    s.compensation > 0n ? `; compensation (slashed and forfeited stake): ${formatUsdc(s.compensation)}` : "";
   const bond = s.dispute ? `; dispute bond returned: ${formatUsdc(s.bondBack)}` : "";
   return `client refund: ${formatUsdc(s.refund)}${compensation}${bond}`;
 }

@@ -6,7 +6,7 @@ import { eventsFrom } from "../sdk/deployment.ts";
 import { escrowLedger } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { statusName } from "../sdk/job.ts";
-import { stakeBookOf, walletOf, type Ledger, type LedgerJob } from "../sdk/ledger.ts";
+import { clientCompensation, stakeBookOf, walletOf, type Ledger, type LedgerJob } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { verifierNamesOn } from "../sdk/safeOwners.ts";
 import { loadTemplate } from "../workloads/index.ts";
@@ -259,6 +259,6 @@ function slashDetail(s: NonNullable<WatchResult["slash"]>): string {
 }
 
 /** Pure: the client's compensation on `job`, its share of every slash (ProviderSlashed's toClient). */
-export function compensationOf(job: Pick<LedgerJob, "slashes">): bigint {
-  return job.slashes.reduce((sum, s) => sum + s.toClient, 0n);
+export function compensationOf(job: Pick<LedgerJob, "slashes" | "forfeits">): bigint {
+  return clientCompensation(job);
 }

@@ -9,7 +9,7 @@
  */
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
-import { Wallet, type JsonRpcProvider } from "ethers";
+import { hexlify, randomBytes, Wallet, type JsonRpcProvider } from "ethers";
 import { connectChecked, connectProtocol, type Protocol } from "../sdk/contracts.ts";
 import { loadDeployment } from "../sdk/deployment.ts";
 import { heartbeatMessage, type Heartbeat } from "../sdk/heartbeat.ts";
@@ -42,6 +42,11 @@ export interface SybilOptions {
    * identities register (the network most jobs meet: a provider that has delivered before).
    */
   provenHonest?: boolean;
+  /**
+   * Junk-reporting identities instead of idle ones: for the job it holds each beats a rising step and reports a
+   * random hash (no blobs) once per hold, so it is never "idle" by the old rule; the verifiers refuse it.
+   */
+  junk?: boolean;
 }
 
 export interface SybilResult {
@@ -56,6 +61,8 @@ export interface SybilResult {
   unassignments: { provider: string; reason: number; heldSeconds: number }[];
   /** Test USDC credited per provider (CheckpointAccepted), lower-case address → amount. */
   earned: Map<string, bigint>;
+  /** Stake locks forfeited to the client per provider (HoldForfeited: holds on probation), lower-case → amount. */
+  forfeited: Map<string, bigint>;
   stepsAccepted: number;
 }
 
@@ -109,7 +116,8 @@ export async function runSybil(o: SybilOptions): Promise<SybilResult> {
     note(`starting ${o.idle} idle identities (plain ethers, price ${IDLE_PRICE}, staked, heartbeating) …`);
     const idle: IdleIdentity[] = [];
     for (let i = 0; i < o.idle; i++) {
-      const id = new IdleIdentity(new Wallet(Wallet.createRandom().privateKey, provider), protocol, coordinatorUrl);
+      const wallet = new Wallet(Wallet.createRandom().privateKey, provider);
+      const id = new IdleIdentity(wallet, protocol, coordinatorUrl, o.junk === true);
       await net.fundGas(provider, id.address, note);
       await id.join(i);
       idle.push(id);
@@ -220,10 +228,14 @@ class IdleIdentity {
   private readonly url: string;
   private readonly chainId: Promise<bigint>;
   private lastChainBeat = 0;
+  private readonly junk: boolean;
+  /** Junk mode: the epoch it last reported in (one report per hold). */
+  private reportedEpoch = 0n;
   lastError: string | undefined;
 
-  constructor(wallet: Wallet, protocol: Protocol, url: string) {
+  constructor(wallet: Wallet, protocol: Protocol, url: string, junk = false) {
     this.wallet = wallet;
+    this.junk = junk;
     this.address = wallet.address;
     this.protocol = protocol;
     this.url = url;
@@ -256,7 +268,8 @@ class IdleIdentity {
       provider: this.address,
       jobId: holds ? this.jobId.toString() : "0",
       epoch: holds ? job.epoch.toString() : "0",
-      step: holds ? Number(job.acceptedStep) : 0,
+      // Junk mode claims a step one past the accepted one, as a trainer's first beat would.
+      step: holds ? Number(job.acceptedStep) + (this.junk ? 1 : 0) : 0,
       sentAt: Date.now(),
       machine: machineId(),
       profile: CLAIMED_PROFILE,
@@ -269,6 +282,14 @@ class IdleIdentity {
       signal: AbortSignal.timeout(2_000),
     });
     if (!res.ok) throw new Error(`coordinator answered ${res.status}: ${await res.text()}`);
+    if (holds && this.junk && this.reportedEpoch !== job.epoch) {
+      this.reportedEpoch = job.epoch;
+      const step = Math.min(Number(job.acceptedStep) + Number(job.checkpointInterval), Number(job.totalSteps));
+      const junk = hexlify(randomBytes(32));
+      await (
+        await this.protocol.escrow.connect(this.wallet).reportCheckpoint(this.jobId, job.epoch, step, junk)
+      ).wait();
+    }
     if (holds && Date.now() - this.lastChainBeat >= CHAIN_BEAT_MS) {
       this.lastChainBeat = Date.now();
       await (await this.protocol.escrow.connect(this.wallet).heartbeat(this.jobId, job.epoch)).wait();
@@ -321,6 +342,11 @@ async function books(protocol: Protocol, jobId: bigint, fromBlock: number) {
     earned.set(who, (earned.get(who) ?? 0n) + e.args.amount);
     stepsAccepted += Number(e.args.stepsCredited);
   }
+  const forfeited = new Map<string, bigint>();
+  for (const e of await escrow.queryFilter(escrow.filters.HoldForfeited(jobId), fromBlock)) {
+    const who = e.args.provider.toLowerCase();
+    forfeited.set(who, (forfeited.get(who) ?? 0n) + e.args.amount);
+  }
   const unassigned = await escrow.queryFilter(escrow.filters.ProviderUnassigned(jobId), fromBlock);
   const time = async (block: number) => (await escrow.runner!.provider!.getBlock(block))!.timestamp;
   const unassignments = [];
@@ -330,7 +356,7 @@ async function books(protocol: Protocol, jobId: bigint, fromBlock: number) {
     const heldSeconds = (await time(e.blockNumber)) - (await time(start.blockNumber));
     unassignments.push({ provider: e.args.provider, reason: Number(e.args.reason), heldSeconds });
   }
-  return { assignments: assigned.map((e) => e.args.provider), unassignments, earned, stepsAccepted };
+  return { assignments: assigned.map((e) => e.args.provider), unassignments, earned, forfeited, stepsAccepted };
 }
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {

@@ -28,7 +28,7 @@ export interface ProviderRow {
    * registry still holds for it (after slashes and stake withdrawals), `locked` the part a job holds; `slashed` is
    * what faults cost it over the whole run, `paidIn` what it deposited (Σ StakeDeposited).
    */
-  stake: { deposited: bigint; locked: bigint; slashed: bigint; paidIn: bigint };
+  stake: { deposited: bigint; locked: bigint; slashed: bigint; forfeited: bigint; paidIn: bigint };
   why: string;
 }
 

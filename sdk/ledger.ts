@@ -174,6 +174,15 @@ export function stakeBookOf(ledger: Ledger, account: string): Omit<StakeBook, "l
   };
 }
 
+/**
+ * What the job's client received for what went wrong: its share of every slash on the job plus every lock a
+ * provider on probation forfeited to it. The one sum the CLI, `npm start` and the dashboard show.
+ */
+export function clientCompensation(job: Pick<LedgerJob, "slashes" | "forfeits">): bigint {
+  const slashed = job.slashes.reduce((t, s) => t + s.toClient, 0n);
+  return job.forfeits.reduce((t, f) => t + f.amount, slashed);
+}
+
 /** What an account is owed now, and what it may still claim per settled or cancelled job. */
 export function walletOf(ledger: Ledger, account: string) {
   const who = getAddress(account);

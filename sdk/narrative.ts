@@ -4,7 +4,7 @@
  */
 import type { LedgerEntry, LedgerJob } from "./ledger.ts";
 import { formatUsdc } from "./format.ts";
-import { UnassignReason, unassignReason, type UnassignReasonText } from "./job.ts";
+import { holdEndText, UnassignReason, unassignReason, type UnassignReasonText } from "./job.ts";
 import { describeEvent, nameFrom, type MetricWords } from "./sentences.ts";
 
 export interface ProviderSummary {
@@ -20,6 +20,10 @@ export interface ProviderSummary {
   /** Stake slashed on this job for a proven fault (its unclaimed earnings there were voided too). */
   slashed: bigint;
   slash: { faultStep: number; finder: string } | null;
+  /** Stake forfeited to the client on this job: holds that ended without an accepted checkpoint on probation. */
+  forfeited: bigint;
+  /** How the latest forfeited hold ended (sdk/job.ts holdEndText), when any. */
+  forfeitedHow: string | null;
   why: string;
 }
 
@@ -58,6 +62,8 @@ export function providerSummaries(job: LedgerJob, names: Record<string, string> 
         lostAssignment: null,
         slashed: 0n,
         slash: null,
+        forfeited: 0n,
+        forfeitedHow: null,
         why: "",
       });
     }
@@ -75,6 +81,11 @@ export function providerSummaries(job: LedgerJob, names: Record<string, string> 
       row(addr(e, "provider")).lostAssignment = unassignReason(arg(e, "reason")).lost;
     }
     if (e.event === "EarningsReleased") row(addr(e, "provider")).released += BigInt(arg(e, "amount") as bigint);
+    if (e.event === "HoldForfeited") {
+      const r = row(addr(e, "provider"));
+      r.forfeited += BigInt(arg(e, "amount") as bigint);
+      r.forfeitedHow = holdEndText(arg(e, "how"));
+    }
     if (e.event === "ProviderSlashed") {
       const r = row(addr(e, "provider"));
       r.slashed += BigInt(arg(e, "slashed") as bigint);
@@ -91,6 +102,12 @@ export function providerSummaries(job: LedgerJob, names: Record<string, string> 
 }
 
 function whyOf(r: ProviderSummary, voided: boolean, names: Record<string, string>): string {
+  const why = whyOfWork(r, voided, names);
+  if (r.forfeited === 0n) return why;
+  return `${why}; on probation, forfeited ${formatUsdc(r.forfeited)} of stake to the client (${r.forfeitedHow})`;
+}
+
+function whyOfWork(r: ProviderSummary, voided: boolean, names: Record<string, string>): string {
   if (voided) return "the arbiter upheld the client's dispute: this job's payments are void";
   if (r.slash) {
     const finder = labelOf(r.slash.finder, names);

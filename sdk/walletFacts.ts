@@ -6,7 +6,7 @@
  */
 import { getAddress } from "ethers";
 import { formatUsdc } from "./format.ts";
-import { stakeBookOf, walletOf, type Ledger } from "./ledger.ts";
+import { clientCompensation, stakeBookOf, walletOf, type Ledger } from "./ledger.ts";
 import { providerSummaries } from "./narrative.ts";
 
 export interface StakeFacts {
@@ -14,6 +14,8 @@ export interface StakeFacts {
   locked: bigint;
   unbonding: bigint;
   slashed: bigint;
+  /** Forfeited to clients while on probation (holds that ended without an accepted checkpoint). */
+  forfeited: bigint;
 }
 
 export interface JobFacts {
@@ -39,7 +41,7 @@ export interface WalletFacts {
 export function walletFacts(ledger: Ledger, account: string, names: Record<string, string> = {}): WalletFacts {
   const who = getAddress(account);
   const book = stakeBookOf(ledger, who);
-  const stake = book.deposited > 0n || book.slashed > 0n ? book : null;
+  const stake = book.deposited > 0n || book.slashed > 0n || book.forfeited > 0n ? book : null;
   const jobs: JobFacts[] = [];
   for (const job of ledger.jobs.values()) {
     const mine = providerSummaries(job, names).find((s) => s.provider === who.toLowerCase());
@@ -49,7 +51,7 @@ export function walletFacts(ledger: Ledger, account: string, names: Record<strin
       facts.provider = { stepsAccepted, refused, earned, why };
     }
     if (job.client === who) {
-      const compensation = job.slashes.reduce((t, s) => t + s.toClient, 0n);
+      const compensation = clientCompensation(job);
       const refund = job.settlement ? job.settlement.refund : null;
       facts.client = { budget: job.budget, paid: job.paid, refund, compensation };
     }
@@ -62,7 +64,8 @@ export function walletFacts(ledger: Ledger, account: string, names: Record<strin
 export function stakeSentence(s: StakeFacts): string {
   const parts = [`deposited ${formatUsdc(s.deposited)}`, `locked ${formatUsdc(s.locked)}`];
   if (s.unbonding > 0n) parts.push(`unbonding ${formatUsdc(s.unbonding)}`);
-  return `${parts.join(", ")}; slashed so far: ${formatUsdc(s.slashed)}`;
+  const forfeited = s.forfeited > 0n ? `; forfeited on probation: ${formatUsdc(s.forfeited)}` : "";
+  return `${parts.join(", ")}; slashed so far: ${formatUsdc(s.slashed)}${forfeited}`;
 }
 
 /** One sentence per part the address had in a job ("job 1 as provider: …", "job 1 as client: …"). */
@@ -75,7 +78,8 @@ export function jobSentences(j: JobFacts): string[] {
   if (j.client) {
     const c = j.client;
     const refund = c.refund === null ? "budget still locked" : `refund ${formatUsdc(c.refund)} released`;
-    const compensation = c.compensation > 0n ? `, ${formatUsdc(c.compensation)} compensation from slashes` : "";
+    const compensation =
+      c.compensation > 0n ? `, ${formatUsdc(c.compensation)} compensation (slashed and forfeited stake)` : "";
     out.push(
       `job ${j.jobId} as client: budget ${formatUsdc(c.budget)}, paid ${formatUsdc(c.paid)} to providers, ${refund}` +
         compensation,

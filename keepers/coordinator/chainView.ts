@@ -38,7 +38,7 @@ const LOG_CHUNK = 10_000;
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
 /** Escrow events the track record folds (trackRecord.ts `apply`). */
-const HISTORY_EVENTS = new Set(["CheckpointReported", "CheckpointAccepted", "ProviderUnassigned"]);
+const HISTORY_EVENTS = new Set(["CheckpointReported", "CheckpointAccepted", "ProviderUnassigned", "CheckpointLapsed"]);
 
 /** Escrow events after which a job never trains again: its id is dropped without a read. */
 const TRAINING_OVER_EVENTS = new Set(["VerdictSubmitted", "JobCancelled", "JobSettled"]);

@@ -106,8 +106,13 @@ export interface CoordinatorView {
   jobSteps?: Map<string, StepSeen>;
   /** Per provider (lower-case): accepted steps and idle unassignments, from chain events (chainView.ts). */
   records?: Map<string, TrackRecord>;
-  /** Per job id (string): providers unassigned idle from it (never handed it again), from chain events. */
+  /**
+   * Per job id (string): providers kept off it for good — they held it without a report, or their report lapsed
+   * undecided — from chain events.
+   */
   idleOn?: Map<string, Set<string>>;
+  /** Per job id (string): providers whose hold of it ended without an accepted checkpoint, from chain events. */
+  struckOn?: Map<string, Set<string>>;
   /** The idle back-off's base and cap, chain seconds (BACKOFF_DEFAULTS). */
   backoff?: { baseS: number; capS: number };
   /**
@@ -128,9 +133,12 @@ export interface StepSeen {
 export interface TrackRecord {
   /** Σ steps of its accepted checkpoints (CheckpointAccepted). */
   acceptedSteps: number;
-  /** Unassignments without a report in the held epoch since its last accepted checkpoint (ProviderUnassigned). */
-  idleStrikes: number;
-  /** Chain time (s) of the latest such unassignment. */
+  /**
+   * Holds ended without an accepted checkpoint since its last accepted checkpoint (taken away, lease lapsed,
+   * refused, report lapsed: trackRecord.ts).
+   */
+  strikes: number;
+  /** Chain time (s) of the latest strike. */
   lastStrikeAt: bigint;
 }
 
@@ -308,14 +316,14 @@ function providerIndex(view: CoordinatorView): Map<string, ProviderView> {
 }
 
 /**
- * Whether an idle-unassigned provider still waits out its back-off: n strikes (unassigned without a report
+ * Whether a struck provider still waits out its back-off: n strikes (holds ended without an accepted checkpoint
  * since its last accepted checkpoint) keep it off every job until lastStrikeAt + min(capS, baseS × 2^(n−1))
  * chain seconds. Boundary: eligible again at exactly that time.
  */
 export function backingOff(addr: string, view: CoordinatorView): boolean {
   const r = view.records?.get(addr);
-  if (!r || r.idleStrikes === 0) return false;
-  return view.chainTime < r.lastStrikeAt + BigInt(backoffSeconds(r.idleStrikes, view.backoff));
+  if (!r || r.strikes === 0) return false;
+  return view.chainTime < r.lastStrikeAt + BigInt(backoffSeconds(r.strikes, view.backoff));
 }
 
 export function backoffSeconds(strikes: number, b = BACKOFF_DEFAULTS): number {
@@ -483,18 +491,22 @@ export function rankProviders(
   return { ranked: heldIdleBefore(job, view) ? provenFirst(ranked, view.records) : ranked, excluded };
 }
 
-/** Whether some provider already held `job` and was unassigned idle from it (TrackRecords.idleOn). */
+/**
+ * Whether some hold of `job` already ended without an accepted checkpoint (TrackRecords.struckOn; idleOn for views
+ * built without it): idle, junk-reporting and refused holders alike send it to proven providers first.
+ */
 export function heldIdleBefore(job: CoordinatorJob, view: CoordinatorView): boolean {
-  return (view.idleOn?.get(job.jobId.toString())?.size ?? 0) > 0;
+  const id = job.jobId.toString();
+  return (view.struckOn?.get(id)?.size ?? 0) > 0 || (view.idleOn?.get(id)?.size ?? 0) > 0;
 }
 
 /**
- * A provider the idle rule trusts: accepted steps on chain and no idle hold since its latest accepted checkpoint
- * (an accepted checkpoint clears the strikes, TrackRecords).
+ * A provider the Sybil rule trusts: accepted steps on chain and no strike (a hold ended without an accepted
+ * checkpoint) since its latest accepted checkpoint (an accepted checkpoint clears the strikes, TrackRecords).
  */
 export function isProven(p: ProviderView, records?: Map<string, TrackRecord>): boolean {
   const r = records?.get(p.address.toLowerCase());
-  return r !== undefined && r.acceptedSteps > 0 && r.idleStrikes === 0;
+  return r !== undefined && r.acceptedSteps > 0 && r.strikes === 0;
 }
 
 /**

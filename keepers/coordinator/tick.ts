@@ -194,6 +194,7 @@ export class Coordinator {
       jobSteps: this.book.jobSteps,
       records: chain.history.records,
       idleOn: chain.history.idleOn,
+      struckOn: chain.history.struckOn,
       backoff: { baseS: config.idleBackoffS, capS: config.idleBackoffCapS },
       // Issue 19: slashed for a proven fault, no deposit since: not assigned until it re-stakes (sdk/restake.ts).
       restake: chain.restake.waiting,

@@ -129,7 +129,7 @@ describe("dashboard: the Status page answers did it work, who got paid, what wen
     const settled = facts.job.settlement!;
     expect(outcome).to.equal(
       `Job 1 settled: providers paid ${usdcAmount(settled.providersPaid)} USDC, client refund ` +
-        `${usdcAmount(settled.refund)} USDC; slashed stake to the client 0.500000 USDC.`,
+        `${usdcAmount(settled.refund)} USDC; slashed and forfeited stake to the client 0.500000 USDC.`,
     );
   });
 

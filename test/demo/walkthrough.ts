@@ -18,7 +18,7 @@ import * as fx from "../helpers/fixture.ts";
 import { budgetOf, clientHoldsBond, prepareActors } from "../../demo/actors.ts";
 import { TEST_KEYS } from "../../demo/chain.ts";
 import { exitEndsRun, exitReport } from "../../demo/childExit.ts";
-import { ROLES, writeTestKeys, type ScenarioNetwork } from "../../demo/network.ts";
+import { ROLES, writeRunKeys, type ScenarioNetwork } from "../../demo/network.ts";
 import { ProcessGroup, type ExitInfo } from "../../demo/processes.ts";
 import { playedLine, replay } from "../../demo/recording.ts";
 import { checkStoreOption } from "../../demo/s3.ts";
@@ -155,7 +155,7 @@ describe("npm start walkthrough 3: a kept run's arbiter key", function () {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it("writes arbiter.key beside the others (0600), holding the deployment's arbiter (Hardhat's #2)", async function () {
-    const { keyFiles, arbiterKeyFile } = writeTestKeys(dir);
+    const { keyFiles, arbiterKeyFile } = writeRunKeys(dir);
     expect(arbiterKeyFile).to.equal(path.join(dir, "keys", "arbiter.key"));
     expect(path.dirname(keyFiles.client)).to.equal(path.dirname(arbiterKeyFile));
     expect(statSync(arbiterKeyFile).mode & 0o777).to.equal(0o600);
@@ -227,7 +227,7 @@ describe("npm start walkthrough 4: the settlement table after a real slash", fun
     const split = event.args.toClient + event.args.toFinder + event.args.toFeeRecipient;
     expect(split).to.equal(event.args.slashed); // the slash is accounted for to the unit
     expect(clientLine({ refund: 40_000n, compensation, dispute: false, bondBack: 0n })).to.equal(
-      `client refund: 0.040000 USDC; slash compensation: ${formatUsdc(compensation)}`,
+      `client refund: 0.040000 USDC; compensation (slashed and forfeited stake): ${formatUsdc(compensation)}`,
     );
     expect(clientLine({ refund: 40_000n, compensation: 0n, dispute: true, bondBack: 50_000_000n })).to.equal(
       "client refund: 0.040000 USDC; dispute bond returned: 50.000000 USDC",

@@ -22,10 +22,11 @@ const FLAGS = ["--start-grace-ms", "4000", "--progress-floor-ms", "3000"];
  * The run with `idle` idle identities and a 40-step job in checkpoints of 10, within `timeoutMs`; with
  * `provenHonest` the honest provider delivers one checkpoint of an earlier job first.
  */
-function sybilRun(idle: number, timeoutMs: number, provenHonest = false): Promise<SybilResult> {
-  const name = `test-sybil-${idle}-${process.pid}`;
+function sybilRun(idle: number, timeoutMs: number, provenHonest = false, junk = false): Promise<SybilResult> {
+  const name = `test-sybil-${idle}${junk ? "-junk" : ""}-${process.pid}`;
   return runSybil({
     provenHonest,
+    junk,
     idle,
     totalSteps: 40,
     checkpointInterval: 10,
@@ -70,5 +71,28 @@ describe("no starving, end to end: idle identities against one honest provider",
     // the bound all 20 held it in turn (bench/sybil.ts: 177 s added at zero cost).
     expect(r.assignments.filter((a) => r.idle.includes(a))).to.have.length(1);
     expect(r.assignments).to.have.length(2);
+  });
+});
+
+describe("no free tries, end to end: junk-reporting identities against a proven provider", function () {
+  this.timeout(900_000);
+
+  it("three identities that beat a rising step and report junk: one hold, its lock paid to the client; the proven provider trains the job", async function () {
+    const r = await sybilRun(3, 600_000, true, true);
+    const junk = new Set(r.idle);
+    expect(r.settled, "the job settled").to.equal(true);
+    expect(r.stepsAccepted).to.equal(40);
+    // Before, a refused junk report was no idle hold: each identity (price 1) held the job in turn, for the
+    // missing-blob grace each, and kept its stake. Now the first junk hold is a strike and the job goes to the
+    // proven provider; the junk identity, on probation, forfeits the lock it took to the client.
+    const held = r.assignments.filter((a) => junk.has(a));
+    expect(held, "junk holds").to.have.length(1);
+    expect(r.assignments.at(-1)).to.equal(r.honest);
+    expect(
+      r.forfeited.get(held[0].toLowerCase()) ?? 0n,
+      "the junk identity's lock went to the client",
+    ).to.be.greaterThan(0n);
+    expect(r.forfeited.get(r.honest.toLowerCase()) ?? 0n, "the honest provider forfeits nothing").to.equal(0n);
+    for (const a of r.idle) expect(r.earned.get(a.toLowerCase()) ?? 0n, `${a} earned`).to.equal(0n);
   });
 });

@@ -212,7 +212,7 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
       });
     const pick = (v: CoordinatorView) => planCoordinator(v).find((d) => d.jobId === 1n)!;
     const struck = (strikes: number, lastStrikeAt: bigint): Map<string, TrackRecord> =>
-      new Map([[addr(1).toLowerCase(), { acceptedSteps: 0, idleStrikes: strikes, lastStrikeAt }]]);
+      new Map([[addr(1).toLowerCase(), { acceptedSteps: 0, strikes: strikes, lastStrikeAt }]]);
 
     it("a provider unassigned idle from a job is never handed it again (another job: only the back-off)", function () {
       const idleOn = new Map([["1", new Set([addr(1).toLowerCase()])]]);
@@ -251,7 +251,7 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
   describe("a track record wins within the stated price margin", function () {
     const proven = (n: number, price: bigint) => provider(n, { pricePerStep: price });
     const records = (n: number): Map<string, TrackRecord> =>
-      new Map([[addr(n).toLowerCase(), { acceptedSteps: 40, idleStrikes: 0, lastStrikeAt: 0n }]]);
+      new Map([[addr(n).toLowerCase(), { acceptedSteps: 40, strikes: 0, lastStrikeAt: 0n }]]);
     const pick = (providers: ProviderView[], recs?: Map<string, TrackRecord>) =>
       planCoordinator(
         view(NOW, {
@@ -289,9 +289,9 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
   });
 
   describe("the Sybil bound (issue 19 item 7): a job held idle goes to proven providers first", function () {
-    const rec = (acceptedSteps: number, idleStrikes = 0): TrackRecord => ({
+    const rec = (acceptedSteps: number, strikes = 0): TrackRecord => ({
       acceptedSteps,
-      idleStrikes,
+      strikes,
       lastStrikeAt: 0n, // long ago: no back-off in these tables
     });
     const at = (n: number, price: bigint) => provider(n, { pricePerStep: price });
@@ -339,6 +339,21 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
       expect(pick([at(1, 1n), at(2, 100n)], [[2, rec(40, 1)]], [9]).provider).to.equal(addr(1));
     });
 
+    it("a job whose hold ended in junk (reported, refused or lapsed: struck, not idle) also goes to proven providers first", function () {
+      const d = planCoordinator(
+        view(NOW, {
+          jobs: [openJob({ jobId: 1n })],
+          providers: [at(1, 1n), at(2, 100n)],
+          records: new Map([[addr(2).toLowerCase(), rec(40)]]),
+          struckOn: new Map([["1", new Set([addr(9).toLowerCase()])]]),
+          lastBeat: new Map(
+            [at(1, 1n), at(2, 100n)].map((p) => [p.address.toLowerCase(), { receivedAt: NOW, jobId: "0", epoch: "0" }]),
+          ),
+        }),
+      ).find((x) => x.jobId === 1n)!;
+      expect(d.provider).to.equal(addr(2));
+    });
+
     it("no proven provider fits: the job still goes to the cheapest eligible (no one starves it)", function () {
       expect(pick([at(1, 1n), at(2, 100n)], [], [9]).provider).to.equal(addr(1));
       const d = pick([at(1, 1n), at(2, 100n)], [], [9]);
@@ -371,12 +386,17 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
       return { t, reads };
     }
 
-    it("an unassignment without a report in the held epoch is an idle hold; with one, or a refusal, it is not", async function () {
+    const lapsed = (job: number, provider: string, epoch: number) => [
+      "CheckpointLapsed",
+      { jobId: BigInt(job), provider, epoch: BigInt(epoch) },
+    ];
+
+    it("every hold that ends without an accepted checkpoint is one strike: idle, junk-reporting, refused, lapsed", async function () {
       const { t, reads } = await replay([
-        unassigned(1, A, 2), // held epoch 1, no report: idle
+        unassigned(1, A, 2), // held epoch 1, no report: idle (kept off job 1)
         reported(1, B, 2),
-        unassigned(1, B, 3), // reported in its epoch: not idle
-        unassigned(2, B, 2, UnassignReason.Refused), // fenced instead
+        unassigned(1, B, 3), // reported junk in its epoch, nothing accepted: a strike, not kept off
+        unassigned(2, B, 2, UnassignReason.Refused), // refused: a strike (and fenced on chain)
         reported(3, A, 1),
         unassigned(3, A, 3, UnassignReason.LeaseLapsed), // its report was in epoch 1, it held epoch 2: idle
       ]);
@@ -384,16 +404,35 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
         ["1", [A.toLowerCase()]],
         ["3", [A.toLowerCase()]],
       ]);
-      expect(t.records.get(A.toLowerCase())).to.deep.equal({ acceptedSteps: 0, idleStrikes: 2, lastStrikeAt: 5_105n });
-      expect(t.records.get(B.toLowerCase())).to.equal(undefined);
-      expect(reads).to.deep.equal([105]); // one block read: the latest strike's
+      expect([...t.struckOn].map(([j, s]) => [j, [...s]])).to.deep.equal([
+        ["1", [A.toLowerCase(), B.toLowerCase()]],
+        ["2", [B.toLowerCase()]],
+        ["3", [A.toLowerCase()]],
+      ]);
+      expect(t.records.get(A.toLowerCase())).to.deep.equal({ acceptedSteps: 0, strikes: 2, lastStrikeAt: 5_105n });
+      expect(t.records.get(B.toLowerCase())).to.deep.equal({ acceptedSteps: 0, strikes: 2, lastStrikeAt: 5_103n });
+      expect(reads).to.deep.equal([105, 103]); // one read per distinct block of a latest strike
+    });
+
+    it("a hold that leaves with its report pending is struck once, even when that report lapses later; the lapse keeps it off the job", async function () {
+      const { t } = await replay([reported(1, A, 1), unassigned(1, A, 2), lapsed(1, A, 1)]);
+      expect(t.records.get(A.toLowerCase())).to.deep.include({ strikes: 1 });
+      expect(t.idleOn.get("1")?.has(A.toLowerCase())).to.equal(true);
+      // Its pending report accepted after it left: the strike is cleared, and it may take the job again.
+      const ok = (await replay([reported(1, A, 1), unassigned(1, A, 2), accepted(1, A, 1, 10)])).t;
+      expect(ok.records.get(A.toLowerCase())).to.deep.include({ acceptedSteps: 10, strikes: 0 });
+      expect(ok.idleOn.has("1")).to.equal(false);
+      // A hold with an accepted checkpoint in it ends without a strike.
+      const done = (await replay([reported(1, A, 1), accepted(1, A, 1, 10), unassigned(1, A, 2)])).t;
+      expect(done.records.get(A.toLowerCase())).to.deep.include({ strikes: 0 });
+      expect(done.struckOn.has("1")).to.equal(false);
     });
 
     it("an accepted checkpoint adds its steps and clears the strikes (not the job's exclusion)", async function () {
       const { t } = await replay([unassigned(1, A, 2), accepted(2, A, 1, 40), unassigned(3, A, 2)]);
-      expect(t.records.get(A.toLowerCase())).to.deep.equal({ acceptedSteps: 40, idleStrikes: 1, lastStrikeAt: 5_102n });
+      expect(t.records.get(A.toLowerCase())).to.deep.equal({ acceptedSteps: 40, strikes: 1, lastStrikeAt: 5_102n });
       const cleared = (await replay([unassigned(1, A, 2), accepted(2, A, 1, 40)])).t;
-      expect(cleared.records.get(A.toLowerCase())).to.deep.include({ acceptedSteps: 40, idleStrikes: 0 });
+      expect(cleared.records.get(A.toLowerCase())).to.deep.include({ acceptedSteps: 40, strikes: 0 });
       expect(cleared.idleOn.get("1")?.has(A.toLowerCase())).to.equal(true);
       cleared.forgetJob(1n);
       expect(cleared.idleOn.has("1")).to.equal(false);

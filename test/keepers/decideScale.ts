@@ -70,7 +70,7 @@ function referencePlan(view: CoordinatorView): Decision[] {
     const provenFirst = (view.idleOn?.get(job.jobId.toString())?.size ?? 0) > 0;
     const isProven = (p: ProviderView) => {
       const r = view.records?.get(p.address.toLowerCase());
-      return r !== undefined && r.acceptedSteps > 0 && r.idleStrikes === 0;
+      return r !== undefined && r.acceptedSteps > 0 && r.strikes === 0;
     };
     const best = (provenFirst ? eligible.find(isProven) : undefined) ?? eligible[0];
     if (!best) {
@@ -129,7 +129,7 @@ function randomView(seed: number, nJobs: number, nProviders: number): Coordinato
     else if (u < 0.92) lastBeat.set(a, { receivedAt: NOW - T - 1, jobId: "0", epoch: "0" });
     else if (u < 0.96) lastBeat.set(a, { receivedAt: NOW, jobId: String(1 + Math.floor(r() * nJobs)), epoch: "1" });
     if (r() < 0.3)
-      records.set(a, { acceptedSteps: Math.floor(r() * 3) * 10, idleStrikes: r() < 0.1 ? 1 : 0, lastStrikeAt: 990n });
+      records.set(a, { acceptedSteps: Math.floor(r() * 3) * 10, strikes: r() < 0.1 ? 1 : 0, lastStrikeAt: 990n });
   }
   const common = [
     { templateId: TEMPLATES[0], maxPricePerStep: 1_000n, totalSteps: 100, budget: 100_000n, checkpointInterval: 10 },

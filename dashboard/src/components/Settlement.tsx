@@ -5,7 +5,7 @@
  */
 import { useState } from "react";
 import { formatTime, formatUsdc, formatWait } from "../../../sdk/format.ts";
-import { stakeBookOf } from "../../../sdk/ledger.ts";
+import { clientCompensation, stakeBookOf } from "../../../sdk/ledger.ts";
 import { settleTiming } from "../../../sdk/settleTiming.ts";
 import { statusName as chainStatusName } from "../../../sdk/job.ts";
 import type { PageProps } from "../context.ts";
@@ -28,7 +28,7 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
   const id = String(job.jobId);
   const rows = providerSummaries(job, namesOf(state));
   const stakes = stakesSeen(state);
-  const toClient = slashCompensation(job);
+  const toClient = clientCompensation(job);
   const s = job.settlement;
   const outcome = s
     ? `Job ${id} ${job.phase === JobStatus.Cancelled ? "was cancelled" : "settled"}: providers paid ${formatUsdc(s.providersPaid)}, ` +
@@ -39,7 +39,7 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
       <h2 id="settle-h">Who got paid, and why</h2>
       <p className="outcome" data-testid="settlement-outcome">
         {outcome}
-        {toClient > 0n ? `; slashed stake to the client ${formatUsdc(toClient)}` : ""}
+        {toClient > 0n ? `; slashed and forfeited stake to the client ${formatUsdc(toClient)}` : ""}
         {s && s.bondReturned > 0n ? `; dispute bond returned ${formatUsdc(s.bondReturned)}` : ""}
         {s && s.bondForfeited > 0n ? `; dispute bond forfeited ${formatUsdc(s.bondForfeited)}` : ""}.
       </p>
@@ -93,13 +93,6 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
 function stakeCell(book: { paidIn: bigint; deposited: bigint; locked: bigint }): string {
   const cell = `${usdc(book.paidIn)} / ${usdc(book.deposited)}`;
   return book.locked > 0n ? `${cell} (${usdc(book.locked)} locked)` : cell;
-}
-
-/** The client's share of every slash on this job (the escrow's ProviderSlashed split, 50 %). */
-function slashCompensation(job: LedgerJob): bigint {
-  let sum = 0n;
-  for (const e of job.history) if (e.event === "ProviderSlashed") sum += BigInt(String(e.args.toClient));
-  return sum;
 }
 
 /**

@@ -173,10 +173,13 @@ function WalletResult({
   const name = names(r.who);
   const f = r.facts;
   const agree = r.owed === null || r.owed === f.withdrawable;
-  // The registry's own stake (live) with the events' slashed sum, or the events' fold alone (a recording).
-  const stake = r.stake ? { ...r.stake, slashed: f.stake?.slashed ?? 0n } : f.stake;
+  // The registry's own stake (live) with the events' slashed and forfeited sums, or the events' fold alone (a
+  // recording).
+  const stake = r.stake
+    ? { ...r.stake, slashed: f.stake?.slashed ?? 0n, forfeited: f.stake?.forfeited ?? 0n }
+    : f.stake;
   const stakeAgrees = !r.stake || !f.stake || stakeSentence(f.stake) === stakeSentence(stake!);
-  const shownStake = stake && (stake.deposited > 0n || stake.slashed > 0n) ? stake : null;
+  const shownStake = stake && (stake.deposited > 0n || stake.slashed > 0n || stake.forfeited > 0n) ? stake : null;
   return (
     <div className="wallet-result" data-testid="wallet-result" aria-live="polite">
       <h3>

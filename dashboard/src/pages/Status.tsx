@@ -224,6 +224,7 @@ function templateName(p: PageProps, id: string): string {
 const WRONG = new Set([
   "CheckpointRefused",
   "ProviderSlashed",
+  "HoldForfeited",
   "ProviderUnassigned",
   "CheckpointLapsed",
   "DisputeOpened",
