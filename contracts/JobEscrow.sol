@@ -24,6 +24,10 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     /// @notice The longest progress timeout any job gets.
     uint64 public constant PROGRESS_TIMEOUT = 6 hours;
     uint64 public constant MAX_SECONDS_PER_STEP = 30;
+    /// @notice The longest checkpoint interval whose progress timeout is not capped (PROGRESS_TIMEOUT /
+    /// MAX_SECONDS_PER_STEP steps). Past it a provider working within MAX_SECONDS_PER_STEP may not reach its first
+    /// report before its heartbeats stop counting, so a lapse there is no evidence and never forfeits.
+    uint32 public constant MAX_CHECKPOINT_INTERVAL = uint32(PROGRESS_TIMEOUT / MAX_SECONDS_PER_STEP);
     uint64 public constant DECISION_TIMEOUT = 1 hours;
     uint64 public constant STALL_EXPIRY = 7 days;
     uint16 public constant CLIENT_SHARE_BPS = 5_000;
@@ -263,9 +267,17 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
             if (block.timestamp <= lease) revert JobEscrowLeaseActive(jobId, lease, block.timestamp);
             reason = UnassignReason.LeaseLapsed;
         }
+        // The coordinator is never trusted with a provider's stake: its unassignment costs a holder on probation
+        // its lock only once the holder made no progress for the job's own bound (an objective fact), as a lapsed
+        // lease does.
+        bool stalled =
+            (reason == UnassignReason.LeaseLapsed ||
+                block.timestamp > uint256(job.lastProgressAt) + _progressTimeout(job.checkpointInterval)) &&
+                job.checkpointInterval <= MAX_CHECKPOINT_INTERVAL;
         address provider = _reopen(jobId, job, reason);
-        // A checkpoint of the holder's that lapsed undecided ended its hold first (and says so).
+        // A checkpoint of the holder's that lapsed undecided is dropped first (the verifiers' silence: released).
         _dropLapsed(jobId, job);
+        if (!stalled) return _releaseIfIdle(jobId, job, provider);
         _endHold(jobId, job, provider, reason == UnassignReason.Coordinator ? HoldEnd.Unassigned : HoldEnd.LeaseLapsed);
     }
 
@@ -694,14 +706,15 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         emit JobCancelled(jobId, refund);
     }
 
-    /// @dev Drops a pending checkpoint whose decision window closed, and ends its reporter's hold if the reporter
-    /// no longer holds the job.
+    /// @dev Drops a pending checkpoint whose decision window closed, and returns its reporter's stake lock if the
+    /// reporter no longer holds the job. Never a forfeit: an undecided checkpoint is the verifiers' (or the
+    /// store's) failure to decide, not evidence against its reporter.
     function _dropLapsed(uint256 jobId, JobRecord storage job) private {
         if (job.pendingStep == 0 || _pendingLive(job)) return;
         address provider = job.pendingProvider;
         emit CheckpointLapsed(jobId, provider, job.pendingEpoch, job.pendingStep, job.pendingHash);
         _clearPending(job);
-        _endHold(jobId, job, provider, HoldEnd.ReportLapsed);
+        _releaseIfIdle(jobId, job, provider);
     }
 
     /// @dev Only the step goes to 0: the other pending fields stay as they are (no slot is zeroed and set again

@@ -65,14 +65,13 @@ export function unassignReason(
 }
 
 /** IJobEscrow.HoldEnd, numbered as on chain: how a hold ended without an accepted checkpoint. */
-export const HoldEnd = { Unassigned: 0, LeaseLapsed: 1, Refused: 2, ReportLapsed: 3 } as const;
+export const HoldEnd = { Unassigned: 0, LeaseLapsed: 1, Refused: 2 } as const;
 
 /** How a forfeited hold ended, inside a sentence ("forfeited its 1.000000 USDC lock: …"). */
 const HOLD_ENDS = [
-  "the coordinator took the job away before an accepted checkpoint",
+  "no progress for the job's progress timeout, then the coordinator took the job away",
   "its lease lapsed before an accepted checkpoint",
   "its checkpoint was refused",
-  "its checkpoint lapsed undecided",
 ] as const;
 
 /** The sentence part for a HoldEnd value; one this code does not know says so. */

@@ -51,13 +51,13 @@ interface IJobEscrow is IVerifierQuorum {
         Refused // the verifier multisig refused its checkpoint; it is fenced off this job
     }
 
-    /// @notice How a provider's hold on a job ended without an accepted checkpoint (a probationary provider's lock
-    /// is forfeited to the client for each of these).
+    /// @notice How a provider's hold on a job ended without an accepted checkpoint, in a way that is the holder's
+    /// own failure (a probationary provider's lock is forfeited to the client for each of these). A report that
+    /// lapsed undecided, or a coordinator's unassignment within the job's progress timeout, is not among them.
     enum HoldEnd {
-        Unassigned, // the coordinator took the job away (no progress)
+        Unassigned, // the coordinator took the job away after no progress for the job's progress timeout
         LeaseLapsed, // its lease lapsed and someone unassigned it
-        Refused, // the verifier multisig refused its checkpoint without a fault
-        ReportLapsed // its checkpoint's decision window closed undecided
+        Refused // the verifier multisig refused its checkpoint without a fault
     }
 
     /// @notice What a client asks for when creating a job.
@@ -535,6 +535,9 @@ interface IJobEscrow is IVerifierQuorum {
     function PROGRESS_TIMEOUT() external view returns (uint64);
     /// @notice Seconds per step a job's progress timeout allows (× checkpointInterval, see Job.progressTimeout).
     function MAX_SECONDS_PER_STEP() external view returns (uint64);
+    /// @notice The longest checkpoint interval whose lapses are evidence (PROGRESS_TIMEOUT / MAX_SECONDS_PER_STEP):
+    /// past it a lapsed or timed-out hold returns the lock, on probation too.
+    function MAX_CHECKPOINT_INTERVAL() external view returns (uint32);
     /// @notice How long a reported checkpoint stays decidable (1 hour); also the window to prove a fault in it.
     function DECISION_TIMEOUT() external view returns (uint64);
     /// @notice How long a job may go without an acceptance (or, before the first, since its creation) before

@@ -126,10 +126,8 @@ contract SettlementFuzzTest is EscrowFixture {
         escrow.cancel(jobId);
 
         uint256 earned = uint256(accepted) * price;
-        // With nothing accepted provider1 is still on probation: the unassignment forfeited its lock to the client.
-        uint256 lock = uint256(price) * 100 < registry.minStake() ? registry.minStake() : uint256(price) * 100;
-        uint256 forfeited = accepted == 0 ? lock : 0;
-        assertEq(escrow.owed(client), budget - earned + forfeited, "refund (and a forfeited lock)");
+        // The coordinator's unassignment inside the progress timeout never forfeits, on probation or not.
+        assertEq(escrow.owed(client), budget - earned, "refund");
         assertEq(escrow.totalLocked(), earned, "earnings stay locked until claimed");
         if (earned > 0) {
             escrow.claimEarnings(jobId, provider1);

@@ -1,10 +1,12 @@
 /**
  * No free tries: a provider with no accepted checkpoint yet is on probation, and every hold it ends without an
- * accepted checkpoint (taken away, lease lapsed, refused, report lapsed undecided) forfeits the lock it took for
- * that hold to the job's client. Its first accepted checkpoint ends probation for good; after it a plain end costs
- * nothing but the unaccepted work. A lapsed report also ends the hold: its holder may not report or beat again in
- * that epoch. Each case checks the money: the client is credited exactly the lock, the stake loses exactly it, and
- * the reserves still add up.
+ * accepted checkpoint by its own failure — its lease lapsed, its checkpoint refused, or no progress for the job's
+ * progress timeout before the coordinator took the job away — forfeits the lock it took for that hold to the job's
+ * client. What is not the holder's failure never forfeits: the coordinator's unassignment inside the progress
+ * timeout (the coordinator is not trusted with stake) and a report the verifiers left undecided. Its first
+ * accepted checkpoint ends probation for good; after it a plain end costs nothing but the unaccepted work. A lapsed
+ * report also ends the hold: its holder may not report or beat again in that epoch. Each case checks the money:
+ * the client is credited exactly the lock, the stake loses exactly it, and the reserves still add up.
  */
 import { expect } from "chai";
 import * as fx from "../helpers/fixture.ts";
@@ -53,10 +55,46 @@ describe("probation: a hold that ends without an accepted checkpoint costs a new
     );
   });
 
-  it("taken away by the coordinator before any report: the lock goes to the client (Unassigned)", async function () {
+  for (const offset of [0n, 1n]) {
+    const stalled = offset > 0n;
+    it(`taken away by the coordinator at lastProgressAt + progressTimeout${stalled ? "+1" : ""}: ${stalled ? "no progress for the job's bound, the lock goes to the client (Unassigned)" : "the coordinator's choice, the lock comes back"}`, async function () {
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const jobId = await fx.startJob(p);
+      const { lastProgressAt, progressTimeout } = await p.escrow.jobOf(jobId);
+      // Heartbeats keep the lease alive up to the instant tried (the coordinator may act while the lease runs).
+      for (let t = lastProgressAt + 110n; t < lastProgressAt + progressTimeout; t += 110n) {
+        await time.setNextBlockTimestamp(t);
+        await p.escrow.connect(p.provider1).heartbeat(jobId, 1n);
+      }
+      await time.setNextBlockTimestamp(lastProgressAt + progressTimeout + offset);
+      const unassign = () => p.escrow.connect(p.coordinator).unassign(jobId);
+      if (stalled) return void (await expectForfeit(p, unassign, jobId, fx.HoldEnd.Unassigned));
+      const tx = unassign();
+      await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, jobId, fx.MIN_STAKE);
+      await expect(tx).to.not.emit(p.escrow, "HoldForfeited");
+    });
+  }
+
+  for (const interval of [720, 721]) {
+    const evidence = interval <= 720;
+    it(`a lapsed lease on a job of interval ${interval} (MAX_CHECKPOINT_INTERVAL${evidence ? "" : " + 1"}): ${evidence ? "forfeited" : "no evidence (its progress timeout is capped), the lock comes back"}`, async function () {
+      const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+      const request = { totalSteps: interval, checkpointInterval: interval, budget: BigInt(interval) * 1_000n };
+      const jobId = await fx.startJob(p, request);
+      const lock = await p.registry.lockOf(p.provider1.address, jobId);
+      await time.setNextBlockTimestamp((await p.escrow.jobOf(jobId)).leaseExpiresAt + 1n);
+      const tx = p.escrow.connect(p.stranger).unassign(jobId);
+      if (evidence) await expect(tx).to.emit(p.escrow, "HoldForfeited").withArgs(jobId, p.provider1.address, lock, 1);
+      else await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, jobId, lock);
+    });
+  }
+
+  it("a coordinator that assigns and at once unassigns a newcomer (to harvest its lock for the client) moves nothing", async function () {
     const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
-    const jobId = await fx.startJob(p);
-    await expectForfeit(p, () => p.escrow.connect(p.coordinator).unassign(jobId), jobId, fx.HoldEnd.Unassigned);
+    const before = await p.escrow.owed(p.client.address);
+    for (let i = 0; i < 3; i++) await p.escrow.connect(p.coordinator).unassign(await fx.startJob(p));
+    expect(await p.escrow.owed(p.client.address)).to.equal(before);
+    expect((await p.registry.stakeOf(p.provider1.address)).deposited).to.equal(fx.STAKE);
   });
 
   it("a plain refusal (no fault) costs the newcomer its lock (Refused); a fault refusal still slashes", async function () {
@@ -83,14 +121,15 @@ describe("probation: a hold that ends without an accepted checkpoint costs a new
     await expect(tx).to.not.emit(p.escrow, "HoldForfeited");
   });
 
-  it("a checkpoint lapsed after its reporter left is dropped by the next assignment: its lock is forfeited (ReportLapsed)", async function () {
+  it("a checkpoint lapsed after its reporter left (the verifiers never decided) is dropped by the next assignment: its lock comes back", async function () {
     const p = await fx.pendingCheckpoint();
     await p.escrow.connect(p.coordinator).unassign(p.jobId);
     const { reportedAt } = await p.escrow.jobOf(p.jobId);
     await time.setNextBlockTimestamp(reportedAt + fx.DECISION_TIMEOUT + 1n);
-    const assign = () => p.escrow.connect(p.coordinator).assign(p.jobId, p.provider2.address);
-    const tx = await expectForfeit(p, assign, p.jobId, fx.HoldEnd.ReportLapsed);
+    const tx = p.escrow.connect(p.coordinator).assign(p.jobId, p.provider2.address);
     await expect(tx).to.emit(p.escrow, "CheckpointLapsed").withArgs(p.jobId, p.provider1.address, 1n, 10, p.hash);
+    await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, p.jobId, fx.MIN_STAKE);
+    await expect(tx).to.not.emit(p.escrow, "HoldForfeited");
   });
 
   for (const offset of [-1n, 0n, 1n]) {
@@ -112,24 +151,24 @@ describe("probation: a hold that ends without an accepted checkpoint costs a new
     });
   }
 
-  it("a report lapsed in the holder's own epoch ends the hold: its unassignment forfeits the lock as ReportLapsed", async function () {
+  it("a report lapsed in the holder's own epoch ends the hold; its lease then lapses, and its lock still comes back (not its failure)", async function () {
     const p = await fx.pendingCheckpoint();
-    const { reportedAt } = await p.escrow.jobOf(p.jobId);
-    await time.setNextBlockTimestamp(reportedAt + fx.DECISION_TIMEOUT + 1n);
-    const tx = await expectForfeit(
-      p,
-      () => p.escrow.connect(p.coordinator).unassign(p.jobId),
-      p.jobId,
-      fx.HoldEnd.ReportLapsed,
-    );
+    const { reportedAt, leaseExpiresAt } = await p.escrow.jobOf(p.jobId);
+    const after = reportedAt + fx.DECISION_TIMEOUT + 1n;
+    expect(after > leaseExpiresAt).to.equal(true);
+    await time.setNextBlockTimestamp(after);
+    const tx = p.escrow.connect(p.stranger).unassign(p.jobId);
     await expect(tx).to.emit(p.escrow, "CheckpointLapsed");
+    await expect(tx).to.emit(p.registry, "StakeReleased").withArgs(p.provider1.address, p.jobId, fx.MIN_STAKE);
+    await expect(tx).to.not.emit(p.escrow, "HoldForfeited");
   });
 
-  it("after probation an honest end costs nothing: taken away, lapsed lease, plain refusal all return the lock", async function () {
+  it("after probation an honest end costs nothing: a lapsed lease, a plain refusal return the lock", async function () {
     const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
     await fx.proveProvider(p);
     const away = await fx.startJob(p);
-    await expect(p.escrow.connect(p.coordinator).unassign(away))
+    await time.setNextBlockTimestamp((await p.escrow.jobOf(away)).leaseExpiresAt + 1n);
+    await expect(p.escrow.connect(p.stranger).unassign(away))
       .to.emit(p.registry, "StakeReleased")
       .withArgs(p.provider1.address, away, fx.MIN_STAKE);
     const refused = await fx.startJob(p);
@@ -149,14 +188,15 @@ describe("probation: a hold that ends without an accepted checkpoint costs a new
     expect((await p.registry.stakeOf(p.provider1.address)).deposited).to.equal(fx.STAKE);
   });
 
-  it("N fresh identities each holding a job idle cost the attacker N locks, all paid to the delayed client", async function () {
+  it("N fresh identities each letting a hold lapse cost the attacker N locks, all paid to the delayed client", async function () {
     const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
     const jobId = await fx.createJob(p, { maxPricePerStep: 1_100n, budget: 110_000n });
     const before = await p.escrow.owed(p.client.address);
     const identities = [p.provider1, p.provider2, p.provider3];
     for (const who of identities) {
       await p.escrow.connect(p.coordinator).assign(jobId, who.address);
-      await p.escrow.connect(p.coordinator).unassign(jobId);
+      await time.setNextBlockTimestamp((await p.escrow.jobOf(jobId)).leaseExpiresAt + 1n);
+      await p.escrow.connect(p.stranger).unassign(jobId);
     }
     const locks = await Promise.all(
       identities.map(async (w) => fx.STAKE - (await p.registry.stakeOf(w.address)).deposited),

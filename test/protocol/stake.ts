@@ -44,10 +44,12 @@ describe("stake: deposit, lock, release, unbond", function () {
       .withArgs(p.provider1.address, jobId, fx.MIN_STAKE); // 900 × 10 is under the 1 USDC network minimum
     expect(await stakeOf(p, p.provider1)).to.deep.equal({ deposited: fx.STAKE, locked: fx.MIN_STAKE, unbonding: 0n });
     // A job whose checkpoint pays more than the minimum locks what one checkpoint pays.
-    const big = await fx.createJob(p, { totalSteps: 4_000, checkpointInterval: 2_000, budget: 4_000_000n });
+    await p.registry.connect(p.provider2).update(2_000n, fx.DeviceKind.GPU, "GPU", 8_192);
+    const request = { totalSteps: 4_000, checkpointInterval: 700, maxPricePerStep: 2_000n, budget: 8_000_000n };
+    const big = await fx.createJob(p, request);
     await expect(p.escrow.connect(p.coordinator).assign(big, p.provider2.address))
       .to.emit(p.registry, "StakeLocked")
-      .withArgs(p.provider2.address, big, fx.PRICE.provider2 * 2_000n);
+      .withArgs(p.provider2.address, big, 2_000n * 700n);
     await p.registry.connect(p.provider4).register("sybil", 1n, 1, "GPU", 200_000);
     const other = await fx.createJob(p);
     await expect(p.escrow.connect(p.coordinator).assign(other, p.provider4.address))
@@ -385,9 +387,10 @@ describe("hold bound: no identity holds a job longer than a bound tied to the jo
       [4, lease], // 120 s = one lease (t)
       [5, 5n * perStep], // 150 s (t+1 side)
       [100, 100n * perStep], // 3 000 s
-      [720, cap], // exactly 6 h
+      [720, cap], // exactly 6 h: MAX_CHECKPOINT_INTERVAL
       [721, cap], // capped
     ];
+    expect(await p.escrow.MAX_CHECKPOINT_INTERVAL()).to.equal(720n);
     for (const [interval, expected] of cases) {
       const jobId = await fx.createJob(p, { totalSteps: 1_000, checkpointInterval: interval, budget: 1_000_000n });
       expect((await p.escrow.jobOf(jobId)).progressTimeout, `interval ${interval}`).to.equal(expected);

@@ -36,9 +36,14 @@ abstract contract CoordinatorActions is HandlerBase {
         bool expected = _status(g) == RUNNING && (caller == COORDINATOR || currentTime > g.lease);
         if (_call(caller, address(escrow), abi.encodeCall(escrow.unassign, (jobId)), expected, "unassign")) {
             address holder = g.assignee;
+            // The coordinator forfeits a newcomer's lock only past the job's progress timeout (lapsed: always), and
+            // only on intervals whose timeout is not capped (MAX_CHECKPOINT_INTERVAL).
+            bool stalled =
+                (caller != COORDINATOR || currentTime > uint256(g.progress) + g.progressTimeout) && g.interval <= 720;
             _reopen(g);
             _dropLapsed(jobId, g);
-            _endHold(jobId, g, holder);
+            if (stalled) _endHold(jobId, g, holder);
+            else _releaseIfIdle(jobId, g, holder);
             _succeeded(caller == COORDINATOR ? bytes32("unassign:coordinator") : bytes32("unassign:lapsed"));
         }
         _record(jobId);

@@ -205,7 +205,7 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
         if (g.pending == 0 || _pendingLive(g)) return;
         address reporter = g.pendingProvider;
         _clearPending(g);
-        _endHold(jobId, g, reporter);
+        _releaseIfIdle(jobId, g, reporter); // undecided is the verifiers' failure: never a forfeit
         _succeeded("lapsedCheckpoints");
     }
 
