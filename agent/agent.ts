@@ -9,6 +9,7 @@
  */
 import { formatEther, type JsonRpcProvider } from "ethers";
 import { formatPrice, formatUsdc } from "../sdk/format.ts";
+import { probationLine } from "../sdk/probation.ts";
 import { NotADevNodeError, setDevBalance } from "../sdk/faucet.ts";
 import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
 import { isProvenProfile, listTemplates, loadTemplate, localProfile } from "../workloads/index.ts";
@@ -72,6 +73,8 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
       ...(behaviour.fault ? { fault: behaviour.fault } : {}),
       badges: tags,
     });
+    const minStake = await chain.read("minStake", () => deps.protocol.registry.minStake());
+    logger.info(probationLine(minStake), { minStake: formatUsdc(minStake) });
     logger.info(`execution provider ${config.device.providerReason ?? config.device.executionProvider}`, {
       executionProvider: config.device.executionProvider,
       profile,

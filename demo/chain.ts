@@ -1,8 +1,9 @@
 /** The embedded local chain (Hardhat's simulated network as a JSON-RPC node) and the Ignition deployment on it. */
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import path from "node:path";
+import { JsonRpcProvider, parseEther, Wallet } from "ethers";
 import { sleep } from "../sdk/retry.ts";
 import { runToEnd, type ProcessGroup } from "./processes.ts";
 
@@ -125,8 +126,31 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-/** Deploys GPUChainLocal through Ignition (the same module the tests deploy) and returns the addresses file. */
-export async function deployLocal(rpcUrl: string, deploymentId: string): Promise<string> {
+/** The Safe's owners of one run, and where the Ignition parameters naming them are written. */
+export interface SafeOwners {
+  verifiers: readonly string[];
+  parametersFile: string;
+}
+
+const LOCAL_PARAMETERS = "ignition/parameters/local.json";
+
+/** Pure: the local parameters with the three verifier addresses as the Safe's owners (the module's defaults otherwise). */
+export function withSafeOwners(parameters: Record<string, Record<string, unknown>>, verifiers: readonly string[]) {
+  const named = Object.fromEntries(verifiers.map((a, i) => [`verifier${i + 1}`, a]));
+  return { ...parameters, VerifierSafe: { ...parameters.VerifierSafe, ...named } };
+}
+
+/**
+ * Deploys GPUChainLocal through Ignition (the same module the tests deploy) and returns the addresses file. Without
+ * `owners` the Safe's owners are Hardhat's accounts 3–5 (tests that sign with TEST_KEYS); a run passes its own.
+ */
+export async function deployLocal(rpcUrl: string, deploymentId: string, owners?: SafeOwners): Promise<string> {
+  let parameters = LOCAL_PARAMETERS;
+  if (owners) {
+    const local = JSON.parse(readFileSync(LOCAL_PARAMETERS, "utf8")) as Record<string, Record<string, unknown>>;
+    writeFileSync(owners.parametersFile, JSON.stringify(withSafeOwners(local, owners.verifiers), null, 2) + "\n");
+    parameters = owners.parametersFile;
+  }
   // A fresh chain every run: an old journal under this id describes contracts that no longer exist.
   rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
   const { code, output } = await runToEnd(
@@ -138,7 +162,7 @@ export async function deployLocal(rpcUrl: string, deploymentId: string): Promise
       "--network",
       "localhost",
       "--parameters",
-      "ignition/parameters/local.json",
+      parameters,
       "--deployment-id",
       deploymentId,
       "--reset",
@@ -146,5 +170,20 @@ export async function deployLocal(rpcUrl: string, deploymentId: string): Promise
     { GPUCHAIN_RPC_URL: rpcUrl },
   );
   if (code !== 0) throw new Error(`Ignition deployment failed:\n${output}`);
+  if (owners) await fundFromDeployer(rpcUrl, owners.verifiers);
   return path.join("ignition", "deployments", deploymentId, "deployed_addresses.json");
+}
+
+/** Gas for a run's own keys, sent by the deployer (Hardhat's #0): 100 test ETH each, one transfer after another. */
+async function fundFromDeployer(rpcUrl: string, addresses: readonly string[]): Promise<void> {
+  const provider = new JsonRpcProvider(rpcUrl, undefined, { staticNetwork: true, cacheTimeout: -1 });
+  try {
+    const deployer = new Wallet(TEST_KEYS.owner, provider);
+    let nonce = await provider.getTransactionCount(deployer.address, "pending");
+    for (const to of addresses) {
+      await (await deployer.sendTransaction({ to, value: parseEther("100"), nonce: nonce++ })).wait();
+    }
+  } finally {
+    provider.destroy();
+  }
 }

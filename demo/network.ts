@@ -1,6 +1,8 @@
 /**
  * Where the scenario runs. Local (default): an embedded node (Hardhat's, or anvil with `--node anvil`), a fresh
- * Ignition deployment, Hardhat's test keys, and the clock advanced instead of waited. External (`--rpc URL
+ * Ignition deployment, Hardhat's test keys for the deployment's roles but fresh verifier keys every run (a verifier's
+ * sample is keyed by its private key: public keys would let anyone compute it), and the clock advanced instead of
+ * waited. External (`--rpc URL
  * --deployment FILE --keys DIR`, e.g. Base Sepolia): an existing deployment, your own key files, real funding and
  * real waiting.
  */
@@ -12,7 +14,7 @@ import { loadKey, writeKey } from "../sdk/keys.ts";
 import { clockAdvancedNote } from "../sdk/recording.ts";
 import { sleep } from "../sdk/retry.ts";
 import { mined } from "../sdk/txManager.ts";
-import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt } from "./chain.ts";
+import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt, type SafeOwners } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
 import { Rehearsal } from "./rehearsal.ts";
 
@@ -86,8 +88,8 @@ export async function localNetwork(
   const rpc =
     node === "anvil" ? await startAnvil(group, port, { at: o.at }) : await startChain(group, port, undefined, o.at);
   note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
-  const deploymentFile = await deployLocal(rpc, o.deploymentId);
-  const { keyFiles, arbiterKeyFile } = writeTestKeys(o.runDir);
+  const { keyFiles, arbiterKeyFile } = writeRunKeys(o.runDir);
+  const deploymentFile = await deployLocal(rpc, o.deploymentId, safeOwnersOf(o.runDir, keyFiles));
   const rpcPrefix = node === "anvil" ? "anvil" : "hardhat";
   return {
     badge: `Local chain (${node === "anvil" ? "anvil" : "Hardhat node"})`,
@@ -114,25 +116,49 @@ export async function localNetwork(
   };
 }
 
+const VERIFIER_ROLES = ["verifier1", "verifier2", "verifier3"] as const;
+type VerifierRole = (typeof VERIFIER_ROLES)[number];
+
+/** Three new random verifier keys: one run's Safe owners. */
+export function freshVerifierKeys(): Record<VerifierRole, string> {
+  return Object.fromEntries(VERIFIER_ROLES.map((r) => [r, Wallet.createRandom().privateKey])) as Record<
+    VerifierRole,
+    string
+  >;
+}
+
 /**
- * A local chain's key files under `<runDir>/keys`, from Hardhat's test accounts: every role the scenario needs, and
- * the arbiter's (the deployment's, Hardhat's #2), so that `gpuchain arbiter resolve … --key` works on a kept run.
+ * A local chain's key files under `<runDir>/keys` (each 0600): the verifiers' from `verifierKeys` (fresh by
+ * default), the other roles' from Hardhat's test accounts, and the arbiter's (the deployment's, Hardhat's #2), so
+ * that `gpuchain arbiter resolve … --key` works on a kept run.
  */
-export function writeTestKeys(runDir: string): { keyFiles: Record<Role, string>; arbiterKeyFile: string } {
+export function writeRunKeys(
+  runDir: string,
+  verifierKeys: Record<VerifierRole, string> = freshVerifierKeys(),
+): { keyFiles: Record<Role, string>; arbiterKeyFile: string } {
   const file = (name: string) => path.join(runDir, "keys", `${name}.key`);
+  const keys: Record<Role, string> = { ...TEST_KEYS, ...verifierKeys };
   const keyFiles = {} as Record<Role, string>;
   for (const role of ROLES) {
     keyFiles[role] = file(role);
-    writeKey(keyFiles[role], TEST_KEYS[role]);
+    writeKey(keyFiles[role], keys[role]);
   }
   const arbiterKeyFile = file("arbiter");
   writeKey(arbiterKeyFile, TEST_KEYS.arbiter);
   return { keyFiles, arbiterKeyFile };
 }
 
+/** The run's verifiers as the Safe's owners, with the Ignition parameters naming them beside the run's keys. */
+export function safeOwnersOf(runDir: string, keyFiles: Record<Role, string>): SafeOwners {
+  return {
+    verifiers: VERIFIER_ROLES.map((r) => loadKey(keyFiles[r]).address),
+    parametersFile: path.join(runDir, "ignition-parameters.json"),
+  };
+}
+
 /**
  * `--network rehearsal` (issue 22): anvil with 2-s blocks, every part behind a fault proxy of its own, reorgs and a
- * gas spike injected at chosen moments (demo/rehearsal.ts). The local chain's keys and test faucet; the clock
+ * gas spike injected at chosen moments (demo/rehearsal.ts). The local chain's keys (fresh verifiers) and test faucet; the clock
  * advanced straight on the node.
  */
 export async function rehearsalNetwork(
@@ -140,8 +166,9 @@ export async function rehearsalNetwork(
   o: LocalOptions,
   note: (l: string) => void,
 ): Promise<ScenarioNetwork> {
-  const { rehearsal, deploymentFile } = await Rehearsal.start(group, o, note);
-  const { keyFiles, arbiterKeyFile } = writeTestKeys(o.runDir);
+  const { keyFiles, arbiterKeyFile } = writeRunKeys(o.runDir);
+  const owners = safeOwnersOf(o.runDir, keyFiles);
+  const { rehearsal, deploymentFile } = await Rehearsal.start(group, { ...o, owners }, note);
   return {
     badge: "Rehearsal: anvil, 2-s blocks, RPC faults, reorganisations, a gas spike",
     rpc: rehearsal.rpcFor("start"),

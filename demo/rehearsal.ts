@@ -27,7 +27,7 @@ import { protocolInterfaces, type Protocol } from "../sdk/contracts.ts";
 import { sleep } from "../sdk/retry.ts";
 import { withGasHeadroom } from "../sdk/gas.ts";
 import { managedWallet } from "../sdk/txManager.ts";
-import { deployLocal, freePort, startAnvil, TEST_KEYS } from "./chain.ts";
+import { deployLocal, freePort, startAnvil, TEST_KEYS, type SafeOwners } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
 
 /** One promise and whether it held (demo/types.ts's PromiseCheck, spelled here: types.ts imports network.ts). */
@@ -135,7 +135,7 @@ export class Rehearsal {
   /** anvil with 2-s blocks, the local deployment (straight, not a rehearsal subject), a proxy per part. */
   static async start(
     group: ProcessGroup,
-    o: { deploymentId: string; port?: number },
+    o: { deploymentId: string; port?: number; owners?: SafeOwners },
     note: (l: string) => void,
   ): Promise<{ rehearsal: Rehearsal; deploymentFile: string }> {
     const port = o.port ?? (await freePort(8545));
@@ -143,7 +143,7 @@ export class Rehearsal {
     const anvilUrl = await startAnvil(group, port);
     note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
     // Set-up is not what the rehearsal tests: deployed on automine (seconds), then a block every 2 s from here on.
-    const deploymentFile = await deployLocal(anvilUrl, o.deploymentId);
+    const deploymentFile = await deployLocal(anvilUrl, o.deploymentId, o.owners);
     const r = new Rehearsal(anvilUrl);
     await r.direct.send("evm_setIntervalMining", [REHEARSAL.blockTimeS]);
     note(`anvil now mines a block every ${REHEARSAL.blockTimeS} s (interval mining, no automine)`);

@@ -1,11 +1,12 @@
 /**
  * What a request to the dashboard server asks for, or why it is refused. Pure: method + URL → decision, so every
- * rule (only GET/HEAD, no unknown parameters, safe names and paths) is tested without a socket; the same for the
- * Host header (`checkHost`).
+ * rule (only GET/HEAD, but POST /api/rpc: the relay of chain reads; no unknown parameters, safe names and paths)
+ * is tested without a socket; the same for the Host header (`checkHost`).
  */
 export type Decision =
   | { kind: "error"; status: number; reason: string }
   | { kind: "config" }
+  | { kind: "rpc" }
   | { kind: "status" }
   | { kind: "stream" }
   | { kind: "recording"; name: string }
@@ -16,7 +17,11 @@ const STATIC_PATH = /^\/[A-Za-z0-9._/-]*$/;
 /** Query parameters the app itself puts in its URL (the view); anything else is a mistake worth a 400. */
 const VIEW_PARAMS = new Set(["page", "run", "t", "job", "provider"]);
 
+/** The relay of chain reads for a browser whose RPC URL carries a key (dashboard/server/publicConfig.ts). */
+export const RPC_RELAY = "/api/rpc";
+
 export function decideRequest(method: string, rawUrl: string, hasRecording: (name: string) => boolean): Decision {
+  if (method === "POST" && rawUrl === RPC_RELAY) return { kind: "rpc" };
   if (method !== "GET" && method !== "HEAD") {
     return {
       kind: "error",

@@ -1,8 +1,10 @@
 /**
- * The dashboard's own HTTP server (node:http, loopback by default): the built app, GET /api/config, a status
- * snapshot (GET /api/status), the live run as server-sent events in the recordings' shape (GET /api/stream),
- * and the recordings (GET /api/recordings/NAME). Only GET and HEAD: nothing it serves can change chain state.
- * A bad request gets a 400 with the reason; a request naming another Host than this server (DNS rebinding) a 403.
+ * The dashboard's own HTTP server (node:http, loopback by default): the built app, GET /api/config (no secrets:
+ * dashboard/server/publicConfig.ts), a status snapshot (GET /api/status), the live run as server-sent events in the
+ * recordings' shape (GET /api/stream), and the recordings (GET /api/recordings/NAME). Only GET and HEAD, but for
+ * POST /api/rpc: where the RPC URL carries a key, browsers never get it and read the chain through this server,
+ * which relays JSON-RPC reads only; nothing it serves can change chain state. A bad request gets a 400 with the
+ * reason; a request naming another Host than this server (DNS rebinding) a 403.
  */
 import { listTemplates } from "../../workloads/templates.ts";
 import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -15,6 +17,8 @@ import { parseRecording, recordingStart } from "../../sdk/recording.ts";
 import { DIST_DIR, ensureBuilt } from "./build.ts";
 import { LiveFeed, type FeedSources } from "./feed.ts";
 import { allowedHosts, checkHost, decideRequest, WILDCARDS, type Decision } from "./routes.ts";
+import { publicRpcUrl, publicStoreEnv, rpcRelayProblem, rpcTarget } from "./publicConfig.ts";
+import { EMBEDDED_S3_TEST_PAIR } from "../src/model/provideCommand.ts";
 
 export interface DashboardOptions extends FeedSources {
   deploymentFile: string;
@@ -74,6 +78,8 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
   const recordings = () => listRecordings(recordingsDir, o.extraRecordings ?? {});
   const streams = new Set<ServerResponse>();
 
+  const rpc = publicRpcUrl(o.rpc);
+  const store = publicStoreEnv(o.storeEnv ?? {}, EMBEDDED_S3_TEST_PAIR);
   let hosts: string[] = [];
   const server = createServer((req, res) => {
     const d =
@@ -82,8 +88,35 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
     void answer(d, req, res).catch(() => res.destroy());
   });
 
+  /** POST /api/rpc: one JSON-RPC read relayed to the RPC, only where browsers are not given its URL. */
+  async function relay(req: IncomingMessage, res: ServerResponse) {
+    if (!rpc.redacted) return json(res, 404, { ok: false, reason: "no relay: read the chain at the RPC URL itself" });
+    // application/json only: a cross-origin page cannot send it without a preflight, which this server refuses.
+    if (!/^application\/json\b/i.test(req.headers["content-type"] ?? ""))
+      return json(res, 415, { ok: false, reason: "content-type must be application/json" });
+    const text = await readBody(req, RELAY_MAX_BYTES);
+    if (text === undefined) return json(res, 413, { ok: false, reason: `a request over ${RELAY_MAX_BYTES} bytes` });
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return json(res, 400, { ok: false, reason: "not JSON" });
+    }
+    const problem = rpcRelayProblem(body);
+    if (problem) return json(res, 400, { ok: false, reason: problem });
+    const target = rpcTarget(o.rpc);
+    const headers = { ...target.headers, "content-type": "application/json" };
+    const signal = AbortSignal.timeout(15_000);
+    const answered = await fetch(target.url, { method: "POST", headers, body: text, signal }).catch(() => undefined);
+    if (!answered) return json(res, 502, { ok: false, reason: "the RPC did not answer" });
+    const reply = await answered.text();
+    res.writeHead(answered.status, { "content-type": "application/json", "cache-control": "no-store" });
+    res.end(reply);
+  }
+
   async function answer(d: Decision, req: IncomingMessage, res: ServerResponse) {
     if (d.kind === "error") return json(res, d.status, { ok: false, reason: d.reason });
+    if (d.kind === "rpc") return relay(req, res);
     if (d.kind === "config") {
       // The chain that answers, even when the deployment is not on it (then deploymentProblem says why).
       const id = feed.answeredChainId?.toString() ?? (await waitForChainId(feed));
@@ -96,7 +129,8 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
         chainId: id ?? "unknown",
         chainName: CHAINS[id ?? ""]?.name ?? (id ? `Chain ${id}` : "Chain not answering"),
         explorer: CHAINS[id ?? ""]?.explorer,
-        rpc: o.rpc,
+        rpc: rpc.url,
+        rpcRedacted: rpc.redacted,
         deploymentFile: o.deploymentFile,
         deploymentProblem: feed.deploymentProblem,
         deployment: {
@@ -110,7 +144,8 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
         collector: feed.url("collectorUrl") ?? "http://127.0.0.1:8601",
         // unknown unless given: a guessed default sends providers to a store the verifiers never read
         store: o.store ?? null,
-        storeEnv: o.storeEnv ?? {},
+        storeEnv: store.env,
+        storeTestKeyPair: store.testKeyPair,
         stakeRules: feed.stakeRules,
         recordings: recordings().map(({ name, entries, date }) => ({ name, entries, date })),
         serverStartedAt: feed.startedAt,
@@ -190,6 +225,20 @@ async function waitForChainId(feed: LiveFeed): Promise<string | undefined> {
     await new Promise((r) => setTimeout(r, 100));
   }
   return feed.answeredChainId?.toString();
+}
+
+const RELAY_MAX_BYTES = 65_536;
+
+/** The request's body as text, or undefined past `max` bytes. */
+async function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 function json(res: ServerResponse, status: number, body: unknown) {

@@ -7,8 +7,9 @@ export function provideCommand(
   priceText: string,
   cap: string,
 ): string {
-  // The store's endpoint and test key pair first (issue 21: without them every upload failed).
-  const env = Object.entries(c?.storeEnv ?? {}).map(([k, v]) => `${k}=${v}`);
+  // The store's endpoint and test key pair first (without them every upload failed).
+  const pair = c?.storeTestKeyPair ? EMBEDDED_S3_TEST_PAIR : {};
+  const env = Object.entries({ ...c?.storeEnv, ...pair }).map(([k, v]) => `${k}=${v}`);
   const parts = [...env, "npx gpuchain provide", `--name ${name}`, `--price ${priceText}`];
   if (cap) parts.push(`--memory-cap ${cap}`);
   if (c) {
@@ -25,6 +26,11 @@ export function provideCommand(
 }
 
 const LOCAL_CHAIN = "31337";
+/**
+ * The embedded S3 server's published test key pair (s3rver's default, workloads/store/embedded.ts): /api/config
+ * carries no keys, only whether the store is that server.
+ */
+export const EMBEDDED_S3_TEST_PAIR = { AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" } as const;
 /** In the command when the dashboard was started without --store: the one word the person must fill in. */
 export const STORE_UNKNOWN = "STORE_URL";
 

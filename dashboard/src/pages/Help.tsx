@@ -45,7 +45,22 @@ const QA: [string, string][] = [
     "The coordinator notices the missing heartbeats (5 s) and unassigns you, which bumps the job's epoch so " +
       "your old worker can no longer write; if the coordinator is down, the on-chain lease lets anyone do " +
       "it once it lapses. The job moves to another provider from the last accepted checkpoint. You're " +
-      "still paid for your accepted steps up to that checkpoint.",
+      "still paid for your accepted steps up to that checkpoint, and once your provider has delivered one " +
+      "accepted checkpoint, a crash costs you nothing but the unaccepted work. Before that it is on probation " +
+      "(below).",
+  ],
+  [
+    "What is my stake for, and when do I lose it?",
+    "gpuchain provide deposits stake in the provider registry (5 × its minimum), and each job you hold locks " +
+      "part of it: your price × the job's checkpoint interval, at least the minimum. Slashing: if the " +
+      "verifiers prove a fault in your work, that lock is split between the client, the verifier who found " +
+      "it and the network fee, and your unclaimed earnings on the job are void. Probation: while a provider " +
+      "has no accepted checkpoint yet, a hold that ends by its own failure (lease lapsed, checkpoint " +
+      "refused, or no progress for the job's whole progress timeout) forfeits its lock to the job's client as " +
+      "compensation for the delay; a report the verifiers leave undecided never does. Its first accepted " +
+      "checkpoint ends probation for good; from then on an " +
+      "honest crash costs nothing but unaccepted work. Stake you ask back is withdrawable after the " +
+      "registry's unbonding delay.",
   ],
   [
     "Why did a provider earn nothing?",
@@ -85,6 +100,12 @@ const WORDS: [string, string][] = [
     "The job's epoch: a counter that stops an old, disconnected worker from writing after the job moved on.",
   ],
   ["Dispute window", "The time after a verdict when the client can still challenge it."],
+  ["Stake", "USDC a provider deposits in the registry; each job it holds locks part of it."],
+  ["Slashing", "Taking a provider's lock for a job when the verifiers prove a fault in its work."],
+  [
+    "Probation",
+    "A provider's state until its first accepted checkpoint: a hold that ends without one forfeits its lock to the client.",
+  ],
   ["Proof of reserves", "A live check that the escrow holds at least as much USDC as it owes."],
 ];
 

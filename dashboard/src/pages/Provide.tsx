@@ -14,6 +14,7 @@ import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/resta
 import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/providerName.ts";
 import { machineLocal, provideCommand, STORE_UNKNOWN } from "../model/provideCommand.ts";
 import { DEVICE_CHOICE, GPU_NOT_PROVEN } from "../model/deviceChoice.ts";
+import { probationNote } from "../../../sdk/probation.ts";
 
 /** The command with the words to replace on another machine marked (its text is the command, unchanged). */
 function MarkedCommand({ command }: { command: string }) {
@@ -49,8 +50,21 @@ function StakeNote({ rules }: { rules: NonNullable<PageProps["config"]>["stakeRu
       minimum of {formatUsdc(BigInt(rules.minStake))}; on a local chain it mints that test USDC itself, on a public
       network the key must hold it). Each job you take locks part of it. If a verifier proves a fault in your work, the
       lock for that job is slashed (split between the client, the verifier who found the fault and the network fee) and
-      your unclaimed earnings on that job are void; a machine that merely dies loses nothing but its unaccepted steps.
-      Stake you ask back is withdrawable {formatDuration(rules.unbondingDelay)} later.
+      your unclaimed earnings on that job are void; once your provider has delivered one accepted checkpoint, a machine
+      that merely dies loses nothing but its unaccepted steps. Stake you ask back is withdrawable{" "}
+      {formatDuration(rules.unbondingDelay)} later.
+    </p>
+  );
+}
+
+/** Probation, near the command: what one hold puts at risk at the price typed above. */
+function ProbationNote({ minStake, price }: { minStake: string | undefined; price: bigint | null }) {
+  return (
+    <p data-testid="provide-probation">
+      {minStake === undefined
+        ? "On probation (until your provider's first accepted checkpoint), a hold that ends without an accepted " +
+          "checkpoint forfeits its stake lock to the job's client."
+        : probationNote(BigInt(minStake), price)}
     </p>
   );
 }
@@ -139,6 +153,7 @@ export function ProvidePage(p: PageProps) {
           copy of the file.
         </p>
         <StakeNote rules={config?.stakeRules ?? null} />
+        <ProbationNote minStake={config?.stakeRules?.minStake} price={mine} />
         {config && config.store === null && (
           <p className="tone-warn" data-testid="store-unknown">
             This dashboard was started without <code>--store</code>, so it does not know where this network keeps its

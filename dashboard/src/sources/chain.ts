@@ -7,7 +7,7 @@ import { Contract, FetchRequest, JsonRpcProvider, Network } from "ethers";
 // Only `abi` is taken from the build artifact (Vite's JSON named exports): bytecode stays out of the bundle.
 import { abi as escrowAbi } from "../../../artifacts/contracts/JobEscrow.sol/JobEscrow.json";
 import { abi as registryAbi } from "../../../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry.json";
-import type { DashboardConfig } from "./config.ts";
+import { chainUrl, type DashboardConfig } from "./config.ts";
 import { nextDelay } from "./backoff.ts";
 import { deploymentStartBlock } from "../../../sdk/deploymentBlock.ts";
 import { SAFE_ABI } from "../../../sdk/safeOwners.ts";
@@ -35,7 +35,7 @@ export class ChainReader {
 
   constructor(config: DashboardConfig) {
     this.firstBlock = config.deployment.firstBlock;
-    const req = new FetchRequest(config.rpc);
+    const req = new FetchRequest(chainUrl(config, location.href));
     req.timeout = 5000;
     // One attempt per read: the page shows "Chain unreachable" and retries itself, with a visible countdown.
     req.setThrottleParams({ maxAttempts: 1 });

@@ -7,7 +7,13 @@ export type TemplateInfo = { id: string; name: string; evalRules: EvalRules };
 export interface DashboardConfig {
   chainId: string;
   chainName: string;
+  /**
+   * The RPC URL with its credentials redacted (dashboard/server/publicConfig.ts): a URL that carries a key is never
+   * handed to browsers; they then read the chain through the server's relay (POST api/rpc).
+   */
   rpc: string;
+  /** Whether `rpc` was redacted (absent from older servers: false). */
+  rpcRedacted?: boolean;
   deploymentFile: string;
   /**
    * Why the deployment cannot be read on the chain, which answers (sdk/contracts.ts checkDeploymentOn's line: a
@@ -26,8 +32,10 @@ export interface DashboardConfig {
   collector: string;
   /** The network's checkpoint store (`gpuchain dashboard --store`); null when the dashboard was not told it. */
   store: string | null;
-  /** The environment the store needs (VAR → value), written in front of the Provide compute command. */
+  /** The environment the store needs (VAR → value) without its keys, written in front of the Provide compute command. */
   storeEnv?: Record<string, string>;
+  /** The store is the embedded S3 server with its published test key pair (the command then names that pair). */
+  storeTestKeyPair?: boolean;
   explorer?: string;
   /** The registry's stake rules (read on chain) and how many minimum locks `gpuchain provide` deposits. */
   stakeRules?: { minStake: string; unbondingDelay: number; locks: string } | null;
@@ -36,6 +44,10 @@ export interface DashboardConfig {
   /** The approved templates this software knows (workloads/templates.ts). */
   templates?: TemplateInfo[];
 }
+
+/** The URL the browser reads the chain by: the RPC's own, or the server's relay where the RPC URL carries a key. */
+export const chainUrl = (c: DashboardConfig, here: string): string =>
+  c.rpcRedacted ? new URL("api/rpc", here).href : c.rpc;
 
 /** The template of a job by its id (any case), when the server named it. */
 export const templateOf = (c: DashboardConfig | null | undefined, id: string): TemplateInfo | undefined =>
