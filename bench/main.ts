@@ -7,7 +7,9 @@ import { benchAgent } from "./agent.ts";
 import { benchVerifier } from "./verifier.ts";
 import { benchCheat } from "./cheat.ts";
 import { benchStore } from "./store.ts";
+import { benchStoreHold } from "./storeHold.ts";
 import { benchGas } from "./gas.ts";
+import { benchProbation } from "./probation.ts";
 import { benchSystem } from "./system.ts";
 import { benchKeepers } from "./keepers.ts";
 import { benchDashboard } from "./dashboard.ts";
@@ -27,7 +29,9 @@ const parts: [string, string, () => Promise<Record<string, number | string>>][] 
   ["cheat", "cheating against the deployed verifiers (issue 19)", benchCheat],
   ["verifier-delay", "one malicious verifier's worst delay (issue 19)", benchVerifierDelay],
   ["store", "checkpoint store and segment commitments", benchStore],
+  ["store-hold", "longest hold by a reporter's own unreadable blob (file://, S3 without the gate)", benchStoreHold],
   ["gas", "gas of a full job lifecycle", benchGas],
+  ["probation", "what an honest crash costs a newcomer and a proven provider", benchProbation],
   ["keepers", "keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["dashboard", "dashboard: bundle, first render, playback", () => benchDashboard(progress)],
   ["sybil", "no starving: 5 and 20 idle identities against one honest provider", () => benchSybil(progress)],
