@@ -16,6 +16,8 @@ const { time } = fx.networkHelpers;
 /** provider1 earned 10 steps (9 000) at `acceptedAt`; the job is Running on provider1 again afterwards. */
 async function acceptedThenHeld() {
   const p = await fx.networkHelpers.loadFixture(fx.deployProtocol);
+  // Both holders past probation: sixty holds ended without an acceptance would otherwise forfeit provider2's stake.
+  await fx.proveProvider(p, p.provider2);
   const jobId = await fx.startJob(p);
   await fx.reportAndAccept(p, jobId, p.provider1, 10);
   const acceptedAt = await fx.now();

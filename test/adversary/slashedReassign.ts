@@ -14,7 +14,7 @@ import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import type { Decision } from "../../keepers/coordinator/decide.ts";
 import { formatTime } from "../../sdk/format.ts";
-import { ckpt, depositStake, faultAt, MIN_STAKE, signFault, STAKE } from "../helpers/fixture.ts";
+import { ckpt, depositStake, faultAt, MIN_STAKE, networkHelpers, signFault, STAKE } from "../helpers/fixture.ts";
 import { beat, createJob, ethers, load, manualClock, testContext, wallet, type Protocol } from "../keepers/fixture.ts";
 
 const P1 = wallet(8); // provider1: price 900, the cheapest; it will cheat
@@ -112,8 +112,10 @@ describe("adversary: a slashed provider is not assigned again until it re-stakes
       expect(restarted.keeper.chain.last.stakesRead, `restarted from block ${from}: stakes folded`).to.equal(0);
     }
 
-    // provider1 deposits again: eligible again, for the follower and for a coordinator restarted after it.
+    // provider1 deposits again: eligible again, for the follower and for a coordinator restarted after it, once
+    // the refused hold's strike has run its back-off (60 s of chain time for one strike).
     await depositStake(p, p.provider1, MIN_STAKE);
+    await networkHelpers.time.increase(60);
     clock.advance(1_000);
     const restarted = await coordinatorOn(p, clock);
     const again = await plan(restarted);
