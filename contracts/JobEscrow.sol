@@ -359,7 +359,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         emit CheckpointAccepted(jobId, provider, epoch, step, checkpointHash, steps, amount);
         if (!_proven[provider]) {
             _proven[provider] = true;
-            emit ProbationEnded(provider, jobId);
+            emit ProbationEnded(jobId, provider);
         }
         // Interactions: a reporter that no longer holds the job gets its stake lock back.
         _releaseIfIdle(jobId, job, provider);

@@ -278,10 +278,11 @@ interface IJobEscrow is IVerifierQuorum {
     /// @param amount Test USDC taken from its stake and credited to the client's withdrawable balance.
     /// @param how How the hold ended.
     event HoldForfeited(uint256 indexed jobId, address indexed provider, uint128 amount, HoldEnd how);
-    /// @notice Emitted when a provider's first checkpoint was accepted: its probation ended for good.
-    /// @param provider The provider.
+    /// @notice Emitted when a provider's first checkpoint was accepted: its probation ended for good. (The job is
+    /// the first indexed argument, as in every escrow event about a job, so a job's log filter finds it.)
     /// @param jobId The job of that checkpoint.
-    event ProbationEnded(address indexed provider, uint256 indexed jobId);
+    /// @param provider The provider.
+    event ProbationEnded(uint256 indexed jobId, address indexed provider);
     /// @notice Emitted when anyone expired an Open job that saw no acceptance for more than STALL_EXPIRY.
     /// @param jobId The job.
     /// @param refund The unspent budget, moved to the client's withdrawable balance.

@@ -140,6 +140,8 @@ describe("keepers: coordinator chain view (events + Multicall3)", function () {
     await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 10, hash);
     const sigs = await signDecision(p, jobId, 1n, 10, hash, false);
     await p.escrow.connect(p.stranger).refuseCheckpoint(jobId, 1n, 10, hash, sigs);
+    // The refused hold is a strike: provider1 waits out its back-off (60 s of chain time for one) first.
+    await networkHelpers.time.increase(60);
     await send(p.provider1);
     const r = await keeper.tick();
     expect(keeper.chain.fenced.get(jobId.toString())).to.deep.equal(new Set([p.provider1.address.toLowerCase()]));

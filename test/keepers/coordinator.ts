@@ -309,7 +309,9 @@ describe("keepers: coordinator on chain", function () {
     }
     const r = await k.keeper.tick();
     expect(r.sent.map((s) => [s.decision.action, s.decision.epoch])).to.deep.equal([["unassign", 3n]]);
-    // Nor does the old worker get work (even the cheapest) while it still beats for a job it lost.
+    // Nor does the old worker get work (even the cheapest) while it still beats for a job it lost. provider2's
+    // hold ended without an accepted checkpoint (a strike): it takes the job again once its back-off (60 s) ran.
+    await networkHelpers.time.increase(60);
     await k.send(P2);
     const job2 = await createJob(p);
     const ds = (await k.keeper.tick()).decisions;

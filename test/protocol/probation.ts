@@ -45,7 +45,7 @@ describe("probation: a hold that ends without an accepted checkpoint costs a new
     const sigs = await fx.signDecision(p, jobId, 1n, 10, hash, true);
     await expect(p.escrow.acceptCheckpoint(jobId, 1n, 10, hash, sigs))
       .to.emit(p.escrow, "ProbationEnded")
-      .withArgs(p.provider1.address, jobId);
+      .withArgs(jobId, p.provider1.address);
     expect(await p.escrow.isProven(p.provider1.address)).to.equal(true);
     await p.escrow.connect(p.provider1).reportCheckpoint(jobId, 1n, 20, fx.ckpt(jobId, 20));
     const sigs2 = await fx.signDecision(p, jobId, 1n, 20, fx.ckpt(jobId, 20), true);

@@ -87,6 +87,7 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
       unbonding: 0n,
       paidIn: STAKE,
       slashed: MIN_STAKE,
+      forfeited: 0n,
     });
     const onChain = await p.registry.stakeOf(p.provider1.address);
     expect([onChain.deposited, onChain.locked]).to.deep.equal([book.deposited, book.locked]);
@@ -96,6 +97,7 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
       unbonding: 0n,
       paidIn: STAKE,
       slashed: 0n,
+      forfeited: 0n,
     });
     expect(stakeBookOf(ledger, p.stranger.address).deposited).to.equal(0n);
   });
