@@ -35,6 +35,19 @@ export function formatPrice(unitsPerStep: bigint): string {
   return `${usdcAmount(unitsPerStep)} USDC/step`;
 }
 
+/**
+ * A per-step price as a log line or a person writes it → base units: formatPrice's own text ("0.000800 USDC/step"),
+ * a bare amount ("0.0008", "0.0008 USDC") or a number of USDC (0.0008, rounded to 6 decimals); null when it is not
+ * a positive price (NaN, a word, nothing). The inverse of formatPrice, so a reader never turns text into "NaN".
+ */
+export function priceUnits(value: unknown): bigint | null {
+  if (typeof value === "number")
+    return Number.isFinite(value) && value > 0 ? usdcUnits(value.toFixed(USDC_DECIMALS)) : null;
+  if (typeof value !== "string") return null;
+  const m = /^\s*([\d.]+)\s*(?:USDC(?:\s*\/\s*step)?)?\s*$/.exec(value);
+  return m ? usdcUnits(m[1]) : null;
+}
+
 /** Unix seconds (or a Date) as ISO 8601 UTC, to the second. */
 export function formatTime(at: bigint | number | Date): string {
   const ms = at instanceof Date ? at.getTime() : Number(at) * 1000;

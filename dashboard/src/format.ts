@@ -4,9 +4,17 @@
  */
 import { usdcAmount } from "../../sdk/format.ts";
 
+/** Base units as a bigint (a bigint, the stream's decimal string or a whole number); null for anything else. */
+export function baseUnits(units: bigint | string | number | undefined | null): bigint | null {
+  if (typeof units === "bigint") return units;
+  if (typeof units === "number") return Number.isSafeInteger(units) ? BigInt(units) : null;
+  return typeof units === "string" && /^-?\d+$/.test(units.trim()) ? BigInt(units.trim()) : null;
+}
+
 /** Base units (a bigint or the stream's decimal string) as "0.040000", for cells headed USDC; none: "unknown". */
 export function usdc(units: bigint | string | number | undefined | null): string {
-  return units === undefined || units === null ? "unknown" : usdcAmount(BigInt(units));
+  const u = baseUnits(units);
+  return u === null ? "unknown" : usdcAmount(u);
 }
 
 export function short(address: string | undefined | null): string {

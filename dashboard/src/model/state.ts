@@ -5,6 +5,7 @@
 import { unassignReason, type UnassignReasonText } from "../../../sdk/job.ts";
 import { verifierNames } from "../../../sdk/narrative.ts";
 import { deviceKindName } from "../../../sdk/sentences.ts";
+import { priceUnits } from "../../../sdk/format.ts";
 import { rolledBack, type ChainEvent, type Entry, type ReorgNote } from "../../../sdk/recording.ts";
 
 export interface ProviderView {
@@ -428,7 +429,10 @@ function applyAgentLog(s: RunState, ms: number, source: string, d: Log, msg: str
     }
     if (msg === "machine" && typeof d.separateMachine === "boolean") p.separateMachine = d.separateMachine;
     if (msg === "provider agent" || msg === "machine") separateMachineBadge(p);
-    if (msg === "registry register sent" && d.price) p.pricePerStep ??= String(Math.round(Number(d.price) * 1e6));
+    // The agent logs its price as formatPrice writes it ("0.000800 USDC/step"); one it cannot read stays unknown
+    // until the ProviderRegistered event tells it (Number() of that text was NaN, and BigInt("NaN") blanked the page).
+    const price = msg === "registry register sent" ? priceUnits(d.price) : null;
+    if (price !== null) p.pricePerStep ??= price.toString();
   }
   if (msg === "progress" && typeof d.loss === "number" && d.job !== undefined) {
     const job = String(d.job);

@@ -4,7 +4,7 @@ import uPlot from "uplot";
 import { Badges } from "../components/Badges.tsx";
 import { Chart } from "../components/Chart.tsx";
 import type { PageProps } from "../context.ts";
-import { ago, usdc } from "../format.ts";
+import { ago, baseUnits, usdc } from "../format.ts";
 import { formatDuration, formatPrice, formatUsdc, usdcAmount, usdcUnits } from "../../../sdk/format.ts";
 import { priceStanding } from "../../../sdk/jobFit.ts";
 import { ledgerOf, providerSummaries, walletOf } from "../ledger.ts";
@@ -86,9 +86,10 @@ export function ProvidePage(p: PageProps) {
   const command = provideCommand(config, name, priceText, cap);
   const { state } = p.run;
   const providers = [...state.providers.values()];
+  // The prices known so far (a provider whose registration has not landed yet has none): the page shows what it can.
   const prices = providers
-    .filter((x) => x.pricePerStep)
-    .map((x) => BigInt(x.pricePerStep!))
+    .map((x) => baseUnits(x.pricePerStep))
+    .filter((x): x is bigint => x !== null)
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const standing = priceStanding(mine, prices);
   const copy = async () => {
