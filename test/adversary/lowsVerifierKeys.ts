@@ -30,11 +30,15 @@ interface Started {
 describe("low: the demo networks' verifier keys are made per run, never Hardhat's public ones", function () {
   this.timeout(180_000);
   const dir = mkdtempSync(path.join(tmpdir(), "gpuchain-lows-verifiers-"));
-  const group = new ProcessGroup(() => {});
+  // A group per network: a group keys its children by name, so two networks' "chain" in one group would leave the
+  // first node running past the run (and keep mocha from exiting).
+  const groups: ProcessGroup[] = [];
   const ids = [1, 2].map((n) => `lows-verifiers-${process.pid}-${n}`);
   const runs: Started[] = [];
 
   async function start(n: number): Promise<Started> {
+    const group = new ProcessGroup(() => {});
+    groups.push(group);
     const net = await localNetwork(
       group,
       { runDir: path.join(dir, `run-${n}`), deploymentId: ids[n], node: "anvil" },
@@ -57,7 +61,7 @@ describe("low: the demo networks' verifier keys are made per run, never Hardhat'
   });
 
   after(async function () {
-    await group.stopAll(5_000);
+    for (const group of groups) await group.stopAll(5_000);
     for (const id of ids) rmSync(path.join("ignition", "deployments", id), { recursive: true, force: true });
     rmSync(dir, { recursive: true, force: true });
   });
