@@ -9,7 +9,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { honestUpload, type Upload } from "../agent/segment.ts";
+import type { Upload } from "../agent/segment.ts";
 import { putUpload } from "../agent/blobs.ts";
 import type { JobFacts } from "../verifier/checks.ts";
 import {
@@ -26,7 +26,7 @@ import {
 import type { CheckpointVerdict } from "../verifier/checks.ts";
 import { publishEvidence, recheckClaim } from "../verifier/claims.ts";
 import { claimMessage, type CheckpointItem } from "../verifier/work.ts";
-import { prefixCopyUpload, type CopyVariant } from "./fabrication.ts";
+import { freshJobUpload, prefixCopyUpload, type CopyVariant } from "./fabrication.ts";
 import {
   createTrainer,
   FsCheckpointStore,
@@ -51,17 +51,7 @@ export async function lazyUpload(trainer: Trainer, seed: string, n: number, make
   // The one trained step, on the maker's own data order: the always-replayed last step reproduces.
   const last = await trainer.trainStep(states[states.length - 1] ?? start, workSeed(seed, maker), n);
   states.push(last.state);
-  return honestUpload({
-    templateId: trainer.template.templateId,
-    seed,
-    prevCheckpointHash: ZERO_HASH,
-    start,
-    maker,
-    profile: localProfile(),
-    states,
-    trainedSteps: 1,
-    loss: 0,
-  });
+  return freshJobUpload(trainer, seed, maker, states, 1);
 }
 
 /**

@@ -40,15 +40,26 @@ export async function prefixCopyUpload(
   for (let step = prefix + 1; step < n - 1; step++) states.push(copyOf(step));
   if (prefix < n - 1) states.push({ ...s, step: n - 1 });
   states.push((await trainer.trainStep(states[states.length - 1] ?? start, order, n)).state);
+  return freshJobUpload(trainer, seed, maker, states, prefix + 1);
+}
+
+/** The upload of `states` (steps 1..n) from a fresh job's initial state, as the agent commits it (bench uploads). */
+export function freshJobUpload(
+  trainer: Trainer,
+  seed: string,
+  maker: string,
+  states: TrainingState[],
+  trainedSteps: number,
+): Upload {
   return honestUpload({
     templateId: trainer.template.templateId,
     seed,
     prevCheckpointHash: ZERO_HASH,
-    start,
+    start: initialState(trainer.template, seed),
     maker,
     profile: localProfile(),
     states,
-    trainedSteps: prefix + 1,
+    trainedSteps,
     loss: 0,
   });
 }

@@ -6,7 +6,7 @@ import { eventsFrom } from "../sdk/deployment.ts";
 import { escrowLedger } from "../sdk/events.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { statusName } from "../sdk/job.ts";
-import { clientCompensation, stakeBookOf, walletOf, type Ledger, type LedgerJob } from "../sdk/ledger.ts";
+import { clientCompensation, stakeBookOf, walletOf, type Ledger } from "../sdk/ledger.ts";
 import { providerSummaries } from "../sdk/narrative.ts";
 import { verifierNamesOn } from "../sdk/safeOwners.ts";
 import { loadTemplate } from "../workloads/index.ts";
@@ -58,7 +58,7 @@ export async function settle(
   const names = await verifierNamesOn(run.provider, run.deployment.verifierSafe);
   const rows = providerRows(actors, providerSummaries(ledgerJob, names), ledger);
   const refund = ledgerJob.settlement?.refund ?? 0n;
-  const compensation = compensationOf(ledgerJob);
+  const compensation = clientCompensation(ledgerJob);
   const bondBack = ledgerJob.settlement?.bondReturned ?? 0n;
   const booksAgree = accounts.every((a, i) => walletOf(ledger, a).withdrawable === owed[i]);
   const descriptor = loadTemplate(o.template).descriptor;
@@ -256,9 +256,4 @@ function providerRows(actors: Actors, summaries: Summary[], ledger: Ledger): Pro
 /** The slash check's figures: where the fault was, who found it, what it cost and what the client got of it. */
 function slashDetail(s: NonNullable<WatchResult["slash"]>): string {
   return `fault at step ${s.faultStep}, found by ${s.finder}: ${formatUsdc(s.slashed)} slashed, ${formatUsdc(s.toClient)} to the client`;
-}
-
-/** Pure: the client's compensation on `job`, its share of every slash (ProviderSlashed's toClient). */
-export function compensationOf(job: Pick<LedgerJob, "slashes" | "forfeits">): bigint {
-  return clientCompensation(job);
 }

@@ -7,7 +7,10 @@
  */
 import { formatUsdc } from "./format.ts";
 
-/** The stake one hold locks: the provider's price × the job's checkpoint interval, at least the registry's minimum. */
+/**
+ * The stake one hold locks (JobEscrow `_lockFor`, the registry's `_extraNeeded`): the provider's price × the job's
+ * checkpoint interval, at least the registry's minimum. What `assign` needs free, and what probation puts at risk.
+ */
 export function holdLock(minStake: bigint, pricePerStep: bigint, interval: bigint): bigint {
   const byPrice = pricePerStep * interval;
   return byPrice > minStake ? byPrice : minStake;

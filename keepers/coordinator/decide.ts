@@ -16,6 +16,7 @@
  * Liveness means progress (decideRunning): a holder that keeps beating but shows no step progress within the
  * template's step bound, or sends no report within its interval's bound, is unassigned (progressBounds).
  */
+import { holdLock } from "../../sdk/probation.ts";
 import { describeWait, jobFit } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
 import { formatPrice } from "../../sdk/format.ts";
@@ -396,9 +397,7 @@ export function stakeLock(
   p: ProviderView,
   view: CoordinatorView,
 ): bigint {
-  const lock = p.pricePerStep * BigInt(job.checkpointInterval);
-  const min = view.minStake ?? 0n;
-  return lock < min ? min : lock;
+  return holdLock(view.minStake ?? 0n, p.pricePerStep, BigInt(job.checkpointInterval));
 }
 
 /** Whether the provider's latest job beat names a job and epoch it holds on chain. */

@@ -23,12 +23,11 @@ import { ProcessGroup, type ExitInfo } from "../../demo/processes.ts";
 import { playedLine, replay } from "../../demo/recording.ts";
 import { checkStoreOption } from "../../demo/s3.ts";
 import { clientLine, formatTable, keptHowTo } from "../../demo/report.ts";
-import { compensationOf } from "../../demo/settlement.ts";
 import type { Run } from "../../demo/types.ts";
 import { escrowLedger } from "../../sdk/events.ts";
 import { formatUsdc } from "../../sdk/format.ts";
 import { loadKey, writeKey } from "../../sdk/keys.ts";
-import { stakeBookOf } from "../../sdk/ledger.ts";
+import { clientCompensation, stakeBookOf } from "../../sdk/ledger.ts";
 import { providerSummaries } from "../../sdk/narrative.ts";
 
 const START = path.resolve("scripts/start.ts");
@@ -222,7 +221,7 @@ describe("npm start walkthrough 4: the settlement table after a real slash", fun
 
   it("the client's compensation is its share of the slash (ProviderSlashed's toClient), shown beside its refund", async function () {
     const { jobId, ledger, event } = await slashed();
-    const compensation = compensationOf(ledger.jobs.get(jobId)!);
+    const compensation = clientCompensation(ledger.jobs.get(jobId)!);
     expect(compensation).to.equal(event.args.toClient).and.to.be.greaterThan(0n);
     const split = event.args.toClient + event.args.toFinder + event.args.toFeeRecipient;
     expect(split).to.equal(event.args.slashed); // the slash is accounted for to the unit
