@@ -28,6 +28,7 @@ import { badges, Progress } from "./progress.ts";
 import { TrainerPool } from "./trainers.ts";
 import { CheckpointPrefetch } from "./prefetch.ts";
 import type { AgentConfig, AgentDeps } from "./types.ts";
+import { EarningsWatch } from "./earnings.ts";
 import { DiedError, workJob, type JobEnd, type WorkContext } from "./work.ts";
 
 export interface AgentResult {
@@ -132,9 +133,24 @@ export async function runAgent(config: AgentConfig, deps: AgentDeps): Promise<Ag
     };
     Object.assign(live, { ctx, liveness });
     liveness.start();
+    // What it earns, from the escrow's events: each credit, then from when it is withdrawable and the command.
+    const stopEarnings = new AbortController();
+    const earnings = new EarningsWatch({
+      protocol: deps.protocol,
+      me,
+      logger,
+      signal: AbortSignal.any([deps.signal, stopEarnings.signal]),
+      intervalMs: Math.max(config.pollMs, config.idleMs),
+      withdraw: config.withdrawCommand ?? "npx gpuchain withdraw --key FILE",
+    });
+    const watching = earnings.run();
     try {
       return { exitCode: await loop(ctx, outcomes), address: me, outcomes };
     } finally {
+      // --once: what the last tick's acceptances credited is said before the agent exits.
+      if (config.once && !deps.signal.aborted) await earnings.poll().catch(() => undefined);
+      stopEarnings.abort();
+      await watching;
       ctx.progress.done();
       await ctx.trainers.closeAll();
       await liveness.stop();

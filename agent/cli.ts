@@ -28,6 +28,7 @@ import { createLogger, type Logger } from "../sdk/log.ts";
 import { withRetry } from "../sdk/retry.ts";
 import { openStore } from "../workloads/index.ts";
 import { storeUrlArg } from "../sdk/storeArg.ts";
+import { withdrawCommand } from "../sdk/commandLine.ts";
 import { runAgent } from "./agent.ts";
 import { detectDevice } from "./device.ts";
 import { DEVICE_CHOICES, isDeviceChoice, type DeviceChoice } from "./executionProvider.ts";
@@ -36,6 +37,9 @@ import { FaultSpecError, parseFault } from "./faults.ts";
 import { httpHeartbeatSender } from "./liveness.ts";
 import { Terminal } from "./progress.ts";
 import { DEFAULT_TIMING, type AgentConfig } from "./types.ts";
+
+/** This installation's folder (where package.json names the gpuchain bin): `npx --prefix` finds it from anywhere. */
+export const INSTALL_DIR = path.resolve(import.meta.dirname, "..");
 
 export const PROVIDE_OPTIONS = {
   name: { type: "string" },
@@ -225,17 +229,27 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const signer = managedWallet(wallet, provider, { logger: logger.child({ part: "tx" }) }); // one nonce manager per key
+  // Absolute paths: the command it prints works from any folder.
+  const withdraw = withdrawCommand({
+    install: INSTALL_DIR,
+    key: path.resolve(args.keyFile),
+    rpc: args.rpc,
+    deployment: path.resolve(args.deployment),
+  });
   try {
-    const result = await runAgent(args.config, {
-      signer,
-      protocol: connectProtocol(deployment, signer),
-      store: openStore(args.store, { onEvent: (e) => logger.warn(`store ${e.kind}`, { ...e, store: args.store }) }),
-      logger,
-      clock: { now: () => Date.now() },
-      heartbeatSender: httpHeartbeatSender(args.coordinator),
-      signal,
-      terminal,
-    });
+    const result = await runAgent(
+      { ...args.config, withdrawCommand: withdraw },
+      {
+        signer,
+        protocol: connectProtocol(deployment, signer),
+        store: openStore(args.store, { onEvent: (e) => logger.warn(`store ${e.kind}`, { ...e, store: args.store }) }),
+        logger,
+        clock: { now: () => Date.now() },
+        heartbeatSender: httpHeartbeatSender(args.coordinator),
+        signal,
+        terminal,
+      },
+    );
     return result.exitCode;
   } catch (err) {
     // Not an outage (those are retried) nor a revert the agent handles: e.g. a deployment file for another chain.

@@ -37,6 +37,11 @@ export interface AgentConfig {
   writeAfterFenceAttempts: number;
   /** Log every trained step (debug level): an exact record of the work done, even if the process is killed. */
   stepLog?: boolean;
+  /**
+   * The command that withdraws this key's earnings, said with each change in when they are withdrawable
+   * (agent/earnings.ts); agent/cli.ts writes it with absolute paths. Default: `npx gpuchain withdraw --key FILE`.
+   */
+  withdrawCommand?: string;
   /** Backoff of chain retries (ms). */
   retryBaseMs: number;
   retryMaxMs: number;
