@@ -132,3 +132,5 @@ function metricWordsFor(templateId: string): MetricWords | undefined {
     return undefined;
   }
 }
+    checkpointInterval: job.checkpointInterval,
+    minStake: await ctx.protocol.registry.minStake(),

@@ -4,6 +4,7 @@ import { eventsFrom } from "../sdk/deployment.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
 import { describeWait, jobFit, type JobTerms, type Offer } from "../sdk/jobFit.ts";
 import { usdcAmount } from "../sdk/format.ts";
+import { freeStake } from "../sdk/stake.ts";
 import type { CommandContext } from "./context.ts";
 import { readRestake } from "./restake.ts";
 
@@ -27,8 +28,19 @@ export async function currentOffers(
   const addresses = [...new Set(logs.map((l) => registry.interface.parseLog(l)!.args.provider as string))];
   return Promise.all(
     addresses.map(async (address) => {
-      const [pricePerStep, memoryMiB, active] = await ctx.protocol.registry.quote(address);
-      return { address, pricePerStep, memoryMiB: Number(memoryMiB), active, slashed: restake.awaiting(address) };
+      const [[pricePerStep, memoryMiB, active], stake] = await Promise.all([
+        ctx.protocol.registry.quote(address),
+        ctx.protocol.registry.stakeOf(address),
+      ]);
+      const stakeFree = freeStake(stake); // the stake rule (sdk/jobFit.ts termsRefusal), as the coordinator applies it
+      return {
+        address,
+        pricePerStep,
+        memoryMiB: Number(memoryMiB),
+        active,
+        slashed: restake.awaiting(address),
+        stakeFree,
+      };
     }),
   );
 }
@@ -36,9 +48,10 @@ export async function currentOffers(
 /** Warns (stderr) when no active provider could take a job on these terms, and says what would fit. */
 export async function warnIfNobodyFits(
   ctx: CommandContext,
-  r: { totalSteps: number; maxPricePerStep: bigint; budget: bigint },
+  r: { totalSteps: number; checkpointInterval: number; maxPricePerStep: bigint; budget: bigint },
 ): Promise<void> {
-  const terms: JobTerms = { ...r, acceptedStep: 0, paid: 0n };
+  const minStake = await ctx.protocol.registry.minStake();
+  const terms: JobTerms = { ...r, acceptedStep: 0, paid: 0n, minStake };
   const offers = await currentOffers(ctx);
   const fit = jobFit(terms, offers);
   if (fit.reasons.length === 0) {
@@ -51,7 +64,8 @@ export async function warnIfNobodyFits(
   }
   for (const reason of fit.reasons)
     console.warn(`warning: no active provider can take this job: ${describeWait(reason)}`);
-  if (fit.reasons.every((r) => r.kind === "awaiting re-stake")) return; // the terms are not what keeps it waiting
+  // the terms are not what keeps it waiting
+  if (fit.reasons.every((r) => r.kind === "awaiting re-stake" || r.kind === "stake short")) return;
   const active = offers.filter((o) => o.active).sort((a, b) => (a.pricePerStep < b.pricePerStep ? -1 : 1));
   if (active.length) {
     const cheapest = active[0].pricePerStep;

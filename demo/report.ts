@@ -1,6 +1,7 @@
 /** Pure: the closing lines `npm start` ends with — the settlement table (rows from sdk/narrative.ts), the checks. */
 import path from "node:path";
 import { formatUsdc, usdcAmount } from "../sdk/format.ts";
+import { STAKE_LABELS } from "../sdk/stake.ts";
 import type { PromiseCheck, ProviderRow, WatchResult } from "./types.ts";
 
 export type { PromiseCheck, ProviderRow } from "./types.ts";
@@ -12,7 +13,7 @@ export function formatTable(rows: ProviderRow[]): string[] {
     "refused",
     "earned USDC",
     "withdrawn USDC",
-    "stake USDC deposited/slashed/left",
+    `stake USDC ${STAKE_LABELS.paidIn}/${STAKE_LABELS.slashed}/${STAKE_LABELS.held}`,
     "why",
   ];
   const body = rows.map((r) => [
@@ -34,7 +35,7 @@ export function formatTable(rows: ProviderRow[]): string[] {
 }
 
 /**
- * A provider's stake over the run: what it deposited, what was slashed, what the registry holds for it now (and
+ * A provider's stake over the run: what it paid in, what was slashed, what the registry holds for it now (and
  * the part of that a job still locks, when any).
  */
 export function stakeCell(r: Pick<ProviderRow, "stake">): string {

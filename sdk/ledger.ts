@@ -28,7 +28,8 @@
  * `statusAt(job, now)` derives the clock-dependent statuses exactly as the contract's `statusOf`.
  */
 import { getAddress } from "ethers";
-import { JobStatus as JOB_STATUS_VALUES, type JobStatusValue } from "./job.ts";
+import { JobStatus as JOB_STATUS_VALUES, statusName, type JobStatusValue } from "./job.ts";
+import { statusAtDeadline } from "./settleTiming.ts";
 import { applyStakeEvent, emptyStakeBook, isStakeEvent, type StakeBook, type StakeEventName } from "./stake.ts";
 
 /** UnassignReason, numbered as in IJobEscrow (mirrored once, in sdk/job.ts). */
@@ -150,15 +151,16 @@ export function appendEscrowEvents(ledger: Ledger, ordered: readonly EscrowEvent
   ledger.owes = ledger.totalLocked + ledger.totalBonds + ledger.totalWithdrawable + ledger.totalStaked;
 }
 
-/** The job's status at `now` (seconds), derived from the stored phase and deadlines like `statusOf`. */
+/** The job's status at `now` (seconds): the stored phase turned by its deadline (sdk/settleTiming.ts, `statusOf`). */
 export function statusAt(job: LedgerJob, now: bigint): JobStatus {
-  if (job.phase === JobStatus.DisputeWindow && job.verdict !== null) {
-    return now > job.verdict.disputeDeadline ? JobStatus.Settleable : JobStatus.DisputeWindow;
-  }
-  if (job.phase === JobStatus.Disputed && job.dispute !== null) {
-    return now > job.dispute.arbiterDeadline ? JobStatus.ArbiterTimedOut : JobStatus.Disputed;
-  }
-  return job.phase;
+  return JobStatus[statusAtDeadline(statusName(job.phase), deadlineOf(job), now)];
+}
+
+/** The deadline that turns the job's stored phase (0: none): the dispute window's, or the arbiter's. */
+export function deadlineOf(job: Pick<LedgerJob, "phase" | "verdict" | "dispute">): bigint {
+  if (job.phase === JobStatus.DisputeWindow) return job.verdict?.disputeDeadline ?? 0n;
+  if (job.phase === JobStatus.Disputed) return job.dispute?.arbiterDeadline ?? 0n;
+  return 0n;
 }
 
 /** An account's stake books in the registry (zeros when it never staked). */
@@ -181,6 +183,23 @@ export function stakeBookOf(ledger: Ledger, account: string): Omit<StakeBook, "l
 export function clientCompensation(job: Pick<LedgerJob, "slashes" | "forfeits">): bigint {
   const slashed = job.slashes.reduce((t, s) => t + s.toClient, 0n);
   return job.forfeits.reduce((t, f) => t + f.amount, slashed);
+}
+
+/**
+ * What a provider earned on a job: its accepted checkpoints' pay less the earnings a slash voided, 0 when an upheld
+ * dispute voided the job's payments, released to its balance or not. The one home of "earned": `explain`, `wallet`,
+ * `npm start`'s table (sdk/narrative.ts providerSummaries) and the dashboard's providers table read it.
+ */
+export function earnedOn(job: Pick<LedgerJob, "earnings" | "released">, provider: string): bigint {
+  const who = getAddress(provider);
+  return (job.earnings.get(who) ?? 0n) + (job.released.get(who) ?? 0n);
+}
+
+/** What a provider earned over every job of the books (earnedOn summed). */
+export function earnedTotal(ledger: Pick<Ledger, "jobs">, provider: string): bigint {
+  let total = 0n;
+  for (const job of ledger.jobs.values()) total += earnedOn(job, provider);
+  return total;
 }
 
 /** What an account is owed now, and what it may still claim per settled or cancelled job. */

@@ -2,7 +2,7 @@
  * Plain-language accounts of a job, from the ledger alone (sdk/ledger.ts): what happened, in order, and why each
  * provider earned what it did. Pure: `gpuchain explain`, `gpuchain wallet` and `npm start` print these.
  */
-import type { LedgerEntry, LedgerJob } from "./ledger.ts";
+import { earnedOn, type LedgerEntry, type LedgerJob } from "./ledger.ts";
 import { formatUsdc } from "./format.ts";
 import { holdEndText, UnassignReason, unassignReason, type UnassignReasonText } from "./job.ts";
 import { describeEvent, nameFrom, type MetricWords } from "./sentences.ts";
@@ -74,7 +74,6 @@ export function providerSummaries(job: LedgerJob, names: Record<string, string> 
     if (e.event === "CheckpointAccepted") {
       const r = row(addr(e, "provider"));
       r.stepsAccepted += Number(arg(e, "stepsCredited"));
-      r.earned += BigInt(arg(e, "amount") as bigint);
     }
     if (e.event === "CheckpointRefused") row(addr(e, "provider")).checkpointsRefused += 1;
     if (e.event === "ProviderUnassigned") {
@@ -89,13 +88,12 @@ export function providerSummaries(job: LedgerJob, names: Record<string, string> 
     if (e.event === "ProviderSlashed") {
       const r = row(addr(e, "provider"));
       r.slashed += BigInt(arg(e, "slashed") as bigint);
-      r.earned -= BigInt(arg(e, "earningsVoided") as bigint);
       r.slash = { faultStep: Number(arg(e, "faultStep")), finder: addr(e, "finder") };
     }
   }
   const voided = job.dispute?.upheld === true;
   for (const r of rows.values()) {
-    if (voided) r.earned = 0n;
+    r.earned = earnedOn(job, r.provider); // the one rule (sdk/ledger.ts): voided by a slash or an upheld dispute
     r.why = whyOf(r, voided, names);
   }
   return [...rows.values()];

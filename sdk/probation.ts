@@ -6,14 +6,14 @@
  * browser-safe.
  */
 import { formatUsdc } from "./format.ts";
+import { stakeNeeded } from "./stake.ts";
 
 /**
  * The stake one hold locks (JobEscrow `_lockFor`, the registry's `_extraNeeded`): the provider's price × the job's
  * checkpoint interval, at least the registry's minimum. What `assign` needs free, and what probation puts at risk.
  */
 export function holdLock(minStake: bigint, pricePerStep: bigint, interval: bigint): bigint {
-  const byPrice = pricePerStep * interval;
-  return byPrice > minStake ? byPrice : minStake;
+  return stakeNeeded(minStake, pricePerStep, interval);
 }
 
 /** `gpuchain provide`'s line at start: what probation puts at risk per hold. */

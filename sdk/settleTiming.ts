@@ -6,6 +6,29 @@
  */
 import type { JobStatusName } from "./job.ts";
 
+/**
+ * The one deadline rule (JobEscrow `statusOf`): a deadline (unix seconds; 0 = none) has passed once chain time is
+ * strictly after it. At the deadline itself the window is still open. The ledger's `statusAt`, the finalizer's
+ * `derivedStatus`, `settleTiming` and the dashboard all call it (issue 38: three homes, one answer).
+ */
+export const deadlinePassed = (deadline: bigint, now: bigint): boolean => deadline !== 0n && now > deadline;
+
+/** The first second at which `deadlinePassed(deadline, ·)` holds. */
+export const firstSecondPast = (deadline: bigint): bigint => deadline + 1n;
+
+/**
+ * The status `statusOf` reports at `now` for a job whose last known status is `last` and whose running deadline is
+ * `deadline` (the dispute deadline in a dispute window, the arbiter's in a dispute): DisputeWindow turns Settleable
+ * and Disputed turns ArbiterTimedOut once the deadline passed; the clock-derived ones stay (they can only be left by
+ * an event); every other status does not move with the clock.
+ */
+export function statusAtDeadline(last: JobStatusName, deadline: bigint, now: bigint): JobStatusName {
+  const passed = deadlinePassed(deadline, now);
+  if (last === "DisputeWindow") return passed ? "Settleable" : last;
+  if (last === "Disputed") return passed ? "ArbiterTimedOut" : last;
+  return last;
+}
+
 /** The chain facts the rule needs (seconds): the verdict's time and the window, the dispute's opening. */
 export interface SettleFacts {
   status: JobStatusName;
@@ -28,11 +51,11 @@ export function settleTiming(f: SettleFacts): SettleTiming {
     case "ArbiterTimedOut":
       return { kind: "now", why: "the arbiter did not decide in time: the verdict stands and the bond comes back" };
     case "DisputeWindow":
-      return { kind: "at", from: f.verdictAt + f.disputeWindow + 1n, why: "when its dispute window ends" };
+      return { kind: "at", from: firstSecondPast(f.verdictAt + f.disputeWindow), why: "when its dispute window ends" };
     case "Disputed":
       return {
         kind: "at",
-        from: f.disputeOpenedAt + f.arbiterTimeout + 1n,
+        from: firstSecondPast(f.disputeOpenedAt + f.arbiterTimeout),
         why: "when the arbiter decides, or else when the arbiter's time runs out",
       };
     case "Settled":

@@ -38,6 +38,20 @@ export interface Stake {
 }
 
 /**
+ * The names of a provider's stake figures, one meaning each, for every surface that shows them (`npm start`'s
+ * table, `gpuchain wallet`, the dashboard's wallet and settlement card): "paid in" is Σ StakeDeposited (never
+ * lowered by a slash), "held" is the registry's `stakeOf.deposited` now (paid in − slashed − forfeited − withdrawn).
+ */
+export const STAKE_LABELS = {
+  paidIn: "paid in",
+  held: "held now",
+  locked: "locked",
+  unbonding: "unbonding",
+  slashed: "slashed",
+  forfeited: "forfeited on probation",
+} as const;
+
+/**
  * A provider's books: its stake, what it ever paid in (Σ StakeDeposited: `deposited` is what is left of it after
  * slashes, forfeits and withdrawals), what was slashed from it (proven faults) and forfeited (holds that ended
  * without an accepted checkpoint while on probation) so far, and its current lock per job id.
@@ -61,6 +75,24 @@ export const emptyStakeBook = (): StakeBook => ({
 
 /** The free-stake rule: what `assign` can still lock, deposited − locked − unbonding. */
 export const freeStake = (st: Stake): bigint => st.deposited - st.locked - st.unbonding;
+
+/**
+ * The stake `assign` still needs free for one hold (JobEscrow `assign` → registry `stakeQuote`): the hold's lock
+ * (JobEscrow `_lockFor`: price × the job's checkpoint interval, capped at 2^128 − 1), raised to the network minimum
+ * (`_extraNeeded`), less what the provider still locks on this very job. The one home of the stake rule: the
+ * coordinator's "stake short", `gpuchain job create` / `explain` (sdk/jobFit.ts) and the dashboard call it.
+ */
+export function stakeNeeded(minStake: bigint, pricePerStep: bigint, interval: bigint, currentLock = 0n): bigint {
+  const byPrice = pricePerStep * interval;
+  const lock = byPrice > UINT128_MAX ? UINT128_MAX : byPrice;
+  const target = lock < minStake ? minStake : lock;
+  return target > currentLock ? target - currentLock : 0n;
+}
+
+const UINT128_MAX = (1n << 128n) - 1n;
+
+/** Whether `assign` would revert with JobEscrowStakeShort: the stake it needs exceeds the free stake. */
+export const stakeShort = (needed: bigint, free: bigint): boolean => needed > free;
 
 /**
  * Folds one stake event of the book's provider into it, in chain order. Returns how the registry's total staked

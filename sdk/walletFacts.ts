@@ -8,6 +8,7 @@ import { getAddress } from "ethers";
 import { formatUsdc } from "./format.ts";
 import { clientCompensation, stakeBookOf, walletOf, type Ledger } from "./ledger.ts";
 import { providerSummaries } from "./narrative.ts";
+import { STAKE_LABELS } from "./stake.ts";
 
 export interface StakeFacts {
   deposited: bigint;
@@ -60,12 +61,16 @@ export function walletFacts(ledger: Ledger, account: string, names: Record<strin
   return { who, ...walletOf(ledger, who), stake, jobs };
 }
 
-/** "deposited 5.000000 USDC, locked 0.000000 USDC; slashed so far: 1.000000 USDC" (unbonding only when some is). */
+/**
+ * "held now 4.000000 USDC, locked 0.000000 USDC; slashed so far: 1.000000 USDC" (unbonding only when some is). "held
+ * now" is the registry's `stakeOf.deposited`, not what was paid in (sdk/stake.ts STAKE_LABELS: one word, one number).
+ */
 export function stakeSentence(s: StakeFacts): string {
-  const parts = [`deposited ${formatUsdc(s.deposited)}`, `locked ${formatUsdc(s.locked)}`];
-  if (s.unbonding > 0n) parts.push(`unbonding ${formatUsdc(s.unbonding)}`);
-  const forfeited = s.forfeited > 0n ? `; forfeited on probation: ${formatUsdc(s.forfeited)}` : "";
-  return `${parts.join(", ")}; slashed so far: ${formatUsdc(s.slashed)}${forfeited}`;
+  const L = STAKE_LABELS;
+  const parts = [`${L.held} ${formatUsdc(s.deposited)}`, `${L.locked} ${formatUsdc(s.locked)}`];
+  if (s.unbonding > 0n) parts.push(`${L.unbonding} ${formatUsdc(s.unbonding)}`);
+  const forfeited = s.forfeited > 0n ? `; ${L.forfeited}: ${formatUsdc(s.forfeited)}` : "";
+  return `${parts.join(", ")}; ${L.slashed} so far: ${formatUsdc(s.slashed)}${forfeited}`;
 }
 
 /** One sentence per part the address had in a job ("job 1 as provider: …", "job 1 as client: …"). */

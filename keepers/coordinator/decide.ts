@@ -16,8 +16,7 @@
  * Liveness means progress (decideRunning): a holder that keeps beating but shows no step progress within the
  * template's step bound, or sends no report within its interval's bound, is unassigned (progressBounds).
  */
-import { holdLock } from "../../sdk/probation.ts";
-import { describeWait, jobFit } from "../../sdk/jobFit.ts";
+import { describeWait, jobFit, termsRefusal, type JobTerms } from "../../sdk/jobFit.ts";
 import { isLive } from "../../sdk/heartbeat.ts";
 import { formatPrice } from "../../sdk/format.ts";
 import type { JobView } from "../../sdk/job.ts";
@@ -370,35 +369,35 @@ function ownExclusion(job: CoordinatorJob, addr: string, view: CoordinatorView):
   return undefined;
 }
 
-/** The rules about the job's terms alone (termsKey): jobs with the same terms exclude the same providers. */
+/**
+ * The rules about the job's terms alone (termsKey): jobs with the same terms exclude the same providers. Price,
+ * budget, memory and stake are sdk/jobFit.ts `termsRefusal` (the one rule `job create` and `explain` say too);
+ * the arithmetic profile is the coordinator's own.
+ */
 function termsExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorView): Exclusion | undefined {
-  if (p.pricePerStep > job.maxPricePerStep) return "price above max";
-  const needed = BigInt(job.totalSteps - job.acceptedStep) * p.pricePerStep;
-  if (needed > job.budget - job.paid) return "budget short";
-  if (p.memoryMiB < view.memoryNeedMiB(job.templateId)) return "memory too small";
-  if (p.stakeFree !== undefined && stakeLock(job, p, view) > p.stakeFree) return "stake short";
+  const refusal = termsRefusal(termsOf(job, view), p);
+  if (refusal) return refusal;
   const beat = view.lastBeat.get(p.address.toLowerCase());
   if (view.profileProven && !view.profileProven(job.templateId, beat?.profile)) return "arithmetic profile not proven";
   return undefined;
 }
 
+/**
+ * A job's terms as sdk/jobFit.ts reads them. The stake rule's lock ignores a lock the provider still holds on this
+ * job: that only ever skips a provider the chain would accept, never offers one it would refuse — so no identity
+ * without stake at risk is picked tick after tick while its assign reverts with JobEscrowStakeShort.
+ */
+function termsOf(job: CoordinatorJob, view: CoordinatorView): JobTerms {
+  return {
+    ...job,
+    memoryNeedMiB: view.memoryNeedMiB(job.templateId),
+    minStake: view.minStake ?? 0n,
+  };
+}
+
 /** Everything termsExclusion (and whyNobodyFits) reads of a job. */
 const termsKey = (j: CoordinatorJob) =>
   `${j.templateId}|${j.maxPricePerStep}|${j.totalSteps - j.acceptedStep}|${j.budget - j.paid}|${j.checkpointInterval}`;
-
-/**
- * The stake `assign` would lock (JobEscrow `_lockFor`, registry `_extraNeeded`): price × interval, at least the
- * network minimum. A lock the provider still holds on this job would lower it; ignoring that only ever skips a
- * provider the chain would accept, never offers one it would refuse — so no identity without stake at risk is
- * picked tick after tick while its assign reverts with JobEscrowStakeShort.
- */
-export function stakeLock(
-  job: Pick<CoordinatorJob, "checkpointInterval">,
-  p: ProviderView,
-  view: CoordinatorView,
-): bigint {
-  return holdLock(view.minStake ?? 0n, p.pricePerStep, BigInt(job.checkpointInterval));
-}
 
 /** Whether the provider's latest job beat names a job and epoch it holds on chain. */
 function holds(view: CoordinatorView, addr: string, beat: BeatRecord): boolean {
@@ -718,7 +717,7 @@ function record(p: ProviderView, view: CoordinatorView): string {
  */
 function whyNobodyFits(job: CoordinatorJob, view: CoordinatorView): string[] {
   const offers = view.providers.filter((p) => p.registered);
-  const fit = jobFit({ ...job, memoryNeedMiB: view.memoryNeedMiB(job.templateId) }, offers);
+  const fit = jobFit(termsOf(job, view), offers);
   return fit.reasons.map(describeWait);
 }
 

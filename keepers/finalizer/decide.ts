@@ -4,6 +4,7 @@
  * jobs (`claimEarnings`). Both are harmless when someone else got there first (the contract rejects the repeat).
  */
 import { isFinished, isSettleable, type JobStatusName } from "../../sdk/job.ts";
+import { deadlinePassed, statusAtDeadline } from "../../sdk/settleTiming.ts";
 
 export interface FinalizerJob {
   jobId: bigint;
@@ -71,10 +72,12 @@ export function derivedStatus(
   deadline: bigint,
   now: bigint,
 ): JobStatusName | undefined {
-  if (last === undefined || deadline === 0n || now <= deadline) return undefined;
-  if (last === "DisputeWindow" || last === "Settleable") return "Settleable";
-  if (last === "Disputed" || last === "ArbiterTimedOut") return "ArbiterTimedOut";
-  return isFinished(last) ? last : undefined;
+  if (last === undefined || !deadlinePassed(deadline, now)) return undefined;
+  if (isFinished(last)) return last;
+  // The stored phase a clock-derived status came from, turned by the one deadline rule (sdk/settleTiming.ts).
+  const stored = last === "Settleable" ? "DisputeWindow" : last === "ArbiterTimedOut" ? "Disputed" : last;
+  if (stored !== "DisputeWindow" && stored !== "Disputed") return undefined;
+  return statusAtDeadline(stored, deadline, now);
 }
 
 /** Whether earnings can matter for a job in this status (the others are not read). */

@@ -145,7 +145,7 @@ describe("gpuchain explain / wallet after a real slash", function () {
     const left = (STAKE - MIN_STAKE) / USDC;
     expect(r.stdout).to.match(
       new RegExp(
-        `^  stake in the registry: deposited ${left}\\.000000 USDC, locked 0\\.000000 USDC; ` +
+        `^  stake in the registry: held now ${left}\\.000000 USDC, locked 0\\.000000 USDC; ` +
           `slashed so far: 1\\.000000 USDC$`,
         "m",
       ),

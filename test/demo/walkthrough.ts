@@ -211,7 +211,7 @@ describe("npm start walkthrough 4: the settlement table after a real slash", fun
     });
     const rows = [row("mallory", p.provider1.address), row("bob", p.provider2.address)];
     const table = formatTable(rows);
-    expect(table[0]).to.match(/withdrawn USDC {2}stake USDC deposited\/slashed\/left {2}why$/);
+    expect(table[0]).to.match(/withdrawn USDC {2}stake USDC paid in\/slashed\/held now {2}why$/);
     expect(table[2]).to.match(/^mallory .* 10\.000000 \/ 1\.000000 \/ 9\.000000 +slashed: fault at step 17/);
     expect(table[3]).to.match(/^bob .* 10\.000000 \/ 0\.000000 \/ 10\.000000 +never assigned$/);
     for (const r of rows) expect(r.stake.paidIn).to.equal(r.stake.deposited + r.stake.slashed); // none withdrawn

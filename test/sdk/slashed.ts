@@ -119,7 +119,7 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
       row("mallory", p.provider1.address, s.why),
       row("bob", p.provider2.address, "never assigned"),
     ]);
-    expect(table[0]).to.match(/withdrawn USDC {2}stake USDC deposited\/slashed\/left {2}why$/);
+    expect(table[0]).to.match(/withdrawn USDC {2}stake USDC paid in\/slashed\/held now {2}why$/);
     expect(table[2]).to.match(/^mallory .* 10\.000000 \/ 1\.000000 \/ 9\.000000 +slashed: fault at step 17, found by/);
     expect(table[3]).to.match(/^bob .* 10\.000000 \/ 0\.000000 \/ 10\.000000 +never assigned$/);
   });

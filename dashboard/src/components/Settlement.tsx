@@ -7,6 +7,7 @@ import { useState } from "react";
 import { formatTime, formatUsdc, formatWait } from "../../../sdk/format.ts";
 import { clientCompensation, stakeBookOf } from "../../../sdk/ledger.ts";
 import { settleTiming } from "../../../sdk/settleTiming.ts";
+import { STAKE_LABELS } from "../../../sdk/stake.ts";
 import { statusName as chainStatusName } from "../../../sdk/job.ts";
 import type { PageProps } from "../context.ts";
 import { usdc } from "../format.ts";
@@ -55,7 +56,7 @@ export function SettlementCard({ state, ledger, job }: { state: RunState; ledger
             "Earned USDC",
             "Withdrawn USDC",
             "Stake slashed USDC",
-            ...(stakes ? ["Stake deposited / left USDC"] : []),
+            ...(stakes ? [`Stake ${STAKE_LABELS.paidIn} / ${STAKE_LABELS.held} USDC`] : []),
             "Why",
           ]}
         >

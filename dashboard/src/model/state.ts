@@ -7,6 +7,8 @@ import { verifierNames } from "../../../sdk/narrative.ts";
 import { deviceKindName } from "../../../sdk/sentences.ts";
 import { priceUnits } from "../../../sdk/format.ts";
 import { rolledBack, type ChainEvent, type Entry, type ReorgNote } from "../../../sdk/recording.ts";
+import { earnedTotal } from "../../../sdk/ledger.ts";
+import { foldNew, newLedgerFold, type LedgerFold } from "../ledger.ts";
 
 export interface ProviderView {
   key: string; // lower-case address
@@ -29,7 +31,8 @@ export interface ProviderView {
   lastSeenMs?: number;
   accepted: number;
   refused: number;
-  earned: bigint;
+  /** What it earned, slashes and upheld disputes netted (sdk/ledger.ts earnedTotal); null: the books are partial. */
+  earned: bigint | null;
   earnings: { ms: number; step: number; total: number }[];
   refusals: { job: string; step: number; reasons: string[] }[];
   firstAssignedMs?: number;
@@ -108,6 +111,8 @@ export interface RunState {
   lastBlock: number;
   /** The verifier Safe's threshold and owner count, once the stream told them (live); recordings: 2 of 3. */
   safe: { threshold: number; owners: number };
+  /** The escrow's books of `events` (sdk/ledger.ts): where a provider's `earned` comes from. */
+  books: LedgerFold;
 }
 
 export function emptyState(): RunState {
@@ -131,6 +136,7 @@ export function emptyState(): RunState {
     notes: [],
     lastBlock: 0,
     safe: { threshold: 2, owners: 3 },
+    books: newLedgerFold(),
   };
 }
 
@@ -291,8 +297,8 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
     case "CheckpointAccepted": {
       const { p } = decided(s, job!, ev, "accepted");
       p.accepted += Number(a.stepsCredited ?? 0);
-      p.earned += BigInt(String(a.amount ?? 0));
-      p.earnings.push({ ms, step: Number(a.step), total: Number(p.earned) / 1e6 });
+      refreshEarned(s);
+      p.earnings.push({ ms, step: Number(a.step), total: Number(p.earned ?? 0n) / 1e6 });
       p.firstAcceptedMs ??= ms;
       return;
     }
@@ -313,7 +319,18 @@ function applyEvent(s: RunState, ms: number, ev: ChainEvent) {
     case "JobSettled":
       s.markers.push({ ms, kind: "settle", label: `job ${job} settled`, job });
       return;
+    case "ProviderSlashed":
+    case "DisputeResolved":
+      refreshEarned(s); // a slash voids the provider's unclaimed earnings, an upheld dispute the job's payments
+      return;
   }
+}
+
+/** Every provider's `earned` from the books of the events so far (the ledger's one rule, not a fold of our own). */
+function refreshEarned(s: RunState) {
+  foldNew(s.books, s.events);
+  const ledger = s.books.ledger;
+  for (const p of s.providers.values()) p.earned = ledger ? earnedTotal(ledger, p.address) : null;
 }
 
 function lastAccepted(s: RunState, job: string): number {
