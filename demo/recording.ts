@@ -5,11 +5,12 @@
 import { createReadStream, createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { encodeEntry, type Entry } from "../sdk/recording.ts";
+import { encodeEntry, RunLog, type Entry } from "../sdk/recording.ts";
 
 export class Recorder {
   private readonly out: WriteStream;
-  private readonly started = Date.now();
+  /** What is written, as it is written: the dashboard's live feed follows it (dashboard/server/feed.ts runLog). */
+  readonly log = new RunLog();
   readonly file: string;
 
   constructor(file: string) {
@@ -19,7 +20,7 @@ export class Recorder {
   }
 
   add(kind: Entry["kind"], source: string, data: unknown): void {
-    this.out.write(encodeEntry({ ms: Date.now() - this.started, kind, source, data }) + "\n");
+    this.out.write(encodeEntry(this.log.add(kind, source, data)) + "\n");
   }
 
   close(): Promise<void> {

@@ -104,6 +104,7 @@ export async function runScenario(given: ScenarioOptions): Promise<ScenarioResul
       coordinatorUrl: () => run.keeperUrls?.coordinator,
       collectorUrl: () => run.keeperUrls?.collector,
       extraRecordings: { "this-run.jsonl": recorder.file },
+      runLog: recorder.log, // live shows what the recording says, from the same entries
     });
     note(`dashboard: ${dashboard.url}`);
     const up = { provider, protocol: run.protocol, rpc: net.rpc, deploymentFile: net.deploymentFile, runDir: o.runDir };

@@ -94,3 +94,41 @@ export function parseRecording(text: string): { entries: Entry[]; errors: string
   entries.sort((a, b) => a.ms - b.ms);
   return { entries, errors };
 }
+
+/**
+ * The kinds of entry a run writes from its own processes and no chain read gives: the run's badges, its
+ * processes' decision lines (verifiers' decisions with their reasons, accuracy and text sample; agents' badges and
+ * progress; the keepers' decisions), its notes and its summary. The chain's events and reserves samples are read
+ * from the chain by every reader itself.
+ */
+export const RUN_KINDS: ReadonlySet<Entry["kind"]> = new Set(["badge", "log", "note", "summary"]);
+
+/**
+ * A run's entries as they are made, for more than one reader: the recording's file (demo/recording.ts Recorder)
+ * and, while the run lasts, the dashboard server's live feed (dashboard/server/feed.ts), so that live and the
+ * recording of the same run carry the same lines from the same place, at the same `ms`.
+ */
+export class RunLog {
+  readonly startedAt: number;
+  private readonly kept: Entry[] = [];
+  private readonly listeners = new Set<(e: Entry) => void>();
+
+  constructor(startedAt = Date.now()) {
+    this.startedAt = startedAt;
+  }
+
+  add(kind: Entry["kind"], source: string, data: unknown): Entry {
+    const e: Entry = { ms: Date.now() - this.startedAt, kind, source, data };
+    if (!RUN_KINDS.has(kind)) return e;
+    this.kept.push(e);
+    for (const f of this.listeners) f(e);
+    return e;
+  }
+
+  /** Every run entry (RUN_KINDS) so far, then each new one as it is added, to `f`; returns how to stop. */
+  follow(f: (e: Entry) => void): () => void {
+    for (const e of this.kept) f(e);
+    this.listeners.add(f);
+    return () => void this.listeners.delete(f);
+  }
+}

@@ -14,7 +14,7 @@ import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
 import { LogCursor, type RawLog } from "../../sdk/logRange.ts";
 import { capDeviceModel, machineBadge, machineId } from "../../sdk/machine.ts";
 import { verifierNames } from "../../sdk/narrative.ts";
-import { rolledBack, type Entry, type ReorgNote } from "../../sdk/recording.ts";
+import { rolledBack, type Entry, type ReorgNote, type RunLog } from "../../sdk/recording.ts";
 import { SAFE_ABI } from "../../sdk/safeOwners.ts";
 import { STAKE_LOCKS } from "../../sdk/stake.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
@@ -42,6 +42,13 @@ export interface FeedOptions extends FeedSources {
   maxEntries?: number;
   /** Blocks on top before a block counts as confirmed (default: the network's, sdk/confirmations.ts). */
   confirmations?: number;
+  /**
+   * The run this dashboard serves, when it serves its own (`npm start`): the entries its recording is written from
+   * (its badges, its processes' decision lines, notes and summary), relayed as they are made, with the recording's
+   * own times (the feed's clock starts with the run's). Without it (a dashboard watching someone else's network)
+   * only what the chain and the keepers' HTTP routes say is shown.
+   */
+  runLog?: Pick<RunLog, "startedAt" | "follow">;
 }
 
 export interface ProcessSeen {
@@ -52,7 +59,7 @@ export interface ProcessSeen {
 }
 
 export class LiveFeed {
-  readonly startedAt = Date.now();
+  readonly startedAt: number;
   entries: Entry[] = [];
   /** The chain the feed reads, once connected: it answered and the deployment is on it. */
   chainId: bigint | null = null;
@@ -72,8 +79,8 @@ export class LiveFeed {
   confirmedBlock: number | null = null;
   /** Reorganisations seen (each also an entry: metric "reorg"). */
   readonly reorgs: ReorgNote[] = [];
-  private readonly o: Required<Omit<FeedOptions, "confirmations" | "deploymentFile" | "machine">> &
-    Pick<FeedOptions, "confirmations" | "deploymentFile" | "machine">;
+  private readonly o: Required<Omit<FeedOptions, "confirmations" | "deploymentFile" | "machine" | "runLog">> &
+    Pick<FeedOptions, "confirmations" | "deploymentFile" | "machine" | "runLog">;
   private cursor!: LogCursor;
   private depth = 0;
   private provider: JsonRpcProvider | undefined;
@@ -101,15 +108,19 @@ export class LiveFeed {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
   private ticking: Promise<void> | null = null;
+  private unfollow: (() => void) | undefined;
 
   constructor(o: FeedOptions) {
     this.o = { pollMs: 1000, maxBlocksPerQuery: 2000, maxEntries: 200_000, ...o };
+    this.startedAt = o.runLog?.startedAt ?? Date.now();
     this.deployment = o.deployment;
     const i = protocolInterfaces();
     this.interfaces = { escrow: i.escrow, registry: i.registry };
   }
 
   start(): void {
+    // The run's own entries, exactly as its recording gets them (the same RunLog.add made both).
+    this.unfollow = this.o.runLog?.follow((e) => this.relay(e));
     const loop = async () => {
       if (this.stopped) return;
       this.ticking = this.tick();
@@ -121,6 +132,7 @@ export class LiveFeed {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unfollow?.();
     clearTimeout(this.timer);
     await this.ticking?.catch(() => {});
     this.provider?.destroy();
@@ -132,7 +144,10 @@ export class LiveFeed {
   }
 
   private push(kind: Entry["kind"], source: string, data: unknown) {
-    const e: Entry = { ms: Date.now() - this.startedAt, kind, source, data };
+    this.relay({ ms: Date.now() - this.startedAt, kind, source, data });
+  }
+
+  private relay(e: Entry) {
     this.entries.push(e);
     if (this.entries.length > this.o.maxEntries) {
       const i = this.entries.findIndex((x) => x.kind === "metric");

@@ -15,7 +15,7 @@ import path from "node:path";
 import { loadDeployment } from "../../sdk/deployment.ts";
 import { parseRecording, recordingStart } from "../../sdk/recording.ts";
 import { DIST_DIR, ensureBuilt } from "./build.ts";
-import { LiveFeed, type FeedSources } from "./feed.ts";
+import { LiveFeed, type FeedOptions, type FeedSources } from "./feed.ts";
 import { allowedHosts, checkHost, decideRequest, WILDCARDS, type Decision } from "./routes.ts";
 import { publicRpcUrl, publicStoreEnv, rpcRelayProblem, rpcTarget } from "./publicConfig.ts";
 import { EMBEDDED_S3_TEST_PAIR } from "../src/model/provideCommand.ts";
@@ -40,6 +40,8 @@ export interface DashboardOptions extends FeedSources {
   recordingsDir?: string;
   /** Extra recordings by name (e.g. the current run's own file). */
   extraRecordings?: Record<string, string>;
+  /** The run this server is part of (`npm start`): its recording's entries are relayed live (feed.ts runLog). */
+  runLog?: FeedOptions["runLog"];
   note?: (line: string) => void;
 }
 
@@ -72,6 +74,7 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
     deploymentFile: o.deploymentFile,
     coordinatorUrl: o.coordinatorUrl,
     collectorUrl: o.collectorUrl,
+    runLog: o.runLog,
   });
   feed.start();
   const recordingsDir = o.recordingsDir ?? path.resolve(DIST_DIR, "..", "..", "recordings");
