@@ -42,6 +42,8 @@ import { foldAll } from "../../dashboard/src/model/state.ts";
 import { derivedStatus } from "../../keepers/finalizer/decide.ts";
 import { exclusionOf, type CoordinatorView, type ProviderView } from "../../keepers/coordinator/decide.ts";
 import { usdcAmount } from "../../sdk/format.ts";
+import { FACT_LABELS } from "../../sdk/factLabels.ts";
+import { readFileSync } from "node:fs";
 
 type Signer = Protocol["provider4"];
 
@@ -313,6 +315,34 @@ describe("issue 38: one meaning per number, every fact in one home", function ()
         expect(derivedStatus("DisputeWindow", deadline, t) ?? "DisputeWindow", "finalizer").to.equal(chain);
         expect(chain === "Settleable", "settleTiming's first second").to.equal(t >= (timing as { from: bigint }).from);
       }
+    });
+  });
+
+  describe("figures that look alike on the committed char-transformer recording", function () {
+    const { entries } = parseRecording(readFileSync("recordings/char-transformer.jsonl", "utf8"));
+    const state = foldAll(entries);
+    const summary = state.summary!.join("\n");
+
+    it("the last checkpoint's loss (verifiers' float check) and the verdict's loss are two facts under two words", function () {
+      const last = state.heldoutLoss.get("1")!.at(-1)!;
+      expect([last.step, last.loss.toFixed(4)]).to.deep.equal([600, "1.9609"]);
+      const verdict = state.events.find((e) => e.name === "VerdictSubmitted")!;
+      expect(String(verdict.args.metric)).to.equal("19626"); // the portable graph's, signed by the verifiers
+      expect(summary).to.contain("final model: 1.9626 nats per symbol held-out loss");
+      expect(FACT_LABELS.checkpointLoss).to.not.contain("held-out loss"); // the verdict's words
+    });
+
+    it("alice's last reported step (the dashboard) and her per-step record (the closing table) are two facts under two words", function () {
+      const alice = [...state.providers.values()].find((p) => p.name === "alice")!;
+      const reported = Math.max(
+        ...state.loss
+          .get("1")!
+          .filter((l) => l.provider === alice.key)
+          .map((l) => l.step),
+      );
+      const table = Number(/alice trained to step (\d+)/.exec(summary)![1]);
+      expect([reported, table]).to.deep.equal([125, 146]); // 21 steps trained after her last progress line
+      expect(FACT_LABELS.lastReportedStep.toLowerCase()).to.not.contain("trained");
     });
   });
 });

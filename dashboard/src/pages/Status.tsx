@@ -4,6 +4,7 @@
  * provider lanes on a time axis, verification, process health and the decoded events.
  */
 import { useMemo } from "react";
+import { FACT_LABELS } from "../../../sdk/factLabels.ts";
 import { describeEvent, nameFrom, shortHash } from "../../../sdk/sentences.ts";
 import { formatTime } from "../../../sdk/format.ts";
 import { KEEPER_NAMES } from "../../../sdk/keeperNames.ts";
@@ -153,7 +154,7 @@ function JobCard(p: PageProps & { job: LedgerJob }) {
       <WhatWentWrong state={p.run.state} job={job} />
       <div className="facts">
         <Fact label="Accepted steps" testid="accepted-steps" value={`${job.acceptedStep} of ${job.totalSteps}`} />
-        <Fact label="Trained (heartbeats)" value={loss.length ? `step ${trained}` : "no report yet"} />
+        <Fact label={FACT_LABELS.lastReportedStep} value={loss.length ? `step ${trained}` : "no report yet"} />
         <Fact label="Budget locked" value={`${usdc(job.budget)} USDC`} />
         <Fact label="Paid to providers" testid="paid" value={`${usdc(job.paid)} USDC`} />
         <Fact label="Remaining" value={`${usdc(job.budget - job.paid)} USDC`} />
@@ -329,7 +330,7 @@ function Curves({ state, job, template }: { state: RunState; job: LedgerJob; tem
     }),
     lossRules
       ? {
-          label: "held-out loss (accepted checkpoints)",
+          label: `${FACT_LABELS.checkpointLoss} (accepted checkpoints)`,
           stroke: "#e5e7eb",
           width: 2,
           spanGaps: true,
@@ -393,7 +394,8 @@ function Curves({ state, job, template }: { state: RunState; job: LedgerJob; tem
         {lossRules &&
           heldout.map((h) => (
             <li key={`h${h.step}`}>
-              accepted checkpoint at step {h.step}: held-out loss {h.loss.toFixed(4)} nats per symbol
+              accepted checkpoint at step {h.step}: {FACT_LABELS.checkpointLoss} {h.loss.toFixed(4)} nats per symbol (
+              {FACT_LABELS.checkpointLossNote})
             </li>
           ))}
         {!loss.length && <li className="muted">No loss reported yet (live: from the providers&apos; heartbeats).</li>}
