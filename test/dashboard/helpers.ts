@@ -6,9 +6,11 @@ import type { Browser, Page } from "playwright-core";
 import { startDashboardServer, type DashboardServer } from "../../dashboard/server/server.ts";
 import { freePort } from "../../demo/chain.ts";
 import { launch } from "./browser.ts";
+import { PAGES } from "../../dashboard/src/pageList.ts";
 
 export const SHOTS = path.join("test-results", "dashboard");
-export const PAGE_IDS = ["status", "provide", "onchain", "recorded", "help"] as const;
+/** Every page's id, from the dashboard's own list (dashboard/src/pageList.ts), not a copy of it. */
+export const PAGE_IDS = PAGES.map((p) => p.id);
 
 /** Serious or critical axe violations on the page, as "rule: target" lines. */
 export async function seriousViolations(page: Page): Promise<string[]> {

@@ -14,6 +14,7 @@ import { freePort } from "../../demo/chain.ts";
 import { bundleGzipKb } from "../../bench/dashboard.ts";
 import { formatTime, usdcAmount } from "../../sdk/format.ts";
 import { foldEscrowEvents, stakeBookOf, walletOf } from "../../sdk/ledger.ts";
+import { STAKE_LABELS } from "../../sdk/stake.ts";
 import { providerSummaries } from "../../sdk/narrative.ts";
 import { clockAdvanceOf, parseRecording, type ChainEvent } from "../../sdk/recording.ts";
 import { requireChromium } from "./browser.ts";
@@ -55,7 +56,11 @@ const units = (cell: string) => BigInt(cell.replace(".", ""));
 /** The run's own settlement table (`npm start`'s report, demo/report.ts) by provider name. */
 function reportRows(summary: string[]): Map<string, string[]> & { newStakeColumn: boolean } {
   const head = summary.findIndex((l) => l.startsWith("provider  steps accepted"));
-  const newStakeColumn = summary[head].includes("stake USDC deposited/slashed/left");
+  // "deposited/slashed/left" until issue 38 named the figures (sdk/stake.ts STAKE_LABELS): the same three.
+  const newStakeColumn = [
+    "stake USDC deposited/slashed/left",
+    `stake USDC ${STAKE_LABELS.paidIn}/${STAKE_LABELS.slashed}/${STAKE_LABELS.held}`,
+  ].some((h) => summary[head].includes(h));
   const rows = Object.assign(new Map<string, string[]>(), { newStakeColumn });
   for (const line of summary.slice(head + 2)) {
     if (!line.trim()) break;

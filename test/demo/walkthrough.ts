@@ -197,7 +197,7 @@ describe("npm start walkthrough 4: the settlement table after a real slash", fun
     return { p, jobId, ledger, event };
   }
 
-  it("mallory: deposited 10, slashed 1, 9 left (not 'deposited 9'); the figures add up", async function () {
+  it("mallory: paid in 10, slashed 1, 9 held now (not 'deposited 9'); the figures add up", async function () {
     const { p, jobId, ledger } = await slashed();
     const [s] = providerSummaries(ledger.jobs.get(jobId)!);
     const row = (name: string, address: string) => ({
@@ -216,7 +216,7 @@ describe("npm start walkthrough 4: the settlement table after a real slash", fun
     expect(table[3]).to.match(/^bob .* 10\.000000 \/ 0\.000000 \/ 10\.000000 +never assigned$/);
     for (const r of rows) expect(r.stake.paidIn).to.equal(r.stake.deposited + r.stake.slashed); // none withdrawn
     const onChain = await p.registry.stakeOf(p.provider1.address);
-    expect(onChain.deposited).to.equal(rows[0].stake.deposited); // "left" is the registry's own figure
+    expect(onChain.deposited).to.equal(rows[0].stake.deposited); // "held now" is the registry's own figure
   });
 
   it("the client's compensation is its share of the slash (ProviderSlashed's toClient), shown beside its refund", async function () {

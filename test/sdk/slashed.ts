@@ -102,7 +102,7 @@ describe("sdk: a slash as people read it (ledger, narrative, settlement table)",
     expect(stakeBookOf(ledger, p.stranger.address).deposited).to.equal(0n);
   });
 
-  it("the settlement table has a stake column: deposited / slashed / left per provider (deposited is what was paid in, not what is left)", async function () {
+  it("the settlement table has a stake column: paid in / slashed / held now per provider (not 'deposited' for two figures)", async function () {
     const { p, jobId, ledger } = await slashedJob();
     const names = await verifierNamesOn(p.escrow.runner!, p.safeAddress);
     const [s] = providerSummaries(ledger.jobs.get(jobId)!, names);
