@@ -3,6 +3,7 @@
  * The client locks its budget with an EIP-2612 permit in the same transaction when the token supports it.
  */
 import {
+  CommandError,
   expectPositionals,
   parseCommand,
   parseDuration,
@@ -27,6 +28,8 @@ import { statusName } from "../sdk/job.ts";
 import { signPermit } from "../sdk/permit.ts";
 import { formatDuration, formatPrice, formatUsdc } from "../sdk/format.ts";
 import { warnIfNobodyFits } from "./fit.ts";
+import { amount, emitJson, JSON_OPTION } from "./json.ts";
+import { getAddress } from "ethers";
 
 export const USAGE = `usage: gpuchain job <create|cancel|approve-template> [options]
 
@@ -37,6 +40,7 @@ export const USAGE = `usage: gpuchain job <create|cancel|approve-template> [opti
   job cancel JOB --key FILE              cancel an Open job (no provider yet); the budget becomes withdrawable
   job approve-template NAME --key FILE   the escrow owner approves a workload template
 
+  --json: what was done (or, with --dry-run, would be) as one JSON document (README.md, "Machine-readable output")
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --dry-run  --debug`;
 
 const OPTIONS = {
@@ -46,6 +50,7 @@ const OPTIONS = {
   "max-price": { type: "string" },
   budget: { type: "string" },
   "dispute-window": { type: "string" },
+  ...JSON_OPTION,
 } as const;
 
 /** The escrow's MIN_DISPUTE_WINDOW and MAX_DISPUTE_WINDOW (contracts/JobEscrow.sol), checked here before sending. */
@@ -66,9 +71,10 @@ export async function main(argv: string[]): Promise<number> {
   const template = action === "approve-template" ? templateArg(arg, "a template name") : undefined;
   const ctx = await openContext(values, true);
   return runOnChain(ctx, `job ${action}`, async () => {
-    if (request) return await create(ctx, request, values["dry-run"]);
-    if (jobId !== undefined) return await cancel(ctx, jobId, values["dry-run"]);
-    return await approveTemplate(ctx, template!, values["dry-run"]);
+    const out = values.json ? emitJson : () => {};
+    if (request) return await create(ctx, request, values["dry-run"], out);
+    if (jobId !== undefined) return await cancel(ctx, jobId, values["dry-run"], out);
+    return await approveTemplate(ctx, template!, values["dry-run"], out);
   });
 }
 
@@ -113,14 +119,15 @@ export function buildRequest(values: Record<string, string | boolean | undefined
   };
 }
 
-async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise<number> {
+type Out = (doc: unknown) => void;
+
+async function create(ctx: CommandContext, r: Request, dryRun: boolean, out: Out): Promise<number> {
   const { escrow } = ctx.protocol;
   if (!(await escrow.isApprovedTemplate(r.templateId))) {
-    console.error(
-      `gpuchain: template ${r.templateName} (${r.templateId}) is not approved on escrow ${ctx.deployment.escrow}: ` +
-        "its owner runs `gpuchain job approve-template NAME`",
+    throw new CommandError(
+      `template ${r.templateName} (${r.templateId}) is not approved on escrow ${ctx.deployment.escrow}: ` +
+        `its owner runs \`gpuchain job approve-template ${r.templateName}\``,
     );
-    return 1;
   }
   const call = {
     templateId: r.templateId,
@@ -137,7 +144,25 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
   );
   await warnIfNobodyFits(ctx, r);
   await requireBalance(ctx, r.budget, "the job's budget");
-  if (dryRun) return 0;
+  const report = (jobId: bigint | null, tx: string | null, permit: boolean) => ({
+    action: "create",
+    dryRun,
+    jobId,
+    tx,
+    client: getAddress(ctx.signer!.address),
+    template: r.templateName,
+    templateId: r.templateId,
+    totalSteps: r.totalSteps,
+    checkpointInterval: r.checkpointInterval,
+    ...amount("maxPricePerStep", r.maxPricePerStep),
+    ...amount("budget", r.budget),
+    disputeWindowSeconds: r.disputeWindow,
+    budgetLockedWithPermit: permit,
+  });
+  if (dryRun) {
+    out(report(null, null, false));
+    return 0;
+  }
   const permit = await permitFor(ctx, r.budget).catch(() => undefined);
   const receipt = await confirm(
     ctx,
@@ -150,6 +175,7 @@ async function create(ctx: CommandContext, r: Request, dryRun: boolean): Promise
   console.log(
     `created job ${created?.args.jobId} (tx ${receipt!.hash}); budget locked${permit ? " with a permit" : ""}`,
   );
+  out(report(created!.args.jobId as bigint, receipt!.hash, permit !== undefined));
   return 0;
 }
 
@@ -169,23 +195,24 @@ function permitFor(ctx: CommandContext, value: bigint) {
   });
 }
 
-async function cancel(ctx: CommandContext, jobId: bigint, dryRun: boolean): Promise<number> {
+async function cancel(ctx: CommandContext, jobId: bigint, dryRun: boolean, out: Out): Promise<number> {
   const { escrow } = ctx.protocol;
   await requireJob(ctx, jobId);
   const status = statusName(await escrow.statusOf(jobId));
   if (status !== "Open") {
-    console.error(`gpuchain: job ${jobId} is ${status}: only an Open job (no provider assigned) can be cancelled`);
-    return 1;
+    throw new CommandError(`job ${jobId} is ${status}: only an Open job (no provider assigned) can be cancelled`);
   }
   requireKeyIs(ctx, (await escrow.jobOf(jobId)).client, `job ${jobId}'s client`, "cancel it");
   if (dryRun) {
     console.log(`would cancel job ${jobId}`);
+    out({ action: "cancel", dryRun, jobId, tx: null });
     return 0;
   }
   const receipt = await confirm(ctx, escrow.cancel(jobId), `cancel job ${jobId}`);
   console.log(
     `job ${jobId} cancelled (tx ${receipt!.hash}); the unspent budget is withdrawable with \`gpuchain withdraw\``,
   );
+  out({ action: "cancel", dryRun, jobId, tx: receipt!.hash });
   return 0;
 }
 
@@ -193,10 +220,19 @@ async function approveTemplate(
   ctx: CommandContext,
   t: ReturnType<typeof templateArg>,
   dryRun: boolean,
+  out: Out,
 ): Promise<number> {
   requireKeyIs(ctx, await ctx.protocol.escrow.owner(), "the escrow's owner", "approve a template");
+  const report = (tx: string | null) => ({
+    action: "approve-template",
+    dryRun,
+    template: t.descriptor.name,
+    templateId: t.templateId,
+    tx,
+  });
   if (dryRun) {
     console.log(`would approve template ${t.descriptor.name} (${t.templateId})`);
+    out(report(null));
     return 0;
   }
   const receipt = await confirm(
@@ -205,5 +241,6 @@ async function approveTemplate(
     "approve the template",
   );
   console.log(`approved template ${t.descriptor.name} (${t.templateId}) (tx ${receipt!.hash})`);
+  out(report(receipt!.hash));
   return 0;
 }

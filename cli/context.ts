@@ -16,7 +16,10 @@ import { explainError } from "../sdk/errors.ts";
 import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
 import { loadKey } from "../sdk/keys.ts";
 import { managedWallet, mined } from "../sdk/txManager.ts";
-import { CommandError, parsePositiveInt, UsageError } from "../sdk/args.ts";
+import { CommandError, COMMON_OPTIONS, parsePositiveInt, UsageError } from "../sdk/args.ts";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { liveNetworkOf, liveNetworks, type LiveNetwork } from "./liveNetwork.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { listTemplates, loadTemplate } from "../workloads/templates.ts";
 import type { Template } from "../workloads/types.ts";
@@ -30,6 +33,8 @@ export interface CommandContext {
   signer?: Wallet;
   /** How long to wait for a sent transaction to be mined (--tx-timeout-ms). */
   txTimeoutMs: number;
+  /** The `npm start` network this deployment is, when one runs from this folder: its keys' names. */
+  live?: LiveNetwork;
   close(): void;
 }
 
@@ -49,13 +54,45 @@ export async function openContext(values: ContextFlags, needsKey: boolean): Prom
     throw new UsageError("--key FILE is required (a 0600 file holding the private key)", true);
   const timeoutMs = parsePositiveInt(values["rpc-timeout-ms"], "rpc-timeout-ms", DEFAULT_RPC_TIMEOUT_MS);
   const txTimeoutMs = parsePositiveInt(values["tx-timeout-ms"], "tx-timeout-ms", TX_TIMEOUT_MS);
-  checkRpcUrl(values.rpc!);
+  const target = chooseTarget(values);
+  checkRpcUrl(target.rpc);
   const wallet = values.key ? loadKey(values.key) : undefined;
-  const deployment = loadDeployment(values.deployment!);
-  const { provider, chainId } = await connectChecked(values.rpc!, deployment, timeoutMs);
+  const deployment = loadTarget(target.deployment, values.deployment === COMMON_OPTIONS.deployment.default);
+  const live = liveNetworkOf(target.deployment);
+  const { provider, chainId } = await connectChecked(target.rpc, deployment, timeoutMs);
   const signer = wallet && managedWallet(wallet, provider); // fees with a cap, speed-ups, the key's nonce lock
   const protocol = connectProtocol(deployment, signer ?? provider);
-  return { deployment, protocol, provider, chainId, signer, txTimeoutMs, close: () => provider.destroy() };
+  return { deployment, protocol, provider, chainId, signer, txTimeoutMs, live, close: () => provider.destroy() };
+}
+
+/**
+ * Where the command goes: --rpc and --deployment as given; with neither (both at their defaults), the newest network
+ * `npm start` runs from this folder (cli/liveNetwork.ts), said on standard error, else the defaults.
+ */
+export function chooseTarget(values: ContextFlags): { rpc: string; deployment: string } {
+  const given = { rpc: values.rpc ?? COMMON_OPTIONS.rpc.default, deployment: values.deployment! };
+  const defaults = given.rpc === COMMON_OPTIONS.rpc.default && values.deployment === COMMON_OPTIONS.deployment.default;
+  if (!defaults) return given;
+  const [live, ...others] = liveNetworks();
+  if (!live) return given;
+  const deployment = path.relative(process.cwd(), live.deploymentFile) || live.deploymentFile;
+  const more = others.length ? ` (the newest of ${others.length + 1} running)` : "";
+  console.error(
+    `using the network npm start runs (process ${live.pid})${more}: --rpc ${live.rpc} --deployment ${deployment}`,
+  );
+  return { rpc: live.rpc, deployment: live.deploymentFile };
+}
+
+/** The deployment file; a missing default says how to reach a network `npm start` runs. */
+function loadTarget(file: string, isDefault: boolean): Deployment {
+  if (isDefault && !existsSync(file)) {
+    throw new CommandError(
+      `no deployment file at ${file}: deploy first (npx hardhat ignition deploy …) or pass --deployment FILE; ` +
+        "a network `npm start -- --keep` runs is found by itself when the command runs from the folder npm start " +
+        "ran in, with neither --rpc nor --deployment (its hints print both)",
+    );
+  }
+  return loadDeployment(file);
 }
 
 /** The job must exist on this escrow (ids run 1..jobCount). */
@@ -146,8 +183,7 @@ export async function runOnChain(ctx: CommandContext, what: string, body: () => 
     return await body();
   } catch (err) {
     if (err instanceof CommandError) throw err;
-    console.error(`gpuchain: ${what} failed: ${explainError(err, protocolErrors())}`);
-    return 1;
+    throw new CommandError(`${what} failed: ${explainError(err, protocolErrors())}`);
   } finally {
     ctx.close();
   }

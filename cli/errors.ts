@@ -7,20 +7,31 @@ import { protocolErrors, RpcError } from "../sdk/contracts.ts";
 import { DeploymentError } from "../sdk/deployment.ts";
 import { explainError } from "../sdk/errors.ts";
 import { KeyFileError } from "../sdk/keys.ts";
+import { emitJson, inJsonMode } from "./json.ts";
 
 /** Errors whose message is already the whole story for a person. */
 const EXPECTED = [CommandError, RpcError, DeploymentError, KeyFileError];
 
+/**
+ * Under --json (cli/json.ts) the same line is also standard output's one document:
+ * `{ "error": { "message": "…", "kind": "usage" | "failure", "exitCode": 2 | 1 } }`.
+ */
 export function reportError(err: unknown, usage: string, debug: boolean): number {
   if (err instanceof UsageError) {
     console.error(`gpuchain: ${firstLine(err.message)}${err.showUsage ? `\n\n${usage}` : ""}`);
     if (debug) console.error(err.stack);
-    return 2;
+    return jsonError(firstLine(err.message), "usage", 2);
   }
   const expected = EXPECTED.some((kind) => err instanceof kind) || (err as { name?: string })?.name === "WorkloadError";
-  console.error(`gpuchain: ${oneLine(err)}${expected || debug ? "" : "  (--debug shows the stack)"}`);
+  const line = oneLine(err);
+  console.error(`gpuchain: ${line}${expected || debug ? "" : "  (--debug shows the stack)"}`);
   if (debug) console.error((err as Error)?.stack ?? String(err));
-  return 1;
+  return jsonError(line, "failure", 1);
+}
+
+function jsonError(message: string, kind: "usage" | "failure", exitCode: number): number {
+  if (inJsonMode()) emitJson({ error: { message, kind, exitCode } });
+  return exitCode;
 }
 
 function oneLine(err: unknown): string {

@@ -20,20 +20,20 @@ import { formatUsdc } from "../sdk/format.ts";
 import { describeWait, jobFit } from "../sdk/jobFit.ts";
 import { restakeLine } from "../sdk/restake.ts";
 import { eventsFrom } from "../sdk/deployment.ts";
+import { addressField, amount, emitJson, JSON_OPTION } from "./json.ts";
 
 export const USAGE = `usage: gpuchain explain JOB [--json] [--from-block N]
 
   a job's history rebuilt from the escrow's events, why each provider earned what it did, and whether the
   rebuilt books agree with the contract's state (exit 1 if not); --from-block: where its events are read from
-  (default: the deployment's first block, from Ignition's journal beside the deployment file, else 0)
+  (default: the deployment's first block, from Ignition's journal beside the deployment file, else 0);
+  --json: one JSON document (README.md, "Machine-readable output")
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
-
-const jsonSafe = (_k: string, v: unknown) => (typeof v === "bigint" ? v.toString() : v);
 
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommand(argv, {
     ...FROM_BLOCK_OPTION,
-    json: { type: "boolean", default: false },
+    ...JSON_OPTION,
   });
   expectPositionals(positionals, ["JOB"]);
   const jobId = parseJobId(positionals[0]);
@@ -52,10 +52,7 @@ export async function main(argv: string[]): Promise<number> {
     const ledger = await loadLedger(ctx, fromBlock, { jobIds: [jobId], toBlock: at.head });
     const job = ledger.jobs.get(jobId);
     if (!job) throw new CommandError(`job ${jobId} has no JobCreated event on escrow ${ctx.deployment.escrow}`);
-    const names = await namesFor(
-      ctx,
-      providerSummaries(job).map((s) => s.provider),
-    );
+    const names = await namesFor(ctx, [...providerSummaries(job).map((s) => s.provider), job.client]);
     const summaries = providerSummaries(job, names);
     const status = statusName(statusAt(job, BigInt(block!.timestamp)));
     const agrees =
@@ -70,8 +67,30 @@ export async function main(argv: string[]): Promise<number> {
     );
     if (values.json) {
       const read = { block: at.head, confirmedBlock: at.confirmed };
-      const report = { jobId, status, epoch: job.epoch, paid: job.paid, waits, providers: summaries, read };
-      console.log(JSON.stringify({ ...report, history: job.history, agreesWithContract: agrees }, jsonSafe, 2));
+      const providers = summaries.map((p) => ({
+        ...p,
+        ...addressField("provider", p.provider, names),
+        ...amount("earned", p.earned),
+        ...amount("released", p.released),
+        ...amount("slashed", p.slashed),
+        ...amount("forfeited", p.forfeited),
+        slash: p.slash && { faultStep: p.slash.faultStep, ...addressField("finder", p.slash.finder, names) },
+      }));
+      emitJson({
+        jobId,
+        status,
+        epoch: job.epoch,
+        ...addressField("client", job.client, names),
+        acceptedStep: job.acceptedStep,
+        totalSteps: job.totalSteps,
+        ...amount("paid", job.paid),
+        ...amount("budget", job.budget),
+        waits,
+        providers,
+        read,
+        history: job.history,
+        agreesWithContract: agrees,
+      });
       return agrees ? 0 : 1;
     }
     const progress = `${job.acceptedStep}/${job.totalSteps} steps accepted`;

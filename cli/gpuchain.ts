@@ -7,6 +7,7 @@
  */
 import { wantsHelp } from "../sdk/args.ts";
 import { reportError } from "./errors.ts";
+import { JSON_COMMANDS, startJsonMode } from "./json.ts";
 
 type Main = (argv: string[]) => Promise<number>;
 interface CommandModule {
@@ -71,11 +72,19 @@ async function run(argv: string[]): Promise<number> {
     console.log(commandUsage);
     return 0;
   }
+  // --json: one document on standard output, everything else on standard error (cli/json.ts).
+  if (JSON_COMMANDS.has(name) && rest.slice(0, endOfFlags(rest)).includes("--json")) startJsonMode();
   try {
     return await module.main(rest);
   } catch (err) {
     return reportError(err, commandUsage, argv.includes("--debug"));
   }
+}
+
+/** Where the flags end: a `--` ends them (what follows is an argument). */
+function endOfFlags(argv: string[]): number {
+  const i = argv.indexOf("--");
+  return i < 0 ? argv.length : i;
 }
 
 run(process.argv.slice(2)).then(

@@ -2,37 +2,59 @@
  * `gpuchain reserves [--watch]`: proof of reserves — the escrow's token balance against everything it owes.
  * `--watch` prints one line per new block until Ctrl-C, and the smallest margin seen when it stops.
  */
-import { expectPositionals, parseCommand } from "../sdk/args.ts";
+import { expectPositionals, parseCommand, UsageError } from "../sdk/args.ts";
 import { openContext, type CommandContext } from "./context.ts";
 import { formatUsdc } from "../sdk/format.ts";
 import { owedParts, readReserves, type ReservesSource } from "../sdk/reserves.ts";
 import { sleep } from "../sdk/retry.ts";
 import { protocolInterfaces } from "../sdk/contracts.ts";
 import { classifyError } from "../sdk/errors.ts";
+import { amount, emitJson, JSON_OPTION } from "./json.ts";
+import { getAddress } from "ethers";
 
-export const USAGE = `usage: gpuchain reserves [--watch]
+export const USAGE = `usage: gpuchain reserves [--watch | --json]
 
   what the escrow and the registry hold in the token (held) against what they owe (locked budgets + bonds +
   withdrawable balances + providers' stakes); exit 1 if they hold less. --watch: one line per new block until
   Ctrl-C, then the smallest margin seen (exit 1 if ever short, or if no block could be read); an unreachable RPC
-  is said once and read again
+  is said once and read again. --json: the one reading as a JSON document (README.md, "Machine-readable output")
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --debug`;
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, { watch: { type: "boolean", default: false } });
+  const { values, positionals } = parseCommand(argv, { watch: { type: "boolean", default: false }, ...JSON_OPTION });
   expectPositionals(positionals, []);
+  if (values.watch && values.json)
+    throw new UsageError("--json reports one reading; --watch prints a line per block until Ctrl-C: give one of them");
   const ctx = await openContext(values, false);
   try {
-    return values.watch ? await watch(ctx) : await once(ctx);
+    return values.watch ? await watch(ctx) : await once(ctx, values.json);
   } finally {
     ctx.close();
   }
 }
 
-async function once(ctx: CommandContext): Promise<number> {
-  const r = await readReserves(ctx.protocol as unknown as ReservesSource, await ctx.provider.getBlockNumber());
+async function once(ctx: CommandContext, json: boolean): Promise<number> {
+  const block = await ctx.provider.getBlockNumber();
+  const r = await readReserves(ctx.protocol as unknown as ReservesSource, block);
   const { held, owes } = r;
   const ok = held >= owes;
+  if (json) {
+    emitJson({
+      escrow: getAddress(ctx.deployment.escrow),
+      block,
+      ...amount("held", held),
+      ...amount("owed", owes),
+      owedParts: {
+        ...amount("lockedBudgets", r.locked),
+        ...amount("bonds", r.bonds),
+        ...amount("withdrawable", r.withdrawable),
+        ...amount("stakes", r.staked),
+      },
+      ...amount("surplus", held - owes),
+      holds: ok,
+    });
+    return ok ? 0 : 1;
+  }
   console.log(`escrow:        ${ctx.deployment.escrow}`);
   console.log(`held:          ${formatUsdc(held)}`);
   console.log(`owed:          ${formatUsdc(owes)}  (${owedParts(r)})`);

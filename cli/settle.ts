@@ -3,7 +3,8 @@
  * time), so its providers can claim and the client gets its refund — the finalizer keeper does the same, this is for
  * when none runs. Before its time it says when, and sends nothing.
  */
-import { expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
+import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
+import { emitJson, JSON_OPTION } from "./json.ts";
 import { confirm, openContext, requireJob, runOnChain, type CommandContext } from "./context.ts";
 import { statusName, type JobStatusName } from "../sdk/job.ts";
 import { formatDeadline } from "../sdk/format.ts";
@@ -12,11 +13,12 @@ import { settleTiming, type SettleTiming } from "../sdk/settleTiming.ts";
 export const USAGE = `usage: gpuchain settle JOB --key FILE
 
   settles a job whose dispute window has ended, or whose arbiter did not decide within 3 days (then the verdict
-  stands and the client's bond comes back); anyone may send it. Earlier, it says when and sends nothing.
+  stands and the client's bond comes back); anyone may send it. Earlier, it says when and sends nothing (exit 1).
+  --json: what was done as one JSON document (README.md, "Machine-readable output")
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --dry-run  --debug`;
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, {});
+  const { values, positionals } = parseCommand(argv, JSON_OPTION);
   expectPositionals(positionals, ["JOB"]);
   const jobId = parseJobId(positionals[0]);
   const ctx = await openContext(values, true);
@@ -24,17 +26,23 @@ export async function main(argv: string[]): Promise<number> {
     await requireJob(ctx, jobId);
     const reading = await readSettleTiming(ctx, jobId);
     const { timing } = reading;
-    if (timing.kind !== "now") {
-      console.error(`gpuchain: job ${jobId} cannot be settled now: ${describeWait(reading)}`);
-      return 1;
-    }
+    if (timing.kind !== "now") throw new CommandError(`job ${jobId} cannot be settled now: ${describeWait(reading)}`);
+    const report = (tx: string | null) => ({
+      jobId,
+      dryRun: values["dry-run"],
+      settled: tx !== null,
+      tx,
+      why: timing.why,
+    });
     if (values["dry-run"]) {
       console.log(`would settle job ${jobId} (${timing.why})`);
+      if (values.json) emitJson(report(null));
       return 0;
     }
     const receipt = await confirm(ctx, ctx.protocol.escrow.settle(jobId), `settle job ${jobId}`);
     console.log(`job ${jobId} settled (tx ${receipt!.hash}): ${timing.why}`);
     console.log(`its providers may now claim: gpuchain withdraw --key FILE --jobs ${jobId}`);
+    if (values.json) emitJson(report(receipt!.hash));
     return 0;
   });
 }

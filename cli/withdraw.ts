@@ -11,11 +11,14 @@ import { formatUsdc } from "../sdk/format.ts";
 import { eventsFrom } from "../sdk/deployment.ts";
 import { readLogsToHead } from "../sdk/logRange.ts";
 import { describeWait, readSettleTiming } from "./settle.ts";
+import { addressField, amount, emitJson, JSON_OPTION } from "./json.ts";
+import { namesFor } from "./names.ts";
 
 export const USAGE = `usage: gpuchain withdraw --key FILE [--jobs 1,2,…]
 
   claims the key's earnings on settled or cancelled jobs (all it ever had a checkpoint accepted on, unless
-  --jobs names them), then withdraws everything the escrow owes the key
+  --jobs names them), then withdraws everything the escrow owes the key; --json: what became of each job's
+  earnings and what was withdrawn, as one JSON document (README.md, "Machine-readable output")
   common: --rpc URL  --deployment FILE  --rpc-timeout-ms N  --dry-run  --debug`;
 
 export function parseJobList(value: string): bigint[] {
@@ -32,13 +35,15 @@ export function parseJobList(value: string): bigint[] {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, { jobs: { type: "string" } });
+  const { values, positionals } = parseCommand(argv, { jobs: { type: "string" }, ...JSON_OPTION });
   expectPositionals(positionals, []);
   const listed = values.jobs === undefined ? undefined : parseJobList(values.jobs);
   const ctx = await openContext(values, true);
   const { escrow } = ctx.protocol;
   const me = ctx.signer!.address;
   return runOnChain(ctx, "withdraw", async () => {
+    const dryRun = values["dry-run"];
+    const jobs: ClaimReport[] = [];
     for (const jobId of listed ?? []) await requireJob(ctx, jobId);
     for (const jobId of listed ?? (await jobsWithAcceptedWork(ctx, me))) {
       const earnings = await escrow.earningsOf(jobId, me);
@@ -52,35 +57,69 @@ export async function main(argv: string[]): Promise<number> {
         console.log(
           `job ${jobId}: ${formatUsdc(earnings)} earned, claimable once the job settles (${status} now; ${when}${hint})`,
         );
+        jobs.push({ jobId, outcome: "not settled yet", ...amount("amount", earnings), status, when });
         continue;
       }
-      if (values["dry-run"]) {
+      if (dryRun) {
         console.log(`job ${jobId}: would claim ${formatUsdc(earnings)}`);
+        jobs.push({ jobId, outcome: "would claim", ...amount("amount", earnings), status, when: null });
         continue;
       }
-      console.log(await claimOnce(ctx, jobId, earnings));
+      const claim = await claimOnce(ctx, jobId, earnings);
+      console.log(claim.line);
+      jobs.push({ jobId, outcome: claim.outcome, ...amount("amount", earnings), status, when: null });
     }
-    if (!listed) for (const line of await pendingRefunds(ctx, me)) console.log(line);
+    const refunds = listed ? [] : await pendingRefunds(ctx, me);
+    for (const r of refunds) console.log(r.line);
     const owed = await escrow.owed(me);
+    const names = values.json ? await namesFor(ctx, [me]) : {};
+    const report = (tx: string | null, withdrawn: bigint) => ({
+      ...addressField("account", me, names),
+      dryRun,
+      jobs,
+      pendingRefunds: refunds.map(({ line: _line, ...r }) => r),
+      ...amount("owed", owed),
+      ...amount("withdrawn", withdrawn),
+      tx,
+    });
     if (owed === 0n) {
       console.log(`${me} is owed nothing right now`);
+      if (values.json) emitJson(report(null, 0n));
       return 0;
     }
-    if (values["dry-run"]) {
+    if (dryRun) {
       console.log(`would withdraw ${formatUsdc(owed)} to ${me}`);
+      if (values.json) emitJson(report(null, 0n));
       return 0;
     }
-    await confirm(ctx, escrow.withdraw(), "withdraw");
+    const receipt = await confirm(ctx, escrow.withdraw(), "withdraw");
     console.log(`withdrew ${formatUsdc(owed)} to ${me}`);
+    if (values.json) emitJson(report(receipt.hash, owed));
     return 0;
   });
 }
 
-/** Claims the key's `earnings` on `jobId`; the line that says what became of them (a lost race included). */
-async function claimOnce(ctx: CommandContext, jobId: bigint, earnings: bigint): Promise<string> {
+/** One job's earnings in withdraw's JSON report. */
+interface ClaimReport {
+  jobId: bigint;
+  outcome: ClaimOutcome | "not settled yet" | "would claim";
+  amount: string;
+  amountUsdc: string;
+  status: string;
+  when: string | null;
+}
+
+type ClaimOutcome = "claimed" | "claimed by someone else" | "someone else's claim not mined yet";
+
+/** Claims the key's `earnings` on `jobId`; what became of them (a lost race included), and the line saying so. */
+async function claimOnce(
+  ctx: CommandContext,
+  jobId: bigint,
+  earnings: bigint,
+): Promise<{ outcome: ClaimOutcome; line: string }> {
   const { escrow } = ctx.protocol;
   const me = ctx.signer!.address;
-  const amount = formatUsdc(earnings);
+  const written = formatUsdc(earnings);
   const outcome = await claimUnlessClaimed(
     escrow,
     jobId,
@@ -90,18 +129,23 @@ async function claimOnce(ctx: CommandContext, jobId: bigint, earnings: bigint): 
       waitMs: ctx.txTimeoutMs,
       onWaiting: () =>
         console.log(
-          `job ${jobId}: someone else's claim of your ${amount} is waiting to be mined (claims are permissionless; ` +
+          `job ${jobId}: someone else's claim of your ${written} is waiting to be mined (claims are permissionless; ` +
             `the finalizer sends them after settling); waiting up to ${ctx.txTimeoutMs / 1000} s for it …`,
         ),
     },
   );
-  if (outcome === "claimed") return `job ${jobId}: claimed ${amount}`;
+  if (outcome === "claimed") return { outcome, line: `job ${jobId}: claimed ${written}` };
   if (outcome === "claimed by someone else")
-    return `job ${jobId}: ${amount} was claimed for you by someone else's transaction: it is in what the escrow owes you`;
-  return (
-    `job ${jobId}: someone else's claim of your ${amount} was not mined within ${ctx.txTimeoutMs / 1000} s; ` +
-    "run gpuchain withdraw again once it lands"
-  );
+    return {
+      outcome,
+      line: `job ${jobId}: ${written} was claimed for you by someone else's transaction: it is in what the escrow owes you`,
+    };
+  return {
+    outcome: "someone else's claim not mined yet",
+    line:
+      `job ${jobId}: someone else's claim of your ${written} was not mined within ${ctx.txTimeoutMs / 1000} s; ` +
+      "run gpuchain withdraw again once it lands",
+  };
 }
 
 /** The jobs with a CheckpointAccepted for `me`, from the deployment's first block (none is older). */
@@ -113,20 +157,35 @@ async function jobsWithAcceptedWork(ctx: CommandContext, me: string): Promise<bi
  * A client's budget left unspent on jobs not settled yet: one line each, so a client who withdraws during the
  * dispute window is told the refund is coming and from when, rather than only "owed nothing".
  */
-async function pendingRefunds(ctx: CommandContext, me: string): Promise<string[]> {
+async function pendingRefunds(ctx: CommandContext, me: string): Promise<PendingRefund[]> {
   const { escrow } = ctx.protocol;
-  const lines: string[] = [];
+  const lines: PendingRefund[] = [];
   for (const jobId of await jobIdsOf(ctx, await escrow.filters.JobCreated(undefined, me).getTopicFilter())) {
     const reading = await readSettleTiming(ctx, jobId);
     const { status, job } = reading;
     if (isFinished(status) || job.budget === job.paid) continue;
     const when = describeWait(reading);
-    lines.push(
-      `job ${jobId}: ${formatUsdc(job.budget - job.paid)} of your budget is unspent so far; it comes back ` +
+    const unspent = job.budget - job.paid;
+    lines.push({
+      jobId,
+      ...amount("amount", unspent),
+      status,
+      when,
+      line:
+        `job ${jobId}: ${formatUsdc(unspent)} of your budget is unspent so far; it comes back ` +
         `when the job settles (${status} now; ${when})`,
-    );
+    });
   }
   return lines;
+}
+
+interface PendingRefund {
+  jobId: bigint;
+  amount: string;
+  amountUsdc: string;
+  status: string;
+  when: string;
+  line: string;
 }
 
 /** The job ids of the escrow's events matching `topics`, from the deployment's first block. */

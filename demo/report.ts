@@ -105,7 +105,11 @@ export function failoverLine(w: WatchResult): string {
   );
 }
 
-/** --keep: how to look around the network left up, every command ready to paste (the keys named by their files). */
+/**
+ * --keep: how to look around the network left up, every command ready to paste (the keys named by their files).
+ * The job hint uses the template the run approved (`template`: another is not approved on a fresh local chain), and
+ * the dispute and arbiter hints name the job it creates (the next id), for when its verdict is in.
+ */
 export function keptHowTo(k: {
   jobId: bigint;
   rpc: string;
@@ -113,23 +117,27 @@ export function keptHowTo(k: {
   clientKeyFile: string;
   /** Absent on an existing deployment: the run has no arbiter key there. */
   arbiterKeyFile?: string;
+  /** The run's template: approved on its escrow. */
+  template: string;
 }): string[] {
   const common = `--rpc ${k.rpc} --deployment ${k.deploymentFile}`;
   const keys = path.dirname(k.clientKeyFile);
+  const next = k.jobId + 1n;
   const arbiter = k.arbiterKeyFile
     ? [
-        `  npx gpuchain dispute JOB --key ${k.clientKeyFile} ${common}   (within a job's dispute window)`,
-        `  npx gpuchain arbiter resolve JOB --uphold|--reject --key ${k.arbiterKeyFile} ${common}   (a disputed job)`,
+        `  npx gpuchain dispute ${next} --key ${k.clientKeyFile} ${common}   (once job ${next} has its verdict, within its dispute window)`,
+        `  npx gpuchain arbiter resolve ${next} --reject --key ${k.arbiterKeyFile} ${common}   (once job ${next} is disputed; or --uphold)`,
       ]
     : [];
   return [
     "",
     "the network stays up (chain, keepers, verifiers, providers) until Ctrl-C. Try, in another terminal:",
     `  npx gpuchain explain ${k.jobId} ${common}`,
-    `  npx gpuchain wallet ADDRESS ${common}   (ADDRESS: a provider's, from the explain output)`,
+    `  npx gpuchain wallet alice ${common}   (or client, bob, mallory, verifier1…3, any address; --json for machines)`,
     `  npx gpuchain reserves --watch ${common}`,
-    `  npx gpuchain job create --template blobs-tiny --steps 40 --max-price 0.0015 --key ${k.clientKeyFile} ${common}`,
+    `  npx gpuchain job create --template ${k.template} --steps 40 --max-price 0.0015 --key ${k.clientKeyFile} ${common}`,
     ...arbiter,
     `  keys of this run: ${keys} (${k.arbiterKeyFile ? "the arbiter's too: arbiter.key" : "the roles' key files"})`,
+    "  (from this folder, with neither --rpc nor --deployment, every gpuchain command finds this network by itself)",
   ];
 }

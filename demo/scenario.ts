@@ -237,6 +237,7 @@ async function keepUp(run: Run, result: ScenarioResult): Promise<void> {
     deploymentFile: net.deploymentFile,
     clientKeyFile: net.keyFiles.client,
     arbiterKeyFile: net.arbiterKeyFile,
+    template: o.template,
   });
   for (const line of howTo) o.print(line);
   o.print("what happens from here on (new jobs, failovers, slashes, a part of the network that stops) shows below");

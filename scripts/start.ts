@@ -12,6 +12,7 @@ import { replay } from "../demo/recording.ts";
 import { runScenario } from "../demo/scenario.ts";
 import type { ChainNode, ScenarioOptions } from "../demo/types.ts";
 import { listTemplates } from "../workloads/index.ts";
+import { announceNetwork } from "../cli/liveNetwork.ts";
 
 export const USAGE = `usage: npm start [-- options]
 
@@ -174,8 +175,20 @@ async function main(argv: string[]): Promise<number> {
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
-  const result = await runScenario(options);
-  return result.ok ? 0 : 1;
+  // While the network is up, `gpuchain` run from this folder finds it with no --rpc/--deployment (cli/liveNetwork.ts).
+  let unannounce = () => {};
+  try {
+    const result = await runScenario({
+      ...options,
+      onNetworkUp: async (up) => {
+        await options.onNetworkUp?.(up);
+        unannounce = announceNetwork(up);
+      },
+    });
+    return result.ok ? 0 : 1;
+  } finally {
+    unannounce();
+  }
 }
 
 const argv = process.argv.slice(2);

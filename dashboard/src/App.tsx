@@ -15,8 +15,9 @@ import { ProvidePage } from "./pages/Provide.tsx";
 import { RecordedPage } from "./pages/Recorded.tsx";
 import { StatusPage } from "./pages/Status.tsx";
 import { SPEEDS, useRun } from "./run.ts";
-import { ChainReader } from "./sources/chain.ts";
-import { loadConfig, type DashboardConfig } from "./sources/config.ts";
+import { nextDelay } from "./sources/backoff.ts";
+import { ChainReader, type ChainHealth } from "./sources/chain.ts";
+import { chainAnswered, loadConfig, type DashboardConfig } from "./sources/config.ts";
 import { PAGES, readView, writeView, type View } from "./url.ts";
 
 export function App() {
@@ -60,11 +61,60 @@ export function App() {
 
   const recorded = view.run !== null;
   const chain = useMemo(
-    () => (config && !recorded && /^\d+$/.test(config.chainId) ? new ChainReader(config) : null),
+    () => (config && !recorded && chainAnswered(config) ? new ChainReader(config) : null),
     [config, recorded],
   );
   useEffect(() => () => chain?.stop(), [chain]);
-  const health = useChainHealth(chain);
+  const readerHealth = useChainHealth(chain);
+
+  // A chain that has not answered the server yet (its config says chain id "unknown"): no reader can start, so the
+  // page says "Chain unreachable" with what was asked, and asks the server again with backoff until it answers
+  // (the server itself asks the chain every second).
+  const unanswered = !recorded && config !== null && !chainAnswered(config);
+  const [configRetryAt, setConfigRetryAt] = useState<number | null>(null);
+  const [askNow, setAskNow] = useState(0);
+  useEffect(() => {
+    if (!unanswered) return;
+    let stop = false;
+    let failures = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const ask = async () => {
+      const c = await loadConfig();
+      if (stop) return;
+      if (c && chainAnswered(c)) {
+        setConfigRetryAt(null);
+        setConfig(c);
+        return;
+      }
+      if (c) setConfig(c); // still unanswered: the recordings and the rest may have changed
+      schedule();
+    };
+    const schedule = () => {
+      const wait = nextDelay(++failures, 2000, 15_000);
+      setConfigRetryAt(Date.now() + wait);
+      timer = setTimeout(() => void ask(), wait);
+    };
+    if (askNow > 0) void ask();
+    else schedule();
+    return () => {
+      stop = true;
+      clearTimeout(timer);
+    };
+  }, [unanswered, askNow]);
+  const health = useMemo<ChainHealth>(
+    () =>
+      unanswered
+        ? {
+            reachable: false,
+            head: null,
+            headAt: null,
+            error: "the RPC did not answer",
+            tried: `eth_chainId from this dashboard's server to ${config!.rpc} (it asks every second)`,
+            retryAt: configRetryAt ?? undefined,
+          }
+        : readerHealth,
+    [unanswered, config?.rpc, configRetryAt, readerHealth],
+  );
   const run = useRun(view.run, view.t, (t) => {
     const next = { ...viewRef.current, t };
     writeView(next, false);
@@ -164,7 +214,7 @@ export function App() {
           </a>
         ))}
       </nav>
-      <Banners {...props} />
+      <Banners {...props} readAgain={() => setAskNow((n) => n + 1)} />
       {run.playback && <PlaybackBar playback={run.playback} control={run.control} />}
       <main id="main" tabIndex={-1}>
         <div className="page-head">

@@ -7,7 +7,7 @@ import { coordinatorUp, useNow } from "./TopBar.tsx";
  * "Coordinator offline" and "Chain unreachable", with the actions the help page names; a chain that answers while
  * the deployment file is stale gets that said instead (the page's failed reads are the missing contracts).
  */
-export function Banners(p: PageProps) {
+export function Banners(p: PageProps & { readAgain?(): void }) {
   const now = useNow(1000);
   const out = [];
   if (!p.recorded && coordinatorUp(p) === false) {
@@ -42,15 +42,16 @@ export function Banners(p: PageProps) {
   } else if (!p.recorded && p.health.reachable === false) {
     const wait = p.health.retryAt ? Math.max(0, Math.ceil((p.health.retryAt - now) / 1000)) : null;
     out.push(
-      <div className="banner banner-warn" role="alert" key="chain">
+      <div className="banner banner-warn" role="alert" key="chain" data-testid="chain-unreachable">
         <strong>Chain unreachable</strong>
         <span>
           {p.health.error ?? "the RPC is limiting requests or down"}. On-chain values keep their last good value
           {p.health.head !== null ? ` (block ${p.health.head})` : ""}.
-          {wait !== null ? ` Reading again in ${wait} s.` : ""}
+          {p.health.tried ? ` Tried: ${p.health.tried}.` : ""}
+          {wait !== null ? ` Asking again in ${wait} s.` : " Asking again by itself."}
         </span>
         <span className="actions">
-          <button onClick={() => p.chain?.readAgain()}>Read again</button>
+          <button onClick={() => (p.chain ? p.chain.readAgain() : p.readAgain?.())}>Read again</button>
         </span>
       </div>,
     );

@@ -1,4 +1,30 @@
 /**
+ * Stake, slashing and probation, short (the rules of contracts/JobEscrow.sol and ProviderRegistry.sol; docs/THREATS.md
+ * has the why).
+ */
+const STAKE: [string, string][] = [
+  [
+    "Stake",
+    "gpuchain provide deposits test USDC in the provider registry (5 × its minimum). Each job you hold locks part " +
+      "of it: your price × the job's checkpoint interval, at least the minimum. Stake you ask back is " +
+      "withdrawable after the registry's unbonding delay.",
+  ],
+  [
+    "Probation",
+    "Until your first accepted checkpoint. If a hold ends without an accepted checkpoint by your failure (lease " +
+      "lapsed, checkpoint refused, or no progress for the job's progress timeout), its lock goes to the job's " +
+      "client. A report the verifiers leave undecided never costs it. Your first accepted checkpoint ends " +
+      "probation for good: after that an honest crash costs only the unaccepted work.",
+  ],
+  [
+    "Slashing",
+    "A fault the verifiers prove and sign (your committed work does not replay) takes that job's lock, split " +
+      "between the client, the verifier who found it and the network fee, and voids your unclaimed earnings on " +
+      "the job. On probation or not.",
+  ],
+];
+
+/**
  * Help: the reference help page's questions, badges, words and troubleshooting, answered for what GPUChain
  * actually is (a local or Base Sepolia deployment, Node.js agents, onnxruntime training).
  */
@@ -42,25 +68,10 @@ const QA: [string, string][] = [
   ],
   [
     "What happens if my device drops out halfway?",
-    "The coordinator notices the missing heartbeats (5 s) and unassigns you, which bumps the job's epoch so " +
-      "your old worker can no longer write; if the coordinator is down, the on-chain lease lets anyone do " +
-      "it once it lapses. The job moves to another provider from the last accepted checkpoint. You're " +
-      "still paid for your accepted steps up to that checkpoint, and once your provider has delivered one " +
-      "accepted checkpoint, a crash costs you nothing but the unaccepted work. Before that it is on probation " +
-      "(below).",
-  ],
-  [
-    "What is my stake for, and when do I lose it?",
-    "gpuchain provide deposits stake in the provider registry (5 × its minimum), and each job you hold locks " +
-      "part of it: your price × the job's checkpoint interval, at least the minimum. Slashing: if the " +
-      "verifiers prove a fault in your work, that lock is split between the client, the verifier who found " +
-      "it and the network fee, and your unclaimed earnings on the job are void. Probation: while a provider " +
-      "has no accepted checkpoint yet, a hold that ends by its own failure (lease lapsed, checkpoint " +
-      "refused, or no progress for the job's whole progress timeout) forfeits its lock to the job's client as " +
-      "compensation for the delay; a report the verifiers leave undecided never does. Its first accepted " +
-      "checkpoint ends probation for good; from then on an " +
-      "honest crash costs nothing but unaccepted work. Stake you ask back is withdrawable after the " +
-      "registry's unbonding delay.",
+    "The coordinator notices the missing heartbeats (5 s) and unassigns you, which bumps the job's epoch so your " +
+      "old worker can no longer write (if the coordinator is down, the on-chain lease lapses instead). The job " +
+      "moves on from the last accepted checkpoint; you keep what your accepted steps earned. What else it costs " +
+      "depends on probation (below).",
   ],
   [
     "Why did a provider earn nothing?",
@@ -100,13 +111,7 @@ const WORDS: [string, string][] = [
     "The job's epoch: a counter that stops an old, disconnected worker from writing after the job moved on.",
   ],
   ["Dispute window", "The time after a verdict when the client can still challenge it."],
-  ["Stake", "USDC a provider deposits in the registry; each job it holds locks part of it."],
-  ["Slashing", "Taking a provider's lock for a job when the verifiers prove a fault in its work."],
-  [
-    "Probation",
-    "A provider's state until its first accepted checkpoint: a hold that ends without one forfeits its lock to the client.",
-  ],
-  ["Proof of reserves", "A live check that the escrow holds at least as much USDC as it owes."],
+  ["Proof of reserves", "A check, read from the chain, that the escrow holds at least as much USDC as it owes."],
 ];
 
 export function HelpPage(_p: PageProps) {
@@ -121,6 +126,17 @@ export function HelpPage(_p: PageProps) {
             <p>{a}</p>
           </details>
         ))}
+      </section>
+      <section aria-labelledby="s-h" data-testid="help-stake">
+        <h2 id="s-h">Stake, probation and slashing</h2>
+        <dl className="kv">
+          {STAKE.map(([w, m]) => (
+            <div key={w}>
+              <dt>{w}</dt>
+              <dd>{m}</dd>
+            </div>
+          ))}
+        </dl>
       </section>
       <section aria-labelledby="b-h">
         <h2 id="b-h">What the badges mean</h2>

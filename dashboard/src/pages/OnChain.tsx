@@ -53,13 +53,7 @@ function Wallet(p: PageProps) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const valid = isAddress(text.trim());
-  const hint = !text
-    ? ""
-    : valid
-      ? "a valid address"
-      : /^0x[0-9a-fA-F]{0,40}$/.test(text.trim())
-        ? `${42 - text.trim().length} more hex characters`
-        : "not an address: 0x followed by 40 hex characters";
+  const hint = addressHint(text);
   const check = async () => {
     if (!valid) return;
     const who = getAddress(text.trim());
@@ -142,6 +136,24 @@ function Wallet(p: PageProps) {
       </p>
     </section>
   );
+}
+
+/**
+ * What the wallet field says of what is typed: how many hex characters are missing, or that 40 are there but their
+ * mix of capitals is not the address's checksum (EIP-55: a mistyped character), or what an address looks like.
+ */
+export function addressHint(typed: string): string {
+  const t = typed.trim();
+  if (!typed) return "";
+  const valid: boolean = isAddress(t); // (not as a type guard: t stays a string below)
+  if (valid) return "a valid address";
+  if (/^0x[0-9a-fA-F]{40}$/.test(t))
+    return "the checksum is wrong (its capitals do not match the address): check it, or type it all in lower case";
+  if (/^0x[0-9a-fA-F]{0,39}$/.test(t)) {
+    const left = 42 - t.length;
+    return `${left} more hex character${left === 1 ? "" : "s"}`;
+  }
+  return "not an address: 0x followed by 40 hex characters";
 }
 
 /** The wallet `who` from the recording's events on screen (the shared fold mutates in place, so no memo). */
@@ -273,7 +285,13 @@ function Reserves(p: PageProps) {
   const holds = held !== undefined && owes !== undefined ? held >= owes : null;
   return (
     <section className="card" aria-labelledby="reserves-h">
-      <h2 id="reserves-h">Proof of reserves, live</h2>
+      <h2 id="reserves-h">
+        {p.recorded
+          ? last
+            ? `Proof of reserves, recorded at block ${last.block}`
+            : "Proof of reserves, recorded"
+          : "Proof of reserves, live"}
+      </h2>
       {holds === null ? (
         <p className="muted">
           {problem

@@ -17,6 +17,8 @@ export interface ChainHealth {
   head: number | null;
   headAt: number | null; // when the head was last read (ms)
   error?: string;
+  /** What was asked, of which URL, when it failed: the banner names it. */
+  tried?: string;
   retryAt?: number;
 }
 
@@ -32,9 +34,11 @@ export class ChainReader {
   private stopped = false;
   private start: Promise<number> | undefined;
   private readonly firstBlock: number | undefined;
+  private readonly where: string;
 
   constructor(config: DashboardConfig) {
     this.firstBlock = config.deployment.firstBlock;
+    this.where = config.rpcRedacted ? `${config.rpc} through this dashboard's relay (api/rpc)` : config.rpc;
     const req = new FetchRequest(chainUrl(config, location.href));
     req.timeout = 5000;
     // One attempt per read: the page shows "Chain unreachable" and retries itself, with a visible countdown.
@@ -107,7 +111,7 @@ export class ChainReader {
   private ok() {
     if (this.failures || this.health.reachable !== true) {
       this.failures = 0;
-      this.health = { ...this.health, reachable: true, error: undefined, retryAt: undefined };
+      this.health = { ...this.health, reachable: true, error: undefined, tried: undefined, retryAt: undefined };
       this.emit();
     }
   }
@@ -116,7 +120,8 @@ export class ChainReader {
     this.failures += 1;
     const text = String((err as Error)?.message ?? err);
     const why = /429|Too Many/i.test(text) ? "the RPC is limiting requests (HTTP 429)" : "the RPC did not answer";
-    this.health = { ...this.health, reachable: false, error: why };
+    const tried = `JSON-RPC from this browser to ${this.where}`;
+    this.health = { ...this.health, reachable: false, error: why, tried };
     this.emit();
   }
 

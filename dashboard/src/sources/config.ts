@@ -16,6 +16,11 @@ export interface DashboardConfig {
   rpcRedacted?: boolean;
   deploymentFile: string;
   /**
+   * The server's installation folder, its deployment file and a folder store as absolute paths: the Provide compute
+   * command works from any folder on this machine (absent from older servers).
+   */
+  absolute?: { install: string; deploymentFile: string; store: string | null };
+  /**
    * Why the deployment cannot be read on the chain, which answers (sdk/contracts.ts checkDeploymentOn's line: a
    * stale file, with the redeploy advice), or null; absent from older servers.
    */
@@ -61,4 +66,38 @@ export async function loadConfig(): Promise<DashboardConfig | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** Whether the server has heard the chain answer: its config then names the chain's id (else "unknown"). */
+export const chainAnswered = (c: DashboardConfig | null | undefined): boolean => !!c && /^\d+$/.test(c.chainId);
+
+/**
+ * How long after the dashboard server started a coordinator that has never answered is "starting", not "offline":
+ * `npm start` starts the dashboard and the keepers together, and the keepers take seconds to listen.
+ */
+export const KEEPERS_GRACE_MS = 30_000;
+
+export type CoordinatorState = "recorded" | "checking" | "starting" | "online" | "offline";
+
+/**
+ * The coordinator as the top bar and the banner say it. Pure. Offline (red) only once it answered and then stopped,
+ * or once the grace after the server's start is over without an answer, or when the dashboard server itself does
+ * not answer; before that a coordinator that never answered is starting (neutral).
+ */
+export function coordinatorState(o: {
+  recorded: boolean;
+  /** The dashboard server's status (GET /api/status) failed: it is down. */
+  snapshotError?: string;
+  snapshot: { at: number; coordinator: { reachable: boolean | null; lastOkAt: number | null } } | null;
+  /** From the server's config (GET /api/config); undefined until it is read. */
+  serverStartedAt: number | undefined;
+}): CoordinatorState {
+  if (o.recorded) return "recorded";
+  if (o.snapshotError) return "offline";
+  if (!o.snapshot) return "checking";
+  const { reachable, lastOkAt } = o.snapshot.coordinator;
+  if (reachable) return "online";
+  if (lastOkAt !== null) return "offline"; // it answered before and stopped
+  if (o.serverStartedAt === undefined) return "checking"; // the config is not in yet: no grace to measure
+  return o.snapshot.at - o.serverStartedAt < KEEPERS_GRACE_MS ? "starting" : "offline";
 }
