@@ -15,6 +15,8 @@ export interface Playback {
   playing: boolean;
   speed: number;
   markers: { ms: number; kind: string; label: string }[];
+  /** The run-level badges of the whole recording (what it was: Local chain, …); undefined until it is loaded. */
+  runBadges?: string[];
   error?: string;
 }
 
@@ -146,6 +148,7 @@ export function useRun(recording: string | null, initialT: number | null, onTime
           playing: clock.current.playing,
           speed: clock.current.speed,
           markers: full.markers,
+          runBadges: full.badges,
         });
         const loop = () => {
           if (cancelled) return;

@@ -30,6 +30,9 @@ const KEYS: string[] = [
   "]",
 ];
 
+/** Nothing focused (a key then reaches the page's shortcuts, not a field). */
+const BLUR = "document.activeElement && document.activeElement.blur()";
+
 describe("dashboard: every page survives every top-bar switch and every shortcut", function () {
   this.timeout(900_000);
   const dir = path.join(".gpuchain", `dash-every-switch-${process.pid}`);
@@ -56,16 +59,17 @@ describe("dashboard: every page survives every top-bar switch and every shortcut
   /** The app is there (a top bar, a page heading, text) and nothing was thrown or logged as an error. */
   async function alive(how: string) {
     // Two frames: a render that throws does so within them.
-    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-    const seen = await page.evaluate(() => {
+    await page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))");
+    // (A string: the tests' TypeScript has no DOM types.)
+    const seen = await page.evaluate<{ children: number; text: number; h1: string; topbar: boolean }>(`(() => {
       const root = document.getElementById("root");
       return {
-        children: root?.childElementCount ?? 0,
-        text: root?.innerText.trim().length ?? 0,
+        children: root ? root.childElementCount : 0,
+        text: root ? root.innerText.trim().length : 0,
         h1: document.querySelector("main h1")?.textContent ?? "",
         topbar: document.querySelector("header.topbar") !== null,
       };
-    });
+    })()`);
     expect(errors, `errors after ${how}`).to.deep.equal([]);
     expect(seen.children, `app root children after ${how}`).to.be.greaterThan(0);
     expect(seen.text, `app text after ${how}`).to.be.greaterThan(100);
@@ -78,9 +82,9 @@ describe("dashboard: every page survives every top-bar switch and every shortcut
   /** Back to `pageId` with `choice` in the top bar, the overlay closed and nothing focused. */
   async function restore(pageId: string, choice: string) {
     await page.keyboard.press("Escape");
-    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await page.evaluate(BLUR);
     if ((await runSelect().inputValue()) !== choice) await runSelect().selectOption(choice);
-    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await page.evaluate(BLUR);
     const want = PAGES.find((p) => p.id === pageId)!;
     if ((new URL(page.url()).searchParams.get("page") ?? "status") !== pageId) await page.keyboard.press(want.key);
     await page.locator("main h1", { hasText: want.title }).waitFor({ timeout: 10_000 });
@@ -93,7 +97,7 @@ describe("dashboard: every page survives every top-bar switch and every shortcut
     await runSelect().locator("option").nth(1).waitFor({ state: "attached", timeout: 15_000 });
     const choices = await runSelect()
       .locator("option")
-      .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+      .evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value));
     expect(choices.length, "live and at least one recording").to.be.greaterThan(1);
     let presses = 0;
     for (const { id } of PAGES) {
@@ -111,7 +115,7 @@ describe("dashboard: every page survives every top-bar switch and every shortcut
           await runSelect().selectOption(choice);
           await alive(`${id}: top bar ${other || "live"} → ${choice || "live"}`);
         }
-        await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+        await page.evaluate(BLUR);
         for (const key of KEYS) {
           for (const k of key.split(" ")) await page.keyboard.press(k);
           presses++;
@@ -134,7 +138,7 @@ describe("dashboard: every page survives every top-bar switch and every shortcut
     const recordings = (
       await runSelect()
         .locator("option")
-        .evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))
+        .evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value))
     ).filter(Boolean);
     let seeks = 0;
     for (const name of recordings) {

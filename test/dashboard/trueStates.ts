@@ -128,7 +128,9 @@ describe("dashboard: true states (chain down, keepers starting, phone top bar, s
         res.end(req.url === "/heartbeats" ? JSON.stringify({ now: Date.now(), beats: [] }) : JSON.stringify({}));
       });
       await new Promise<void>((r) => coordinator!.listen(coordPort, "127.0.0.1", () => r()));
-      await page.locator('[data-testid="coordinator-chip"][aria-label="coordinator online"]').waitFor({ timeout: 15_000 });
+      await page
+        .locator('[data-testid="coordinator-chip"][aria-label="coordinator online"]')
+        .waitFor({ timeout: 15_000 });
       expect(await offline.count()).to.equal(0);
       // It stops answering after it was up: now that is offline, at once (no grace).
       await new Promise<void>((r) => coordinator!.close(() => r()));
