@@ -94,7 +94,11 @@ export class EarningsWatch {
   private from = -1;
   private readonly jobFacts = new Map<bigint, { totalSteps: number; disputeWindow: bigint }>();
 
-  constructor(readonly o: EarningsWatchOptions) {}
+  readonly o: EarningsWatchOptions;
+
+  constructor(o: EarningsWatchOptions) {
+    this.o = o;
+  }
 
   /** Until the signal: one `poll` per interval (its errors logged once each, at debug level: the next retries). */
   async run(): Promise<void> {

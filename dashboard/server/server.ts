@@ -66,6 +66,16 @@ const CHAINS: Record<string, { name: string; explorer?: string }> = {
   "84532": { name: "Base Sepolia", explorer: "https://sepolia.basescan.org" },
 };
 
+/** This installation's folder, and the deployment file and a folder store as absolute paths (Provide compute). */
+function absolutePaths(o: DashboardOptions) {
+  const folder = o.store !== undefined && !/^[a-z][a-z0-9+.-]*:\/\//i.test(o.store);
+  return {
+    install: path.resolve(import.meta.dirname, "..", ".."),
+    deploymentFile: path.resolve(o.deploymentFile),
+    store: o.store === undefined ? null : folder ? path.resolve(o.store) : o.store,
+  };
+}
+
 export async function startDashboardServer(o: DashboardOptions): Promise<DashboardServer> {
   await ensureBuilt(o.note);
   const feed = new LiveFeed({
@@ -135,6 +145,7 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
         rpc: rpc.url,
         rpcRedacted: rpc.redacted,
         deploymentFile: o.deploymentFile,
+        absolute: absolutePaths(o),
         deploymentProblem: feed.deploymentProblem,
         deployment: {
           escrow: deployment.escrow,

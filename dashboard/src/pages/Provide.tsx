@@ -1,24 +1,42 @@
-/** Provide compute: the one command for this network, then the chain followed to the first accepted step. */
+/** Provide compute: the one command for this network, then the chain followed to the provider's first earnings and their withdrawal. */
 import { useMemo, useState } from "react";
 import uPlot from "uplot";
 import { Badges } from "../components/Badges.tsx";
 import { Chart } from "../components/Chart.tsx";
 import type { PageProps } from "../context.ts";
 import { ago, baseUnits, usdc } from "../format.ts";
-import { formatDuration, formatPrice, formatUsdc, usdcAmount, usdcUnits } from "../../../sdk/format.ts";
+import {
+  formatDuration,
+  formatPrice,
+  formatTime,
+  formatUsdc,
+  formatWait,
+  usdcAmount,
+  usdcUnits,
+} from "../../../sdk/format.ts";
+import { settleTiming } from "../../../sdk/settleTiming.ts";
+import { statusName as chainStatusName } from "../../../sdk/job.ts";
+import { chainNow } from "../model/clock.ts";
+import { useNow } from "../components/TopBar.tsx";
 import { priceStanding } from "../../../sdk/jobFit.ts";
-import { ledgerOf, providerSummaries, walletOf } from "../ledger.ts";
+import { ledgerOf, providerSummaries, statusAt, walletOf, type LedgerJob } from "../ledger.ts";
 import type { ProviderView, RunState } from "../model/state.ts";
 import { DataTable } from "../components/DataTable.tsx";
 import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/restake.ts";
 import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/providerName.ts";
-import { machineLocal, provideCommand, STORE_UNKNOWN } from "../model/provideCommand.ts";
+import {
+  machineLocal,
+  provideCommand,
+  providerKeyFile,
+  providerWithdrawCommand,
+  STORE_UNKNOWN,
+} from "../model/provideCommand.ts";
 import { DEVICE_CHOICE, GPU_NOT_PROVEN } from "../model/deviceChoice.ts";
 import { probationNote } from "../../../sdk/probation.ts";
 
 /** The command with the words to replace on another machine marked (its text is the command, unchanged). */
 function MarkedCommand({ command }: { command: string }) {
-  const words = command.split(/(?= --)|(?= npx )|(?= [A-Z_]+=)/);
+  const words = command.split(/(?= --)|(?= npx )|(?= gpuchain )|(?= [A-Z_]+=)/);
   return (
     <>
       {words.map((w, i) =>
@@ -87,7 +105,9 @@ export function ProvidePage(p: PageProps) {
   const { state } = p.run;
   const providers = [...state.providers.values()];
   // The prices known so far (a provider whose registration has not landed yet has none): the page shows what it can.
+  // Yours is not among them: once your device registers under this name, it is compared with the others only.
   const prices = providers
+    .filter((x) => x.name !== name)
     .map((x) => baseUnits(x.pricePerStep))
     .filter((x): x is bigint => x !== null)
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -142,16 +162,18 @@ export function ProvidePage(p: PageProps) {
           </ul>
         )}
         <p>
-          Run this on the machine that will train. It creates a provider key (<code>.gpuchain/providers/NAME/key</code>,
-          0600), <span data-testid="device-choice">{DEVICE_CHOICE}</span>, registers the offer on chain and starts
-          taking work. {GPU_NOT_PROVEN} It needs this repository installed (Node.js and <code>npm ci</code>; onnxruntime
-          comes with it) and a little test ETH for gas: a new key prints its address and waits until it is funded. The
+          Run this on the machine that will train, from any folder: its paths are absolute (this installation, run
+          through <code>npx --prefix</code>, the deployment file and the key). It creates a provider key (
+          <code>{providerKeyFile(config, name) ?? ".gpuchain/providers/NAME/key"}</code>, 0600), reused by every later
+          run, <span data-testid="device-choice">{DEVICE_CHOICE}</span>, registers the offer on chain and starts taking
+          work. {GPU_NOT_PROVEN} It needs this repository installed (Node.js and <code>npm ci</code>; onnxruntime comes
+          with it) and a little test ETH for gas: a new key prints its address and waits until it is funded. The
           variables in front, when there are any, reach this run's checkpoint store (an embedded S3 server with a fixed
           test key pair). On a local development chain <code>--faucet</code> takes that gas from the node itself (or
           fund any key with <code>npx gpuchain faucet ADDRESS --rpc URL</code>); on a public test network, send test ETH
           from a funded key. Joining from another machine: replace the <mark>marked</mark> parts (this machine&apos;s
-          loopback address and the deployment file&apos;s path) with this machine&apos;s address on your network and a
-          copy of the file.
+          loopback address and the paths of this installation, the key and the deployment file) with this machine&apos;s
+          address on your network, your own installation&apos;s folder and a copy of the file.
         </p>
         <StakeNote rules={config?.stakeRules ?? null} />
         <ProbationNote minStake={config?.stakeRules?.minStake} price={mine} />
@@ -166,17 +188,27 @@ export function ProvidePage(p: PageProps) {
           <pre data-testid="provide-command" aria-label="The command for this network">
             <MarkedCommand command={command} />
           </pre>
-          <button onClick={copy} disabled={errors.length > 0}>
+          <button
+            onClick={copy}
+            disabled={errors.length > 0 || p.recorded}
+            aria-describedby={p.recorded ? "copy-recorded" : undefined}
+          >
             Copy command
           </button>
         </div>
+        {p.recorded && (
+          <p className="muted" id="copy-recorded" data-testid="copy-recorded">
+            A recorded run cannot be joined: switch the top bar to Live to copy the command for the network this
+            dashboard watches.
+          </p>
+        )}
         {standing && mine !== null && (
           <p className="muted" data-testid="price-standing">
             At {formatPrice(mine)} you are cheaper than {standing.cheaperThan} of {standing.of} current providers (they
             ask {prices.map(usdcAmount).join(", ")} USDC/step); the coordinator picks the cheapest eligible provider.
           </p>
         )}
-        {copied && <Follow state={state} name={copied} recorded={p.recorded} />}
+        {copied && <Follow state={state} name={copied} recorded={p.recorded} config={config} />}
       </section>
       <section className="card" aria-labelledby="ar-h">
         <h2 id="ar-h">Accepted vs refused</h2>
@@ -198,8 +230,21 @@ export function ProvidePage(p: PageProps) {
   );
 }
 
-/** After copying: waiting for your device… → registered at block N → first assignment → first accepted step. */
-function Follow({ state, name, recorded }: { state: RunState; name: string; recorded: boolean }) {
+/**
+ * After copying: waiting for your device… → registered at block N → first assignment → first accepted step →
+ * credited X USDC on each job, withdrawable from T → the withdraw command → withdrawn.
+ */
+function Follow({
+  state,
+  name,
+  recorded,
+  config,
+}: {
+  state: RunState;
+  name: string;
+  recorded: boolean;
+  config: PageProps["config"];
+}) {
   const p = [...state.providers.values()].find((x) => x.name === name && x.registeredBlock !== undefined);
   const assigned = p?.firstAssignedMs !== undefined;
   const accepted = p?.firstAcceptedMs !== undefined;
@@ -233,6 +278,7 @@ function Follow({ state, name, recorded }: { state: RunState; name: string; reco
           ? `First accepted step: ${firstAccepted?.args.step} at block ${firstAccepted?.blockNumber}`
           : "First accepted step"}
       </li>
+      {p && accepted && <Earned state={state} provider={p} recorded={recorded} config={config} name={name} />}
       {problem && !accepted && (
         <li className="problem" role="status" data-testid="follow-problem">
           Your device says: {problem}
@@ -240,6 +286,77 @@ function Follow({ state, name, recorded }: { state: RunState; name: string; reco
       )}
     </ol>
   );
+}
+
+/**
+ * What the provider was credited on each job and from when it is withdrawable, by the escrow's rule: earnings are
+ * claimable once the job is settled, settleable the second after its verdict + its dispute window
+ * (sdk/settleTiming.ts); then the exact command that claims and withdraws them, and what was withdrawn.
+ */
+function Earned({
+  state,
+  provider,
+  recorded,
+  config,
+  name,
+}: {
+  state: RunState;
+  provider: ProviderView;
+  recorded: boolean;
+  config: PageProps["config"];
+  name: string;
+}) {
+  const wall = useNow(1000);
+  const ledger = ledgerOf(state.events);
+  if (!ledger) return null;
+  const now = chainNow(state, recorded, wall);
+  const mine = (m: Map<string, bigint>) =>
+    [...m].filter(([a]) => a.toLowerCase() === provider.key).reduce((t, [, v]) => t + v, 0n);
+  const jobs = [...ledger.jobs.values()]
+    .map((j) => ({ j, owed: mine(j.earnings), claimed: mine(j.released) }))
+    .filter((x) => x.owed > 0n || x.claimed > 0n);
+  const withdrawn = walletOf(ledger, provider.address).withdrawn;
+  const command = recorded ? providerWithdrawCommand(null, name) : providerWithdrawCommand(config, name);
+  const clock = recorded ? "on the recording's clock" : "on this computer's clock";
+  return (
+    <>
+      {jobs.map(({ j, owed, claimed }) => (
+        <li key={String(j.jobId)} className="done" data-testid={`follow-credited-${j.jobId}`}>
+          {`Credited ${formatUsdc(owed + claimed)} on job ${j.jobId}, `}
+          {whenWithdrawable(j, owed, claimed, now, clock)}
+        </li>
+      ))}
+      {jobs.length > 0 && (
+        <li className={withdrawn > 0n ? "done" : "now"} data-testid="follow-withdraw">
+          {withdrawn > 0n
+            ? `Withdrawn ${formatUsdc(withdrawn)} to ${provider.address}`
+            : "Withdraw: this claims what is claimable and sends it to your key's address"}
+          {recorded && <span className="muted"> (the recorded network is not running: fill in its parts)</span>}
+          <pre data-testid="withdraw-command">{command}</pre>
+        </li>
+      )}
+    </>
+  );
+}
+
+/** "withdrawable from T (in 59 min, …)", "withdrawable now", … for one job's credit. */
+function whenWithdrawable(j: LedgerJob, owed: bigint, claimed: bigint, now: bigint, clock: string): string {
+  if (owed === 0n) return "claimed: it is in what the escrow owes you";
+  const status = chainStatusName(statusAt(j, now));
+  const timing = settleTiming({
+    status,
+    verdictAt: (j.verdict?.disputeDeadline ?? 0n) - j.disputeWindow,
+    disputeWindow: j.disputeWindow,
+    disputeOpenedAt: j.dispute?.arbiterDeadline ?? 0n, // the event names the arbiter's deadline itself
+    arbiterTimeout: 0n,
+  });
+  const part = claimed > 0n ? ` (${formatUsdc(claimed)} of it claimed)` : "";
+  if (status === "Settled" || status === "Cancelled") return `withdrawable now${part}`;
+  if (timing.kind === "at")
+    return `withdrawable from ${formatTime(timing.from)} (${formatWait(timing.from, now)}, ${clock}), ${timing.why}, once the job is settled`;
+  if (timing.kind === "now")
+    return `withdrawable once the job is settled: ${timing.why} (the finalizer keeper settles it; anyone may: gpuchain settle ${j.jobId})`;
+  return `withdrawable after settlement: the job's verdict after step ${j.totalSteps}, then its ${formatDuration(j.disputeWindow)} dispute window`;
 }
 
 function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
