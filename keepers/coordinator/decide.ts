@@ -718,7 +718,12 @@ function record(p: ProviderView, view: CoordinatorView): string {
 function whyNobodyFits(job: CoordinatorJob, view: CoordinatorView): string[] {
   const offers = view.providers.filter((p) => p.registered);
   const fit = jobFit(termsOf(job, view), offers);
-  return fit.reasons.map(describeWait);
+  // One reason per provider short of stake: the first few named, the rest counted (as restakeLines does).
+  const short = fit.reasons.filter((r) => r.kind === "stake short");
+  const lines = fit.reasons.filter((r) => r.kind !== "stake short" || short.indexOf(r) < RESTAKE_NAMED);
+  const more = short.length - Math.min(short.length, RESTAKE_NAMED);
+  const counted = more > 0 ? [`${more} more provider(s) short of free stake for this job's lock`] : [];
+  return [...lines.map(describeWait), ...counted];
 }
 
 function summarize(counts: Map<string, number>, providers: number): string {

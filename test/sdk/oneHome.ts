@@ -40,7 +40,13 @@ import { encodeEntry, parseRecording, type Entry } from "../../sdk/recording.ts"
 import { formatTable, stakeCell } from "../../demo/report.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { derivedStatus } from "../../keepers/finalizer/decide.ts";
-import { exclusionOf, type CoordinatorView, type ProviderView } from "../../keepers/coordinator/decide.ts";
+import {
+  RESTAKE_NAMED,
+  exclusionOf,
+  planCoordinator,
+  type CoordinatorView,
+  type ProviderView,
+} from "../../keepers/coordinator/decide.ts";
 import { usdcAmount } from "../../sdk/format.ts";
 import { FACT_LABELS } from "../../sdk/factLabels.ts";
 import { readFileSync } from "node:fs";
@@ -169,6 +175,50 @@ describe("issue 38: one meaning per number, every fact in one home", function ()
         expect(stakeNeeded(MIN_STAKE, price, 10n, held), `price ${price}`).to.equal(chainNeeded);
       }
     });
+  });
+
+  it("the coordinator's wait line names the first few providers short of stake and counts the rest (pure)", function () {
+    const providers: ProviderView[] = Array.from({ length: RESTAKE_NAMED + 2 }, (_, i) => ({
+      address: `0x${(i + 1).toString(16).padStart(40, "0")}`,
+      pricePerStep: 900n,
+      memoryMiB: 1_024,
+      active: true,
+      registered: true,
+      stakeFree: MIN_STAKE - 1n,
+    }));
+    const job = {
+      jobId: 1n,
+      status: "Open" as const,
+      epoch: 0n,
+      templateId: "t",
+      totalSteps: 100,
+      acceptedStep: 0,
+      pendingStep: 0,
+      maxPricePerStep: 1_000n,
+      checkpointInterval: 10,
+      budget: 100_000n,
+      paid: 0n,
+      provider: "0x0000000000000000000000000000000000000000",
+      leaseExpiresAt: 0n,
+    };
+    const [d] = planCoordinator({
+      nowMs: 1_000,
+      chainTime: 0n,
+      timeoutMs: 10_000,
+      isCoordinator: true,
+      jobs: [job],
+      providers,
+      lastBeat: new Map(providers.map((p) => [p.address, { receivedAt: 1_000, jobId: "0", epoch: "0" }])),
+      lastJobBeat: new Map(),
+      watchStart: new Map(),
+      fenced: new Map(),
+      memoryNeedMiB: () => 0,
+      minStake: MIN_STAKE,
+    });
+    expect(d.action).to.equal("wait");
+    expect(d.reason).to.contain(`(stake short ×${providers.length})`);
+    expect(d.reason.match(/has 0\.999999 USDC of free stake/g)).to.have.length(RESTAKE_NAMED);
+    expect(d.reason).to.contain("2 more provider(s) short of free stake for this job's lock");
   });
 
   describe("a slashed provider and one short of stake, through every surface's pure functions", function () {
