@@ -132,6 +132,8 @@ async function whyItWaits(ctx: CommandContext, job: LedgerJob, fromBlock: number
     maxPricePerStep: job.maxPricePerStep,
     budget: job.budget,
     paid: job.paid,
+    checkpointInterval: job.checkpointInterval,
+    minStake: await ctx.protocol.registry.minStake(),
   };
   const fit = jobFit(terms, await currentOffers(ctx, fromBlock));
   const slashed = fit.awaitingRestake.map((o) => restakeLine(o.address, o.slashed!));
@@ -151,5 +153,3 @@ function metricWordsFor(templateId: string): MetricWords | undefined {
     return undefined;
   }
 }
-    checkpointInterval: job.checkpointInterval,
-    minStake: await ctx.protocol.registry.minStake(),
