@@ -262,10 +262,11 @@ async function provideCommand(page: Page, url: string, net: Net & { runDir: stri
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
   ]);
-  expect(words.slice(0, 2)).to.deep.equal(["npx", "gpuchain"]);
+  // `npx --prefix THIS_INSTALLATION gpuchain`: this repository's cli/gpuchain.ts, from any folder (issue 38 item 4).
+  expect(words.slice(0, 4)).to.deep.equal(["npx", "--prefix", path.resolve("."), "gpuchain"]);
   expect(words, "a local chain's command takes its own gas").to.include("--faucet");
   expect(await page.getByTestId("provide-stake").textContent()).to.match(/deposits 5\.000000 USDC of stake/);
-  const child: ChildProcess = spawn(process.execPath, ["cli/gpuchain.ts", ...words.slice(2)], {
+  const child: ChildProcess = spawn(process.execPath, ["cli/gpuchain.ts", ...words.slice(4)], {
     stdio: "ignore",
     env: { ...process.env, ...env },
   });
