@@ -3,7 +3,12 @@
 // word to fill in, rather than a guessed folder whose checkpoints the verifiers never read (found by a walkthrough:
 // the copied command's first checkpoint was refused, "checkpoint blobs not readable in the store yet").
 import { expect } from "chai";
-import { machineLocal, provideCommand, STORE_UNKNOWN } from "../../dashboard/src/model/provideCommand.ts";
+import {
+  machineLocal,
+  provideCommand,
+  providerWithdrawCommand,
+  STORE_UNKNOWN,
+} from "../../dashboard/src/model/provideCommand.ts";
 import type { DashboardConfig } from "../../dashboard/src/sources/config.ts";
 
 const config = (store: string | null, storeEnv: Record<string, string> = {}): DashboardConfig =>
@@ -35,5 +40,26 @@ describe("dashboard: the Provide compute command", function () {
     expect(c).to.not.include(".gpuchain/store");
     expect(machineLocal(` --store ${STORE_UNKNOWN}`)).to.equal(true);
     expect(machineLocal(" --name dave")).to.equal(false);
+  });
+
+  it("with the server's absolute paths it works from any folder: this installation's bin, absolute key and files", function () {
+    const c = {
+      ...config("/srv/run/store"),
+      absolute: { install: "/opt/gpu chain", deploymentFile: "/opt/gpu chain/d.json", store: "/opt/gpu chain/store" },
+    } as DashboardConfig;
+    const command = provideCommand(c, "dave", "0.001", "");
+    expect(command).to.match(/^npx --prefix '\/opt\/gpu chain' gpuchain provide --name dave --price 0\.001 /);
+    expect(command).to.include("--key '/opt/gpu chain/.gpuchain/providers/dave/key'");
+    expect(command).to.include("--deployment '/opt/gpu chain/d.json'");
+    expect(command).to.include("--store '/opt/gpu chain/store'");
+    expect(providerWithdrawCommand(c, "dave")).to.equal(
+      "npx --prefix '/opt/gpu chain' gpuchain withdraw --key '/opt/gpu chain/.gpuchain/providers/dave/key' " +
+        "--rpc http://127.0.0.1:8545 --deployment '/opt/gpu chain/d.json'",
+    );
+    // On another machine every one of them is replaced.
+    for (const word of [" --prefix '/opt/gpu chain' ", " --key /k", " --store /s", " --deployment /d"])
+      expect(machineLocal(word), word).to.equal(true);
+    expect(machineLocal(" gpuchain provide")).to.equal(false);
+    expect(machineLocal(" --store s3://gpuchain/checkpoints")).to.equal(false);
   });
 });
