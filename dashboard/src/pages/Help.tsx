@@ -32,6 +32,7 @@ import { BADGE_MEANING } from "../badges.ts";
 import { DEVICE_CHOICE, GPU_NOT_PROVEN } from "../model/deviceChoice.ts";
 import type { PageProps } from "../context.ts";
 import { ShortcutList } from "../components/ShortcutsOverlay.tsx";
+import { KEEPERS_GRACE_MS } from "../sources/config.ts";
 
 const QA: [string, string][] = [
   [
@@ -173,13 +174,14 @@ export function HelpPage(_p: PageProps) {
         <ul>
           <li>
             <b>"Coordinator offline"</b>: the scheduling server (the coordinator keeper, or this dashboard's server)
-            isn't reachable. Switch to the recorded run from the top bar, or check Status. The page reconnects by
-            itself; the values shown are the last ones it gave.
+            stopped answering, or never answered in the first {KEEPERS_GRACE_MS / 1000} s after the dashboard started
+            (until then the top bar says <i>coordinator: starting</i>). Switch to the recorded run from the top bar, or
+            check Status. The page reconnects by itself; the values shown are the last ones it gave.
           </li>
           <li>
             <b>"Chain unreachable"</b>: the RPC is limiting requests (HTTP 429, common on the public Base Sepolia RPC)
-            or is down. Wait a few seconds and read again; on-chain values keep their last good value and its block
-            meanwhile.
+            or is down. The banner says what was asked of which URL and asks again by itself (or press Read again);
+            on-chain values keep their last good value and its block meanwhile.
           </li>
           <li>
             <b>"Deployment file is stale"</b>: the chain answers, but there is no contract code at the addresses in the
