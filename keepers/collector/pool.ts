@@ -216,21 +216,25 @@ export function accept(
   s: Submission,
   o: { wrong?: string; nowMs: number; restoring?: boolean },
 ): Accepted {
-  const d = draft(state);
   const signer = s.signer.toLowerCase();
+  const unchanged = (a: Answer): Accepted => ({ state, answer: a, added: false, count: 0, kick: [] });
+  // Refusals that change nothing come first and copy nothing (junk is cheap to answer).
+  const doneAt = state.done.get(s.digest);
+  // A late word is still a word: a valid signature by a current owner ends its silence.
+  const owned = !o.restoring && state.owners.has(signer) && !o.wrong;
+  if (doneAt !== undefined && !owned) return unchanged(doneAnswer(s.digest));
+  if (doneAt === undefined && o.wrong) return unchanged(bad(o.wrong));
+  if (doneAt === undefined && state.ownersSeen && !state.owners.has(signer))
+    return unchanged(bad(`${s.signer} is not an owner of the verifier Safe`));
+  const d = draft(state);
   const answer = (a: Answer): Accepted => ({ state: d, answer: a, added: false, count: 0, kick: [] });
   let recheck = false;
-  const doneAt = d.done.get(s.digest);
   if (doneAt !== undefined) {
-    // A late word is still a word: a valid signature by a current owner ends its silence.
-    const owned = !o.restoring && d.owners.has(signer) && !o.wrong;
-    if (owned) heard(d, s.signer, o.nowMs);
-    if (!owned || o.nowMs - doneAt < RECHECK_MS) return answer(doneAnswer(s.digest));
+    heard(d, s.signer, o.nowMs);
+    if (o.nowMs - doneAt < RECHECK_MS) return answer(doneAnswer(s.digest));
     d.done.delete(s.digest); // looked at again: pooled, and judged against the chain like a fresh signature
     recheck = true;
   }
-  if (o.wrong) return answer(bad(o.wrong));
-  if (d.ownersSeen && !d.owners.has(signer)) return answer(bad(`${s.signer} is not an owner of the verifier Safe`));
   if (!o.restoring) heard(d, s.signer, o.nowMs);
   const conflict = conflictReason(d.entries, s);
   if (conflict) return answer({ status: 409, body: { ok: false, reason: conflict } });
