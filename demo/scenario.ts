@@ -40,6 +40,8 @@ import type { Run, ScenarioOptions, ScenarioResult } from "./types.ts";
 import { plain, recordChainTail, watchJob } from "./watch.ts";
 import { LogCursor } from "../sdk/logRange.ts";
 import { decodeLogs } from "../sdk/events.ts";
+import { loadKey } from "../sdk/keys.ts";
+import { namesEntryData } from "../sdk/recording.ts";
 import { startDashboardServer, type DashboardServer } from "../dashboard/server/server.ts"; // dashboard hook
 
 export type { ScenarioOptions, ScenarioResult } from "./types.ts";
@@ -201,6 +203,7 @@ async function playJob(run: Run): Promise<ScenarioResult> {
   const template = loadTemplate(o.template);
   const actors = await prepareActors(run);
   run.names = nameBook(actors);
+  run.recorder.add("log", "start", namesEntryData(runNames(run, actors))); // the recording's and live's names
   await startOffChain(run, actors);
   note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
   await waitFor(() => providersRegistered(run.protocol, actors.providers), 120_000, "providers to register", o.signal);
@@ -216,6 +219,24 @@ async function playJob(run: Run): Promise<ScenarioResult> {
   const result = await settle(run, actors, { jobId, fromBlock: block }, watch);
   await recordChainTail(run); // the withdrawals after the settlement, for the recording's books
   return result;
+}
+
+/** Who the run's addresses are: nameBook's (providers, verifiers), the keys of the deployment's roles, the client. */
+function runNames(run: Run, actors: Parameters<typeof nameBook>[0]): Record<string, string> {
+  const names: Record<string, string> = {};
+  const roles = [
+    ["owner", run.net.keyFiles.owner],
+    ["arbiter", run.net.arbiterKeyFile],
+    ["coordinator", run.net.keyFiles.coordinator],
+  ] as const;
+  for (const [name, file] of roles) {
+    try {
+      if (file) names[loadKey(file).address.toLowerCase()] = name;
+    } catch {
+      // a role whose key this run does not hold stays unnamed
+    }
+  }
+  return { ...names, ...nameBook(actors), [actors.client.address.toLowerCase()]: "client" };
 }
 
 /** Whether the coordinator lists a heartbeat of each of `providers` (GET /heartbeats). */

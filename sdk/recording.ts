@@ -132,3 +132,28 @@ export class RunLog {
     return () => void this.listeners.delete(f);
   }
 }
+
+/** The run's line naming the addresses it holds keys for (the client, the keepers' keys, the verifiers, providers). */
+export function namesEntryData(names: Record<string, string>): Record<string, unknown> {
+  return { component: "run", msg: "names", names };
+}
+
+/**
+ * The names a log entry's data gives addresses (lower-case address → name): the run's "names" line
+ * (namesEntryData), a verifier's "verifier started" line (its process name, `source`); {} for any other. The live
+ * feed and the page's fold both name from it.
+ */
+export function namesIn(source: string, data: unknown): Record<string, string> {
+  const d = (data ?? {}) as { component?: unknown; msg?: unknown; names?: unknown; verifier?: unknown };
+  if (d.component === "run" && d.msg === "names" && d.names && typeof d.names === "object") {
+    const out: Record<string, string> = {};
+    for (const [a, n] of Object.entries(d.names as Record<string, unknown>)) {
+      if (/^0x[0-9a-fA-F]{40}$/.test(a) && typeof n === "string" && n) out[a.toLowerCase()] = n;
+    }
+    return out;
+  }
+  if (d.component === "verifier" && d.msg === "verifier started" && typeof d.verifier === "string") {
+    return { [d.verifier.toLowerCase()]: source };
+  }
+  return {};
+}

@@ -14,7 +14,7 @@ import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
 import { LogCursor, type RawLog } from "../../sdk/logRange.ts";
 import { capDeviceModel, machineBadge, machineId } from "../../sdk/machine.ts";
 import { verifierNames } from "../../sdk/narrative.ts";
-import { rolledBack, type Entry, type ReorgNote, type RunLog } from "../../sdk/recording.ts";
+import { namesIn, rolledBack, type Entry, type ReorgNote, type RunLog } from "../../sdk/recording.ts";
 import { SAFE_ABI } from "../../sdk/safeOwners.ts";
 import { STAKE_LOCKS } from "../../sdk/stake.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
@@ -94,6 +94,8 @@ export class LiveFeed {
   private readonly lastMachine = new Map<string, boolean>();
   private readonly unassignsSeen = new Set<string>();
   private readonly names = new Map<string, string>();
+  /** The names the run's own lines give (namesIn: its names line, its verifiers' processes), as the page names. */
+  private readonly runNames = new Map<string, string>();
   private readonly signersSeen = new Map<string, Set<string>>();
   readonly processes = new Map<string, ProcessSeen>();
   coordinator = { reachable: false, lastOkAt: null as number | null, checked: false };
@@ -148,6 +150,7 @@ export class LiveFeed {
   }
 
   private relay(e: Entry) {
+    if (e.kind === "log") for (const [a, n] of Object.entries(namesIn(e.source, e.data))) this.runNames.set(a, n);
     this.entries.push(e);
     if (this.entries.length > this.o.maxEntries) {
       const i = this.entries.findIndex((x) => x.kind === "metric");
@@ -378,6 +381,8 @@ export class LiveFeed {
       }));
       for (const b of body.beats) {
         const name = this.nameOf(b.provider);
+        // a provider that beat before its registration was named: its row under the address goes
+        if (name !== b.provider.slice(0, 10)) this.processes.delete(b.provider.slice(0, 10));
         const doing = b.jobId === "0" ? "idle" : `job ${b.jobId} step ${b.step}`;
         this.seen(name, "provider", now - b.ageMs, b.problem ? `${doing}; ${b.problem}` : doing);
         this.problemChanged(name, b);
@@ -489,7 +494,8 @@ export class LiveFeed {
   }
 
   private nameOf(address: string): string {
-    return this.names.get(address.toLowerCase()) ?? address.slice(0, 10);
+    const key = address.toLowerCase();
+    return this.runNames.get(key) ?? this.names.get(key) ?? address.slice(0, 10);
   }
 
   snapshot(): Snapshot {

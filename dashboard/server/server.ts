@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net";
 import { networkInterfaces } from "node:os";
 import path from "node:path";
 import { loadDeployment } from "../../sdk/deployment.ts";
-import { parseRecording, recordingStart } from "../../sdk/recording.ts";
+import { encodeEntry, parseRecording, recordingStart, type Entry } from "../../sdk/recording.ts";
 import { DIST_DIR, ensureBuilt } from "./build.ts";
 import { LiveFeed, type FeedOptions, type FeedSources } from "./feed.ts";
 import { allowedHosts, checkHost, decideRequest, WILDCARDS, type Decision } from "./routes.ts";
@@ -194,7 +194,7 @@ export async function startDashboardServer(o: DashboardOptions): Promise<Dashboa
   function stream(req: IncomingMessage, res: ServerResponse) {
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
     if (req.method === "HEAD") return res.end();
-    const send = (e: unknown) => res.write(`data: ${JSON.stringify(e)}\n\n`);
+    const send = (e: Entry) => res.write(`data: ${encodeEntry(e)}\n\n`); // a recording's line, bigints as text
     for (const e of feed.entries) send(e);
     const off = feed.subscribe(send);
     const ping = setInterval(() => res.write(": ping\n\n"), 15_000);

@@ -1,17 +1,32 @@
 /**
- * Issue 38 item 1, "Live is the product": one short `npm start` run (blobs-tiny, one injected fault, so one refusal)
+ * "Live is the product": one short `npm start` run (blobs-tiny, one injected fault, so one refusal)
  * watched live in a real Chromium, and its own recording (this-run.jsonl, served by the same dashboard) played at
  * the same block beside it: the two Status pages say the same things — the refusal's reason, the held-out accuracy
  * of each accepted checkpoint, the text samples, the badges, the chain chip and every name.
  */
 import { expect } from "chai";
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { runScenario } from "../../demo/scenario.ts";
 import { ensureBuilt } from "../../dashboard/server/build.ts";
 import { launch, requireChromium } from "./browser.ts";
-import { screenshot } from "./helpers.ts";
+import { screenshot, SHOTS } from "./helpers.ts";
+
+type Line = { ms: number; kind: string; source: string; data: Record<string, unknown> };
+
+/** The live stream's entries that arrive within `ms` (it starts with the whole history, then stays open). */
+async function liveStream(url: string, ms: number): Promise<Line[]> {
+  const res = await fetch(`${url}api/stream`, { signal: AbortSignal.timeout(ms) });
+  let text = "";
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) text += decoder.decode(chunk);
+  } catch {
+    // the timeout ends the read
+  }
+  return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]) as Line);
+}
 
 /** What a Status page shows of one job, as text, in the order shown. */
 interface Shown {
@@ -65,7 +80,8 @@ describe("dashboard: live and the recording of the same run show the same", func
   const lines: string[] = [];
   let live: Shown | undefined;
   let played: Shown | undefined;
-  let recorded: { kind: string; data: Record<string, unknown> }[] = [];
+  let recorded: Line[] = [];
+  let streamed: Line[] = [];
 
   before(async function () {
     requireChromium(this);
@@ -94,9 +110,10 @@ describe("dashboard: live and the recording of the same run show the same", func
         await new Promise((r) => setTimeout(r, 500)); // the recording's file is written as the run goes
         recorded = readFileSync(path.join(runDir, "recording.jsonl"), "utf8")
           .split("\n")
-          .filter(Boolean)
-          .map((l) => JSON.parse(l));
-        const end = Math.max(...recorded.map((e) => (e as unknown as { ms: number }).ms));
+          .filter((l) => l.endsWith("}")) // a line being written is left for the next read
+          .map((l) => JSON.parse(l) as Line);
+        const end = Math.max(...recorded.map((e) => e.ms));
+        streamed = await liveStream(url, 3000);
         await playedPage.goto(`${url}?job=${net.jobId}&run=this-run.jsonl&t=${end}`);
         await playedPage.locator(".page-head .badge-recorded").waitFor();
         await playedPage.locator('.strip li[aria-current="step"]', { hasText: "Settled" }).waitFor();
@@ -120,7 +137,7 @@ describe("dashboard: live and the recording of the same run show the same", func
 
   const both = () => {
     if (!live || !played) throw new Error(`the pages were not read:\n${lines.slice(-30).join("\n")}`);
-    console.log(JSON.stringify({ live, played }, null, 1));
+    writeFileSync(path.join(SHOTS, "parity.json"), JSON.stringify({ live, played }, null, 1)); // for a failure's reader
     return { live, played };
   };
 
@@ -153,8 +170,19 @@ describe("dashboard: live and the recording of the same run show the same", func
     expect(live.samples).to.deep.equal(played.samples);
   });
 
+  it("the live stream carries every line the recording has of the run (a text sample rides the same line)", function () {
+    both();
+    const key = (e: Line) => JSON.stringify([e.ms, e.kind, e.source, e.data]);
+    const live = new Set(streamed.map(key));
+    const runLines = recorded.filter((e) => ["badge", "log", "note", "summary"].includes(e.kind));
+    expect(runLines.filter((e) => e.data?.msg === "checkpoint decided").length).to.be.above(0);
+    expect(runLines.filter((e) => !live.has(key(e))).map(key)).to.deep.equal([]);
+  });
+
   it("every name: providers, verifiers, the client", function () {
     const { live, played } = both();
+    expect(live.events.find((l) => / JobCreated /.test(l))).to.match(/ posted by client: /);
+    expect(live.events.find((l) => / OwnershipTransferred /.test(l))).to.match(/ to owner$/);
     expect(live.lanes).to.deep.equal(played.lanes);
     expect(live.events).to.deep.equal(played.events);
   });

@@ -6,7 +6,7 @@ import { unassignReason, type UnassignReasonText } from "../../../sdk/job.ts";
 import { verifierNames } from "../../../sdk/narrative.ts";
 import { deviceKindName } from "../../../sdk/sentences.ts";
 import { priceUnits } from "../../../sdk/format.ts";
-import { rolledBack, type ChainEvent, type Entry, type ReorgNote } from "../../../sdk/recording.ts";
+import { namesIn, rolledBack, type ChainEvent, type Entry, type ReorgNote } from "../../../sdk/recording.ts";
 import { earnedTotal } from "../../../sdk/ledger.ts";
 import { foldNew, newLedgerFold, type LedgerFold } from "../ledger.ts";
 
@@ -402,6 +402,9 @@ function applyLog(s: RunState, ms: number, source: string, raw: unknown) {
   if (component === "verifier" && msg === "verifier started" && d.verifier) {
     s.verifiers.set(lower(d.verifier), source);
   }
+  // The run's own names (its client, keepers' keys, verifiers by process): the recording's and live's alike.
+  for (const [address, name] of Object.entries(namesIn(source, d)))
+    if (!s.names.has(address)) s.names.set(address, name);
   if (component === "agent") applyAgentLog(s, ms, source, d, msg);
   // Why the coordinator took a job away: live from its GET /unassignments ("unassigned"), in npm start's recording
   // from its own decision line (logged as it sends); the chain itself says only "the coordinator".
