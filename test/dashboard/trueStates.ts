@@ -1,5 +1,5 @@
 /**
- * Issue 38, "no untrue state" and "less to read", in a real Chromium:
+ * "No untrue state" and "less to read", in a real Chromium:
  * - the chain down (nothing listens on the RPC's loopback port): "Chain unreachable" with what was tried, asking
  *   again, and the page follows the chain once a node (anvil) starts on that port; never "reading the chain…" for ever;
  * - a dashboard started before the keepers: the coordinator is "starting" (neutral), no red "Coordinator offline"
@@ -200,6 +200,10 @@ describe("dashboard: true states (chain down, keepers starting, phone top bar, s
     it("proof of reserves in a recording is 'recorded at block N', not 'live'", async function () {
       await page.goto(`${server.url}?page=onchain&run=${RECORDING}&t=0`);
       await page.locator(".pb-time", { hasText: / \/ (?!0:00$)/ }).waitFor({ timeout: 15_000 });
+      // At 0:00 no sample has been played: nothing is "read" in a recording.
+      expect(await page.locator("#reserves-h").textContent()).to.equal("Proof of reserves, recorded");
+      await page.getByText("No reserves sample in the recording up to this moment.").waitFor({ timeout: 5_000 });
+      expect(await page.getByText("Reading reserves()").count()).to.equal(0);
       await page.keyboard.press("End");
       const heading = page.locator("#reserves-h");
       await heading.filter({ hasText: /recorded at block \d+$/ }).waitFor({ timeout: 10_000 });
@@ -262,6 +266,10 @@ describe("dashboard: true states (chain down, keepers starting, phone top bar, s
             console.log(`      phone top bar, ${id}${run ? " (recorded)" : ""}: ${bar.height} px`);
             expect(bar.height, `${id}${run}`).to.be.at.most(64);
             expect(bar.overflow, `${id}${run}: nothing cut off sideways`).to.be.at.most(0);
+            const dots = await phone
+              .locator("header.topbar .dot")
+              .evaluateAll((ds) => ds.map((d) => Math.round(d.getBoundingClientRect().width)));
+            expect(dots, `${id}${run}: the status dots are whole`).to.deep.equal([8, 8]);
             if (id === "onchain") await screenshot(phone, `phone-topbar${run ? "-recorded" : ""}`, false);
             // What it collapsed stays for screen readers.
             expect(await phone.getByTestId("chain-chip").textContent()).to.not.equal("");

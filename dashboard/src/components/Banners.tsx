@@ -45,8 +45,10 @@ export function Banners(p: PageProps & { readAgain?(): void }) {
       <div className="banner banner-warn" role="alert" key="chain" data-testid="chain-unreachable">
         <strong>Chain unreachable</strong>
         <span>
-          {p.health.error ?? "the RPC is limiting requests or down"}. On-chain values keep their last good value
-          {p.health.head !== null ? ` (block ${p.health.head})` : ""}.
+          {p.health.error ?? "the RPC is limiting requests or down"}.
+          {p.health.head !== null
+            ? ` On-chain values keep their last good value (block ${p.health.head}).`
+            : " Nothing has been read from it yet."}
           {p.health.tried ? ` Tried: ${p.health.tried}.` : ""}
           {wait !== null ? ` Asking again in ${wait} s.` : " Asking again by itself."}
         </span>

@@ -296,9 +296,11 @@ function Reserves(p: PageProps) {
         <p className="muted">
           {problem
             ? `Unknown: ${chainDownWords(problem)}.`
-            : p.health.reachable === false
-              ? "Unknown: the chain is not answering."
-              : "Reading reserves()…"}
+            : p.recorded
+              ? "No reserves sample in the recording up to this moment."
+              : p.health.reachable === false
+                ? "Unknown: the chain is not answering."
+                : "Reading reserves()…"}
         </p>
       ) : (
         <>
