@@ -228,7 +228,7 @@ async function loop(ctx: WorkContext, outcomes: Map<string, string>): Promise<nu
 }
 
 /**
- * An idle agent loads the trainer of every job another provider is making progress on (issue 14): a takeover
+ * An idle agent loads the trainer of every job another provider is making progress on (failover ≤ 5 s): a takeover
  * after a failover then starts training at once instead of loading the data set and sessions first. Only once
  * the job has a checkpoint (its holder has loaded by then: no competing loads at the job's start); in the
  * background, once per template; one it does not know or that does not fit its memory is simply not loaded.
@@ -254,7 +254,7 @@ function preload(ctx: WorkContext, jobs: JobView[], tried: Set<string>): void {
 
 /**
  * An idle agent also reads ahead the latest accepted checkpoint of every running job another provider holds and
- * whose template it knows (issue 14: a takeover's first segment starts without an S3 read and decode).
+ * whose template it knows (failover ≤ 5 s: a takeover's first segment starts without an S3 read and decode).
  */
 function readAhead(ctx: WorkContext, jobs: JobView[]): void {
   const prefetch = ctx.prefetch;
@@ -274,7 +274,7 @@ function readAhead(ctx: WorkContext, jobs: JobView[]): void {
   prefetch.retain(keep);
 }
 
-/** The escrow events an agent waits for (issue 14: pushed, not polled every pollMs/idleMs). */
+/** The escrow events an agent waits for (decisions pushed, not polled every pollMs/idleMs). */
 const WAKE_EVENTS = [
   "ProviderAssigned",
   "ProviderUnassigned",

@@ -50,7 +50,7 @@ export function blobsOf(upload: Upload): Uint8Array[] {
 
 /**
  * Checks that each blob is in the store under its hash, and puts it again where it is missing or holds other bytes
- * (issue 19: anyone who may write the store could overwrite a put after it landed; the verifiers wait out such a
+ * (anyone who may write the store could overwrite a put after it landed; the verifiers wait out such a
  * blob for a grace period before it is the reporter's problem). Returns how many it put again. A blob the store
  * cannot give back at all (no plain blob under the name) is put again too; the store's own errors propagate.
  */

@@ -129,7 +129,7 @@ export function parseProvideArgs(
     keyFile: values.key ?? path.join(".gpuchain", "providers", safeName, "key"),
     store: storeUrlArg(values.store),
     coordinator: values.coordinator,
-    // Human lines by default (issue 21: a person runs the copied command); --json for machines (npm start reads them).
+    // Human lines by default (a person runs the copied command); --json for machines (npm start reads them).
     pretty: !values.json,
     help: false,
   };

@@ -112,7 +112,7 @@ export function planJob(job: JobView): JobPlan {
   return { kind: "train" };
 }
 
-/** A resumed job's first segment is this fraction of an interval (issue 14: a takeover is confirmed sooner). */
+/** A resumed job's first segment is this fraction of an interval (a takeover is confirmed sooner). */
 export const RESUME_SEGMENT_DIVISOR = 10;
 
 /**
@@ -168,7 +168,7 @@ export function leaseHeartbeatMs(leaseDurationSeconds: bigint): number {
   return Math.max(1_000, Number(leaseDurationSeconds * 1000n) / 3);
 }
 
-// ---------------------------------------------------------------- training ahead (issue 14)
+// ---------------------------------------------------------------- training ahead (never waiting on the protocol)
 
 /** Finished segments the agent keeps trained ahead of the chain (unreported, each built on the one before). */
 export const MAX_AHEAD = 2;

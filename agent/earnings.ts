@@ -1,5 +1,5 @@
 /**
- * What the provider earned, said in its own terminal (issue 38 item 4): one line per accepted checkpoint, then when
+ * What the provider earned, said in its own terminal: one line per accepted checkpoint, then when
  * its earnings on a job become withdrawable and the exact command that withdraws them. Read from the escrow's
  * events (CheckpointAccepted, VerdictSubmitted, JobSettled, DisputeResolved, ProviderSlashed) and its state at each
  * event's block, never from the agent's own arithmetic: what the line says is what the chain credited.

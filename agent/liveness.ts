@@ -39,7 +39,7 @@ export interface Activity {
 export interface LivenessOptions {
   wallet: Wallet;
   chainId: bigint;
-  /** The escrow's address: named in every signed beat (issue 11). */
+  /** The escrow's address: named in every signed beat (it counts for no other deployment). */
   escrow: string;
   send: HeartbeatSender;
   chain: Chain;

@@ -1,5 +1,5 @@
 /**
- * Accepted checkpoints read ahead by an idle agent (issue 14: failover ≤ 5 s): the latest accepted checkpoint of
+ * Accepted checkpoints read ahead by an idle agent (failover ≤ 5 s): the latest accepted checkpoint of
  * each running job someone else holds, fetched (hash-verified) and decoded in the background, so a takeover
  * starts training from memory instead of reading and decoding it first. One per job, replaced when the job's
  * accepted checkpoint moves on, dropped once taken. Blobs are content-addressed: a read ahead is the same blob as

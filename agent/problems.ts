@@ -1,6 +1,6 @@
 /**
  * What keeps this provider from working right now, in its own words: the last problem of each kind it ran into
- * and has not got past yet (issue 21: the dashboard's follow stepper showed a guess). Each kind is set where the
+ * and has not got past yet (the dashboard's follow stepper used to show a guess). Each kind is set where the
  * agent meets it and cleared where the same action next succeeds; the newest one rides in the signed heartbeat
  * (sdk/heartbeat.ts `problem`), so the coordinator lists it and the dashboard shows it beside the provider.
  */

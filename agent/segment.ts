@@ -60,7 +60,7 @@ export interface Upload {
 
 /**
  * Encodings made while training, by state object (states are never mutated): the agent hashes each state as it is
- * trained (issue 14), so building the checkpoint never blocks for an interval's worth of hashing at its end (at
+ * trained, so building the checkpoint never blocks for an interval's worth of hashing at its end (at
  * interval 500 on a loaded machine that stalled heartbeats past the coordinator's timeout). Boundary states keep
  * their bytes for the upload. A state a fault replaced is a new object: hashed afresh.
  */

@@ -7,7 +7,7 @@
 import { blobHash, type CheckpointStore } from "../workloads/index.ts";
 
 /**
- * 4, was 2: since issue 19 a segment is n/20 steps (was n/10), so twice the boundary states go up per interval and
+ * 4, was 2: a segment is now n/20 steps (was n/10), so twice the boundary states go up per interval and
  * two slots made training wait on the store 5.7 % of the time (bench provider_stall_share, target ≤ 5 %). A state
  * in flight costs its bytes (MNIST: ~200 KB).
  */

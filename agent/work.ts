@@ -1,5 +1,5 @@
 /**
- * Working one assigned job at one epoch, without waiting on the protocol (issue 14). Two loops share a bounded
+ * Working one assigned job at one epoch, without waiting on the protocol. Two loops share a bounded
  * queue of finished segments:
  * - the trainer trains segment after segment, each on the last one queued (or on the chain's tip: our own
  *   undecided checkpoint, else the accepted one), uploads it in the background and queues it; it waits only while
@@ -108,10 +108,11 @@ interface Finished extends AheadLink {
 
 /**
  * A report still undecided this long after it was sent has its blobs checked in the store, and again this often
- * (issue 19). Not at once: most decisions land within seconds, and reading back a checkpoint's states after every
- * report (8.6 MB per interval of 100 MNIST steps: ~21 gets of ~7.5 ms from the embedded S3 server, plus hashing,
- * against ~2.3 s of training) is work taken from training for nothing in the usual case. An overwritten blob holds
- * the verifiers for their 30 s grace, so a first check at 10 s still repairs it in time.
+ * (a store writer may have overwritten or removed one, agent/blobs.ts). Not at once: most decisions land within
+ * seconds, and reading back a checkpoint's states after every report (8.6 MB per interval of 100 MNIST steps: ~21 gets
+ * of ~7.5 ms from the embedded S3 server, plus hashing, against ~2.3 s of training) is work taken from training for
+ * nothing in the usual case. An overwritten blob holds the verifiers for their 30 s grace, so a first check at 10 s
+ * still repairs it in time.
  */
 export const GUARD_AFTER_MS = 10_000;
 export const GUARD_EVERY_MS = 5_000;
@@ -147,7 +148,7 @@ export async function workJob(ctx: WorkContext, first: JobView): Promise<JobEnd>
   // Beat for the job from the assignment on, also while its trainer loads: the load yields to the event loop
   // (workloads/data.ts loadDatasetAsync), so beats still go out, late by at most one digit's parse (gaps of
   // 0.3–0.55 s measured against the 250 ms period, inside the timeout). Beating only after the load let a slow
-  // load at high load outlast the coordinator's first-beat grace (issue 14's soak).
+  // load at high load outlast the coordinator's first-beat grace (the false-failover soak, bench/soak.ts).
   ctx.liveness.set({ jobId: id, epoch, step: first.acceptedStep });
   try {
     await ctx.trainers.get(template);
