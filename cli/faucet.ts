@@ -1,7 +1,7 @@
 /**
  * `gpuchain faucet ADDRESS`: on a development node (anvil, a Hardhat node) gives an address test ETH for gas and,
  * optionally, test USDC — what a provider key started from the dashboard's command waits for on a local chain
- * (issue 21: nothing said how to fund a key there). The ETH comes from the node's own balance-setting method; the
+ * (before, nothing said how to fund a key there). The ETH comes from the node's own balance-setting method; the
  * USDC from TestUSDC's open `mint`, sent by the node's first unlocked account. A node without those methods (a
  * public network) is refused with what to do instead: nothing is sent.
  */

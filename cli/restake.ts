@@ -1,5 +1,5 @@
 /**
- * Which providers wait for a re-stake after a slash (issue 19, sdk/restake.ts), for `explain` and `wallet`: the
+ * Which providers wait for a re-stake after a slash (sdk/restake.ts), for `explain` and `wallet`: the
  * registry's StakeSlashed and StakeDeposited logs from `--from-block`, folded by the rule the coordinator applies,
  * each waiting slash with its block's time.
  */

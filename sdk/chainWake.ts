@@ -6,7 +6,7 @@
  * (which a node restart or a public RPC would lose): any standard node works. Blocks are followed from the first
  * use on, so an event mined while nobody slept wakes the next sleep at once (at worst one extra re-read).
  *
- * A reorganisation wakes too (issue 22): the state a sleeper decided on may be gone, and a replacement block may hold
+ * A reorganisation wakes too: the state a sleeper decided on may be gone, and a replacement block may hold
  * the very event it waits for at a height already read. The cursor checks the blocks it read when the head moved,
  * and every REORG_CHECK_MS while it stands still (a replacement at the same height), not on every 100 ms poll: one
  * block request more per new block, instead of one per poll.

@@ -1,5 +1,5 @@
 /**
- * How deep a block must be before an action that moves money relies on it (issue 22): a block is final for such
+ * How deep a block must be before an action that moves money relies on it: a block is final for such
  * actions once `depth` blocks were mined on top of it, i.e. at `head − depth`. Views (the dashboard, narration)
  * show the head at once and mark what is not confirmed yet; keepers that pay, settle or claim act on the state at
  * the confirmed block only.

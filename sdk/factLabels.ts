@@ -1,5 +1,5 @@
 /**
- * Words for figures that look alike but are different facts (issue 38 item 3: one meaning per word). Pure and
+ * Words for figures that look alike but are different facts (one meaning per word). Pure and
  * browser-safe; the dashboard and the CLI say them.
  *
  * Two held-out losses of the same final model: the verifiers' acceptance check of each checkpoint runs the model on

@@ -1,7 +1,7 @@
 /**
  * Test ETH on a development node (anvil, a Hardhat node): its own balance-setting method, which a public node does
  * not have. Used by `gpuchain faucet ADDRESS` and by `gpuchain provide --faucet`, the dashboard's command on a local
- * chain (issue 21: a copied command must not wait for gas forever). Nothing here runs on a public network: there the
+ * chain (a copied command must not wait for gas forever). Nothing here runs on a public network: there the
  * node answers "method not found" and the caller says what to do instead.
  */
 import { toBeHex, type JsonRpcProvider } from "ethers";

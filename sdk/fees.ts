@@ -1,5 +1,5 @@
 /**
- * The fee rules of every transaction this project sends (issue 22), pure: what to offer (EIP-1559 with a cap,
+ * The fee rules of every transaction this project sends, pure: what to offer (EIP-1559 with a cap,
  * legacy where the node has no base fee), when a transaction that is not mined is re-sent at the same nonce, and
  * what the re-sent version offers. The I/O (reading the node's fees, signing, broadcasting) is sdk/txManager.ts.
  *

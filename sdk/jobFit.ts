@@ -6,7 +6,7 @@
  *
  * `termsRefusal` is the one home of "may this offer take a job on these terms": the coordinator's terms rules
  * (keepers/coordinator/decide.ts) call it, and `jobFit` groups offers by it, so `job create` cannot say a job fits
- * when the coordinator refuses every provider (issue 38: it used to ignore the stake rule).
+ * when the coordinator refuses every provider (it used to ignore the stake rule).
  */
 import { formatPrice, formatUsdc } from "./format.ts";
 import { restakeLine, type SlashMark } from "./restake.ts";

@@ -1,5 +1,5 @@
 /**
- * Two processes on one key (issue 22) coordinate: each picks a nonce and broadcasts only while it holds this key's
+ * Two processes on one key coordinate: each picks a nonce and broadcasts only while it holds this key's
  * lock file, and picks it from the node's pending count read under the lock (sdk/txManager.ts). So a second
  * keeper, a `gpuchain` command or an agent on the same key never takes a nonce the other just used.
  *

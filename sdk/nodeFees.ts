@@ -1,5 +1,5 @@
 /**
- * What the node says about fees now (issue 22): the next block's base fee (`eth_feeHistory`'s last entry, which
+ * What the node says about fees now: the next block's base fee (`eth_feeHistory`'s last entry, which
  * follows a spike at once), its tip (`eth_maxPriorityFeePerGas`), and the gas price where the chain has no base
  * fee. A read that failed is unknown (thrown); only a node without a method falls back. The rules: sdk/fees.ts.
  */

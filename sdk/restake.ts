@@ -1,5 +1,5 @@
 /**
- * Issue 19: a provider slashed for a proven fault is not assigned again until it has re-staked — until a stake
+ * A provider slashed for a proven fault is not assigned again until it has re-staked — until a stake
  * deposit (the registry's StakeDeposited) lands after its latest slash (the registry's StakeSlashed, emitted by
  * `refuseWithFault` through the escrow). Coordinator policy: the escrow's `assign` does not enforce it, and only
  * the coordinator key assigns. Pure: the coordinator (keepers/coordinator/chainView.ts, decide.ts), `gpuchain

@@ -9,7 +9,7 @@ import type { JobStatusName } from "./job.ts";
 /**
  * The one deadline rule (JobEscrow `statusOf`): a deadline (unix seconds; 0 = none) has passed once chain time is
  * strictly after it. At the deadline itself the window is still open. The ledger's `statusAt`, the finalizer's
- * `derivedStatus`, `settleTiming` and the dashboard all call it (issue 38: three homes, one answer).
+ * `derivedStatus`, `settleTiming` and the dashboard all call it (one home: there used to be three).
  */
 export const deadlinePassed = (deadline: bigint, now: bigint): boolean => deadline !== 0n && now > deadline;
 

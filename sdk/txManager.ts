@@ -1,5 +1,5 @@
 /**
- * Every transaction a key sends goes through its one `TxManager` (issue 22: transactions on a real fee market).
+ * Every transaction a key sends goes through its one `TxManager` (transactions on a real fee market).
  *
  * - **Nonces**: handed out here, one per intended call, in send order. Each send picks max(its own next nonce, the
  *   node's `pending` count) while holding the key's lock file (sdk/keyLock.ts), so another process on the same key
@@ -299,7 +299,7 @@ export class TxManager {
    * dropped it (anvil drops the removed blocks' transactions) and nobody follows it any more. Sending the next call
    * at our own count would leave a nonce gap the node never mines past; the call at `pending` takes the nonce
    * instead (the forgotten call did not run; a follower still waiting for it gets NonceTakenError). Found by the
-   * rehearsal (issue 22): the collector's acceptance sent again after a reorg sat behind such a gap.
+   * rehearsal (demo/rehearsal.ts): the collector's acceptance sent again after a reorg sat behind such a gap.
    */
   private async forgotten(pending: number): Promise<boolean> {
     if (this.next === undefined || this.next <= pending) return false;
@@ -375,7 +375,7 @@ export class TxManager {
         state.lastHead = "";
       }
       // Not unref'd: a process whose only work left is this wait (an agent registering on a chain that mines every
-      // 2 s) must stay alive until the transaction is mined, not exit 0 with it pending (issue 22, the rehearsal).
+      // 2 s) must stay alive until the transaction is mined, not exit 0 with it pending (found by the rehearsal).
       await new Promise((r) => setTimeout(r, pollMs));
     }
   }

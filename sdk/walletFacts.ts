@@ -1,6 +1,6 @@
 /**
  * What one address is owed and why, as a person reads it: the one home of these facts for `gpuchain wallet` and the
- * dashboard's "Check any wallet" (live and recorded), so the two cannot drift (issue 21: the page hid a provider's
+ * dashboard's "Check any wallet" (live and recorded), so the two cannot drift (the page once hid a provider's
  * stake and a client's slash compensation that the CLI showed). Pure: folded from the escrow's and registry's events
  * (sdk/ledger.ts); the callers add what they read on chain to check the fold against.
  */

@@ -26,7 +26,7 @@ function makeSync(spec: Exclude<DataSpec, { kind: "mnist" }>): Dataset {
 /**
  * The same data set, parsed one MNIST digit file at a time with a turn of the event loop between files: a
  * provider agent loads it while it heartbeats for its new job, and one blocking parse of all ten files (seconds
- * on a busy machine) would starve the beats past the coordinator's timeout (issue 14's soak).
+ * on a busy machine) would starve the beats past the coordinator's timeout (the false-failover soak, bench/soak.ts).
  */
 export function loadDatasetAsync(spec: DataSpec, useCache = true): Promise<Dataset> {
   if (!useCache) return parseYielding(spec).then((ds) => checkCount(spec, ds));

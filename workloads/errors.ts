@@ -45,7 +45,7 @@ export class HashMismatchError extends WorkloadError {
 
 /**
  * Something is stored under the name, but not a blob anyone can read: a directory, a FIFO or another non-file, or
- * more bytes than the reader's bound (issue 19: the reporter controls its own blob, so this is an answer about the
+ * more bytes than the reader's bound (the reporter controls its own blob, so this is an answer about the
  * content, never a store outage; the verifier refuses it after the same grace as a missing blob).
  */
 export class UnreadableBlobError extends WorkloadError {

@@ -17,7 +17,7 @@ export type Span = { from: number; to: number };
 /**
  * The template default: about a twentieth of the interval, so storage falls from n states to about n/m + 1.
  * Every verifier replays at least one whole segment besides the last step (segmentsForBudget), so m is also its
- * least replay cost: n/20 keeps that near 5 % of training (issue 19; n/10 would make it 10 %). At least 2 (from
+ * least replay cost: n/20 keeps that near 5 % of training (n/10 would make it 10 %). At least 2 (from
  * n = 3 on), so short intervals still store about half their states (the n/10 default stored 10 of 20).
  */
 export function defaultSegmentSteps(n: number): number {
@@ -56,7 +56,7 @@ export function segmentSpans(start: number, end: number, m: number): Span[] {
 /**
  * Whole segments a verifier replays for a budget of k steps besides the last: k/m on average (floor(k/m), plus one
  * more with probability frac(k/m), `u` uniform in [0, 1) drawn from the verifier's secret salt), and never fewer
- * than one (issue 19). With zero, a provider that fabricated every step but the last was caught only with
+ * than one. With zero, a provider that fabricated every step but the last was caught only with
  * probability k/m (4 % per verifier at interval 1,000); with one, every fabricated segment is found by each
  * verifier with probability at least 1/(pool size), so the share of tainted segments bounds the chance of being
  * caught from below and fabricating never pays (docs/THREATS.md, test/adversary/cheatEconomics.ts).

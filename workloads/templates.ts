@@ -50,7 +50,7 @@ export const DESCRIPTORS: readonly TemplateDescriptor[] = [
   },
   {
     name: "char-transformer",
-    // v2: the faster portable attention, softmax and gradients (issue 20: ReduceMax shifts, exp by squaring, the
+    // v2: the faster portable attention, softmax and gradients (ReduceMax shifts, exp by squaring, the
     // softmax denominator and bias gradients from the integer products, column blocks); new reference hashes.
     // v3: attention backward from the forward's own blocks (the T×T operands quantized once, along rows: their scales
     // and 1/den folded into the dh-wide sides), the weights' fixed 1/128 blocks; new reference hashes
