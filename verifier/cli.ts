@@ -118,7 +118,7 @@ export async function main(argv: string[]): Promise<number> {
   );
   const { signal, dispose } = shutdownSignal(log);
   try {
-    // issue 14: woken by the events that make work (a report, an acceptance before the verdict), pollMs at most.
+    // Woken by the events that make work (a report, an acceptance before the verdict), pollMs at most.
     const events = eventTopics(escrow.interface, ["CheckpointReported", "CheckpointAccepted"]);
     const wake = new ChainWake({ provider, filter: { address: deployment.escrow, topics: events } });
     await runVerifier(verifier, log, { signal, once: values.once, wait: (ms, s) => wake.sleep(ms, s) });

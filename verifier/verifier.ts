@@ -93,7 +93,7 @@ export const DEFAULT_CONFIG = {
 /**
  * Refusals that may be someone else's doing rather than the reporter's, so they are waited out for
  * missingBlobGraceMs first: a blob not there yet, no plain blob under its name, or other bytes under it — anyone who
- * may write the store could have overwritten or removed a put (issue 19), and the reporter's agent puts its blobs
+ * may write the store could have overwritten or removed a put, and the reporter's agent puts its blobs
  * again while its report is undecided (agent/blobs.ts guardBlobs). Still so after the grace: the reporter's problem.
  */
 export const GRACE_CODES: ReadonlySet<ReasonCode> = new Set<ReasonCode>([
@@ -261,7 +261,7 @@ export class Verifier {
     if (!entry) {
       entry = (async () => {
         const template = loadTemplate(templateId);
-        // Issue 12's safety net: on a profile not proven for the template a mismatch would not be evidence
+        // The proven-profile safety net: on a profile not proven for the template a mismatch would not be evidence
         // against the provider, so this verifier abstains.
         const unproven = replayUnprovenReason(template, localProfile());
         if (unproven) throw new CannotVerifyError(unproven);
@@ -400,7 +400,7 @@ export class Verifier {
   /**
    * Why a replay mismatch on this report would not be evidence, or undefined: judged against the profile the
    * checkpoint itself commits (inside the reported hash), never against what the provider or the coordinator
-   * says afterwards (issue 19: a later heartbeat with an unproven profile used to dodge the slash).
+   * says afterwards (a later heartbeat with an unproven profile used to dodge the slash).
    */
   private async claimUnproven(item: CheckpointItem, committedProfile: string | undefined): Promise<string | undefined> {
     const { template } = await this.trainerFor(item.templateId);
@@ -559,7 +559,7 @@ export async function runVerifier(
   };
   const signal = opts.signal ?? new AbortController().signal;
   const once = opts.once ?? false;
-  // opts.wait (issue 14): a ChainWake, so a CheckpointReported wakes the verifier at once instead of after pollMs.
+  // opts.wait (decisions pushed): a ChainWake, so a CheckpointReported wakes the verifier at once, not after pollMs.
   const loop = { name: "verifier", tick, intervalMs: v.config.pollMs, once, signal, logger: log, announce: false };
   await runLoop({ ...loop, wait: opts.wait });
   log.info("verifier stopped");

@@ -338,8 +338,9 @@ export function wantsConfirmed(state: PoolState, jobId: bigint, head: JobAt, rul
  * non-owners leave (and entries left with none). Jobs: every entry (except `skip`) whose checkpoint is not pending
  * on chain any more, or never was (decide.ts poolAction) leaves — an entry about a job above the job count is
  * forgotten (not remembered as done: a job created since may make it valid, and verifiers re-post); one the head
- * shows done stays while the block `depth` below does not (issue 22). An entry that stays and is applicable marks
- * its checkpoint seen pending. `pendingAgain`: digests pooled again from done and now seen pending on chain.
+ * shows done stays while the block `depth` below does not (a reorganisation may still remove it). An entry that stays
+ * and is applicable marks its checkpoint seen pending. `pendingAgain`: digests pooled again from done and now seen
+ * pending on chain.
  */
 export function observe(
   state: PoolState,

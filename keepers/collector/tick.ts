@@ -25,7 +25,7 @@
  * Owners are those of the last tick: a signer added to the Safe since is refused (400) until the next tick reads
  * them (verifiers re-post); before the first read (no tick, no restore yet) signatures are pooled and checked then.
  *
- * Reorganisations (issue 22): the pool is judged against the chain's state each tick, so it follows the new chain by
+ * Reorganisations: the pool is judged against the chain's state each tick, so it follows the new chain by
  * itself; the one memory of the old chain is the set of digests decided ("done"). A re-post of such a digest a
  * second or more after the chain last showed it decided is pooled again and judged like a fresh signature: pending
  * again (its deciding block was replaced) → relayed again; still decided → dropped and "done" again.
@@ -454,7 +454,7 @@ export class Collector {
       : await execute(this.ctx, c.call, l);
     if (outcome.kind === "confirmed" || outcome.kind === "race") {
       // Kept (signatures and all) until the decision is `depth` blocks deep: a reorganisation that removes it
-      // leaves the checkpoint pending again, and then the same decision goes out again (issue 22).
+      // leaves the checkpoint pending again, and then the same decision goes out again.
       if (this.rules.depth === 0) {
         this.state = settled(this.state, digest, this.ctx.nowMs());
         this.quiet.forget(digest);

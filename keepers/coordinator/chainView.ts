@@ -83,7 +83,7 @@ export class CoordinatorChainView {
   history = new TrackRecords();
   /**
    * Each provider's latest slash and deposit, from the registry's StakeSlashed and StakeDeposited: `waiting` are
-   * those slashed for a proven fault with no deposit since, never assigned (issue 19, decide.ts). Folded from
+   * those slashed for a proven fault with no deposit since, never assigned until they re-stake (decide.ts). Folded from
    * `fromBlock` like the stakes, so a restarted coordinator rebuilds it; a slash before `fromBlock` is not seen.
    */
   restake = new RestakeBook();

@@ -2,7 +2,7 @@
  * Is a heartbeat's sender a registered provider? Known ones come from the coordinator's ProviderRegistered scan;
  * an unknown sender costs one registry read, and a "no" is remembered briefly (bounded), so a flood of beats from
  * unregistered keys costs neither memory nor a chain read per beat. Reads for unknown senders are also capped per
- * second (issue 19: a signed beat from a fresh key every time cost one read each): past the cap the answer is "cannot
+ * second (before, a signed beat from a fresh key every time cost one read each): past the cap the answer is "cannot
  * tell now" (undefined: the beat is answered 503, not "not registered"), as is a registry read that failed; a provider
  * registered before the coordinator's scan is found a second later, when it beats again.
  */

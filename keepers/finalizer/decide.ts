@@ -87,7 +87,7 @@ export function earningsMatter(status: JobStatusName): boolean {
 
 /**
  * How far the wall clock may run past a deadline the chain's head has not reached before the finalizer asks the
- * node for a block (issue 22): more than a public chain's block time (Base 2 s, Ethereum 12 s), so a chain that
+ * node for a block: more than a public chain's block time (Base 2 s, Ethereum 12 s), so a chain that
  * mines on its own is never asked; a node that mines only on a transaction (stock anvil, a Hardhat node) is.
  */
 export const STALE_HEAD_SLACK_S = 15n;
