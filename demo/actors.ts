@@ -26,7 +26,7 @@ export const DISPUTE_WINDOW = 60; // seconds: the escrow's minimum
 const NAMES = ["mallory", "alice", "bob"] as const;
 export const PROVIDER_NAMES: readonly string[] = NAMES;
 /**
- * Faster failure detection (issue 14: failover ≤ 5 s), for runs that ask for it (`ScenarioOptions.detection`, the
+ * Faster failure detection (failover ≤ 5 s), for runs that ask for it (`ScenarioOptions.detection`, the
  * bench): agents beat every 250 ms, the coordinator calls a provider dead after 2.5 s of silence (10 beats) and the
  * keepers tick every 250 ms. Without it the defaults hold (1 s beats, 5 s timeout, 1 s ticks): on a 2-core machine
  * at load 20 a 2 s timeout already unassigned healthy providers whose beats were starved of CPU.
@@ -131,7 +131,7 @@ export async function startOffChain(run: Run, actors: Actors): Promise<void> {
         ],
         ...["--store", store, "--coordinator", coordinatorUrl],
         // Every trained step logged (the exact work-lost figure) only by the provider this run kills or cuts off:
-        // a line per step costs the trainer and this process time (issue 14's long job).
+        // a line per step costs the trainer and this process time (the bench's long job).
         ...(p.name === "alice" && (o.kill || o.hosts) ? ["--step-log"] : []),
         ...(d ? ["--heartbeat-ms", String(d.beatMs)] : []),
         ...extra,

@@ -54,7 +54,7 @@ export interface LocalOptions {
   deploymentId: string;
   node?: ChainNode;
   port?: number;
-  /** issue 11: the chain's host with --hosts. */
+  /** The chain's host with --hosts. */
   at?: ChainAt;
 }
 
@@ -157,7 +157,7 @@ export function safeOwnersOf(runDir: string, keyFiles: Record<Role, string>): Sa
 }
 
 /**
- * `--network rehearsal` (issue 22): anvil with 2-s blocks, every part behind a fault proxy of its own, reorgs and a
+ * `--network rehearsal`: anvil with 2-s blocks, every part behind a fault proxy of its own, reorgs and a
  * gas spike injected at chosen moments (demo/rehearsal.ts). The local chain's keys (fresh verifiers) and test faucet; the clock
  * advanced straight on the node.
  */

@@ -40,7 +40,7 @@ export class ProcessGroup {
   }
 
   /**
-   * Starts `node <args>` (or `program <args>`) under `name`; `wrapper` runs it elsewhere (issue 11:
+   * Starts `node <args>` (or `program <args>`) under `name`; `wrapper` runs it elsewhere (--hosts:
    * `ip netns exec NS`, same pid).
    */
   start(

@@ -1,5 +1,5 @@
 /**
- * `npm start -- --network rehearsal` (issue 22): the whole scenario on a chain that behaves like a public one.
+ * `npm start -- --network rehearsal`: the whole scenario on a chain that behaves like a public one.
  * anvil mines a block every 2 s; every part reaches it only through a fault proxy of its own (sdk/faultProxy.ts:
  * latency 50–300 ms, 5 % of calls answered 429, 1 % dropped after the node acted, 1 % truncated bodies), so the
  * injected faults are counted per part. At chosen moments the run reorganises the chain (anvil_reorg, straight to

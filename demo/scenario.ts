@@ -77,8 +77,8 @@ export async function runScenario(given: ScenarioOptions): Promise<ScenarioResul
   let provider: JsonRpcProvider | undefined;
   let net: ScenarioNetwork | undefined;
   let result: ScenarioResult | undefined;
-  let storage: RunStore | undefined; // issue 11: the run's checkpoint store
-  let hostNet: HostNet | undefined; // issue 11: --hosts
+  let storage: RunStore | undefined; // the run's checkpoint store
+  let hostNet: HostNet | undefined; // --hosts: every part on a host of its own
   let dashboard: DashboardServer | undefined; // dashboard hook
   try {
     if (o.hosts) hostNet = scenarioHosts(o.runDir, note);
@@ -208,7 +208,7 @@ async function playJob(run: Run): Promise<ScenarioResult> {
   note("started: keepers (coordinator, verdict collector, finalizer, reserves watch), 3 verifiers, 3 providers");
   await waitFor(() => providersRegistered(run.protocol, actors.providers), 120_000, "providers to register", o.signal);
   // Post once the coordinator has every provider's beat (it is up and can assign at once: the job's clock starts
-  // at creation, issue 14's overhead_ratio_long).
+  // at creation, the bench's overhead_ratio_long).
   await waitFor(() => heartbeatsSeen(run, actors.providers), 120_000, "every provider's heartbeat", o.signal);
   const { jobId, block } = await createJob(run, actors.client, template.templateId);
   note(

@@ -164,7 +164,7 @@ export async function settle(
     recording: run.recorder.file,
     failoverSeconds: watch.failoverSeconds,
     lostSteps: watch.lostWork?.steps,
-    killedAt: watch.killedAt, // issue 14: bench/timeline.ts times the failover's parts from here
+    killedAt: watch.killedAt, // bench/timeline.ts times the failover's parts from here
     lostWork: watch.lostWork,
     jobWallSeconds: watch.jobWallSeconds,
     minReserveMargin: minMargin,

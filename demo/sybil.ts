@@ -1,5 +1,5 @@
 /**
- * The Sybil run (issue 13, "one cheap identity starves a job"): a real local network — Hardhat node, Ignition
+ * The Sybil run ("one cheap identity starves a job"): a real local network — Hardhat node, Ignition
  * deployment, the keepers (`gpuchain keeper all`), three verifiers and one honest provider agent, each its own
  * process — plus N idle identities written here with plain ethers, not the project's agent: each registers at
  * price 1 with the largest memory, deposits stake, and for the job it holds sends signed heartbeats (step never

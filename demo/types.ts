@@ -74,11 +74,11 @@ export interface ScenarioOptions {
     deploymentFile: string;
     runDir: string;
   }) => Promise<void>;
-  /** Heartbeat period, heartbeat timeout and keeper tick (ms) instead of the defaults (issue 14: the bench). */
+  /** Heartbeat period, heartbeat timeout and keeper tick (ms) instead of the defaults (the bench). */
   detection?: { beatMs: number; timeoutMs: number; keeperTickMs: number };
   /**
    * Niceness for the processes that are not providers (chain, keepers, verifiers, a child store): the bench's
-   * "provider on a machine of its own" configuration, where the working trainer has its core (issue 14). Unset:
+   * "provider on a machine of its own" configuration, where the working trainer has its core. Unset:
    * all at the same priority, as `npm start` runs.
    */
   backgroundNice?: number;
@@ -99,7 +99,7 @@ export interface ScenarioResult {
   checks: PromiseCheck[];
   failoverSeconds?: number;
   lostSteps?: number;
-  /** When the killed provider was killed (ms since the epoch), and the work it lost (issue 14's bench). */
+  /** When the killed provider was killed (ms since the epoch), and the work it lost (the bench's failover timeline). */
   killedAt?: number;
   lostWork?: LostWork;
   /** The verdict's metric as on chain (workloads/metric.ts says what it means for the template). */
@@ -149,9 +149,9 @@ export interface Run {
   group: ProcessGroup;
   recorder: Recorder;
   status: StatusLine;
-  /** The run's checkpoint store (issue 11): the URL and environment verifiers and providers get. */
+  /** The run's checkpoint store: the URL and environment verifiers and providers get. */
   storage: RunStore;
-  /** issue 11, --hosts: every part on a host of its own; alice is cut off instead of killed. */
+  /** --hosts: every part on a host of its own; alice is cut off instead of killed. */
   hostNet?: HostNet;
   /** Prints and records one line. */
   note: (line: string) => void;

@@ -139,7 +139,7 @@ function recordEvent(run: Run, e: DecodedLog, contract: "escrow" | "registry"): 
 /**
  * Records the escrow's and registry's events from where the watch stopped up to the head: what happened after the
  * settlement (the withdrawals) belongs to the recording too, or a played-back wallet shows money still owed that
- * was paid out (issue 21's cross-surface test found it).
+ * was paid out (a cross-surface test found it).
  */
 export async function recordChainTail(run: Run): Promise<void> {
   const from = run.recordedTo;
