@@ -77,7 +77,7 @@ async function agentRun(p: Bench, t: Template) {
     config: { ...DEFAULT_TIMING, idleMs: 50 },
   });
   try {
-    // The agent stakes right after registering; an unstaked provider cannot be assigned (issue 13).
+    // The agent stakes right after registering; an unstaked provider cannot be assigned.
     await until("registration and stake", () => staked(p.registry, wallet.address));
     await runJob(p, wallet.address, t, 1);
     m.trainMs = 0;

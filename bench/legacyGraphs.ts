@@ -1,4 +1,4 @@
-// The graphs of an MLP template as they were before the portable arithmetic (issue 12): MatMul,
+// The graphs of an MLP template as they were before the portable arithmetic: MatMul,
 // LogSoftmax, Softmax and ReduceSum kernels. Kept for `npm run bench` only, to measure the overhead
 // of the portable formulation; no template uses them (they fail the portable-op rule).
 import { buildTransformerGraphs } from "../workloads/families/transformer/graphs.ts";

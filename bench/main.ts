@@ -26,8 +26,8 @@ const parts: [string, string, () => Promise<Record<string, number | string>>][] 
   ["workloads", "training throughput per template", () => benchWorkloads(templates)],
   ["agent", "agent time outside training", benchAgent],
   ["verifier", "verifier compute and detection", benchVerifier],
-  ["cheat", "cheating against the deployed verifiers (issue 19)", benchCheat],
-  ["verifier-delay", "one malicious verifier's worst delay (issue 19)", benchVerifierDelay],
+  ["cheat", "cheating against the deployed verifiers", benchCheat],
+  ["verifier-delay", "one malicious verifier's worst delay", benchVerifierDelay],
   ["store", "checkpoint store and segment commitments", benchStore],
   ["store-hold", "longest hold by a reporter's own unreadable blob (file://, S3 without the gate)", benchStoreHold],
   ["gas", "gas of a full job lifecycle", benchGas],
@@ -35,7 +35,7 @@ const parts: [string, string, () => Promise<Record<string, number | string>>][] 
   ["keepers", "keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["dashboard", "dashboard: bundle, first render, playback", () => benchDashboard(progress)],
   ["sybil", "no starving: 5 and 20 idle identities against one honest provider", () => benchSybil(progress)],
-  ["rehearsal", "public-network rehearsal: reorgs, RPC faults, a gas spike (issue 22)", () => benchRehearsal(progress)],
+  ["rehearsal", "public-network rehearsal: reorgs, RPC faults, a gas spike", () => benchRehearsal(progress)],
   // Last: it ends with the 10-minute soak, which loads the machine on purpose.
   ["system", "whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],
 ];

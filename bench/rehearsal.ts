@@ -1,5 +1,5 @@
 /**
- * issue 22's figures: the short `npm start` job (test/helpers/scenario.ts SHORT_RUN: blobs-tiny, 60 steps in
+ * The rehearsal's figures: the short `npm start` job (test/helpers/scenario.ts SHORT_RUN: blobs-tiny, 60 steps in
  * checkpoints of 10, a faulty provider, alice SIGKILLed) on the rehearsal network (demo/rehearsal.ts: anvil with
  * 2-s blocks, a fault proxy per part, three reorgs, a gas spike) and the same job on the plain local chain, in one
  * bench run:

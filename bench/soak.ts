@@ -1,5 +1,5 @@
 /**
- * The false-failover soak (issue 14: no false failover in a 10-minute run on the busy 2-core machine): one honest
+ * The false-failover soak (the target: no false failover in a 10-minute run on the busy 2-core machine): one honest
  * network with the fast detection (250 ms beats, 2.5 s timeout, 250 ms ticks) training a job too long to finish
  * for BENCH_SOAK_SECONDS (default 600) of wall time from its creation, while BENCH_SOAK_LOAD (default 2)
  * busy-looping processes keep the machine busy whatever else runs. Then the chain says who was unassigned

@@ -1,5 +1,5 @@
 /**
- * How long a reporter can hold its job undecided by making its own checkpoint blob unreadable (issue 19: the
+ * How long a reporter can hold its job undecided by making its own checkpoint blob unreadable (the
  * verifiers wait out the missing-blob grace for such a blob, since a store writer other than the reporter could be
  * to blame; after it the report is refused). The real Verifier on the real runner (runVerifier), its real default
  * grace (verifier/verifier.ts DEFAULT_CONFIG.missingBlobGraceMs) and its real store (openStore, default retries),

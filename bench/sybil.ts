@@ -1,5 +1,5 @@
 /**
- * Sybil cost (issue 13 item 4, issue 19 item 7), from real runs of demo/sybil.ts on this machine — a Hardhat node,
+ * Sybil cost (no starving; the Sybil bound), from real runs of demo/sybil.ts on this machine — a Hardhat node,
  * the keepers, three verifiers and one honest provider agent, a 40-step job of the small template — with 0, 5 and
  * 20 idle identities at price 1 (plain ethers: staked, heartbeating off and on chain, never training). The honest
  * provider has a track record (one checkpoint delivered before the identities register), as on a network that has

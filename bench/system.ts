@@ -128,7 +128,7 @@ export async function benchSystem(log: (line: string) => void = () => {}): Promi
   const soak = SOAK ? await benchSoak(log) : undefined;
   return {
     gpuchain_job_seconds: round(clean.result.jobWallSeconds!),
-    // issue 20: the whole run, chain start to settlement (target ≤ 600 s), and the verdict's held-out loss
+    // The whole char-transformer run, chain start to settlement (target ≤ 600 s), and the verdict's held-out loss
     char_transformer_job_seconds: round(text.wallSeconds),
     char_transformer_heldout_loss: Number(text.result.metric ?? NaN) / 10_000,
     plain_training_seconds: round(plain),

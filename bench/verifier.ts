@@ -147,7 +147,7 @@ export async function computeRatio(name: string, interval: number, checkpoints: 
 
 /**
  * Detection by a 2-of-3 quorum of independently sampling verifiers with fault claims, blobs-tiny, interval 20,
- * k = 3: every certain class, 200 honest checkpoints (issue 19: ≥ 200), and 200 checkpoints with one bad step among 20.
+ * k = 3: every certain class, 200 honest checkpoints (target ≥ 200), and 200 checkpoints with one bad step among 20.
  */
 async function detection(): Promise<Record<string, number>> {
   const base = { template: "blobs-tiny", interval: 20, samples: 3 };

@@ -1,8 +1,8 @@
 /**
- * The worst delay one malicious verifier (one Safe owner of three) can put on an honest 2-of-3 accept (issue 19
- * item 5): the real collector behind its HTTP routes (test/adversary/collectorHost.ts) at the CLI defaults
- * (--claim-hold-ms 120000, --quorum-wait-ms 15000), on the simulated chain with the real Safe, on a manual clock
- * stepped one second at a time after the honest pair has signed; each strategy on its own checkpoint:
+ * The worst delay one malicious verifier (one Safe owner of three) can put on an honest 2-of-3 accept: the real
+ * collector behind its HTTP routes (test/adversary/collectorHost.ts) at the CLI defaults (--claim-hold-ms 120000,
+ * --quorum-wait-ms 15000), on the simulated chain with the real Safe, on a manual clock stepped one second at a time
+ * after the honest pair has signed; each strategy on its own checkpoint:
  * - silent: the third owner says nothing (the quorum wait);
  * - early-claim: its own fault claim at once, then a refusal naming a fresh finder every 10 s (the old freeze);
  * - late-claim: its own claim one second before the quorum wait ends, then the same spoofs;

@@ -1,6 +1,6 @@
 // Training throughput of every workload template on this machine's CPU (1 onnxruntime thread), and
 // what the portable arithmetic costs against ordinary float graphs (MatMul/Softmax kernels, kept in
-// bench/legacyGraphs.ts for comparison only): per template, side by side in one run (issue 20).
+// bench/legacyGraphs.ts for comparison only): per template, side by side in one run.
 // `node bench/workloads.ts` prints `name: value` lines.
 import { execFileSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
@@ -160,7 +160,7 @@ export async function benchWorkloads(names?: string[]): Promise<Record<string, n
     out[`float_heldout_loss_600_steps_${name}`] = round3(theirs.loss);
   }
   if (names && !names.includes("mnist-mlp")) return out;
-  // what the integer products replaced: the elementwise float tree (issue 12's portable products)
+  // what the integer products replaced: the elementwise float tree (the first portable products)
   const mnist = loadTemplate("mnist-mlp");
   const tree = buildTemplate({ ...mnist.descriptor, arithmetic: undefined });
   const { legacy: treeMs, ratio } = await integerVsTree(mnist, tree);
