@@ -12,7 +12,7 @@ export function provideCommand(
   const pair = c?.storeTestKeyPair ? EMBEDDED_S3_TEST_PAIR : {};
   const env = Object.entries({ ...c?.storeEnv, ...pair }).map(([k, v]) => `${k}=${v}`);
   const abs = c?.absolute;
-  // From any folder (issue 38): this installation's bin (npx --prefix), and every path absolute.
+  // From any folder: this installation's bin (npx --prefix), and every path absolute.
   const parts = [...env, `${gpuchainCommand(abs?.install)} provide`, `--name ${name}`, `--price ${priceText}`];
   if (cap) parts.push(`--memory-cap ${cap}`);
   if (c) {
@@ -24,7 +24,7 @@ export function provideCommand(
       `--coordinator ${c.coordinator}/heartbeat`,
       `--store ${shellWord(abs ? (abs.store ?? STORE_UNKNOWN) : (c.store ?? STORE_UNKNOWN))}`,
     );
-    // A development chain's own faucet: the copied command gets its gas with no hand step (issue 21).
+    // A development chain's own faucet: the copied command gets its gas with no hand step.
     if (c.chainId === LOCAL_CHAIN) parts.push("--faucet");
   }
   return parts.join(" ");

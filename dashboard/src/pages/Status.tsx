@@ -705,7 +705,7 @@ function recordedRow(x: ProcessView, at: number): HealthRow {
   };
 }
 
-/** The head's unconfirmed blocks, said apart from the confirmed ones (issue 22): they may still be replaced. */
+/** The head's unconfirmed blocks, said apart from the confirmed ones: they may still be replaced. */
 function unconfirmed(s: { headBlock: number | null; confirmedBlock?: number | null }): string {
   if (s.headBlock === null || s.confirmedBlock === undefined || s.confirmedBlock === null) return "";
   if (s.confirmedBlock >= s.headBlock) return " · all confirmed";
