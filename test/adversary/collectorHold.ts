@@ -1,10 +1,10 @@
 /**
- * Issue 19 (high), "One verifier freezes every acceptance", and its (low) twin, "one verifier key grows the pool
- * without bound": one malicious Safe owner (verifier 1, Hardhat account 3) against the real verdict collector
- * (keepers/collector/tick.ts over HTTP), on the simulated chain with the Ignition deployment and a real 2-of-3
- * Safe v1.4.1. The two honest owners (accounts 4 and 5) post what verifiers post (verifier/work.ts bodies, signed
- * with sdk/verifierSignatures.ts): their accept, re-sent, and nothing else (the worst case for the hold: they cannot
- * answer a claim, e.g. their store is down). One `it` per strategy:
+ * "One verifier freezes every acceptance" and its twin, "one verifier key grows the pool without bound"
+ * (THREATS.md, "One malicious verifier of three"): one malicious Safe owner (verifier 1, Hardhat account 3) against the
+ * real verdict collector (keepers/collector/tick.ts over HTTP), on the simulated chain with the Ignition deployment and
+ * a real 2-of-3 Safe v1.4.1. The two honest owners (accounts 4 and 5) post what verifiers post (verifier/work.ts
+ * bodies, signed with sdk/verifierSignatures.ts): their accept, re-sent, and nothing else (the worst case for the hold:
+ * they cannot answer a claim, e.g. their store is down). One `it` per strategy:
  *
  * (a) a FaultRefusal signed by the malicious owner naming a fresh random finder every claimHoldMs/4, after a claim
  *     of its own: the honest accept lands within claimHoldMs of the first claim (control: without the attack it
@@ -39,7 +39,7 @@ import {
 
 const savedPending = (file: string) => (JSON.parse(readFileSync(file, "utf8")) as { pending: unknown[] }).pending;
 
-describe("issue 19 (high): one malicious verifier cannot hold a checkpoint beyond the bound", function () {
+describe("adversary: one malicious verifier cannot hold a checkpoint beyond the bound", function () {
   this.timeout(120_000);
   const hosts: Host[] = [];
   afterEach(async () => {

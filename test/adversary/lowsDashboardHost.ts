@@ -1,8 +1,8 @@
 /**
- * Issue 19 (low), DNS rebinding: a page from evil.example whose name is re-pointed at 127.0.0.1 reaches the
- * dashboard server as its own origin and could read /api/config (the RPC URL, often with an API key, and local
- * paths). The real server, real HTTP requests: any Host that is not a loopback name with the server's own port (or
- * a host it was started to allow) gets a 403 with the reason; the loopback names still get their answer.
+ * DNS rebinding (THREATS.md, "Outsider (a web page)"): a page from evil.example whose name is re-pointed at 127.0.0.1
+ * reaches the dashboard server as its own origin and could read /api/config (the RPC URL, often with an API key, and
+ * local paths). The real server, real HTTP requests: any Host that is not a loopback name with the server's own port
+ * (or a host it was started to allow) gets a 403 with the reason; the loopback names still get their answer.
  */
 import { expect } from "chai";
 import { request } from "node:http";
@@ -40,7 +40,7 @@ function raw(port: number, text: string): Promise<{ status: number; body: string
   });
 }
 
-describe("issue 19 (low): the dashboard server refuses requests naming another Host (DNS rebinding)", function () {
+describe("adversary: the dashboard server refuses requests naming another Host (DNS rebinding)", function () {
   this.timeout(300_000);
   const dir = path.join(".gpuchain", `lows-dash-host-${process.pid}`);
   const secretRpc = "http://127.0.0.1:1/v2/SECRET-API-KEY"; // nothing listens there: the chain is not needed

@@ -1,5 +1,5 @@
 /**
- * Issue 19 (low), `deviceModel` has no length cap: a provider registers (and updates) its machine description on
+ * `deviceModel` had no length cap: a provider registers (and updates) its machine description on
  * chain, and the registry stores any length, so one registration could push kilobytes to every dashboard viewer.
  * The cap is MAX_DEVICE_MODEL_BYTES = 64 bytes of UTF-8 (sdk/machine.ts, the registry's name bound); the
  * dashboard's live feed forwards at most that of a registered or updated model. Real chain (Hardhat's simulated
@@ -14,7 +14,7 @@ import { rpcBridge } from "../helpers/rpcBridge.ts";
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 
-describe("issue 19 (low): a device model is capped at 64 bytes", function () {
+describe("adversary: a device model is capped at 64 bytes", function () {
   describe("the rule (sdk/machine.ts)", function () {
     it("63, 64 bytes pass; 65 is refused with the reason; a real model is unchanged", function () {
       expect(MAX_DEVICE_MODEL_BYTES).to.equal(64);

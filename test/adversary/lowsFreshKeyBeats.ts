@@ -1,5 +1,5 @@
 /**
- * Issue 19 (low), "every signed beat from a fresh key costs the coordinator a registry read": a sender signing each
+ * Beats from fresh keys (THREATS.md, "Outsider (any key)"): a sender signing each
  * beat with a new key made the coordinator read the registry once per beat. Reads for unknown senders are now
  * capped per second (keepers/coordinator/registered.ts); a registered provider the coordinator has not seen yet
  * (registered before its scan) is still found, a second later. Real chain, real registry reads.

@@ -1,5 +1,5 @@
 /**
- * Issue 19 (low), key files written through symlinks and over existing files: creating a key must never follow a
+ * Key files written through symlinks and over existing files: creating a key must never follow a
  * link planted at the key path (the link's target stays untouched, content and permissions) nor replace an existing
  * file; it fails with a KeyFileError that says why. Reusing an existing key (`gpuchain provide`'s second start)
  * still works. Real files and real symlinks in a temporary folder.
@@ -35,7 +35,7 @@ function thrown(f: () => unknown): Error {
   throw new Error("expected an error, got none");
 }
 
-describe("issue 19 (low): key files are never written through a symlink nor over an existing file", function () {
+describe("adversary: key files are never written through a symlink nor over an existing file", function () {
   let dir: string;
   let victim: string;
   const victimText = "the victim's own file: not a key\n";

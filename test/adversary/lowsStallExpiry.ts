@@ -1,5 +1,5 @@
 /**
- * Issue 19 (low), `expire()` needed STALL_EXPIRY (7 days) continuously Open: a job bounced Running ↔ Open
+ * `expire()` needed STALL_EXPIRY (7 days) continuously Open: a job bounced Running ↔ Open
  * (assigned, then unassigned without an accepted checkpoint, again and again) restarted the clock at every
  * reopening, so it never expired and the accepted earnings on it stayed locked. Now the stall clock
  * (`Job.stallSince`) restarts only on real progress, the job's creation and each acceptance (Open or Running);
@@ -46,7 +46,7 @@ async function bounceUntil(p: Awaited<ReturnType<typeof acceptedThenHeld>>, unti
   return round;
 }
 
-describe("issue 19 (low): a job bounced Running ↔ Open without an acceptance still expires", function () {
+describe("adversary: a job bounced Running ↔ Open without an acceptance still expires", function () {
   it("bounced for 30 days, reopened the last time a minute ago: anyone expires it, earnings are claimable", async function () {
     const p = await acceptedThenHeld();
     const rounds = await bounceUntil(p, p.acceptedAt + 30n * DAY, DAY / 2n);

@@ -1,5 +1,5 @@
 /**
- * Security review of the issue-19 defences: segments, checkpoint v3 (maker + profile committed, the data order
+ * Security review of the anti-cheating defences: segments, checkpoint v3 (maker + profile committed, the data order
  * drawn from the job's seed and the maker), verifier checks and claims, the economics model. One test per attack,
  * each asserting the attack fails (findings 1–3 were open holes of the first design, a maker-bound hash of the
  * unpublished states, and failed before the data order was bound to the maker), plus honest controls.
@@ -37,7 +37,7 @@ const ALICE = "0x" + "a1".repeat(20); // the honest maker
 const BOB = "0x" + "b0".repeat(20); // honest, takes the job over after alice
 const MALLORY = "0x" + "3e".repeat(20); // the thief: next assignee, finds alice's trained-ahead blobs in the store
 
-describe("adversary: review of the issue-19 defences", function () {
+describe("adversary: review of the anti-cheating defences", function () {
   this.timeout(120_000);
   const template = loadTemplate("blobs-tiny");
   const scratch = useScratch("gpuchain-adversary-review-", template);

@@ -1,5 +1,5 @@
 /**
- * Issue 19 (product): a provider slashed for a proven fault was assigned the network's next job and slashed again.
+ * Before: a provider slashed for a proven fault was assigned the network's next job and slashed again.
  * Rule: a provider slashed for a proven fault is not assigned again until it has re-staked (a StakeDeposited after
  * its latest StakeSlashed; sdk/restake.ts). On the real chain (the Ignition deployment, its real 2-of-3 Safe) and
  * the real coordinator (keepers/coordinator: chain view from events, decide.ts, sends): provider1 fabricates a
@@ -38,7 +38,7 @@ async function coordinatorOn(p: Protocol, clock: ReturnType<typeof manualClock>,
 
 const shown = (ds: Decision[]) => ds.map((d) => [d.jobId, d.action, d.provider ?? null, d.reason]);
 
-describe("adversary: a slashed provider is not assigned again until it re-stakes (issue 19)", function () {
+describe("adversary: a slashed provider is not assigned again until it re-stakes", function () {
   it("the honest control gets the next job; the slashed one waits, named with its slash, also after a restart; a deposit lifts it", async function () {
     const p = await load();
     expect(P1.address).to.equal(p.provider1.address);

@@ -1,5 +1,5 @@
 /**
- * Issue 19, "(medium) Trained-ahead checkpoints are stolen": the agent puts a checkpoint in the shared store before
+ * Stolen trained-ahead checkpoints (THREATS.md, "A provider"): the agent puts a checkpoint in the shared store before
  * reporting it; after the holder is unassigned, the next assignee finds the blob whose previous link is the
  * accepted hash and reports it as its own. Before checkpoint v3 the honest verifiers accepted it (the blob named
  * no maker). Now it commits its maker, and every state it does not publish is committed bound to that maker.

@@ -1,5 +1,5 @@
 /**
- * Issue 19, the open row of "(medium) The store's writers can still get honest work refused": a writer with the
+ * Store writers getting honest work refused (THREATS.md, "Anyone with write access to the store"): a writer with the
  * store's credentials who overwrites an honest checkpoint again and again, faster than the agent's repair round,
  * for the whole grace, got it refused (the provider fenced); a writer who deletes a decided checkpoint's blobs
  * made the next report on top of them fail as chain-gap. The embedded store now has one door, the content gate
@@ -93,7 +93,7 @@ describe("store content gate: the rule (pure)", function () {
   });
 });
 
-describe("adversary: a store writer cannot get an honest checkpoint refused through the content gate (issue 19)", function () {
+describe("adversary: a store writer cannot get an honest checkpoint refused through the content gate", function () {
   this.timeout(120_000);
   const template = loadTemplate("blobs-tiny");
   const scratch = useScratch("gpuchain-adversary-gate-", template);

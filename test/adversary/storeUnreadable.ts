@@ -1,10 +1,10 @@
 /**
- * Issue 19, "(medium) The reporter controls the 'outage' of its own blob": a directory, a FIFO or an oversized body
- * under the reported name made every verifier abstain (a store outage is never a refusal), so the checkpoint lapsed
- * after an hour unrefused and the holder reported again; a FIFO pinned the threadpool of every reader. Now what is
- * under the name is an answer about the content: `blob-unreadable`, refused after the same grace as a missing blob
- * (test/verifier/runner.ts), found without reading a body past the template's bound. Real file store, real
- * embedded S3 server (s3rver), real replays.
+ * The reporter controlling the "outage" of its own blob (THREATS.md, store writers): a directory, a FIFO or an
+ * oversized body under the reported name made every verifier abstain (a store outage is never a refusal), so the
+ * checkpoint lapsed after an hour unrefused and the holder reported again; a FIFO pinned the threadpool of every
+ * reader. Now what is under the name is an answer about the content: `blob-unreadable`, refused after the same grace as
+ * a missing blob (test/verifier/runner.ts), found without reading a body past the template's bound. Real file store,
+ * real embedded S3 server (s3rver), real replays.
  */
 import { expect } from "chai";
 import { execFileSync } from "node:child_process";

@@ -1,4 +1,4 @@
-// Issue 14: the provider never waits on the protocol. The agent trains ahead while a checkpoint is pending (a
+// The provider never waits on the protocol. The agent trains ahead while a checkpoint is pending (a
 // bounded queue of finished segments), reports the next one as soon as the chain takes it, and when the checkpoint
 // under its queued work is refused, drops that work and retrains from the accepted checkpoint.
 import { expect } from "chai";

@@ -116,7 +116,7 @@ describe("agent: work-loop decisions", function () {
     expect(segmentTarget(0, 4, 12)).to.equal(4);
     expect(segmentTarget(8, 4, 10)).to.equal(10);
     expect(segmentTarget(9, 50, 10)).to.equal(10);
-    // Resuming a job with progress on it (issue 14): a tenth of the interval first, where that is ≥ 2 steps.
+    // Resuming a job with progress on it: a tenth of the interval first, where that is ≥ 2 steps.
     expect(segmentTarget(300, 100, 600, true)).to.equal(310);
     expect(segmentTarget(300, 25, 600, true)).to.equal(303);
     expect(segmentTarget(595, 100, 600, true)).to.equal(600);
@@ -162,7 +162,7 @@ describe("agent: fault flag", function () {
   });
 });
 
-describe("agent: training-ahead decisions (issue 14)", function () {
+describe("agent: training-ahead decisions", function () {
   const link = (step: number, hash: string, prev: [number, string]) => ({
     step,
     hash,

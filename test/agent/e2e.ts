@@ -62,7 +62,7 @@ describe("agent: end to end on the local chain", function () {
       expect(reports.every((e) => e.blockNumber < unassignedAt)).to.equal(true);
       const leases = await escrow.queryFilter(escrow.filters.LeaseExtended(jobId, wallet.address), unassignedAt);
       expect(leases).to.have.length(0);
-      // The agent's last report stays its own and decidable on its epoch (issue 13: pay cannot be redirected).
+      // The agent's last report stays its own and decidable on its epoch (pay cannot be redirected).
       const after = await escrow.jobOf(jobId);
       expect([after.pendingStep, after.pendingProvider, after.pendingEpoch]).to.deep.equal([8n, wallet.address, 1n]);
 

@@ -1,5 +1,5 @@
 /**
- * Issue 38 item 4: the provider's own terminal says what it earned. Before, `gpuchain provide` said "checkpoint
+ * The provider's own terminal says what it earned. Before, `gpuchain provide` said "checkpoint
  * accepted" and nothing about money; now each accepted checkpoint is one line with the credit and the job's total
  * as the chain holds them (CheckpointAccepted's amount, earningsOf at that block), then the verdict says from when
  * the earnings are withdrawable (JobEscrow's rule: claimable once Settled; settleable the second after verdict +

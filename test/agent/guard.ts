@@ -1,5 +1,5 @@
 /**
- * Issue 19 (a store writer): the agent keeps the blobs of a report that is still undecided in the store. A real
+ * Against a store writer: the agent keeps the blobs of a report that is still undecided in the store. A real
  * agent on the simulated chain reports a checkpoint nobody decides; someone with write access to the store then
  * overwrites the checkpoint blob and removes a boundary state. Nothing is read back in the first GUARD_AFTER_MS (the
  * usual decision comes sooner); after it, the agent finds both and puts them again, so a verifier reading within its

@@ -1,4 +1,4 @@
-// A newly assigned agent beats for its job while the job's trainer loads (issue 14's soak: an agent that beat only
+// A newly assigned agent beats for its job while the job's trainer loads (bench/soak.ts: an agent that beat only
 // once loaded outlasted the coordinator's first-beat grace at high load), and the data set load lets beats through.
 import { expect } from "chai";
 import { loadDataset, loadDatasetAsync } from "../../workloads/data.ts";

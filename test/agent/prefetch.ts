@@ -1,4 +1,4 @@
-// Issue 14 (failover ≤ 5 s): an idle agent reads ahead the accepted checkpoint of a job someone else holds, so a
+// Failover ≤ 5 s: an idle agent reads ahead the accepted checkpoint of a job someone else holds, so a
 // takeover starts from memory. Against a real filesystem store: what was read ahead is the blob asked for, a
 // read that failed is not kept, a moved-on or forgotten job's read is not served.
 import { expect } from "chai";

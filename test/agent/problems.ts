@@ -1,5 +1,5 @@
 /**
- * A provider's own last problem (issue 21: the dashboard's follow stepper guessed, and said "it stopped heartbeating"
+ * A provider's own last problem (before, the dashboard's follow stepper guessed, and said "it stopped heartbeating"
  * of a provider whose uploads failed while it beat every second). The real agent on the local chain with a real
  * file store that cannot be written (its folder's parent is a file: every put fails ENOTDIR), then repaired: the
  * signed heartbeats carry "checkpoint store unreachable: …" while it lasts and nothing once a report lands; the

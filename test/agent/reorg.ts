@@ -1,5 +1,5 @@
 /**
- * The provider agent (agent/agent.ts, agent/work.ts) across reorganisations on a real anvil node (issue 22): the
+ * The provider agent (agent/agent.ts, agent/work.ts) across reorganisations on a real anvil node: the
  * protocol deployed through Ignition, the agent in-process with its real trainer (blobs-tiny), decisions signed by
  * two of the verifier Safe's owners.
  * - A report it made, removed by a reorganisation of depth 1, 2 or 3 (its transaction is no longer on chain): it

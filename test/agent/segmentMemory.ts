@@ -1,4 +1,4 @@
-// The agent keeps only a hash of each state it will not upload (agent/segment.ts hashedOnly, issue 14: holding an
+// The agent keeps only a hash of each state it will not upload (agent/segment.ts hashedOnly: holding an
 // interval's states whole cost the trainer a quarter of its speed): the upload and the reported hash are the same
 // bytes as with every state kept whole, and the states it dropped are really gone from the segment.
 import { expect } from "chai";

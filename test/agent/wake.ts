@@ -1,5 +1,5 @@
 // sdk/chainWake.ts on Hardhat's simulated chain: a sleep ends at the first log matching its filter, not at other
-// logs, and a matching log mined while nobody slept ends the next sleep at once (issue 14: decisions pushed).
+// logs, and a matching log mined while nobody slept ends the next sleep at once (decisions pushed).
 import { expect } from "chai";
 import type { Provider } from "ethers";
 import { ChainWake, eventTopics } from "../../sdk/chainWake.ts";

@@ -1,5 +1,5 @@
 /**
- * `gpuchain faucet` (issue 21: a provider key on a local chain waited for gas forever and nothing said how to fund
+ * `gpuchain faucet` (before, a provider key on a local chain waited for gas forever and nothing said how to fund
  * it): the real CLI against anvil with the protocol deployed through Ignition, and against a JSON-RPC bridge that
  * answers like a public node (no balance-setting method): refused, nothing sent.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 38 item 5, the CLI scripts: `--json` on every command that reports (one JSON document on standard output,
+ * The CLI for scripts: `--json` on every command that reports (one JSON document on standard output,
  * progress on standard error, a JSON error object and a non-zero exit on failure), a wallet looked up by name and
  * names in place of addresses, the CLI finding a network `npm start` runs (cli/liveNetwork.ts) with neither --rpc nor
  * --deployment, and every hint `npm start -- --keep` prints (demo/report.ts keptHowTo) run as printed. One real
@@ -53,7 +53,7 @@ function doc(r: Run): Record<string, unknown> & { error?: { message: string; kin
   return JSON.parse(r.stdout);
 }
 
-describe("gpuchain --json, names, and a network npm start runs (issue 38 item 5)", function () {
+describe("gpuchain --json, names, and a network npm start runs", function () {
   this.timeout(300_000);
   const group = new ProcessGroup(() => {});
   const base = mkdtempSync(path.join(tmpdir(), "gpuchain-json-"));

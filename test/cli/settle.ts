@@ -1,11 +1,11 @@
 /**
- * `gpuchain settle` and what `gpuchain withdraw` says before a job settles (issue 21 item 4), the real CLI (child
+ * `gpuchain settle` and what `gpuchain withdraw` says before a job settles, the real CLI (child
  * processes) against anvil and against Hardhat's node, the protocol deployed through Ignition: a job of one
  * checkpoint accepted and its verdict signed 2 of 3 through the real Safe. Boundaries as the escrow's statusOf has
  * them, at the block a sent transaction would land in (the pending one, whose time the test sets): at verdict +
  * window the window is still open (settle refuses, says from when); one second later anyone settles it, though no
  * block was mined since the window's last second — a key without gas money is told in one line how to fund it
- * (issue 22; Hardhat words it differently from anvil), and the faucet command it names works. The dispute and the
+ * (Hardhat words it differently from anvil), and the faucet command it names works. The dispute and the
  * arbiter's role are checked before anything is sent.
  */
 import { runGpuchain, safeSignatures } from "../helpers/cli.ts";
@@ -253,7 +253,7 @@ for (const node of ["anvil", "hardhat"] as const)
       expect(claimed.stdout).to.contain("job 1: claimed 0.010000 USDC");
     });
 
-    it("the finalizer's claim is in the pool when the provider withdraws: withdraw waits for it to be mined, says so, and withdraws (issue 22)", async function () {
+    it("the finalizer's claim is in the pool when the provider withdraws: withdraw waits for it to be mined, says so, and withdraws", async function () {
       // Job 2's window ends within seconds of job 1's, which the tests above already mined past.
       if (BigInt((await chain.getBlock("latest"))!.timestamp) <= raceWindowEnd) await mineAt(raceWindowEnd + 1n);
       const stranger = connectProtocol(loadDeployment(common[3]), new Wallet(TEST_KEYS.keeper, chain)).escrow;

@@ -2,7 +2,7 @@
  * `gpuchain explain` and `gpuchain wallet` after a real slash: the protocol deployed through Ignition on anvil, a
  * provider staked, assigned, one checkpoint accepted, the next refused with a fault signed 2 of 3 through the
  * real Safe (refuseWithFault), then the real CLI (child processes) reads it back from the chain — including that
- * the slashed provider is not assigned again until it re-stakes (issue 19), until it deposits again.
+ * the slashed provider is not assigned again until it re-stakes (deposits again).
  */
 import { runGpuchain, safeSignatures } from "../helpers/cli.ts";
 import { expect } from "chai";

@@ -1,5 +1,5 @@
 /**
- * Issue 38 item 2, "no blank page": every page survives every choice of the top bar's run selector (live and each
+ * "No blank page": every page survives every choice of the top bar's run selector (live and each
  * recording the server offers) and every keyboard shortcut, in a real Chromium, with no page error, no console
  * error and the app never blank. No chain or keepers run (the dashboard server watches closed loopback ports): the
  * live side is the dashboard with everything down, the recorded side needs nothing.

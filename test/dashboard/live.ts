@@ -155,7 +155,7 @@ async function walletCheck(page: Page, url: string, net: Net, common: string[]) 
   expect(await page.getByTestId("wallet-result").textContent()).to.contain("Events and state agree.");
 }
 
-/** What a wallet shows a person, from the CLI's lines or the page's "Check any wallet" (issue 21: one home). */
+/** What a wallet shows a person, from the CLI's lines or the page's "Check any wallet" (sdk/walletFacts.ts). */
 interface WalletShown {
   withdrawable: bigint;
   withdrawn: bigint;
@@ -231,7 +231,7 @@ async function reserves(page: Page, url: string, common: string[]) {
   const owed = units(/owed: +([\d.]+) USDC/.exec(cli.output)![1]);
   expect(units((await page.getByTestId("reserves-held").textContent())!)).to.equal(held);
   expect(units((await page.getByTestId("reserves-owed").textContent())!)).to.equal(owed);
-  // Issue 21: the parts of what is owed add up to it, stakes included, on the page and in the CLI alike.
+  // The parts of what is owed add up to it, stakes included, on the page and in the CLI alike.
   const sum = (text: string) =>
     [...text.matchAll(/(?:budgets|bonds|withdrawable|stakes) ([\d.]+)/g)].reduce((t, m) => t + units(m[1]), 0n);
   expect(sum((await page.getByTestId("reserves-parts").textContent())!)).to.equal(owed);
@@ -262,7 +262,7 @@ async function provideCommand(page: Page, url: string, net: Net & { runDir: stri
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
   ]);
-  // `npx --prefix THIS_INSTALLATION gpuchain`: this repository's cli/gpuchain.ts, from any folder (issue 38 item 4).
+  // `npx --prefix THIS_INSTALLATION gpuchain`: this repository's cli/gpuchain.ts, from any folder.
   expect(words.slice(0, 4)).to.deep.equal(["npx", "--prefix", path.resolve("."), "gpuchain"]);
   expect(words, "a local chain's command takes its own gas").to.include("--faucet");
   expect(await page.getByTestId("provide-stake").textContent()).to.match(/deposits 5\.000000 USDC of stake/);

@@ -1,5 +1,5 @@
 /**
- * Issue 38 item 4, the provider's whole loop, in a real Chromium against a real chain (anvil, the protocol deployed
+ * The provider's whole loop, in a real Chromium against a real chain (anvil, the protocol deployed
  * through Ignition): the Provide page's command is copied and run exactly as shown (through `sh`, npx included) from
  * a folder outside the repository; its paths are absolute, so it registers with the key under this installation and
  * leaves nothing in that folder. Once it is registered, "cheaper than" compares it with the other providers only. A

@@ -1,5 +1,5 @@
 /**
- * Issue 38 item 2: on Provide compute, switching the top bar to a recorded run (or pressing `l`) blanked the whole
+ * No blank page: on Provide compute, switching the top bar to a recorded run (or pressing `l`) blanked the whole
  * app ("Cannot convert NaN to a BigInt"). The page must keep rendering, with no page error, on either switch.
  */
 import { expect } from "chai";

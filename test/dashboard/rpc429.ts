@@ -1,5 +1,5 @@
 /**
- * Issue 22: the dashboard's "Chain unreachable" appears on HTTP 429 and clears by itself. Real chain (anvil, the
+ * The dashboard's "Chain unreachable" appears on HTTP 429 and clears by itself. Real chain (anvil, the
  * protocol deployed through Ignition) behind the real fault proxy (sdk/faultProxy.ts), the real dashboard server and
  * a real Chromium reading the chain through the proxy: every request answered 429 → the banner, naming the 429, with
  * the last good value kept; the proxy calm again → the banner goes by itself.

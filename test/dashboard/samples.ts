@@ -1,5 +1,5 @@
 /**
- * Issue 20 item 3: the text a language template's verifiers sample from each accepted checkpoint reaches the
+ * The text a language template's verifiers sample from each accepted checkpoint reaches the
  * dashboard's state from their "checkpoint decided" lines (live and recorded alike); a refused checkpoint's never.
  */
 import { expect } from "chai";

@@ -56,7 +56,7 @@ const units = (cell: string) => BigInt(cell.replace(".", ""));
 /** The run's own settlement table (`npm start`'s report, demo/report.ts) by provider name. */
 function reportRows(summary: string[]): Map<string, string[]> & { newStakeColumn: boolean } {
   const head = summary.findIndex((l) => l.startsWith("provider  steps accepted"));
-  // "deposited/slashed/left" until issue 38 named the figures (sdk/stake.ts STAKE_LABELS): the same three.
+  // "deposited/slashed/left" before the figures had names of their own (sdk/stake.ts STAKE_LABELS): the same three.
   const newStakeColumn = [
     "stake USDC deposited/slashed/left",
     `stake USDC ${STAKE_LABELS.paidIn}/${STAKE_LABELS.slashed}/${STAKE_LABELS.held}`,

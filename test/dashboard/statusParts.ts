@@ -1,5 +1,5 @@
 /**
- * The Status page's pure parts (issue 21 item 3): a recording's own clock for the time-driven states, chart labels
+ * The Status page's pure parts: a recording's own clock for the time-driven states, chart labels
  * that never overprint, the process states (killed, stopped, idle) and the keepers every view lists.
  */
 import { expect } from "chai";

@@ -1,6 +1,6 @@
 /**
- * Issue 20 item 3 in a real Chromium: the committed char-transformer run (recordings/char-transformer.jsonl) played
- * back shows the template by name, the verdict in its own metric (held-out loss, not a percentage) and the text
+ * The transformer template in a real Chromium: the committed char-transformer run (recordings/char-transformer.jsonl)
+ * played back shows the template by name, the verdict in its own metric (held-out loss, not a percentage) and the text
  * sampled from every accepted checkpoint. The expected values are read from the recording itself.
  */
 import { expect } from "chai";

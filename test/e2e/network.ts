@@ -36,7 +36,7 @@ function describeScenario(node: ChainNode) {
         const common = ["--rpc", live.rpc, "--deployment", live.deploymentFile];
         keptUp = (async () => {
           const reserves = await runToEnd(["cli/gpuchain.ts", "reserves", ...common]);
-          // Issue 21: a job posted while kept is narrated like the first (and the run goes on until stopped).
+          // A job posted while kept is narrated like the first (and the run goes on until stopped).
           const key = path.join(runDir, "keys", "client.key");
           const create = ["job", "create", "--template", "blobs-tiny", "--steps", "10", "--max-price", "0.0015"];
           posted = await runToEnd(["cli/gpuchain.ts", ...create, ...common, "--key", key]);
@@ -146,7 +146,7 @@ function describeScenario(node: ChainNode) {
         expect(howTo.some((l) => l.includes("npx gpuchain wallet ADDRESS"))).to.equal(true);
       });
 
-      it("--keep narrates what happens after the summary: a second job posted, assigned (issue 21)", function () {
+      it("--keep narrates what happens after the summary: a second job posted, assigned", function () {
         expect(posted?.code, posted?.output).to.equal(0);
         const kept = lines.slice(lines.findIndex((l) => l.startsWith("what happens from here on")));
         // The one sentence per event (sdk/sentences.ts), as the dashboard's feed and explain say it.

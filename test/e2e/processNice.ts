@@ -1,4 +1,4 @@
-// issue 14's bench: ProcessGroup starts the children its `niceOf` names under nice(1), the others at the group's
+// For bench/system.ts: ProcessGroup starts the children its `niceOf` names under nice(1), the others at the group's
 // own priority — real children reporting their own niceness (os.getPriority) and that of a thread they start.
 import { expect } from "chai";
 import os from "node:os";
@@ -39,7 +39,7 @@ describe("demo: ProcessGroup's niceness for background children", function () {
   });
 });
 
-describe("demo: ProcessGroup tells its owner when a child exits (npm start --keep, issue 21)", function () {
+describe("demo: ProcessGroup tells its owner when a child exits (npm start --keep)", function () {
   this.timeout(30_000);
 
   it("passes the exit code of a child that ends, and the signal of one that is killed", async function () {

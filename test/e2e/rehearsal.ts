@@ -1,5 +1,5 @@
 /**
- * `npm start -- --network rehearsal` (issue 22), in the short configuration: the whole scenario (a faulty provider
+ * `npm start -- --network rehearsal`, in the short configuration: the whole scenario (a faulty provider
  * refused, alice SIGKILLed, failover, verdict, settlement) on anvil with 2-s blocks, every part behind its own fault
  * proxy, three reorganisations at chosen moments (after a report, an acceptance, the verdict; depths 1–3, each
  * removing its event's block) and the client's createJob stuck below a base-fee spike. Every promise of `npm start`
@@ -35,7 +35,7 @@ describe("npm start --network rehearsal: the whole network on a chain that misbe
     expectEveryPromiseKept(result);
   });
 
-  it("injected RPC faults of every kind the issue names, through every part's proxy", function () {
+  it("injected RPC faults of every kind (429, dropped, truncated), through every part's proxy", function () {
     const r = result.rehearsal!;
     expect(r.injected.http429).to.be.greaterThan(0);
     expect(r.injected.drop + r.injected.truncate).to.be.greaterThan(0);

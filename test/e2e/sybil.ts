@@ -1,5 +1,5 @@
 /**
- * No starving, end to end (issue 13, "one cheap identity starves a job"): real processes — a Hardhat node, the
+ * No starving, end to end ("one cheap identity starves a job"): real processes — a Hardhat node, the
  * keepers, three verifiers, the honest provider agent — and idle identities written with plain ethers (demo/sybil.ts):
  * registered at price 1 with the largest memory, staked, heartbeating off chain and on chain for the job they
  * hold, never training.
@@ -8,7 +8,7 @@
  * "alive" on its heartbeats, and the on-chain lease never lapsed: the job was never trained (the reproduction
  * below times out on that code). Now each idle identity holds the job once, for at most the progress bound, is
  * unassigned by the coordinator, is never handed the job again, and the honest provider trains it to settlement.
- * And once a job has been held idle it goes to a proven provider first (issue 19 item 7): 20 identities cost it one
+ * And once a job has been held idle it goes to a proven provider first (the Sybil bound): 20 identities cost it one
  * idle hold, not 20, when the honest provider has delivered before.
  */
 import { expect } from "chai";
@@ -64,7 +64,7 @@ describe("no starving, end to end: idle identities against one honest provider",
     expectNoStarving(r, 5);
   });
 
-  it("20 idle identities at price 1 against a proven provider: one idle hold, not 20 (the Sybil bound, issue 19)", async function () {
+  it("20 idle identities at price 1 against a proven provider: one idle hold, not 20 (the Sybil bound)", async function () {
     const r = await sybilRun(20, 600_000, true);
     expectNoStarving(r, 20);
     // The cheapest of them (price 1) went first; once the job was held idle it went to the proven provider. Before

@@ -1,6 +1,6 @@
 /**
  * The protocol on a real anvil node (deployed through Ignition, as `npm start` deploys it) for the tests of what each
- * part does across a reorganisation (issue 22): anvil replaces blocks on request (`anvil_reorg DEPTH [txs]`). Named
+ * part does across a reorganisation: anvil replaces blocks on request (`anvil_reorg DEPTH [txs]`). Named
  * actors from Hardhat's test accounts (client, coordinator, the verifier Safe's owners, a relaying keeper) and
  * fresh provider keys, registered and staked. No tests here.
  */

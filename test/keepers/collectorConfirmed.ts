@@ -1,5 +1,5 @@
 /**
- * The collector at a confirmation depth ≥ 1 (issue 22, found by the rehearsal, demo/rehearsal.ts): a decision it
+ * The collector at a confirmation depth ≥ 1 (found by the rehearsal, demo/rehearsal.ts): a decision it
  * relayed stays in its pool, signatures and all, until the decision is that deep; a reorganisation that removes it
  * leaves the checkpoint pending again, and the collector relays the same decision again at its next tick, without
  * waiting for any verifier to re-post (before: the digest left the pool at once, nothing was relayed again until a

@@ -144,7 +144,7 @@ describe("keepers: the collector's pool (pure transitions)", function () {
     });
   });
 
-  describe("done digests and re-posts (issue 22 without a chain read in the POST)", function () {
+  describe("done digests and re-posts (reorganisations, without a chain read in the POST)", function () {
     const decidedAt = T0 + 5_000;
     const decided = () => settled(withAll(owned(), T0, plain(1), plain(2)), ACCEPT, decidedAt);
 

@@ -1,5 +1,5 @@
 /**
- * The verdict collector (keepers/collector/tick.ts) across reorganisations on a real anvil node (issue 22): it
+ * The verdict collector (keepers/collector/tick.ts) across reorganisations on a real anvil node: it
  * relays an acceptance, then remembers the digest as done. A reorganisation of depth 1, 2 or 3 removes the block of
  * that acceptance, so the checkpoint is pending again; the verifiers re-post their signatures (they read the chain
  * each tick) and the collector relays the decision again on the new chain — before, it answered "done" from its

@@ -1,5 +1,5 @@
 /**
- * The collector's rules against one malicious verifier (issue 19), pure (keepers/collector/decide.ts): what is a
+ * The collector's rules against one malicious verifier, pure (keepers/collector/decide.ts): what is a
  * claim (`isClaim`), one claim per owner per checkpoint whatever the finder field says and one verdict per owner
  * per job (`conflictReason`), the hold bounded per checkpoint (`holdReason`), which pooled entries leave the pool
  * (`poolAction`), and when an owner is silent (`isSilent`, `silentOwners`, `silenceReason`). The same rules on

@@ -1,5 +1,5 @@
 /**
- * No starving, the coordinator on chain (issue 13 item 4): a holder that beats without progress is unassigned;
+ * No starving, the coordinator on chain: a holder that beats without progress is unassigned;
  * an idle hold keeps that provider off the job and backs it off across jobs — rebuilt by a fresh coordinator
  * from chain events alone; a track record (accepted steps) wins over a cheaper new identity within the margin.
  */

@@ -1,5 +1,5 @@
 /**
- * No starving (issue 13 item 4), the pure rules: liveness means progress (the step and report bounds at
+ * No starving, the pure rules: liveness means progress (the step and report bounds at
  * bound−1, bound, bound+1 ms), an idle hold keeps a provider off that job and backs it off across jobs
  * (exponential, capped), a track record wins within the stated price margin, and the chain facts behind them
  * rebuilt from escrow events (trackRecord.ts).
@@ -288,7 +288,7 @@ describe("keepers: coordinator no-starving rules (pure)", function () {
     });
   });
 
-  describe("the Sybil bound (issue 19 item 7): a job held idle goes to proven providers first", function () {
+  describe("the Sybil bound: a job held idle goes to proven providers first", function () {
     const rec = (acceptedSteps: number, strikes = 0): TrackRecord => ({
       acceptedSteps,
       strikes,

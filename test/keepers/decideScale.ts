@@ -39,7 +39,7 @@ function referencePlan(view: CoordinatorView): Decision[] {
     if (r) general.set(r, (general.get(r) ?? 0) + 1);
   }
   const candidates = sorted.filter((p) => !providerExclusion(p, view, busy));
-  // Issue 19: every provider waiting for a re-stake, named (the first three) in every wait reason.
+  // Every provider waiting for a re-stake, named (the first three) in every wait reason.
   const slashed = sorted.filter((p) => providerExclusion(p, view, busy) === "awaiting re-stake after a slash");
   const restake = slashed.slice(0, 3).map((p) => restakeLine(p.address, view.restake!.get(p.address.toLowerCase())!));
   if (slashed.length > 3)
@@ -169,7 +169,7 @@ function randomView(seed: number, nJobs: number, nProviders: number): Coordinato
     if (r() < 0.1) idleOn.set(id, new Set([pick(providers).address.toLowerCase()]));
   }
   const memory: Record<string, number> = { [TEMPLATES[0]]: 512, [TEMPLATES[1]]: 1024, [TEMPLATES[2]]: 4096 };
-  // Issue 19: a few providers slashed and not re-staked (their own generator: the cases above stay as they were).
+  // A few providers slashed and not re-staked (their own generator: the cases above stay as they were).
   const s = rng(seed + 1_000);
   const restake = new Map<string, SlashMark>();
   for (const p of providers) {
@@ -210,7 +210,7 @@ describe("keepers: coordinator assignment at scale (pure, against the straightfo
       const actions = new Set(got.map((d) => d.action));
       // The case exercises both outcomes (a case where everything waits would prove little).
       expect(actions.has("assign") && actions.has("wait"), [...actions].join()).to.equal(true);
-      // Some waits name providers slashed and not re-staked (issue 19), as the reference does.
+      // Some waits name providers slashed and not re-staked, as the reference does.
       expect(got.some((d) => d.reason.includes("not assigned until it re-stakes"))).to.equal(true);
     });
   }

@@ -1,9 +1,9 @@
 /**
- * Issue 22, "RPC faults as a way of life": the real `gpuchain keeper reserves --strict` and `gpuchain reserves`
- * against anvil (protocol deployed through Ignition, stake in the registry so something is owed) behind the fault
- * proxy at a high fault rate (latency, 429, 5xx, dropped answers, truncated bodies: ~30 % of requests). The keeper
- * neither crashes nor mis-decides: every reserves line it logs carries the chain's true values, none says the proof
- * failed, no read of its even needed its own retry (no warn or error line), and it stops cleanly.
+ * RPC faults as a way of life (ARCHITECTURE.md, "RPC faults"): the real `gpuchain keeper reserves --strict` and
+ * `gpuchain reserves` against anvil (protocol deployed through Ignition, stake in the registry so something is owed)
+ * behind the fault proxy at a high fault rate (latency, 429, 5xx, dropped answers, truncated bodies: ~30 % of
+ * requests). The keeper neither crashes nor mis-decides: every reserves line it logs carries the chain's true values,
+ * none says the proof failed, no read of its even needed its own retry (no warn or error line), and it stops cleanly.
  */
 import { expect } from "chai";
 import { spawn } from "node:child_process";

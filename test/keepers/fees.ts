@@ -1,5 +1,5 @@
 /**
- * The keepers' senders on the transaction manager (issue 22 item 3), on a real anvil: `contractSender` (what
+ * The keepers' senders on the transaction manager, on a real anvil: `contractSender` (what
  * keeperContext builds for a key) through a managed wallet gets a stuck call replaced at its nonce and waits for
  * the replacement's receipt; the same call sent again while pending is not a second transaction; `sendMany` hands
  * out consecutive nonces; `execute` with a key that has no gas money

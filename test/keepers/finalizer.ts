@@ -370,7 +370,7 @@ describe("keepers: finalizer on chain", function () {
     expect(errors(lines)).to.deep.equal([]);
   });
 
-  it("a node that mines only on a transaction (issue 22): past the deadline with no block since, it asks for one and settles", async function () {
+  it("a node that mines only on a transaction: past the deadline with no block since, it asks for one and settles", async function () {
     const p = await load();
     const jobId = await jobWithVerdict(p);
     const { clock, ctx, finalizer, lines } = await pastDeadlineWithoutBlock(p, jobId);
@@ -460,7 +460,7 @@ describe("keepers: finalizer on chain", function () {
     for (const id of ids) expect(await eventCount(p, "JobSettled", id), `job ${id}`).to.equal(1);
   });
 
-  it("a provider withdrawing as soon as it sees the settlement leaves the claim to the finalizer: no claim reverts (issue 22's CI flake)", async function () {
+  it("a provider withdrawing as soon as it sees the settlement leaves the claim to the finalizer: no claim reverts (claims sent in one block raced)", async function () {
     this.timeout(60_000);
     const p = await load();
     const jobId = await jobWithVerdict(p);

@@ -1,5 +1,5 @@
 /**
- * The finalizer (keepers/finalizer/tick.ts) across reorganisations on a real anvil node (issue 22), at depth 0 (the
+ * The finalizer (keepers/finalizer/tick.ts) across reorganisations on a real anvil node, at depth 0 (the
  * local default: it folds the escrow's events up to the head). It folds each job's dispute deadline from its
  * VerdictSubmitted and each job's providers from CheckpointAccepted. A reorganisation of depth 1, 2 or 3 removes the
  * verdict it folded: its fold then equals a fresh finalizer's, and once the old deadline has passed on the chain's

@@ -1,5 +1,5 @@
 /**
- * Issue 12's safety net in the coordinator: a template goes only to providers whose signed heartbeat reports an
+ * The proven-profile safety net in the coordinator: a template goes only to providers whose signed heartbeat reports an
  * arithmetic profile proven to give the template's bits (workloads/profile.ts).
  */
 import { machineId } from "../../sdk/machine.ts";

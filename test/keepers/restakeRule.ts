@@ -1,9 +1,9 @@
 /**
- * Issue 19's rule, pure (sdk/restake.ts, keepers/coordinator/decide.ts, sdk/jobFit.ts): a provider slashed for a
- * proven fault is not assigned again until a stake deposit lands after its latest slash. The boundaries, decided
- * here: "after" is chain order — a deposit in an earlier block never counts; in the slash's own block it counts
- * only when its log comes after the slash's (log index), not at or before it; any later block counts. Each slash
- * needs its own deposit after it.
+ * No assignment after a slash until re-staked, pure (sdk/restake.ts, keepers/coordinator/decide.ts, sdk/jobFit.ts): a
+ * provider slashed for a proven fault is not assigned again until a stake deposit lands after its latest slash. The
+ * boundaries, decided here: "after" is chain order — a deposit in an earlier block never counts; in the slash's own
+ * block it counts only when its log comes after the slash's (log index), not at or before it; any later block counts.
+ * Each slash needs its own deposit after it.
  */
 import { expect } from "chai";
 import { getAddress } from "ethers";
@@ -54,7 +54,7 @@ function view(providers: ProviderView[], book: RestakeBook, jobs = [openJob({ te
   } satisfies CoordinatorView;
 }
 
-describe("issue 19: slashed providers wait for a re-stake (pure rule)", function () {
+describe("slashed providers wait for a re-stake (pure rule)", function () {
   it("boundaries: a deposit counts only strictly after the slash in chain order (block, then log index)", function () {
     const cases: [string, { blockNumber: number; logIndex: number } | undefined, boolean][] = [
       ["no deposit at all", undefined, true],

@@ -1,8 +1,8 @@
 /**
- * Stake, slashing and the liveness rules of issue 13, on the real protocol (Ignition deployment, real Safe):
- * deposit / lock / release / unbond in the registry, a fault refusal that slashes exactly once and splits the
- * stake, a checkpoint that stays its reporter's after unassignment (pay cannot be redirected), a stalled job that
- * anyone can expire (accepted earnings are never locked forever), and each window at t−1, t, t+1.
+ * Stake, slashing and the liveness rules (progress, not heartbeats, holds a job), on the real protocol (Ignition
+ * deployment, real Safe): deposit / lock / release / unbond in the registry, a fault refusal that slashes exactly once
+ * and splits the stake, a checkpoint that stays its reporter's after unassignment (pay cannot be redirected), a stalled
+ * job that anyone can expire (accepted earnings are never locked forever), and each window at t−1, t, t+1.
  */
 import { expect } from "chai";
 import * as fx from "../helpers/fixture.ts";

@@ -1,5 +1,5 @@
 /**
- * Issue 38 item 3, "one meaning per number, every fact in one home", on the real protocol (Ignition deployment, real
+ * "One meaning per number, every fact in one home", on the real protocol (Ignition deployment, real
  * Safe, the simulated chain):
  *  - who may take a job: sdk/jobFit.ts `termsRefusal` (what `gpuchain job create` / `explain` say) and the
  *    coordinator's exclusion agree with JobEscrow `assign` and the registry's `stakeQuote`, at free stake
@@ -118,7 +118,7 @@ async function assignRefusedForStake(p: Protocol, jobId: bigint, who: Signer): P
   }
 }
 
-describe("issue 38: one meaning per number, every fact in one home", function () {
+describe("one meaning per number, every fact in one home", function () {
   describe("the stake rule: sdk (job create, explain, coordinator) against JobEscrow assign and stakeQuote", function () {
     const cases = [
       { what: "the network minimum (price × interval below it)", price: 1n, interval: 10 },

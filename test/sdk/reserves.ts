@@ -1,6 +1,6 @@
 /**
  * sdk/reserves.ts on a simulated chain: the parts of what the escrow and the registry owe — locked budgets, bonds,
- * withdrawable balances and stakes — add up to `reserves().owes` (before issue 21 the parts people saw left the
+ * withdrawable balances and stakes — add up to `reserves().owes` (before, the parts people saw left the
  * stakes out, so they did not add up), and are said with 6 decimals.
  */
 import { expect } from "chai";

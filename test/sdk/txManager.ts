@@ -1,5 +1,5 @@
 /**
- * sdk/txManager.ts on a real anvil (issue 22 item 3): a transaction stuck below a spiked base fee is replaced once
+ * sdk/txManager.ts on a real anvil: a transaction stuck below a spiked base fee is replaced once
  * at the same nonce and mined once; the fee cap is never exceeded (at the cap it keeps waiting, said once); one
  * key's concurrent sends get consecutive nonces, also from two processes; a transaction a reorganisation dropped
  * is mined again once with the same bytes; a nonce taken by another sender is an error, not a hang; and an empty

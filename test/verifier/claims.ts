@@ -256,7 +256,7 @@ describe("fault claims: one honest verifier is enough, a false claim costs nothi
   it("a fabricated step caught by exactly ONE of three verifiers is refused by the quorum with a slash", async function () {
     const w = await world("one-finder");
     const { bad, finder, item } = await fabricatedForOne(w);
-    // Before claims, the finding of issue 13: the two others' own checks accept, and they outvote the finder.
+    // Before fault claims (one catch suffices): the two others' own checks accept, and they outvote the finder.
     for (const i of [0, 1, 2].filter((i) => i !== finder)) {
       const wallet = verifierWallets()[i];
       const v = await verifyCheckpoint({

@@ -1,5 +1,5 @@
 /**
- * A verifier (verifier/verifier.ts) across reorganisations on a real anvil node (issue 22). It reads the chain's
+ * A verifier (verifier/verifier.ts) across reorganisations on a real anvil node. It reads the chain's
  * state every tick, so what it plans follows the new chain by itself, except for its memory of the jobs that left
  * training (it stops reading those). A reorganisation of depth 1, 2 or 3 that removes the block which ended a job (a
  * cancel here; a verdict or an expiry alike) gives the job back; a report made on the new chain is then planned and

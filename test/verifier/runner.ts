@@ -253,7 +253,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     await expectRefusedAtGrace(chain);
   });
 
-  it("a reported name holding no plain blob (a directory) waits the same grace, then is refused (issue 19)", async function () {
+  it("a reported name holding no plain blob (a directory) waits the same grace, then is refused", async function () {
     const facts = await provider.acceptedJob(seedOf(1912), 10);
     const { report } = await provider.produce(facts, 20, "honest");
     const path = (provider.store.backend as FsBackend).path(report.hash.slice(2));
@@ -267,7 +267,7 @@ describe("verifier runner: tick, re-send, restart, modes", function () {
     await expectRefusedAtGrace(chain);
   });
 
-  it("a store writer who overwrites or removes an honest put after it landed makes no refusal: the verifier waits the grace while the maker puts it again (issue 19)", async function () {
+  it("a store writer who overwrites or removes an honest put after it landed makes no refusal: the verifier waits the grace while the maker puts it again", async function () {
     // Before: the overwritten checkpoint blob was refused at once (hash-mismatch) and a removed state blob too
     // (chain-gap) — an honest provider refused and fenced by anyone with write access to the store.
     for (const target of ["checkpoint blob", "state blob"] as const) {

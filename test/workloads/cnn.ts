@@ -1,4 +1,4 @@
-// The CNN family (issue 20 item 4): its hand-written backward pass against onnxruntime's own Conv/ConvTranspose
+// The CNN family: its hand-written backward pass against onnxruntime's own Conv/ConvTranspose
 // kernels and against finite differences, its integer gradients against float ones, micro-batch invariance and
 // learning on MNIST. (No chai closeTo: under the whole suite Hardhat's matchers take its operands for bigints.)
 import { expect } from "chai";

@@ -50,7 +50,7 @@ describe("workloads: segment commitments", function () {
     expect(segmentsForBudget(10, 10, 0.99)).to.equal(1);
   });
 
-  it("never fewer than one pool segment, whatever the budget or the salt (issue 19: lazy providers)", function () {
+  it("never fewer than one pool segment, whatever the budget or the salt (lazy providers)", function () {
     // Before, a budget below m replayed no pool segment with probability 1 − k/m (96 % at interval 1,000).
     for (const u of [0, 0.399, 0.4, 0.401, 0.999]) expect(segmentsForBudget(4, 10, u)).to.equal(1);
     expect(segmentsForBudget(0, 10, 0)).to.equal(1);

@@ -1,4 +1,4 @@
-// The transformer family (issue 20 item 3): its hand-written backward pass against finite differences, its integer
+// The transformer family: its hand-written backward pass against finite differences, its integer
 // gradients against float ones, micro-batch invariance, the text split, and learning on Moby-Dick.
 // (No chai closeTo: under the whole suite Hardhat's matchers take its operands for bigints.)
 import { expect } from "chai";
