@@ -16,6 +16,7 @@ import { benchDashboard } from "./dashboard.ts";
 import { benchSybil } from "./sybil.ts";
 import { benchVerifierDelay } from "./verifierDelay.ts";
 import { benchRehearsal } from "./rehearsal.ts";
+import { benchLanes } from "./lanes.ts";
 import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
 import { listTemplates } from "../workloads/index.ts";
 
@@ -35,6 +36,7 @@ const parts: [string, string, () => Promise<Record<string, number | string>>][] 
   ["keepers", "keepers at 1,000 jobs and 1,000 providers", () => benchKeepers(progress)],
   ["dashboard", "dashboard: bundle, first render, playback", () => benchDashboard(progress)],
   ["sybil", "no starving: 5 and 20 idle identities against one honest provider", () => benchSybil(progress)],
+  ["lanes", "rounds and lanes: K = 1, 2, 4 at equal total inner steps", () => benchLanes(progress)],
   ["rehearsal", "public-network rehearsal: reorgs, RPC faults, a gas spike", () => benchRehearsal(progress)],
   // Last: it ends with the 10-minute soak, which loads the machine on purpose.
   ["system", "whole network: overhead, failover and the false-failover soak", () => benchSystem(progress)],

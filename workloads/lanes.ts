@@ -1,4 +1,4 @@
-// Rounds and lanes (issue 36): each lane's data order, and one round run end to end on a real trainer.
+// Rounds and lanes: each lane's data order, and one round run end to end on a real trainer.
 //
 // Round r starts from the accepted state S_r (at step r·H). Lane k trains steps r·H + 1 .. (r + 1)·H from S_r on its
 // own data order, laneOrderSeed(job seed, K, r, k, maker): the epoch permutation of workloads/order.ts drawn from

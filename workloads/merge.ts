@@ -1,4 +1,4 @@
-// The round's outer step (issue 36): K lanes each trained H inner steps from the round's accepted state S_r; the
+// The round's outer step: K lanes each trained H inner steps from the round's accepted state S_r; the
 // outer step merges their updates into S_{r+1}. Pure: no I/O, no clock, no randomness.
 //
 // The outer optimizer is SGD with Nesterov momentum on the outer gradient (DiLoCo, Douillard et al. 2023; PyTorch's

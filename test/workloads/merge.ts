@@ -1,4 +1,4 @@
-// The round's outer step (workloads/merge.ts) and the lanes' data order (workloads/lanes.ts), issue 36.
+// The round's outer step (workloads/merge.ts) and the lanes' data order (workloads/lanes.ts).
 import { expect } from "chai";
 import { createTrainer, batchIndices, encodeState, loadTemplate, stateHash, workSeed } from "../../workloads/index.ts";
 import type { NamedTensor, Trainer, TrainingState } from "../../workloads/index.ts";
@@ -140,7 +140,7 @@ function expectCorrectlyRounded(
   });
 }
 
-describe("workloads: the outer merge of a round's lanes (issue 36)", function () {
+describe("workloads: the outer merge of a round's lanes", function () {
   describe("arithmetic", function () {
     it("DiLoCo's step is the correctly rounded exact value: a worked example", function () {
       const one = (x: number) => [{ name: "w", dims: [1], data: Float32Array.of(x) }];
