@@ -18,6 +18,11 @@
 import { runSybil, type SybilResult } from "../demo/sybil.ts";
 
 const FLAGS = ["--start-grace-ms", "4000", "--progress-floor-ms", "3000"];
+/**
+ * The escrow's lease (local.json: 120 s). A newcomer's stalled hold lasts its job's progress timeout (blobs-tiny at
+ * interval 10: one lease), when the contract forfeits its lock; 30 s keeps 20 fresh identities' holds to minutes.
+ */
+const LEASE_SECONDS = 30;
 
 export async function benchSybil(log: (line: string) => void = () => {}): Promise<Record<string, number>> {
   const run = (idle: number, provenHonest: boolean, junk = false) =>
@@ -28,7 +33,8 @@ export async function benchSybil(log: (line: string) => void = () => {}): Promis
       runDir: `.gpuchain/bench-sybil-${idle}`,
       deploymentId: `bench-sybil-${idle}-${provenHonest ? "proven" : "fresh"}${junk ? "-junk" : ""}-${process.pid}`,
       coordinatorFlags: FLAGS,
-      timeoutMs: 900_000,
+      leaseSeconds: LEASE_SECONDS,
+      timeoutMs: 1_800_000,
       provenHonest,
       junk,
     });

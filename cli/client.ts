@@ -30,6 +30,7 @@ import { formatDuration, formatPrice, formatUsdc } from "../sdk/format.ts";
 import { warnIfNobodyFits } from "./fit.ts";
 import { amount, emitJson, JSON_OPTION } from "./json.ts";
 import { getAddress } from "ethers";
+import { templateStepBoundMs } from "../keepers/coordinator/stepTime.ts";
 
 export const USAGE = `usage: gpuchain job <create|cancel|approve-template> [options]
 
@@ -241,6 +242,10 @@ async function approveTemplate(
     "approve the template",
   );
   console.log(`approved template ${t.descriptor.name} (${t.templateId}) (tx ${receipt!.hash})`);
+  // Its step bound: the on-chain measure of a stalled hold, which prices a newcomer's (templateStepBoundMs).
+  const bound = templateStepBoundMs(t);
+  await confirm(ctx, ctx.protocol.escrow.setTemplateStepBound(t.templateId, bound), "set the template's step bound");
+  console.log(`step bound ${bound} ms a step: a job's progress timeout is its interval × this (at least a lease)`);
   out(report(receipt!.hash));
   return 0;
 }

@@ -23,10 +23,12 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     uint64 public constant MAX_DISPUTE_WINDOW = 30 days;
     /// @notice The longest progress timeout any job gets.
     uint64 public constant PROGRESS_TIMEOUT = 6 hours;
+    /// @notice The slowest step any job allows, and what a job of a template without a step bound allows.
     uint64 public constant MAX_SECONDS_PER_STEP = 30;
     /// @notice The longest checkpoint interval whose progress timeout is not capped (PROGRESS_TIMEOUT /
-    /// MAX_SECONDS_PER_STEP steps). Past it a provider working within MAX_SECONDS_PER_STEP may not reach its first
-    /// report before its heartbeats stop counting, so a lapse there is no evidence and never forfeits.
+    /// MAX_SECONDS_PER_STEP steps) for a template without a step bound. Past a job's uncapped interval a provider
+    /// working within the job's step bound may not reach its first report before its heartbeats stop counting, so a
+    /// lapse there is no evidence and never forfeits.
     uint32 public constant MAX_CHECKPOINT_INTERVAL = uint32(PROGRESS_TIMEOUT / MAX_SECONDS_PER_STEP);
     uint64 public constant DECISION_TIMEOUT = 1 hours;
     uint64 public constant STALL_EXPIRY = 7 days;
@@ -71,7 +73,8 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         uint32 checkpointInterval;
         uint40 liveAt; // last assignment, heartbeat, report or acceptance (0 when Open); the lease runs from it
         uint40 lastProgressAt;
-        uint40 stallSince; // creation or the last acceptance: `expire` runs from here (STALL_EXPIRY)
+        uint32 stallSince; // creation or the last acceptance: `expire` runs from here (STALL_EXPIRY); to 2106
+        uint16 stepMillis; // the template's step bound at creation (ms): progressTimeout = interval × it
         // slot 2: the pending checkpoint's reporter and when it reported
         address pendingProvider;
         uint48 pendingEpoch;
@@ -95,6 +98,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     struct Template {
         bool approved;
         uint32 index; // 1-based, given at the first approval and kept
+        uint16 stepMillis; // the slowest an honest step may take, ms (0: MAX_SECONDS_PER_STEP)
     }
 
     uint32 private _templateCount;
@@ -145,15 +149,17 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
 
     /// @inheritdoc IJobEscrow
     function setTemplateApproval(bytes32 templateId, bool approved) external onlyOwner {
-        if (templateId == bytes32(0)) revert JobEscrowZeroTemplate();
-        Template storage t = _templates[templateId];
-        if (t.index == 0) {
-            uint32 index = ++_templateCount;
-            t.index = index;
-            _templateIds[index] = templateId;
-        }
-        t.approved = approved;
+        _templateRecord(templateId).approved = approved;
         emit TemplateApprovalSet(templateId, approved);
+    }
+
+    /// @inheritdoc IJobEscrow
+    function setTemplateStepBound(bytes32 templateId, uint16 stepMillis) external onlyOwner {
+        if (stepMillis == 0 || stepMillis > MAX_SECONDS_PER_STEP * 1000) {
+            revert JobEscrowInvalidStepBound(templateId, stepMillis, uint16(MAX_SECONDS_PER_STEP * 1000));
+        }
+        _templateRecord(templateId).stepMillis = stepMillis;
+        emit TemplateStepBoundSet(templateId, stepMillis);
     }
 
     /// @inheritdoc IJobEscrow
@@ -272,8 +278,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         // lease does.
         bool stalled =
             (reason == UnassignReason.LeaseLapsed ||
-                block.timestamp > uint256(job.lastProgressAt) + _progressTimeout(job.checkpointInterval)) &&
-                job.checkpointInterval <= MAX_CHECKPOINT_INTERVAL;
+                block.timestamp > uint256(job.lastProgressAt) + _progressTimeout(job)) && !_timeoutCapped(job);
         address provider = _reopen(jobId, job, reason);
         // A checkpoint of the holder's that lapsed undecided is dropped first (the verifiers' silence: released).
         _dropLapsed(jobId, job);
@@ -290,7 +295,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         _checkNotLapsed(jobId, job, epoch);
         // Waiting for the verifiers (bounded by DECISION_TIMEOUT) is not the provider's stall; otherwise it must
         // make progress within its job's timeout.
-        uint256 stalledAfter = uint256(job.lastProgressAt) + _progressTimeout(job.checkpointInterval);
+        uint256 stalledAfter = uint256(job.lastProgressAt) + _progressTimeout(job);
         if (!_pendingLive(job) && block.timestamp > stalledAfter) {
             revert JobEscrowNoProgress(jobId, job.lastProgressAt, block.timestamp);
         }
@@ -351,7 +356,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         _clearPending(job);
         // Real progress: the job's stall clock restarts (Open or Running), and whoever holds the job now was
         // waiting for this decision, so its progress clock restarts too.
-        job.stallSince = uint40(block.timestamp);
+        job.stallSince = uint32(block.timestamp);
         if (job.phase == JobStatus.Running) {
             job.lastProgressAt = uint40(block.timestamp);
             _extendLease(job);
@@ -521,6 +526,12 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
     }
 
     /// @inheritdoc IJobEscrow
+    function templateStepBound(bytes32 templateId) external view returns (uint16) {
+        uint16 stepMillis = _templates[templateId].stepMillis;
+        return stepMillis == 0 ? uint16(MAX_SECONDS_PER_STEP * 1000) : stepMillis;
+    }
+
+    /// @inheritdoc IJobEscrow
     function statusOf(uint256 jobId) public view returns (JobStatus) {
         JobRecord storage job = _jobs[jobId];
         JobStatus phase = job.phase;
@@ -552,7 +563,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         j.disputeWindow = job.disputeWindow;
         j.provider = job.provider;
         j.lastProgressAt = job.lastProgressAt;
-        j.progressTimeout = _progressTimeout(job.checkpointInterval);
+        j.progressTimeout = _progressTimeout(job);
         j.stallSince = job.stallSince;
         j.pricePerStep = job.pricePerStep;
         j.maxPricePerStep = job.maxPricePerStep;
@@ -628,12 +639,14 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         job.client = msg.sender;
         job.phase = JobStatus.Open;
         job.template = template.index;
+        uint16 stepMillis = template.stepMillis;
+        job.stepMillis = stepMillis == 0 ? uint16(MAX_SECONDS_PER_STEP * 1000) : stepMillis;
         job.totalSteps = request.totalSteps;
         job.checkpointInterval = request.checkpointInterval;
         job.disputeWindow = uint32(request.disputeWindow); // at most MAX_DISPUTE_WINDOW (checked above)
         job.maxPricePerStep = request.maxPricePerStep;
         job.budget = request.budget;
-        job.stallSince = uint40(block.timestamp);
+        job.stallSince = uint32(block.timestamp);
         totalLocked += request.budget;
         emit JobCreated(
             jobId,
@@ -773,10 +786,27 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         return lock > type(uint128).max ? type(uint128).max : uint128(lock);
     }
 
-    function _progressTimeout(uint32 interval) private view returns (uint64) {
-        uint256 timeout = uint256(interval) * MAX_SECONDS_PER_STEP;
+    /// @dev interval × the job's step bound (rounded up to a second), at least one lease, at most PROGRESS_TIMEOUT.
+    function _progressTimeout(JobRecord storage job) private view returns (uint64) {
+        uint256 timeout = (uint256(job.checkpointInterval) * job.stepMillis + 999) / 1000;
         if (timeout < leaseDuration) return leaseDuration;
         return timeout > PROGRESS_TIMEOUT ? PROGRESS_TIMEOUT : uint64(timeout);
+    }
+
+    /// @dev Whether PROGRESS_TIMEOUT cut the job's progress timeout below what its interval needs at its step
+    /// bound: then a holder within the bound may not report in time, and its stall is no evidence.
+    function _timeoutCapped(JobRecord storage job) private view returns (bool) {
+        return uint256(job.checkpointInterval) * job.stepMillis > uint256(PROGRESS_TIMEOUT) * 1000;
+    }
+
+    /// @dev The template's record, given an index at first use (approval or step bound).
+    function _templateRecord(bytes32 templateId) private returns (Template storage t) {
+        if (templateId == bytes32(0)) revert JobEscrowZeroTemplate();
+        t = _templates[templateId];
+        if (t.index != 0) return t;
+        uint32 index = ++_templateCount;
+        t.index = index;
+        _templateIds[index] = templateId;
     }
 
     /// @dev Releases the client's refund (and the bond, whichever way it goes). Providers claim their earnings

@@ -144,10 +144,18 @@ export function withSafeOwners(parameters: Record<string, Record<string, unknown
  * Deploys GPUChainLocal through Ignition (the same module the tests deploy) and returns the addresses file. Without
  * `owners` the Safe's owners are Hardhat's accounts 3–5 (tests that sign with TEST_KEYS); a run passes its own.
  */
-export async function deployLocal(rpcUrl: string, deploymentId: string, owners?: SafeOwners): Promise<string> {
+export async function deployLocal(
+  rpcUrl: string,
+  deploymentId: string,
+  owners?: SafeOwners,
+  leaseSeconds?: number,
+): Promise<string> {
   let parameters = LOCAL_PARAMETERS;
   if (owners) {
-    const local = JSON.parse(readFileSync(LOCAL_PARAMETERS, "utf8")) as Record<string, Record<string, unknown>>;
+    let local = JSON.parse(readFileSync(LOCAL_PARAMETERS, "utf8")) as Record<string, Record<string, unknown>>;
+    if (leaseSeconds !== undefined) {
+      local = { ...local, GPUChainLocal: { ...local.GPUChainLocal, leaseDurationSeconds: leaseSeconds } };
+    }
     writeFileSync(owners.parametersFile, JSON.stringify(withSafeOwners(local, owners.verifiers), null, 2) + "\n");
     parameters = owners.parametersFile;
   }

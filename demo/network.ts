@@ -17,6 +17,7 @@ import { mined } from "../sdk/txManager.ts";
 import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt, type SafeOwners } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
 import { Rehearsal } from "./rehearsal.ts";
+import { knownStepBound } from "../keepers/coordinator/stepTime.ts";
 
 export type ChainNode = "hardhat" | "anvil";
 
@@ -56,6 +57,8 @@ export interface LocalOptions {
   port?: number;
   /** The chain's host with --hosts. */
   at?: ChainAt;
+  /** The escrow's lease (seconds) instead of ignition/parameters/local.json's. */
+  leaseSeconds?: number;
 }
 
 /** Chains the badge can name; any other is named by its id. */
@@ -89,7 +92,7 @@ export async function localNetwork(
     node === "anvil" ? await startAnvil(group, port, { at: o.at }) : await startChain(group, port, undefined, o.at);
   note("deploying test USDC, registry, verifier Safe (2 of 3) and escrow through Ignition …");
   const { keyFiles, arbiterKeyFile } = writeRunKeys(o.runDir);
-  const deploymentFile = await deployLocal(rpc, o.deploymentId, safeOwnersOf(o.runDir, keyFiles));
+  const deploymentFile = await deployLocal(rpc, o.deploymentId, safeOwnersOf(o.runDir, keyFiles), o.leaseSeconds);
   const rpcPrefix = node === "anvil" ? "anvil" : "hardhat";
   return {
     badge: `Local chain (${node === "anvil" ? "anvil" : "Hardhat node"})`,
@@ -104,16 +107,25 @@ export async function localNetwork(
     // TestUSDC's faucet is open to anyone on a local chain.
     fundClient: async (protocol, client, amount) =>
       void (await mined(protocol.usdc.connect(client).mint(client.address, amount))),
-    approveTemplate: async (protocol, provider, templateId) => {
-      const owner = new Wallet(TEST_KEYS.owner, provider);
-      await (await protocol.escrow.connect(owner).setTemplateApproval(templateId, true)).wait();
-    },
+    approveTemplate: (protocol, provider, templateId) => approveWithStepBound(protocol, provider, templateId),
     passTime: async (provider, seconds, note) => {
       await provider.send("evm_increaseTime", [seconds]);
       await provider.send("evm_mine", []);
       note(clockAdvancedNote(seconds));
     },
   };
+}
+
+/**
+ * The owner approves a template and sets its step bound (the on-chain measure of a stalled hold, which prices a
+ * newcomer's: keepers/coordinator/stepTime.ts templateStepBoundMs). A template this code does not know keeps the
+ * contract's default bound.
+ */
+async function approveWithStepBound(protocol: Protocol, provider: JsonRpcProvider, templateId: string): Promise<void> {
+  const escrow = protocol.escrow.connect(new Wallet(TEST_KEYS.owner, provider));
+  await (await escrow.setTemplateApproval(templateId, true)).wait();
+  const bound = knownStepBound(templateId);
+  if (bound !== undefined) await (await escrow.setTemplateStepBound(templateId, bound)).wait();
 }
 
 const VERIFIER_ROLES = ["verifier1", "verifier2", "verifier3"] as const;
@@ -183,10 +195,7 @@ export async function rehearsalNetwork(
     fundGas: (_provider, address) => rehearsal.fundGas(address),
     fundClient: async (protocol, client, amount) =>
       void (await mined(protocol.usdc.connect(client).mint(client.address, amount))),
-    approveTemplate: async (protocol, provider, templateId) => {
-      const owner = new Wallet(TEST_KEYS.owner, provider);
-      await (await protocol.escrow.connect(owner).setTemplateApproval(templateId, true)).wait();
-    },
+    approveTemplate: (protocol, provider, templateId) => approveWithStepBound(protocol, provider, templateId),
     passTime: async (_provider, seconds, note) => {
       await rehearsal.passTime(seconds);
       note(`advanced the chain's clock by ${seconds} s`);

@@ -33,6 +33,12 @@ export interface SybilOptions {
   deploymentId: string;
   /** Extra coordinator flags, e.g. ["--start-grace-ms", "4000", "--progress-floor-ms", "3000"]. */
   coordinatorFlags: string[];
+  /**
+   * The escrow's lease, seconds (ignition/parameters/local.json's 120 unless set). A newcomer's stalled hold ends
+   * at its job's progress timeout (at least one lease), when the contract forfeits its lock: a short lease keeps
+   * N identities' holds inside a test's time.
+   */
+  leaseSeconds?: number;
   timeoutMs: number;
   note?: (line: string) => void;
   /** Pass every child's lines to `note`. */

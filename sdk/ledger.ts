@@ -22,6 +22,7 @@
  *                      plain token transfer is not an event, so `reserves().held` may exceed it
  *   roles              { coordinator, arbiter, feeRecipient }, from the latest *Set events
  *   templates          Map<templateId, approved>
+ *   stepBounds         Map<templateId, ms a step> (set by the owner; absent: MAX_SECONDS_PER_STEP)
  * `LedgerJob` mirrors the contract's `Job` (stored phase, epoch, provider, price, accepted/pending step and hash,
  * paid) plus what only history tells: per-provider earnings not yet claimed and already released, fenced
  * providers, slashes, the verdict, the dispute, the settlement, and `history` (every event of the job, in order).
@@ -109,6 +110,8 @@ export interface Ledger {
   held: bigint;
   roles: { coordinator: string | null; arbiter: string | null; feeRecipient: string | null };
   templates: Map<string, boolean>;
+  /** Each template's step bound as its owner set it (ms); a job's progress timeout is its interval × this. */
+  stepBounds: Map<string, number>;
 }
 
 /** Folds the escrow's events into its books. Pure: the same events give the same ledger. */
@@ -133,6 +136,7 @@ export function emptyLedger(): Ledger {
     held: 0n,
     roles: { coordinator: null, arbiter: null, feeRecipient: null },
     templates: new Map(),
+    stepBounds: new Map(),
   };
 }
 
@@ -408,6 +412,9 @@ const HANDLERS: Record<string, (l: Ledger, e: EscrowEvent, x: Args) => void> = {
   },
   TemplateApprovalSet: (l, _e, { a, str }) => {
     l.templates.set(str("templateId"), a.approved as boolean);
+  },
+  TemplateStepBoundSet: (l, _e, { a, str }) => {
+    l.stepBounds.set(str("templateId"), Number(a.stepMillis));
   },
   CoordinatorSet: (l, _e, { addr }) => {
     l.roles.coordinator = addr("coordinator");

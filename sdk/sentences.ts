@@ -165,6 +165,8 @@ export function describeEvent(e: EventLike, name: NameOf, now?: bigint, metric?:
     // ------------------------------------------------------------------ escrow: administration
     case "TemplateApprovalSet":
       return `template ${shortHash(a.templateId)} ${a.approved ? "approved" : "withdrawn"}`;
+    case "TemplateStepBoundSet":
+      return `template ${shortHash(a.templateId)}'s step bound set to ${a.stepMillis} ms: a job's progress timeout is its interval × this`;
     case "CoordinatorSet":
       return `coordinator set to ${name(a.coordinator)}`;
     case "ArbiterSet":

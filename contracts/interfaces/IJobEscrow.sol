@@ -19,7 +19,8 @@ import {IVerifierQuorum} from "./IVerifierQuorum.sol";
 /// discards the pending (unaccepted) checkpoint; accepted work stays credited. Once a provider's lease lapses,
 /// anyone may unassign it, so a dead coordinator never freezes a job.
 /// @dev Warning: an assignee must make progress (a report or an acceptance) within its job's `progressTimeout`
-/// (checkpointInterval × MAX_SECONDS_PER_STEP, at least one lease, at most PROGRESS_TIMEOUT); while a checkpoint
+/// (checkpointInterval × its template's step bound, MAX_SECONDS_PER_STEP unless the owner set one; at
+/// least one lease, at most PROGRESS_TIMEOUT); while a checkpoint
 /// waits for the verifiers (at most DECISION_TIMEOUT) it may keep heartbeating. So no identity holds a job longer
 /// than progressTimeout + DECISION_TIMEOUT + one lease without progress.
 /// @dev Warning: a provider takes a job only with stake at risk: assignment locks max(minStake, price ×
@@ -348,6 +349,12 @@ interface IJobEscrow is IVerifierQuorum {
     /// @param templateId The template.
     /// @param approved Whether new jobs may use it.
     event TemplateApprovalSet(bytes32 indexed templateId, bool approved);
+    /// @notice Emitted when the owner set a template's step bound: the slowest an honest step of it may take. A job
+    /// takes it at creation; its progress timeout is checkpointInterval × it (at least a lease, at most
+    /// PROGRESS_TIMEOUT), the on-chain measure of "no progress" that prices a newcomer's stalled hold.
+    /// @param templateId The template.
+    /// @param stepMillis Milliseconds per step, in [1, MAX_SECONDS_PER_STEP × 1000].
+    event TemplateStepBoundSet(bytes32 indexed templateId, uint16 stepMillis);
     /// @notice Emitted when the coordinator role was (re)assigned.
     /// @param coordinator The new coordinator.
     event CoordinatorSet(address indexed coordinator);
@@ -374,6 +381,11 @@ interface IJobEscrow is IVerifierQuorum {
     error JobEscrowTemplateNotApproved(bytes32 templateId);
     /// @notice The zero template id cannot be approved or revoked.
     error JobEscrowZeroTemplate();
+    /// @notice A step bound must be at least 1 ms and at most MAX_SECONDS_PER_STEP.
+    /// @param templateId The template given.
+    /// @param stepMillis The bound given (ms).
+    /// @param maxMillis The largest bound allowed (ms).
+    error JobEscrowInvalidStepBound(bytes32 templateId, uint16 stepMillis, uint16 maxMillis);
     /// @notice Steps are zero, or the checkpoint interval is zero or above the steps.
     /// @param totalSteps Steps given.
     /// @param checkpointInterval Interval given.
@@ -577,6 +589,9 @@ interface IJobEscrow is IVerifierQuorum {
     /// @notice Whether new jobs may use `templateId`.
     /// @param templateId The template.
     function isApprovedTemplate(bytes32 templateId) external view returns (bool);
+    /// @notice The slowest an honest step of `templateId` may take (ms): MAX_SECONDS_PER_STEP × 1000 unless set.
+    /// @param templateId The template.
+    function templateStepBound(bytes32 templateId) external view returns (uint16);
 
     /// @notice Whether `provider` has had a checkpoint accepted (its probation is over).
     function isProven(address provider) external view returns (bool);
@@ -588,6 +603,13 @@ interface IJobEscrow is IVerifierQuorum {
     /// @param templateId The template's content hash (not zero).
     /// @param approved Whether new jobs may use it.
     function setTemplateApproval(bytes32 templateId, bool approved) external;
+    /// @notice Sets the slowest an honest step of `templateId` may take, for jobs created from now on.
+    /// @dev Warning: only the owner. Too low a bound lets jobs' progress timeouts expire under honest providers on
+    /// probation (their locks are forfeited at a lapse); set it from the template's work on the slowest device that
+    /// may take it.
+    /// @param templateId The template's content hash (not zero).
+    /// @param stepMillis Milliseconds per step, in [1, MAX_SECONDS_PER_STEP × 1000].
+    function setTemplateStepBound(bytes32 templateId, uint16 stepMillis) external;
 
     /// @notice Names a new coordinator. Running assignments are unaffected.
     /// @param coordinator_ The new coordinator (not zero).

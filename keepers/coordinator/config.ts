@@ -13,6 +13,7 @@ export const COORDINATOR_OPTIONS = {
   "idle-backoff-cap-s": { type: "string" },
   "min-memory": { type: "string" },
   "template-memory": { type: "string", multiple: true },
+  "newcomer-failover": { type: "string" },
   host: { type: "string" },
   port: { type: "string" },
 } as const;
@@ -36,7 +37,16 @@ export interface CoordinatorConfig extends SharedConfig {
   minMemoryMiB: number;
   /** templateId (0x…, lower-case) → MiB. */
   templateMemoryMiB: Record<string, number>;
+  /**
+   * When a holder on probation (no accepted checkpoint yet) is taken away: "priced" (the default) only when the
+   * contract forfeits its lock (lease lapsed, or no progress on chain for the job's progress timeout: decide.ts
+   * decideProbation), so no identity holds a job for free; "fast" by the same off-chain bounds as a proven holder
+   * (quicker failover of a newcomer's crash, free for an identity that holds without training).
+   */
+  newcomerFailover: NewcomerFailover;
 }
+
+export type NewcomerFailover = "priced" | "fast";
 
 export function coordinatorConfig(v: FlagValues, portFlag = "port"): CoordinatorConfig {
   const table: Record<string, number> = {};
@@ -68,6 +78,7 @@ export function coordinatorConfig(v: FlagValues, portFlag = "port"): Coordinator
     idleBackoffCapS: parseNonNegativeInt(str(v["idle-backoff-cap-s"]), "idle-backoff-cap-s", BACKOFF_DEFAULTS.capS),
     minMemoryMiB: parseNonNegativeInt(str(v["min-memory"]), "min-memory", 0),
     templateMemoryMiB: table,
+    newcomerFailover: newcomerFailover(str(v["newcomer-failover"])),
   };
 }
 
@@ -81,4 +92,9 @@ export function memoryNeed(
 ) {
   return (templateId: string) =>
     Math.max(config.templateMemoryMiB[templateId.toLowerCase()] ?? config.minMemoryMiB, ownNeed(templateId));
+}
+
+function newcomerFailover(value: string | undefined): NewcomerFailover {
+  if (value === undefined || value === "priced" || value === "fast") return value ?? "priced";
+  throw new UsageError(`--newcomer-failover must be "priced" or "fast", got "${value}"`);
 }

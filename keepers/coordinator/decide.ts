@@ -3,7 +3,7 @@
  * Running job to unassign and which provider gets which Open job. No I/O here; the tick gathers the inputs.
  *
  * Assignment rule (also in keepers/README.md): a provider is eligible for an Open job when it is registered and
- * active, not waiting for a re-stake after a slash (issue 19: slashed for a proven fault, no stake deposited since;
+ * active, not waiting for a re-stake after a slash (slashed for a proven fault, no stake deposited since;
  * sdk/restake.ts), not busy on a Running job (nor picked for another job in this tick), not fenced on this job, asks
  * at most the job's maxPricePerStep, the job's remaining budget covers (totalSteps − acceptedStep) × its price, its
  * device memory is at least the template's need, its free stake covers the lock `assign` takes (price ×
@@ -43,7 +43,7 @@ export type CoordinatorJob = Pick<
   | "leaseExpiresAt"
 > &
   // The progress rule's chain facts (the tick always has them; pure tests may leave them out).
-  Partial<Pick<JobView, "lastProgressAt" | "reportedAt">>;
+  Partial<Pick<JobView, "lastProgressAt" | "reportedAt" | "progressTimeout">>;
 
 export interface ProviderView {
   address: string;
@@ -89,7 +89,7 @@ export interface CoordinatorView {
   /** Device memory a template needs, MiB. */
   memoryNeedMiB: (templateId: string) => number;
   /**
-   * Whether verifiers can replay a provider of this arithmetic profile exactly for the template (issue 12's
+   * Whether verifiers can replay a provider of this arithmetic profile exactly for the template (the proven-profile
    * safety net); absent: no profile rule.
    */
   profileProven?: (templateId: string, profile: string | undefined) => boolean;
@@ -113,6 +113,11 @@ export interface CoordinatorView {
   idleOn?: Map<string, Set<string>>;
   /** Per job id (string): providers whose hold of it ended without an accepted checkpoint, from chain events. */
   struckOn?: Map<string, Set<string>>;
+  /**
+   * Take a holder on probation away only when the contract prices it (decideProbation; config
+   * `--newcomer-failover priced`). Absent: the same bounds for every holder.
+   */
+  probationPriced?: boolean;
   /** The idle back-off's base and cap, chain seconds (BACKOFF_DEFAULTS). */
   backoff?: { baseS: number; capS: number };
   /**
@@ -241,6 +246,7 @@ export function decideRunning(job: CoordinatorJob, view: CoordinatorView): Decis
   if (!view.isCoordinator) {
     return { ...base, action: "keep", reason: "lease live; only the coordinator may unassign before it lapses" };
   }
+  if (view.probationPriced && onProbation(job.provider, view)) return decideProbation(job, view);
   const beat = view.lastJobBeat.get(jobBeatKey(job.jobId, job.epoch, job.provider));
   const start = view.watchStart.get(jobEpochKey(job.jobId, job.epoch)) ?? view.nowMs;
   const last = Math.max(beat ?? -Infinity, start);
@@ -257,6 +263,44 @@ export function decideRunning(job: CoordinatorJob, view: CoordinatorView): Decis
   const stall = progressStall(job, view, start);
   if (stall) return { ...base, action: "unassign", reason: stall };
   return { ...base, action: "keep", reason: "alive" };
+}
+
+/**
+ * Whether `provider` has no accepted checkpoint yet, by the chain events the coordinator has read (the contract's
+ * `isProven`). Without track records (pure tests) there is no probation rule.
+ */
+export function onProbation(provider: string, view: CoordinatorView): boolean {
+  if (!view.records) return false;
+  return (view.records.get(provider.toLowerCase())?.acceptedSteps ?? 0) === 0;
+}
+
+/**
+ * A holder on probation is taken away only when the contract prices it: its lease lapsed (decided above), or it made
+ * no progress on chain for the job's own `progressTimeout` (its template's step bound × the interval), so that
+ * `unassign` forfeits its lock to the client. Taking it away sooner for silence or for off-chain bounds would be
+ * free for the holder, so every fresh identity could hold each job once at no cost; the coordinator is never
+ * trusted with stake, so the contract alone judges "no progress". The price: a newcomer's crash fails over after
+ * its lease, not after the heartbeat timeout. Not while a checkpoint is decidable (the verifiers' time).
+ */
+export function decideProbation(job: CoordinatorJob, view: CoordinatorView): Decision {
+  const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep, provider: job.provider };
+  const timeout = job.progressTimeout;
+  if (!job.lastProgressAt || timeout === undefined || decidable(job, view)) {
+    return { ...base, action: "keep", reason: "on probation: taken away at its lease's lapse or its progress timeout" };
+  }
+  const stalledAfter = job.lastProgressAt + timeout;
+  if (view.chainTime > stalledAfter) {
+    return {
+      ...base,
+      action: "unassign",
+      reason: `on probation, no progress on chain since ${job.lastProgressAt} (timeout ${timeout} s, chain time ${view.chainTime}): its lock goes to the client`,
+    };
+  }
+  return {
+    ...base,
+    action: "keep",
+    reason: `on probation: kept until its lease lapses or chain time passes ${stalledAfter} (no progress)`,
+  };
 }
 
 /**
@@ -508,7 +552,7 @@ export function isProven(p: ProviderView, records?: Map<string, TrackRecord>): b
 }
 
 /**
- * The Sybil bound (issue 19 item 7): once a job has been held idle, it goes to proven providers first, in their
+ * The Sybil bound: once a job has been held idle, it goes to proven providers first, in their
  * usual order, and only then to the others. So N idle identities delay a job by one idle hold, not N, whenever a
  * proven provider fits; to hold it again an identity must first be proven again, which costs an accepted
  * checkpoint of real work (its strike is cleared only by one). Stable: the usual order within each group.

@@ -3,7 +3,7 @@
  * progress rule's input): its multiply-adds per step and how many micro-batches that memory forces. Templates
  * never change at run time, so answers are remembered (bounded).
  */
-import { expectedStepMs } from "./decide.ts";
+import { expectedStepMs, PROGRESS } from "./decide.ts";
 import {
   loadTemplate,
   microBatchForMemory,
@@ -52,6 +52,30 @@ export function templateMemoryMiB(templateId: string): number {
     return oneAtomMemoryMiB(loadTemplate(templateId));
   } catch (e) {
     if (e instanceof UnknownTemplateError) return 0;
+    throw e;
+  }
+}
+
+/** JobEscrow's bounds on a template's step bound (`setTemplateStepBound`): [1, MAX_SECONDS_PER_STEP × 1000] ms. */
+export const STEP_BOUND_MAX_MS = 30_000;
+
+/**
+ * The step bound to set on chain for a template (`JobEscrow.setTemplateStepBound`, ms): the progress rule's bound on
+ * one step (PROGRESS.STEP_FACTOR × the expected time) on the slowest device that may take it (every atom its own
+ * micro-batch), so a job's on-chain progress timeout is never shorter than the coordinator's own report bound for any
+ * holder (up to the contract's maximum, MAX_SECONDS_PER_STEP, its default). It is what prices a newcomer's stalled hold (decide.ts decideProbation).
+ */
+export function templateStepBoundMs(t: Template): number {
+  const slowest = expectedStepMs(macsPerStep(t), t.atomsPerStep);
+  return Math.min(STEP_BOUND_MAX_MS, Math.max(1, Math.ceil(PROGRESS.STEP_FACTOR * slowest)));
+}
+
+/** templateStepBoundMs of a template this node knows by id, or undefined. */
+export function knownStepBound(templateId: string): number | undefined {
+  try {
+    return templateStepBoundMs(loadTemplate(templateId));
+  } catch (e) {
+    if (e instanceof UnknownTemplateError) return undefined;
     throw e;
   }
 }

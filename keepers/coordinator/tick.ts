@@ -19,7 +19,7 @@ import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workl
 import { eventsFrom } from "../../sdk/deployment.ts";
 
 /**
- * Issue 12's safety net: a template this node knows goes only to providers whose reported arithmetic profile is
+ * The proven-profile safety net: a template this node knows goes only to providers whose reported arithmetic profile is
  * proven to give its bits. A template it does not know is not replayed by verifiers built from this code either.
  */
 function profileProven(templateId: string, profile: string | undefined): boolean {
@@ -75,7 +75,7 @@ export class Coordinator {
   private readonly quiet = changeLogger();
   /**
    * Why this coordinator took each job away (the newest UNASSIGNS_KEPT): the chain records only "the coordinator
-   * unassigned it", so dashboards ask here (GET /unassignments) for "no heartbeat" versus "no progress" (issue 21).
+   * unassigned it", so dashboards ask here (GET /unassignments) for "no heartbeat" versus "no progress".
    * In memory only: after a restart the older ones are simply unknown.
    */
   readonly unassigns: UnassignNote[] = [];
@@ -193,10 +193,11 @@ export class Coordinator {
       progressFloorMs: config.progressFloorMs,
       jobSteps: this.book.jobSteps,
       records: chain.history.records,
+      probationPriced: config.newcomerFailover === "priced",
       idleOn: chain.history.idleOn,
       struckOn: chain.history.struckOn,
       backoff: { baseS: config.idleBackoffS, capS: config.idleBackoffCapS },
-      // Issue 19: slashed for a proven fault, no deposit since: not assigned until it re-stakes (sdk/restake.ts).
+      // Slashed for a proven fault, no deposit since: not assigned until it re-stakes (sdk/restake.ts).
       restake: chain.restake.waiting,
     };
   }

@@ -15,8 +15,12 @@ import { expect } from "chai";
 import { runSybil, type SybilResult } from "../../demo/sybil.ts";
 import { UnassignReason } from "../../sdk/ledger.ts";
 
-/** A short start grace and progress floor (defaults: 20 s and 10 s) keep 20 idle holds inside a test's time. */
+/**
+ * A short start grace and progress floor (defaults: 20 s and 10 s), and a 30 s lease (the local network's is 120 s):
+ * a newcomer's stalled hold lasts its job's progress timeout (here the lease), when its lock is forfeited.
+ */
 const FLAGS = ["--start-grace-ms", "4000", "--progress-floor-ms", "3000"];
+const LEASE_SECONDS = 30;
 
 /**
  * The run with `idle` idle identities and a 40-step job in checkpoints of 10, within `timeoutMs`; with
@@ -33,6 +37,7 @@ function sybilRun(idle: number, timeoutMs: number, provenHonest = false, junk = 
     runDir: `.gpuchain/${name}`,
     deploymentId: name,
     coordinatorFlags: FLAGS,
+    leaseSeconds: LEASE_SECONDS,
     timeoutMs,
   });
 }
@@ -47,7 +52,7 @@ function expectNoStarving(r: SybilResult, idle: number) {
   expect(held.length).to.be.at.most(idle);
   expect(r.assignments.at(-1)).to.equal(r.honest);
   expect(r.assignments.filter((a) => a === r.honest)).to.have.length(1);
-  // Every idle hold ended by the coordinator (no progress), not by the 120 s lease it kept extending on chain.
+  // Every idle hold ended by the coordinator (no progress), not by the lease it kept extending on chain.
   expect(r.unassignments.map((u) => [idleSet.has(u.provider), u.reason])).to.deep.equal(
     held.map(() => [true, UnassignReason.Coordinator]),
   );
@@ -59,9 +64,15 @@ function expectNoStarving(r: SybilResult, idle: number) {
 describe("no starving, end to end: idle identities against one honest provider", function () {
   this.timeout(900_000);
 
-  it("the finding's reproduction: five idle identities, a 40-step job — the honest provider trains it", async function () {
-    const r = await sybilRun(5, 300_000);
+  it("five idle identities on a fresh network (nobody proven), a 40-step job: the honest provider trains it, and every idle hold costs its identity its lock, paid to the client", async function () {
+    const r = await sybilRun(5, 480_000);
     expectNoStarving(r, 5);
+    // No free tries: a newcomer is taken away only when the contract prices it (its job's progress timeout), so
+    // each of the holds forfeited its lock. Before, the coordinator took each away inside the timeout, for free.
+    const held = r.assignments.filter((a) => r.idle.includes(a));
+    expect(held.length, "idle holds").to.be.greaterThan(0);
+    for (const a of held) expect(r.forfeited.get(a.toLowerCase()) ?? 0n, `${a}'s lock`).to.equal(1_000_000n);
+    expect(r.forfeited.get(r.honest.toLowerCase()) ?? 0n, "the honest provider forfeits nothing").to.equal(0n);
   });
 
   it("20 idle identities at price 1 against a proven provider: one idle hold, not 20 (the Sybil bound)", async function () {

@@ -56,6 +56,7 @@ contract EscrowInvariants is InvariantTest {
         _weigh(handler.withdrawStake.selector, 1);
         _weigh(handler.refuseWithFault.selector, 2);
         _weigh(handler.expire.selector, 1);
+        _weigh(handler.setStepBound.selector, 1);
         targetSelector(FuzzSelector({addr: address(handler), selectors: _selectors}));
     }
 

@@ -45,8 +45,14 @@ async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>
     component: "coordinator",
     ...o,
   });
-  // No start grace here: these tests time a silent new assignee from the plain heartbeat timeout.
-  const config = coordinatorConfig({ "heartbeat-timeout-ms": String(TIMEOUT), "start-grace-ms": "0" });
+  // No start grace here: these tests time a silent new assignee from the plain heartbeat timeout, the off-chain
+  // bound every holder meets with `--newcomer-failover fast` (priced, a newcomer waits for the chain's own
+  // bounds: coordinatorIdle.ts).
+  const config = coordinatorConfig({
+    "heartbeat-timeout-ms": String(TIMEOUT),
+    "start-grace-ms": "0",
+    "newcomer-failover": "fast",
+  });
   const keeper = createCoordinator(ctx, config);
   // An agent's clock only moves forward: two beats in the same millisecond get distinct sentAt values.
   const lastSentAt = new Map<string, number>();
@@ -170,7 +176,7 @@ describe("keepers: coordinator on chain", function () {
     const job = await p.escrow.jobOf(jobId);
     expect([await statusOf(p, jobId), job.provider, job.epoch]).to.deep.equal([RUNNING, P2.address, 3n]);
     expect(await eventCount(p, "ProviderAssigned")).to.equal(2);
-    // Its own reason, which the chain cannot say (GET /unassignments; the dashboard shows it, issue 21).
+    // Its own reason, which the chain cannot say (GET /unassignments; the dashboard shows it).
     expect(keeper.unassigns.map((u) => [u.jobId, u.epoch, u.provider])).to.deep.equal([["1", "1", P1.address]]);
     expect(keeper.unassigns[0].reason).to.match(/^no heartbeat for \(job 1, epoch 1\)/);
     // The next tick has nothing to redo: the new assignee is within its timeout.

@@ -31,12 +31,17 @@ const P4 = wallet(14); // provider4: registered by the tests that need it
 const BLOBS = loadTemplate("blobs-tiny");
 const PROFILE = "onnxruntime-1.30.0/cpu/x86_64-avx2-fma"; // proven for blobs-tiny (workloads/profile.ts)
 
-async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>) {
+/**
+ * A coordinator on the manual clock. Most tests here time the off-chain bounds, which take a newcomer away only with
+ * `--newcomer-failover fast`; "priced" (the default) waits for the chain's own bounds (the test that says so).
+ */
+async function coordinatorFor(p: Protocol, clock: ReturnType<typeof manualClock>, failover = "fast") {
   const { ctx, lines } = await testContext(p, { signer: p.coordinator, nowMs: clock.now, component: "coordinator" });
   const config = coordinatorConfig({
     "heartbeat-timeout-ms": String(TIMEOUT),
     "start-grace-ms": "0",
     "progress-floor-ms": String(FLOOR),
+    "newcomer-failover": failover,
   });
   const keeper = createCoordinator(ctx, config);
   const lastSentAt = new Map<string, number>();
@@ -90,6 +95,40 @@ describe("keepers: coordinator no starving on chain", function () {
     expect(r.sent[0].decision.reason).to.match(/^no step progress for \(job 1, epoch 1\) in 10001 ms > 10000 ms$/);
     const [ev] = await p.escrow.queryFilter(p.escrow.filters.ProviderUnassigned(idleJob));
     expect(ev.args.reason).to.equal(BigInt(UnassignReason.Coordinator));
+  });
+
+  it("priced newcomer failover (the default): a newcomer beating without progress is kept past the off-chain bounds and taken away once chain time passes its job's progress timeout: its lock goes to the client", async function () {
+    const p = await load();
+    await p.escrow.connect(p.owner).setTemplateApproval(BLOBS.templateId, true);
+    await p.escrow.connect(p.owner).setTemplateStepBound(BLOBS.templateId, 13_000); // 10 steps: 130 s
+    const job = await createJob(p, { templateId: BLOBS.templateId });
+    await p.escrow.connect(p.coordinator).assign(job, P1.address);
+    const { lastProgressAt, progressTimeout } = await p.escrow.jobOf(job);
+    expect(progressTimeout).to.equal(130n);
+    const clock = manualClock(Date.now());
+    const k = await coordinatorFor(p, clock, "priced");
+    await k.keeper.tick();
+    const owedBefore = await p.escrow.owed(p.client.address);
+    // Alive and beating, never a step: far past the 10 s off-chain floor, kept while the chain's bound runs.
+    for (;;) {
+      await k.send(P1, job, 1n, 0);
+      const now = BigInt(await networkHelpers.time.latest());
+      if (now + 10n <= lastProgressAt + progressTimeout) await p.escrow.connect(p.provider1).heartbeat(job, 1n);
+      const r = await k.keeper.tick();
+      const chainNow = BigInt(await networkHelpers.time.latest());
+      if (chainNow > lastProgressAt + progressTimeout) {
+        expect(actions(r)).to.deep.equal([[job, "unassign", P1.address]]);
+        expect(r.sent[0].decision.reason).to.match(/^on probation, no progress on chain since \d+ \(timeout 130 s/);
+        break;
+      }
+      expect(r.sent, `at chain time lastProgressAt + ${chainNow - lastProgressAt}`).to.deep.equal([]);
+      expect(r.decisions.find((d) => d.jobId === job)?.reason).to.match(/^on probation: kept until/);
+      await pass(clock, 10_000);
+    }
+    const [forfeit] = await p.escrow.queryFilter(p.escrow.filters.HoldForfeited(job));
+    expect(forfeit.args.provider).to.equal(P1.address);
+    expect((await p.escrow.owed(p.client.address)) - owedBefore).to.equal(forfeit.args.amount);
+    expect(forfeit.args.amount > 0n).to.equal(true);
   });
 
   it("an idle hold: a fresh coordinator rebuilds it from events — not that job again, a back-off across jobs", async function () {

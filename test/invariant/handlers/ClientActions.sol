@@ -86,7 +86,8 @@ abstract contract ClientActions is HandlerBase {
         g.budget = request.budget;
         g.disputeWindow = request.disputeWindow;
         g.phase = OPEN;
-        g.progressTimeout = _progressTimeout(request.checkpointInterval);
+        g.stepMillis = _currentStepMillis();
+        g.progressTimeout = _progressTimeout(request.checkpointInterval, g.stepMillis);
         g.stallSince = uint64(currentTime);
         _record(jobId);
     }

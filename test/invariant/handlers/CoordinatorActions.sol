@@ -2,6 +2,7 @@
 pragma solidity 0.8.28;
 
 import {HandlerBase, OPEN, RUNNING} from "./HandlerBase.sol";
+import {bound} from "../../fuzz/utils/Bound.sol";
 
 /// @notice The coordinator's calls (and anyone's unassign once a lease lapsed).
 abstract contract CoordinatorActions is HandlerBase {
@@ -28,6 +29,18 @@ abstract contract CoordinatorActions is HandlerBase {
         _record(jobId);
     }
 
+    /// @dev The owner sets the template's step bound (now and then out of range: refused). Jobs created from now on
+    /// take it, so progress timeouts (and which stalls forfeit) vary from job to job; existing jobs keep theirs.
+    function setStepBound(uint256 millisSeed) external action("setStepBound") {
+        uint16 millis = uint16(bound(millisSeed, 0, 31_000));
+        bool expected = millis >= 1 && millis <= MAX_SECONDS_PER_STEP * 1000;
+        bytes memory data = abi.encodeCall(escrow.setTemplateStepBound, (TEMPLATE, millis));
+        if (_call(OWNER, address(escrow), data, expected, "setStepBound")) {
+            ghost_stepMillis = millis;
+            _succeeded("setStepBound");
+        }
+    }
+
     /// @dev The coordinator (one time in four) may unassign at any time; anyone else only once the lease lapsed.
     function unassign(uint256 jobSeed, uint256 callerSeed) external action("unassign") {
         (uint256 jobId, GhostJob storage g) = _pickJob(jobSeed, Fit.Running);
@@ -37,9 +50,9 @@ abstract contract CoordinatorActions is HandlerBase {
         if (_call(caller, address(escrow), abi.encodeCall(escrow.unassign, (jobId)), expected, "unassign")) {
             address holder = g.assignee;
             // The coordinator forfeits a newcomer's lock only past the job's progress timeout (lapsed: always), and
-            // only on intervals whose timeout is not capped (MAX_CHECKPOINT_INTERVAL).
+            // only on jobs whose timeout is not capped (interval × step bound within PROGRESS_TIMEOUT).
             bool stalled =
-                (caller != COORDINATOR || currentTime > uint256(g.progress) + g.progressTimeout) && g.interval <= 720;
+                (caller != COORDINATOR || currentTime > uint256(g.progress) + g.progressTimeout) && !_timeoutCapped(g);
             _reopen(g);
             _dropLapsed(jobId, g);
             if (stalled) _endHold(jobId, g, holder);

@@ -31,6 +31,7 @@ abstract contract EscrowStore {
         uint64 disputedAt;
         bool upheld;
         uint64 progressTimeout; // the job's bound on time without progress
+        uint16 stepMillis; // its template's step bound at creation: progressTimeout = interval × it
         uint64 stallSince; // creation or the last acceptance (reopening leaves it): `expire` runs from here
         address pendingProvider; // the pending checkpoint's reporter: credited or slashed for it
         uint64 pendingEpoch;
@@ -73,6 +74,8 @@ abstract contract EscrowStore {
     // ------------------------------------------------------------------ per job
 
     uint256 public ghost_jobCount;
+    /// @notice The template's step bound as the owner last set it (ms; 0: never set, the escrow's maximum).
+    uint16 public ghost_stepMillis;
     mapping(uint256 jobId => GhostJob) internal _ghostJobs;
     mapping(uint256 jobId => mapping(uint32 step => bool)) public ghost_stepPaid;
     mapping(uint256 jobId => mapping(address provider => uint256)) public ghost_earned;

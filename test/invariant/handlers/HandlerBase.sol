@@ -254,10 +254,21 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
         return st.deposited - st.locked - st.unbonding;
     }
 
-    function _progressTimeout(uint32 interval) internal pure returns (uint64) {
-        uint256 timeout = uint256(interval) * MAX_SECONDS_PER_STEP;
+    /// @dev The spec: interval × the step bound, rounded up to a second, at least one lease, at most the cap.
+    function _progressTimeout(uint32 interval, uint16 stepMillis) internal pure returns (uint64) {
+        uint256 timeout = (uint256(interval) * stepMillis + 999) / 1000;
         if (timeout < LEASE) return LEASE;
         return timeout > PROGRESS_CAP ? PROGRESS_CAP : uint64(timeout);
+    }
+
+    /// @dev Whether the cap cut the job's timeout below what its interval needs at its bound (then no evidence).
+    function _timeoutCapped(GhostJob storage g) internal view returns (bool) {
+        return uint256(g.interval) * g.stepMillis > uint256(PROGRESS_CAP) * 1000;
+    }
+
+    /// @dev The step bound a job created now takes.
+    function _currentStepMillis() internal view returns (uint16) {
+        return ghost_stepMillis == 0 ? uint16(MAX_SECONDS_PER_STEP * 1000) : ghost_stepMillis;
     }
 
     function _maxStep(GhostJob storage g) internal view returns (uint32) {
