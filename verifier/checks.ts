@@ -22,7 +22,6 @@ import {
   blobHash,
   CheckpointFormatError,
   committedAt,
-  encodeState,
   MAX_PROFILE_LENGTH,
   UnreadableBlobError,
   decodeCheckpoint,
@@ -32,9 +31,7 @@ import {
   initialState,
   NonFiniteError,
   maxSegmentSteps,
-  decodeState,
   checkNumbers,
-  getState,
   defaultSegmentSteps,
   NotFoundError,
   replayStep,
@@ -54,7 +51,16 @@ import {
 } from "../workloads/index.ts";
 import { ruleEvaluator } from "./ruleEval.ts";
 import { heldoutPerClass } from "../workloads/metric.ts";
-import { checkStateShape } from "../workloads/state.ts";
+import {
+  checkLayoutNumbers,
+  checkStateShape,
+  readStateLayout,
+  stateBlobBytes,
+  stateOfLayout,
+  type StateLayout,
+} from "../workloads/state.ts";
+import { ByteReader } from "../workloads/bytes.ts";
+import { BlobStore } from "../workloads/store.ts";
 import { minSegmentSteps } from "../workloads/segments.ts";
 
 /** Why a checkpoint was refused. Tests and logs branch on these codes, never on the detail text. */
@@ -168,15 +174,53 @@ export class Lru<K, V> {
 }
 
 /**
+ * A state the verifier keeps between checkpoints of a job (its accepted state, or one it checked that may become
+ * it), with what identifies it: a hit is used only when every field matches the job's on-chain facts.
+ */
+export type CachedState = {
+  state: TrainingState;
+  /** stateHash(state): the hash the next checkpoint must start from. */
+  hash: string;
+  templateId: string;
+  seed: string;
+  step: number;
+  /** The checkpoint blob the state was decoded from (hash-checked), ZERO_HASH for an initial state. */
+  checkpointHash: string;
+};
+
+/**
  * Memo of evaluations (by template and state hash) and of states that may become a job's accepted state (by checkpoint hash, or
  * `initial:<template>:<seed>`), so the next checkpoint of a job neither re-reads nor re-evaluates its baseline.
  */
 export type VerifyCache = {
   evals: Lru<string, EvalResult>;
-  states: Lru<string, { state: TrainingState; hash: string }>;
+  states: Lru<string, CachedState>;
 };
 
 export const newVerifyCache = (maxStates = 32): VerifyCache => ({ evals: new Lru(1024), states: new Lru(maxStates) });
+
+/** The cache key of a job's accepted state (see VerifyCache). */
+const acceptedKey = (templateId: string, job: JobFacts) =>
+  job.acceptedStep === 0
+    ? `initial:${templateId.toLowerCase()}:${job.seed.toLowerCase()}`
+    : job.acceptedHash.toLowerCase();
+
+/**
+ * Whether a cached state is the job's accepted state: the template, seed and step the chain names, and for a checked
+ * checkpoint the very blob the chain accepted. Anything else (another job's state, a state remembered under a key it
+ * does not belong to, a checkpoint the chain did not accept) is not used: the state is read again.
+ */
+export function cachedStateFits(e: CachedState, templateId: string, job: JobFacts): boolean {
+  const checkpoint = job.acceptedStep === 0 ? ZERO_HASH : job.acceptedHash;
+  return (
+    sameHex(e.templateId, templateId) &&
+    sameHex(e.templateId, job.templateId) &&
+    sameHex(e.seed, job.seed) &&
+    e.step === job.acceptedStep &&
+    e.state.step === job.acceptedStep &&
+    sameHex(e.checkpointHash, checkpoint)
+  );
+}
 
 /** The committed hash of a decoded checkpoint's state (decoding checked that the state matches it). */
 const finalHashOf = (c: Checkpoint) => committedAt(c, c.step);
@@ -239,17 +283,34 @@ function refusalOf(err: unknown, context: string): Refusal {
   throw err;
 }
 
-/** Bytes of an encoded state of `t` (the same for every state of a template), computed once per template. */
+/** Bytes of an encoded state of `t` (the same for every state of a template), from its parameters. */
 const stateBytes = new WeakMap<Template, number>();
 export function stateBytesOf(t: Template): number {
   let n = stateBytes.get(t);
-  if (n === undefined) stateBytes.set(t, (n = encodeState(initialState(t, ZERO_HASH)).byteLength));
+  if (n === undefined) stateBytes.set(t, (n = stateBlobBytes(t)));
   return n;
+}
+
+/** Whether `store` is the verified store as written (its get hash-checks every read), not a wrapper or a fake. */
+const verifiesReads = (store: CheckpointStore): boolean =>
+  store instanceof BlobStore && store.get === BlobStore.prototype.get;
+
+/**
+ * Reads the blob named `hash`, its bytes hashed exactly once: by BlobStore.get (which reads again on a mismatch
+ * and throws HashMismatchError), or here for any other CheckpointStore (a store need not verify).
+ */
+export async function readChecked(store: CheckpointStore, hash: string, maxBytes?: number): Promise<Uint8Array> {
+  const bytes = await store.get(hash, maxBytes);
+  if (!verifiesReads(store)) {
+    const actual = blobHash(bytes);
+    if (!sameHex(actual, hash)) throw new HashMismatchError(hash.toLowerCase(), actual);
+  }
+  return bytes;
 }
 
 /**
  * The most bytes an honest checkpoint of `steps` steps of `t` holds: its header (a profile of at most
- * MAX_PROFILE_LENGTH), one hash per step and one state. Reads stop there (issue 19: reads had no size bound).
+ * MAX_PROFILE_LENGTH), one hash per step and one state. Reads stop there (before, reads had no size bound).
  */
 export const checkpointBytesBound = (t: Template, steps: number): number =>
   512 + MAX_PROFILE_LENGTH + 32 * Math.max(0, steps) + stateBytesOf(t);
@@ -257,11 +318,7 @@ export const checkpointBytesBound = (t: Template, steps: number): number =>
 /** Fetches and decodes the reported blob, checking its hash ourselves (a store need not verify). */
 export async function loadReported(store: CheckpointStore, hash: string, maxBytes?: number): Promise<Checkpoint> {
   try {
-    const bytes = await store.get(hash, maxBytes);
-    const actual = blobHash(bytes);
-    if (!sameHex(actual, hash))
-      throw new Refusal("hash-mismatch", `checkpoint: blob hashes to ${actual}, reported ${hash}`);
-    return decodeCheckpoint(bytes);
+    return decodeCheckpoint(await readChecked(store, hash, maxBytes));
   } catch (err) {
     throw refusalOf(err, "checkpoint");
   }
@@ -274,24 +331,23 @@ export async function acceptedState(
   job: JobFacts,
   cache?: VerifyCache,
 ): Promise<{ state: TrainingState; hash: string }> {
-  const key =
-    job.acceptedStep === 0
-      ? `initial:${template.templateId}:${job.seed.toLowerCase()}`
-      : job.acceptedHash.toLowerCase();
+  const key = acceptedKey(template.templateId, job);
   const hit = cache?.states.get(key);
-  if (hit) return hit;
-  let entry: { state: TrainingState; hash: string };
+  if (hit && cachedStateFits(hit, template.templateId, job)) return hit;
+  let entry: CachedState;
+  const facts = { templateId: template.templateId, seed: job.seed, step: job.acceptedStep };
   if (job.acceptedStep === 0) {
     const state = initialState(template, job.seed);
-    entry = { state, hash: stateHash(state) };
+    entry = { state, hash: stateHash(state), ...facts, checkpointHash: ZERO_HASH };
   } else {
+    let c: Checkpoint;
     try {
-      const c = decodeCheckpoint(await store.get(job.acceptedHash));
-      entry = { state: c.state, hash: finalHashOf(c) };
+      c = decodeCheckpoint(await readChecked(store, job.acceptedHash));
     } catch (err) {
       if (err instanceof StoreUnavailableError) throw outage(err, `accepted checkpoint ${job.acceptedHash}`);
       throw new CannotVerifyError(`accepted checkpoint ${job.acceptedHash} unavailable: ${(err as Error).message}`);
     }
+    entry = { state: c.state, hash: finalHashOf(c), ...facts, checkpointHash: job.acceptedHash };
   }
   cache?.states.set(key, entry);
   return entry;
@@ -356,30 +412,6 @@ function headerProblems(
   return out;
 }
 
-/** Every segment-boundary state blob must be retrievable (a cheap existence check, no hashing). */
-async function gapProblems(store: CheckpointStore, c: Checkpoint): Promise<Refusal[]> {
-  const missing: number[] = [];
-  for (const step of storedSteps(c.startStep, c.step, c.segmentSteps)) {
-    let stored: boolean;
-    try {
-      stored = await store.has(committedAt(c, step));
-    } catch (err) {
-      // "cannot tell" is not "missing": an existence check that failed is the verifier's problem, not a gap.
-      if (err instanceof StoreUnavailableError) throw outage(err, `state after step ${step}`);
-      throw err;
-    }
-    if (!stored) missing.push(step);
-  }
-  return missing.length
-    ? [
-        new Refusal(
-          "chain-gap",
-          `no stored state for step(s) ${missing.slice(0, 8).join(", ")}${missing.length > 8 ? ", …" : ""}`,
-        ),
-      ]
-    : [];
-}
-
 /**
  * The steps a verifier replays: whole segments sampled by its salt for a budget of k steps, plus the last step
  * (the state that would be paid for). m is the checkpoint's segment length (default: the template default).
@@ -396,16 +428,23 @@ export function stepsToReplay(
   );
 }
 
-/** Checks one boundary state's bytes, pure: the decoded state, or the defect they prove. */
+/**
+ * Checks one boundary state's bytes, pure, without decoding its numbers: its layout (the numbers stay views of
+ * `bytes`), or the defect they prove. The same checks, in the same order, as decodeState then checkStateShape then
+ * the label: structure, finite numbers, the template's names and shapes, the step.
+ */
 export function boundaryDefect(
   t: Template,
   bytes: Uint8Array,
   step: number,
-): { state: TrainingState } | { code: ReasonCode; why: string } {
-  let state: TrainingState;
+): { layout: StateLayout } | { code: ReasonCode; why: string } {
+  let layout: StateLayout;
   try {
-    state = decodeState(bytes);
-    checkStateShape(t, state);
+    const r = new ByteReader(bytes);
+    layout = readStateLayout(r);
+    r.end();
+    checkLayoutNumbers(layout);
+    checkStateShape(t, layout);
   } catch (err) {
     if (err instanceof NonFiniteError) return { code: "non-finite", why: err.message };
     if (err instanceof CheckpointFormatError) {
@@ -414,8 +453,8 @@ export function boundaryDefect(
     }
     throw err;
   }
-  if (state.step !== step) return { code: "replay-mismatch", why: `is labelled step ${state.step}` };
-  return { state };
+  if (layout.step !== step) return { code: "replay-mismatch", why: `is labelled step ${layout.step}` };
+  return { layout };
 }
 
 /** Whether every weight and momentum value is finite. */
@@ -444,10 +483,42 @@ type Scan = {
   defect?: { step: number; problem: Refusal };
 };
 
+/** Boundary blobs read at once (each at most one state, so at most this many states' bytes held). */
+export const BOUNDARY_READS_IN_FLIGHT = 4;
+
+/**
+ * `f` over `items` with at most `limit` calls in flight, results in the items' order. Every call started settles
+ * before this returns (a failure is a result, never an unhandled rejection); after a failure that `halts` none is
+ * started (a store outage: reading on would only wait out more retries), so the results end at the first gap.
+ */
+async function inOrder<T, R>(
+  items: T[],
+  limit: number,
+  f: (x: T) => Promise<R>,
+  halts: (reason: unknown) => boolean,
+): Promise<PromiseSettledResult<R>[]> {
+  const out: PromiseSettledResult<R>[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      try {
+        out[i] = { status: "fulfilled", value: await f(items[i]) };
+      } catch (reason) {
+        out[i] = { status: "rejected", reason };
+        if (halts(reason)) next = items.length;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 /**
  * Every verifier reads EVERY committed boundary state and checks its form, not only those its sample replays from:
- * a defect is found by each verifier with certainty instead of with the sample's probability (the reads and hashing
- * cost about one segment's replay of one step each).
+ * a defect is found by each verifier with certainty instead of with the sample's probability. Each blob is read
+ * once (a few at a time), hashed once (readChecked) and checked on its raw bytes (boundaryDefect); only the states
+ * in `keep` (the sampled spans' starts) are decoded into tensors.
  */
 async function scanBoundaries(
   t: Template,
@@ -457,22 +528,53 @@ async function scanBoundaries(
   keep: Set<number>,
 ): Promise<Scan> {
   const scan: Scan = { usable: [c.startStep], states: new Map([[c.startStep, start]]), plain: [] };
-  for (const step of storedSteps(c.startStep, c.step, c.segmentSteps)) {
+  const steps = storedSteps(c.startStep, c.step, c.segmentSteps);
+  const read = async (step: number) => {
+    const r = boundaryDefect(t, await readChecked(store, committedAt(c, step), stateBytesOf(t)), step);
+    // Decode only what a replay starts from; the blob's bytes are dropped as soon as the check is done.
+    return "layout" in r ? { ok: true as const, state: keep.has(step) ? stateOfLayout(r.layout) : undefined } : r;
+  };
+  const halts = (err: unknown) => err instanceof StoreUnavailableError;
+  const results = await inOrder(steps, BOUNDARY_READS_IN_FLIGHT, read, halts);
+  for (const [i, step] of steps.entries()) {
+    const res = results[i];
+    if (!res) break; // never started: an outage before it throws below first
     const context = `state after step ${step}`;
-    let bytes: Uint8Array;
-    try {
-      bytes = await store.get(committedAt(c, step), stateBytesOf(t));
-    } catch (err) {
-      scan.plain.push(refusalOf(err, context));
+    if (res.status === "rejected") {
+      scan.plain.push(refusalOf(res.reason, context)); // a store outage throws: it says nothing of the blob
       continue;
     }
-    const r = boundaryDefect(t, bytes, step);
-    if ("state" in r) {
+    const r = res.value;
+    if ("ok" in r) {
       scan.usable.push(step);
-      if (keep.has(step)) scan.states.set(step, r.state);
+      if (r.state) scan.states.set(step, r.state);
     } else scan.defect ??= { step, problem: new Refusal(r.code, `${context} ${r.why}`) };
   }
   return scan;
+}
+
+/** The chain-gap refusal for the boundaries the store does not hold. */
+const gapRefusal = (missing: number[]) =>
+  new Refusal(
+    "chain-gap",
+    `no stored state for step(s) ${missing.slice(0, 8).join(", ")}${missing.length > 8 ? ", …" : ""}`,
+  );
+
+/** Every segment-boundary state blob must be retrievable (a cheap existence check, no reading or hashing). */
+async function gapProblems(store: CheckpointStore, c: Checkpoint): Promise<Refusal[]> {
+  const missing: number[] = [];
+  for (const step of storedSteps(c.startStep, c.step, c.segmentSteps)) {
+    let stored: boolean;
+    try {
+      stored = await store.has(committedAt(c, step));
+    } catch (err) {
+      // "cannot tell" is not "missing": an existence check that failed is the verifier's problem, not a gap.
+      if (err instanceof StoreUnavailableError) throw outage(err, `state after step ${step}`);
+      throw err;
+    }
+    if (!stored) missing.push(step);
+  }
+  return missing.length ? [gapRefusal(missing)] : [];
 }
 
 /** What replays need: the checkpoint, the scan's usable states, and where each replayed step's CPU ms go. */
@@ -489,7 +591,11 @@ async function usableState(r: Replayer, step: number): Promise<TrainingState> {
   const kept = r.scan.states.get(step);
   if (kept) return kept;
   try {
-    return await getState(r.store, committedAt(r.c, step), stateBytesOf(r.trainer.template));
+    const t = r.trainer.template;
+    const checked = boundaryDefect(t, await readChecked(r.store, committedAt(r.c, step), stateBytesOf(t)), step);
+    // The same hash-checked bytes the scan found usable, so this cannot refuse; kept for the code's sake.
+    if (!("layout" in checked)) throw new Refusal(checked.code, `state after step ${step} ${checked.why}`);
+    return stateOfLayout(checked.layout);
   } catch (err) {
     throw refusalOf(err, `state after step ${step}`);
   }
@@ -694,7 +800,14 @@ export async function verifyCheckpoint(input: VerifyCheckpointInput): Promise<Ch
   if (problems.length) return done(problems);
 
   // If this checkpoint is accepted, its state is the job's next baseline: remember it under its blob hash.
-  cache?.states.set(report.hash.toLowerCase(), { state: c.state, hash: finalHashOf(c) });
+  cache?.states.set(report.hash.toLowerCase(), {
+    state: c.state,
+    hash: finalHashOf(c),
+    templateId: c.templateId,
+    seed: c.seed,
+    step: c.step,
+    checkpointHash: report.hash,
+  });
   const regression = await regressionProblem(template, trainer, c, start, metrics, cache);
   if (!regression) return done([]);
   // A breach of the evaluation rule is evidence, not proof: honest work breaks it by chance at the rule's

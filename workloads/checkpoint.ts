@@ -8,7 +8,7 @@
 // states at segment boundaries (segments.ts storedSteps) are stored as blobs: a verifier fetches a boundary
 // state, replays the whole segment after it and compares every step with its committed hash.
 //
-// Work is bound to its maker (issue 19). The checkpoint commits its maker and arithmetic profile (inside the
+// Work is bound to its maker. The checkpoint commits its maker and arithmetic profile (inside the
 // reported hash), and its steps are trained on a data order drawn from the job's seed *and* the maker
 // (workSeed): another identity that copies the checkpoint, or re-signs it with its own address, commits states
 // that its own data order does not produce, so the always-replayed last step (and every sampled segment) refutes
@@ -17,7 +17,14 @@
 import { createHash } from "node:crypto";
 import { ByteReader, ByteWriter, hexToBytes32 } from "./bytes.ts";
 import { CheckpointFormatError } from "./errors.ts";
-import { checkNumbers, readState, stateHash, writeState } from "./state.ts";
+import {
+  checkLayoutNumbers,
+  readStateLayout,
+  stateHash,
+  stateOfLayout,
+  writeState,
+  type StateLayout,
+} from "./state.ts";
 import type { TrainingState } from "./types.ts";
 
 export const CHECKPOINT_MAGIC = Buffer.from("GPUCKPT\0", "ascii");
@@ -120,6 +127,14 @@ export function encodeCheckpoint(c: Checkpoint): Uint8Array {
 }
 
 /**
+ * Whether the state's bytes are its canonical encoding (what encodeState gives for the decoded state): every field
+ * reads back to the same bytes except a tensor name that is not valid UTF-8. Then the state's hash is the hash of its
+ * bytes as they lie in the blob, with no re-encoding.
+ */
+const canonicalNames = (l: StateLayout): boolean =>
+  [...l.weights, ...l.momentum].every((t) => Buffer.from(t.name, "utf8").equals(t.nameBytes));
+
+/**
  * Decodes and validates a checkpoint: magic, version, lengths, no trailing bytes, hash chain end
  * (last step hash, or the start hash for an empty segment, equals the embedded state's hash) and
  * no NaN/Inf. Throws CheckpointFormatError or NonFiniteError.
@@ -144,8 +159,10 @@ export function decodeCheckpoint(bytes: Uint8Array): Checkpoint {
   const n = r.u32();
   if (n * 32 > r.remaining) throw new CheckpointFormatError("TRUNCATED", `step hash list of ${n} cut short`);
   const stepHashes = Array.from({ length: n }, () => r.hex32());
-  const state = readState(r);
+  const stateAt = r.pos;
+  const layout = readStateLayout(r);
   r.end();
+  const state = stateOfLayout(layout);
   const c: Checkpoint = {
     templateId,
     seed,
@@ -161,8 +178,8 @@ export function decodeCheckpoint(bytes: Uint8Array): Checkpoint {
   };
   checkStructure(c);
   const last = n > 0 ? stepHashes[n - 1] : startStateHash;
-  if (stateHash(state) !== last)
-    throw new CheckpointFormatError("INCONSISTENT", "state does not match its committed hash");
-  checkNumbers(state);
+  const hash = canonicalNames(layout) ? blobHash(bytes.subarray(stateAt)) : stateHash(state);
+  if (hash !== last) throw new CheckpointFormatError("INCONSISTENT", "state does not match its committed hash");
+  checkLayoutNumbers(layout);
   return c;
 }
