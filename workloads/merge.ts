@@ -202,11 +202,15 @@ function roundRational(n: bigint, d: bigint): number {
 /** A float32 as an exact integer count of 2^−149. */
 const units = (x: number): bigint => BigInt(x * SCALE);
 
+/** Elements the BigInt path computed since the module loaded (a cost figure for the bench, not part of any result). */
+export const mergeCounters = { exactPath: 0, elements: 0 };
+
 /**
  * round32(Σ coef[i]·x[i] / den) exactly: float64 with TwoSum checks, or BigInt when a sum or the rounding is not exact.
  * coef are integers below 2^23 in magnitude, x float32 values, den a positive integer below 2^23.
  */
 function combine(coef: Float64Array, x: Float64Array, n: number, den: number, forceExact: boolean): number {
+  mergeCounters.elements++;
   if (!forceExact) {
     let s = coef[0] * x[0];
     let exact = true;
@@ -224,6 +228,7 @@ function combine(coef: Float64Array, x: Float64Array, n: number, den: number, fo
       if (!onMidpoint(q, f)) return f;
     }
   }
+  mergeCounters.exactPath++;
   let acc = 0n;
   for (let i = 0; i < n; i++) if (coef[i] !== 0 && x[i] !== 0) acc += BigInt(coef[i]) * units(x[i]);
   return roundRational(acc, BigInt(den) << 149n); // acc counts 2^−149
