@@ -7,6 +7,7 @@
 import { expect } from "chai";
 import {
   blobHash,
+  checkNumbers,
   decodeState,
   encodeState,
   FsCheckpointStore,
@@ -144,6 +145,37 @@ describe("verifier cache: never another job's state, never a stale or wrong hash
     expect(err).to.be.instanceOf(HashMismatchError);
     await store.put(honest);
     expect(Buffer.from(await readChecked(store, hash)).equals(Buffer.from(honest))).to.equal(true);
+  });
+
+  it("the finiteness check finds each NaN and ±Infinity at every position, and no finite value", function () {
+    const finite = [0, -0, 1e-45, -1e-45, 3.4028234663852886e38, -3.4028234663852886e38, 1, -2.5];
+    for (let n = 1; n <= 37; n++) {
+      const data = Float32Array.from({ length: n }, (_, i) => finite[i % finite.length]);
+      const state = (d: Float32Array): TrainingState => ({
+        step: 0,
+        weights: [{ name: "w", dims: [d.length], data: d }],
+        momentum: [],
+      });
+      expect(() => checkNumbers(state(data)), `finite, n = ${n}`).to.not.throw();
+      for (let i = 0; i < n; i++) {
+        for (const bad of [NaN, Infinity, -Infinity]) {
+          const d = data.slice();
+          d[i] = bad;
+          const err = (() => {
+            try {
+              checkNumbers(state(d));
+            } catch (e) {
+              return e;
+            }
+          })();
+          expect(err, `n = ${n}, at ${i}`).to.be.instanceOf(NonFiniteError);
+          expect((err as NonFiniteError).index, `n = ${n}, at ${i}`).to.equal(i);
+          // The same on a blob whose data starts off a multiple of 4 (the raw-bytes check).
+          const blob = encodeState({ ...state(d), weights: [{ name: "w_", dims: [n], data: d }] });
+          expect(decodeState.bind(null, blob), `blob n = ${n}, at ${i}`).to.throw(NonFiniteError);
+        }
+      }
+    }
   });
 
   it("boundary states checked on their raw bytes find what decoding finds, in the same order", function () {
