@@ -152,6 +152,9 @@ export class Coordinator {
     return { decision, outcome };
   }
 
+  /** The head block and when this coordinator first saw it (its clock): chain time moves on between blocks. */
+  private head = { number: -1, seenAtMs: 0 };
+
   private noteUnassign(d: Decision, nowMs: number): void {
     this.unassigns.push({
       jobId: d.jobId.toString(),
@@ -172,10 +175,11 @@ export class Coordinator {
     await chain.refresh(block.number, jobCount);
     const jobs = [...chain.jobs.values()];
     this.trackWatchStart(jobs, nowMs);
+    if (block.number !== this.head.number) this.head = { number: block.number, seenAtMs: nowMs };
     this.book.prune(nowMs, Math.max(60_000, 10 * config.heartbeatTimeoutMs));
     return {
       nowMs,
-      chainTime: BigInt(block.timestamp),
+      chainTime: projectedChainTime(BigInt(block.timestamp), nowMs - this.head.seenAtMs),
       timeoutMs: config.heartbeatTimeoutMs,
       startGraceMs: config.startGraceMs,
       isCoordinator: ctx.address ? ctx.address.toLowerCase() === coordinator.toLowerCase() : ctx.dryRun,
@@ -258,4 +262,16 @@ export async function runCoordinator(
   } finally {
     await server.close();
   }
+}
+
+/**
+ * Chain time now: the head block's timestamp, moved on by the wall time since that block was first seen, less a
+ * second. A chain that mines only on demand (a Hardhat or anvil node with automine, nobody sending) stamps its next
+ * block with the wall clock, so a deadline passes for the next transaction although the head block never moves;
+ * the second's margin keeps a decision from landing in a block still at the deadline. On a chain with steady blocks
+ * the head moves every block, and this is its timestamp.
+ */
+export function projectedChainTime(headTimestamp: bigint, sinceSeenMs: number): bigint {
+  const moved = Math.floor(sinceSeenMs / 1_000) - 1;
+  return moved > 0 ? headTimestamp + BigInt(moved) : headTimestamp;
 }

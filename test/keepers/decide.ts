@@ -480,3 +480,17 @@ describe("keepers: proof of reserves (pure)", function () {
     expect(blocksToCheck(0, 9, 3)).to.deep.equal({ blocks: [7, 8, 9], skipped: 6 });
   });
 });
+
+describe("coordinator: chain time between blocks", function () {
+  it("the head's timestamp, moved on by the wall time since it was seen less a second (boundaries at 1,999 / 2,000 ms)", async function () {
+    const { projectedChainTime } = await import("../../keepers/coordinator/tick.ts");
+    const cases: [number, bigint][] = [
+      [0, 100n],
+      [1_999, 100n],
+      [2_000, 101n],
+      [2_999, 101n],
+      [61_000, 160n],
+    ];
+    for (const [since, expected] of cases) expect(projectedChainTime(100n, since), `${since} ms`).to.equal(expected);
+  });
+});
