@@ -3,6 +3,7 @@
  *   top:    cli/ demo/ scripts/ bench/
  *   middle: keepers/ agent/ verifier/ dashboard/
  *   bottom: workloads/ sdk/   (and the contracts' generated types/ and build artifacts/)
+ *           sdk/ in four rooms: rules/ and words/ (pure) below node/ and run/ (I/O)
  * test/ may import anything. `npm run deps` checks it (CI runs it through `npm run check`).
  */
 const TOP = "^(cli|demo|scripts|bench)/";
@@ -38,6 +39,23 @@ module.exports = {
       comment: "workloads/ and sdk/ are the floor everything stands on: they import nothing above them.",
       from: { path: BOTTOM },
       to: { path: [TOP, MIDDLE] },
+    },
+    {
+      name: "sdk-pure-imports-no-chain",
+      severity: "error",
+      comment:
+        "sdk/rules/ (pure mirrors of the contracts) and sdk/words/ (what people read) are pure: they import nothing " +
+        "that talks to a node (sdk/node/) or runs a process (sdk/run/), and no Node built-in, so the dashboard, " +
+        "the keepers and the tests can call them anywhere.",
+      from: { path: "^sdk/(rules|words)/" },
+      to: { path: "^sdk/(node|run)/" },
+    },
+    {
+      name: "sdk-pure-imports-no-node-builtins",
+      severity: "error",
+      comment: "sdk/rules/ and sdk/words/ run in the browser too: no file system, network or process modules.",
+      from: { path: "^sdk/(rules|words)/" },
+      to: { dependencyTypes: ["core"] },
     },
     {
       name: "only-tests-import-tests",

@@ -1,5 +1,5 @@
 /**
- * The provider agent, in the shape of every long-running part: config + a tick + the shared runner (sdk/runner.ts),
+ * The provider agent, in the shape of every long-running part: config + a tick + the shared runner (sdk/run/runner.ts),
  * with its behaviour injected (honest unless a fault was asked for: agent/behaviour.ts, agent/faults.ts).
  *
  * `runAgent(config, deps)` prints the provider address, waits for gas money, registers (idempotently), starts the
@@ -8,18 +8,18 @@
  * agent in-process against a simulated chain.
  */
 import { formatEther, type JsonRpcProvider } from "ethers";
-import { formatPrice, formatUsdc } from "../sdk/format.ts";
-import { probationLine } from "../sdk/probation.ts";
-import { NotADevNodeError, setDevBalance } from "../sdk/faucet.ts";
-import { LOCAL_CHAIN_ID } from "../sdk/deployment.ts";
+import { formatPrice, formatUsdc } from "../sdk/words/format.ts";
+import { probationLine } from "../sdk/rules/probation.ts";
+import { NotADevNodeError, setDevBalance } from "../sdk/node/faucet.ts";
+import { LOCAL_CHAIN_ID } from "../sdk/node/deployment.ts";
 import { isProvenProfile, listTemplates, loadTemplate, localProfile } from "../workloads/index.ts";
-import { isRunning, isTraining, type JobView } from "../sdk/job.ts";
-import { sleep } from "../sdk/retry.ts";
-import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
-import { runLoop, type TickResult } from "../sdk/runner.ts";
+import { isRunning, isTraining, type JobView } from "../sdk/rules/job.ts";
+import { sleep } from "../sdk/run/retry.ts";
+import { ChainWake, eventTopics } from "../sdk/node/chainWake.ts";
+import { runLoop, type TickResult } from "../sdk/run/runner.ts";
 import { Chain, StoppedError } from "./chain.ts";
 import { assignedJobs, decideRegistration, leaseHeartbeatMs, planJob, type Offer } from "./decide.ts";
-import { stakeTopUp } from "../sdk/stake.ts";
+import { stakeTopUp } from "../sdk/rules/stake.ts";
 import { registryProfile } from "./device.ts";
 import { behaviourOf } from "./faults.ts";
 import { Liveness } from "./liveness.ts";

@@ -6,7 +6,7 @@
 import type { StepOptions, TrainingState } from "../workloads/index.ts";
 import type { FencedWriter } from "./fenced.ts";
 import { honestUpload, type Segment, type Upload } from "./segment.ts";
-import type { JobView } from "../sdk/job.ts";
+import type { JobView } from "../sdk/rules/job.ts";
 
 /** A committed checkpoint (hash and blob) a `replay-old` provider can report again. */
 export interface OldCheckpoint {

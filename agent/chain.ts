@@ -3,12 +3,13 @@
  * writes serialized (one nonce sequence for the work loop and the lease heartbeat) and their reverts decoded.
  */
 import type { Interface, TransactionResponse } from "ethers";
-import type { Protocol } from "../sdk/contracts.ts";
-import { classifyError, decodeCustomError, describeError, type ErrorClass } from "../sdk/errors.ts";
-import type { Logger } from "../sdk/log.ts";
-import { withRetry } from "../sdk/retry.ts";
-import { mined } from "../sdk/txManager.ts";
-import { jobIds, readJob, type JobView } from "../sdk/job.ts";
+import type { Protocol } from "../sdk/node/contracts.ts";
+import { classifyError, decodeCustomError, describeError, type ErrorClass } from "../sdk/node/errors.ts";
+import type { Logger } from "../sdk/run/log.ts";
+import { withRetry } from "../sdk/run/retry.ts";
+import { mined } from "../sdk/node/txManager.ts";
+import { jobIds, type JobView } from "../sdk/rules/job.ts";
+import { readJob } from "../sdk/node/jobReads.ts";
 import { toProviderRecord, type ProviderRecord } from "./decide.ts";
 import { isOutOfGasMoney, type Problems } from "./problems.ts";
 
@@ -115,7 +116,7 @@ export class Chain {
   write(what: string, send: () => Promise<TransactionResponse>): Promise<WriteResult> {
     const run = async (): Promise<WriteResult> => {
       try {
-        // Waited for the manager's way (sdk/txManager.ts): a speed-up's or a re-broadcast's receipt counts.
+        // Waited for the manager's way (sdk/node/txManager.ts): a speed-up's or a re-broadcast's receipt counts.
         const receipt = await this.withRpcRetry(what, () => mined(send()));
         this.problems?.clear("gas");
         return { ok: true, hash: receipt?.hash ?? "" };

@@ -5,12 +5,12 @@
  * Builds the agent's config once (validated, with clear errors), wires the real I/O (key file, RPC, checkpoint
  * store, coordinator HTTP, terminal, signals) and runs agent/agent.ts `runAgent`.
  */
-import { isProviderName, PROVIDER_NAME_RULE } from "../sdk/providerName.ts";
+import { isProviderName, PROVIDER_NAME_RULE } from "../sdk/words/providerName.ts";
 import path from "node:path";
 import { JsonRpcProvider, Network, Wallet } from "ethers";
-import { JsonRpcClient } from "../sdk/jsonRpc.ts";
-import { rpcSettings } from "../sdk/rpc.ts";
-import { managedWallet } from "../sdk/txManager.ts";
+import { JsonRpcClient } from "../sdk/node/jsonRpc.ts";
+import { rpcSettings } from "../sdk/node/rpc.ts";
+import { managedWallet } from "../sdk/node/txManager.ts";
 import {
   expectPositionals,
   parseCommand,
@@ -18,21 +18,21 @@ import {
   parseUsdc,
   requireString,
   UsageError,
-} from "../sdk/args.ts";
-import { checkDeploymentOn, connectProtocol, protocolInterfaces, rpcChainId, RpcError } from "../sdk/contracts.ts";
-import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
-import { classifyError, describeError } from "../sdk/errors.ts";
-import { HEARTBEAT_DEFAULTS } from "../sdk/heartbeat.ts";
-import { KeyFileError, loadOrCreateKey } from "../sdk/keys.ts";
-import { createLogger, type Logger } from "../sdk/log.ts";
-import { withRetry } from "../sdk/retry.ts";
+} from "../sdk/run/args.ts";
+import { checkDeploymentOn, connectProtocol, protocolInterfaces, rpcChainId, RpcError } from "../sdk/node/contracts.ts";
+import { loadDeployment, type Deployment } from "../sdk/node/deployment.ts";
+import { classifyError, describeError } from "../sdk/node/errors.ts";
+import { HEARTBEAT_DEFAULTS } from "../sdk/rules/heartbeat.ts";
+import { KeyFileError, loadOrCreateKey } from "../sdk/run/keys.ts";
+import { createLogger, type Logger } from "../sdk/run/log.ts";
+import { withRetry } from "../sdk/run/retry.ts";
 import { openStore } from "../workloads/index.ts";
-import { storeUrlArg } from "../sdk/storeArg.ts";
-import { withdrawCommand } from "../sdk/commandLine.ts";
+import { storeUrlArg } from "../sdk/run/storeArg.ts";
+import { withdrawCommand } from "../sdk/words/commandLine.ts";
 import { runAgent } from "./agent.ts";
 import { detectDevice } from "./device.ts";
 import { DEVICE_CHOICES, isDeviceChoice, type DeviceChoice } from "./executionProvider.ts";
-import { shutdownSignal } from "../sdk/runner.ts";
+import { shutdownSignal } from "../sdk/run/runner.ts";
 import { FaultSpecError, parseFault } from "./faults.ts";
 import { httpHeartbeatSender } from "./liveness.ts";
 import { Terminal } from "./progress.ts";
@@ -151,7 +151,7 @@ export function parseDeviceChoice(
 
 /**
  * Asks the RPC for its chain id and, given a deployment, checks the deployment belongs to that chain
- * (sdk/contracts.ts checkDeploymentOn), retrying an outage (with "chain unreachable" logs) until it answers or we are
+ * (sdk/node/contracts.ts checkDeploymentOn), retrying an outage (with "chain unreachable" logs) until it answers or we are
  * stopped. A stale deployment (a restarted chain: no code at its addresses) is the person's to fix, thrown at once:
  * every call through it would fail later with "could not decode result data".
  */

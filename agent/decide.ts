@@ -4,7 +4,7 @@
  * read fresh (the agent never trusts its own memory across a tick), so a restarted agent decides the same.
  */
 import { getAddress } from "ethers";
-import { isRunning, type JobView } from "../sdk/job.ts";
+import { isRunning, type JobView } from "../sdk/rules/job.ts";
 import { ZERO_HASH } from "../workloads/index.ts";
 
 // ---------------------------------------------------------------- registry

@@ -5,16 +5,16 @@
  * event's block, never from the agent's own arithmetic: what the line says is what the chain credited.
  *
  * The rule (contracts/JobEscrow.sol): a provider's earnings on a job are claimable once the job is Settled (or
- * Cancelled); a job is settleable the second after its verdict + its dispute window (sdk/settleTiming.ts), and
+ * Cancelled); a job is settleable the second after its verdict + its dispute window (sdk/rules/settleTiming.ts), and
  * anyone settles it (the finalizer keeper does). `gpuchain withdraw` claims them and withdraws what is owed.
  */
 import type { Result } from "ethers";
-import { eventTopics } from "../sdk/chainWake.ts";
-import { formatDuration, formatTime, formatUsdc } from "../sdk/format.ts";
-import type { Protocol } from "../sdk/contracts.ts";
-import type { Logger } from "../sdk/log.ts";
-import { sleep } from "../sdk/retry.ts";
-import { settleTiming } from "../sdk/settleTiming.ts";
+import { eventTopics } from "../sdk/node/chainWake.ts";
+import { formatDuration, formatTime, formatUsdc } from "../sdk/words/format.ts";
+import type { Protocol } from "../sdk/node/contracts.ts";
+import type { Logger } from "../sdk/run/log.ts";
+import { sleep } from "../sdk/run/retry.ts";
+import { settleTiming } from "../sdk/rules/settleTiming.ts";
 
 /** The facts of one accepted checkpoint, as the chain tells them. */
 export interface Credited {
@@ -45,7 +45,7 @@ export function creditedLine(c: Credited): string {
   );
 }
 
-/** The verdict landed: from when (`from`, Unix seconds: sdk/settleTiming.ts) the job's earnings are withdrawable, and how. */
+/** The verdict landed: from when (`from`, Unix seconds: sdk/rules/settleTiming.ts) the job's earnings are withdrawable, and how. */
 export function verdictLine(jobId: bigint, total: bigint, from: bigint, withdraw: string): string {
   return (
     `job ${jobId}'s verdict is in: your ${formatUsdc(total)} on it is withdrawable from ${formatTime(from)}, ` +

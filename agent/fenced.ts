@@ -5,10 +5,10 @@
  * bug and is logged as an error.
  */
 import { id as keccakId } from "ethers";
-import { decodeCustomError, describeError } from "../sdk/errors.ts";
-import type { JobView } from "../sdk/job.ts";
-import type { Logger } from "../sdk/log.ts";
-import { sleep } from "../sdk/retry.ts";
+import { decodeCustomError, describeError } from "../sdk/node/errors.ts";
+import type { JobView } from "../sdk/rules/job.ts";
+import type { Logger } from "../sdk/run/log.ts";
+import { sleep } from "../sdk/run/retry.ts";
 import type { Chain } from "./chain.ts";
 
 /** What writing after the fence needs from the agent (a narrow slice of its work context). */

@@ -4,11 +4,11 @@
  * working. An unreachable coordinator is only a warning: the on-chain lease is what the protocol relies on.
  */
 import type { Wallet } from "ethers";
-import { machineId } from "../sdk/machine.ts";
+import { machineId } from "../sdk/run/machine.ts";
 import type { Problems } from "./problems.ts";
-import { signHeartbeat, type Heartbeat, type SignedHeartbeat } from "../sdk/heartbeat.ts";
-import type { Logger } from "../sdk/log.ts";
-import { sleep } from "../sdk/retry.ts";
+import { signHeartbeat, type Heartbeat, type SignedHeartbeat } from "../sdk/rules/heartbeat.ts";
+import type { Logger } from "../sdk/run/log.ts";
+import { sleep } from "../sdk/run/retry.ts";
 import { sendHeartbeat } from "./sends.ts";
 import { isFenceRejection, type Chain } from "./chain.ts";
 

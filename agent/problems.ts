@@ -2,7 +2,7 @@
  * What keeps this provider from working right now, in its own words: the last problem of each kind it ran into
  * and has not got past yet (the dashboard's follow stepper used to show a guess). Each kind is set where the
  * agent meets it and cleared where the same action next succeeds; the newest one rides in the signed heartbeat
- * (sdk/heartbeat.ts `problem`), so the coordinator lists it and the dashboard shows it beside the provider.
+ * (sdk/rules/heartbeat.ts `problem`), so the coordinator lists it and the dashboard shows it beside the provider.
  */
 export type ProblemKind = "store" | "gas";
 
@@ -39,6 +39,6 @@ export class Problems {
 
 /** Whether a failed send's description says the key cannot pay for gas. */
 export function isOutOfGasMoney(description: string): boolean {
-  // sdk/txManager.ts says "out of gas money: …"; a node's own words where a send bypassed it.
+  // sdk/node/txManager.ts says "out of gas money: …"; a node's own words where a send bypassed it.
   return /out of gas money|insufficient funds|INSUFFICIENT_FUNDS|sender doesn't have enough funds/i.test(description);
 }

@@ -3,7 +3,7 @@
  * structured "progress" log at most every few seconds. Logs and the progress line share the terminal, so a log
  * line first clears the progress line and then redraws it.
  */
-import type { Logger } from "../sdk/log.ts";
+import type { Logger } from "../sdk/run/log.ts";
 import type { DeviceProfile } from "./device.ts";
 
 /** `fault`: the injected fault's name (ProviderBehaviour.fault), undefined when honest. */

@@ -1,10 +1,10 @@
 /**
  * The agent's transactions that write `block.timestamp` (report, heartbeat): sent with a limit over the estimate,
- * because an estimate made within the second of the previous write is short (sdk/gas.ts says why).
+ * because an estimate made within the second of the previous write is short (sdk/node/gas.ts says why).
  */
 import type { ContractTransactionResponse } from "ethers";
 import type { JobEscrow } from "../types/ethers-contracts/index.ts";
-import { sendWithHeadroom } from "../sdk/gas.ts";
+import { sendWithHeadroom } from "../sdk/node/gas.ts";
 
 export function sendReport(
   escrow: JobEscrow,

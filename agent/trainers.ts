@@ -4,7 +4,7 @@
  * with a warning naming it and why; the pool then stays on the CPU (a provider that cannot open a session on this
  * machine will not open one for the next template either) and tells the agent, whose profile changes with it.
  */
-import type { Logger } from "../sdk/log.ts";
+import type { Logger } from "../sdk/run/log.ts";
 import {
   type ExecutionProvider,
   createTrainer,

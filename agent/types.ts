@@ -1,7 +1,7 @@
 /** The agent's configuration (built and validated once, by agent/cli.ts or a test) and its injected I/O. */
 import type { Wallet } from "ethers";
-import type { Protocol } from "../sdk/contracts.ts";
-import type { Logger } from "../sdk/log.ts";
+import type { Protocol } from "../sdk/node/contracts.ts";
+import type { Logger } from "../sdk/run/log.ts";
 import type { CheckpointStore } from "../workloads/index.ts";
 import type { DeviceProfile } from "./device.ts";
 import type { ProviderBehaviour } from "./behaviour.ts";

@@ -11,10 +11,10 @@
  * The chain stays the truth: nothing local survives the job but the trainer, a restarted agent resumes from what
  * the chain says. Fencing is checked on every read and before every write.
  */
-import type { JobView } from "../sdk/job.ts";
-import type { ChainWake } from "../sdk/chainWake.ts";
-import type { Logger } from "../sdk/log.ts";
-import { sleep } from "../sdk/retry.ts";
+import type { JobView } from "../sdk/rules/job.ts";
+import type { ChainWake } from "../sdk/node/chainWake.ts";
+import type { Logger } from "../sdk/run/log.ts";
+import { sleep } from "../sdk/run/retry.ts";
 import { sendReport } from "./sends.ts";
 import {
   defaultSegmentSteps,

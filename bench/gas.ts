@@ -23,7 +23,7 @@ import {
   signVerdict,
   type Protocol,
 } from "../test/helpers/fixture.ts";
-import { signPermit } from "../sdk/permit.ts";
+import { signPermit } from "../sdk/rules/permit.ts";
 
 const JOB = { ...DEFAULT_REQUEST, disputeWindow: 60n };
 

@@ -1,7 +1,7 @@
 /**
  * Keepers at scale: 1,000 concurrent jobs and 1,000 providers on Hardhat's in-process simulated chain (EDR), served
  * over HTTP by a counting JSON-RPC proxy in this process, so the keepers talk to it exactly as to a node (ethers
- * JsonRpcProvider, sdk/contracts.ts `rpcProvider`) and every request they send is counted.
+ * JsonRpcProvider, sdk/node/contracts.ts `rpcProvider`) and every request they send is counted.
  *
  * Setup (not counted) goes through the in-process connection, many transactions per block (`inBulk`): creating the
  * jobs, registering and staking the providers, the 900 assignments after the measured tick that decided them, and
@@ -20,17 +20,17 @@ import { createCoordinator, type Coordinator } from "../keepers/coordinator/tick
 import { finalizerConfig } from "../keepers/finalizer/config.ts";
 import { createFinalizer, runFinalizer } from "../keepers/finalizer/tick.ts";
 import { keeperContext } from "../keepers/context.ts";
-import { rpcProvider } from "../sdk/contracts.ts";
-import { createLogger } from "../sdk/log.ts";
-import { signHeartbeat } from "../sdk/heartbeat.ts";
-import { machineId } from "../sdk/machine.ts";
+import { rpcProvider } from "../sdk/node/contracts.ts";
+import { createLogger } from "../sdk/run/log.ts";
+import { signHeartbeat } from "../sdk/rules/heartbeat.ts";
+import { machineId } from "../sdk/run/machine.ts";
 import {
   checkpointDecisionDigest,
   escrowDomain,
   packSafeSignatures,
   signAsSafeOwner,
   verdictDigest,
-} from "../sdk/verifierSignatures.ts";
+} from "../sdk/rules/verifierSignatures.ts";
 
 /** Hardhat's default accounts. */
 const MNEMONIC = "test test test test test test test test test test test junk";

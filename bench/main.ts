@@ -17,7 +17,7 @@ import { benchSybil } from "./sybil.ts";
 import { benchVerifierDelay } from "./verifierDelay.ts";
 import { benchRehearsal } from "./rehearsal.ts";
 import { benchLanes } from "./lanes.ts";
-import { parseFlags, UsageError, wantsHelp } from "../sdk/args.ts";
+import { parseFlags, UsageError, wantsHelp } from "../sdk/run/args.ts";
 import { listTemplates } from "../workloads/index.ts";
 
 const progress = (line: string) => process.stderr.write(`[bench] ${line}\n`);

@@ -9,8 +9,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import os from "node:os";
 import { pathToFileURL } from "node:url";
-import type { Protocol } from "../sdk/contracts.ts";
-import { sleep } from "../sdk/retry.ts";
+import type { Protocol } from "../sdk/node/contracts.ts";
+import { sleep } from "../sdk/run/retry.ts";
 import { FAST_DETECTION } from "../demo/actors.ts";
 import { runScenario } from "../demo/scenario.ts";
 

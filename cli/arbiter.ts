@@ -1,7 +1,7 @@
 /** `gpuchain arbiter resolve JOB --uphold|--reject --key FILE`: the arbiter decides a dispute before the deadline. */
-import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
+import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/run/args.ts";
 import { confirm, openContext, requireJob, requireKeyIs, runOnChain } from "./context.ts";
-import { statusName } from "../sdk/job.ts";
+import { statusName } from "../sdk/rules/job.ts";
 
 export const USAGE = `usage: gpuchain arbiter resolve JOB --uphold|--reject --key FILE
 

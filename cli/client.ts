@@ -12,7 +12,7 @@ import {
   parseUsdc,
   requireString,
   UsageError,
-} from "../sdk/args.ts";
+} from "../sdk/run/args.ts";
 import {
   approveIfNeeded,
   confirm,
@@ -24,9 +24,9 @@ import {
   templateArg,
   type CommandContext,
 } from "./context.ts";
-import { statusName } from "../sdk/job.ts";
-import { signPermit } from "../sdk/permit.ts";
-import { formatDuration, formatPrice, formatUsdc } from "../sdk/format.ts";
+import { statusName } from "../sdk/rules/job.ts";
+import { signPermit } from "../sdk/rules/permit.ts";
+import { formatDuration, formatPrice, formatUsdc } from "../sdk/words/format.ts";
 import { warnIfNobodyFits } from "./fit.ts";
 import { amount, emitJson, JSON_OPTION } from "./json.ts";
 import { getAddress } from "ethers";

@@ -11,16 +11,16 @@ import {
   DEFAULT_RPC_TIMEOUT_MS,
   protocolErrors,
   type Protocol,
-} from "../sdk/contracts.ts";
-import { explainError } from "../sdk/errors.ts";
-import { loadDeployment, type Deployment } from "../sdk/deployment.ts";
-import { loadKey } from "../sdk/keys.ts";
-import { managedWallet, mined } from "../sdk/txManager.ts";
-import { CommandError, COMMON_OPTIONS, parsePositiveInt, UsageError } from "../sdk/args.ts";
+} from "../sdk/node/contracts.ts";
+import { explainError } from "../sdk/node/errors.ts";
+import { loadDeployment, type Deployment } from "../sdk/node/deployment.ts";
+import { loadKey } from "../sdk/run/keys.ts";
+import { managedWallet, mined } from "../sdk/node/txManager.ts";
+import { CommandError, COMMON_OPTIONS, parsePositiveInt, UsageError } from "../sdk/run/args.ts";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { liveNetworkOf, liveNetworks, type LiveNetwork } from "./liveNetwork.ts";
-import { formatUsdc } from "../sdk/format.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
 import { listTemplates, loadTemplate } from "../workloads/templates.ts";
 import type { Template } from "../workloads/types.ts";
 import { UnknownTemplateError } from "../workloads/errors.ts";

@@ -4,7 +4,7 @@
  * no key and sends nothing.
  */
 import { existsSync } from "node:fs";
-import { parseCommand, UsageError } from "../sdk/args.ts";
+import { parseCommand, UsageError } from "../sdk/run/args.ts";
 import { startDashboardServer } from "../dashboard/server/server.ts";
 
 const OPTIONS = {

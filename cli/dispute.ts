@@ -1,5 +1,5 @@
 /** `gpuchain dispute JOB --key FILE`: the client disputes the verdict during the window, posting the bond. */
-import { expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
+import { expectPositionals, parseCommand, parseJobId } from "../sdk/run/args.ts";
 import {
   approveIfNeeded,
   confirm,
@@ -9,8 +9,8 @@ import {
   requireKeyIs,
   runOnChain,
 } from "./context.ts";
-import { statusName } from "../sdk/job.ts";
-import { formatDeadline, formatUsdc } from "../sdk/format.ts";
+import { statusName } from "../sdk/rules/job.ts";
+import { formatDeadline, formatUsdc } from "../sdk/words/format.ts";
 import { chainNow } from "./settle.ts";
 
 export const USAGE = `usage: gpuchain dispute JOB --key FILE

@@ -2,11 +2,11 @@
  * How a failed command reads: one line naming what was wrong (the value given, what would be right), no stack
  * unless --debug. Exit 2 for a usage error, 1 for anything else.
  */
-import { CommandError, UsageError } from "../sdk/args.ts";
-import { protocolErrors, RpcError } from "../sdk/contracts.ts";
-import { DeploymentError } from "../sdk/deployment.ts";
-import { explainError } from "../sdk/errors.ts";
-import { KeyFileError } from "../sdk/keys.ts";
+import { CommandError, UsageError } from "../sdk/run/args.ts";
+import { protocolErrors, RpcError } from "../sdk/node/contracts.ts";
+import { DeploymentError } from "../sdk/node/deployment.ts";
+import { explainError } from "../sdk/node/errors.ts";
+import { KeyFileError } from "../sdk/run/keys.ts";
 import { emitJson, inJsonMode } from "./json.ts";
 
 /** Errors whose message is already the whole story for a person. */

@@ -4,18 +4,18 @@
  * A one-shot reader reads once, so a reorganisation between two runs is simply read again. Within one run it reads
  * the events and the contract's state at the same block (the head when it starts: on a chain with 2 s blocks the
  * two would otherwise disagree by the blocks mined in between), and says which of the events it shows are above the
- * confirmed block (sdk/confirmations.ts: head − depth, 0 on a local chain): shown, as a public-network user expects
+ * confirmed block (sdk/node/confirmations.ts: head − depth, 0 on a local chain): shown, as a public-network user expects
  * of a wallet or an explorer, but marked as not final yet.
  */
-import { confirmationsFor, confirmedBlock } from "../sdk/confirmations.ts";
-import type { Ledger } from "../sdk/ledger.ts";
-import { escrowLedger, type LedgerQuery } from "../sdk/events.ts";
-import { UsageError } from "../sdk/args.ts";
+import { confirmationsFor, confirmedBlock } from "../sdk/node/confirmations.ts";
+import type { Ledger } from "../sdk/rules/ledger.ts";
+import { escrowLedger, type LedgerQuery } from "../sdk/node/events.ts";
+import { UsageError } from "../sdk/run/args.ts";
 import type { CommandContext } from "./context.ts";
 
 export const FROM_BLOCK_OPTION = { "from-block": { type: "string" } } as const;
 
-/** Checked before anything is read; absent: the deployment's first block (sdk/deployment.ts `eventsFrom`). */
+/** Checked before anything is read; absent: the deployment's first block (sdk/node/deployment.ts `eventsFrom`). */
 export function parseFromBlock(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) {

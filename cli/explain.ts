@@ -3,23 +3,23 @@
  * checkpoints accepted and refused, failovers, verdict, dispute, settlement) and why each provider earned what it
  * did — then compared with the contract's own state, so an auditor sees both agree. An Open job also says why it
  * waits when no active provider fits it, and names each provider that fits but waits for a re-stake after a slash
- * (the coordinator assigns it nothing until then: sdk/restake.ts).
+ * (the coordinator assigns it nothing until then: sdk/rules/restake.ts).
  */
-import type { MetricWords } from "../sdk/sentences.ts";
+import type { MetricWords } from "../sdk/words/sentences.ts";
 import { loadTemplate } from "../workloads/index.ts";
 import { metricText } from "../workloads/metric.ts";
-import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
+import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/run/args.ts";
 import { openContext, type CommandContext } from "./context.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock, readPoint, unconfirmedLine } from "./events.ts";
 import { currentOffers } from "./fit.ts";
 import { namesFor } from "./names.ts";
-import { statusName } from "../sdk/job.ts";
-import { statusAt, type LedgerJob } from "../sdk/ledger.ts";
-import { jobNarrative, labelOf, providerSummaries } from "../sdk/narrative.ts";
-import { formatUsdc } from "../sdk/format.ts";
-import { describeWait, jobFit } from "../sdk/jobFit.ts";
-import { restakeLine } from "../sdk/restake.ts";
-import { eventsFrom } from "../sdk/deployment.ts";
+import { statusName } from "../sdk/rules/job.ts";
+import { statusAt, type LedgerJob } from "../sdk/rules/ledger.ts";
+import { jobNarrative, labelOf, providerSummaries } from "../sdk/words/narrative.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
+import { describeWait, jobFit } from "../sdk/rules/jobFit.ts";
+import { restakeLine } from "../sdk/rules/restake.ts";
+import { eventsFrom } from "../sdk/node/deployment.ts";
 import { addressField, amount, emitJson, JSON_OPTION } from "./json.ts";
 
 export const USAGE = `usage: gpuchain explain JOB [--json] [--from-block N]

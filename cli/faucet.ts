@@ -6,9 +6,9 @@
  * public network) is refused with what to do instead: nothing is sent.
  */
 import { formatEther, parseEther } from "ethers";
-import { NotADevNodeError, setDevBalance } from "../sdk/faucet.ts";
-import { expectPositionals, parseAddress, parseCommand, parseUsdc, UsageError, CommandError } from "../sdk/args.ts";
-import { formatUsdc } from "../sdk/format.ts";
+import { NotADevNodeError, setDevBalance } from "../sdk/node/faucet.ts";
+import { expectPositionals, parseAddress, parseCommand, parseUsdc, UsageError, CommandError } from "../sdk/run/args.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
 import { confirm, openContext, runOnChain, type CommandContext } from "./context.ts";
 
 export const USAGE = `usage: gpuchain faucet ADDRESS [--eth N] [--usdc N]

@@ -1,16 +1,16 @@
 /** The registry's offers (ProviderRegistered events, then each one's live quote) and the job-fit warning. */
 import type { Contract } from "ethers";
-import { eventsFrom } from "../sdk/deployment.ts";
-import { readLogsToHead } from "../sdk/logRange.ts";
-import { describeWait, jobFit, type JobTerms, type Offer } from "../sdk/jobFit.ts";
-import { usdcAmount } from "../sdk/format.ts";
-import { freeStake } from "../sdk/stake.ts";
+import { eventsFrom } from "../sdk/node/deployment.ts";
+import { readLogsToHead } from "../sdk/node/logRange.ts";
+import { describeWait, jobFit, type JobTerms, type Offer } from "../sdk/rules/jobFit.ts";
+import { usdcAmount } from "../sdk/words/format.ts";
+import { freeStake } from "../sdk/rules/stake.ts";
 import type { CommandContext } from "./context.ts";
 import { readRestake } from "./restake.ts";
 
 /**
  * Every registered provider's offer as the registry quotes it now, with the slash it must re-stake after, if any
- * (the coordinator's rule, sdk/restake.ts; slashes from `fromBlock` on, by default the deployment's first block).
+ * (the coordinator's rule, sdk/rules/restake.ts; slashes from `fromBlock` on, by default the deployment's first block).
  * Registrations are read from the deployment's first block: none is older, and block 0 costs a public chain
  * thousands of `eth_getLogs`.
  */
@@ -32,7 +32,7 @@ export async function currentOffers(
         ctx.protocol.registry.quote(address),
         ctx.protocol.registry.stakeOf(address),
       ]);
-      const stakeFree = freeStake(stake); // the stake rule (sdk/jobFit.ts termsRefusal), as the coordinator applies it
+      const stakeFree = freeStake(stake); // the stake rule (sdk/rules/jobFit.ts termsRefusal), as the coordinator applies it
       return {
         address,
         pricePerStep,

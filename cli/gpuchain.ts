@@ -5,7 +5,7 @@
  * anywhere prints the command's usage; a usage error is one line (+ the usage when a flag is unknown or missing)
  * and exit 2; any other failure is one line and exit 1; a stack trace only with `--debug`.
  */
-import { wantsHelp } from "../sdk/args.ts";
+import { wantsHelp } from "../sdk/run/args.ts";
 import { reportError } from "./errors.ts";
 import { JSON_COMMANDS, startJsonMode } from "./json.ts";
 

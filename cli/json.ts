@@ -7,7 +7,7 @@
  * with a `…Name` field where the name is known (cli/names.ts); job ids and block numbers are decimal strings.
  */
 import { getAddress } from "ethers";
-import { formatUsdc } from "../sdk/format.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
 
 /** The commands that take --json (`provide --json` is its agent's log format, not a report). */
 export const JSON_COMMANDS = new Set(["wallet", "reserves", "job", "settle", "withdraw", "explain"]);

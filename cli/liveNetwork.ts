@@ -8,7 +8,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { loadKey } from "../sdk/keys.ts";
+import { loadKey } from "../sdk/run/keys.ts";
 
 export interface LiveNetwork {
   pid: number;

@@ -8,10 +8,10 @@
  * `gpuchain wallet NAME`.
  */
 import { getAddress, type Contract } from "ethers";
-import { CommandError } from "../sdk/args.ts";
-import { eventsFrom } from "../sdk/deployment.ts";
-import { readLogsToHead } from "../sdk/logRange.ts";
-import { verifierNamesOn } from "../sdk/safeOwners.ts";
+import { CommandError } from "../sdk/run/args.ts";
+import { eventsFrom } from "../sdk/node/deployment.ts";
+import { readLogsToHead } from "../sdk/node/logRange.ts";
+import { verifierNamesOn } from "../sdk/node/safeOwners.ts";
 import type { CommandContext } from "./context.ts";
 
 export async function namesFor(ctx: CommandContext, addresses: string[]): Promise<Record<string, string>> {

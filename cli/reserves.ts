@@ -2,13 +2,13 @@
  * `gpuchain reserves [--watch]`: proof of reserves — the escrow's token balance against everything it owes.
  * `--watch` prints one line per new block until Ctrl-C, and the smallest margin seen when it stops.
  */
-import { expectPositionals, parseCommand, UsageError } from "../sdk/args.ts";
+import { expectPositionals, parseCommand, UsageError } from "../sdk/run/args.ts";
 import { openContext, type CommandContext } from "./context.ts";
-import { formatUsdc } from "../sdk/format.ts";
-import { owedParts, readReserves, type ReservesSource } from "../sdk/reserves.ts";
-import { sleep } from "../sdk/retry.ts";
-import { protocolInterfaces } from "../sdk/contracts.ts";
-import { classifyError } from "../sdk/errors.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
+import { owedParts, readReserves, type ReservesSource } from "../sdk/rules/reserves.ts";
+import { sleep } from "../sdk/run/retry.ts";
+import { protocolInterfaces } from "../sdk/node/contracts.ts";
+import { classifyError } from "../sdk/node/errors.ts";
 import { amount, emitJson, JSON_OPTION } from "./json.ts";
 import { getAddress } from "ethers";
 

@@ -1,11 +1,11 @@
 /**
- * Which providers wait for a re-stake after a slash (sdk/restake.ts), for `explain` and `wallet`: the
+ * Which providers wait for a re-stake after a slash (sdk/rules/restake.ts), for `explain` and `wallet`: the
  * registry's StakeSlashed and StakeDeposited logs from `--from-block`, folded by the rule the coordinator applies,
  * each waiting slash with its block's time.
  */
 import { zeroPadValue, type Contract } from "ethers";
-import { readLogsToHead } from "../sdk/logRange.ts";
-import { RESTAKE_EVENTS, RestakeBook, type SlashMark } from "../sdk/restake.ts";
+import { readLogsToHead } from "../sdk/node/logRange.ts";
+import { RESTAKE_EVENTS, RestakeBook, type SlashMark } from "../sdk/rules/restake.ts";
 import type { CommandContext } from "./context.ts";
 
 /** The re-stake book of every provider, or only of `provider` (one topic filter either way). */

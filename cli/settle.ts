@@ -3,12 +3,12 @@
  * time), so its providers can claim and the client gets its refund — the finalizer keeper does the same, this is for
  * when none runs. Before its time it says when, and sends nothing.
  */
-import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/args.ts";
+import { CommandError, expectPositionals, parseCommand, parseJobId } from "../sdk/run/args.ts";
 import { emitJson, JSON_OPTION } from "./json.ts";
 import { confirm, openContext, requireJob, runOnChain, type CommandContext } from "./context.ts";
-import { statusName, type JobStatusName } from "../sdk/job.ts";
-import { formatDeadline } from "../sdk/format.ts";
-import { settleTiming, type SettleTiming } from "../sdk/settleTiming.ts";
+import { statusName, type JobStatusName } from "../sdk/rules/job.ts";
+import { formatDeadline } from "../sdk/words/format.ts";
+import { settleTiming, type SettleTiming } from "../sdk/rules/settleTiming.ts";
 
 export const USAGE = `usage: gpuchain settle JOB --key FILE
 

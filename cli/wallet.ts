@@ -1,16 +1,16 @@
 /** `gpuchain wallet ADDRESS`: what an address is owed now and per job, and why — from the escrow's events. */
-import { expectPositionals, parseAddress, parseCommand, UsageError } from "../sdk/args.ts";
+import { expectPositionals, parseAddress, parseCommand, UsageError } from "../sdk/run/args.ts";
 import { openContext } from "./context.ts";
 import { namesFor, resolveName } from "./names.ts";
 import { addressField, amount, emitJson, JSON_OPTION } from "./json.ts";
-import { isProviderName } from "../sdk/providerName.ts";
+import { isProviderName } from "../sdk/words/providerName.ts";
 import { FROM_BLOCK_OPTION, loadLedger, parseFromBlock, readPoint, unconfirmedLine } from "./events.ts";
-import { labelOf } from "../sdk/narrative.ts";
-import { jobSentences, stakeSentence, walletFacts } from "../sdk/walletFacts.ts";
-import { formatUsdc } from "../sdk/format.ts";
-import { restakeLine } from "../sdk/restake.ts";
+import { labelOf } from "../sdk/words/narrative.ts";
+import { jobSentences, stakeSentence, walletFacts } from "../sdk/rules/walletFacts.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
+import { restakeLine } from "../sdk/rules/restake.ts";
 import { readRestake } from "./restake.ts";
-import { eventsFrom } from "../sdk/deployment.ts";
+import { eventsFrom } from "../sdk/node/deployment.ts";
 
 export const USAGE = `usage: gpuchain wallet ADDRESS|NAME [--json] [--from-block N]
 

@@ -3,13 +3,13 @@
  * CheckpointAccepted events when --jobs is not given), then withdraws everything owed.
  */
 import type { Contract, TopicFilter } from "ethers";
-import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/args.ts";
+import { expectPositionals, parseCommand, parseJobId, UsageError } from "../sdk/run/args.ts";
 import { confirm, openContext, requireJob, runOnChain, type CommandContext } from "./context.ts";
-import { claimUnlessClaimed } from "../sdk/claims.ts";
-import { isFinished } from "../sdk/job.ts";
-import { formatUsdc } from "../sdk/format.ts";
-import { eventsFrom } from "../sdk/deployment.ts";
-import { readLogsToHead } from "../sdk/logRange.ts";
+import { claimUnlessClaimed } from "../sdk/node/claims.ts";
+import { isFinished } from "../sdk/rules/job.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
+import { eventsFrom } from "../sdk/node/deployment.ts";
+import { readLogsToHead } from "../sdk/node/logRange.ts";
 import { describeWait, readSettleTiming } from "./settle.ts";
 import { addressField, amount, emitJson, JSON_OPTION } from "./json.ts";
 import { namesFor } from "./names.ts";

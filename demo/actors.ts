@@ -4,9 +4,9 @@
  */
 import path from "node:path";
 import type { ContractTransaction, Wallet } from "ethers";
-import type { Protocol } from "../sdk/contracts.ts";
-import { loadKey, loadOrCreateKey } from "../sdk/keys.ts";
-import { managedWallet, mined } from "../sdk/txManager.ts";
+import type { Protocol } from "../sdk/node/contracts.ts";
+import { loadKey, loadOrCreateKey } from "../sdk/run/keys.ts";
+import { managedWallet, mined } from "../sdk/node/txManager.ts";
 import { freePort } from "./chain.ts";
 import type { Role } from "./network.ts";
 import type { Actors, Provider, Run } from "./types.ts";
@@ -48,7 +48,7 @@ export function clientHoldsBond(o: { dispute: boolean; keep?: boolean }, local: 
 /** The client (funded with the budget, and the bond when it disputes) and the providers' keys (funded for gas). */
 export async function prepareActors(run: Run): Promise<Actors> {
   const { o, net, provider, protocol } = run;
-  const client = managedWallet(loadKey(net.keyFiles.client), provider); // its sends: sdk/txManager.ts
+  const client = managedWallet(loadKey(net.keyFiles.client), provider); // its sends: sdk/node/txManager.ts
   const bond = clientHoldsBond(o, net.local) ? await protocol.escrow.disputeBond() : 0n;
   await net.fundClient(protocol, client, budgetOf(o.totalSteps) + bond);
   const providers = NAMES.map((name) => {

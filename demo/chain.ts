@@ -4,7 +4,7 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import path from "node:path";
 import { JsonRpcProvider, parseEther, Wallet } from "ethers";
-import { sleep } from "../sdk/retry.ts";
+import { sleep } from "../sdk/run/retry.ts";
 import { runToEnd, type ProcessGroup } from "./processes.ts";
 
 const require = createRequire(import.meta.url);

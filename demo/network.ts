@@ -8,12 +8,12 @@
  */
 import path from "node:path";
 import { Wallet, type JsonRpcProvider } from "ethers";
-import { rpcChainId, type Protocol } from "../sdk/contracts.ts";
-import { formatUsdc } from "../sdk/format.ts";
-import { loadKey, writeKey } from "../sdk/keys.ts";
-import { clockAdvancedNote } from "../sdk/recording.ts";
-import { sleep } from "../sdk/retry.ts";
-import { mined } from "../sdk/txManager.ts";
+import { rpcChainId, type Protocol } from "../sdk/node/contracts.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
+import { loadKey, writeKey } from "../sdk/run/keys.ts";
+import { clockAdvancedNote } from "../sdk/run/recording.ts";
+import { sleep } from "../sdk/run/retry.ts";
+import { mined } from "../sdk/node/txManager.ts";
 import { deployLocal, freePort, startAnvil, startChain, TEST_KEYS, type ChainAt, type SafeOwners } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
 import { Rehearsal } from "./rehearsal.ts";

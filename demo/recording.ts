@@ -5,7 +5,7 @@
 import { createReadStream, createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { encodeEntry, RunLog, type Entry } from "../sdk/recording.ts";
+import { encodeEntry, RunLog, type Entry } from "../sdk/run/recording.ts";
 
 export class Recorder {
   private readonly out: WriteStream;

@@ -1,6 +1,6 @@
 /**
  * `npm start -- --network rehearsal`: the whole scenario on a chain that behaves like a public one.
- * anvil mines a block every 2 s; every part reaches it only through a fault proxy of its own (sdk/faultProxy.ts:
+ * anvil mines a block every 2 s; every part reaches it only through a fault proxy of its own (sdk/node/faultProxy.ts:
  * latency 50–300 ms, 5 % of calls answered 429, 1 % dropped after the node acted, 1 % truncated bodies), so the
  * injected faults are counted per part. At chosen moments the run reorganises the chain (anvil_reorg, straight to
  * the node, not through a proxy): just after a report, just after an acceptance, just after the verdict, depths 1, 2
@@ -22,11 +22,11 @@
  * transaction was sent again, which transaction reverted, reserves at every block), the watcher's (rollbacks).
  */
 import { computeAddress, Interface, JsonRpcProvider, type TransactionRequest, type Wallet } from "ethers";
-import { FaultProxy, type FaultCounts } from "../sdk/faultProxy.ts";
-import { protocolInterfaces, type Protocol } from "../sdk/contracts.ts";
-import { sleep } from "../sdk/retry.ts";
-import { withGasHeadroom } from "../sdk/gas.ts";
-import { managedWallet } from "../sdk/txManager.ts";
+import { FaultProxy, type FaultCounts } from "../sdk/node/faultProxy.ts";
+import { protocolInterfaces, type Protocol } from "../sdk/node/contracts.ts";
+import { sleep } from "../sdk/run/retry.ts";
+import { withGasHeadroom } from "../sdk/node/gas.ts";
+import { managedWallet } from "../sdk/node/txManager.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS, type SafeOwners } from "./chain.ts";
 import type { ProcessGroup } from "./processes.ts";
 
@@ -159,7 +159,7 @@ export class Rehearsal {
       });
       r.proxies.set(part, await proxy.start());
     }
-    // Every child inherits it: money actions wait for one block on top (sdk/confirmations.ts).
+    // Every child inherits it: money actions wait for one block on top (sdk/node/confirmations.ts).
     process.env.GPUCHAIN_CONFIRMATIONS = String(REHEARSAL.confirmations);
     note(
       `rehearsal: every part reaches the chain through its own fault proxy (latency ${REHEARSAL.latencyMs.join("–")} ms, ` +
@@ -182,7 +182,7 @@ export class Rehearsal {
 
   /**
    * A child's line: counts what it says it did about an injected fault — a transaction re-broadcast after a reorg
-   * or unknown to the node, a speed-up at the same nonce (sdk/txManager.ts), a fold rolled back (keepers, agent,
+   * or unknown to the node, a speed-up at the same nonce (sdk/node/txManager.ts), a fold rolled back (keepers, agent,
    * verifier: their "reorganisation" records).
    */
   childLine(name: string, line: string): void {
@@ -257,7 +257,7 @@ export class Rehearsal {
   }
 
   /**
-   * The client's `createJob` through its key's transaction manager (sdk/txManager.ts), sent just after a block and
+   * The client's `createJob` through its key's transaction manager (sdk/node/txManager.ts), sent just after a block and
    * followed at once by a base-fee spike far above its max fee: not mined under it (anvil drops it from the pool);
    * the manager replaces it at the same nonce by its speed-up rule (3 blocks or 60 s) until a version is mined.
    */
@@ -470,7 +470,7 @@ export class Rehearsal {
           (f.block !== undefined ? ` (block ${f.block})` : ""),
       ),
       this.spike?.replacementHash
-        ? `  client (sdk/txManager.ts): sped up its stuck createJob ${this.spike.speedUps} time(s) at nonce ` +
+        ? `  client (sdk/node/txManager.ts): sped up its stuck createJob ${this.spike.speedUps} time(s) at nonce ` +
           `${this.spike.nonce} (max fee ${gwei(this.spike.stuckMaxFee)} → ` +
           `${this.spike.replacementMaxFee === undefined ? "?" : gwei(this.spike.replacementMaxFee)} gwei), ` +
           `mined in block ${this.spike.minedBlock}`

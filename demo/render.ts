@@ -2,7 +2,7 @@
  * Turns the children's structured log lines into the short live view `npm start` prints. Progress lines are
  * thinned out (one per process every 2 s); decisions, warnings and errors are always shown.
  */
-import { describeEvent, jobTemplates, nameFrom, type EventLike, type MetricWords } from "../sdk/sentences.ts";
+import { describeEvent, jobTemplates, nameFrom, type EventLike, type MetricWords } from "../sdk/words/sentences.ts";
 import { loadTemplate } from "../workloads/index.ts";
 import { metricText } from "../workloads/metric.ts";
 
@@ -23,7 +23,7 @@ const metricWords: MetricWords = (jobId, metric) => {
   }
 };
 
-/** The live line for one chain event (sdk/sentences.ts); an address without a name shows its first 10 characters. */
+/** The live line for one chain event (sdk/words/sentences.ts); an address without a name shows its first 10 characters. */
 export function chainLine(e: LiveEvent, names: Record<string, string>): string {
   for (const [job, template] of jobTemplates([e])) templates.set(job, template);
   return `[chain] ${describeEvent(

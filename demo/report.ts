@@ -1,7 +1,7 @@
-/** Pure: the closing lines `npm start` ends with — the settlement table (rows from sdk/narrative.ts), the checks. */
+/** Pure: the closing lines `npm start` ends with — the settlement table (rows from sdk/words/narrative.ts), the checks. */
 import path from "node:path";
-import { formatUsdc, usdcAmount } from "../sdk/format.ts";
-import { STAKE_LABELS } from "../sdk/stake.ts";
+import { formatUsdc, usdcAmount } from "../sdk/words/format.ts";
+import { STAKE_LABELS } from "../sdk/rules/stake.ts";
 import type { PromiseCheck, ProviderRow, WatchResult } from "./types.ts";
 
 export type { PromiseCheck, ProviderRow } from "./types.ts";

@@ -6,9 +6,9 @@
  * environment its children need, and closes the store at the end.
  */
 import path from "node:path";
-import { UsageError } from "../sdk/args.ts";
-import { sleep } from "../sdk/retry.ts";
-import { storeUrlArg } from "../sdk/storeArg.ts";
+import { UsageError } from "../sdk/run/args.ts";
+import { sleep } from "../sdk/run/retry.ts";
+import { storeUrlArg } from "../sdk/run/storeArg.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3 } from "../workloads/store/embedded.ts";
 import type { HostNet } from "./hosts.ts";
 import type { ProcessGroup } from "./processes.ts";

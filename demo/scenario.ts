@@ -10,10 +10,10 @@
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { JsonRpcProvider } from "ethers";
-import { connectChecked, connectProtocol } from "../sdk/contracts.ts";
-import { loadDeployment } from "../sdk/deployment.ts";
-import { formatUsdc } from "../sdk/format.ts";
-import { sleep } from "../sdk/retry.ts";
+import { connectChecked, connectProtocol } from "../sdk/node/contracts.ts";
+import { loadDeployment } from "../sdk/node/deployment.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
+import { sleep } from "../sdk/run/retry.ts";
 import { loadTemplate } from "../workloads/index.ts";
 import { freePort } from "./chain.ts"; // dashboard hook
 import {
@@ -38,10 +38,10 @@ import { settle } from "./settlement.ts";
 import { StatusLine } from "./status.ts";
 import type { Run, ScenarioOptions, ScenarioResult } from "./types.ts";
 import { plain, recordChainTail, watchJob } from "./watch.ts";
-import { LogCursor } from "../sdk/logRange.ts";
-import { decodeLogs } from "../sdk/events.ts";
-import { loadKey } from "../sdk/keys.ts";
-import { namesEntryData } from "../sdk/recording.ts";
+import { LogCursor } from "../sdk/node/logRange.ts";
+import { decodeLogs } from "../sdk/node/events.ts";
+import { loadKey } from "../sdk/run/keys.ts";
+import { namesEntryData } from "../sdk/run/recording.ts";
 import { startDashboardServer, type DashboardServer } from "../dashboard/server/server.ts"; // dashboard hook
 
 export type { ScenarioOptions, ScenarioResult } from "./types.ts";

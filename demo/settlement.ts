@@ -2,13 +2,13 @@
  * After settlement: everyone pulls their money, then the books are rebuilt from the events alone (the auditor's
  * view), checked against the contract's state, and each promise of the run is checked.
  */
-import { eventsFrom } from "../sdk/deployment.ts";
-import { escrowLedger } from "../sdk/events.ts";
-import { formatUsdc } from "../sdk/format.ts";
-import { statusName } from "../sdk/job.ts";
-import { clientCompensation, stakeBookOf, walletOf, type Ledger } from "../sdk/ledger.ts";
-import { providerSummaries } from "../sdk/narrative.ts";
-import { verifierNamesOn } from "../sdk/safeOwners.ts";
+import { eventsFrom } from "../sdk/node/deployment.ts";
+import { escrowLedger } from "../sdk/node/events.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
+import { statusName } from "../sdk/rules/job.ts";
+import { clientCompensation, stakeBookOf, walletOf, type Ledger } from "../sdk/rules/ledger.ts";
+import { providerSummaries } from "../sdk/words/narrative.ts";
+import { verifierNamesOn } from "../sdk/node/safeOwners.ts";
 import { loadTemplate } from "../workloads/index.ts";
 import { meetsTarget, metricText } from "../workloads/metric.ts";
 import { PRICE, priceUnits } from "./actors.ts";

@@ -1,7 +1,7 @@
 /** The scenario's options, result and the one `Run` object its parts share (instead of long parameter lists). */
 import type { JsonRpcProvider, Wallet } from "ethers";
-import type { Protocol } from "../sdk/contracts.ts";
-import type { Deployment } from "../sdk/deployment.ts";
+import type { Protocol } from "../sdk/node/contracts.ts";
+import type { Deployment } from "../sdk/node/deployment.ts";
 import type { ChainNode, ScenarioNetwork, Role } from "./network.ts";
 import type { ProcessGroup } from "./processes.ts";
 import type { Recorder } from "./recording.ts";

@@ -1,15 +1,15 @@
 /**
- * Follows the job on chain block by block (sdk/logRange.ts's cursor: any standard node) until it settles: narrates
+ * Follows the job on chain block by block (sdk/node/logRange.ts's cursor: any standard node) until it settles: narrates
  * its events, kills alice after her first accepted checkpoint, times the failover, measures the work lost, tracks
  * proof of reserves at every block, and lets the dispute window (or the arbiter's 3 days) pass after the verdict.
  */
-import { eventsFrom } from "../sdk/deployment.ts";
-import { statusName } from "../sdk/job.ts";
-import { decodeLogs, type DecodedLog } from "../sdk/events.ts";
-import { formatUsdc } from "../sdk/format.ts";
-import { LogCursor, readLogs, type RawLog, type Reorged } from "../sdk/logRange.ts";
-import { sleep } from "../sdk/retry.ts";
-import { mined } from "../sdk/txManager.ts";
+import { eventsFrom } from "../sdk/node/deployment.ts";
+import { statusName } from "../sdk/rules/job.ts";
+import { decodeLogs, type DecodedLog } from "../sdk/node/events.ts";
+import { formatUsdc } from "../sdk/words/format.ts";
+import { LogCursor, readLogs, type RawLog, type Reorged } from "../sdk/node/logRange.ts";
+import { sleep } from "../sdk/run/retry.ts";
+import { mined } from "../sdk/node/txManager.ts";
 import { DISPUTE_WINDOW, nameBook } from "./actors.ts";
 import { chainLine, type LiveEvent } from "./render.ts";
 import { lastTrainedStep } from "./render.ts";
@@ -52,7 +52,7 @@ export async function watchJob(run: Run, actors: Actors, jobId: bigint, fromBloc
     verdictDeferred: false,
     events: [],
   };
-  // From the deployment's first block (sdk/deployment.ts eventsFrom), not the job's: the recording must hold the
+  // From the deployment's first block (sdk/node/deployment.ts eventsFrom), not the job's: the recording must hold the
   // set-up events too (FeeRecipientSet, the templates' approval), or its books cannot be folded at the first slash
   // and the page plays back "No job posted yet".
   // Only this job's events are narrated and acted on; reserves are sampled from the job's block (settle() goes on

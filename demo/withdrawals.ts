@@ -8,10 +8,10 @@
  * claim only what it left, then withdraw.
  */
 import type { Signer } from "ethers";
-import { claimUnlessClaimed } from "../sdk/claims.ts";
-import type { Protocol } from "../sdk/contracts.ts";
-import { sleep } from "../sdk/retry.ts";
-import { mined } from "../sdk/txManager.ts";
+import { claimUnlessClaimed } from "../sdk/node/claims.ts";
+import type { Protocol } from "../sdk/node/contracts.ts";
+import { sleep } from "../sdk/run/retry.ts";
+import { mined } from "../sdk/node/txManager.ts";
 
 type Escrow = Protocol["escrow"];
 type Account = Signer & { address: string };

@@ -5,12 +5,12 @@
  */
 import type { Contract, Interface, Provider } from "ethers";
 import type { JobEscrow, ProviderRegistry } from "../types/ethers-contracts/index.ts";
-import { classifyError, decodeCustomError, describeError } from "../sdk/errors.ts";
-import type { Logger } from "../sdk/log.ts";
-import type { BatchReader } from "../sdk/multicall.ts";
-import { withRetry } from "../sdk/retry.ts";
-import { withGasHeadroom } from "../sdk/gas.ts";
-import { mined } from "../sdk/txManager.ts";
+import { classifyError, decodeCustomError, describeError } from "../sdk/node/errors.ts";
+import type { Logger } from "../sdk/run/log.ts";
+import type { BatchReader } from "../sdk/node/multicall.ts";
+import { withRetry } from "../sdk/run/retry.ts";
+import { withGasHeadroom } from "../sdk/node/gas.ts";
+import { mined } from "../sdk/node/txManager.ts";
 
 export interface ReceiptLike {
   status: number | null;
@@ -122,7 +122,7 @@ export class SendQueue {
  * A sender over an ethers contract with a signer (simulate with eth_call, then broadcast through `queue`).
  * The same call sent again while its first transaction is still pending (a tick whose receipt wait timed out, then
  * the next tick deciding the same) gets the pending one's handle, not a second transaction: the key's manager keeps
- * speeding that one up (sdk/txManager.ts), and a second nonce for one intended call could run it twice.
+ * speeding that one up (sdk/node/txManager.ts), and a second nonce for one intended call could run it twice.
  */
 export function contractSender(contract: Contract, queue = new SendQueue()): Sender {
   const pending = new Map<string, TxHandle>();
@@ -152,7 +152,7 @@ export function contractSender(contract: Contract, queue = new SendQueue()): Sen
         const fn = contract.getFunction(method);
         const out: (TxHandle | SendError)[] = [];
         try {
-          // The key's transaction manager (sdk/txManager.ts) hands out the nonces: consecutive within this slot.
+          // The key's transaction manager (sdk/node/txManager.ts) hands out the nonces: consecutive within this slot.
           for (const c of calls) {
             const tx = await fn.send(...c.args, { gasLimit: c.gasLimit });
             out.push({ hash: tx.hash, wait: () => receiptOf(() => mined(tx)) });
@@ -189,7 +189,7 @@ export type Outcome =
 export interface Call {
   method: string;
   args: unknown[];
-  /** Custom errors that mean "the state moved on" for this call, beyond sdk/errors.ts's list. */
+  /** Custom errors that mean "the state moved on" for this call, beyond sdk/node/errors.ts's list. */
   races?: readonly string[];
   /** A gas limit known already (a batch sized from one estimate): no estimate before the send. */
   gasLimit?: bigint;
@@ -310,13 +310,13 @@ export async function awaitReceipt(ctx: KeeperContext, handle: TxHandle, races?:
   }
   if (!receipt)
     return { outcome: { kind: "unconfirmed", hash: handle.hash, error: "transaction unknown to the node" } };
-  // The receipt's hash: a speed-up (sdk/txManager.ts) may have replaced the version first sent.
+  // The receipt's hash: a speed-up (sdk/node/txManager.ts) may have replaced the version first sent.
   if (receipt.status === 1)
     return { outcome: { kind: "confirmed", hash: receipt.hash, block: receipt.blockNumber }, receipt };
   return { outcome: { kind: "failed", error: `reverted in block ${receipt.blockNumber}` }, receipt };
 }
 
-/** sdk/errors.ts's classification, with the call's own custom errors that mean "the state moved on" as races. */
+/** sdk/node/errors.ts's classification, with the call's own custom errors that mean "the state moved on" as races. */
 function classifyCall(err: unknown, iface: Interface, races?: readonly string[]): "retryable" | "race" | "fatal" {
   const name = races?.length ? decodeCustomError(err, iface)?.name : undefined;
   return name && races!.includes(name) ? "race" : classifyError(err, iface);

@@ -2,12 +2,12 @@
  * `gpuchain keeper NAME|all [options]`: the keepers of keepers/registry.ts as long-running processes.
  * Exports `main(argv)` for the `gpuchain` dispatcher (cli/gpuchain.ts).
  */
-import { UsageError, parseCommand } from "../sdk/args.ts";
-import { connectChecked } from "../sdk/contracts.ts";
-import { DeploymentError, loadDeployment } from "../sdk/deployment.ts";
-import { KeyFileError, loadKey } from "../sdk/keys.ts";
-import { createLogger, type Logger } from "../sdk/log.ts";
-import { shutdownSignal } from "../sdk/runner.ts";
+import { UsageError, parseCommand } from "../sdk/run/args.ts";
+import { connectChecked } from "../sdk/node/contracts.ts";
+import { DeploymentError, loadDeployment } from "../sdk/node/deployment.ts";
+import { KeyFileError, loadKey } from "../sdk/run/keys.ts";
+import { createLogger, type Logger } from "../sdk/run/log.ts";
+import { shutdownSignal } from "../sdk/run/runner.ts";
 import { SendQueue } from "./chain.ts";
 import { SHARED_OPTIONS, type FlagValues, type SharedConfig } from "./config.ts";
 import { keeperContext } from "./context.ts";

@@ -1,8 +1,8 @@
 /**
- * Options every keeper shares, parsed from the CLI flags once and validated (sdk/args.ts does the parsing).
+ * Options every keeper shares, parsed from the CLI flags once and validated (sdk/run/args.ts does the parsing).
  */
-import { UsageError, parsePositiveInt } from "../sdk/args.ts";
-import { parseConfirmations } from "../sdk/confirmations.ts";
+import { UsageError, parsePositiveInt } from "../sdk/run/args.ts";
+import { parseConfirmations } from "../sdk/node/confirmations.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./chain.ts";
 
 export const SHARED_OPTIONS = {
@@ -20,7 +20,7 @@ export interface SharedConfig {
   /** How long to wait for a receipt before treating a transaction as dropped (the next tick re-checks). */
   txTimeoutMs: number;
   rpcTimeoutMs: number;
-  /** Block to start event scans from; absent: the deployment's first block (sdk/deployment.ts `eventsFrom`). */
+  /** Block to start event scans from; absent: the deployment's first block (sdk/node/deployment.ts `eventsFrom`). */
   fromBlock?: number;
   retry: RetryPolicy;
 }

@@ -1,10 +1,10 @@
 /** Builds a KeeperContext from a deployment, a provider and (optionally) a signer: the CLI and the tests share it. */
 import { BaseWallet, Contract as EthersContract, type Contract, type Provider, type Signer } from "ethers";
-import { connectProtocol } from "../sdk/contracts.ts";
-import type { Deployment } from "../sdk/deployment.ts";
-import type { Logger } from "../sdk/log.ts";
-import { batchReader, MULTICALL3_ABI } from "../sdk/multicall.ts";
-import { managedWallet } from "../sdk/txManager.ts";
+import { connectProtocol } from "../sdk/node/contracts.ts";
+import type { Deployment } from "../sdk/node/deployment.ts";
+import type { Logger } from "../sdk/run/log.ts";
+import { batchReader, MULTICALL3_ABI } from "../sdk/node/multicall.ts";
+import { managedWallet } from "../sdk/node/txManager.ts";
 import {
   contractSender,
   DEFAULT_RETRY,

@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Logger } from "../sdk/log.ts";
+import type { Logger } from "../sdk/run/log.ts";
 
 export interface JsonResponse {
   status: number;

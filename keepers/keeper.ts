@@ -4,8 +4,8 @@
  * folder (config.ts, decide.ts, tick.ts, keeper.ts) plus one line in the registry; see keepers/README.md.
  */
 import type { ParseArgsConfig } from "node:util";
-import type { Deployment } from "../sdk/deployment.ts";
-import { runLoop, type Schedule, type TickResult } from "../sdk/runner.ts";
+import type { Deployment } from "../sdk/node/deployment.ts";
+import { runLoop, type Schedule, type TickResult } from "../sdk/run/runner.ts";
 import type { KeeperContext } from "./chain.ts";
 import type { FlagValues, SharedConfig } from "./config.ts";
 

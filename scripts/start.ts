@@ -5,8 +5,8 @@
  */
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
-import { parseDuration, parseFlags, parsePositiveInt, UsageError, wantsHelp } from "../sdk/args.ts";
-import { checkRpcUrl } from "../sdk/contracts.ts";
+import { parseDuration, parseFlags, parsePositiveInt, UsageError, wantsHelp } from "../sdk/run/args.ts";
+import { checkRpcUrl } from "../sdk/node/contracts.ts";
 import { parseFault, FaultSpecError } from "../agent/faults.ts";
 import { replay } from "../demo/recording.ts";
 import { runScenario } from "../demo/scenario.ts";

@@ -7,17 +7,17 @@
  */
 import path from "node:path";
 import { Contract } from "ethers";
-import { expectPositionals, parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/args.ts";
-import { connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type rpcProvider } from "../sdk/contracts.ts";
-import { ChainWake, eventTopics } from "../sdk/chainWake.ts";
-import { loadDeployment } from "../sdk/deployment.ts";
-import { loadKey } from "../sdk/keys.ts";
-import { LogCursor } from "../sdk/logRange.ts";
-import { createLogger } from "../sdk/log.ts";
-import { shutdownSignal } from "../sdk/runner.ts";
-import { escrowDomain, checkpointDecisionDigest } from "../sdk/verifierSignatures.ts";
+import { expectPositionals, parseCommand, parsePositiveInt, requireString, UsageError } from "../sdk/run/args.ts";
+import { connectChecked, connectProtocol, DEFAULT_RPC_TIMEOUT_MS, type rpcProvider } from "../sdk/node/contracts.ts";
+import { ChainWake, eventTopics } from "../sdk/node/chainWake.ts";
+import { loadDeployment } from "../sdk/node/deployment.ts";
+import { loadKey } from "../sdk/run/keys.ts";
+import { LogCursor } from "../sdk/node/logRange.ts";
+import { createLogger } from "../sdk/run/log.ts";
+import { shutdownSignal } from "../sdk/run/runner.ts";
+import { escrowDomain, checkpointDecisionDigest } from "../sdk/rules/verifierSignatures.ts";
 import { openStore } from "../workloads/index.ts";
-import { storeUrlArg } from "../sdk/storeArg.ts";
+import { storeUrlArg } from "../sdk/run/storeArg.ts";
 import { DEFAULT_COLLECTOR_URL, httpCollector } from "./collector.ts";
 import { DecisionStore } from "./decisions.ts";
 import {

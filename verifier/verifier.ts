@@ -2,7 +2,7 @@
  * One Quality Guard verifier in the shape of every long-running part: a config built and validated once, a tick
  * that rebuilds pending work from chain state (`jobCount`, `jobOf`, `statusOf`), decides each item with
  * checks.ts (or its injected behaviour, behaviour.ts), signs the escrow digest as a Safe owner and posts the
- * signature to the collector, and the shared runner (sdk/runner.ts). All I/O (chain, store, collector, clock,
+ * signature to the collector, and the shared runner (sdk/run/runner.ts). All I/O (chain, store, collector, clock,
  * logger) is injected.
  *
  * Every tick re-posts the signature of every decision the chain still waits for, so the collector may restart at
@@ -11,11 +11,12 @@
  * checkpoint of the current epoch.
  */
 import type { Signer, TypedDataDomain } from "ethers";
-import { escrowDomain, signAsSafeOwner } from "../sdk/verifierSignatures.ts";
-import { isTrainingOver, jobIds, readJob, type JobReader, type JobView } from "../sdk/job.ts";
-import type { Logger } from "../sdk/log.ts";
-import type { LogCursor } from "../sdk/logRange.ts";
-import { runLoop } from "../sdk/runner.ts";
+import { escrowDomain, signAsSafeOwner } from "../sdk/rules/verifierSignatures.ts";
+import { isTrainingOver, jobIds, type JobView } from "../sdk/rules/job.ts";
+import { readJob, type JobReader } from "../sdk/node/jobReads.ts";
+import type { Logger } from "../sdk/run/log.ts";
+import type { LogCursor } from "../sdk/node/logRange.ts";
+import { runLoop } from "../sdk/run/runner.ts";
 import {
   createSampler,
   createTrainer,
@@ -129,7 +130,7 @@ export type VerifierDeps = {
   log: Logger;
   now?: () => number;
   /**
-   * Follows the chain's blocks (sdk/logRange.ts LogCursor, e.g. over the events that end training): when it reports a
+   * Follows the chain's blocks (sdk/node/logRange.ts LogCursor, e.g. over the events that end training): when it reports a
    * reorganisation, the jobs remembered as past training are read again, since the block that ended one may be gone.
    */
   reorgs?: Pick<LogCursor, "poll">;

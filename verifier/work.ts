@@ -13,9 +13,9 @@ import {
   type ClaimCheck,
   type FaultRefusal,
   type VerdictMessage,
-} from "../sdk/verifierSignatures.ts";
+} from "../sdk/rules/verifierSignatures.ts";
 import type { TypedDataDomain } from "ethers";
-import { allStepsAccepted, isTraining, type JobView } from "../sdk/job.ts";
+import { allStepsAccepted, isTraining, type JobView } from "../sdk/rules/job.ts";
 
 export type CheckpointItem = {
   kind: "checkpoint";

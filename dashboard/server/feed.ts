@@ -5,18 +5,18 @@
  * The history is kept, so every new viewer starts from the whole run — the same way a recording plays.
  */
 import { Contract, JsonRpcProvider, Network, type Interface } from "ethers";
-import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
-import { checkDeploymentOn, connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/contracts.ts";
-import { DeploymentError, loadDeployment, type Deployment } from "../../sdk/deployment.ts";
-import { deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
-import type { HeartbeatListed, UnassignNote } from "../../sdk/heartbeat.ts";
-import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
-import { LogCursor, type RawLog } from "../../sdk/logRange.ts";
-import { capDeviceModel, machineBadge, machineId } from "../../sdk/machine.ts";
-import { verifierNames } from "../../sdk/narrative.ts";
-import { namesIn, rolledBack, type Entry, type ReorgNote, type RunLog } from "../../sdk/recording.ts";
-import { SAFE_ABI } from "../../sdk/safeOwners.ts";
-import { STAKE_LOCKS } from "../../sdk/stake.ts";
+import { JsonRpcClient } from "../../sdk/node/jsonRpc.ts";
+import { checkDeploymentOn, connectProtocol, protocolInterfaces, rpcChainId } from "../../sdk/node/contracts.ts";
+import { DeploymentError, loadDeployment, type Deployment } from "../../sdk/node/deployment.ts";
+import { deploymentStartBlock } from "../../sdk/node/deploymentBlock.ts";
+import type { HeartbeatListed, UnassignNote } from "../../sdk/rules/heartbeat.ts";
+import { confirmationsFor, confirmedBlock } from "../../sdk/node/confirmations.ts";
+import { LogCursor, type RawLog } from "../../sdk/node/logRange.ts";
+import { capDeviceModel, machineBadge, machineId } from "../../sdk/run/machine.ts";
+import { verifierNames } from "../../sdk/words/narrative.ts";
+import { namesIn, rolledBack, type Entry, type ReorgNote, type RunLog } from "../../sdk/run/recording.ts";
+import { SAFE_ABI } from "../../sdk/node/safeOwners.ts";
+import { STAKE_LOCKS } from "../../sdk/rules/stake.ts";
 import type { HeartbeatRow, PendingRow, Snapshot } from "./snapshot.ts";
 
 /** Where the feed reads: the chain, and the keepers' base URLs. */
@@ -34,13 +34,13 @@ export interface FeedOptions extends FeedSources {
    * so a redeploy that wrote new addresses into it is picked up without restarting the dashboard).
    */
   deploymentFile?: string;
-  /** This machine's identity (default sdk/machine.ts machineId()): a provider beating from another is "separate". */
+  /** This machine's identity (default sdk/run/machine.ts machineId()): a provider beating from another is "separate". */
   machine?: string;
   pollMs?: number;
   maxBlocksPerQuery?: number;
   /** Entries kept in memory (oldest reserves samples are dropped first). */
   maxEntries?: number;
-  /** Blocks on top before a block counts as confirmed (default: the network's, sdk/confirmations.ts). */
+  /** Blocks on top before a block counts as confirmed (default: the network's, sdk/node/confirmations.ts). */
   confirmations?: number;
   /**
    * The run this dashboard serves, when it serves its own (`npm start`): the entries its recording is written from
@@ -66,7 +66,7 @@ export class LiveFeed {
   /** The chain id the RPC last answered, deployment or not (null until it first answers). */
   answeredChainId: bigint | null = null;
   /**
-   * Why the deployment cannot be read on the chain that answers: sdk/contracts.ts checkDeploymentOn's one line (a
+   * Why the deployment cannot be read on the chain that answers: sdk/node/contracts.ts checkDeploymentOn's one line (a
    * stale deployment file: no contract code at its addresses, with the redeploy command; or one made on another
    * chain). Null when it is there, or when the chain does not answer (then nothing is known of the deployment).
    */
@@ -170,7 +170,7 @@ export class LiveFeed {
   }
 
   /**
-   * Connects to the chain: it answers (its chain id), the deployment is on it (sdk/contracts.ts checkDeploymentOn,
+   * Connects to the chain: it answers (its chain id), the deployment is on it (sdk/node/contracts.ts checkDeploymentOn,
    * the CLI's own check), then where its events start. Any failure leaves the feed unconnected, to try again next
    * tick; a stale deployment is said (`deploymentProblem`), with the file read again each time, so a redeploy is
    * picked up by itself.
@@ -191,7 +191,7 @@ export class LiveFeed {
     }
     const d = this.deployment;
     const network = Network.from(chainId);
-    // Each read retried within 5 s (sdk/rpc.ts), then failed: the tick records it, the next one reads again.
+    // Each read retried within 5 s (sdk/node/rpc.ts), then failed: the tick records it, the next one reads again.
     const provider = new JsonRpcClient(
       this.o.rpc,
       network,
@@ -265,7 +265,7 @@ export class LiveFeed {
     if (this.chainId === null) await this.connect();
     if (!this.provider) return;
     // The escrow's and registry's events; a reorganisation drops what the replaced blocks said, then folds the
-    // new chain's (sdk/logRange.ts finds it; viewers get a "reorg" entry and fold their history again).
+    // new chain's (sdk/node/logRange.ts finds it; viewers get a "reorg" entry and fold their history again).
     const { logs, head, reorged } = await this.cursor.poll();
     if (reorged) this.onReorg(reorged);
     for (const log of logs) this.onLog(log);
@@ -346,7 +346,7 @@ export class LiveFeed {
   }
 
   /**
-   * Whether a provider's signed beats come from another machine than this dashboard server's (sdk/machine.ts), as a
+   * Whether a provider's signed beats come from another machine than this dashboard server's (sdk/run/machine.ts), as a
    * log entry when it is first known or changes: the page's "Real, separate machine" badge (with a registered GPU).
    * A coordinator whose GET /heartbeats does not list the beat's machine identity leaves it unknown: nothing said.
    */

@@ -12,8 +12,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { networkInterfaces } from "node:os";
 import path from "node:path";
-import { loadDeployment } from "../../sdk/deployment.ts";
-import { encodeEntry, parseRecording, recordingStart, type Entry } from "../../sdk/recording.ts";
+import { loadDeployment } from "../../sdk/node/deployment.ts";
+import { encodeEntry, parseRecording, recordingStart, type Entry } from "../../sdk/run/recording.ts";
 import { DIST_DIR, ensureBuilt } from "./build.ts";
 import { LiveFeed, type FeedOptions, type FeedSources } from "./feed.ts";
 import { allowedHosts, checkHost, decideRequest, WILDCARDS, type Decision } from "./routes.ts";

@@ -34,7 +34,7 @@ export interface Snapshot {
   pending: PendingRow[];
   indexedBlock: number;
   headBlock: number | null;
-  /** Blocks above it are not confirmed yet (sdk/confirmations.ts); absent from older servers. */
+  /** Blocks above it are not confirmed yet (sdk/node/confirmations.ts); absent from older servers. */
   confirmedBlock?: number | null;
   /**
    * Why the deployment cannot be read on the chain, which answers (a stale deployment file, with the CLI's redeploy

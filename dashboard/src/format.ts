@@ -1,8 +1,8 @@
 /**
  * The page's own formats (short addresses, "3 s ago", the playback clock); amounts and times go through the
- * product-wide sdk/format.ts (6 decimals, ISO times), here taking the stream's decimal strings too.
+ * product-wide sdk/words/format.ts (6 decimals, ISO times), here taking the stream's decimal strings too.
  */
-import { usdcAmount } from "../../sdk/format.ts";
+import { usdcAmount } from "../../sdk/words/format.ts";
 
 /** Base units as a bigint (a bigint, the stream's decimal string or a whole number); null for anything else. */
 export function baseUnits(units: bigint | string | number | undefined | null): bigint | null {

@@ -1,6 +1,6 @@
 /**
  * The escrow's books from the events on screen, through the same pure code `gpuchain wallet` and
- * `gpuchain explain` use (sdk/ledger.ts, sdk/narrative.ts).
+ * `gpuchain explain` use (sdk/rules/ledger.ts, sdk/words/narrative.ts).
  */
 import {
   appendEscrowEvents,
@@ -10,12 +10,12 @@ import {
   type EscrowEvent,
   type Ledger,
   type LedgerJob,
-} from "../../sdk/ledger.ts";
-import type { ChainEvent } from "../../sdk/recording.ts";
-import { isStakeEvent } from "../../sdk/stake.ts";
+} from "../../sdk/rules/ledger.ts";
+import type { ChainEvent } from "../../sdk/run/recording.ts";
+import { isStakeEvent } from "../../sdk/rules/stake.ts";
 
-export { providerSummaries } from "../../sdk/narrative.ts";
-export { walletOf, JobStatus, statusAt } from "../../sdk/ledger.ts";
+export { providerSummaries } from "../../sdk/words/narrative.ts";
+export { walletOf, JobStatus, statusAt } from "../../sdk/rules/ledger.ts";
 export type { Ledger, LedgerJob };
 
 const REGISTRY_EVENTS = new Set([

@@ -3,7 +3,7 @@
  * entries to the same fold; the views re-render at most once per animation frame, so fast playback stays smooth.
  */
 import { useEffect, useRef, useState } from "react";
-import { parseRecording, recordingStart, rolledBack, type Entry, type ReorgNote } from "../../sdk/recording.ts";
+import { parseRecording, recordingStart, rolledBack, type Entry, type ReorgNote } from "../../sdk/run/recording.ts";
 import { applyEntry, emptyState, foldAll, type RunState } from "./model/state.ts";
 import { connectLive, type Snapshot } from "./sources/live.ts";
 

@@ -1,5 +1,5 @@
 /** The verdict collector's configuration, built and validated once from the CLI flags. */
-import { UsageError, parsePositiveInt } from "../../sdk/args.ts";
+import { UsageError, parsePositiveInt } from "../../sdk/run/args.ts";
 import { optionalConfirmations, parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
 import { SILENCE_DEFAULTS } from "./decide.ts";
 

@@ -10,8 +10,13 @@
  */
 import { getAddress, isHexString } from "ethers";
 import { DECISION_TIMEOUT_S } from "../coordinator/decide.ts";
-import { isTraining, type JobView } from "../../sdk/job.ts";
-import type { CheckpointDecision, ClaimCheck, FaultRefusal, VerdictMessage } from "../../sdk/verifierSignatures.ts";
+import { isTraining, type JobView } from "../../sdk/rules/job.ts";
+import type {
+  CheckpointDecision,
+  ClaimCheck,
+  FaultRefusal,
+  VerdictMessage,
+} from "../../sdk/rules/verifierSignatures.ts";
 
 /**
  * What the verifiers sign: a decision on one checkpoint, a refusal of it for a proven fault (a claim, when its
@@ -194,7 +199,7 @@ export function readySignatures(
   return threshold > 0 && valid.length >= threshold ? valid.slice(0, threshold) : undefined;
 }
 
-/** The parts of a job (sdk/job.ts) the collector compares a decision with (`reportedAt`: for the window). */
+/** The parts of a job (sdk/rules/job.ts) the collector compares a decision with (`reportedAt`: for the window). */
 export type JobState = Pick<
   JobView,
   "status" | "epoch" | "totalSteps" | "acceptedStep" | "acceptedHash" | "pendingStep" | "pendingHash" | "pendingEpoch"

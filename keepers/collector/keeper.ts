@@ -1,5 +1,5 @@
 /** The verdict collector as a registry entry (keepers/registry.ts). */
-import { loadKey } from "../../sdk/keys.ts";
+import { loadKey } from "../../sdk/run/keys.ts";
 import type { KeeperContext } from "../chain.ts";
 import { defineKeeper, type KeeperEnv } from "../keeper.ts";
 import { COLLECTOR_OPTIONS, collectorConfig, type CollectorConfig } from "./config.ts";

@@ -15,7 +15,7 @@
  * Nothing here reads the chain, the clock or a file: tick.ts does the I/O and passes what it read (and the time)
  * in. A transition never changes the state it is given; it returns a new one.
  */
-import { packSafeSignatures } from "../../sdk/verifierSignatures.ts";
+import { packSafeSignatures } from "../../sdk/rules/verifierSignatures.ts";
 import {
   applicability,
   checkpointOf,
@@ -495,7 +495,7 @@ export function check(
   const out = (c: Check) => ({ state: d as PoolState, check: c, pendingAgain });
   if (step.action === "wait") return out({ action: "wait", on: step.on, reason: step.reason });
   // A decision moves money: it goes out only when the state `depth` blocks below the head calls for it too
-  // (sdk/confirmations.ts), so a report in a block that may still be replaced is not paid for yet.
+  // (sdk/node/confirmations.ts), so a report in a block that may still be replaced is not paid for yet.
   if (rules.depth > 0) {
     if (!o.confirmed) return out({ action: "read", depth: rules.depth });
     if (applicability(decision, o.confirmed.job, o.confirmed.chainTimeS).action !== "send")

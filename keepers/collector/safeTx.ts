@@ -6,7 +6,7 @@
  */
 import SafeKit, { type ContractNetworksConfig, type Eip1193Provider } from "@safe-global/protocol-kit";
 import type { Contract } from "ethers";
-import type { Deployment } from "../../sdk/deployment.ts";
+import type { Deployment } from "../../sdk/node/deployment.ts";
 import { execute, type KeeperContext, type Sender } from "../chain.ts";
 import type { DecisionExecutor } from "./tick.ts";
 

@@ -31,9 +31,9 @@
  * again (its deciding block was replaced) → relayed again; still decided → dropped and "done" again.
  */
 import { Contract, Signature } from "ethers";
-import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
-import { readJob } from "../../sdk/job.ts";
-import { SAFE_ABI } from "../../sdk/safeOwners.ts";
+import { confirmationsFor, confirmedBlock } from "../../sdk/node/confirmations.ts";
+import { readJob } from "../../sdk/node/jobReads.ts";
+import { SAFE_ABI } from "../../sdk/node/safeOwners.ts";
 import {
   checkpointDecisionDigest,
   claimCheckDigest,
@@ -41,7 +41,7 @@ import {
   faultRefusalDigest,
   recoverSafeSigner,
   verdictDigest,
-} from "../../sdk/verifierSignatures.ts";
+} from "../../sdk/rules/verifierSignatures.ts";
 import { changeLogger, execute, read, type Call, type KeeperContext, type Outcome } from "../chain.ts";
 import { startJsonServer, type JsonResponse } from "../http.ts";
 import { runTicks } from "../keeper.ts";

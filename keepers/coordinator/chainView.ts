@@ -3,7 +3,7 @@
  * fetches the escrow's and the registry's logs since the last tick (one getLogs per 10 000 blocks), re-reads only
  * the jobs those logs name (and jobs created since), batched through Multicall3, folds each provider's offer and
  * stake from its registry events (stakeBook.ts), learns fencing from CheckpointRefused and which providers wait
- * for a re-stake after a slash from StakeSlashed and StakeDeposited (sdk/restake.ts). A tick with nothing new
+ * for a re-stake after a slash from StakeSlashed and StakeDeposited (sdk/rules/restake.ts). A tick with nothing new
  * costs a handful of requests whatever the number of jobs.
  *
  * Why it is enough: every escrow function that changes a job emits an event naming the job, and a job's Open or
@@ -14,23 +14,17 @@
  * for the events that name a job or a provider (topic filter, one request over both contracts), read by their
  * topics (no ABI decoding: every such event names its job or provider as the first indexed argument); a job whose
  * logs show its training over (verdict, cancellation) is never read at all; and the batched answers are sliced by
- * word (sdk/job.ts `staticDecoder`) instead of going through the generic ABI coder.
+ * word (sdk/rules/job.ts `staticDecoder`) instead of going through the generic ABI coder.
  */
 import type { Contract, Interface } from "ethers";
-import {
-  checksummed,
-  isTraining,
-  isTrainingOver,
-  readStoredJobsBatched,
-  staticDecoder,
-  wordDecoder,
-} from "../../sdk/job.ts";
-import { DEFAULT_REMEMBERED_BLOCKS, LogCursor, type RawLog } from "../../sdk/logRange.ts";
-import { RestakeBook, type SlashMark } from "../../sdk/restake.ts";
-import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/multicall.ts";
+import { isTraining, isTrainingOver } from "../../sdk/rules/job.ts";
+import { checksummed, readStoredJobsBatched, staticDecoder, wordDecoder } from "../../sdk/node/jobReads.ts";
+import { DEFAULT_REMEMBERED_BLOCKS, LogCursor, type RawLog } from "../../sdk/node/logRange.ts";
+import { RestakeBook, type SlashMark } from "../../sdk/rules/restake.ts";
+import { batchReader, valueOf, type BatchReader, type RawResult } from "../../sdk/node/multicall.ts";
 import { read, type KeeperContext } from "../chain.ts";
 import type { CoordinatorJob, ProviderView } from "./decide.ts";
-import { freeStake, isStakeEvent, STAKE_EVENTS, type Stake } from "../../sdk/stake.ts";
+import { freeStake, isStakeEvent, STAKE_EVENTS, type Stake } from "../../sdk/rules/stake.ts";
 import { StakeBooks } from "./stakeBook.ts";
 import { TrackRecords } from "./trackRecord.ts";
 
@@ -120,7 +114,7 @@ export class CoordinatorChainView {
 
   private readonly fromBlock: number;
   private cursor: LogCursor;
-  /** Reorganisations seen; after each the view was folded again from `fromBlock` (sdk/logRange.ts reports them). */
+  /** Reorganisations seen; after each the view was folded again from `fromBlock` (sdk/node/logRange.ts reports them). */
   reorgs = 0;
 
   constructor(ctx: KeeperContext, fromBlock: number) {
@@ -246,7 +240,7 @@ export class CoordinatorChainView {
 
   /**
    * Both contracts' logs naming a job or a provider up to `block`, one request per LOG_CHUNK blocks, through the one
-   * cursor (sdk/logRange.ts). When it reports a reorganisation the view forgets what it folded and folds again from
+   * cursor (sdk/node/logRange.ts). When it reports a reorganisation the view forgets what it folded and folds again from
    * `fromBlock` (the cold start, which is fast by design): simpler than undoing each book, and the same result.
    */
   private async logsSince(block: number): Promise<RawLog[]> {
@@ -287,7 +281,7 @@ export class CoordinatorChainView {
     dirty.providers.add(provider);
   }
 
-  /** A slash or a deposit, placed by its log's position (sdk/restake.ts); the slashed lock's job is its 2nd topic. */
+  /** A slash or a deposit, placed by its log's position (sdk/rules/restake.ts); the slashed lock's job is its 2nd topic. */
   private applyRestake(name: string, provider: string, log: RawLog): void {
     if (name !== "StakeSlashed" && name !== "StakeDeposited") return;
     const mark: SlashMark = { blockNumber: log.blockNumber, logIndex: log.index };

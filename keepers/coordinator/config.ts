@@ -1,6 +1,6 @@
 /** The coordinator's configuration, built and validated once from the CLI flags. */
-import { UsageError, parsePositiveInt } from "../../sdk/args.ts";
-import { HEARTBEAT_DEFAULTS } from "../../sdk/heartbeat.ts";
+import { UsageError, parsePositiveInt } from "../../sdk/run/args.ts";
+import { HEARTBEAT_DEFAULTS } from "../../sdk/rules/heartbeat.ts";
 import { BACKOFF_DEFAULTS, PROGRESS } from "./decide.ts";
 import { parseNonNegativeInt, parsePort, sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
 

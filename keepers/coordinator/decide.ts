@@ -4,7 +4,7 @@
  *
  * Assignment rule (also in keepers/README.md): a provider is eligible for an Open job when it is registered and
  * active, not waiting for a re-stake after a slash (slashed for a proven fault, no stake deposited since;
- * sdk/restake.ts), not busy on a Running job (nor picked for another job in this tick), not fenced on this job, asks
+ * sdk/rules/restake.ts), not busy on a Running job (nor picked for another job in this tick), not fenced on this job, asks
  * at most the job's maxPricePerStep, the job's remaining budget covers (totalSteps − acceptedStep) × its price, its
  * device memory is at least the template's need, its free stake covers the lock `assign` takes (price ×
  * interval, at least the registry's minStake), it sent a heartbeat within the timeout, and that latest beat is
@@ -16,14 +16,14 @@
  * Liveness means progress (decideRunning): a holder that keeps beating but shows no step progress within the
  * template's step bound, or sends no report within its interval's bound, is unassigned (progressBounds).
  */
-import { describeWait, jobFit, termsRefusal, type JobTerms } from "../../sdk/jobFit.ts";
-import { isLive } from "../../sdk/heartbeat.ts";
-import { formatPrice } from "../../sdk/format.ts";
-import type { JobView } from "../../sdk/job.ts";
-import { restakeLine, type SlashMark } from "../../sdk/restake.ts";
+import { describeWait, jobFit, termsRefusal, type JobTerms } from "../../sdk/rules/jobFit.ts";
+import { isLive } from "../../sdk/rules/heartbeat.ts";
+import { formatPrice } from "../../sdk/words/format.ts";
+import type { JobView } from "../../sdk/rules/job.ts";
+import { restakeLine, type SlashMark } from "../../sdk/rules/restake.ts";
 
 /**
- * The parts of a job (sdk/job.ts) the coordinator decides on. `provider` is the zero address when Open; the lease
+ * The parts of a job (sdk/rules/job.ts) the coordinator decides on. `provider` is the zero address when Open; the lease
  * is live while chain time ≤ `leaseExpiresAt` (unix seconds).
  */
 export type CoordinatorJob = Pick<
@@ -122,7 +122,7 @@ export interface CoordinatorView {
   backoff?: { baseS: number; capS: number };
   /**
    * Providers slashed for a proven fault with no stake deposited since (lower-case → their latest slash), from the
-   * registry's StakeSlashed and StakeDeposited events (chainView.ts, sdk/restake.ts). None of them is assigned.
+   * registry's StakeSlashed and StakeDeposited events (chainView.ts, sdk/rules/restake.ts). None of them is assigned.
    * Absent: no re-stake rule (pure tests may leave it out).
    */
   restake?: Map<string, SlashMark>;
@@ -415,7 +415,7 @@ function ownExclusion(job: CoordinatorJob, addr: string, view: CoordinatorView):
 
 /**
  * The rules about the job's terms alone (termsKey): jobs with the same terms exclude the same providers. Price,
- * budget, memory and stake are sdk/jobFit.ts `termsRefusal` (the one rule `job create` and `explain` say too);
+ * budget, memory and stake are sdk/rules/jobFit.ts `termsRefusal` (the one rule `job create` and `explain` say too);
  * the arithmetic profile is the coordinator's own.
  */
 function termsExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorView): Exclusion | undefined {
@@ -427,7 +427,7 @@ function termsExclusion(job: CoordinatorJob, p: ProviderView, view: CoordinatorV
 }
 
 /**
- * A job's terms as sdk/jobFit.ts reads them. The stake rule's lock ignores a lock the provider still holds on this
+ * A job's terms as sdk/rules/jobFit.ts reads them. The stake rule's lock ignores a lock the provider still holds on this
  * job: that only ever skips a provider the chain would accept, never offers one it would refuse — so no identity
  * without stake at risk is picked tick after tick while its assign reverts with JobEscrowStakeShort.
  */
@@ -756,7 +756,7 @@ function record(p: ProviderView, view: CoordinatorView): string {
 }
 
 /**
- * When no registered offer fits the job's own terms, why (sdk/jobFit.ts, shared with `explain`). The offers carry
+ * When no registered offer fits the job's own terms, why (sdk/rules/jobFit.ts, shared with `explain`). The offers carry
  * no slash here: the providers waiting for a re-stake are named once, by the tick (restakeLines).
  */
 function whyNobodyFits(job: CoordinatorJob, view: CoordinatorView): string[] {

@@ -3,7 +3,7 @@
  * accepted beat per provider (job, epoch, step, loss) and its age on the coordinator's clock. It wraps the
  * `POST /heartbeat` route and records only beats that route accepted, so it never changes a decision.
  */
-import type { HeartbeatListed } from "../../sdk/heartbeat.ts";
+import type { HeartbeatListed } from "../../sdk/rules/heartbeat.ts";
 import type { JsonResponse, Route } from "../http.ts";
 
 /** A beat as recorded: what `GET /heartbeats` lists, with when it arrived instead of its age. */

@@ -8,7 +8,7 @@
  * sender: at most MAX_JOB_BEATS_PER_PROVIDER (job, epoch) entries each, and only registered senders get any.
  */
 import { getAddress } from "ethers";
-import { checkHeartbeat, type HeartbeatScope, type SignedHeartbeat } from "../../sdk/heartbeat.ts";
+import { checkHeartbeat, type HeartbeatScope, type SignedHeartbeat } from "../../sdk/rules/heartbeat.ts";
 import type { JsonResponse } from "../http.ts";
 import { jobBeatKey, type BeatRecord, type StepSeen } from "./decide.ts";
 
@@ -142,7 +142,7 @@ export function parseHeartbeat(body: unknown): SignedHeartbeat | string {
   if (b.problem !== undefined && (typeof b.problem !== "string" || !PROBLEM.test(b.problem))) {
     return "problem must be printable text of at most 200 characters";
   }
-  if (!HEX_ID.test(b.machine as string)) return "machine must be hex (sdk/machine.ts)";
+  if (!HEX_ID.test(b.machine as string)) return "machine must be hex (sdk/run/machine.ts)";
   if (!SIGNATURE.test(b.signature as string)) return "signature must be 65 bytes of hex";
   for (const k of ["provider", "escrow"]) {
     try {

@@ -7,7 +7,7 @@ import { changeLogger, execute, mapLimit, read, type KeeperContext, type Outcome
 import { startJsonServer } from "../http.ts";
 import { runTicks } from "../keeper.ts";
 import { HeartbeatView } from "./heartbeatView.ts";
-import type { UnassignNote } from "../../sdk/heartbeat.ts";
+import type { UnassignNote } from "../../sdk/rules/heartbeat.ts";
 import type { CoordinatorConfig } from "./config.ts";
 import { memoryNeed } from "./config.ts";
 import { CoordinatorChainView } from "./chainView.ts";
@@ -16,7 +16,7 @@ import { HeartbeatBook } from "./heartbeats.ts";
 import { registryCheck } from "./registered.ts";
 import { templateMemoryMiB, templateStepMs } from "./stepTime.ts";
 import { isProvenProfile, loadTemplate, UnknownTemplateError } from "../../workloads/index.ts";
-import { eventsFrom } from "../../sdk/deployment.ts";
+import { eventsFrom } from "../../sdk/node/deployment.ts";
 
 /**
  * The proven-profile safety net: a template this node knows goes only to providers whose reported arithmetic profile is
@@ -201,7 +201,7 @@ export class Coordinator {
       idleOn: chain.history.idleOn,
       struckOn: chain.history.struckOn,
       backoff: { baseS: config.idleBackoffS, capS: config.idleBackoffCapS },
-      // Slashed for a proven fault, no deposit since: not assigned until it re-stakes (sdk/restake.ts).
+      // Slashed for a proven fault, no deposit since: not assigned until it re-stakes (sdk/rules/restake.ts).
       restake: chain.restake.waiting,
     };
   }

@@ -10,7 +10,7 @@
  * clears the strikes. A holder that never reported, or whose report lapsed, is also kept off that job for good
  * (`idleOn`); a refused one is fenced on chain instead.
  */
-import { UnassignReason } from "../../sdk/job.ts";
+import { UnassignReason } from "../../sdk/rules/job.ts";
 import type { TrackRecord } from "./decide.ts";
 
 /** Chain time (s) of a block: the strike's time comes from the block that holds its event. */

@@ -9,10 +9,10 @@
  * then simulated on its own to say why; the next run re-reads the job (tick.ts `recheck`) and redoes it if needed.
  */
 import { Contract, toBeHex, zeroPadValue, type Interface } from "ethers";
-import { classifyError, describeError } from "../../sdk/errors.ts";
-import type { Logger } from "../../sdk/log.ts";
-import { MULTICALL3_ABI } from "../../sdk/multicall.ts";
-import { withGasHeadroom } from "../../sdk/gas.ts";
+import { classifyError, describeError } from "../../sdk/node/errors.ts";
+import type { Logger } from "../../sdk/run/log.ts";
+import { MULTICALL3_ABI } from "../../sdk/node/multicall.ts";
+import { withGasHeadroom } from "../../sdk/node/gas.ts";
 import {
   awaitReceipt,
   executeForReceipt,
@@ -204,7 +204,7 @@ function effectTopics(iface: Interface, a: FinalizerAction): string[] {
 
 /**
  * Why calls that took no effect in their batch did not: simulated now, in one aggregate3. A revert is a race or a
- * failure as sdk/errors.ts classifies it; a call that would succeed now is left to the next run (it re-reads the
+ * failure as sdk/node/errors.ts classifies it; a call that would succeed now is left to the next run (it re-reads the
  * job), not reported as a failure.
  */
 async function whyNoEffect(

@@ -1,6 +1,6 @@
 /** The finalizer's configuration, built and validated once from the CLI flags. */
 import { validate } from "node-cron";
-import { UsageError } from "../../sdk/args.ts";
+import { UsageError } from "../../sdk/run/args.ts";
 import {
   optionalConfirmations,
   parseNonNegativeInt,
@@ -25,7 +25,7 @@ export interface FinalizerConfig extends SharedConfig {
   cron: string;
   /** Between two looks at the chain head while a deadline is ahead; a block past one starts a run at once. */
   watchMs: number;
-  /** Blocks on top of the block a run decides on (undefined: the network's default, sdk/confirmations.ts). */
+  /** Blocks on top of the block a run decides on (undefined: the network's default, sdk/node/confirmations.ts). */
   confirmations?: number;
 }
 

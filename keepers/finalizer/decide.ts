@@ -3,8 +3,8 @@
  * silent (ArbiterTimedOut), both permissionless, and release providers' unclaimed earnings on Settled or Cancelled
  * jobs (`claimEarnings`). Both are harmless when someone else got there first (the contract rejects the repeat).
  */
-import { isFinished, isSettleable, type JobStatusName } from "../../sdk/job.ts";
-import { deadlinePassed, statusAtDeadline } from "../../sdk/settleTiming.ts";
+import { isFinished, isSettleable, type JobStatusName } from "../../sdk/rules/job.ts";
+import { deadlinePassed, statusAtDeadline } from "../../sdk/rules/settleTiming.ts";
 
 export interface FinalizerJob {
   jobId: bigint;
@@ -57,7 +57,7 @@ export function planFinalizer(jobs: FinalizerJob[]): FinalizerAction[][] {
   return plan;
 }
 
-/** A job the finalizer never needs to read again: final (sdk/job.ts `isFinished`), and nothing left to claim. */
+/** A job the finalizer never needs to read again: final (sdk/rules/job.ts `isFinished`), and nothing left to claim. */
 export function nothingLeftToDo(job: FinalizerJob): boolean {
   return isFinished(job.status) && job.earnings.every((e) => e.amount === 0n);
 }
@@ -74,7 +74,7 @@ export function derivedStatus(
 ): JobStatusName | undefined {
   if (last === undefined || !deadlinePassed(deadline, now)) return undefined;
   if (isFinished(last)) return last;
-  // The stored phase a clock-derived status came from, turned by the one deadline rule (sdk/settleTiming.ts).
+  // The stored phase a clock-derived status came from, turned by the one deadline rule (sdk/rules/settleTiming.ts).
   const stored = last === "Settleable" ? "DisputeWindow" : last === "ArbiterTimedOut" ? "Disputed" : last;
   if (stored !== "DisputeWindow" && stored !== "Disputed") return undefined;
   return statusAtDeadline(stored, deadline, now);

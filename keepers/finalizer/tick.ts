@@ -8,17 +8,17 @@
  * DisputeOpened) and that no event touched since is not read when the deadline passes: its status then is derived
  * here exactly as `statusOf` derives it (past the deadline: Settleable / ArbiterTimedOut), so the settles go out in
  * the first run after that block, settles before any earnings read, in Multicall3 batches (batch.ts).
- * Runs never overlap (sdk/runner.ts: node-cron's noOverlap plus one guard shared with the deadline watch).
+ * Runs never overlap (sdk/run/runner.ts: node-cron's noOverlap plus one guard shared with the deadline watch).
  */
 import type { Block, Contract } from "ethers";
-import { confirmationsFor, confirmedBlock } from "../../sdk/confirmations.ts";
-import { isSettleable, statusName, type JobStatusName } from "../../sdk/job.ts";
-import { LogCursor } from "../../sdk/logRange.ts";
-import { batchReader, valueOf } from "../../sdk/multicall.ts";
-import { nonOverlapping } from "../../sdk/runner.ts";
-import { sleep } from "../../sdk/retry.ts";
-import { protocolInterfaces } from "../../sdk/contracts.ts";
-import { classifyError } from "../../sdk/errors.ts";
+import { confirmationsFor, confirmedBlock } from "../../sdk/node/confirmations.ts";
+import { isSettleable, statusName, type JobStatusName } from "../../sdk/rules/job.ts";
+import { LogCursor } from "../../sdk/node/logRange.ts";
+import { batchReader, valueOf } from "../../sdk/node/multicall.ts";
+import { nonOverlapping } from "../../sdk/run/runner.ts";
+import { sleep } from "../../sdk/run/retry.ts";
+import { protocolInterfaces } from "../../sdk/node/contracts.ts";
+import { classifyError } from "../../sdk/node/errors.ts";
 import { execute, mapLimit, read, type KeeperContext, type Outcome } from "../chain.ts";
 import { runTicks } from "../keeper.ts";
 import { BATCH_MIN, sendBatched, shouldBatch } from "./batch.ts";
@@ -33,7 +33,7 @@ import {
   type FinalizerAction,
   type FinalizerJob,
 } from "./decide.ts";
-import { eventsFrom } from "../../sdk/deployment.ts";
+import { eventsFrom } from "../../sdk/node/deployment.ts";
 
 export interface FinalizerTickReport {
   plan: FinalizerAction[][];
@@ -51,7 +51,7 @@ export function createFinalizer(
   config: Pick<FinalizerConfig, "fromBlock"> & { confirmations?: number },
 ) {
   const log = ctx.logger;
-  /** Settles and claims move money: decide on the state at head − depth only (sdk/confirmations.ts). */
+  /** Settles and claims move money: decide on the state at head − depth only (sdk/node/confirmations.ts). */
   const depth = confirmationsFor(ctx.chainId, config.confirmations);
   const fromBlock = eventsFrom(config.fromBlock, ctx);
   const escrow = ctx.escrow as unknown as Contract;
@@ -93,7 +93,7 @@ export function createFinalizer(
 
   /**
    * Folds the escrow's logs since the last tick, up to `toBlock` (the confirmed block), through the one cursor
-   * (sdk/logRange.ts); returns the jobs they name. On a reported reorganisation (also at depth 0, where the head
+   * (sdk/node/logRange.ts); returns the jobs they name. On a reported reorganisation (also at depth 0, where the head
    * itself may be replaced) it forgets what it folded and folds again from `fromBlock`, as the coordinator's view.
    */
   async function scan(toBlock: number): Promise<Set<bigint>> {

@@ -1,5 +1,5 @@
 /** The reserves watch's configuration, built and validated once from the CLI flags. */
-import { parsePositiveInt } from "../../sdk/args.ts";
+import { parsePositiveInt } from "../../sdk/run/args.ts";
 import { sharedConfig, str, type FlagValues, type SharedConfig } from "../config.ts";
 
 export const RESERVES_OPTIONS = {

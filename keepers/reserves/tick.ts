@@ -4,7 +4,7 @@
  * in `--strict` mode the keeper then stops with exit code 1.
  */
 import { read, type KeeperContext } from "../chain.ts";
-import type { TickResult } from "../../sdk/runner.ts";
+import type { TickResult } from "../../sdk/run/runner.ts";
 import { runTicks } from "../keeper.ts";
 import type { ReservesConfig } from "./config.ts";
 import { blocksToCheck, checkReserves, type ReservesCheck } from "./decide.ts";

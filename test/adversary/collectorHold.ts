@@ -3,7 +3,7 @@
  * (THREATS.md, "One malicious verifier of three"): one malicious Safe owner (verifier 1, Hardhat account 3) against the
  * real verdict collector (keepers/collector/tick.ts over HTTP), on the simulated chain with the Ignition deployment and
  * a real 2-of-3 Safe v1.4.1. The two honest owners (accounts 4 and 5) post what verifiers post (verifier/work.ts
- * bodies, signed with sdk/verifierSignatures.ts): their accept, re-sent, and nothing else (the worst case for the hold:
+ * bodies, signed with sdk/rules/verifierSignatures.ts): their accept, re-sent, and nothing else (the worst case for the hold:
  * they cannot answer a claim, e.g. their store is down). One `it` per strategy:
  *
  * (a) a FaultRefusal signed by the malicious owner naming a fresh random finder every claimHoldMs/4, after a claim

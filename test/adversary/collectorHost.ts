@@ -15,7 +15,7 @@ import {
   faultRefusalDigest,
   signAsSafeOwner,
   type Fault,
-} from "../../sdk/verifierSignatures.ts";
+} from "../../sdk/rules/verifierSignatures.ts";
 import { ckpt, createJob, domainOf, eventCount, testContext, wallet, type Protocol } from "../keepers/fixture.ts";
 
 export const [V1, V2, V3] = [wallet(3), wallet(4), wallet(5)]; // the verifier Safe's owners; V1 is the malicious one

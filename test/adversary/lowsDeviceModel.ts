@@ -1,21 +1,21 @@
 /**
  * `deviceModel` had no length cap: a provider registers (and updates) its machine description on
  * chain, and the registry stores any length, so one registration could push kilobytes to every dashboard viewer.
- * The cap is MAX_DEVICE_MODEL_BYTES = 64 bytes of UTF-8 (sdk/machine.ts, the registry's name bound); the
+ * The cap is MAX_DEVICE_MODEL_BYTES = 64 bytes of UTF-8 (sdk/run/machine.ts, the registry's name bound); the
  * dashboard's live feed forwards at most that of a registered or updated model. Real chain (Hardhat's simulated
  * one, served over HTTP by a small JSON-RPC bridge), the real feed reading it.
  */
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { LiveFeed } from "../../dashboard/server/feed.ts";
-import { capDeviceModel, deviceModelProblem, MAX_DEVICE_MODEL_BYTES } from "../../sdk/machine.ts";
+import { capDeviceModel, deviceModelProblem, MAX_DEVICE_MODEL_BYTES } from "../../sdk/run/machine.ts";
 import * as fx from "../helpers/fixture.ts";
 import { rpcBridge } from "../helpers/rpcBridge.ts";
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 
 describe("adversary: a device model is capped at 64 bytes", function () {
-  describe("the rule (sdk/machine.ts)", function () {
+  describe("the rule (sdk/run/machine.ts)", function () {
     it("63, 64 bytes pass; 65 is refused with the reason; a real model is unchanged", function () {
       expect(MAX_DEVICE_MODEL_BYTES).to.equal(64);
       expect(deviceModelProblem("x".repeat(63))).to.equal(undefined);

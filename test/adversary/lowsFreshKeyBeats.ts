@@ -7,8 +7,8 @@
 import { expect } from "chai";
 import { createServer } from "node:net";
 import { Network, Wallet } from "ethers";
-import { connectProtocol } from "../../sdk/contracts.ts";
-import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
+import { connectProtocol } from "../../sdk/node/contracts.ts";
+import { JsonRpcClient } from "../../sdk/node/jsonRpc.ts";
 import { MAX_UNKNOWN_READS_PER_SECOND, registryCheck } from "../../keepers/coordinator/registered.ts";
 import { load, manualClock, testContext } from "../keepers/fixture.ts";
 

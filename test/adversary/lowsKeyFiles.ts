@@ -20,8 +20,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Wallet } from "ethers";
 import { openProviderKey } from "../../agent/cli.ts";
-import { createLogger } from "../../sdk/log.ts";
-import { KeyFileError, loadKey, loadOrCreateKey, writeKey } from "../../sdk/keys.ts";
+import { createLogger } from "../../sdk/run/log.ts";
+import { KeyFileError, loadKey, loadOrCreateKey, writeKey } from "../../sdk/run/keys.ts";
 
 const KEY_A = Wallet.createRandom().privateKey;
 const KEY_B = Wallet.createRandom().privateKey;

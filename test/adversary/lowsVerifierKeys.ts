@@ -11,9 +11,9 @@ import path from "node:path";
 import { Contract, HDNodeWallet, JsonRpcProvider } from "ethers";
 import { localNetwork, type ScenarioNetwork } from "../../demo/network.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { loadDeployment } from "../../sdk/deployment.ts";
-import { loadKey } from "../../sdk/keys.ts";
-import { SAFE_ABI } from "../../sdk/safeOwners.ts";
+import { loadDeployment } from "../../sdk/node/deployment.ts";
+import { loadKey } from "../../sdk/run/keys.ts";
+import { SAFE_ABI } from "../../sdk/node/safeOwners.ts";
 
 const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";
 const HARDHAT_ACCOUNTS = Array.from({ length: 20 }, (_, i) =>

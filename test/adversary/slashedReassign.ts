@@ -1,7 +1,7 @@
 /**
  * Before: a provider slashed for a proven fault was assigned the network's next job and slashed again.
  * Rule: a provider slashed for a proven fault is not assigned again until it has re-staked (a StakeDeposited after
- * its latest StakeSlashed; sdk/restake.ts). On the real chain (the Ignition deployment, its real 2-of-3 Safe) and
+ * its latest StakeSlashed; sdk/rules/restake.ts). On the real chain (the Ignition deployment, its real 2-of-3 Safe) and
  * the real coordinator (keepers/coordinator: chain view from events, decide.ts, sends): provider1 fabricates a
  * checkpoint and is slashed through `refuseWithFault` signed by two verifiers; it keeps 9 USDC of free stake, far
  * more than a lock, and is the cheapest. The next Open job goes to the honest control (provider2), not to it; a job
@@ -13,7 +13,7 @@ import { expect } from "chai";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import type { Decision } from "../../keepers/coordinator/decide.ts";
-import { formatTime } from "../../sdk/format.ts";
+import { formatTime } from "../../sdk/words/format.ts";
 import { ckpt, depositStake, faultAt, MIN_STAKE, networkHelpers, signFault, STAKE } from "../helpers/fixture.ts";
 import { beat, createJob, ethers, load, manualClock, testContext, wallet, type Protocol } from "../keepers/fixture.ts";
 

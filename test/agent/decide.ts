@@ -14,7 +14,7 @@ import {
   type Offer,
   type ProviderRecord,
 } from "../../agent/decide.ts";
-import type { JobView } from "../../sdk/job.ts";
+import type { JobView } from "../../sdk/rules/job.ts";
 import { jobView, rawJob } from "../helpers/jobs.ts";
 import { FaultSpecError, parseFault } from "../../agent/faults.ts";
 import { ZERO_HASH } from "../../workloads/index.ts";

@@ -23,7 +23,7 @@ import {
   type VulkanDriver,
 } from "../../agent/executionProvider.ts";
 import { badges, Progress, progressLine, Terminal } from "../../agent/progress.ts";
-import { UsageError } from "../../sdk/args.ts";
+import { UsageError } from "../../sdk/run/args.ts";
 import { demoProviderEnv } from "../../demo/actors.ts";
 import { TrainerPool, type TrainerFactory } from "../../agent/trainers.ts";
 import {
@@ -191,7 +191,7 @@ describe("agent: key file and flags", function () {
     expect(parse(["--name", "a", "--price", "1", "--bogus"])).to.throw(UsageError);
   });
 
-  it("takes the same provider names as the dashboard's form (sdk/providerName.ts): never one that leaves its folder", function () {
+  it("takes the same provider names as the dashboard's form (sdk/words/providerName.ts): never one that leaves its folder", function () {
     const parse = (name: string) => () => parseProvideArgs(["--name", name, "--price", "1"], () => CPU_DEVICE);
     for (const ok of ["a", "my-gpu_2.0", "x".repeat(64), "...", ".a"]) expect(parse(ok), ok).not.to.throw();
     // Before: any name up to 64 bytes, so two ".." steps and a folder put the key outside .gpuchain/providers.

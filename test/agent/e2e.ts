@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { checkHeartbeat } from "../../sdk/heartbeat.ts";
+import { checkHeartbeat } from "../../sdk/rules/heartbeat.ts";
 import {
   createTrainer,
   decodeCheckpoint,

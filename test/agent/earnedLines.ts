@@ -8,8 +8,13 @@
  * owner signatures.
  */
 import { expect } from "chai";
-import { formatTime } from "../../sdk/format.ts";
-import { escrowDomain, packSafeSignatures, signAsSafeOwner, verdictDigest } from "../../sdk/verifierSignatures.ts";
+import { formatTime } from "../../sdk/words/format.ts";
+import {
+  escrowDomain,
+  packSafeSignatures,
+  signAsSafeOwner,
+  verdictDigest,
+} from "../../sdk/rules/verifierSignatures.ts";
 import { assignedAgent, localProtocol, until, type LocalProtocol, type RunningAgent } from "./helpers.ts";
 
 const WITHDRAW = "npx --prefix /opt/gpuchain gpuchain withdraw --key /keys/p.key --rpc R --deployment /d.json";

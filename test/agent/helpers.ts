@@ -9,15 +9,15 @@ import { runAgent, type AgentResult } from "../../agent/agent.ts";
 import type { DeviceProfile } from "../../agent/device.ts";
 import type { Fault } from "../../agent/faults.ts";
 import { DEFAULT_TIMING, type AgentConfig, type AgentDeps } from "../../agent/types.ts";
-import { connectProtocol, type Protocol } from "../../sdk/contracts.ts";
-import type { SignedHeartbeat } from "../../sdk/heartbeat.ts";
-import { createLogger } from "../../sdk/log.ts";
+import { connectProtocol, type Protocol } from "../../sdk/node/contracts.ts";
+import type { SignedHeartbeat } from "../../sdk/rules/heartbeat.ts";
+import { createLogger } from "../../sdk/run/log.ts";
 import {
   checkpointDecisionDigest,
   escrowDomain,
   packSafeSignatures,
   signAsSafeOwner,
-} from "../../sdk/verifierSignatures.ts";
+} from "../../sdk/rules/verifierSignatures.ts";
 import { FsCheckpointStore, listTemplates, loadTemplate } from "../../workloads/index.ts";
 import { deployOn } from "../helpers/deploy.ts";
 

@@ -3,7 +3,7 @@
 import { expect } from "chai";
 import { loadDataset, loadDatasetAsync } from "../../workloads/data.ts";
 import { createTrainer, loadTemplate, type Template } from "../../workloads/index.ts";
-import type { SignedHeartbeat } from "../../sdk/heartbeat.ts";
+import type { SignedHeartbeat } from "../../sdk/rules/heartbeat.ts";
 import { assignedAgent, localProtocol, until } from "./helpers.ts";
 
 describe("agent: heartbeats while the trainer loads", function () {

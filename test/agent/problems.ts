@@ -11,7 +11,7 @@ import { mkdtemp, rm, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Wallet } from "ethers";
-import { checkHeartbeat, signHeartbeat, type Heartbeat } from "../../sdk/heartbeat.ts";
+import { checkHeartbeat, signHeartbeat, type Heartbeat } from "../../sdk/rules/heartbeat.ts";
 import { parseHeartbeat } from "../../keepers/coordinator/heartbeats.ts";
 import { HeartbeatView } from "../../keepers/coordinator/heartbeatView.ts";
 import { FsCheckpointStore } from "../../workloads/index.ts";

@@ -13,7 +13,7 @@
 import { expect } from "chai";
 import { Wallet } from "ethers";
 import { TEST_KEYS } from "../../demo/chain.ts";
-import { readLogs } from "../../sdk/logRange.ts";
+import { readLogs } from "../../sdk/node/logRange.ts";
 import { anvilProtocol, mine, type AnvilProtocol } from "../helpers/anvilChain.ts";
 import { startAgent, staked, until, type RunningAgent } from "./helpers.ts";
 

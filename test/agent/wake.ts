@@ -1,8 +1,8 @@
-// sdk/chainWake.ts on Hardhat's simulated chain: a sleep ends at the first log matching its filter, not at other
+// sdk/node/chainWake.ts on Hardhat's simulated chain: a sleep ends at the first log matching its filter, not at other
 // logs, and a matching log mined while nobody slept ends the next sleep at once (decisions pushed).
 import { expect } from "chai";
 import type { Provider } from "ethers";
-import { ChainWake, eventTopics } from "../../sdk/chainWake.ts";
+import { ChainWake, eventTopics } from "../../sdk/node/chainWake.ts";
 import { localProtocol, type LocalProtocol } from "./helpers.ts";
 
 describe("agent: ChainWake (decisions pushed, not polled)", function () {

@@ -27,11 +27,11 @@ import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { JsonRpcProvider, Wallet } from "ethers";
-import { connectProtocol } from "../../sdk/contracts.ts";
-import { loadDeployment } from "../../sdk/deployment.ts";
+import { connectProtocol } from "../../sdk/node/contracts.ts";
+import { loadDeployment } from "../../sdk/node/deployment.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { writeKey } from "../../sdk/keys.ts";
+import { writeKey } from "../../sdk/run/keys.ts";
 
 const NODE = process.execPath;
 const CLI = path.resolve("cli/gpuchain.ts");

@@ -9,12 +9,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Wallet, parseEther, type JsonRpcProvider } from "ethers";
-import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
-import { loadDeployment } from "../../sdk/deployment.ts";
+import { connectProtocol, rpcProvider } from "../../sdk/node/contracts.ts";
+import { loadDeployment } from "../../sdk/node/deployment.ts";
 import { deployLocal, freePort, startAnvil } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { rpcBridge } from "../helpers/rpcBridge.ts";
-import { startFaultProxy } from "../../sdk/faultProxy.ts";
+import { startFaultProxy } from "../../sdk/node/faultProxy.ts";
 
 describe("gpuchain faucet: test ETH (and USDC) for a key on a development chain", function () {
   this.timeout(300_000);

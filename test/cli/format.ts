@@ -1,4 +1,4 @@
-/** sdk/format.ts: one way to show USDC amounts and times. */
+/** sdk/words/format.ts: one way to show USDC amounts and times. */
 import { expect } from "chai";
 import {
   formatDeadline,
@@ -9,8 +9,8 @@ import {
   formatWait,
   usdcAmount,
   usdcUnits,
-} from "../../sdk/format.ts";
-import { priceStanding } from "../../sdk/jobFit.ts";
+} from "../../sdk/words/format.ts";
+import { priceStanding } from "../../sdk/rules/jobFit.ts";
 
 describe("sdk/format: amounts and times", function () {
   it("shows USDC with 6 fixed decimals and the unit", function () {

@@ -1,6 +1,6 @@
-/** sdk/jobFit.ts: why a job waits, by the escrow's own assign rules (boundaries at t-1, t, t+1). */
+/** sdk/rules/jobFit.ts: why a job waits, by the escrow's own assign rules (boundaries at t-1, t, t+1). */
 import { expect } from "chai";
-import { describeWait, jobFit, type JobTerms, type Offer } from "../../sdk/jobFit.ts";
+import { describeWait, jobFit, type JobTerms, type Offer } from "../../sdk/rules/jobFit.ts";
 
 const offer = (pricePerStep: bigint, memoryMiB = 1_024, active = true): Offer => ({
   address: `0x${pricePerStep}`,

@@ -1,14 +1,14 @@
 /**
- * sdk/logRange.ts against a real second node implementation (anvil): it does reject a log query that starts past
+ * sdk/node/logRange.ts against a real second node implementation (anvil): it does reject a log query that starts past
  * its head, and the cursor and reader never ask for one; spans are honoured; a timer-mined chain is followed.
  */
 import { expect } from "chai";
 import { JsonRpcProvider, Wallet } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { startFaultProxy } from "../../sdk/faultProxy.ts";
-import { blockRanges, isRangeRefusal, LogCursor, readLogs } from "../../sdk/logRange.ts";
-import { sleep } from "../../sdk/retry.ts";
+import { startFaultProxy } from "../../sdk/node/faultProxy.ts";
+import { blockRanges, isRangeRefusal, LogCursor, readLogs } from "../../sdk/node/logRange.ts";
+import { sleep } from "../../sdk/run/retry.ts";
 
 /** Creation code of a contract whose every call emits one LOG0 (runtime 0x60006000a000: LOG0(0, 0); STOP). */
 const EMITS_A_LOG = "0x6560006000a0006000526006601af3";

@@ -2,9 +2,9 @@
  * The CLI on a chain with a long history before the deployment, as a public chain has (Base Sepolia: tens of
  * millions of blocks): anvil started at block 1,000,000 (a genesis with that number, `anvil --init`: no need to mine
  * them) and pruned to the last 16 blocks' state. Every command that reads events must start at the deployment's
- * first block (Ignition's journal, sdk/deployment.ts `eventsFrom`), not at block 0: from 0 that is 100 more
+ * first block (Ignition's journal, sdk/node/deployment.ts `eventsFrom`), not at block 0: from 0 that is 100 more
  * `eth_getLogs` of 10,000 blocks each here, and thousands on a public chain whose RPC caps the span. Counted at a
- * proxy in front of the node (sdk/faultProxy.ts, no fault injected).
+ * proxy in front of the node (sdk/node/faultProxy.ts, no fault injected).
  */
 import { expect } from "chai";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -13,10 +13,10 @@ import path from "node:path";
 import { Wallet, type JsonRpcProvider } from "ethers";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { rpcProvider } from "../../sdk/contracts.ts";
-import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
-import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
-import { writeKey } from "../../sdk/keys.ts";
+import { rpcProvider } from "../../sdk/node/contracts.ts";
+import { loadDeployment, type Deployment } from "../../sdk/node/deployment.ts";
+import { startFaultProxy, type FaultProxy } from "../../sdk/node/faultProxy.ts";
+import { writeKey } from "../../sdk/run/keys.ts";
 import { postOpenJob } from "../helpers/anvilChain.ts";
 import { runGpuchain } from "../helpers/cli.ts";
 

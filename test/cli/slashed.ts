@@ -10,15 +10,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { HDNodeWallet, Mnemonic, Wallet, id, type JsonRpcProvider } from "ethers";
-import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
-import { loadDeployment } from "../../sdk/deployment.ts";
-import { checkpointDecisionDigest, escrowDomain, faultRefusalDigest } from "../../sdk/verifierSignatures.ts";
+import { connectProtocol, rpcProvider } from "../../sdk/node/contracts.ts";
+import { loadDeployment } from "../../sdk/node/deployment.ts";
+import { checkpointDecisionDigest, escrowDomain, faultRefusalDigest } from "../../sdk/rules/verifierSignatures.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { withGasHeadroom } from "../../sdk/gas.ts";
+import { withGasHeadroom } from "../../sdk/node/gas.ts";
 import { sendReport } from "../../agent/sends.ts";
 import { loadTemplate } from "../../workloads/index.ts";
-import { writeKey } from "../../sdk/keys.ts";
+import { writeKey } from "../../sdk/run/keys.ts";
 
 const USDC = 1_000_000n;
 const PRICE = 1_000n; // per step

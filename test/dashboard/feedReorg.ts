@@ -2,7 +2,7 @@
  * The dashboard server's feed (dashboard/server/feed.ts) across reorganisations of depth 1, 2 and 3 on anvil with the
  * protocol deployed through Ignition: a job the feed already streamed is replaced by another (`anvil_reorg`); the
  * feed drops the replaced blocks' entries and says so (a "reorg" entry), and the page's folds of its history — the
- * run state's events (dashboard/src/model/state.ts `foldAll`) and the books (dashboard/src/ledger.ts, sdk/ledger.ts)
+ * run state's events (dashboard/src/model/state.ts `foldAll`) and the books (dashboard/src/ledger.ts, sdk/rules/ledger.ts)
  * — equal those of a fresh feed that only ever saw the new chain, both for its kept history (a new viewer) and for
  * the stream a viewer connected all along received (the replaced events, then the "reorg" entry). And `npm start`'s
  * watcher (demo/watch.ts): its job's events rolled back and its status line folded again equal a fresh fold. And
@@ -19,15 +19,15 @@ import { foldNew, newLedgerFold } from "../../dashboard/src/ledger.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { plain, rolledBackEvents, rolledBackLines, watchStatus } from "../../demo/watch.ts";
 import type { LiveEvent } from "../../demo/render.ts";
-import { decodeLogs } from "../../sdk/events.ts";
+import { decodeLogs } from "../../sdk/node/events.ts";
 import { CoordinatorChainView } from "../../keepers/coordinator/chainView.ts";
 import { keeperContext } from "../../keepers/context.ts";
-import { createLogger } from "../../sdk/log.ts";
-import { LogCursor, readLogs, type RawLog } from "../../sdk/logRange.ts";
+import { createLogger } from "../../sdk/run/log.ts";
+import { LogCursor, readLogs, type RawLog } from "../../sdk/node/logRange.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
-import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
-import type { Entry } from "../../sdk/recording.ts";
+import { connectProtocol, rpcProvider } from "../../sdk/node/contracts.ts";
+import { loadDeployment, type Deployment } from "../../sdk/node/deployment.ts";
+import type { Entry } from "../../sdk/run/recording.ts";
 import { loadTemplate } from "../../workloads/index.ts";
 
 describe("dashboard server: the feed across reorganisations (anvil)", function () {

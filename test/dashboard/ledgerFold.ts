@@ -1,15 +1,15 @@
 /**
  * The dashboard's incremental ledger (dashboard/src/ledger.ts): folding the events as they arrive, in any split,
- * gives the books of folding them all at once (sdk/ledger.ts), on the committed recording; a new list (seeking
+ * gives the books of folding them all at once (sdk/rules/ledger.ts), on the committed recording; a new list (seeking
  * back), a shorter one and an event out of chain order (a reorg) fold from scratch.
  */
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { foldNew, newLedgerFold } from "../../dashboard/src/ledger.ts";
-import { parseRecording, type ChainEvent } from "../../sdk/recording.ts";
+import { parseRecording, type ChainEvent } from "../../sdk/run/recording.ts";
 import { applyEntry, emptyState, foldAll } from "../../dashboard/src/model/state.ts";
-import { foldEscrowEvents, type Ledger } from "../../sdk/ledger.ts";
-import { isStakeEvent } from "../../sdk/stake.ts";
+import { foldEscrowEvents, type Ledger } from "../../sdk/rules/ledger.ts";
+import { isStakeEvent } from "../../sdk/rules/stake.ts";
 import { mulberry32 as random } from "../helpers/random.ts";
 
 const REGISTRY = new Set(["ProviderRegistered", "ProviderUpdated", "ProviderDeactivated", "ProviderReactivated"]);

@@ -13,8 +13,8 @@ import { freePort } from "../../demo/chain.ts";
 import { runToEnd } from "../../demo/processes.ts";
 import { startDashboardServer } from "../../dashboard/server/server.ts";
 import { ensureBuilt } from "../../dashboard/server/build.ts";
-import { loadKey } from "../../sdk/keys.ts";
-import { sleep } from "../../sdk/retry.ts";
+import { loadKey } from "../../sdk/run/keys.ts";
+import { sleep } from "../../sdk/run/retry.ts";
 import { chromiumMissing, launch, requireChromium } from "./browser.ts";
 import { PAGE_IDS, screenshot, seriousViolations, units } from "./helpers.ts";
 
@@ -155,7 +155,7 @@ async function walletCheck(page: Page, url: string, net: Net, common: string[]) 
   expect(await page.getByTestId("wallet-result").textContent()).to.contain("Events and state agree.");
 }
 
-/** What a wallet shows a person, from the CLI's lines or the page's "Check any wallet" (sdk/walletFacts.ts). */
+/** What a wallet shows a person, from the CLI's lines or the page's "Check any wallet" (sdk/rules/walletFacts.ts). */
 interface WalletShown {
   withdrawable: bigint;
   withdrawn: bigint;

@@ -1,5 +1,5 @@
 // "Real, separate machine" (a physical GPU on another computer): the badge was defined but never given to anyone
-// (sdk/machine.ts machineBadge was called only from tests). The dashboard server compares the machine identity a
+// (sdk/run/machine.ts machineBadge was called only from tests). The dashboard server compares the machine identity a
 // provider signs into its heartbeats with its own (dashboard/server/feed.ts) and says it in the stream; the page's
 // fold (dashboard/src/model/state.ts) gives the badge only to a provider that also reported a GPU to the registry.
 import { expect } from "chai";
@@ -8,8 +8,8 @@ import type { AddressInfo } from "node:net";
 import { LiveFeed } from "../../dashboard/server/feed.ts";
 import { foldAll, SEPARATE_MACHINE } from "../../dashboard/src/model/state.ts";
 import { freePort } from "../../demo/chain.ts";
-import { machineId } from "../../sdk/machine.ts";
-import type { Entry } from "../../sdk/recording.ts";
+import { machineId } from "../../sdk/run/machine.ts";
+import type { Entry } from "../../sdk/run/recording.ts";
 
 const A = "0x" + "a1".repeat(20);
 const B = "0x" + "b2".repeat(20);

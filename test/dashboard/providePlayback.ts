@@ -9,7 +9,7 @@ import type { Browser, Page } from "playwright-core";
 import type { DashboardServer } from "../../dashboard/server/server.ts";
 import { requireChromium } from "./browser.ts";
 import { offlineDeployment, servedDashboard } from "./helpers.ts";
-import { priceUnits } from "../../sdk/format.ts";
+import { priceUnits } from "../../sdk/words/format.ts";
 import { baseUnits } from "../../dashboard/src/format.ts";
 
 const RECORDING = "char-transformer.jsonl";

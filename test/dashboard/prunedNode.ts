@@ -1,7 +1,7 @@
 /**
  * The dashboard on a pruned (non-archive) node: anvil keeping only the last 16 blocks' state answers `eth_getCode`
  * for the head and refuses it for older blocks, as most public full nodes do. Where the dashboard starts reading a
- * deployment's events (sdk/deploymentBlock.ts) must not depend on old state: Ignition's journal gives the
+ * deployment's events (sdk/node/deploymentBlock.ts) must not depend on old state: Ignition's journal gives the
  * deployment's first block, and without the journal the feed reads from block 0 rather than failing forever.
  */
 import { expect } from "chai";
@@ -12,10 +12,10 @@ import { LiveFeed } from "../../dashboard/server/feed.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { protocolInterfaces, rpcProvider } from "../../sdk/contracts.ts";
-import { classifyError, describeError } from "../../sdk/errors.ts";
-import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
-import { deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
+import { protocolInterfaces, rpcProvider } from "../../sdk/node/contracts.ts";
+import { classifyError, describeError } from "../../sdk/node/errors.ts";
+import { loadDeployment, type Deployment } from "../../sdk/node/deployment.ts";
+import { deploymentStartBlock } from "../../sdk/node/deploymentBlock.ts";
 import { postOpenJob } from "../helpers/anvilChain.ts";
 import { runGpuchain } from "../helpers/cli.ts";
 

@@ -1,6 +1,6 @@
 /**
  * The dashboard's "Chain unreachable" appears on HTTP 429 and clears by itself. Real chain (anvil, the
- * protocol deployed through Ignition) behind the real fault proxy (sdk/faultProxy.ts), the real dashboard server and
+ * protocol deployed through Ignition) behind the real fault proxy (sdk/node/faultProxy.ts), the real dashboard server and
  * a real Chromium reading the chain through the proxy: every request answered 429 → the banner, naming the 429, with
  * the last good value kept; the proxy calm again → the banner goes by itself.
  */
@@ -11,7 +11,7 @@ import type { Browser, Page } from "playwright-core";
 import type { DashboardServer } from "../../dashboard/server/server.ts";
 import { deployLocal, freePort, startAnvil } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
+import { startFaultProxy, type FaultProxy } from "../../sdk/node/faultProxy.ts";
 import { requireChromium } from "./browser.ts";
 import { servedDashboard } from "./helpers.ts";
 

@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import { foldAll } from "../../dashboard/src/model/state.ts";
-import type { Entry } from "../../sdk/recording.ts";
+import type { Entry } from "../../sdk/run/recording.ts";
 
 const decided = (ms: number, verifier: string, step: number, action: string, sample?: string): Entry =>
   ({

@@ -3,7 +3,7 @@
  * answering" — the chain answered; the contracts were gone. Real chain (anvil, the protocol deployed through
  * Ignition, then taken back with evm_revert as a restart does), the real dashboard server and a real Chromium:
  * - started on the stale file, the page says the chain answers and the file is stale, with the CLI's own line
- *   (sdk/contracts.ts checkDeploymentOn, redeploy advice included) wherever it said "not answering";
+ *   (sdk/node/contracts.ts checkDeploymentOn, redeploy advice included) wherever it said "not answering";
  * - redeployed (to new addresses, the file rewritten), the page follows by itself, without a reload;
  * - with a GPU provider beating from another machine (a coordinator listing each beat's machine identity), it
  *   shows "Real, separate machine" for that one only;
@@ -21,9 +21,9 @@ import { startDashboardServer, type DashboardServer } from "../../dashboard/serv
 import { DEVICE_CHOICE } from "../../dashboard/src/model/deviceChoice.ts";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { checkDeploymentOn, connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
-import { DeploymentError, loadDeployment } from "../../sdk/deployment.ts";
-import { machineId } from "../../sdk/machine.ts";
+import { checkDeploymentOn, connectProtocol, rpcProvider } from "../../sdk/node/contracts.ts";
+import { DeploymentError, loadDeployment } from "../../sdk/node/deployment.ts";
+import { machineId } from "../../sdk/run/machine.ts";
 import { requireChromium, launch } from "./browser.ts";
 import { runGpuchain } from "../helpers/cli.ts";
 

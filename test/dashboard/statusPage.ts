@@ -12,11 +12,11 @@ import type { Browser, Page } from "playwright-core";
 import { startDashboardServer, type DashboardServer } from "../../dashboard/server/server.ts";
 import { freePort } from "../../demo/chain.ts";
 import { bundleGzipKb } from "../../bench/dashboard.ts";
-import { formatTime, usdcAmount } from "../../sdk/format.ts";
-import { foldEscrowEvents, stakeBookOf, walletOf } from "../../sdk/ledger.ts";
-import { STAKE_LABELS } from "../../sdk/stake.ts";
-import { providerSummaries } from "../../sdk/narrative.ts";
-import { clockAdvanceOf, parseRecording, type ChainEvent } from "../../sdk/recording.ts";
+import { formatTime, usdcAmount } from "../../sdk/words/format.ts";
+import { foldEscrowEvents, stakeBookOf, walletOf } from "../../sdk/rules/ledger.ts";
+import { STAKE_LABELS } from "../../sdk/rules/stake.ts";
+import { providerSummaries } from "../../sdk/words/narrative.ts";
+import { clockAdvanceOf, parseRecording, type ChainEvent } from "../../sdk/run/recording.ts";
 import { requireChromium } from "./browser.ts";
 import { offlineDeployment, PAGE_IDS, screenshot, seriousViolations, servedDashboard } from "./helpers.ts";
 
@@ -56,7 +56,7 @@ const units = (cell: string) => BigInt(cell.replace(".", ""));
 /** The run's own settlement table (`npm start`'s report, demo/report.ts) by provider name. */
 function reportRows(summary: string[]): Map<string, string[]> & { newStakeColumn: boolean } {
   const head = summary.findIndex((l) => l.startsWith("provider  steps accepted"));
-  // "deposited/slashed/left" before the figures had names of their own (sdk/stake.ts STAKE_LABELS): the same three.
+  // "deposited/slashed/left" before the figures had names of their own (sdk/rules/stake.ts STAKE_LABELS): the same three.
   const newStakeColumn = [
     "stake USDC deposited/slashed/left",
     `stake USDC ${STAKE_LABELS.paidIn}/${STAKE_LABELS.slashed}/${STAKE_LABELS.held}`,

@@ -8,12 +8,12 @@ import { placeRuleLabels } from "../../dashboard/src/components/labels.ts";
 import { recordedChainNow } from "../../dashboard/src/model/clock.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { KEEPERS } from "../../keepers/registry.ts";
-import { KEEPER_NAMES } from "../../sdk/keeperNames.ts";
-import { mulberry32 } from "../../sdk/random.ts";
-import { describeEvent } from "../../sdk/sentences.ts";
-import { foldEscrowEvents, statusAt } from "../../sdk/ledger.ts";
-import { statusName } from "../../sdk/job.ts";
-import { clockAdvanceOf, clockAdvancedNote, parseRecording, type Entry } from "../../sdk/recording.ts";
+import { KEEPER_NAMES } from "../../sdk/words/keeperNames.ts";
+import { mulberry32 } from "../../sdk/run/random.ts";
+import { describeEvent } from "../../sdk/words/sentences.ts";
+import { foldEscrowEvents, statusAt } from "../../sdk/rules/ledger.ts";
+import { statusName } from "../../sdk/rules/job.ts";
+import { clockAdvanceOf, clockAdvancedNote, parseRecording, type Entry } from "../../sdk/run/recording.ts";
 
 type AbiEvent = { type: string; name: string; inputs: { name: string; type: string }[] };
 

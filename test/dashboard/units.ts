@@ -3,7 +3,7 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { decideRequest } from "../../dashboard/server/routes.ts";
 import { keyAction } from "../../dashboard/src/keyboard.ts";
-import { parseRecording, type ChainEvent } from "../../sdk/recording.ts";
+import { parseRecording, type ChainEvent } from "../../sdk/run/recording.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { nextDelay } from "../../dashboard/src/sources/backoff.ts";
 import { PAGES } from "../../dashboard/src/pageList.ts";

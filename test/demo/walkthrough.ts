@@ -24,11 +24,11 @@ import { playedLine, replay } from "../../demo/recording.ts";
 import { checkStoreOption } from "../../demo/s3.ts";
 import { clientLine, formatTable, keptHowTo } from "../../demo/report.ts";
 import type { Run } from "../../demo/types.ts";
-import { escrowLedger } from "../../sdk/events.ts";
-import { formatUsdc } from "../../sdk/format.ts";
-import { loadKey, writeKey } from "../../sdk/keys.ts";
-import { clientCompensation, stakeBookOf } from "../../sdk/ledger.ts";
-import { providerSummaries } from "../../sdk/narrative.ts";
+import { escrowLedger } from "../../sdk/node/events.ts";
+import { formatUsdc } from "../../sdk/words/format.ts";
+import { loadKey, writeKey } from "../../sdk/run/keys.ts";
+import { clientCompensation, stakeBookOf } from "../../sdk/rules/ledger.ts";
+import { providerSummaries } from "../../sdk/words/narrative.ts";
 
 const START = path.resolve("scripts/start.ts");
 

@@ -149,7 +149,7 @@ function describeScenario(node: ChainNode) {
       it("--keep narrates what happens after the summary: a second job posted, assigned", function () {
         expect(posted?.code, posted?.output).to.equal(0);
         const kept = lines.slice(lines.findIndex((l) => l.startsWith("what happens from here on")));
-        // The one sentence per event (sdk/sentences.ts), as the dashboard's feed and explain say it.
+        // The one sentence per event (sdk/words/sentences.ts), as the dashboard's feed and explain say it.
         const posted2 =
           /^\[chain\] job 2 posted by \S+: 10 steps, checkpoint every \d+, at most \d+\.\d{6} USDC\/step, budget \d+\.\d{6} USDC locked$/;
         expect(kept.some((l) => posted2.test(l))).to.equal(true);

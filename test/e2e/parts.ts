@@ -11,8 +11,8 @@ import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { externalNetwork, ROLES } from "../../demo/network.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { StatusLine, statusText } from "../../demo/status.ts";
-import { writeKey } from "../../sdk/keys.ts";
-import { setDevBalance } from "../../sdk/faucet.ts";
+import { writeKey } from "../../sdk/run/keys.ts";
+import { setDevBalance } from "../../sdk/node/faucet.ts";
 
 describe("npm start parts: the live status line", function () {
   it("shows step, holder, epoch, pending checkpoint and signatures on one line", function () {

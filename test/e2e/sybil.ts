@@ -13,7 +13,7 @@
  */
 import { expect } from "chai";
 import { runSybil, type SybilResult } from "../../demo/sybil.ts";
-import { UnassignReason } from "../../sdk/ledger.ts";
+import { UnassignReason } from "../../sdk/rules/ledger.ts";
 
 /**
  * A short start grace and progress floor (defaults: 20 s and 10 s), and a 30 s lease (the local network's is 120 s):

@@ -9,15 +9,15 @@ import path from "node:path";
 import { HDNodeWallet, Mnemonic, Wallet, type ContractTransactionResponse, type JsonRpcProvider } from "ethers";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { connectProtocol, rpcProvider, type Protocol } from "../../sdk/contracts.ts";
-import { loadDeployment, type Deployment } from "../../sdk/deployment.ts";
+import { connectProtocol, rpcProvider, type Protocol } from "../../sdk/node/contracts.ts";
+import { loadDeployment, type Deployment } from "../../sdk/node/deployment.ts";
 import {
   checkpointDecisionDigest,
   escrowDomain,
   packSafeSignatures,
   signAsSafeOwner,
   verdictDigest,
-} from "../../sdk/verifierSignatures.ts";
+} from "../../sdk/rules/verifierSignatures.ts";
 import { loadTemplate } from "../../workloads/index.ts";
 
 export const CHAIN_ID = 31337n;

@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { Wallet } from "ethers";
-import { packSafeSignatures, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
+import { packSafeSignatures, signAsSafeOwner } from "../../sdk/rules/verifierSignatures.ts";
 
 const CLI = path.resolve("cli/gpuchain.ts");
 

@@ -5,7 +5,7 @@
  */
 import type { network } from "hardhat";
 import GPUChainLocal from "../../ignition/modules/GPUChainLocal.ts";
-import type { Deployment } from "../../sdk/deployment.ts";
+import type { Deployment } from "../../sdk/node/deployment.ts";
 
 type Connection = Awaited<ReturnType<typeof network.create>>;
 

@@ -21,7 +21,7 @@ import {
   packSafeSignatures,
   signAsSafeOwner,
   verdictDigest,
-} from "../../sdk/verifierSignatures.ts";
+} from "../../sdk/rules/verifierSignatures.ts";
 import { deployOn } from "./deploy.ts";
 
 /** One simulated chain shared by every protocol test file; `loadFixture` isolates the tests. */
@@ -55,10 +55,10 @@ export const DEFAULT_REQUEST = {
 };
 export type JobRequest = typeof DEFAULT_REQUEST;
 
-/** The numbering of IJobEscrow's enums, kept once in sdk/ledger.ts. */
-import { JobStatus as Status, UnassignReason as Reason } from "../../sdk/ledger.ts";
+/** The numbering of IJobEscrow's enums, kept once in sdk/rules/ledger.ts. */
+import { JobStatus as Status, UnassignReason as Reason } from "../../sdk/rules/ledger.ts";
 export { Status, Reason };
-export { HoldEnd } from "../../sdk/job.ts";
+export { HoldEnd } from "../../sdk/rules/job.ts";
 /** bit i = JobStatus(i), as in JobEscrowUnexpectedStatus's `allowed`. */
 export const bits = (...statuses: number[]) => statuses.reduce((acc, s) => acc | (1n << BigInt(s)), 0n);
 export const DeviceKind = { CPU: 0, GPU: 1 } as const;

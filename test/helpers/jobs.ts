@@ -1,7 +1,7 @@
 /** Jobs as the escrow's `jobOf` returns them, for the pure tests of what keepers, agent and verifier decide. */
 import { ZeroAddress } from "ethers";
 import type { CoordinatorJob } from "../../keepers/coordinator/decide.ts";
-import { JobStatus, toJobView, type JobStatusName, type JobView, type RawJob } from "../../sdk/job.ts";
+import { JobStatus, toJobView, type JobStatusName, type JobView, type RawJob } from "../../sdk/rules/job.ts";
 
 const ZERO = "0x" + "00".repeat(32);
 

@@ -4,7 +4,7 @@
  */
 import { JsonRpcProvider, Wallet } from "ethers";
 import { pathToFileURL } from "node:url";
-import { managedWallet, mined } from "../../sdk/txManager.ts";
+import { managedWallet, mined } from "../../sdk/node/txManager.ts";
 
 async function main(rpc: string, key: string, to: string, count: number, tag: string) {
   const provider = new JsonRpcProvider(rpc, undefined, { staticNetwork: true, cacheTimeout: -1, pollingInterval: 50 });

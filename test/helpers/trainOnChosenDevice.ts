@@ -5,7 +5,7 @@
 import { pathToFileURL } from "node:url";
 import { parseProvideArgs } from "../../agent/cli.ts";
 import { TrainerPool } from "../../agent/trainers.ts";
-import { createLogger } from "../../sdk/log.ts";
+import { createLogger } from "../../sdk/run/log.ts";
 import { loadTemplate, stateHash } from "../../workloads/index.ts";
 import { REFERENCE_SEED } from "../../workloads/referenceHashes.ts";
 

@@ -9,9 +9,9 @@ import { expect } from "chai";
 import type { Provider } from "ethers";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
-import { batchReader } from "../../sdk/multicall.ts";
+import { batchReader } from "../../sdk/node/multicall.ts";
 import type { CoordinatorJob } from "../../keepers/coordinator/decide.ts";
-import { readJob } from "../../sdk/job.ts";
+import { readJob } from "../../sdk/node/jobReads.ts";
 import { depositStake, faultAt, MIN_STAKE, signDecision, signFault } from "../helpers/fixture.ts";
 import {
   beat,

@@ -19,7 +19,7 @@ import {
   packSafeSignatures,
   signAsSafeOwner,
   verdictDigest,
-} from "../../sdk/verifierSignatures.ts";
+} from "../../sdk/rules/verifierSignatures.ts";
 import {
   CRASH_POINTS,
   barrier,

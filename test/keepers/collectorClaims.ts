@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { getAddress, type HDNodeWallet } from "ethers";
 import { createCollector } from "../../keepers/collector/tick.ts";
-import { claimCheckDigest, faultRefusalDigest, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
+import { claimCheckDigest, faultRefusalDigest, signAsSafeOwner } from "../../sdk/rules/verifierSignatures.ts";
 import { ckpt, createJob, domainOf, load, testContext, wallet } from "./fixture.ts";
 import {
   addSignature,

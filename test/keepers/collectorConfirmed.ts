@@ -13,8 +13,8 @@ import { Wallet } from "ethers";
 import { TEST_KEYS } from "../../demo/chain.ts";
 import { keeperContext } from "../../keepers/context.ts";
 import { createCollector } from "../../keepers/collector/tick.ts";
-import { createLogger } from "../../sdk/log.ts";
-import { escrowDomain, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
+import { createLogger } from "../../sdk/run/log.ts";
+import { escrowDomain, signAsSafeOwner } from "../../sdk/rules/verifierSignatures.ts";
 import { checkpointMessage, digestOf, type SignatureBody } from "../../verifier/work.ts";
 import { anvilProtocol, CHAIN_ID, mine, VERIFIER_KEYS, type AnvilProtocol } from "../helpers/anvilChain.ts";
 

@@ -15,10 +15,10 @@ import { TEST_KEYS } from "../../demo/chain.ts";
 import { keeperContext } from "../../keepers/context.ts";
 import { createCollector, type Collector } from "../../keepers/collector/tick.ts";
 import { pendingView } from "../../keepers/collector/pendingView.ts";
-import { JobStatus } from "../../sdk/job.ts";
-import { sleep } from "../../sdk/retry.ts";
-import { createLogger } from "../../sdk/log.ts";
-import { escrowDomain, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
+import { JobStatus } from "../../sdk/rules/job.ts";
+import { sleep } from "../../sdk/run/retry.ts";
+import { createLogger } from "../../sdk/run/log.ts";
+import { escrowDomain, signAsSafeOwner } from "../../sdk/rules/verifierSignatures.ts";
 import { checkpointMessage, digestOf, verdictMessage, type SignatureBody } from "../../verifier/work.ts";
 import { anvilProtocol, CHAIN_ID, mine, VERIFIER_KEYS, type AnvilProtocol } from "../helpers/anvilChain.ts";
 

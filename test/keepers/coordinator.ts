@@ -8,7 +8,7 @@ import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { startJsonServer } from "../../keepers/http.ts";
 import type { KeeperContext } from "../../keepers/chain.ts";
-import { JobStatus } from "../../sdk/job.ts";
+import { JobStatus } from "../../sdk/rules/job.ts";
 import { DeviceKind, depositStake } from "../helpers/fixture.ts";
 import {
   CRASH_POINTS,

@@ -7,7 +7,7 @@ import { expect } from "chai";
 import type { HDNodeWallet } from "ethers";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
-import { UnassignReason } from "../../sdk/ledger.ts";
+import { UnassignReason } from "../../sdk/rules/ledger.ts";
 import { loadTemplate } from "../../workloads/index.ts";
 import { DeviceKind, depositStake } from "../helpers/fixture.ts";
 import {

@@ -27,7 +27,7 @@ import {
 } from "../../keepers/coordinator/decide.ts";
 import { macsPerStep, microBatches, templateStepMs } from "../../keepers/coordinator/stepTime.ts";
 import { TrackRecords } from "../../keepers/coordinator/trackRecord.ts";
-import { UnassignReason } from "../../sdk/ledger.ts";
+import { UnassignReason } from "../../sdk/rules/ledger.ts";
 import { loadTemplate } from "../../workloads/index.ts";
 import { openJob } from "../helpers/jobs.ts";
 

@@ -21,9 +21,9 @@ import {
   type ProviderView,
   type TrackRecord,
 } from "../../keepers/coordinator/decide.ts";
-import { describeWait, jobFit } from "../../sdk/jobFit.ts";
-import { restakeLine, type SlashMark } from "../../sdk/restake.ts";
-import { formatPrice } from "../../sdk/format.ts";
+import { describeWait, jobFit } from "../../sdk/rules/jobFit.ts";
+import { restakeLine, type SlashMark } from "../../sdk/rules/restake.ts";
+import { formatPrice } from "../../sdk/words/format.ts";
 import { mulberry32 as rng } from "../helpers/random.ts";
 
 /** The rule as stated (keepers/README.md), one job at a time over every candidate. */

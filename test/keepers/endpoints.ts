@@ -15,7 +15,7 @@ import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { MAX_JOB_BEATS_PER_PROVIDER } from "../../keepers/coordinator/heartbeats.ts";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { MAX_BODY_BYTES, startJsonServer, type JsonServer, type Route } from "../../keepers/http.ts";
-import { checkpointDecisionDigest, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
+import { checkpointDecisionDigest, signAsSafeOwner } from "../../sdk/rules/verifierSignatures.ts";
 import { beat, domainOf, load, manualClock, testContext, wallet } from "./fixture.ts";
 import { mulberry32 as prng } from "../helpers/random.ts";
 

@@ -12,10 +12,10 @@ import path from "node:path";
 import { Wallet, type JsonRpcProvider } from "ethers";
 import { deployLocal, freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { connectProtocol, rpcProvider } from "../../sdk/contracts.ts";
-import { loadDeployment } from "../../sdk/deployment.ts";
-import { formatUsdc } from "../../sdk/format.ts";
-import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
+import { connectProtocol, rpcProvider } from "../../sdk/node/contracts.ts";
+import { loadDeployment } from "../../sdk/node/deployment.ts";
+import { formatUsdc } from "../../sdk/words/format.ts";
+import { startFaultProxy, type FaultProxy } from "../../sdk/node/faultProxy.ts";
 import { runGpuchain } from "../helpers/cli.ts";
 
 const FAULTS = {
@@ -95,7 +95,7 @@ describe("keepers: through a faulty RPC (fault proxy, ~30 % of requests fail)", 
     expect(lines.length, stdout.slice(-2_000)).to.be.at.least(12);
     for (const l of lines) expect([l.held, l.owed]).to.deep.equal([String(held), String(owes)]);
     expect(stdout).to.not.contain("PROOF OF RESERVES FAILED");
-    // The faults were absorbed under the keeper (sdk/rpc.ts): no read of its failed, none needed its own retries.
+    // The faults were absorbed under the keeper (sdk/node/rpc.ts): no read of its failed, none needed its own retries.
     const noisy = stdout.split("\n").filter((l) => /"level":"(warn|error)"/.test(l));
     expect(noisy, noisy.slice(0, 3).join("\n")).to.deep.equal([]);
     // Its own counters, logged as it stopped: the faults it met, retried under it, none given up on.

@@ -11,9 +11,9 @@ import { Contract, Interface, JsonRpcProvider, Wallet } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
 import { contractSender, DEFAULT_RETRY, execute, type KeeperContext } from "../../keepers/chain.ts";
-import { protocolInterfaces } from "../../sdk/contracts.ts";
-import { createLogger } from "../../sdk/log.ts";
-import { managedWallet } from "../../sdk/txManager.ts";
+import { protocolInterfaces } from "../../sdk/node/contracts.ts";
+import { createLogger } from "../../sdk/run/log.ts";
+import { managedWallet } from "../../sdk/node/txManager.ts";
 
 const RUNTIME = "366000600037600136600" + "0a100";
 const INIT = "0x6c" + RUNTIME + "600052600d6013f3";

@@ -392,7 +392,7 @@ describe("keepers: finalizer on chain", function () {
     const p = await load();
     const jobId = await jobWithVerdict(p);
     const { clock, ctx, finalizer, lines } = await pastDeadlineWithoutBlock(p, jobId);
-    // The first two evm_mine requests fail as an RPC outage does once sdk/rpc.ts gave up (HTTP 429, SERVER_ERROR).
+    // The first two evm_mine requests fail as an RPC outage does once sdk/node/rpc.ts gave up (HTTP 429, SERVER_ERROR).
     let outage = 2;
     const provider = ctx.provider;
     type Send = (method: string, params: unknown[]) => Promise<unknown>;

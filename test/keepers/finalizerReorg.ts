@@ -12,7 +12,7 @@ import { Wallet } from "ethers";
 import { TEST_KEYS } from "../../demo/chain.ts";
 import { keeperContext } from "../../keepers/context.ts";
 import { createFinalizer, type Finalizer } from "../../keepers/finalizer/tick.ts";
-import { createLogger } from "../../sdk/log.ts";
+import { createLogger } from "../../sdk/run/log.ts";
 import { anvilProtocol, CHAIN_ID, mine, type AnvilProtocol } from "../helpers/anvilChain.ts";
 
 describe("keepers: the finalizer across reorganisations (anvil)", function () {

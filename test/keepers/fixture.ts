@@ -4,10 +4,10 @@
  * sender, failing senders, heartbeats and log filters.
  */
 import type { HDNodeWallet, Signer } from "ethers";
-import { signHeartbeat, type SignedHeartbeat } from "../../sdk/heartbeat.ts";
-import { machineId } from "../../sdk/machine.ts";
-import { createLogger, type Logger } from "../../sdk/log.ts";
-import { escrowDomain, verdictDigest } from "../../sdk/verifierSignatures.ts";
+import { signHeartbeat, type SignedHeartbeat } from "../../sdk/rules/heartbeat.ts";
+import { machineId } from "../../sdk/run/machine.ts";
+import { createLogger, type Logger } from "../../sdk/run/log.ts";
+import { escrowDomain, verdictDigest } from "../../sdk/rules/verifierSignatures.ts";
 import type { KeeperContext, Sender, TxHandle } from "../../keepers/chain.ts";
 import { keeperContext } from "../../keepers/context.ts";
 import {
@@ -152,7 +152,7 @@ export function barrier(n: number) {
 }
 
 /**
- * A signed beat for the deployment `p` (its chain id and escrow: see sdk/heartbeat.ts), at step 0 and with no
+ * A signed beat for the deployment `p` (its chain id and escrow: see sdk/rules/heartbeat.ts), at step 0 and with no
  * device profile unless `o` says otherwise.
  */
 export async function beat(

@@ -2,7 +2,7 @@
  * The proven-profile safety net in the coordinator: a template goes only to providers whose signed heartbeat reports an
  * arithmetic profile proven to give the template's bits (workloads/profile.ts).
  */
-import { machineId } from "../../sdk/machine.ts";
+import { machineId } from "../../sdk/run/machine.ts";
 import { expect } from "chai";
 import { getAddress, Wallet } from "ethers";
 import {
@@ -12,7 +12,7 @@ import {
   type CoordinatorView,
 } from "../../keepers/coordinator/decide.ts";
 import { HeartbeatBook } from "../../keepers/coordinator/heartbeats.ts";
-import { checkHeartbeat, signHeartbeat } from "../../sdk/heartbeat.ts";
+import { checkHeartbeat, signHeartbeat } from "../../sdk/rules/heartbeat.ts";
 import { isProvenProfile, loadTemplate } from "../../workloads/index.ts";
 import { openJob } from "../helpers/jobs.ts";
 

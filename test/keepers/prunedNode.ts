@@ -15,7 +15,7 @@ import { keeperContext } from "../../keepers/context.ts";
 import { coordinatorConfig } from "../../keepers/coordinator/config.ts";
 import { createCoordinator } from "../../keepers/coordinator/tick.ts";
 import { createFinalizer } from "../../keepers/finalizer/tick.ts";
-import { createLogger } from "../../sdk/log.ts";
+import { createLogger } from "../../sdk/run/log.ts";
 import { anvilProtocol, CHAIN_ID, type AnvilProtocol } from "../helpers/anvilChain.ts";
 
 const KEPT_STATES = 16;

@@ -2,7 +2,7 @@
 import { expect } from "chai";
 import { AbiCoder, keccak256, toBeHex } from "ethers";
 import { createReservesWatch, RESERVES_FAILED } from "../../keepers/reserves/tick.ts";
-import { runLoop } from "../../sdk/runner.ts";
+import { runLoop } from "../../sdk/run/runner.ts";
 import { createJob, errors, load, networkHelpers, testContext } from "./fixture.ts";
 
 describe("keepers: reserves watch on chain", function () {

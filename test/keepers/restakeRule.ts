@@ -1,5 +1,5 @@
 /**
- * No assignment after a slash until re-staked, pure (sdk/restake.ts, keepers/coordinator/decide.ts, sdk/jobFit.ts): a
+ * No assignment after a slash until re-staked, pure (sdk/rules/restake.ts, keepers/coordinator/decide.ts, sdk/rules/jobFit.ts): a
  * provider slashed for a proven fault is not assigned again until a stake deposit lands after its latest slash. The
  * boundaries, decided here: "after" is chain order — a deposit in an earlier block never counts; in the slash's own
  * block it counts only when its log comes after the slash's (log index), not at or before it; any later block counts.
@@ -8,7 +8,7 @@
 import { expect } from "chai";
 import { getAddress } from "ethers";
 import { planCoordinator, type CoordinatorView, type ProviderView } from "../../keepers/coordinator/decide.ts";
-import { describeWait, jobFit } from "../../sdk/jobFit.ts";
+import { describeWait, jobFit } from "../../sdk/rules/jobFit.ts";
 import {
   awaitsRestake,
   RESTAKE_STATUS,
@@ -16,7 +16,7 @@ import {
   restakeBookOf,
   restakeLine,
   type SlashMark,
-} from "../../sdk/restake.ts";
+} from "../../sdk/rules/restake.ts";
 import { openJob } from "../helpers/jobs.ts";
 
 const NOW = 1_000_000;

@@ -4,7 +4,7 @@
  */
 import { expect } from "chai";
 import { execute, SendQueue } from "../../keepers/chain.ts";
-import { nonOverlapping, runLoop } from "../../sdk/runner.ts";
+import { nonOverlapping, runLoop } from "../../sdk/run/runner.ts";
 import { captureLogger, createJob, ethers, load, testContext, wallet } from "./fixture.ts";
 
 describe("keepers: runner and send queue", function () {

@@ -3,12 +3,12 @@
  * creates, assigns, reports, accepts, refuses, unassigns, lease lapses, verdicts, disputes upheld / rejected /
  * timed out, settles, cancels, expiries, claims, withdrawals, fault refusals that slash, stake deposits, unbonding
  * and withdrawals), proof of reserves checked after every transaction, then every balance, job, stake and total
- * rebuilt from the escrow's and the registry's events alone (sdk/ledger.ts) and compared with the contracts.
+ * rebuilt from the escrow's and the registry's events alone (sdk/rules/ledger.ts) and compared with the contracts.
  */
 import { expect } from "chai";
 import type { BaseContract, ContractTransactionResponse, EventLog } from "ethers";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
-import { foldEscrowEvents, statusAt, walletOf, type Ledger } from "../../sdk/ledger.ts";
+import { foldEscrowEvents, statusAt, walletOf, type Ledger } from "../../sdk/rules/ledger.ts";
 import * as fx from "../helpers/fixture.ts";
 import { mulberry32 } from "../helpers/random.ts";
 

@@ -1,9 +1,9 @@
 import { expect } from "chai";
 import type { HardhatEthersSigner } from "@nomicfoundation/hardhat-ethers/types";
 import * as fx from "../helpers/fixture.ts";
-import { permitDomain, signPermit } from "../../sdk/permit.ts";
+import { permitDomain, signPermit } from "../../sdk/rules/permit.ts";
 
-/** The client-side permit (sdk/permit.ts, as `gpuchain job create` signs it), on the token's pinned EIP-712 name. */
+/** The client-side permit (sdk/rules/permit.ts, as `gpuchain job create` signs it), on the token's pinned EIP-712 name. */
 async function permit(p: fx.Protocol, owner: HardhatEthersSigner, value: bigint, deadline: bigint) {
   expect((await permitDomain(p.usdc, p.chainId)).name).to.equal("GPUChain Test USDC");
   return signPermit(owner, p.usdc, { spender: p.escrowAddress, value, deadline, chainId: p.chainId });

@@ -1,6 +1,6 @@
-/** sdk/ledger.ts as a pure function: hand-written events, no chain. */
+/** sdk/rules/ledger.ts as a pure function: hand-written events, no chain. */
 import { expect } from "chai";
-import { JobStatus, foldEscrowEvents, statusAt, walletOf, type EscrowEvent } from "../../sdk/ledger.ts";
+import { JobStatus, foldEscrowEvents, statusAt, walletOf, type EscrowEvent } from "../../sdk/rules/ledger.ts";
 
 const A = (n: number) => "0x" + n.toString(16).padStart(40, "0");
 const [client, p1, p2, fee] = [A(1), A(2), A(3), A(4)];

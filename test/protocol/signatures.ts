@@ -18,7 +18,7 @@ import {
   faultRefusalTypes,
   verdictDigest,
   verdictTypes,
-} from "../../sdk/verifierSignatures.ts";
+} from "../../sdk/rules/verifierSignatures.ts";
 
 // At run time (ESM) the default import is the Safe class; TypeScript reads the package's types as CommonJS and
 // sees the module object, whose `default` is the class (same shim as keepers/collector/safeTx.ts).

@@ -1,12 +1,12 @@
 /**
- * The hand-rolled Multicall3 coder (sdk/aggregate3.ts) and the word-slicing decoders (sdk/job.ts) against ethers'
+ * The hand-rolled Multicall3 coder (sdk/node/aggregate3.ts) and the word-slicing decoders (sdk/rules/job.ts) against ethers'
  * ABI coder: the same calldata byte for byte, the same results, and a clear error on a malformed answer.
  */
 import { expect } from "chai";
 import { AbiCoder, getAddress, Interface, hexlify, randomBytes } from "ethers";
-import { decodeAggregate3, encodeAggregate3 } from "../../sdk/aggregate3.ts";
-import { staticDecoder, wordDecoder } from "../../sdk/job.ts";
-import { MULTICALL3_ABI } from "../../sdk/multicall.ts";
+import { decodeAggregate3, encodeAggregate3 } from "../../sdk/node/aggregate3.ts";
+import { staticDecoder, wordDecoder } from "../../sdk/node/jobReads.ts";
+import { MULTICALL3_ABI } from "../../sdk/node/multicall.ts";
 
 const multicall = new Interface(MULTICALL3_ABI);
 const address = () => getAddress(hexlify(randomBytes(20)));

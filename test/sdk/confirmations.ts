@@ -1,4 +1,4 @@
-/** sdk/confirmations.ts: the confirmation-depth rule at the boundary (t − 1, t, t + 1) and its defaults. */
+/** sdk/node/confirmations.ts: the confirmation-depth rule at the boundary (t − 1, t, t + 1) and its defaults. */
 import { expect } from "chai";
 import {
   confirmationsFor,
@@ -6,7 +6,7 @@ import {
   CONFIRMATIONS_ENV,
   isConfirmed,
   parseConfirmations,
-} from "../../sdk/confirmations.ts";
+} from "../../sdk/node/confirmations.ts";
 
 describe("sdk/confirmations: when a block is final for money actions", function () {
   it("a block is confirmed from head = block + depth on, not one block earlier", function () {

@@ -1,13 +1,13 @@
 /**
- * sdk/deploymentBlock.ts: where the dashboard (its server's feed and the browser's Check any wallet) starts reading a
+ * sdk/node/deploymentBlock.ts: where the dashboard (its server's feed and the browser's Check any wallet) starts reading a
  * deployment's events — the escrow's first block with code, less a margin — so a public chain is not read from 0.
  */
 import { expect } from "chai";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { deploymentFirstBlock, eventsFrom } from "../../sdk/deployment.ts";
-import { DEPLOYMENT_MARGIN_BLOCKS, deploymentStartBlock } from "../../sdk/deploymentBlock.ts";
+import { deploymentFirstBlock, eventsFrom } from "../../sdk/node/deployment.ts";
+import { DEPLOYMENT_MARGIN_BLOCKS, deploymentStartBlock } from "../../sdk/node/deploymentBlock.ts";
 import { deployProtocol, ethers, networkHelpers } from "../helpers/fixture.ts";
 
 describe("sdk: a deployment's first block", function () {

@@ -1,9 +1,9 @@
 /**
- * sdk/events.ts on a simulated chain: the ledger read in small block chunks equals the one read in one range, and
+ * sdk/node/events.ts on a simulated chain: the ledger read in small block chunks equals the one read in one range, and
  * narrowed to one job (by topic) or to one account's jobs it holds exactly those jobs, each as in the full ledger.
  */
 import { expect } from "chai";
-import { escrowLedger } from "../../sdk/events.ts";
+import { escrowLedger } from "../../sdk/node/events.ts";
 import { createJob, deployProtocol, ethers, networkHelpers, submitVerdict, trainToEnd } from "../keepers/fixture.ts";
 
 describe("sdk/events: chunked and per-job ledger reads", function () {

@@ -1,4 +1,4 @@
-/** sdk/fees.ts: the pure fee rules (offer, cap, replacement bump, the speed-up timer at t−1, t, t+1). */
+/** sdk/node/fees.ts: the pure fee rules (offer, cap, replacement bump, the speed-up timer at t−1, t, t+1). */
 import { expect } from "chai";
 import { parseUnits } from "ethers";
 import {
@@ -11,7 +11,7 @@ import {
   speedUpDue,
   speedUpRule,
   worstCost,
-} from "../../sdk/fees.ts";
+} from "../../sdk/node/fees.ts";
 
 const gwei = (n: string) => parseUnits(n, "gwei");
 

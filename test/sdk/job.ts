@@ -1,5 +1,5 @@
 /**
- * The job model (sdk/job.ts) against the compiled contract: the status enum mirrors IJobEscrow.JobStatus name by
+ * The job model (sdk/rules/job.ts) against the compiled contract: the status enum mirrors IJobEscrow.JobStatus name by
  * name and value by value (read from the build's AST, which the ABI alone does not name), and `readJob` returns
  * what `jobOf` and `statusOf` say on a real chain.
  */
@@ -14,9 +14,9 @@ import {
   isTrainingOver,
   JOB_STATUS,
   JobStatus,
-  readJob,
   statusName,
-} from "../../sdk/job.ts";
+} from "../../sdk/rules/job.ts";
+import { readJob } from "../../sdk/node/jobReads.ts";
 import { createJob, deployProtocol, networkHelpers, startJob } from "../helpers/fixture.ts";
 
 const ARTIFACT = "artifacts/contracts/interfaces/IJobEscrow.sol/IJobEscrow.json";

@@ -1,10 +1,10 @@
-// sdk/jsonRpc.ts JsonRpcClient against ethers' JsonRpcProvider, both talking to one loopback server: the same
+// sdk/node/jsonRpc.ts JsonRpcClient against ethers' JsonRpcProvider, both talking to one loopback server: the same
 // answers for the same bodies (non-ASCII text, batches, JSON-RPC errors), and the same error for a body that is not
 // UTF-8 JSON — only the decoding moved from ethers' JavaScript to the platform's.
 import { expect } from "chai";
 import { createServer, type Server } from "node:http";
 import { JsonRpcProvider, Network } from "ethers";
-import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
+import { JsonRpcClient } from "../../sdk/node/jsonRpc.ts";
 
 describe("sdk: JsonRpcClient decodes answers natively, as ethers would", function () {
   let server: Server;
@@ -29,7 +29,7 @@ describe("sdk: JsonRpcClient decodes answers natively, as ethers would", functio
   const both = () => {
     const network = Network.from(31337n);
     const o = { staticNetwork: network, batchMaxCount: 1, cacheTimeout: -1 };
-    // A body that is not JSON is retried (sdk/rpc.ts) within a short bound here, then fails as ethers fails.
+    // A body that is not JSON is retried (sdk/node/rpc.ts) within a short bound here, then fails as ethers fails.
     return [new JsonRpcProvider(url, network, o), new JsonRpcClient(url, network, o, { budgetMs: 300 })] as const;
   };
   const json = (v: unknown) => Buffer.from(JSON.stringify(v), "utf8");

@@ -1,11 +1,11 @@
 /**
- * sdk/logRange.ts `readLogs`, the one way to read logs, on a simulated chain: the same logs as ethers' `getLogs`
+ * sdk/node/logRange.ts `readLogs`, the one way to read logs, on a simulated chain: the same logs as ethers' `getLogs`
  * (address, topics, data, block, index, transaction), over JSON-RPC and through a provider without `send`, and in
  * halved spans where a node refuses a wide range.
  */
 import { expect } from "chai";
 import type { Provider } from "ethers";
-import { readLogs } from "../../sdk/logRange.ts";
+import { readLogs } from "../../sdk/node/logRange.ts";
 import { createJob, deployProtocol, ethers, networkHelpers } from "../helpers/fixture.ts";
 
 describe("sdk: raw log reads", function () {

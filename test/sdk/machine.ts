@@ -1,8 +1,8 @@
 /** Honest badges: a machine identity in the signed beat, "Real, separate machine" only when it differs. */
 import { expect } from "chai";
 import { Wallet } from "ethers";
-import { checkHeartbeat, signHeartbeat } from "../../sdk/heartbeat.ts";
-import { machineBadge, machineId } from "../../sdk/machine.ts";
+import { checkHeartbeat, signHeartbeat } from "../../sdk/rules/heartbeat.ts";
+import { machineBadge, machineId } from "../../sdk/run/machine.ts";
 
 describe("sdk: machine identity and badges", function () {
   it("is a stable hash (never the raw id), the same for every process on this machine", function () {

@@ -1,7 +1,7 @@
 /**
  * "One meaning per number, every fact in one home", on the real protocol (Ignition deployment, real
  * Safe, the simulated chain):
- *  - who may take a job: sdk/jobFit.ts `termsRefusal` (what `gpuchain job create` / `explain` say) and the
+ *  - who may take a job: sdk/rules/jobFit.ts `termsRefusal` (what `gpuchain job create` / `explain` say) and the
  *    coordinator's exclusion agree with JobEscrow `assign` and the registry's `stakeQuote`, at free stake
  *    needed − 1, needed, needed + 1, with a lock by price and one by the network minimum, and with a lock still held;
  *  - one slashed provider and one short of stake, read through the pure functions each surface calls (explain,
@@ -27,16 +27,16 @@ import {
   startJob,
   type Protocol,
 } from "../helpers/fixture.ts";
-import { escrowLedger } from "../../sdk/events.ts";
-import { describeWait, jobFit, termsRefusal, type JobTerms, type Offer } from "../../sdk/jobFit.ts";
-import { statusAt, stakeBookOf, type Ledger } from "../../sdk/ledger.ts";
-import { providerSummaries } from "../../sdk/narrative.ts";
-import { STAKE_LABELS, freeStake, stakeNeeded } from "../../sdk/stake.ts";
-import { stakeSentence, walletFacts } from "../../sdk/walletFacts.ts";
-import { deadlineOf } from "../../sdk/ledger.ts";
-import { settleTiming, statusAtDeadline } from "../../sdk/settleTiming.ts";
-import { statusName } from "../../sdk/job.ts";
-import { encodeEntry, parseRecording, type Entry } from "../../sdk/recording.ts";
+import { escrowLedger } from "../../sdk/node/events.ts";
+import { describeWait, jobFit, termsRefusal, type JobTerms, type Offer } from "../../sdk/rules/jobFit.ts";
+import { statusAt, stakeBookOf, type Ledger } from "../../sdk/rules/ledger.ts";
+import { providerSummaries } from "../../sdk/words/narrative.ts";
+import { STAKE_LABELS, freeStake, stakeNeeded } from "../../sdk/rules/stake.ts";
+import { stakeSentence, walletFacts } from "../../sdk/rules/walletFacts.ts";
+import { deadlineOf } from "../../sdk/rules/ledger.ts";
+import { settleTiming, statusAtDeadline } from "../../sdk/rules/settleTiming.ts";
+import { statusName } from "../../sdk/rules/job.ts";
+import { encodeEntry, parseRecording, type Entry } from "../../sdk/run/recording.ts";
 import { formatTable, stakeCell } from "../../demo/report.ts";
 import { foldAll } from "../../dashboard/src/model/state.ts";
 import { derivedStatus } from "../../keepers/finalizer/decide.ts";
@@ -47,8 +47,8 @@ import {
   type CoordinatorView,
   type ProviderView,
 } from "../../keepers/coordinator/decide.ts";
-import { usdcAmount } from "../../sdk/format.ts";
-import { FACT_LABELS } from "../../sdk/factLabels.ts";
+import { usdcAmount } from "../../sdk/words/format.ts";
+import { FACT_LABELS } from "../../sdk/words/factLabels.ts";
 import { readFileSync } from "node:fs";
 
 type Signer = Protocol["provider4"];

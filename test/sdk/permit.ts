@@ -1,10 +1,10 @@
-/** EIP-2612 permits (sdk/permit.ts) against the real test token and escrow. */
+/** EIP-2612 permits (sdk/rules/permit.ts) against the real test token and escrow. */
 import { expect } from "chai";
-import { signPermit } from "../../sdk/permit.ts";
+import { signPermit } from "../../sdk/rules/permit.ts";
 import { DEFAULT_REQUEST, deployProtocol, networkHelpers, now } from "../helpers/fixture.ts";
 
 describe("sdk: EIP-2612 permit", function () {
-  it("a permit signed with sdk/permit.ts lets the escrow pull the budget in createJobWithPermit", async function () {
+  it("a permit signed with sdk/rules/permit.ts lets the escrow pull the budget in createJobWithPermit", async function () {
     const p = await networkHelpers.loadFixture(deployProtocol);
     await p.usdc.connect(p.client).approve(p.escrowAddress, 0n);
     const deadline = (await now()) + 3_600n;

@@ -1,7 +1,7 @@
-// The probation rule in words (sdk/probation.ts): the lock one hold puts at risk, as `gpuchain provide` and the
+// The probation rule in words (sdk/rules/probation.ts): the lock one hold puts at risk, as `gpuchain provide` and the
 // Provide compute page state it.
 import { expect } from "chai";
-import { holdLock, probationLine, probationNote } from "../../sdk/probation.ts";
+import { holdLock, probationLine, probationNote } from "../../sdk/rules/probation.ts";
 
 describe("probation: what a hold puts at risk, in words", function () {
   it("a hold locks price × interval, at least the registry's minimum", function () {

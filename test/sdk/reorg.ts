@@ -1,16 +1,16 @@
 /**
- * sdk/logRange.ts `LogCursor` across reorganisations on a real node (anvil's `anvil_reorg` / `anvil_rollback`):
+ * sdk/node/logRange.ts `LogCursor` across reorganisations on a real node (anvil's `anvil_reorg` / `anvil_rollback`):
  * reorgs of depth 1, 2 and 3 that remove a log the consumer already read or replace it with another are reported
  * from the common ancestor on, and the logs held after rolling back (`afterPoll`) equal a fresh read of the new
  * chain. An emitter contract logs its calldata, so a replacement log is distinguishable from the one it replaces.
- * And sdk/chainWake.ts, which follows blocks with the cursor to wake sleepers, wakes on a replaced block.
+ * And sdk/node/chainWake.ts, which follows blocks with the cursor to wake sleepers, wakes on a replaced block.
  */
 import { expect } from "chai";
 import { JsonRpcProvider, Wallet, hexlify, toUtf8Bytes, type Provider } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { ChainWake } from "../../sdk/chainWake.ts";
-import { afterPoll, LogCursor, readLogs, type PollResult, type RawLog } from "../../sdk/logRange.ts";
+import { ChainWake } from "../../sdk/node/chainWake.ts";
+import { afterPoll, LogCursor, readLogs, type PollResult, type RawLog } from "../../sdk/node/logRange.ts";
 
 /** Runtime: LOG1(topic 1) of its calldata. Init code: returns that runtime. */
 const RUNTIME = "366000600037600136600" + "0a100";

@@ -41,7 +41,7 @@ describe("repository: no links to files outside it", function () {
     expect(
       linksOutside("test/fuzz/utils/x.sol", 'import {JobEscrow} from "../../../contracts/JobEscrow.sol";'),
     ).to.deep.equal([]);
-    expect(linksOutside("agent/x.ts", 'import { a } from "../sdk/job.ts";')).to.deep.equal([]);
+    expect(linksOutside("agent/x.ts", 'import { a } from "../sdk/rules/job.ts";')).to.deep.equal([]);
     expect(linksOutside("agent/x.ts", 'import { a } from "../sdk/nothing-here.ts";')).to.have.length(1);
     expect(linksOutside("x.md", "written in /work/main")).to.have.length(1);
   });

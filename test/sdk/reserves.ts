@@ -1,10 +1,10 @@
 /**
- * sdk/reserves.ts on a simulated chain: the parts of what the escrow and the registry owe — locked budgets, bonds,
+ * sdk/rules/reserves.ts on a simulated chain: the parts of what the escrow and the registry owe — locked budgets, bonds,
  * withdrawable balances and stakes — add up to `reserves().owes` (before, the parts people saw left the
  * stakes out, so they did not add up), and are said with 6 decimals.
  */
 import { expect } from "chai";
-import { owedParts, readReserves, type ReservesSource } from "../../sdk/reserves.ts";
+import { owedParts, readReserves, type ReservesSource } from "../../sdk/rules/reserves.ts";
 import { createJob, deployProtocol, networkHelpers, submitVerdict, trainToEnd } from "../keepers/fixture.ts";
 
 describe("sdk/reserves: proof of reserves with stakes", function () {

@@ -1,5 +1,5 @@
 /**
- * sdk/jsonRpc.ts + sdk/rpc.ts against a real node (anvil) behind the real fault proxy (sdk/faultProxy.ts): reads
+ * sdk/node/jsonRpc.ts + sdk/node/rpc.ts against a real node (anvil) behind the real fault proxy (sdk/node/faultProxy.ts): reads
  * come through 429s, 5xx, dropped answers, truncated bodies and latency with the right values; a 429 storm is
  * retried while the rate limit holds at the node; a second URL takes over when the first is down; a read that
  * cannot get an answer fails (never zero); a transaction whose answer was lost is mined once; a revert is an
@@ -10,11 +10,11 @@ import { createServer } from "node:net";
 import { Interface, JsonRpcProvider, Network, Wallet, getAddress } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { startFaultProxy, type FaultProxy } from "../../sdk/faultProxy.ts";
-import { JsonRpcClient, type RpcClientOptions } from "../../sdk/jsonRpc.ts";
-import { parseCommand, UsageError } from "../../sdk/args.ts";
-import { classifyError } from "../../sdk/errors.ts";
-import { checkRpcUrl, rpcChainId, rpcProvider, staticProvider } from "../../sdk/contracts.ts";
+import { startFaultProxy, type FaultProxy } from "../../sdk/node/faultProxy.ts";
+import { JsonRpcClient, type RpcClientOptions } from "../../sdk/node/jsonRpc.ts";
+import { parseCommand, UsageError } from "../../sdk/run/args.ts";
+import { classifyError } from "../../sdk/node/errors.ts";
+import { checkRpcUrl, rpcChainId, rpcProvider, staticProvider } from "../../sdk/node/contracts.ts";
 import {
   FAULT_KINDS,
   newRpcStats,
@@ -22,7 +22,7 @@ import {
   resetRpcConfiguration,
   rpcSettings,
   type RpcStats,
-} from "../../sdk/rpc.ts";
+} from "../../sdk/node/rpc.ts";
 
 const NETWORK = Network.from(31337n);
 const RICH = new Wallet(TEST_KEYS.owner).address;

@@ -1,7 +1,7 @@
-/** The shared runner's cron mode (sdk/runner.ts); the interval mode is in test/keepers/runner.ts. */
+/** The shared runner's cron mode (sdk/run/runner.ts); the interval mode is in test/keepers/runner.ts. */
 import { expect } from "chai";
-import { createLogger } from "../../sdk/log.ts";
-import { runLoop } from "../../sdk/runner.ts";
+import { createLogger } from "../../sdk/run/log.ts";
+import { runLoop } from "../../sdk/run/runner.ts";
 
 function capture() {
   const lines: Record<string, unknown>[] = [];

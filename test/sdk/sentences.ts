@@ -1,8 +1,8 @@
-/** sdk/sentences.ts: one sentence per contract event, wherever a person reads one (feed, npm start, explain). */
+/** sdk/words/sentences.ts: one sentence per contract event, wherever a person reads one (feed, npm start, explain). */
 import { expect } from "chai";
 import type { EventFragment } from "ethers";
-import { protocolInterfaces } from "../../sdk/contracts.ts";
-import { describeEvent, nameFrom } from "../../sdk/sentences.ts";
+import { protocolInterfaces } from "../../sdk/node/contracts.ts";
+import { describeEvent, nameFrom } from "../../sdk/words/sentences.ts";
 
 /** A plausible value per ABI type: addresses from a small pool, so the lookup can name them. */
 function argsOf(fragment: EventFragment, addresses: string[]): Record<string, unknown> {

@@ -17,11 +17,11 @@ import {
   startJob,
   deployProtocol,
 } from "../helpers/fixture.ts";
-import { escrowLedger } from "../../sdk/events.ts";
-import { formatUsdc } from "../../sdk/format.ts";
-import { stakeBookOf } from "../../sdk/ledger.ts";
-import { jobNarrative, labelOf, providerSummaries, verifierNames } from "../../sdk/narrative.ts";
-import { verifierNamesOn } from "../../sdk/safeOwners.ts";
+import { escrowLedger } from "../../sdk/node/events.ts";
+import { formatUsdc } from "../../sdk/words/format.ts";
+import { stakeBookOf } from "../../sdk/rules/ledger.ts";
+import { jobNarrative, labelOf, providerSummaries, verifierNames } from "../../sdk/words/narrative.ts";
+import { verifierNamesOn } from "../../sdk/node/safeOwners.ts";
 import { formatTable } from "../../demo/report.ts";
 
 /** provider1 earns one accepted checkpoint on a job, then reports a fabricated one that is slashed (fault at 17). */

@@ -1,5 +1,5 @@
 /**
- * sdk/txManager.ts on a real anvil: a transaction stuck below a spiked base fee is replaced once
+ * sdk/node/txManager.ts on a real anvil: a transaction stuck below a spiked base fee is replaced once
  * at the same nonce and mined once; the fee cap is never exceeded (at the cap it keeps waiting, said once); one
  * key's concurrent sends get consecutive nonces, also from two processes; a transaction a reorganisation dropped
  * is mined again once with the same bytes; a nonce taken by another sender is an error, not a hang; and an empty
@@ -14,10 +14,10 @@ import path from "node:path";
 import { hexlify, Interface, JsonRpcProvider, Network, parseUnits, toUtf8Bytes, Wallet } from "ethers";
 import { freePort, startAnvil, TEST_KEYS } from "../../demo/chain.ts";
 import { ProcessGroup } from "../../demo/processes.ts";
-import { classifyError } from "../../sdk/errors.ts";
-import { startFaultProxy } from "../../sdk/faultProxy.ts";
-import { JsonRpcClient } from "../../sdk/jsonRpc.ts";
-import { createLogger } from "../../sdk/log.ts";
+import { classifyError } from "../../sdk/node/errors.ts";
+import { startFaultProxy } from "../../sdk/node/faultProxy.ts";
+import { JsonRpcClient } from "../../sdk/node/jsonRpc.ts";
+import { createLogger } from "../../sdk/run/log.ts";
 import {
   FeeAboveCapError,
   InsufficientFundsError,
@@ -27,7 +27,7 @@ import {
   NonceTakenError,
   txStats,
   type TxManagerOptions,
-} from "../../sdk/txManager.ts";
+} from "../../sdk/node/txManager.ts";
 
 /** Runtime: LOG1(topic 1) of its calldata (as in test/sdk/reorg.ts). */
 const RUNTIME = "366000600037600136600" + "0a100";

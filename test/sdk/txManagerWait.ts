@@ -1,5 +1,5 @@
 /**
- * A process waiting for its transaction stays alive until it is mined (sdk/txManager.ts `follow`), found by the
+ * A process waiting for its transaction stays alive until it is mined (sdk/node/txManager.ts `follow`), found by the
  * rehearsal (demo/rehearsal.ts): on a chain that mines on a timer, the provider agent sent its registration and exited
  * with code 0 before the next block, because the only thing left on its event loop was the follow loop's unref'd poll
  * timer. Real anvil mining a block every 2 s; the sender is a separate process (test/helpers/keySender.ts).

@@ -1,13 +1,13 @@
-/** The EIP-712 type definitions (sdk/verifierSignatures.ts, sdk/permit.ts) read the contract's own type strings. */
+/** The EIP-712 type definitions (sdk/rules/verifierSignatures.ts, sdk/rules/permit.ts) read the contract's own type strings. */
 import { expect } from "chai";
 import { id, TypedDataEncoder } from "ethers";
-import { PERMIT_TYPES } from "../../sdk/permit.ts";
+import { PERMIT_TYPES } from "../../sdk/rules/permit.ts";
 import {
   checkpointDecisionTypes,
   SAFE_MESSAGE_TYPES,
   typesFromSignature,
   verdictTypes,
-} from "../../sdk/verifierSignatures.ts";
+} from "../../sdk/rules/verifierSignatures.ts";
 import { deployProtocol, networkHelpers } from "../helpers/fixture.ts";
 
 const encodeType = (types: Record<string, { name: string; type: string }[]>) =>

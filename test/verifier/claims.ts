@@ -24,7 +24,7 @@ import {
   type CheckpointItem,
   type FaultBody,
 } from "../../verifier/work.ts";
-import { escrowDomain, signAsSafeOwner } from "../../sdk/verifierSignatures.ts";
+import { escrowDomain, signAsSafeOwner } from "../../sdk/rules/verifierSignatures.ts";
 import {
   FsCheckpointStore,
   initialState,

@@ -2,9 +2,9 @@ import { expect } from "chai";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { UsageError } from "../../sdk/args.ts";
-import { DeploymentError } from "../../sdk/deployment.ts";
-import { KeyFileError, writeKey } from "../../sdk/keys.ts";
+import { UsageError } from "../../sdk/run/args.ts";
+import { DeploymentError } from "../../sdk/node/deployment.ts";
+import { KeyFileError, writeKey } from "../../sdk/run/keys.ts";
 import { main } from "../../verifier/cli.ts";
 import { hardhatWallet } from "./helpers.ts";
 

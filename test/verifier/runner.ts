@@ -1,14 +1,14 @@
 import { expect } from "chai";
 import { mkdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { recoverSafeSigner } from "../../sdk/verifierSignatures.ts";
-import { createLogger } from "../../sdk/log.ts";
+import { recoverSafeSigner } from "../../sdk/rules/verifierSignatures.ts";
+import { createLogger } from "../../sdk/run/log.ts";
 import { blobHash, FsBackend, loadTemplate } from "../../workloads/index.ts";
 import { blobsOf, guardBlobs } from "../../agent/blobs.ts";
 import type { JobFacts } from "../../verifier/checks.ts";
 import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
-import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/job.ts";
+import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/rules/job.ts";
 import { runVerifier, Verifier, type BehaviourName as Behaviour, type EscrowReader } from "../../verifier/verifier.ts";
 import type { SignatureBody } from "../../verifier/work.ts";
 import { rawJob } from "../helpers/jobs.ts";

@@ -6,7 +6,7 @@
  * that is wrong is still refused with its reason.
  */
 import { expect } from "chai";
-import { createLogger } from "../../sdk/log.ts";
+import { createLogger } from "../../sdk/run/log.ts";
 import { BlobStore, loadTemplate, S3Backend, type Trainer } from "../../workloads/index.ts";
 import { S3RVER_CREDENTIALS, startEmbeddedS3, type EmbeddedS3 } from "../../workloads/store/embedded.ts";
 import {
@@ -20,7 +20,7 @@ import type { SignaturePoster } from "../../verifier/collector.ts";
 import { DecisionStore } from "../../verifier/decisions.ts";
 import { Verifier, type EscrowReader } from "../../verifier/verifier.ts";
 import type { SignatureBody } from "../../verifier/work.ts";
-import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/job.ts";
+import { JobStatus as STATUS, type RawJob as JobRecord } from "../../sdk/rules/job.ts";
 import { FaultyBackend, startFaultProxy, type FaultProxy, type HttpFault } from "../workloads/storeFaults.ts";
 import { rawJob } from "../helpers/jobs.ts";
 import { hardhatWallet, Provider, seedOf, TEST_MAKER } from "./helpers.ts";

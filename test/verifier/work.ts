@@ -3,7 +3,7 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DecisionsFileError, DecisionStore, EquivocationError } from "../../verifier/decisions.ts";
-import { isTrainingOver, JOB_STATUS, type RawJob } from "../../sdk/job.ts";
+import { isTrainingOver, JOB_STATUS, type RawJob } from "../../sdk/rules/job.ts";
 import {
   checkpointKey,
   planWork,

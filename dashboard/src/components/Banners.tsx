@@ -1,5 +1,5 @@
 import type { PageProps } from "../context.ts";
-import { formatTime } from "../../../sdk/format.ts";
+import { formatTime } from "../../../sdk/words/format.ts";
 import { deploymentProblemOf, deploymentProblemTitle } from "../model/deploymentProblem.ts";
 import { coordinatorUp, useNow } from "./TopBar.tsx";
 

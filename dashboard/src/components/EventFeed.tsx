@@ -1,8 +1,8 @@
 import { memo, useMemo, useState } from "react";
-import { describeEvent, eventKind, jobTemplates, type MetricWords } from "../../../sdk/sentences.ts";
+import { describeEvent, eventKind, jobTemplates, type MetricWords } from "../../../sdk/words/sentences.ts";
 import { metricText } from "../../../workloads/metric.ts";
 import { templateOf, type DashboardConfig } from "../sources/config.ts";
-import type { ChainEvent } from "../../../sdk/recording.ts";
+import type { ChainEvent } from "../../../sdk/run/recording.ts";
 import type { RunState } from "../model/state.ts";
 import { nameOf } from "../model/state.ts";
 import { short } from "../format.ts";

@@ -1,14 +1,14 @@
 /**
  * Who got paid and why, and the dispute window: the settlement table `npm start` ends with (demo/report.ts) and
- * `gpuchain explain` prints, from the same ledger facts (sdk/ledger.ts, sdk/narrative.ts providerSummaries: steps
+ * `gpuchain explain` prints, from the same ledger facts (sdk/rules/ledger.ts, sdk/words/narrative.ts providerSummaries: steps
  * accepted, refused, earned, stake slashed, why), and the verdict's deadline counted down on the run's own clock.
  */
 import { useState } from "react";
-import { formatTime, formatUsdc, formatWait } from "../../../sdk/format.ts";
-import { clientCompensation, stakeBookOf } from "../../../sdk/ledger.ts";
-import { settleTiming } from "../../../sdk/settleTiming.ts";
-import { STAKE_LABELS } from "../../../sdk/stake.ts";
-import { statusName as chainStatusName } from "../../../sdk/job.ts";
+import { formatTime, formatUsdc, formatWait } from "../../../sdk/words/format.ts";
+import { clientCompensation, stakeBookOf } from "../../../sdk/rules/ledger.ts";
+import { settleTiming } from "../../../sdk/rules/settleTiming.ts";
+import { STAKE_LABELS } from "../../../sdk/rules/stake.ts";
+import { statusName as chainStatusName } from "../../../sdk/rules/job.ts";
 import type { PageProps } from "../context.ts";
 import { usdc } from "../format.ts";
 import { JobStatus, providerSummaries, statusAt, walletOf, type Ledger, type LedgerJob } from "../ledger.ts";

@@ -3,9 +3,9 @@
  * Arbiter timed out) and the countdowns. A recording shows what was true at its own moment, never the viewer's:
  * its clock is anchored on the last verdict (the escrow sets disputeDeadline = block time + the job's window, so
  * the verdict's block time is deadline − window), runs on with the recording's milliseconds and jumps where the
- * run moved a local chain's clock (sdk/recording.ts clockAdvancedNote). Pure.
+ * run moved a local chain's clock (sdk/run/recording.ts clockAdvancedNote). Pure.
  */
-import { clockAdvanceOf } from "../../../sdk/recording.ts";
+import { clockAdvanceOf } from "../../../sdk/run/recording.ts";
 import type { RunState } from "./state.ts";
 
 /**

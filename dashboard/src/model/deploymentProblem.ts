@@ -1,7 +1,7 @@
 /**
  * A stale deployment said as one: the chain answers, but the deployment file names addresses without the contracts
  * (a chain restarted since), or was made on another chain. The dashboard server runs the CLI's own check
- * (sdk/contracts.ts checkDeploymentOn) and sends its one line, redeploy advice included; the page then says that
+ * (sdk/node/contracts.ts checkDeploymentOn) and sends its one line, redeploy advice included; the page then says that
  * wherever it would otherwise say "the chain is not answering", and asks for its config again once the server's
  * deployment changed (fixed, stale again, or new addresses), so a redeploy is picked up without a reload. Pure.
  */

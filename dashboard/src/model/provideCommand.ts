@@ -1,6 +1,6 @@
 // The Provide compute page's one command for this network (pure: the page renders it, tests read it).
 import type { DashboardConfig } from "../sources/config.ts";
-import { gpuchainCommand, shellWord, withdrawCommand } from "../../../sdk/commandLine.ts";
+import { gpuchainCommand, shellWord, withdrawCommand } from "../../../sdk/words/commandLine.ts";
 
 export function provideCommand(
   c: DashboardConfig | null | undefined,

@@ -2,12 +2,12 @@
  * What the dashboard knows, folded entry by entry from a live stream or a recording (the same code for both).
  * Pure and synchronous: `applyEntry` mutates one `RunState`; playback rebuilds from scratch to seek backwards.
  */
-import { unassignReason, type UnassignReasonText } from "../../../sdk/job.ts";
-import { verifierNames } from "../../../sdk/narrative.ts";
-import { deviceKindName } from "../../../sdk/sentences.ts";
-import { priceUnits } from "../../../sdk/format.ts";
-import { namesIn, rolledBack, type ChainEvent, type Entry, type ReorgNote } from "../../../sdk/recording.ts";
-import { earnedTotal } from "../../../sdk/ledger.ts";
+import { unassignReason, type UnassignReasonText } from "../../../sdk/rules/job.ts";
+import { verifierNames } from "../../../sdk/words/narrative.ts";
+import { deviceKindName } from "../../../sdk/words/sentences.ts";
+import { priceUnits } from "../../../sdk/words/format.ts";
+import { namesIn, rolledBack, type ChainEvent, type Entry, type ReorgNote } from "../../../sdk/run/recording.ts";
+import { earnedTotal } from "../../../sdk/rules/ledger.ts";
 import { foldNew, newLedgerFold, type LedgerFold } from "../ledger.ts";
 
 export interface ProviderView {
@@ -23,7 +23,7 @@ export interface ProviderView {
   /** What the agent said about itself (recordings) or the registry says (live). */
   badges: Set<string>;
   /**
-   * Whether its signed heartbeats name another machine than the dashboard server's (sdk/machine.ts, compared by the
+   * Whether its signed heartbeats name another machine than the dashboard server's (sdk/run/machine.ts, compared by the
    * server: a "machine" line); undefined while nobody said.
    */
   separateMachine?: boolean;
@@ -31,7 +31,7 @@ export interface ProviderView {
   lastSeenMs?: number;
   accepted: number;
   refused: number;
-  /** What it earned, slashes and upheld disputes netted (sdk/ledger.ts earnedTotal); null: the books are partial. */
+  /** What it earned, slashes and upheld disputes netted (sdk/rules/ledger.ts earnedTotal); null: the books are partial. */
   earned: bigint | null;
   earnings: { ms: number; step: number; total: number }[];
   refusals: { job: string; step: number; reasons: string[] }[];
@@ -111,7 +111,7 @@ export interface RunState {
   lastBlock: number;
   /** The verifier Safe's threshold and owner count, once the stream told them (live); recordings: 2 of 3. */
   safe: { threshold: number; owners: number };
-  /** The escrow's books of `events` (sdk/ledger.ts): where a provider's `earned` comes from. */
+  /** The escrow's books of `events` (sdk/rules/ledger.ts): where a provider's `earned` comes from. */
   books: LedgerFold;
 }
 

@@ -12,12 +12,12 @@ import { short, usdc } from "../format.ts";
 import { useChainRead } from "../hooks.ts";
 import { chainDownWords, deploymentProblemOf } from "../model/deploymentProblem.ts";
 import { ledgerOf, type Ledger } from "../ledger.ts";
-import { jobSentences, stakeSentence, walletFacts, type WalletFacts } from "../../../sdk/walletFacts.ts";
-import { verifierNames } from "../../../sdk/narrative.ts";
-import { decodeLogs } from "../../../sdk/events.ts";
-import { foldEscrowEvents } from "../../../sdk/ledger.ts";
-import { readLogs } from "../../../sdk/logRange.ts";
-import { owedParts, readReserves, type ReservesSource } from "../../../sdk/reserves.ts";
+import { jobSentences, stakeSentence, walletFacts, type WalletFacts } from "../../../sdk/rules/walletFacts.ts";
+import { verifierNames } from "../../../sdk/words/narrative.ts";
+import { decodeLogs } from "../../../sdk/node/events.ts";
+import { foldEscrowEvents } from "../../../sdk/rules/ledger.ts";
+import { readLogs } from "../../../sdk/node/logRange.ts";
+import { owedParts, readReserves, type ReservesSource } from "../../../sdk/rules/reserves.ts";
 
 export function OnChainPage(p: PageProps) {
   return (
@@ -40,7 +40,7 @@ interface WalletRead {
   owed: bigint | null; // the contract's owed(who); null in a recording
   /** The registry's stakeOf(who); null in a recording. */
   stake: { deposited: bigint; locked: bigint; unbonding: bigint } | null;
-  /** The same facts `gpuchain wallet` prints (sdk/walletFacts.ts), from the events up to `block`. */
+  /** The same facts `gpuchain wallet` prints (sdk/rules/walletFacts.ts), from the events up to `block`. */
   facts: WalletFacts;
   source: "chain" | "recording";
 }

@@ -13,17 +13,17 @@ import {
   formatWait,
   usdcAmount,
   usdcUnits,
-} from "../../../sdk/format.ts";
-import { settleTiming } from "../../../sdk/settleTiming.ts";
-import { statusName as chainStatusName } from "../../../sdk/job.ts";
+} from "../../../sdk/words/format.ts";
+import { settleTiming } from "../../../sdk/rules/settleTiming.ts";
+import { statusName as chainStatusName } from "../../../sdk/rules/job.ts";
 import { chainNow } from "../model/clock.ts";
 import { useNow } from "../components/TopBar.tsx";
-import { priceStanding } from "../../../sdk/jobFit.ts";
+import { priceStanding } from "../../../sdk/rules/jobFit.ts";
 import { ledgerOf, providerSummaries, statusAt, walletOf, type LedgerJob } from "../ledger.ts";
 import type { ProviderView, RunState } from "../model/state.ts";
 import { DataTable } from "../components/DataTable.tsx";
-import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/restake.ts";
-import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/providerName.ts";
+import { describeSlash, RESTAKE_STATUS, restakeBookOf } from "../../../sdk/rules/restake.ts";
+import { isProviderName, PROVIDER_NAME_RULE } from "../../../sdk/words/providerName.ts";
 import {
   machineLocal,
   provideCommand,
@@ -32,7 +32,7 @@ import {
   STORE_UNKNOWN,
 } from "../model/provideCommand.ts";
 import { DEVICE_CHOICE, GPU_NOT_PROVEN } from "../model/deviceChoice.ts";
-import { probationNote } from "../../../sdk/probation.ts";
+import { probationNote } from "../../../sdk/rules/probation.ts";
 
 /** The command with the words to replace on another machine marked (its text is the command, unchanged). */
 function MarkedCommand({ command }: { command: string }) {
@@ -291,7 +291,7 @@ function Follow({
 /**
  * What the provider was credited on each job and from when it is withdrawable, by the escrow's rule: earnings are
  * claimable once the job is settled, settleable the second after its verdict + its dispute window
- * (sdk/settleTiming.ts); then the exact command that claims and withdraws them, and what was withdrawn.
+ * (sdk/rules/settleTiming.ts); then the exact command that claims and withdraws them, and what was withdrawn.
  */
 function Earned({
   state,
@@ -362,7 +362,7 @@ function whenWithdrawable(j: LedgerJob, owed: bigint, claimed: bigint, now: bigi
 function ProvidersTable(p: PageProps & { providers: ProviderView[] }) {
   const ledger = ledgerOf(p.run.state.events);
   const heartbeats = new Map((p.run.snapshot?.heartbeats ?? []).map((h) => [h.provider.toLowerCase(), h]));
-  // Slashed for a proven fault and no stake deposited since: the coordinator assigns it nothing (sdk/restake.ts).
+  // Slashed for a proven fault and no stake deposited since: the coordinator assigns it nothing (sdk/rules/restake.ts).
   const restake = restakeBookOf(p.run.state.events);
   if (!p.providers.length) return <p className="muted">No provider registered yet.</p>;
   return (

@@ -4,11 +4,11 @@
  * provider lanes on a time axis, verification, process health and the decoded events.
  */
 import { useMemo } from "react";
-import { FACT_LABELS } from "../../../sdk/factLabels.ts";
-import { describeEvent, nameFrom, shortHash } from "../../../sdk/sentences.ts";
-import { formatTime } from "../../../sdk/format.ts";
-import { KEEPER_NAMES } from "../../../sdk/keeperNames.ts";
-import { UnassignReason } from "../../../sdk/job.ts";
+import { FACT_LABELS } from "../../../sdk/words/factLabels.ts";
+import { describeEvent, nameFrom, shortHash } from "../../../sdk/words/sentences.ts";
+import { formatTime } from "../../../sdk/words/format.ts";
+import { KEEPER_NAMES } from "../../../sdk/words/keeperNames.ts";
+import { UnassignReason } from "../../../sdk/rules/job.ts";
 import { DisputeCard, SettlementCard } from "../components/Settlement.tsx";
 import { chainNow } from "../model/clock.ts";
 import type uPlot from "uplot";
@@ -221,7 +221,7 @@ function templateName(p: PageProps, id: string): string {
   return p.config ? `a template this dashboard does not know (${short(id)})` : `template ${short(id)}`;
 }
 
-/** Events that tell something went wrong on a job (each said in its one sentence, sdk/sentences.ts). */
+/** Events that tell something went wrong on a job (each said in its one sentence, sdk/words/sentences.ts). */
 const WRONG = new Set([
   "CheckpointRefused",
   "ProviderSlashed",

@@ -9,8 +9,8 @@ import { abi as escrowAbi } from "../../../artifacts/contracts/JobEscrow.sol/Job
 import { abi as registryAbi } from "../../../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry.json";
 import { chainUrl, type DashboardConfig } from "./config.ts";
 import { nextDelay } from "./backoff.ts";
-import { deploymentStartBlock } from "../../../sdk/deploymentBlock.ts";
-import { SAFE_ABI } from "../../../sdk/safeOwners.ts";
+import { deploymentStartBlock } from "../../../sdk/node/deploymentBlock.ts";
+import { SAFE_ABI } from "../../../sdk/node/safeOwners.ts";
 
 export interface ChainHealth {
   reachable: boolean | null; // null: not read yet
@@ -69,7 +69,7 @@ export class ChainReader {
   }
 
   /**
-   * The first block worth reading the deployment's events from (sdk/deploymentBlock.ts), found once: a public chain
+   * The first block worth reading the deployment's events from (sdk/node/deploymentBlock.ts), found once: a public chain
    * read from block 0 would cost thousands of log queries per wallet check. A failed search is tried again next time.
    */
   deploymentStart(head: number): Promise<number> {

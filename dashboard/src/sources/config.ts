@@ -21,7 +21,7 @@ export interface DashboardConfig {
    */
   absolute?: { install: string; deploymentFile: string; store: string | null };
   /**
-   * Why the deployment cannot be read on the chain, which answers (sdk/contracts.ts checkDeploymentOn's line: a
+   * Why the deployment cannot be read on the chain, which answers (sdk/node/contracts.ts checkDeploymentOn's line: a
    * stale file, with the redeploy advice), or null; absent from older servers.
    */
   deploymentProblem?: string | null;

@@ -3,7 +3,7 @@
  * its status snapshot, each reconnecting by itself with backoff. The stream starts with the whole history, so
  * a reconnect simply starts the fold again.
  */
-import type { Entry } from "../../../sdk/recording.ts";
+import type { Entry } from "../../../sdk/run/recording.ts";
 import { nextDelay } from "./backoff.ts";
 import type { Snapshot } from "../../server/snapshot.ts";
 
