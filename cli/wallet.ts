@@ -15,7 +15,8 @@ import { eventsFrom } from "../sdk/node/deployment.ts";
 export const USAGE = `usage: gpuchain wallet ADDRESS|NAME [--json] [--from-block N]
 
   NAME: verifier1…3, a provider's registered name (alice, carol …), or on a network npm start runs from this
-  folder the names of its keys (client, owner, arbiter …). What ADDRESS may withdraw now, has withdrawn, and earned per job (as provider or client), from the escrow's
+  folder the names of its keys (client, owner, arbiter …).
+  What ADDRESS may withdraw now, has withdrawn, and earned per job (as provider or client), from the escrow's
   events, checked against the contract's own \`owed\` (exit 1 if they disagree); a provider's stake (deposited,
   locked, unbonding, from the registry) and what was slashed, where and who found the fault, and whether it waits
   for a re-stake (slashed with no deposit since: the coordinator assigns it nothing until then); --from-block:
@@ -27,6 +28,7 @@ export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommand(argv, { ...FROM_BLOCK_OPTION, ...JSON_OPTION });
   expectPositionals(positionals, ["ADDRESS"]);
   const typed = positionals[0];
+  if (typed === undefined) throw new UsageError("ADDRESS is required: an address (0x…) or a name like alice", true);
   const byName = !typed.startsWith("0x") && isProviderName(typed);
   if (!byName && !typed.startsWith("0x"))
     throw new UsageError(`ADDRESS must be 0x followed by 40 hex digits, or a name like alice, got "${typed}"`);

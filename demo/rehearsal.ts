@@ -440,8 +440,9 @@ export class Rehearsal {
       .filter(([, p]) => p.counts.requests > 0)
       .map(
         ([name, p]) =>
-          `  ${name}: ${p.counts.requests} requests; injected 429=${p.counts.http429} drop=${p.counts.drop} ` +
-          `truncate=${p.counts.truncate} (each one retried by its RPC layer, or a call given up and tried next tick)` +
+          `  ${name}: ${p.counts.requests} requests; injected ${p.counts.http429} rate limits (HTTP 429), ` +
+          `${p.counts.drop} dropped, ${p.counts.truncate} truncated (each one retried by its RPC layer, or a call ` +
+          `given up and tried next tick)` +
           (this.partActs[name]
             ? `; logged ${Object.entries(this.partActs[name])
                 .map(([k, n]) => `${n} ${k}`)
@@ -451,7 +452,8 @@ export class Rehearsal {
     const lines = [
       "",
       "rehearsal: what was injected",
-      `  RPC faults: ${inj.requests} requests, 429=${inj.http429} dropped=${inj.drop} truncated=${inj.truncate} ` +
+      `  RPC faults: ${inj.requests} requests, ${inj.http429} rate limits (HTTP 429), ${inj.drop} dropped, ` +
+        `${inj.truncate} truncated ` +
         `(latency ${REHEARSAL.latencyMs.join("–")} ms each)`,
       ...this.reorgs.map(
         (r) =>
@@ -470,7 +472,7 @@ export class Rehearsal {
           (f.block !== undefined ? ` (block ${f.block})` : ""),
       ),
       this.spike?.replacementHash
-        ? `  client (sdk/node/txManager.ts): sped up its stuck createJob ${this.spike.speedUps} time(s) at nonce ` +
+        ? `  client: sped up its stuck createJob ${this.spike.speedUps} time(s) at nonce ` +
           `${this.spike.nonce} (max fee ${gwei(this.spike.stuckMaxFee)} → ` +
           `${this.spike.replacementMaxFee === undefined ? "?" : gwei(this.spike.replacementMaxFee)} gwei), ` +
           `mined in block ${this.spike.minedBlock}`

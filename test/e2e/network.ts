@@ -143,7 +143,7 @@ function describeScenario(node: ChainNode) {
         expect(howTo.some((l) => l.includes(`npx gpuchain explain ${result.jobId} --rpc http://127.0.0.1:`))).to.equal(
           true,
         );
-        expect(howTo.some((l) => l.includes("npx gpuchain wallet ADDRESS"))).to.equal(true);
+        expect(howTo.some((l) => l.includes("npx gpuchain wallet alice "))).to.equal(true);
       });
 
       it("--keep narrates what happens after the summary: a second job posted, assigned", function () {

@@ -63,10 +63,8 @@ describe("npm start --network rehearsal: the whole network on a chain that misbe
     const did = lines.indexOf("rehearsal: what each part did");
     expect(did).to.be.greaterThan(at);
     expect(lines.some((l) => /^ {2}gas spike: base fee .* gwei with the client's createJob/.test(l))).to.be.true;
-    expect(lines.some((l) => /^ {2}keepers: \d+ requests; injected 429=\d+/.test(l))).to.be.true;
-    expect(
-      lines.some((l) => /^ {2}client \(sdk\/txManager\.ts\): sped up its stuck createJob [1-9]\d* time\(s\)/.test(l)),
-    ).to.be.true;
+    expect(lines.some((l) => /^ {2}keepers: \d+ requests; injected \d+ rate limits \(HTTP 429\)/.test(l))).to.be.true;
+    expect(lines.some((l) => /^ {2}client: sped up its stuck createJob [1-9]\d* time\(s\)/.test(l))).to.be.true;
   });
 
   it("pure: the depth that removes the event's block, at most 3", function () {
