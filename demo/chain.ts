@@ -161,7 +161,7 @@ export async function deployLocal(
   }
   // A fresh chain every run: an old journal under this id describes contracts that no longer exist.
   rmSync(path.join("ignition", "deployments", deploymentId), { recursive: true, force: true });
-  const { code, output } = await runToEnd(
+  const { code, output, ended } = await runToEnd(
     [
       HARDHAT_CLI,
       "ignition",
@@ -177,7 +177,8 @@ export async function deployLocal(
     ],
     { GPUCHAIN_RPC_URL: rpcUrl },
   );
-  if (code !== 0) throw new Error(`Ignition deployment failed:\n${output}`);
+  if (code !== 0)
+    throw new Error(`Ignition deployment failed (${ended})${output.trim() ? `:\n${output}` : ", with no output"}`);
   if (owners) await fundFromDeployer(rpcUrl, owners.verifiers);
   return path.join("ignition", "deployments", deploymentId, "deployed_addresses.json");
 }

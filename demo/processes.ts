@@ -133,13 +133,19 @@ function keepLast(lines: string[], line: string, max: number): void {
 }
 
 /** Runs `node <args>` to completion and returns its exit code and output (for deploy steps). */
-export function runToEnd(args: string[], env: Record<string, string> = {}): Promise<{ code: number; output: string }> {
+export function runToEnd(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; output: string; ended: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     child.stdout.on("data", (d) => (output += d));
     child.stderr.on("data", (d) => (output += d));
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, output }));
+    // `ended` says how, for an error message when the child printed nothing (a signal leaves code null).
+    child.on("close", (code, signal) =>
+      resolve({ code: code ?? 1, output, ended: signal ? `killed by ${signal}` : `exit code ${code}` }),
+    );
   });
 }
