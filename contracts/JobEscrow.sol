@@ -277,8 +277,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         // its lock only once the holder made no progress for the job's own bound (an objective fact), as a lapsed
         // lease does.
         bool stalled =
-            (reason == UnassignReason.LeaseLapsed ||
-                block.timestamp > uint256(job.lastProgressAt) + _progressTimeout(job)) && !_timeoutCapped(job);
+            (reason == UnassignReason.LeaseLapsed || block.timestamp > _stalledAfter(job)) && !_timeoutCapped(job);
         address provider = _reopen(jobId, job, reason);
         // A checkpoint of the holder's that lapsed undecided is dropped first (the verifiers' silence: released).
         _dropLapsed(jobId, job);
@@ -295,8 +294,7 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         _checkNotLapsed(jobId, job, epoch);
         // Waiting for the verifiers (bounded by DECISION_TIMEOUT) is not the provider's stall; otherwise it must
         // make progress within its job's timeout.
-        uint256 stalledAfter = uint256(job.lastProgressAt) + _progressTimeout(job);
-        if (!_pendingLive(job) && block.timestamp > stalledAfter) {
+        if (!_pendingLive(job) && block.timestamp > _stalledAfter(job)) {
             revert JobEscrowNoProgress(jobId, job.lastProgressAt, block.timestamp);
         }
         uint64 lease = _extendLease(job);
@@ -484,7 +482,12 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         // Open only: a holder is unassigned first (lease lapsed, refused, or by the coordinator), and since
         // reopening leaves the stall clock alone, the job is expirable the moment it is Open again.
         _expectStatus(jobId, _bit(JobStatus.Open));
-        uint64 expiresAt = job.stallSince + STALL_EXPIRY;
+        // stallSince keeps the low 32 bits of its time: the time since it, modulo 2^32, stays right past 2106.
+        uint32 stalledFor;
+        unchecked {
+            stalledFor = uint32(block.timestamp) - job.stallSince;
+        }
+        uint64 expiresAt = uint64(block.timestamp) - stalledFor + STALL_EXPIRY;
         if (block.timestamp <= expiresAt) revert JobEscrowNotExpired(jobId, expiresAt, block.timestamp);
         emit JobExpired(jobId, job.budget - job.paid, msg.sender);
         _cancel(jobId, job);
@@ -689,7 +692,14 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         _fenced[jobId][provider] = true;
         _clearPending(job);
         emit CheckpointRefused(jobId, provider, epoch, step, checkpointHash);
-        if (job.phase == JobStatus.Running && job.provider == provider) _reopen(jobId, job, UnassignReason.Refused);
+        if (job.phase != JobStatus.Running) return provider;
+        if (job.provider == provider) {
+            _reopen(jobId, job, UnassignReason.Refused);
+        } else {
+            // Another provider holds the job and was waiting for this decision: its progress clock restarts (as on
+            // an acceptance), or a late refusal would leave it past its timeout before it could report.
+            job.lastProgressAt = uint40(block.timestamp);
+        }
     }
 
     /// @dev Books the split of `provider`'s lock on the job and voids its unclaimed earnings there, then has the
@@ -791,6 +801,18 @@ contract JobEscrow is IJobEscrow, Ownable2Step, VerifierQuorum {
         uint256 timeout = (uint256(job.checkpointInterval) * job.stepMillis + 999) / 1000;
         if (timeout < leaseDuration) return leaseDuration;
         return timeout > PROGRESS_TIMEOUT ? PROGRESS_TIMEOUT : uint64(timeout);
+    }
+
+    /// @dev When the holder's stall begins to count: its last progress plus the job's timeout, where a checkpoint
+    /// still pending (decidable or lapsed undecided) stops the clock until its decision window closed. The holder
+    /// cannot report while one is decidable, so that time is the verifiers', not its own.
+    function _stalledAfter(JobRecord storage job) private view returns (uint256) {
+        uint256 since = job.lastProgressAt;
+        if (job.pendingStep != 0) {
+            uint256 closed = uint256(job.reportedAt) + DECISION_TIMEOUT;
+            if (closed > since) since = closed;
+        }
+        return since + _progressTimeout(job);
     }
 
     /// @dev Whether PROGRESS_TIMEOUT cut the job's progress timeout below what its interval needs at its step

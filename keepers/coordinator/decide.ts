@@ -280,7 +280,8 @@ export function onProbation(provider: string, view: CoordinatorView): boolean {
  * `unassign` forfeits its lock to the client. Taking it away sooner for silence or for off-chain bounds would be
  * free for the holder, so every fresh identity could hold each job once at no cost; the coordinator is never
  * trusted with stake, so the contract alone judges "no progress". The price: a newcomer's crash fails over after
- * its lease, not after the heartbeat timeout. Not while a checkpoint is decidable (the verifiers' time).
+ * its lease, not after the heartbeat timeout. Not while a checkpoint is decidable (the verifiers' time), and the
+ * timeout then runs from the end of its decision window.
  */
 export function decideProbation(job: CoordinatorJob, view: CoordinatorView): Decision {
   const base = { jobId: job.jobId, epoch: job.epoch, step: job.acceptedStep, provider: job.provider };
@@ -288,12 +289,15 @@ export function decideProbation(job: CoordinatorJob, view: CoordinatorView): Dec
   if (!job.lastProgressAt || timeout === undefined || decidable(job, view)) {
     return { ...base, action: "keep", reason: "on probation: taken away at its lease's lapse or its progress timeout" };
   }
-  const stalledAfter = job.lastProgressAt + timeout;
+  // A checkpoint that lapsed undecided stopped the clock until its window closed (JobEscrow `_stalledAfter`).
+  const closed = job.pendingStep !== 0 && job.reportedAt !== undefined ? job.reportedAt + DECISION_TIMEOUT_S : 0n;
+  const since = closed > job.lastProgressAt ? closed : job.lastProgressAt;
+  const stalledAfter = since + timeout;
   if (view.chainTime > stalledAfter) {
     return {
       ...base,
       action: "unassign",
-      reason: `on probation, no progress on chain since ${job.lastProgressAt} (timeout ${timeout} s, chain time ${view.chainTime}): its lock goes to the client`,
+      reason: `on probation, no progress on chain since ${since} (timeout ${timeout} s, chain time ${view.chainTime}): its lock goes to the client`,
     };
   }
   return {
