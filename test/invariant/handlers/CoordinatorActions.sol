@@ -51,8 +51,7 @@ abstract contract CoordinatorActions is HandlerBase {
             address holder = g.assignee;
             // The coordinator forfeits a newcomer's lock only past the job's progress timeout (lapsed: always), and
             // only on jobs whose timeout is not capped (interval × step bound within PROGRESS_TIMEOUT).
-            bool stalled =
-                (caller != COORDINATOR || currentTime > uint256(g.progress) + g.progressTimeout) && !_timeoutCapped(g);
+            bool stalled = (caller != COORDINATOR || currentTime > _stalledAfter(g)) && !_timeoutCapped(g);
             _reopen(g);
             _dropLapsed(jobId, g);
             if (stalled) _endHold(jobId, g, holder);

@@ -190,6 +190,16 @@ abstract contract HandlerBase is EscrowStore, ProtocolSetup {
         g.pendingFabricated = false;
     }
 
+    /// @dev The spec: the holder's stall counts from its last progress plus the job's timeout, a pending checkpoint
+    /// (decidable or lapsed undecided) stopping the clock until its decision window closed.
+    function _stalledAfter(GhostJob storage g) internal view returns (uint256) {
+        uint256 since = g.progress;
+        if (g.pending != 0 && uint256(g.reportedAt) + DECISION_TIMEOUT > since) {
+            since = uint256(g.reportedAt) + DECISION_TIMEOUT;
+        }
+        return since + g.progressTimeout;
+    }
+
     function _pendingLive(GhostJob storage g) internal view returns (bool) {
         return g.pending != 0 && currentTime <= uint256(g.reportedAt) + DECISION_TIMEOUT;
     }

@@ -56,10 +56,7 @@ abstract contract ProviderActions is HandlerBase {
         uint64 epoch = g.epoch;
         bool live = _isLiveAssignee(g, sender, epoch);
         // A live assignee that made no progress within its job's timeout, with nothing decidable, is refused.
-        bool stalled =
-            live &&
-                (_ownReportLapsed(g, epoch) ||
-                    (!_pendingLive(g) && currentTime > uint256(g.progress) + g.progressTimeout));
+        bool stalled = live && (_ownReportLapsed(g, epoch) || (!_pendingLive(g) && currentTime > _stalledAfter(g)));
         (bool ok, ) = _rawCall(sender, address(escrow), abi.encodeCall(escrow.heartbeat, (jobId, epoch)));
         if (ok && !live) _staleWriteSucceeded("heartbeat");
         else if (ok && stalled) _unexpected("heartbeat succeeded without progress");

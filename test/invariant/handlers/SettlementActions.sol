@@ -164,7 +164,7 @@ abstract contract SettlementActions is HandlerBase {
                 deadline = uint256(g.reportedAt) + DECISION_TIMEOUT;
             } else if (g.phase == RUNNING) {
                 deadline = g.lease;
-                uint256 stall = uint256(g.progress) + g.progressTimeout;
+                uint256 stall = _stalledAfter(g);
                 if (stall < deadline) deadline = stall;
             } else if (g.phase == OPEN) {
                 deadline = uint256(g.stallSince) + STALL_EXPIRY;

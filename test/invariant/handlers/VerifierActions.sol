@@ -137,7 +137,10 @@ abstract contract VerifierActions is HandlerBase {
         reporter = g.pendingProvider;
         ghost_fenced[jobId][reporter] = true;
         _clearPending(g);
-        if (g.phase == RUNNING && g.assignee == reporter) _reopen(g);
+        if (g.phase != RUNNING) return reporter;
+        // The holder was waiting for this decision: its progress clock restarts (as on an acceptance).
+        if (g.assignee == reporter) _reopen(g);
+        else g.progress = uint64(currentTime);
     }
 
     function _slash(
