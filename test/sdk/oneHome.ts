@@ -50,6 +50,7 @@ import {
 import { usdcAmount } from "../../sdk/words/format.ts";
 import { FACT_LABELS } from "../../sdk/words/factLabels.ts";
 import { readFileSync } from "node:fs";
+import { openJob } from "../helpers/jobs.ts";
 
 type Signer = Protocol["provider4"];
 
@@ -186,21 +187,7 @@ describe("one meaning per number, every fact in one home", function () {
       registered: true,
       stakeFree: MIN_STAKE - 1n,
     }));
-    const job = {
-      jobId: 1n,
-      status: "Open" as const,
-      epoch: 0n,
-      templateId: "t",
-      totalSteps: 100,
-      acceptedStep: 0,
-      pendingStep: 0,
-      maxPricePerStep: 1_000n,
-      checkpointInterval: 10,
-      budget: 100_000n,
-      paid: 0n,
-      provider: "0x0000000000000000000000000000000000000000",
-      leaseExpiresAt: 0n,
-    };
+    const job = openJob({ templateId: "t" });
     const [d] = planCoordinator({
       nowMs: 1_000,
       chainTime: 0n,

@@ -130,14 +130,7 @@ export function HelpPage(_p: PageProps) {
       </section>
       <section aria-labelledby="s-h" data-testid="help-stake">
         <h2 id="s-h">Stake, probation and slashing</h2>
-        <dl className="kv">
-          {STAKE.map(([w, m]) => (
-            <div key={w}>
-              <dt>{w}</dt>
-              <dd>{m}</dd>
-            </div>
-          ))}
-        </dl>
+        <Terms entries={STAKE} />
       </section>
       <section aria-labelledby="b-h">
         <h2 id="b-h">What the badges mean</h2>
@@ -160,14 +153,7 @@ export function HelpPage(_p: PageProps) {
       </section>
       <section aria-labelledby="w-h">
         <h2 id="w-h">Words we use</h2>
-        <dl className="kv">
-          {WORDS.map(([w, m]) => (
-            <div key={w}>
-              <dt>{w}</dt>
-              <dd>{m}</dd>
-            </div>
-          ))}
-        </dl>
+        <Terms entries={WORDS} />
       </section>
       <section aria-labelledby="t-h">
         <h2 id="t-h">Something isn't working</h2>
@@ -204,5 +190,19 @@ export function HelpPage(_p: PageProps) {
         <ShortcutList className="kv" />
       </section>
     </div>
+  );
+}
+
+/** A list of terms and their meanings (stake rules, the words we use). */
+function Terms({ entries }: { entries: readonly (readonly [string, string])[] }) {
+  return (
+    <dl className="kv">
+      {entries.map(([w, m]) => (
+        <div key={w}>
+          <dt>{w}</dt>
+          <dd>{m}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }
